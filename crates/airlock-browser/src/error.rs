@@ -1,0 +1,114 @@
+//! Browser-layer errors; each maps to one public [`ErrorCode`].
+
+use airlock_core::{ErrorCode, HasErrorCode};
+
+use crate::cdp::CdpError;
+
+/// What can go wrong in a browser session. Messages are one line, lower-case, and
+/// name the value at fault; they never carry typed text or page content beyond
+/// short identifiers.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No usable Chromium.
+    #[error("browser unavailable: {reason}")]
+    BrowserUnavailable {
+        /// Why.
+        reason: String,
+    },
+    /// The Chromium serving this session died.
+    #[error("the browser process serving this session crashed or exited; open a new session")]
+    BrowserCrashed,
+    /// The session (or tab) was closed.
+    #[error("this session is closed; open a new one")]
+    SessionClosed,
+    /// A ref from an older snapshot whose node is gone.
+    #[error("ref `{reference}` is not on the page any more; take a new snapshot")]
+    RefNotFound {
+        /// The ref as given.
+        reference: String,
+    },
+    /// A role/name, selector or text target matched nothing.
+    #[error("no element matches {target}")]
+    ElementNotFound {
+        /// The target, described.
+        target: String,
+    },
+    /// The target exists but cannot be acted on.
+    #[error("{target} is not actionable: {why}")]
+    NotActionable {
+        /// The target, described.
+        target: String,
+        /// Hidden, disabled, moving, covered by another element …
+        why: String,
+    },
+    /// A wait or action ran out of time.
+    #[error("{what} did not finish within {ms} ms")]
+    Timeout {
+        /// What was being waited for.
+        what: String,
+        /// The budget.
+        ms: u128,
+    },
+    /// A navigation failed.
+    #[error("navigation to `{url}` failed: {reason}")]
+    NavigationFailed {
+        /// Where to.
+        url: String,
+        /// Chromium's error text.
+        reason: String,
+    },
+    /// A parameter is wrong.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// A tab index that does not exist.
+    #[error("there is no tab {index}; call browser_tabs with action `list`")]
+    TabNotFound {
+        /// The index given.
+        index: usize,
+    },
+    /// Chromium answered a command with something we did not expect.
+    #[error("browser protocol error: {0}")]
+    Protocol(String),
+}
+
+impl HasErrorCode for Error {
+    fn code(&self) -> ErrorCode {
+        match self {
+            Error::BrowserUnavailable { .. } => ErrorCode::BrowserUnavailable,
+            Error::BrowserCrashed => ErrorCode::BrowserCrashed,
+            Error::SessionClosed => ErrorCode::SessionExpired,
+            Error::RefNotFound { .. } => ErrorCode::RefNotFound,
+            Error::ElementNotFound { .. } => ErrorCode::ElementNotFound,
+            Error::NotActionable { .. } => ErrorCode::ElementNotActionable,
+            Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::NavigationFailed { .. } => ErrorCode::NavigationFailed,
+            Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            Error::TabNotFound { .. } => ErrorCode::TabNotFound,
+            Error::Protocol(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl Error {
+    /// Maps a CDP failure; a closed pipe means the browser is gone.
+    pub(crate) fn from_cdp(error: CdpError) -> Error {
+        match error {
+            CdpError::Closed => Error::BrowserCrashed,
+            CdpError::Timeout { method, ms } => Error::Timeout {
+                what: format!("browser command `{method}`"),
+                ms,
+            },
+            other => Error::Protocol(other.to_string()),
+        }
+    }
+}
+
+impl From<CdpError> for Error {
+    fn from(error: CdpError) -> Self {
+        Error::from_cdp(error)
+    }
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

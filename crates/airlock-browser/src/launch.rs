@@ -1,0 +1,368 @@
+//! Finding and launching Chromium, and tearing it down by PID.
+//!
+//! Each Chromium runs in its own process group with a fresh profile directory named
+//! `airlock-chromium-<gateway pid>-…`. Teardown closes the CDP pipe (Chromium exits by
+//! itself when it closes), kills the whole group by PID, then removes the profile. If
+//! the gateway itself is killed, the pipe still closes and Chromium still exits; the
+//! profile directories it leaves are swept at the next launch.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use command_fds::{CommandFdExt, FdMapping};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::net::unix::pipe;
+
+use crate::cdp::Connection;
+use crate::error::{Error, Result};
+
+/// Prefix of every profile directory Airlock creates.
+pub const PROFILE_PREFIX: &str = "airlock-chromium-";
+
+/// Where Debian keeps the real binaries behind its `/usr/bin/chromium` wrapper script.
+const DEBIAN_CHROMIUM: &str = "/usr/lib/chromium/chromium";
+const DEBIAN_HEADLESS_SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
+
+/// Which build of Chromium a binary is; they need slightly different flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChromiumKind {
+    /// The full browser run with `--headless`.
+    Chromium,
+    /// `chromium-headless-shell`: headless only, ~4x less memory per session.
+    HeadlessShell,
+}
+
+/// A Chromium binary that was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChromiumBinary {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Which build it is.
+    pub kind: ChromiumKind,
+}
+
+/// Finds Chromium: an explicit path (`AIRLOCK_CHROME` or config) as given; otherwise
+/// the headless shell when preferred and installed; then `chromium`,
+/// `chromium-browser`, `google-chrome` on `path_var`. Never downloads anything.
+pub fn find_chromium(
+    explicit: Option<&Path>,
+    prefer_headless_shell: bool,
+    path_var: Option<OsString>,
+) -> Result<ChromiumBinary> {
+    if let Some(path) = explicit {
+        if !path.is_file() {
+            return Err(Error::BrowserUnavailable {
+                reason: format!("configured Chromium `{}` does not exist", path.display()),
+            });
+        }
+        return Ok(binary(path.to_owned()));
+    }
+    let dirs: Vec<PathBuf> = path_var
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    let on_path = |name: &str| dirs.iter().map(|d| d.join(name)).find(|p| p.is_file());
+
+    if prefer_headless_shell {
+        if let Some(path) = on_path("chromium-headless-shell") {
+            return Ok(binary(path));
+        }
+        if Path::new(DEBIAN_HEADLESS_SHELL).is_file() {
+            return Ok(binary(PathBuf::from(DEBIAN_HEADLESS_SHELL)));
+        }
+    }
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Some(path) = on_path(name) {
+            // Debian's wrapper script loads extensions and adds flags from
+            // /etc/chromium.d; the gateway wants exactly its own flags.
+            if is_script(&path) && Path::new(DEBIAN_CHROMIUM).is_file() {
+                return Ok(binary(PathBuf::from(DEBIAN_CHROMIUM)));
+            }
+            return Ok(binary(path));
+        }
+    }
+    Err(Error::BrowserUnavailable {
+        reason:
+            "no Chromium found (looked for chromium, chromium-browser, google-chrome on PATH); \
+                 install Debian's `chromium` package or set AIRLOCK_CHROME"
+                .to_owned(),
+    })
+}
+
+fn binary(path: PathBuf) -> ChromiumBinary {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let kind = if name.contains("headless-shell") || name.contains("headless_shell") {
+        ChromiumKind::HeadlessShell
+    } else {
+        ChromiumKind::Chromium
+    };
+    ChromiumBinary { path, kind }
+}
+
+fn is_script(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .map(|()| &head == b"#!")
+        .unwrap_or(false)
+}
+
+/// Everything needed to start one Chromium.
+#[derive(Debug, Clone)]
+pub(crate) struct LaunchOptions {
+    /// The binary.
+    pub(crate) binary: ChromiumBinary,
+    /// Parent of the fresh profile directory (usually the system temp dir).
+    pub(crate) profile_parent: PathBuf,
+}
+
+/// The command-line flags Airlock starts Chromium with (without the profile dir).
+pub fn chromium_flags(kind: ChromiumKind, no_sandbox: bool) -> Vec<String> {
+    let mut flags: Vec<String> = [
+        "--headless",
+        "--remote-debugging-pipe",
+        // Without these Chromium stalls or spams a closed network with retries.
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-extensions",
+        "--disable-breakpad",
+        "--disable-crash-reporter",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        "--mute-audio",
+        "--hide-scrollbars",
+        // WebRTC may not send UDP around the proxy the egress issue forces.
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        // Pages are created with Target.createTarget in their own contexts.
+        "--no-startup-window",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    // Chromium honours only the last --disable-features flag, so all go in one.
+    // The omnibox WebUI popups cost a renderer per context; the back-forward cache
+    // would make history navigation skip the load events actions wait for.
+    flags.push(
+        "--disable-features=WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup,\
+         BackForwardCache,Translate,MediaRouter,OptimizationHints"
+            .to_owned(),
+    );
+    if kind == ChromiumKind::HeadlessShell {
+        // The shell has no site isolation by default; cross-site frames must not
+        // share a renderer with their embedder.
+        flags.push("--site-per-process".to_owned());
+    }
+    if no_sandbox {
+        flags.push("--no-sandbox".to_owned());
+    }
+    flags
+}
+
+/// Whether Chromium must run without its sandbox: it refuses to start sandboxed as root.
+pub fn needs_no_sandbox() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// One running Chromium process and its profile directory; the only owner of both.
+pub(crate) struct ChromiumProcess {
+    child: tokio::process::Child,
+    pid: u32,
+    profile: Option<tempfile::TempDir>,
+}
+
+impl ChromiumProcess {
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    pub(crate) fn profile_dir(&self) -> Option<&Path> {
+        self.profile.as_ref().map(|p| p.path())
+    }
+
+    /// Waits for the main process to exit (it does once the pipe is closed), up to
+    /// `grace`; then kills the whole group by PID and removes the profile.
+    pub(crate) async fn shutdown(mut self, grace: Duration) {
+        if tokio::time::timeout(grace, self.child.wait())
+            .await
+            .is_err()
+        {
+            tracing::debug!(
+                chromium.pid = self.pid,
+                "Chromium did not exit in time; killing it"
+            );
+        }
+        self.kill_group();
+        let _ = self.child.wait().await;
+        self.remove_profile();
+    }
+
+    fn kill_group(&self) {
+        // The group id is the main process's PID (process_group(0) at spawn); renderers
+        // and the zygote are in the same group, so this reaches them too.
+        if let Ok(pid) = i32::try_from(self.pid) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+
+    fn remove_profile(&mut self) {
+        if let Some(profile) = self.profile.take() {
+            let path = profile.path().to_owned();
+            if let Err(error) = profile.close() {
+                tracing::warn!(path = %path.display(), %error, "could not remove Chromium profile");
+            }
+        }
+    }
+}
+
+impl Drop for ChromiumProcess {
+    // Fallback for paths that never reach `shutdown` (a panic, a dropped session):
+    // kill by PID, then the TempDir removes the profile.
+    fn drop(&mut self) {
+        if self.profile.is_some() {
+            self.kill_group();
+            self.remove_profile();
+        }
+    }
+}
+
+/// Starts Chromium and connects to it over the pipe.
+pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, Connection)> {
+    sweep_stale_profiles(&options.profile_parent);
+    let unavailable = |reason: String| Error::BrowserUnavailable { reason };
+    let profile = tempfile::Builder::new()
+        .prefix(&format!("{PROFILE_PREFIX}{}-", std::process::id()))
+        .tempdir_in(&options.profile_parent)
+        .map_err(|e| {
+            unavailable(format!(
+                "cannot create a profile directory in `{}`: {e}",
+                options.profile_parent.display()
+            ))
+        })?;
+
+    let (child_reads, we_write) =
+        std::io::pipe().map_err(|e| unavailable(format!("cannot create a pipe: {e}")))?;
+    let (we_read, child_writes) =
+        std::io::pipe().map_err(|e| unavailable(format!("cannot create a pipe: {e}")))?;
+
+    let no_sandbox = needs_no_sandbox();
+    if no_sandbox {
+        tracing::warn!("running as root: Chromium starts with --no-sandbox");
+    }
+    let mut command = tokio::process::Command::new(&options.binary.path);
+    command
+        .args(chromium_flags(options.binary.kind, no_sandbox))
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    command
+        .fd_mappings(vec![
+            FdMapping {
+                parent_fd: child_reads.into(),
+                child_fd: 3,
+            },
+            FdMapping {
+                parent_fd: child_writes.into(),
+                child_fd: 4,
+            },
+        ])
+        .map_err(|e| unavailable(format!("cannot map the CDP pipe: {e}")))?;
+    let child = command.spawn().map_err(|e| {
+        unavailable(format!(
+            "cannot start `{}`: {e}",
+            options.binary.path.display()
+        ))
+    })?;
+    // The command still holds the child's pipe ends; drop it so that our read end
+    // sees EOF when Chromium exits.
+    drop(command);
+    let pid = child.id().unwrap_or_default();
+    let process = ChromiumProcess {
+        child,
+        pid,
+        profile: Some(profile),
+    };
+
+    let to_browser = pipe::Sender::from_owned_fd(we_write.into())
+        .map_err(|e| unavailable(format!("cannot use the CDP pipe: {e}")))?;
+    let from_browser = pipe::Receiver::from_owned_fd(we_read.into())
+        .map_err(|e| unavailable(format!("cannot use the CDP pipe: {e}")))?;
+    let connection = Connection::start(to_browser, from_browser);
+    tracing::debug!(chromium.pid = pid, binary = %options.binary.path.display(), "Chromium started");
+    Ok((process, connection))
+}
+
+/// Removes profile directories left by gateways that no longer run (killed with
+/// SIGKILL, say). Chromium itself exits when its pipe closes, so only files remain.
+fn sweep_stale_profiles(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PROFILE_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            tracing::info!(path = %entry.path().display(), "removing stale Chromium profile");
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_path_must_exist() {
+        let err = find_chromium(Some(Path::new("/nonexistent/chrome")), true, None).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/chrome"), "{err}");
+    }
+
+    #[test]
+    fn nothing_on_path_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = find_chromium(None, false, Some(dir.path().as_os_str().to_owned())).unwrap_err();
+        assert!(
+            err.to_string().contains("install Debian's `chromium`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn flags_put_all_disabled_features_in_one_flag() {
+        let flags = chromium_flags(ChromiumKind::HeadlessShell, true);
+        assert_eq!(
+            flags
+                .iter()
+                .filter(|f| f.starts_with("--disable-features"))
+                .count(),
+            1
+        );
+        assert!(flags.contains(&"--site-per-process".to_owned()));
+        assert!(flags.contains(&"--remote-debugging-pipe".to_owned()));
+        assert!(
+            !flags
+                .iter()
+                .any(|f| f.starts_with("--remote-debugging-port"))
+        );
+    }
+}

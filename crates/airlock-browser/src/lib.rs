@@ -1,0 +1,27 @@
+//! Airlock's browser core: finds and launches Chromium (never downloads one), speaks
+//! CDP to it over `--remote-debugging-pipe`, and runs isolated sessions with every
+//! action an agent can take, plus accessibility snapshots computed in the page.
+//!
+//! Owns every Chromium process and profile directory it starts ([`Browsers`]); a
+//! session ([`Session`]) is a browser context in the shared Chromium or a dedicated
+//! Chromium of its own. It knows nothing of policy, secrets or MCP: the gateway above
+//! it decides what may be done, this crate only does it.
+
+mod browser;
+mod cdp;
+mod error;
+mod keys;
+mod launch;
+mod session;
+mod tab;
+
+pub use browser::{BrowserOptions, Browsers, probe};
+pub use error::{Error, Result};
+pub use launch::{
+    ChromiumBinary, ChromiumKind, PROFILE_PREFIX, chromium_flags, find_chromium, needs_no_sandbox,
+};
+pub use session::{
+    ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Direction,
+    ImageFormat, Modifier, MouseButton, PageText, Screenshot, ScreenshotOptions, Scroll, Session,
+    SessionOptions, Snapshot, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
+};

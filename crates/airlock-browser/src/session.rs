@@ -1,0 +1,2092 @@
+//! A session: one isolated browser context (own cookies, storage, cache) with its tabs,
+//! and every action an agent can take in it. Actions run one at a time per session.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use airlock_config::Isolation;
+use airlock_core::NodeRef;
+use airlock_snapshot::{Node, RenderOptions};
+use base64::Engine as _;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::browser::{BrowserOptions, Chromium, TargetNotice};
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::tab::{FrameEntry, Tab};
+
+/// Deepest nesting of frames a snapshot descends into.
+const MAX_FRAME_DEPTH: usize = 4;
+/// Tallest full-page screenshot, in CSS pixels.
+const MAX_SCREENSHOT_HEIGHT: f64 = 16_384.0;
+/// Longest fixed wait an agent may ask for.
+const MAX_FIXED_WAIT: Duration = Duration::from_secs(60);
+/// Default snapshot byte cap: about 10k tokens.
+pub const DEFAULT_SNAPSHOT_BYTES: usize = 40_000;
+/// Default page-text byte cap.
+pub const DEFAULT_TEXT_BYTES: usize = 40_000;
+
+/// Options for opening a session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// Isolation mode; the pool's default when `None`.
+    pub isolation: Option<Isolation>,
+}
+
+/// When a navigation counts as finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WaitUntil {
+    /// The `load` event fired.
+    #[default]
+    Load,
+    /// `DOMContentLoaded` fired.
+    DomContentLoaded,
+    /// No network activity for 500 ms after load.
+    NetworkIdle,
+}
+
+impl WaitUntil {
+    fn lifecycle_name(self) -> &'static str {
+        match self {
+            WaitUntil::Load => "load",
+            WaitUntil::DomContentLoaded => "DOMContentLoaded",
+            WaitUntil::NetworkIdle => "networkIdle",
+        }
+    }
+}
+
+/// What an action is aimed at.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A ref from a snapshot (`e12`, `f1e3`).
+    Ref(NodeRef),
+    /// Role and accessible name as the snapshot shows them, plus a 0-based index
+    /// among several matches.
+    Role {
+        /// Role, e.g. `button`.
+        role: String,
+        /// Exact name (a case-insensitive substring matches when nothing is exact).
+        name: Option<String>,
+        /// Which match, when several.
+        index: Option<usize>,
+    },
+    /// A CSS selector (searched through open shadow roots too).
+    Selector(String),
+    /// A point in the viewport, CSS pixels.
+    Point {
+        /// From the left edge.
+        x: f64,
+        /// From the top edge.
+        y: f64,
+    },
+}
+
+impl Target {
+    fn describe(&self) -> String {
+        match self {
+            Target::Ref(r) => format!("ref `{r}`"),
+            Target::Role { role, name, index } => {
+                let mut s = role.clone();
+                if let Some(name) = name {
+                    s.push_str(&format!(
+                        " \"{}\"",
+                        name.chars().take(60).collect::<String>()
+                    ));
+                }
+                if let Some(i) = index {
+                    s.push_str(&format!(" #{i}"));
+                }
+                s
+            }
+            Target::Selector(sel) => {
+                format!("selector `{}`", sel.chars().take(80).collect::<String>())
+            }
+            Target::Point { x, y } => format!("point ({x}, {y})"),
+        }
+    }
+
+    fn walker_json(&self) -> Value {
+        match self {
+            Target::Ref(r) => json!({ "ref": r.node }),
+            Target::Role { role, name, index } => {
+                json!({ "role": role, "name": name, "index": index })
+            }
+            Target::Selector(sel) => json!({ "selector": sel }),
+            Target::Point { .. } => Value::Null,
+        }
+    }
+}
+
+/// A mouse button.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MouseButton {
+    /// Primary.
+    #[default]
+    Left,
+    /// Secondary (context menu).
+    Right,
+    /// Middle.
+    Middle,
+}
+
+/// A keyboard modifier held during a click.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Modifier {
+    /// Alt / Option.
+    Alt,
+    /// Control.
+    Control,
+    /// Meta / Command.
+    Meta,
+    /// Shift.
+    Shift,
+}
+
+/// How to click.
+#[derive(Debug, Clone, Default)]
+pub struct ClickOptions {
+    /// Which button.
+    pub button: MouseButton,
+    /// Double click.
+    pub double: bool,
+    /// Modifiers held.
+    pub modifiers: Vec<Modifier>,
+}
+
+/// What happened during an action, besides its own effect.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ActionOutcome {
+    /// URL of the active tab afterwards.
+    pub url: String,
+    /// Title of the active tab afterwards.
+    pub title: String,
+    /// One line per JavaScript dialog that was dismissed (or accepted) meanwhile.
+    pub dialogs: Vec<String>,
+    /// Tabs the page opened meanwhile (popups), as `[index] url`.
+    pub new_tabs: Vec<String>,
+    /// Whether the main frame navigated.
+    pub navigated: bool,
+    /// HTTP status of the main document, after a navigation.
+    pub status: Option<u16>,
+    /// A short note on the effect (`selected "Two"`, `already checked`).
+    pub detail: Option<String>,
+}
+
+/// Options of a snapshot.
+#[derive(Debug, Clone)]
+pub struct SnapshotOptions {
+    /// Only what can be acted on, plus locating headings and rows.
+    pub interactive_only: bool,
+    /// Most lines returned.
+    pub max_nodes: usize,
+    /// Most bytes returned.
+    pub max_bytes: usize,
+    /// First line to return (continues a truncated snapshot).
+    pub offset: usize,
+    /// Only this ref's subtree.
+    pub scope: Option<NodeRef>,
+    /// Only lines containing this text, with context.
+    pub find: Option<String>,
+}
+
+impl Default for SnapshotOptions {
+    fn default() -> Self {
+        SnapshotOptions {
+            interactive_only: false,
+            max_nodes: usize::MAX,
+            max_bytes: DEFAULT_SNAPSHOT_BYTES,
+            offset: 0,
+            scope: None,
+            find: None,
+        }
+    }
+}
+
+/// A rendered snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The text, with a truncation line when paged.
+    pub text: String,
+    /// Page URL.
+    pub url: String,
+    /// Page title.
+    pub title: String,
+    /// Lines in the whole (filtered) snapshot.
+    pub total_lines: usize,
+    /// Index one past the last line shown; pass it as `offset` to continue.
+    pub end: usize,
+}
+
+/// What to wait for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WaitCondition {
+    /// Text appears in the page.
+    Text(String),
+    /// Text is gone from the page.
+    TextGone(String),
+    /// A target exists and is visible.
+    Target(Target),
+    /// A fixed time (at most 60 s).
+    Time(Duration),
+}
+
+/// Scroll direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Towards the top.
+    Up,
+    /// Towards the bottom.
+    Down,
+    /// Towards the left.
+    Left,
+    /// Towards the right.
+    Right,
+}
+
+/// What to scroll.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scroll {
+    /// The page under the viewport centre, by `amount` CSS pixels (default: most of
+    /// a viewport).
+    Page {
+        /// Which way.
+        direction: Direction,
+        /// How far.
+        amount: Option<f64>,
+    },
+    /// Until the target is in view.
+    IntoView(Target),
+}
+
+/// Screenshot encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageFormat {
+    /// Lossless PNG.
+    #[default]
+    Png,
+    /// JPEG with quality 1–100.
+    Jpeg {
+        /// Quality.
+        quality: u8,
+    },
+}
+
+/// What to capture.
+#[derive(Debug, Clone, Default)]
+pub struct ScreenshotOptions {
+    /// The whole page rather than the viewport.
+    pub full_page: bool,
+    /// Only this element.
+    pub target: Option<Target>,
+    /// Encoding.
+    pub format: ImageFormat,
+}
+
+/// An encoded image.
+#[derive(Clone, PartialEq)]
+pub struct Screenshot {
+    /// Encoded bytes.
+    pub data: Vec<u8>,
+    /// `image/png` or `image/jpeg`.
+    pub mime: &'static str,
+}
+
+impl std::fmt::Debug for Screenshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Screenshot({}, {} bytes)", self.mime, self.data.len())
+    }
+}
+
+/// Page text, paged by bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageText {
+    /// The text of this page of output.
+    pub text: String,
+    /// Length of the whole text in bytes.
+    pub total_bytes: usize,
+    /// Where the next page starts, if there is more.
+    pub next_offset: Option<usize>,
+}
+
+/// One tab as listed to an agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TabInfo {
+    /// Position in the list.
+    pub index: usize,
+    /// Current URL.
+    pub url: String,
+    /// Current title.
+    pub title: String,
+    /// Whether actions go to this tab.
+    pub active: bool,
+    /// Whether the page opened it (a popup).
+    pub opened_by_page: bool,
+}
+
+struct Registry {
+    tabs: Vec<Arc<Tab>>,
+    active: usize,
+    /// Target ids of popups not yet reported in an action's outcome.
+    unreported: Vec<String>,
+}
+
+/// One isolated browser session.
+pub struct Session {
+    id: String,
+    chromium: Arc<Chromium>,
+    dedicated: bool,
+    context_id: String,
+    options: Arc<BrowserOptions>,
+    registry: Arc<Mutex<Registry>>,
+    registry_changed: watch::Receiver<u64>,
+    attach_task: JoinHandle<()>,
+    op: tokio::sync::Mutex<()>,
+    closed: AtomicBool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[derive(Deserialize)]
+struct Located {
+    x: f64,
+    y: f64,
+    rect: Rect,
+    desc: String,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct Rect {
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+}
+
+#[derive(Clone, Copy)]
+struct Prepare {
+    need_enabled: bool,
+    hit_test: bool,
+}
+
+impl Session {
+    pub(crate) async fn open(
+        id: String,
+        chromium: Arc<Chromium>,
+        dedicated: bool,
+        options: Arc<BrowserOptions>,
+        _session_options: SessionOptions,
+    ) -> Result<Session> {
+        let timeout = options.action_timeout;
+        let conn = chromium.conn.clone();
+        let context: Value = conn
+            .call(
+                None,
+                "Target.createBrowserContext",
+                json!({ "disposeOnDetach": true }),
+                timeout,
+            )
+            .await?;
+        let context_id = context["browserContextId"]
+            .as_str()
+            .ok_or_else(|| Error::Protocol("createBrowserContext returned no id".to_owned()))?
+            .to_owned();
+
+        let (notices_tx, notices) = mpsc::unbounded_channel();
+        chromium.register_context(&context_id, notices_tx);
+        let registry = Arc::new(Mutex::new(Registry {
+            tabs: Vec::new(),
+            active: 0,
+            unreported: Vec::new(),
+        }));
+        let (changed_tx, registry_changed) = watch::channel(0u64);
+        let attach_task = tokio::spawn(attach_tabs(
+            chromium.clone(),
+            registry.clone(),
+            changed_tx,
+            notices,
+            options.clone(),
+        ));
+        // From here on the session owns the context; dropping it on an early return
+        // below disposes the context (nothing half-open is left behind).
+        let session = Session {
+            id,
+            chromium,
+            dedicated,
+            context_id,
+            options,
+            registry,
+            registry_changed,
+            attach_task,
+            op: tokio::sync::Mutex::new(()),
+            closed: AtomicBool::new(false),
+        };
+        let setup = async {
+            session
+                .chromium
+                .conn
+                .call(
+                    None,
+                    "Browser.setDownloadBehavior",
+                    json!({ "behavior": "deny", "browserContextId": session.context_id }),
+                    timeout,
+                )
+                .await?;
+            session.create_tab().await?;
+            Ok::<_, Error>(())
+        };
+        match setup.await {
+            Ok(()) => {
+                tracing::info!(session.id = %session.id, dedicated, "session opened");
+                Ok(session)
+            }
+            Err(e) => {
+                session.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// PID of the Chromium serving this session.
+    pub fn browser_pid(&self) -> u32 {
+        self.chromium.pid()
+    }
+
+    /// The browser context's id (diagnostics and tests).
+    pub fn context_id(&self) -> &str {
+        &self.context_id
+    }
+
+    /// Profile directory of the Chromium serving this session.
+    pub fn profile_dir(&self) -> Option<std::path::PathBuf> {
+        self.chromium.profile_dir()
+    }
+
+    /// Whether this session has its own Chromium.
+    pub fn is_dedicated(&self) -> bool {
+        self.dedicated
+    }
+
+    /// Browser context ids alive in this session's Chromium (diagnostics and tests).
+    pub async fn browser_contexts(&self) -> Result<Vec<String>> {
+        let reply = self
+            .chromium
+            .conn
+            .call(
+                None,
+                "Target.getBrowserContexts",
+                json!({}),
+                self.options.action_timeout,
+            )
+            .await?;
+        Ok(reply["browserContextIds"]
+            .as_array()
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// Closes the session: disposes its context (or stops its dedicated Chromium by
+    /// PID and deletes the profile). Idempotent; never fails.
+    pub async fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.chromium.unregister_context(&self.context_id);
+        self.attach_task.abort();
+        lock(&self.registry).tabs.clear();
+        if self.dedicated {
+            self.chromium.shutdown().await;
+        } else if self.chromium.is_alive() {
+            let _ = self
+                .chromium
+                .conn
+                .call(
+                    None,
+                    "Target.disposeBrowserContext",
+                    json!({ "browserContextId": self.context_id }),
+                    self.options.action_timeout,
+                )
+                .await;
+        }
+        tracing::info!(session.id = %self.id, "session closed");
+    }
+
+    fn active(&self) -> Result<Arc<Tab>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::SessionClosed);
+        }
+        if !self.chromium.is_alive() {
+            return Err(Error::BrowserCrashed);
+        }
+        let registry = lock(&self.registry);
+        let tab = registry
+            .tabs
+            .get(registry.active)
+            .cloned()
+            .ok_or(Error::SessionClosed)?;
+        drop(registry);
+        tab.check()?;
+        Ok(tab)
+    }
+
+    async fn create_tab(&self) -> Result<Arc<Tab>> {
+        let timeout = self.options.action_timeout;
+        let reply = self
+            .chromium
+            .conn
+            .call(
+                None,
+                "Target.createTarget",
+                json!({ "url": "about:blank", "browserContextId": self.context_id }),
+                timeout,
+            )
+            .await?;
+        let target_id = reply["targetId"]
+            .as_str()
+            .ok_or_else(|| Error::Protocol("createTarget returned no id".to_owned()))?
+            .to_owned();
+        let mut changed = self.registry_changed.clone();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            {
+                let mut registry = lock(&self.registry);
+                if let Some(i) = registry.tabs.iter().position(|t| t.target_id == target_id) {
+                    registry.active = i;
+                    return Ok(registry.tabs[i].clone());
+                }
+            }
+            if !self.chromium.is_alive() {
+                return Err(Error::BrowserCrashed);
+            }
+            match tokio::time::timeout_at(deadline, changed.changed()).await {
+                Ok(Ok(())) => {}
+                _ => {
+                    return Err(Error::Timeout {
+                        what: "opening a tab".to_owned(),
+                        ms: timeout.as_millis(),
+                    });
+                }
+            }
+        }
+    }
+
+    async fn outcome(&self, tab: &Tab, navigated: bool) -> ActionOutcome {
+        let info = tab
+            .conn
+            .call(
+                None,
+                "Target.getTargetInfo",
+                json!({ "targetId": tab.target_id }),
+                self.options.action_timeout,
+            )
+            .await
+            .unwrap_or_default();
+        let new_tabs = {
+            let mut registry = lock(&self.registry);
+            let ids = std::mem::take(&mut registry.unreported);
+            ids.iter()
+                .filter_map(|id| {
+                    registry
+                        .tabs
+                        .iter()
+                        .position(|t| &t.target_id == id)
+                        .map(|i| {
+                            format!("[{i}] {}", registry.tabs[i].state.read(|s| s.url.clone()))
+                        })
+                })
+                .collect()
+        };
+        ActionOutcome {
+            url: info["targetInfo"]["url"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| tab.state.read(|s| s.url.clone())),
+            title: info["targetInfo"]["title"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            dialogs: tab.take_dialogs(),
+            new_tabs,
+            navigated,
+            status: None,
+            detail: None,
+        }
+    }
+
+    // ---- navigation ---------------------------------------------------------------
+
+    /// Navigates the active tab and waits until `wait_until`.
+    pub async fn navigate(&self, url: &str, wait_until: WaitUntil) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let timeout = self.options.navigation_timeout;
+        let reply = tab
+            .call("Page.navigate", json!({ "url": url }), timeout)
+            .await?;
+        if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
+            return Err(Error::NavigationFailed {
+                url: shorten(url, 200),
+                reason: error.to_owned(),
+            });
+        }
+        if let Some(loader) = reply["loaderId"].as_str().map(str::to_owned) {
+            let event = wait_until.lifecycle_name();
+            let done = tab
+                .state
+                .wait(timeout, |s| {
+                    s.loader_id == loader && s.lifecycle.contains(event)
+                })
+                .await;
+            tab.check()?;
+            if !done {
+                return Err(Error::Timeout {
+                    what: format!(
+                        "navigation to `{}` (waiting for {event})",
+                        shorten(url, 200)
+                    ),
+                    ms: timeout.as_millis(),
+                });
+            }
+        }
+        let mut outcome = self.outcome(&tab, true).await;
+        outcome.status = self.document_status(&tab).await;
+        Ok(outcome)
+    }
+
+    async fn document_status(&self, tab: &Tab) -> Option<u16> {
+        let value = tab
+            .eval(
+                0,
+                "(performance.getEntriesByType('navigation')[0] || {}).responseStatus || 0",
+                false,
+                self.options.action_timeout,
+            )
+            .await
+            .ok()?;
+        value
+            .as_u64()
+            .and_then(|s| u16::try_from(s).ok())
+            .filter(|s| *s > 0)
+    }
+
+    /// Goes back one entry in the active tab's history.
+    pub async fn back(&self) -> Result<ActionOutcome> {
+        self.history(-1).await
+    }
+
+    /// Goes forward one entry in the active tab's history.
+    pub async fn forward(&self) -> Result<ActionOutcome> {
+        self.history(1).await
+    }
+
+    async fn history(&self, delta: i64) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let timeout = self.options.navigation_timeout;
+        let history = tab
+            .call("Page.getNavigationHistory", json!({}), timeout)
+            .await?;
+        let current = history["currentIndex"].as_i64().unwrap_or(0);
+        let entries = history["entries"].as_array().cloned().unwrap_or_default();
+        let wanted = current + delta;
+        let entry = usize::try_from(wanted)
+            .ok()
+            .and_then(|i| entries.get(i))
+            .ok_or_else(|| {
+                Error::InvalidArgument(if delta < 0 {
+                    "there is no previous page in this tab's history".to_owned()
+                } else {
+                    "there is no next page in this tab's history".to_owned()
+                })
+            })?;
+        let before = tab.state.read(|s| s.navigations);
+        tab.call(
+            "Page.navigateToHistoryEntry",
+            json!({ "entryId": entry["id"] }),
+            timeout,
+        )
+        .await?;
+        self.wait_for_load_after(&tab, before, timeout).await?;
+        let mut outcome = self.outcome(&tab, true).await;
+        outcome.status = self.document_status(&tab).await;
+        Ok(outcome)
+    }
+
+    /// Reloads the active tab.
+    pub async fn reload(&self) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let timeout = self.options.navigation_timeout;
+        let before = tab.state.read(|s| s.navigations);
+        tab.call("Page.reload", json!({}), timeout).await?;
+        self.wait_for_load_after(&tab, before, timeout).await?;
+        let mut outcome = self.outcome(&tab, true).await;
+        outcome.status = self.document_status(&tab).await;
+        Ok(outcome)
+    }
+
+    async fn wait_for_load_after(&self, tab: &Tab, before: u64, timeout: Duration) -> Result<()> {
+        let done = tab
+            .state
+            .wait(timeout, |s| {
+                s.navigations > before && s.lifecycle.contains("load")
+            })
+            .await;
+        tab.check()?;
+        if done {
+            Ok(())
+        } else {
+            Err(Error::Timeout {
+                what: "the page load".to_owned(),
+                ms: timeout.as_millis(),
+            })
+        }
+    }
+
+    // After input, give the page two animation frames to react; if that started a
+    // main-frame navigation, wait for it to load (bounded by the navigation budget).
+    async fn settle(&self, tab: &Tab, before: (u64, u64)) -> bool {
+        let _ = tokio::time::timeout(
+            Duration::from_millis(500),
+            tab.eval(
+                0,
+                "new Promise(r => { let n = 0; const f = () => (++n >= 2 ? r(true) : requestAnimationFrame(f)); requestAnimationFrame(f); setTimeout(() => r(true), 200); })",
+                true,
+                Duration::from_millis(500),
+            ),
+        )
+        .await;
+        let (requests, navigations) = tab.state.read(|s| (s.nav_requests, s.navigations));
+        if requests == before.0 && navigations == before.1 {
+            return false;
+        }
+        tab.state
+            .wait(self.options.navigation_timeout, |s| {
+                !s.loading || (s.navigations > before.1 && s.lifecycle.contains("load"))
+            })
+            .await;
+        tab.state.read(|s| s.navigations > before.1)
+    }
+
+    fn nav_counters(tab: &Tab) -> (u64, u64) {
+        tab.state.read(|s| (s.nav_requests, s.navigations))
+    }
+
+    // ---- targets ------------------------------------------------------------------
+
+    async fn frame_chain(&self, tab: &Tab, frame: u32) -> Result<Vec<(u32, u64)>> {
+        let mut chain = Vec::new();
+        let mut current = frame;
+        while let Some(owner) = tab
+            .state
+            .read(|s| s.frames.get(current as usize).and_then(|f| f.owner))
+        {
+            chain.push(owner);
+            current = owner.0;
+            if chain.len() > MAX_FRAME_DEPTH + 1 {
+                break;
+            }
+        }
+        chain.reverse();
+        Ok(chain)
+    }
+
+    // Offset of frame `frame`'s viewport within the top viewport.
+    async fn frame_offset(&self, tab: &Tab, frame: u32) -> Result<(f64, f64)> {
+        let mut x = 0.0;
+        let mut y = 0.0;
+        for (parent, owner) in self.frame_chain(tab, frame).await? {
+            let v = tab
+                .eval(
+                    parent,
+                    &format!("__airlock.frameOwnerOffset({owner})"),
+                    false,
+                    self.options.action_timeout,
+                )
+                .await?;
+            if v.get("error").is_some() {
+                return Err(Error::RefNotFound {
+                    reference: NodeRef { frame, node: 0 }.to_string(),
+                });
+            }
+            x += v["x"].as_f64().unwrap_or(0.0);
+            y += v["y"].as_f64().unwrap_or(0.0);
+        }
+        Ok((x, y))
+    }
+
+    // Finds the target, scrolls it (and the frames holding it) into view and waits
+    // until it is actionable. Returns its centre in top-viewport coordinates.
+    async fn locate(&self, tab: &Tab, target: &Target, prepare: Prepare) -> Result<(u32, Located)> {
+        if let Target::Point { x, y } = target {
+            let (w, h) = self.options.viewport;
+            if !(0.0..f64::from(w)).contains(x) || !(0.0..f64::from(h)).contains(y) {
+                return Err(Error::InvalidArgument(format!(
+                    "point ({x}, {y}) is outside the {w}x{h} viewport"
+                )));
+            }
+            return Ok((
+                0,
+                Located {
+                    x: *x,
+                    y: *y,
+                    rect: Rect {
+                        x: *x,
+                        y: *y,
+                        w: 1.0,
+                        h: 1.0,
+                    },
+                    desc: target.describe(),
+                },
+            ));
+        }
+        let budget = self.options.action_timeout;
+        let frames: Vec<u32> = match target {
+            Target::Ref(r) => vec![r.frame],
+            _ => {
+                let n = tab.state.read(|s| s.frames.len()) as u32;
+                (0..n.max(1)).collect()
+            }
+        };
+        let only_frame = frames.len() == 1;
+        let mut last_error = None;
+        for (pass, frame) in frames.iter().copied().chain(std::iter::once(0)).enumerate() {
+            // Pass 1 looks in every frame without waiting; the last pass waits in the
+            // top frame for the target to appear (pages that render late).
+            let last_pass = pass == frames.len();
+            if last_pass && only_frame {
+                break;
+            }
+            let wait = only_frame || last_pass;
+            match self
+                .prepare_in_frame(tab, frame, target, prepare, wait, budget)
+                .await
+            {
+                Ok(located) => {
+                    let (dx, dy) = self.frame_offset(tab, frame).await?;
+                    return Ok((
+                        frame,
+                        Located {
+                            x: located.x + dx,
+                            y: located.y + dy,
+                            rect: Rect {
+                                x: located.rect.x + dx,
+                                y: located.rect.y + dy,
+                                ..located.rect
+                            },
+                            desc: located.desc,
+                        },
+                    ));
+                }
+                Err(Error::ElementNotFound { .. }) if !only_frame && !last_pass => {}
+                Err(e) => {
+                    last_error = Some(e);
+                    break;
+                }
+            }
+        }
+        Err(last_error.unwrap_or_else(|| Error::ElementNotFound {
+            target: target.describe(),
+        }))
+    }
+
+    async fn prepare_in_frame(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        target: &Target,
+        prepare: Prepare,
+        wait_for_match: bool,
+        budget: Duration,
+    ) -> Result<Located> {
+        // The frames holding the target must be in view before the target can be.
+        for (parent, owner) in self.frame_chain(tab, frame).await? {
+            tab.eval(
+                parent,
+                &format!("__airlock.scrollIntoView({{\"ref\": {owner}}})"),
+                false,
+                budget,
+            )
+            .await?;
+        }
+        let opts = json!({
+            "timeoutMs": budget.as_millis() as u64,
+            "needEnabled": prepare.need_enabled,
+            "hitTest": prepare.hit_test,
+            "waitForMatch": wait_for_match,
+        });
+        let expression = format!("__airlock.prepare({}, {opts})", target.walker_json());
+        let value = tab
+            .eval(frame, &expression, true, budget + Duration::from_secs(2))
+            .await
+            .map_err(|e| match e {
+                Error::RefNotFound { .. } => Error::RefNotFound {
+                    reference: match target {
+                        Target::Ref(r) => r.to_string(),
+                        other => other.describe(),
+                    },
+                },
+                other => other,
+            })?;
+        walker_error(&value, target)?;
+        serde_json::from_value(value)
+            .map_err(|e| Error::Protocol(format!("bad prepare reply: {e}")))
+    }
+
+    // Runs a walker helper that takes a target and returns `{ok…}` or `{error…}`.
+    async fn helper(&self, tab: &Tab, frame: u32, call: &str, target: &Target) -> Result<Value> {
+        let value = tab
+            .eval(frame, call, false, self.options.action_timeout)
+            .await?;
+        walker_error(&value, target)?;
+        Ok(value)
+    }
+
+    // ---- mouse and keyboard -------------------------------------------------------
+
+    async fn mouse(&self, tab: &Tab, kind: &str, x: f64, y: f64, extra: Value) -> Result<()> {
+        let mut params = json!({ "type": kind, "x": x, "y": y });
+        if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                p.insert(k.clone(), v.clone());
+            }
+        }
+        tab.call(
+            "Input.dispatchMouseEvent",
+            params,
+            self.options.action_timeout,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Clicks the target.
+    pub async fn click(&self, target: &Target, options: &ClickOptions) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let (_, located) = self
+            .locate(
+                &tab,
+                target,
+                Prepare {
+                    need_enabled: true,
+                    hit_test: true,
+                },
+            )
+            .await?;
+        let before = Self::nav_counters(&tab);
+        let button = match options.button {
+            MouseButton::Left => "left",
+            MouseButton::Right => "right",
+            MouseButton::Middle => "middle",
+        };
+        let modifiers: u32 = options
+            .modifiers
+            .iter()
+            .map(|m| match m {
+                Modifier::Alt => keys::ALT,
+                Modifier::Control => keys::CONTROL,
+                Modifier::Meta => keys::META,
+                Modifier::Shift => keys::SHIFT,
+            })
+            .fold(0, |a, b| a | b);
+        let (x, y) = (located.x, located.y);
+        self.mouse(&tab, "mouseMoved", x, y, json!({ "modifiers": modifiers }))
+            .await?;
+        let clicks = if options.double { 2 } else { 1 };
+        for count in 1..=clicks {
+            let extra = json!({ "button": button, "clickCount": count, "modifiers": modifiers });
+            self.mouse(&tab, "mousePressed", x, y, extra.clone())
+                .await?;
+            self.mouse(&tab, "mouseReleased", x, y, extra).await?;
+        }
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("clicked {}", located.desc));
+        Ok(outcome)
+    }
+
+    /// Moves the mouse over the target.
+    pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let (_, located) = self
+            .locate(
+                &tab,
+                target,
+                Prepare {
+                    need_enabled: false,
+                    hit_test: true,
+                },
+            )
+            .await?;
+        let before = Self::nav_counters(&tab);
+        self.mouse(&tab, "mouseMoved", located.x, located.y, json!({}))
+            .await?;
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("hovering over {}", located.desc));
+        Ok(outcome)
+    }
+
+    /// Types `text` into the target field (replacing its content when `clear_first`),
+    /// then presses Enter when `submit`.
+    pub async fn type_text(
+        &self,
+        target: &Target,
+        text: &str,
+        clear_first: bool,
+        submit: bool,
+    ) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let before = Self::nav_counters(&tab);
+        let desc = self.type_into(&tab, target, text, clear_first).await?;
+        if submit {
+            self.press_combo(&tab, &keys::parse_combo("Enter")?).await?;
+        }
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("typed into {desc}"));
+        Ok(outcome)
+    }
+
+    async fn type_into(
+        &self,
+        tab: &Tab,
+        target: &Target,
+        text: &str,
+        clear_first: bool,
+    ) -> Result<String> {
+        let (frame, located) = self
+            .locate(
+                tab,
+                target,
+                Prepare {
+                    need_enabled: true,
+                    hit_test: false,
+                },
+            )
+            .await?;
+        let call = format!(
+            "__airlock.focusForTyping({}, {clear_first})",
+            walker_target_in_frame(target, frame)
+        );
+        self.helper(tab, frame, &call, target).await?;
+        if text.is_empty() {
+            if clear_first {
+                self.press_combo(tab, &keys::parse_combo("Delete")?).await?;
+            }
+        } else {
+            tab.call(
+                "Input.insertText",
+                json!({ "text": text }),
+                self.options.action_timeout,
+            )
+            .await?;
+        }
+        Ok(located.desc)
+    }
+
+    /// Fills several fields: text fields are replaced, checkboxes take `true`/`false`,
+    /// selects take an option value or label.
+    pub async fn fill_form(&self, fields: &[(Target, String)]) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let before = Self::nav_counters(&tab);
+        let mut done = Vec::new();
+        for (target, value) in fields {
+            let (frame, located) = self
+                .locate(
+                    &tab,
+                    target,
+                    Prepare {
+                        need_enabled: true,
+                        hit_test: false,
+                    },
+                )
+                .await?;
+            let kind = self
+                .helper(
+                    &tab,
+                    frame,
+                    &format!(
+                        "__airlock.fieldKind({})",
+                        walker_target_in_frame(target, frame)
+                    ),
+                    target,
+                )
+                .await?;
+            match kind["kind"].as_str().unwrap_or("text") {
+                "check" => {
+                    let want = match value.as_str() {
+                        "true" | "on" | "checked" | "yes" => true,
+                        "false" | "off" | "unchecked" | "no" => false,
+                        _ => {
+                            return Err(Error::InvalidArgument(format!(
+                                "{} is a checkbox: give `true` or `false`",
+                                located.desc
+                            )));
+                        }
+                    };
+                    self.set_checked_in(&tab, target, want).await?;
+                }
+                "select" => {
+                    self.select_in(&tab, frame, target, std::slice::from_ref(value))
+                        .await?;
+                }
+                _ => {
+                    self.type_into(&tab, target, value, true).await?;
+                }
+            }
+            done.push(located.desc);
+        }
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("filled {}", done.join(", ")));
+        Ok(outcome)
+    }
+
+    async fn press_combo(&self, tab: &Tab, combo: &keys::Combo) -> Result<()> {
+        let timeout = self.options.action_timeout;
+        let mut held = 0;
+        for (bit, key) in &combo.modifiers {
+            held |= bit;
+            tab.call(
+                "Input.dispatchKeyEvent",
+                key_event("rawKeyDown", key, held, None),
+                timeout,
+            )
+            .await?;
+        }
+        let key = &combo.key;
+        // Text is produced only when no command modifier is held (Control+A selects
+        // all rather than typing "a").
+        let command = held & (keys::CONTROL | keys::ALT | keys::META) != 0;
+        let text = if command { None } else { key.text.clone() };
+        let down = if text.is_some() {
+            "keyDown"
+        } else {
+            "rawKeyDown"
+        };
+        tab.call(
+            "Input.dispatchKeyEvent",
+            key_event(down, key, held, text.as_deref()),
+            timeout,
+        )
+        .await?;
+        tab.call(
+            "Input.dispatchKeyEvent",
+            key_event("keyUp", key, held, None),
+            timeout,
+        )
+        .await?;
+        for (bit, key) in combo.modifiers.iter().rev() {
+            held &= !bit;
+            tab.call(
+                "Input.dispatchKeyEvent",
+                key_event("keyUp", key, held, None),
+                timeout,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Presses a key or combo (`Enter`, `Control+A`, `Shift+Tab`) in the focused element.
+    pub async fn press_key(&self, combo: &str) -> Result<ActionOutcome> {
+        let combo = keys::parse_combo(combo)?;
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let before = Self::nav_counters(&tab);
+        self.press_combo(&tab, &combo).await?;
+        let navigated = self.settle(&tab, before).await;
+        Ok(self.outcome(&tab, navigated).await)
+    }
+
+    /// Selects option(s) of a `<select>` by value or visible label.
+    pub async fn select_option(&self, target: &Target, values: &[String]) -> Result<ActionOutcome> {
+        if values.is_empty() {
+            return Err(Error::InvalidArgument(
+                "give at least one value to select".to_owned(),
+            ));
+        }
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let (frame, _) = self
+            .locate(
+                &tab,
+                target,
+                Prepare {
+                    need_enabled: true,
+                    hit_test: false,
+                },
+            )
+            .await?;
+        let before = Self::nav_counters(&tab);
+        let selected = self.select_in(&tab, frame, target, values).await?;
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("selected {selected}"));
+        Ok(outcome)
+    }
+
+    async fn select_in(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        target: &Target,
+        values: &[String],
+    ) -> Result<String> {
+        let call = format!(
+            "__airlock.selectOptions({}, {})",
+            walker_target_in_frame(target, frame),
+            Value::from(values.to_vec())
+        );
+        let v = self.helper(tab, frame, &call, target).await?;
+        Ok(v["selected"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(|s| format!("\"{s}\"")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default())
+    }
+
+    /// Checks (`true`) or unchecks a checkbox, radio or switch, by clicking it when its
+    /// state differs; verifies the state changed.
+    pub async fn set_checked(&self, target: &Target, checked: bool) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let before = Self::nav_counters(&tab);
+        let detail = self.set_checked_in(&tab, target, checked).await?;
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(detail);
+        Ok(outcome)
+    }
+
+    async fn set_checked_in(&self, tab: &Tab, target: &Target, want: bool) -> Result<String> {
+        let (frame, located) = self
+            .locate(
+                tab,
+                target,
+                Prepare {
+                    need_enabled: true,
+                    hit_test: true,
+                },
+            )
+            .await?;
+        let read = format!(
+            "__airlock.checked({})",
+            walker_target_in_frame(target, frame)
+        );
+        let state = self.helper(tab, frame, &read, target).await?;
+        let verb = if want { "checked" } else { "unchecked" };
+        if state["checked"].as_bool() == Some(want) {
+            return Ok(format!("{} was already {verb}", located.desc));
+        }
+        if !want && state["checked"].as_bool() == Some(true) {
+            // A checked radio cannot be unchecked by clicking it.
+            let role = located.desc.split(' ').next().unwrap_or_default();
+            if role == "radio" {
+                return Err(Error::NotActionable {
+                    target: located.desc,
+                    why: "a radio button is unchecked by checking another one of its group"
+                        .to_owned(),
+                });
+            }
+        }
+        let extra = json!({ "button": "left", "clickCount": 1 });
+        self.mouse(tab, "mouseMoved", located.x, located.y, json!({}))
+            .await?;
+        self.mouse(tab, "mousePressed", located.x, located.y, extra.clone())
+            .await?;
+        self.mouse(tab, "mouseReleased", located.x, located.y, extra)
+            .await?;
+        let after = self.helper(tab, frame, &read, target).await?;
+        if after["checked"].as_bool() != Some(want) {
+            return Err(Error::NotActionable {
+                target: located.desc,
+                why: format!("clicking it did not make it {verb}"),
+            });
+        }
+        Ok(format!("{verb} {}", located.desc))
+    }
+
+    /// Scrolls the page, or brings a target into view.
+    pub async fn scroll(&self, scroll: &Scroll) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let before = Self::nav_counters(&tab);
+        let detail = match scroll {
+            Scroll::IntoView(target) => {
+                let (_, located) = self
+                    .locate(
+                        &tab,
+                        target,
+                        Prepare {
+                            need_enabled: false,
+                            hit_test: false,
+                        },
+                    )
+                    .await?;
+                format!("scrolled {} into view", located.desc)
+            }
+            Scroll::Page { direction, amount } => {
+                let (w, h) = self.options.viewport;
+                let amount = amount.unwrap_or(f64::from(h) * 0.8);
+                if !amount.is_finite() || amount <= 0.0 || amount > 100_000.0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "scroll amount {amount} is outside 1..=100000"
+                    )));
+                }
+                let (dx, dy) = match direction {
+                    Direction::Up => (0.0, -amount),
+                    Direction::Down => (0.0, amount),
+                    Direction::Left => (-amount, 0.0),
+                    Direction::Right => (amount, 0.0),
+                };
+                self.mouse(
+                    &tab,
+                    "mouseWheel",
+                    f64::from(w) / 2.0,
+                    f64::from(h) / 2.0,
+                    json!({ "deltaX": dx, "deltaY": dy }),
+                )
+                .await?;
+                let pos = tab
+                    .eval(
+                        0,
+                        "new Promise(r => requestAnimationFrame(() => r({x: Math.round(scrollX), y: Math.round(scrollY), h: document.documentElement.scrollHeight})))",
+                        true,
+                        self.options.action_timeout,
+                    )
+                    .await?;
+                format!(
+                    "scrolled to x={} y={} of page height {}",
+                    pos["x"], pos["y"], pos["h"]
+                )
+            }
+        };
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(detail);
+        Ok(outcome)
+    }
+
+    /// Waits for text to appear or go, a target to appear, or a fixed time.
+    pub async fn wait_for(
+        &self,
+        condition: &WaitCondition,
+        timeout: Option<Duration>,
+    ) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let budget = timeout.unwrap_or(self.options.action_timeout);
+        let (cond, what) = match condition {
+            WaitCondition::Time(d) => {
+                if *d > MAX_FIXED_WAIT {
+                    return Err(Error::InvalidArgument(format!(
+                        "a fixed wait is at most {} ms",
+                        MAX_FIXED_WAIT.as_millis()
+                    )));
+                }
+                tokio::time::sleep(*d).await;
+                let mut outcome = self.outcome(&tab, false).await;
+                outcome.detail = Some(format!("waited {} ms", d.as_millis()));
+                return Ok(outcome);
+            }
+            WaitCondition::Text(t) => (
+                json!({ "text": t }),
+                format!("text \"{}\" to appear", shorten(t, 80)),
+            ),
+            WaitCondition::TextGone(t) => (
+                json!({ "textGone": t }),
+                format!("text \"{}\" to go", shorten(t, 80)),
+            ),
+            WaitCondition::Target(target) => (
+                json!({ "target": target.walker_json() }),
+                format!("{} to appear", target.describe()),
+            ),
+        };
+        let frame = match condition {
+            WaitCondition::Target(Target::Ref(r)) => r.frame,
+            _ => 0,
+        };
+        let deadline = tokio::time::Instant::now() + budget;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let call = format!("__airlock.waitFor({cond}, {})", left.as_millis());
+            match tab
+                .eval(frame, &call, true, left + Duration::from_secs(2))
+                .await
+            {
+                Ok(v) if v["ok"].as_bool() == Some(true) => break,
+                Ok(_) => {
+                    return Err(Error::Timeout {
+                        what: format!("waiting for {what}"),
+                        ms: budget.as_millis(),
+                    });
+                }
+                // The page navigated under the wait: try again in the new document.
+                Err(Error::Protocol(_)) | Err(Error::RefNotFound { .. })
+                    if tokio::time::Instant::now() < deadline
+                        && !matches!(condition, WaitCondition::Target(Target::Ref(_))) =>
+                {
+                    tab.state
+                        .wait(Duration::from_millis(200), |s| {
+                            s.lifecycle.contains("DOMContentLoaded")
+                        })
+                        .await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut outcome = self.outcome(&tab, false).await;
+        outcome.detail = Some(format!("done waiting for {what}"));
+        Ok(outcome)
+    }
+
+    // ---- reading --------------------------------------------------------------------
+
+    /// Takes an accessibility snapshot of the active tab and remembers it as the base
+    /// for [`Session::changes`].
+    pub async fn snapshot(&self, options: &SnapshotOptions) -> Result<Snapshot> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let url = tab.state.read(|s| s.url.clone());
+        let tree = match options.scope {
+            None => self.walk_frame(&tab, 0, 0).await?,
+            Some(scope) => self.walk_scope(&tab, scope).await?,
+        };
+        let title = tree.name.clone();
+        let all = airlock_snapshot::lines(
+            &tree,
+            &RenderOptions {
+                page_url: Some(url.clone()),
+            },
+        );
+        if options.scope.is_none() {
+            tab.state.with(|s| s.last_snapshot = Some(all.clone()));
+        }
+        let mut lines = all;
+        if options.interactive_only {
+            lines = airlock_snapshot::interactive_only(&lines);
+        }
+        if let Some(query) = options.find.as_deref().filter(|q| !q.is_empty()) {
+            lines = airlock_snapshot::find(&lines, query);
+            if lines.is_empty() {
+                return Ok(Snapshot {
+                    text: format!(
+                        "no line of the snapshot contains \"{}\"\n",
+                        shorten(query, 80)
+                    ),
+                    url,
+                    title,
+                    total_lines: 0,
+                    end: 0,
+                });
+            }
+        }
+        let window = airlock_snapshot::window(
+            &lines,
+            options.offset,
+            options.max_nodes.max(1),
+            options.max_bytes.max(256),
+        );
+        Ok(Snapshot {
+            text: window.text,
+            url,
+            title,
+            total_lines: window.total,
+            end: window.end,
+        })
+    }
+
+    /// What changed since the previous snapshot (or `changes` call) of the active tab,
+    /// or `None` when nothing did; the new state becomes the base of the next call.
+    pub async fn changes(&self) -> Result<Option<String>> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let url = tab.state.read(|s| s.url.clone());
+        let tree = self.walk_frame(&tab, 0, 0).await?;
+        let new = airlock_snapshot::lines(
+            &tree,
+            &RenderOptions {
+                page_url: Some(url),
+            },
+        );
+        let old = tab.state.with(|s| s.last_snapshot.replace(new.clone()));
+        Ok(match old {
+            Some(old) => airlock_snapshot::diff(&old, &new),
+            None => {
+                Some(airlock_snapshot::window(&new, 0, usize::MAX, DEFAULT_SNAPSHOT_BYTES).text)
+            }
+        })
+    }
+
+    async fn walk_scope(&self, tab: &Tab, scope: NodeRef) -> Result<Node> {
+        let base = frame_base(tab, scope.frame)?;
+        let value = tab
+            .eval(
+                scope.frame,
+                &format!(
+                    "__airlock.snapshot({{\"base\": {base}, \"scope\": {}}})",
+                    scope.node
+                ),
+                false,
+                self.options.action_timeout,
+            )
+            .await?;
+        if value.get("error").is_some() {
+            return Err(Error::RefNotFound {
+                reference: scope.to_string(),
+            });
+        }
+        self.finish_walk(tab, scope.frame, 0, value).await
+    }
+
+    fn walk_frame<'a>(
+        &'a self,
+        tab: &'a Tab,
+        frame: u32,
+        depth: usize,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Node>> + Send + 'a>> {
+        Box::pin(async move {
+            let base = frame_base(tab, frame)?;
+            let value = tab
+                .eval(
+                    frame,
+                    &format!("__airlock.snapshot({{\"base\": {base}}})"),
+                    false,
+                    self.options.action_timeout,
+                )
+                .await?;
+            self.finish_walk(tab, frame, depth, value).await
+        })
+    }
+
+    async fn finish_walk(&self, tab: &Tab, frame: u32, depth: usize, value: Value) -> Result<Node> {
+        if let Some(next) = value["next"].as_u64() {
+            tab.state.with(|s| {
+                if let Some(f) = s.frames.get_mut(frame as usize) {
+                    f.next_ref = f.next_ref.max(next);
+                }
+            });
+        }
+        let mut tree: Node = serde_json::from_value(value["tree"].clone())
+            .map_err(|e| Error::Protocol(format!("bad snapshot from the page helper: {e}")))?;
+        tree.set_frame(frame);
+        if depth >= MAX_FRAME_DEPTH {
+            return Ok(tree);
+        }
+        let mut owners = Vec::new();
+        collect_frame_owners(&tree, &mut Vec::new(), &mut owners);
+        for (path, owner_ref) in owners {
+            let child = match self.child_frame(tab, frame, owner_ref).await {
+                Ok(Some(index)) => self.walk_frame(tab, index, depth + 1).await.ok(),
+                _ => None,
+            };
+            if let Some(owner) = node_at(&mut tree, &path) {
+                match child {
+                    Some(child) => owner.children = child.children,
+                    None => owner.text = Some("(frame content not available)".to_owned()),
+                }
+            }
+        }
+        Ok(tree)
+    }
+
+    // Registers (or finds) the frame held by `<iframe>` ref `owner_ref` of `frame`.
+    async fn child_frame(&self, tab: &Tab, frame: u32, owner_ref: u64) -> Result<Option<u32>> {
+        let (session, object) = tab
+            .object_of_ref(frame, owner_ref, self.options.action_timeout)
+            .await?;
+        let described = tab
+            .conn
+            .call(
+                Some(&session),
+                "DOM.describeNode",
+                json!({ "objectId": object }),
+                self.options.action_timeout,
+            )
+            .await?;
+        let _ = tab
+            .conn
+            .call(
+                Some(&session),
+                "Runtime.releaseObject",
+                json!({ "objectId": object }),
+                self.options.action_timeout,
+            )
+            .await;
+        let Some(frame_id) = described["node"]["frameId"].as_str().map(str::to_owned) else {
+            return Ok(None);
+        };
+        Ok(Some(tab.state.with(|s| {
+            if let Some(i) = s.frames.iter().position(|f| f.frame_id == frame_id) {
+                s.frames[i].owner = Some((frame, owner_ref));
+                i as u32
+            } else {
+                s.frames.push(FrameEntry {
+                    frame_id,
+                    owner: Some((frame, owner_ref)),
+                    next_ref: 1,
+                });
+                (s.frames.len() - 1) as u32
+            }
+        })))
+    }
+
+    /// The page's text as markdown-ish lines (headings, lists, links, tables), paged
+    /// by bytes from `offset`.
+    pub async fn read_text(&self, offset: usize, max_bytes: usize) -> Result<PageText> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let value = tab
+            .eval(
+                0,
+                "__airlock.readText()",
+                false,
+                self.options.action_timeout,
+            )
+            .await?;
+        let text = value.as_str().unwrap_or_default();
+        Ok(page_of(text, offset, max_bytes.max(256)))
+    }
+
+    /// Captures the viewport, the full page or one element.
+    pub async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
+        let _op = self.op.lock().await;
+        let tab = self.active()?;
+        let timeout = self.options.action_timeout;
+        let (format, mime, quality) = match options.format {
+            ImageFormat::Png => ("png", "image/png", None),
+            ImageFormat::Jpeg { quality } => {
+                if !(1..=100).contains(&quality) {
+                    return Err(Error::InvalidArgument(format!(
+                        "JPEG quality {quality} is outside 1..=100"
+                    )));
+                }
+                ("jpeg", "image/jpeg", Some(quality))
+            }
+        };
+        let mut params = json!({ "format": format });
+        if let Some(q) = quality {
+            params["quality"] = json!(q);
+        }
+        if let Some(target) = &options.target {
+            let (_, located) = self
+                .locate(
+                    &tab,
+                    target,
+                    Prepare {
+                        need_enabled: false,
+                        hit_test: false,
+                    },
+                )
+                .await?;
+            let metrics = tab
+                .call("Page.getLayoutMetrics", json!({}), timeout)
+                .await?;
+            let page_x = metrics["cssVisualViewport"]["pageX"]
+                .as_f64()
+                .unwrap_or(0.0);
+            let page_y = metrics["cssVisualViewport"]["pageY"]
+                .as_f64()
+                .unwrap_or(0.0);
+            let r = located.rect;
+            params["clip"] = json!({ "x": r.x + page_x, "y": r.y + page_y, "width": r.w.max(1.0), "height": r.h.max(1.0), "scale": 1 });
+            params["captureBeyondViewport"] = json!(true);
+        } else if options.full_page {
+            let metrics = tab
+                .call("Page.getLayoutMetrics", json!({}), timeout)
+                .await?;
+            let width = metrics["cssContentSize"]["width"]
+                .as_f64()
+                .unwrap_or(0.0)
+                .max(1.0);
+            let height = metrics["cssContentSize"]["height"]
+                .as_f64()
+                .unwrap_or(0.0)
+                .clamp(1.0, MAX_SCREENSHOT_HEIGHT);
+            params["clip"] =
+                json!({ "x": 0, "y": 0, "width": width, "height": height, "scale": 1 });
+            params["captureBeyondViewport"] = json!(true);
+        }
+        let reply = tab
+            .call(
+                "Page.captureScreenshot",
+                params,
+                timeout.max(Duration::from_secs(20)),
+            )
+            .await?;
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(reply["data"].as_str().unwrap_or_default())
+            .map_err(|e| Error::Protocol(format!("screenshot was not base64: {e}")))?;
+        Ok(Screenshot { data, mime })
+    }
+
+    // ---- tabs -----------------------------------------------------------------------
+
+    /// Lists the session's tabs.
+    pub async fn tabs(&self) -> Result<Vec<TabInfo>> {
+        let _op = self.op.lock().await;
+        self.active()?;
+        self.list_tabs().await
+    }
+
+    async fn list_tabs(&self) -> Result<Vec<TabInfo>> {
+        let (tabs, active) = {
+            let registry = lock(&self.registry);
+            (registry.tabs.clone(), registry.active)
+        };
+        let mut out = Vec::with_capacity(tabs.len());
+        for (index, tab) in tabs.iter().enumerate() {
+            let info = self
+                .chromium
+                .conn
+                .call(
+                    None,
+                    "Target.getTargetInfo",
+                    json!({ "targetId": tab.target_id }),
+                    self.options.action_timeout,
+                )
+                .await
+                .unwrap_or_default();
+            out.push(TabInfo {
+                index,
+                url: info["targetInfo"]["url"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| tab.state.read(|s| s.url.clone())),
+                title: info["targetInfo"]["title"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                active: index == active,
+                opened_by_page: tab.opener.is_some(),
+            });
+        }
+        lock(&self.registry).unreported.clear();
+        Ok(out)
+    }
+
+    /// Opens a new tab (optionally navigating it) and makes it active.
+    pub async fn new_tab(&self, url: Option<&str>) -> Result<Vec<TabInfo>> {
+        {
+            let _op = self.op.lock().await;
+            self.active()?;
+            let tab = self.create_tab().await?;
+            tab.call("Page.bringToFront", json!({}), self.options.action_timeout)
+                .await?;
+        }
+        if let Some(url) = url {
+            self.navigate(url, WaitUntil::Load).await?;
+        }
+        let _op = self.op.lock().await;
+        self.list_tabs().await
+    }
+
+    /// Makes tab `index` active.
+    pub async fn select_tab(&self, index: usize) -> Result<Vec<TabInfo>> {
+        let _op = self.op.lock().await;
+        self.active()?;
+        let tab = {
+            let mut registry = lock(&self.registry);
+            let tab = registry
+                .tabs
+                .get(index)
+                .cloned()
+                .ok_or(Error::TabNotFound { index })?;
+            registry.active = index;
+            tab
+        };
+        tab.call("Page.bringToFront", json!({}), self.options.action_timeout)
+            .await?;
+        self.list_tabs().await
+    }
+
+    /// Closes tab `index`; the last tab cannot be closed (close the session instead).
+    pub async fn close_tab(&self, index: usize) -> Result<Vec<TabInfo>> {
+        let _op = self.op.lock().await;
+        self.active()?;
+        let tab = {
+            let registry = lock(&self.registry);
+            if registry.tabs.len() <= 1 && index == 0 {
+                return Err(Error::InvalidArgument(
+                    "cannot close the last tab; close the session instead".to_owned(),
+                ));
+            }
+            registry
+                .tabs
+                .get(index)
+                .cloned()
+                .ok_or(Error::TabNotFound { index })?
+        };
+        self.chromium
+            .conn
+            .call(
+                None,
+                "Target.closeTarget",
+                json!({ "targetId": tab.target_id }),
+                self.options.action_timeout,
+            )
+            .await?;
+        tab.state
+            .wait(self.options.action_timeout, |s| s.detached)
+            .await;
+        {
+            let mut registry = lock(&self.registry);
+            let active_id = registry
+                .tabs
+                .get(registry.active)
+                .map(|t| t.target_id.clone());
+            registry.tabs.retain(|t| t.target_id != tab.target_id);
+            registry.active = active_id
+                .and_then(|id| registry.tabs.iter().position(|t| t.target_id == id))
+                .unwrap_or(registry.tabs.len().saturating_sub(1));
+        }
+        self.list_tabs().await
+    }
+}
+
+impl Drop for Session {
+    // Fallback for sessions dropped without `close`: a dedicated Chromium dies with
+    // its last handle (ChromiumProcess kills by PID); a shared one is told to dispose
+    // the context if a runtime is still there to send it.
+    fn drop(&mut self) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        self.attach_task.abort();
+        self.chromium.unregister_context(&self.context_id);
+        if !self.dedicated && self.chromium.is_alive() {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                let conn = self.chromium.conn.clone();
+                let context = self.context_id.clone();
+                handle.spawn(async move {
+                    let _ = conn
+                        .call(
+                            None,
+                            "Target.disposeBrowserContext",
+                            json!({ "browserContextId": context }),
+                            Duration::from_secs(5),
+                        )
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+async fn attach_tabs(
+    chromium: Arc<Chromium>,
+    registry: Arc<Mutex<Registry>>,
+    changed: watch::Sender<u64>,
+    mut notices: mpsc::UnboundedReceiver<TargetNotice>,
+    options: Arc<BrowserOptions>,
+) {
+    while let Some(notice) = notices.recv().await {
+        match notice {
+            TargetNotice::Attached {
+                session_id,
+                target_id,
+                opener_id,
+            } => {
+                let tab = Tab::setup(
+                    chromium.conn.clone(),
+                    session_id,
+                    target_id.clone(),
+                    opener_id.clone(),
+                    options.viewport,
+                    options.action_timeout,
+                )
+                .await;
+                match tab {
+                    Ok(tab) => {
+                        let mut r = lock(&registry);
+                        r.tabs.push(Arc::new(tab));
+                        if opener_id.is_some() {
+                            r.unreported.push(target_id);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "could not set up a new tab");
+                    }
+                }
+                changed.send_modify(|v| *v += 1);
+            }
+            TargetNotice::Detached { session_id } => {
+                {
+                    let mut r = lock(&registry);
+                    if let Some(i) = r.tabs.iter().position(|t| t.session == session_id) {
+                        r.tabs[i].state.with(|s| s.detached = true);
+                        r.tabs.remove(i);
+                        if r.active >= r.tabs.len() || r.active > i {
+                            r.active = r.active.saturating_sub(1);
+                        }
+                    }
+                }
+                changed.send_modify(|v| *v += 1);
+            }
+        }
+    }
+}
+
+fn frame_base(tab: &Tab, frame: u32) -> Result<u64> {
+    tab.state
+        .read(|s| s.frames.get(frame as usize).map(|f| f.next_ref))
+        .ok_or_else(|| Error::RefNotFound {
+            reference: format!("f{frame}"),
+        })
+}
+
+fn collect_frame_owners(node: &Node, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, u64)>) {
+    if node.frame_owner.is_some() {
+        if let Some(n) = node.node {
+            out.push((path.clone(), n));
+        }
+        return;
+    }
+    for (i, child) in node.children.iter().enumerate() {
+        path.push(i);
+        collect_frame_owners(child, path, out);
+        path.pop();
+    }
+}
+
+fn node_at<'a>(node: &'a mut Node, path: &[usize]) -> Option<&'a mut Node> {
+    let mut current = node;
+    for &i in path {
+        current = current.children.get_mut(i)?;
+    }
+    Some(current)
+}
+
+// A target as the walker of `frame` sees it: role/selector targets were resolved to a
+// frame by `locate`, refs carry their own frame.
+fn walker_target_in_frame(target: &Target, _frame: u32) -> Value {
+    target.walker_json()
+}
+
+fn walker_error(value: &Value, target: &Target) -> Result<()> {
+    let Some(code) = value.get("error").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let message = value["message"].as_str().unwrap_or_default().to_owned();
+    let desc = value["desc"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| target.describe());
+    Err(match code {
+        "ref_not_found" => Error::RefNotFound {
+            reference: match target {
+                Target::Ref(r) => r.to_string(),
+                other => other.describe(),
+            },
+        },
+        "not_found" => Error::ElementNotFound {
+            target: if message.is_empty() {
+                target.describe()
+            } else {
+                message
+            },
+        },
+        "invalid_argument" => Error::InvalidArgument(message),
+        _ => Error::NotActionable {
+            target: desc,
+            why: message,
+        },
+    })
+}
+
+fn key_event(kind: &str, key: &keys::Key, modifiers: u32, text: Option<&str>) -> Value {
+    let mut event = json!({
+        "type": kind,
+        "key": key.key,
+        "code": key.code,
+        "windowsVirtualKeyCode": key.key_code,
+        "nativeVirtualKeyCode": key.key_code,
+        "modifiers": modifiers,
+    });
+    if let Some(text) = text {
+        event["text"] = json!(text);
+        event["unmodifiedText"] = json!(text);
+    }
+    event
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}
+
+// Cuts `text` at `offset` into a page of at most `max_bytes`, on char boundaries,
+// preferring to end at a line break.
+fn page_of(text: &str, offset: usize, max_bytes: usize) -> PageText {
+    let total = text.len();
+    let mut start = offset.min(total);
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (start + max_bytes).min(total);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < total {
+        if let Some(nl) = text[start..end].rfind('\n').filter(|&i| i > 0) {
+            end = start + nl + 1;
+        }
+    }
+    let mut page = text[start..end].to_owned();
+    let next_offset = (end < total).then_some(end);
+    if let Some(next) = next_offset {
+        page.push_str(&format!(
+            "\n[text truncated: bytes {start}-{end} of {total} shown; call browser_read with offset={next} for more]"
+        ));
+    }
+    PageText {
+        text: page,
+        total_bytes: total,
+        next_offset,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_text_on_line_breaks() {
+        let text = "line one\nline two\nline three\n";
+        let first = page_of(text, 0, 12);
+        assert!(first.text.starts_with("line one\n"));
+        assert_eq!(first.next_offset, Some(9));
+        let rest = page_of(text, 9, 1000);
+        assert_eq!(rest.text, "line two\nline three\n");
+        assert_eq!(rest.next_offset, None);
+        let multibyte = page_of("ééééé", 1, 3);
+        assert!(multibyte.text.starts_with('é'));
+    }
+}

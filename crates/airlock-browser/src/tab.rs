@@ -1,0 +1,619 @@
+//! One tab: its CDP session, the state its event pump keeps current (lifecycle,
+//! navigations, dialogs, crash, out-of-process frames) and evaluation of the walker in
+//! an isolated world per frame.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use airlock_snapshot::Line;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::cdp::{CdpError, Connection, Event};
+use crate::error::{Error, Result};
+
+/// The walker, installed once per isolated world.
+const WALKER: &str = include_str!("walker.js");
+/// Name of Airlock's isolated world; page scripts run in the main world and cannot
+/// reach objects in this one.
+const WORLD_NAME: &str = "__airlock_world";
+/// Longest dialog message kept for the report.
+const MAX_DIALOG_TEXT: usize = 200;
+
+/// A frame known to the tab, numbered in the order first seen (0 is the top frame).
+#[derive(Debug, Clone)]
+pub(crate) struct FrameEntry {
+    pub(crate) frame_id: String,
+    /// Frame number and owner ref of the `<iframe>` holding this frame.
+    pub(crate) owner: Option<(u32, u64)>,
+    /// Next ref number to hand out in this frame; never goes down, so a ref from an
+    /// older document cannot name a node of a newer one.
+    pub(crate) next_ref: u64,
+}
+
+/// What the event pump keeps current.
+#[derive(Default)]
+pub(crate) struct TabInner {
+    pub(crate) main_frame: String,
+    pub(crate) loader_id: String,
+    pub(crate) lifecycle: HashSet<String>,
+    pub(crate) url: String,
+    /// Main-frame navigations requested or started (link clicks, form posts, scripts).
+    pub(crate) nav_requests: u64,
+    /// Main-frame navigations committed, cross- or same-document.
+    pub(crate) navigations: u64,
+    pub(crate) loading: bool,
+    pub(crate) dialogs: Vec<String>,
+    pub(crate) crashed: bool,
+    pub(crate) detached: bool,
+    /// (CDP session, frame id) -> isolated world context id.
+    pub(crate) worlds: HashMap<(String, String), i64>,
+    /// Out-of-process frame (target id == frame id) -> its CDP session.
+    pub(crate) frame_sessions: HashMap<String, String>,
+    pub(crate) frames: Vec<FrameEntry>,
+    pub(crate) last_snapshot: Option<Vec<Line>>,
+}
+
+pub(crate) struct TabState {
+    inner: Mutex<TabInner>,
+    changed: watch::Sender<u64>,
+}
+
+impl TabState {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut TabInner) -> R) -> R {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let r = f(&mut guard);
+        drop(guard);
+        self.changed.send_modify(|v| *v += 1);
+        r
+    }
+
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&TabInner) -> R) -> R {
+        let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        f(&guard)
+    }
+
+    /// Waits until `done` holds, the tab crashes or closes, or `timeout` passes.
+    /// Returns whether `done` held.
+    pub(crate) async fn wait(&self, timeout: Duration, done: impl Fn(&TabInner) -> bool) -> bool {
+        let mut rx = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self.read(|s| done(s) || s.crashed || s.detached) {
+                return self.read(&done);
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return self.read(&done),
+            }
+        }
+    }
+}
+
+/// One page target of a session.
+pub(crate) struct Tab {
+    pub(crate) target_id: String,
+    pub(crate) session: String,
+    pub(crate) opener: Option<String>,
+    pub(crate) conn: Connection,
+    pub(crate) state: Arc<TabState>,
+    pump: JoinHandle<()>,
+}
+
+impl Drop for Tab {
+    fn drop(&mut self) {
+        self.pump.abort();
+    }
+}
+
+#[derive(Deserialize)]
+struct FrameTree {
+    #[serde(rename = "frameTree")]
+    frame_tree: FrameTreeNode,
+}
+
+#[derive(Deserialize)]
+struct FrameTreeNode {
+    frame: FrameInfo,
+}
+
+#[derive(Deserialize)]
+struct FrameInfo {
+    id: String,
+    #[serde(rename = "loaderId", default)]
+    loader_id: String,
+    #[serde(default)]
+    url: String,
+}
+
+impl Tab {
+    /// Sets up a freshly attached (paused) page target, then lets it run.
+    pub(crate) async fn setup(
+        conn: Connection,
+        session: String,
+        target_id: String,
+        opener: Option<String>,
+        viewport: (u32, u32),
+        timeout: Duration,
+    ) -> Result<Tab> {
+        let events = conn.subscribe(Some(&session));
+        let (changed, _) = watch::channel(0);
+        let state = Arc::new(TabState {
+            inner: Mutex::new(TabInner::default()),
+            changed,
+        });
+        let pump = tokio::spawn(pump(conn.clone(), session.clone(), state.clone(), events));
+        let tab = Tab {
+            target_id,
+            session,
+            opener,
+            conn,
+            state,
+            pump,
+        };
+        tab.call("Page.enable", json!({}), timeout).await?;
+        tab.call(
+            "Page.setLifecycleEventsEnabled",
+            json!({ "enabled": true }),
+            timeout,
+        )
+        .await?;
+        tab.call("Inspector.enable", json!({}), timeout).await?;
+        tab.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": viewport.0, "height": viewport.1, "deviceScaleFactor": 1, "mobile": false }),
+            timeout,
+        )
+        .await?;
+        // Keyboard focus and :focus styles behave as in a foreground window even when
+        // another tab of the session is in front.
+        tab.call(
+            "Emulation.setFocusEmulationEnabled",
+            json!({ "enabled": true }),
+            timeout,
+        )
+        .await?;
+        // Out-of-process (cross-site) iframes become child sessions of this tab.
+        tab.call(
+            "Target.setAutoAttach",
+            json!({ "autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true }),
+            timeout,
+        )
+        .await?;
+        let tree: FrameTree = tab
+            .conn
+            .call_as(Some(&tab.session), "Page.getFrameTree", json!({}), timeout)
+            .await?;
+        let frame = tree.frame_tree.frame;
+        tab.state.with(|s| {
+            if s.main_frame.is_empty() {
+                s.main_frame = frame.id.clone();
+            }
+            if s.loader_id.is_empty() {
+                s.loader_id = frame.loader_id;
+            }
+            if s.url.is_empty() {
+                s.url = frame.url;
+            }
+            s.frames.push(FrameEntry {
+                frame_id: frame.id,
+                owner: None,
+                next_ref: 1,
+            });
+        });
+        tab.call("Runtime.runIfWaitingForDebugger", json!({}), timeout)
+            .await?;
+        Ok(tab)
+    }
+
+    /// A CDP call on this tab's session.
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value> {
+        self.check()?;
+        Ok(self
+            .conn
+            .call(Some(&self.session), method, params, timeout)
+            .await?)
+    }
+
+    /// Fails fast when the tab or its browser is gone.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.conn.is_closed() {
+            return Err(Error::BrowserCrashed);
+        }
+        let (crashed, detached) = self.state.read(|s| (s.crashed, s.detached));
+        if crashed {
+            return Err(Error::BrowserCrashed);
+        }
+        if detached {
+            return Err(Error::SessionClosed);
+        }
+        Ok(())
+    }
+
+    /// The CDP session that hosts `frame_id` (its own if it is out of process).
+    pub(crate) fn session_for_frame(&self, frame_id: &str) -> String {
+        self.state
+            .read(|s| s.frame_sessions.get(frame_id).cloned())
+            .unwrap_or_else(|| self.session.clone())
+    }
+
+    /// Evaluates `expression` in Airlock's isolated world of frame number `frame`,
+    /// installing the walker first when the world is new. Returns the value.
+    pub(crate) async fn eval(
+        &self,
+        frame: u32,
+        expression: &str,
+        await_promise: bool,
+        timeout: Duration,
+    ) -> Result<Value> {
+        let (frame_id, base) = self
+            .state
+            .read(|s| {
+                s.frames
+                    .get(frame as usize)
+                    .map(|f| (f.frame_id.clone(), f.next_ref))
+            })
+            .ok_or_else(|| Error::RefNotFound {
+                reference: format!("f{frame}"),
+            })?;
+        let session = self.session_for_frame(&frame_id);
+        for attempt in 0..2 {
+            let context = self.world(&session, &frame_id, base, timeout).await?;
+            let reply = self
+                .conn
+                .call(
+                    Some(&session),
+                    "Runtime.evaluate",
+                    json!({
+                        "expression": expression,
+                        "contextId": context,
+                        "returnByValue": true,
+                        "awaitPromise": await_promise,
+                    }),
+                    timeout,
+                )
+                .await;
+            match reply {
+                Ok(value) => return evaluation_value(value),
+                Err(CdpError::Protocol { message, .. })
+                    if attempt == 0 && is_context_gone(&message) =>
+                {
+                    // The frame navigated and took the world with it; make a new one.
+                    self.state
+                        .with(|s| s.worlds.remove(&(session.clone(), frame_id.clone())));
+                }
+                Err(CdpError::Protocol { message, .. }) if is_context_gone(&message) => {
+                    return Err(Error::RefNotFound {
+                        reference: format!("f{frame}"),
+                    });
+                }
+                Err(e) => {
+                    self.check()?;
+                    return Err(e.into());
+                }
+            }
+        }
+        Err(Error::Protocol(
+            "isolated world kept disappearing".to_owned(),
+        ))
+    }
+
+    /// The remote object id of ref `node` in frame `frame`, for DOM.* calls.
+    pub(crate) async fn object_of_ref(
+        &self,
+        frame: u32,
+        node: u64,
+        timeout: Duration,
+    ) -> Result<(String, String)> {
+        let frame_id = self
+            .state
+            .read(|s| s.frames.get(frame as usize).map(|f| f.frame_id.clone()))
+            .ok_or_else(|| Error::RefNotFound {
+                reference: format!("f{frame}e{node}"),
+            })?;
+        let session = self.session_for_frame(&frame_id);
+        let base = self.state.read(|s| s.frames[frame as usize].next_ref);
+        let context = self.world(&session, &frame_id, base, timeout).await?;
+        let reply = self
+            .conn
+            .call(
+                Some(&session),
+                "Runtime.evaluate",
+                json!({
+                    "expression": format!("__airlock.elementByRef({node})"),
+                    "contextId": context,
+                    "returnByValue": false,
+                }),
+                timeout,
+            )
+            .await?;
+        match reply["result"]["objectId"].as_str() {
+            Some(id) => Ok((session, id.to_owned())),
+            None => Err(Error::RefNotFound {
+                reference: format!("f{frame}e{node}"),
+            }),
+        }
+    }
+
+    async fn world(
+        &self,
+        session: &str,
+        frame_id: &str,
+        base: u64,
+        timeout: Duration,
+    ) -> Result<i64> {
+        let key = (session.to_owned(), frame_id.to_owned());
+        if let Some(id) = self.state.read(|s| s.worlds.get(&key).copied()) {
+            return Ok(id);
+        }
+        let reply = self
+            .conn
+            .call(
+                Some(session),
+                "Page.createIsolatedWorld",
+                json!({ "frameId": frame_id, "worldName": WORLD_NAME, "grantUniveralAccess": false }),
+                timeout,
+            )
+            .await?;
+        let context = reply["executionContextId"]
+            .as_i64()
+            .ok_or_else(|| Error::Protocol("createIsolatedWorld returned no context".to_owned()))?;
+        let install = format!("{WALKER};\n__airlock.init({base}); true");
+        let installed = self
+            .conn
+            .call(
+                Some(session),
+                "Runtime.evaluate",
+                json!({ "expression": install, "contextId": context, "returnByValue": true }),
+                timeout,
+            )
+            .await?;
+        evaluation_value(installed)?;
+        self.state.with(|s| s.worlds.insert(key, context));
+        Ok(context)
+    }
+
+    /// Takes the dialog reports collected since the last call.
+    pub(crate) fn take_dialogs(&self) -> Vec<String> {
+        self.state.with(|s| std::mem::take(&mut s.dialogs))
+    }
+}
+
+fn is_context_gone(message: &str) -> bool {
+    message.contains("Cannot find context")
+        || message.contains("Execution context was destroyed")
+        || message.contains("Cannot find default execution context")
+        || message.contains("No frame")
+}
+
+fn evaluation_value(reply: Value) -> Result<Value> {
+    if let Some(details) = reply.get("exceptionDetails") {
+        let text = details["exception"]["description"]
+            .as_str()
+            .or_else(|| details["text"].as_str())
+            .unwrap_or("exception");
+        let first_line = text.lines().next().unwrap_or(text);
+        if first_line.contains("Execution context was destroyed") {
+            return Err(Error::Protocol(
+                "the page navigated during the action".to_owned(),
+            ));
+        }
+        return Err(Error::Protocol(format!("page helper failed: {first_line}")));
+    }
+    Ok(reply["result"]["value"].clone())
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}…")
+}
+
+// Applies the tab's CDP events to its state. Ends when the session's events end
+// (the tab detached or the browser died).
+async fn pump(
+    conn: Connection,
+    session: String,
+    state: Arc<TabState>,
+    mut events: mpsc::UnboundedReceiver<Event>,
+) {
+    while let Some(event) = events.recv().await {
+        handle_event(&conn, &session, &state, event).await;
+    }
+    state.with(|s| {
+        if conn.is_closed() {
+            s.crashed = true;
+        } else {
+            s.detached = true;
+        }
+    });
+}
+
+type BoxFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+
+// Boxed with an explicit `Send` because it recurses through `watch_child`.
+fn handle_event<'a>(
+    conn: &'a Connection,
+    session: &'a str,
+    state: &'a Arc<TabState>,
+    event: Event,
+) -> BoxFuture<'a> {
+    Box::pin(async move { handle_event_inner(conn, session, state, event).await })
+}
+
+async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabState>, event: Event) {
+    let p = &event.params;
+    let str_of = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    match event.method.as_str() {
+        "Page.lifecycleEvent" => {
+            let frame = str_of(&p["frameId"]);
+            let loader = str_of(&p["loaderId"]);
+            let name = str_of(&p["name"]);
+            state.with(|s| {
+                if frame != s.main_frame {
+                    return;
+                }
+                if name == "init" {
+                    s.loader_id = loader;
+                    s.lifecycle.clear();
+                } else if loader != s.loader_id {
+                    return; // A late event of an older document.
+                }
+                s.lifecycle.insert(name);
+            });
+        }
+        "Page.frameNavigated" => {
+            let frame = &p["frame"];
+            let id = str_of(&frame["id"]);
+            let is_main = frame.get("parentId").is_none();
+            let url = str_of(&frame["url"]);
+            let loader = str_of(&frame["loaderId"]);
+            state.with(|s| {
+                s.worlds.retain(|(_, f), _| f != &id);
+                if is_main {
+                    s.main_frame = id.clone();
+                    s.url = url;
+                    s.navigations += 1;
+                    if loader != s.loader_id {
+                        s.loader_id = loader;
+                        s.lifecycle.clear();
+                    }
+                }
+            });
+        }
+        "Page.navigatedWithinDocument" => {
+            let id = str_of(&p["frameId"]);
+            let url = str_of(&p["url"]);
+            state.with(|s| {
+                if id == s.main_frame {
+                    s.url = url;
+                    s.navigations += 1;
+                }
+            });
+        }
+        "Page.frameRequestedNavigation" | "Page.frameStartedNavigating" => {
+            let id = str_of(&p["frameId"]);
+            state.with(|s| {
+                if id == s.main_frame {
+                    s.nav_requests += 1;
+                    s.loading = true;
+                }
+            });
+        }
+        "Page.frameStartedLoading" => {
+            let id = str_of(&p["frameId"]);
+            state.with(|s| {
+                if id == s.main_frame {
+                    s.loading = true;
+                }
+            });
+        }
+        "Page.frameStoppedLoading" => {
+            let id = str_of(&p["frameId"]);
+            state.with(|s| {
+                if id == s.main_frame {
+                    s.loading = false;
+                }
+            });
+        }
+        "Page.frameDetached" => {
+            let id = str_of(&p["frameId"]);
+            state.with(|s| s.worlds.retain(|(_, f), _| f != &id));
+        }
+        "Page.javascriptDialogOpening" => {
+            let kind = str_of(&p["type"]);
+            let message = cut(&str_of(&p["message"]), MAX_DIALOG_TEXT);
+            // Leaving a page is what the agent asked for, so beforeunload is accepted;
+            // every other dialog is dismissed (confirm → false, prompt → null).
+            let accept = kind == "beforeunload";
+            state.with(|s| {
+                let verb = if accept { "accepted" } else { "dismissed" };
+                s.dialogs
+                    .push(format!("{kind} dialog {verb}: \"{message}\""));
+            });
+            let _ = conn
+                .call(
+                    Some(session),
+                    "Page.handleJavaScriptDialog",
+                    json!({ "accept": accept }),
+                    Duration::from_secs(5),
+                )
+                .await;
+        }
+        "Inspector.targetCrashed" => {
+            state.with(|s| s.crashed = true);
+        }
+        "Inspector.detached" => {
+            state.with(|s| s.detached = true);
+        }
+        "Target.attachedToTarget" => {
+            // An out-of-process iframe: its frame id equals its target id.
+            let child = str_of(&p["sessionId"]);
+            let info = &p["targetInfo"];
+            if info["type"].as_str() == Some("iframe") {
+                let frame_id = str_of(&info["targetId"]);
+                state.with(|s| s.frame_sessions.insert(frame_id, child.clone()));
+                let conn = conn.clone();
+                let state = state.clone();
+                tokio::spawn(async move { watch_child(conn, child, state).await });
+            }
+        }
+        "Target.detachedFromTarget" => {
+            let child = str_of(&p["sessionId"]);
+            conn.forget_session(&child);
+            state.with(|s| {
+                s.frame_sessions.retain(|_, v| v != &child);
+                s.worlds.retain(|(sess, _), _| sess != &child);
+            });
+        }
+        _ => {}
+    }
+}
+
+// Lets an out-of-process frame run and watches it for nested out-of-process frames.
+async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
+    let mut events = conn.subscribe(Some(&child));
+    let timeout = Duration::from_secs(5);
+    let _ = conn
+        .call(
+            Some(&child),
+            "Target.setAutoAttach",
+            json!({ "autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true }),
+            timeout,
+        )
+        .await;
+    let _ = conn
+        .call(
+            Some(&child),
+            "Runtime.runIfWaitingForDebugger",
+            json!({}),
+            timeout,
+        )
+        .await;
+    while let Some(event) = events.recv().await {
+        match event.method.as_str() {
+            "Target.attachedToTarget" | "Target.detachedFromTarget" => {
+                handle_event(&conn, &child, &state, event).await;
+            }
+            "Page.frameNavigated" | "Page.frameDetached" => {
+                let id = event.params["frame"]["id"]
+                    .as_str()
+                    .or_else(|| event.params["frameId"].as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                state.with(|s| s.worlds.retain(|(_, f), _| f != &id));
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,884 @@
+// Airlock's in-page helper. Runs in an isolated world (Page.createIsolatedWorld), so
+// page scripts can neither see it nor patch the DOM prototypes it uses. It computes
+// roles and accessible names the way Chromium's accessibility tree does (HTML-AAM +
+// accname), assigns stable refs (a WeakMap keyed by node, numbers never reused in a
+// tab), and answers the browser layer's questions in one round trip each.
+(() => {
+  if (globalThis.__airlock) return 'present';
+
+  const refOf = new WeakMap();
+  const byRef = new Map();
+  let nextRef = 1;
+  const MAX_NAME = 400;
+
+  const INTERACTIVE = new Set([
+    'button', 'link', 'textbox', 'searchbox', 'checkbox', 'radio', 'combobox', 'listbox',
+    'option', 'slider', 'spinbutton', 'switch', 'tab', 'menuitem', 'menuitemcheckbox',
+    'menuitemradio', 'treeitem', 'Date', 'DateTime', 'InputTime', 'DisclosureTriangle',
+    'ColorWell', 'scrollbar', 'gridcell',
+  ]);
+  // Roles whose accessible name comes from their content (accname "name from content").
+  const NAME_FROM_CONTENT = new Set([
+    'button', 'cell', 'checkbox', 'columnheader', 'gridcell', 'heading', 'link', 'menuitem',
+    'menuitemcheckbox', 'menuitemradio', 'option', 'radio', 'row', 'rowheader', 'switch',
+    'tab', 'tooltip', 'treeitem', 'term', 'DisclosureTriangle', 'caption', 'Legend',
+  ]);
+  const ARIA_ROLES = new Set([
+    'alert', 'alertdialog', 'application', 'article', 'banner', 'blockquote', 'button',
+    'caption', 'cell', 'checkbox', 'code', 'columnheader', 'combobox', 'complementary',
+    'contentinfo', 'definition', 'deletion', 'dialog', 'directory', 'document', 'emphasis',
+    'feed', 'figure', 'form', 'generic', 'grid', 'gridcell', 'group', 'heading', 'image',
+    'img', 'insertion', 'link', 'list', 'listbox', 'listitem', 'log', 'main', 'mark',
+    'marquee', 'math', 'menu', 'menubar', 'menuitem', 'menuitemcheckbox', 'menuitemradio',
+    'meter', 'navigation', 'none', 'note', 'option', 'paragraph', 'presentation',
+    'progressbar', 'radio', 'radiogroup', 'region', 'row', 'rowgroup', 'rowheader',
+    'scrollbar', 'search', 'searchbox', 'separator', 'slider', 'spinbutton', 'status',
+    'strong', 'subscript', 'superscript', 'switch', 'tab', 'table', 'tablist', 'tabpanel',
+    'term', 'textbox', 'time', 'timer', 'toolbar', 'tooltip', 'tree', 'treegrid', 'treeitem',
+  ]);
+  // Elements that never render content of their own.
+  const SKIP_TAGS = new Set([
+    'script', 'style', 'noscript', 'template', 'head', 'meta', 'link', 'title', 'datalist',
+    'base', 'param', 'source', 'track',
+  ]);
+
+  const collapse = (s) => s.replace(/[\s\u00a0]+/g, ' ');
+
+  function refFor(el) {
+    let n = refOf.get(el);
+    if (n === undefined) {
+      n = nextRef++;
+      refOf.set(el, n);
+      byRef.set(n, new WeakRef(el));
+    }
+    return n;
+  }
+
+  function elementByRef(n) {
+    const weak = byRef.get(n);
+    const el = weak && weak.deref();
+    return el && el.isConnected ? el : null;
+  }
+
+  // ---- visibility -------------------------------------------------------------------
+
+  // Hidden for the accessibility tree: display:none (whole subtree), aria-hidden,
+  // inert, closed <details> content. visibility:hidden hides the element itself but a
+  // child may be visible again, so that is checked per node (`selfHidden`).
+  function subtreeHidden(el, style) {
+    if (el.getAttribute('aria-hidden') === 'true') return true;
+    if (el.inert) return true;
+    if (style.display === 'none') return true;
+    if (style.display === 'contents') return false;
+    return false;
+  }
+
+  function selfHidden(style) {
+    return style.visibility === 'hidden' || style.visibility === 'collapse';
+  }
+
+  function isHiddenForAx(el) {
+    for (let n = el; n; n = parentElementComposed(n)) {
+      if (n.getAttribute && n.getAttribute('aria-hidden') === 'true') return true;
+      if (n.inert) return true;
+    }
+    if (!el.checkVisibility({ visibilityProperty: true })) {
+      // checkVisibility is false for display:contents too; those still count.
+      const style = getComputedStyle(el);
+      if (style.display !== 'contents') return true;
+    }
+    return false;
+  }
+
+  function parentElementComposed(n) {
+    if (n.parentElement) return n.parentElement;
+    const root = n.parentNode;
+    return root && root.host ? root.host : null;
+  }
+
+  // ---- roles ------------------------------------------------------------------------
+
+  function explicitRole(el) {
+    const attr = el.getAttribute('role');
+    if (!attr) return null;
+    for (const token of attr.trim().toLowerCase().split(/\s+/)) {
+      if (ARIA_ROLES.has(token)) return token === 'img' ? 'image' : token;
+    }
+    return null;
+  }
+
+  function isFocusable(el) {
+    return el.tabIndex >= 0 || el.hasAttribute('tabindex') || el.isContentEditable;
+  }
+
+  function hasGlobalAria(el) {
+    for (const a of el.getAttributeNames()) {
+      if (a === 'aria-label' || a === 'aria-labelledby' || a === 'aria-describedby') return true;
+    }
+    return false;
+  }
+
+  function roleOf(el) {
+    let role = explicitRole(el);
+    if (role === 'none' || role === 'presentation') {
+      // Presentational roles are ignored on focusable elements (ARIA conflict rule).
+      role = isFocusable(el) ? null : 'none';
+    }
+    if (role) return role;
+    return implicitRole(el);
+  }
+
+  function inputRole(el) {
+    const type = (el.getAttribute('type') || 'text').toLowerCase();
+    const hasList = el.hasAttribute('list');
+    switch (type) {
+      case 'button': case 'submit': case 'reset': case 'image': case 'file': return 'button';
+      case 'checkbox': return el.getAttribute('switch') !== null ? 'switch' : 'checkbox';
+      case 'radio': return 'radio';
+      case 'range': return 'slider';
+      case 'number': return 'spinbutton';
+      case 'hidden': return 'none';
+      case 'color': return 'ColorWell';
+      case 'date': return 'Date';
+      case 'datetime-local': return 'DateTime';
+      case 'time': return 'InputTime';
+      case 'month': case 'week': return 'DateTime';
+      case 'search': return hasList ? 'combobox' : 'searchbox';
+      default: return hasList ? 'combobox' : 'textbox';
+    }
+  }
+
+  function landmarkScoped(el) {
+    for (let p = el.parentElement; p; p = p.parentElement) {
+      const t = p.localName;
+      if (t === 'article' || t === 'aside' || t === 'main' || t === 'nav' || t === 'section') return true;
+      const r = p.getAttribute('role');
+      if (r === 'article' || r === 'complementary' || r === 'main' || r === 'navigation' || r === 'region') return true;
+    }
+    return false;
+  }
+
+  function tableKind(el) {
+    const table = el.closest('table');
+    if (!table) return 'table';
+    const r = table.getAttribute('role');
+    return r === 'grid' || r === 'treegrid' ? 'grid' : 'table';
+  }
+
+  function implicitRole(el) {
+    const tag = el.localName;
+    switch (tag) {
+      case 'a': return el.hasAttribute('href') ? 'link' : 'none';
+      case 'area': return el.hasAttribute('href') ? 'link' : 'none';
+      case 'button': return 'button';
+      case 'input': return inputRole(el);
+      case 'select': return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
+      case 'option': return 'option';
+      case 'optgroup': return 'group';
+      case 'textarea': return 'textbox';
+      case 'h1': case 'h2': case 'h3': case 'h4': case 'h5': case 'h6': return 'heading';
+      case 'ul': case 'ol': case 'menu': return 'list';
+      case 'li': return 'listitem';
+      case 'dl': return 'DescriptionList';
+      case 'dt': return 'term';
+      case 'dd': return 'definition';
+      case 'table': return 'table';
+      case 'thead': case 'tfoot': return 'rowgroup';
+      case 'tbody': return 'none';
+      case 'tr': return 'row';
+      case 'td': return tableKind(el) === 'grid' ? 'gridcell' : 'cell';
+      case 'th': return el.getAttribute('scope') === 'row' ? 'rowheader' : 'columnheader';
+      case 'caption': return 'caption';
+      case 'form': return 'form';
+      case 'nav': return 'navigation';
+      case 'main': return 'main';
+      case 'header': return landmarkScoped(el) ? 'generic' : 'banner';
+      case 'footer': return landmarkScoped(el) ? 'generic' : 'contentinfo';
+      case 'aside': return 'complementary';
+      case 'section': return hasGlobalAria(el) || el.hasAttribute('title') ? 'region' : 'generic';
+      case 'article': return 'article';
+      case 'search': return 'search';
+      case 'img': {
+        const alt = el.getAttribute('alt');
+        return alt === '' && !el.getAttribute('title') && !hasGlobalAria(el) ? 'none' : 'image';
+      }
+      case 'svg': return hasGlobalAria(el) || el.querySelector(':scope > title') ? 'image' : 'none';
+      case 'p': return 'paragraph';
+      case 'blockquote': return 'blockquote';
+      case 'figure': return 'figure';
+      case 'figcaption': return 'Figcaption';
+      case 'dialog': return 'dialog';
+      case 'details': return 'group';
+      case 'summary': return 'DisclosureTriangle';
+      case 'hr': return 'separator';
+      case 'progress': return 'progressbar';
+      case 'meter': return 'meter';
+      case 'output': return 'status';
+      case 'fieldset': return 'group';
+      case 'legend': return 'Legend';
+      case 'label': return 'LabelText';
+      case 'iframe': case 'frame': return 'Iframe';
+      case 'code': return 'code';
+      case 'em': return 'emphasis';
+      case 'strong': return 'strong';
+      case 'del': case 's': return 'deletion';
+      case 'ins': return 'insertion';
+      case 'sub': return 'subscript';
+      case 'sup': return 'superscript';
+      case 'mark': return 'mark';
+      case 'time': return 'time';
+      case 'br': return 'LineBreak';
+      case 'html': case 'body': return 'none';
+      case 'div': case 'pre': case 'address': case 'hgroup': return 'generic';
+      default: return 'none';
+    }
+  }
+
+  // ---- accessible names (accname 1.2, as Chromium applies it) -------------------------
+
+  function textAlternative(el, role, visiting) {
+    const labelledby = el.getAttribute('aria-labelledby');
+    if (labelledby && !visiting.has(el)) {
+      const parts = [];
+      for (const id of labelledby.trim().split(/\s+/)) {
+        const target = el.ownerDocument.getElementById(id);
+        if (target) {
+          visiting.add(el);
+          parts.push(contentText(target, new Set(visiting).add(target), true));
+        }
+      }
+      const joined = collapse(parts.join(' ')).trim();
+      if (joined) return joined;
+    }
+    const label = el.getAttribute('aria-label');
+    if (label && label.trim()) return collapse(label).trim();
+
+    const native = nativeName(el, role, visiting);
+    if (native) return native;
+
+    if (NAME_FROM_CONTENT.has(role)) {
+      const text = collapse(contentText(el, visiting, false)).trim();
+      if (text) return text;
+    }
+    const title = el.getAttribute('title');
+    if (title && title.trim()) return collapse(title).trim();
+    if (el.localName === 'input' || el.localName === 'textarea') {
+      const ph = el.getAttribute('placeholder') || el.getAttribute('aria-placeholder');
+      if (ph && ph.trim()) return collapse(ph).trim();
+    }
+    return '';
+  }
+
+  function labelsText(el, visiting) {
+    if (!el.labels || el.labels.length === 0) return '';
+    const parts = [];
+    for (const label of el.labels) {
+      if (visiting.has(label)) continue;
+      parts.push(contentText(label, new Set(visiting).add(label).add(el), true));
+    }
+    return collapse(parts.join(' ')).trim();
+  }
+
+  function nativeName(el, role, visiting) {
+    const tag = el.localName;
+    if (tag === 'input') {
+      const type = (el.getAttribute('type') || 'text').toLowerCase();
+      if (type === 'button' || type === 'submit' || type === 'reset') {
+        const fromLabel = labelsText(el, visiting);
+        if (fromLabel) return fromLabel;
+        const value = el.getAttribute('value');
+        if (value !== null && value.trim()) return collapse(value).trim();
+        if (type === 'submit') return 'Submit';
+        if (type === 'reset') return 'Reset';
+        return '';
+      }
+      if (type === 'image') {
+        const alt = el.getAttribute('alt');
+        if (alt && alt.trim()) return collapse(alt).trim();
+        return 'Submit';
+      }
+      return labelsText(el, visiting);
+    }
+    if (tag === 'textarea' || tag === 'select' || tag === 'meter' || tag === 'progress' || tag === 'output') {
+      return labelsText(el, visiting);
+    }
+    if (tag === 'button') {
+      const fromLabel = labelsText(el, visiting);
+      if (fromLabel) return fromLabel;
+      return '';
+    }
+    if (tag === 'img' || tag === 'area') {
+      const alt = el.getAttribute('alt');
+      return alt ? collapse(alt).trim() : '';
+    }
+    if (tag === 'svg') {
+      const t = el.querySelector(':scope > title');
+      return t ? collapse(t.textContent).trim() : '';
+    }
+    if (tag === 'table') {
+      const caption = el.querySelector(':scope > caption');
+      return caption ? collapse(contentText(caption, visiting, false)).trim() : '';
+    }
+    if (tag === 'fieldset') {
+      const legend = el.querySelector(':scope > legend');
+      return legend ? collapse(contentText(legend, visiting, false)).trim() : '';
+    }
+    if (tag === 'figure') {
+      return '';
+    }
+    if (tag === 'iframe') {
+      const t = el.getAttribute('title');
+      return t ? collapse(t).trim() : '';
+    }
+    return '';
+  }
+
+  // Text of a subtree for name computation. `recursing` is true when called for a
+  // label or labelledby target, where embedded controls contribute their value.
+  function contentText(node, visiting, recursing) {
+    let out = '';
+    const kids = childNodesComposed(node);
+    for (const child of kids) {
+      if (child.nodeType === Node.TEXT_NODE) {
+        out += child.data;
+        continue;
+      }
+      if (child.nodeType !== Node.ELEMENT_NODE) continue;
+      if (SKIP_TAGS.has(child.localName)) continue;
+      if (visiting.has(child)) continue;
+      const style = getComputedStyle(child);
+      if (subtreeHidden(child, style)) continue;
+      const role = roleOf(child);
+      let piece;
+      if (child.localName === 'input' || child.localName === 'textarea' || child.localName === 'select') {
+        piece = embeddedControlText(child, role, visiting);
+      } else if (child.localName === 'br') {
+        piece = ' ';
+      } else {
+        const aria = child.getAttribute('aria-label');
+        if (aria && aria.trim()) {
+          piece = aria;
+        } else if (child.localName === 'img' || child.localName === 'svg' || child.localName === 'area') {
+          piece = nativeName(child, role, visiting);
+        } else {
+          piece = selfHidden(style) ? contentText(child, visiting, recursing) : contentText(child, visiting, recursing);
+          if (!piece.trim()) {
+            const title = child.getAttribute('title');
+            if (title) piece = title;
+          }
+        }
+      }
+      const display = style.display;
+      const block = display && display !== 'inline' && display !== 'contents' && !display.startsWith('inline');
+      out += block ? ` ${piece} ` : piece;
+    }
+    return out;
+  }
+
+  function embeddedControlText(el, role, visiting) {
+    const aria = el.getAttribute('aria-label');
+    if (aria && aria.trim()) return aria;
+    if (el.localName === 'select') {
+      const opt = el.selectedOptions && el.selectedOptions[0];
+      return opt ? opt.label : '';
+    }
+    const type = (el.getAttribute('type') || 'text').toLowerCase();
+    if (type === 'button' || type === 'submit' || type === 'reset') return nativeName(el, role, visiting);
+    if (type === 'password' || type === 'hidden' || type === 'checkbox' || type === 'radio') return '';
+    return el.value || '';
+  }
+
+  function childNodesComposed(node) {
+    if (node.shadowRoot) return Array.from(node.shadowRoot.childNodes);
+    if (node.localName === 'slot') {
+      const assigned = node.assignedNodes({ flatten: true });
+      if (assigned.length) return assigned;
+    }
+    return Array.from(node.childNodes);
+  }
+
+  function nameOf(el, role) {
+    const name = textAlternative(el, role, new Set());
+    return name.length > MAX_NAME ? name.slice(0, MAX_NAME) + '…' : name;
+  }
+
+  // ---- states -----------------------------------------------------------------------
+
+  function isDisabled(el) {
+    if (el.getAttribute('aria-disabled') === 'true') return true;
+    try {
+      return el.matches(':disabled');
+    } catch (_) {
+      return false;
+    }
+  }
+
+  function checkedState(el, role) {
+    const aria = el.getAttribute('aria-checked');
+    if (el.localName === 'input' && (el.type === 'checkbox' || el.type === 'radio')) {
+      if (el.indeterminate) return 'mixed';
+      return el.checked ? 'true' : 'false';
+    }
+    if (role === 'checkbox' || role === 'radio' || role === 'switch' || role === 'menuitemcheckbox' || role === 'menuitemradio') {
+      return aria === 'mixed' ? 'mixed' : aria === 'true' ? 'true' : 'false';
+    }
+    return null;
+  }
+
+  function headingLevel(el, role) {
+    if (role !== 'heading') return 0;
+    const aria = parseInt(el.getAttribute('aria-level') || '', 10);
+    if (aria > 0) return aria;
+    const m = /^h([1-6])$/.exec(el.localName);
+    return m ? Number(m[1]) : 2;
+  }
+
+  function isPassword(el) {
+    return el.localName === 'input' && (el.getAttribute('type') || '').toLowerCase() === 'password';
+  }
+
+  function valueOf(el, role) {
+    const tag = el.localName;
+    if (tag === 'input') {
+      const type = (el.getAttribute('type') || 'text').toLowerCase();
+      if (type === 'checkbox' || type === 'radio' || type === 'button' || type === 'submit' ||
+          type === 'reset' || type === 'image' || type === 'hidden' || type === 'file') return null;
+      return el.value;
+    }
+    if (tag === 'textarea') return el.value;
+    if (el.isContentEditable && (role === 'textbox' || role === 'searchbox')) return el.innerText;
+    if (role === 'slider' || role === 'spinbutton' || role === 'progressbar' || role === 'meter') {
+      return el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
+    }
+    return null;
+  }
+
+  // ---- the snapshot walk ----------------------------------------------------------------
+
+  // Output node: {r: role, n: name, i: ref, l: level, c: checked, x: expanded,
+  // s: selected, d: disabled, v: value, p: password, u: url, t: text, k: children,
+  // fr: 1 for a frame owner}. Fields at their default are omitted to keep it small.
+  function walk(node, out, inLabel) {
+    for (const child of childNodesComposed(node)) {
+      if (child.nodeType === Node.TEXT_NODE) {
+        const text = collapse(child.data);
+        if (text.trim()) {
+          const parentStyle = child.parentElement ? getComputedStyle(child.parentElement) : null;
+          if (!parentStyle || !selfHidden(parentStyle)) out.push({ r: 'text', t: text });
+        }
+        continue;
+      }
+      if (child.nodeType !== Node.ELEMENT_NODE) continue;
+      const el = child;
+      if (SKIP_TAGS.has(el.localName)) continue;
+      if (el.getAttribute('aria-hidden') === 'true' || el.inert) continue;
+      const style = getComputedStyle(el);
+      if (style.display === 'none') continue;
+      if (el.localName === 'details' && !el.open) {
+        // Only the summary of a closed <details> is exposed.
+        const summary = el.querySelector(':scope > summary');
+        const group = { r: 'group', k: [] };
+        if (summary) walk({ childNodes: [summary] }, group.k, inLabel);
+        out.push(group);
+        continue;
+      }
+      const role = roleOf(el);
+      if (selfHidden(style) || role === 'none' || role === 'generic' || role === 'LineBreak') {
+        // Not exposed itself; its children may be.
+        const kids = [];
+        walk(el, kids, inLabel);
+        if (role === 'LineBreak') continue;
+        for (const k of kids) out.push(k);
+        continue;
+      }
+      const node_ = { r: role };
+      const name = nameOf(el, role);
+      if (name) node_.n = name;
+      if (INTERACTIVE.has(role) || role === 'row' || role === 'table' || role === 'grid' ||
+          role === 'dialog' || role === 'alertdialog' || role === 'Iframe' || role === 'form' ||
+          role === 'tabpanel' || role === 'menu' || role === 'tree' || role === 'region') {
+        node_.i = refFor(el);
+      }
+      const level = headingLevel(el, role);
+      if (level) node_.l = level;
+      const checked = checkedState(el, role);
+      if (checked !== null && checked !== 'false') node_.c = checked;
+      const expanded = el.getAttribute('aria-expanded');
+      if (expanded === 'true' || expanded === 'false') node_.x = expanded === 'true';
+      else if (el.localName === 'details') node_.x = el.open;
+      const selected = el.localName === 'option' ? el.selected : el.getAttribute('aria-selected') === 'true';
+      if (selected) node_.s = true;
+      if ((INTERACTIVE.has(role) || role === 'group') && isDisabled(el)) node_.d = true;
+      if (isPassword(el)) {
+        node_.p = true;
+        if (el.value) node_.v = '••••';
+      } else {
+        const value = valueOf(el, role);
+        if (value !== null && value !== '' && value !== name) node_.v = value.length > MAX_NAME ? value.slice(0, MAX_NAME) + '…' : value;
+      }
+      if (role === 'link' && el.href) node_.u = el.href;
+      if (role === 'Iframe') node_.fr = 1;
+      if (role !== 'Iframe' && el.localName !== 'select' && !(el.localName === 'input') && el.localName !== 'textarea') {
+        const kids = [];
+        walk(el, kids, inLabel || role === 'LabelText');
+        if (kids.length) node_.k = kids;
+      } else if (el.localName === 'select') {
+        const kids = [];
+        for (const opt of el.options) {
+          if (opt.hidden) continue;
+          const o = { r: 'option', n: collapse(opt.label).trim(), i: refFor(opt) };
+          if (opt.selected) o.s = true;
+          if (opt.disabled) o.d = true;
+          kids.push(o);
+        }
+        if (kids.length) node_.k = kids;
+      }
+      out.push(node_);
+    }
+  }
+
+  function snapshot(opts) {
+    if (opts && opts.base && nextRef < opts.base) nextRef = opts.base;
+    const root = { r: 'RootWebArea', n: document.title ? collapse(document.title).trim() : '', k: [] };
+    let start = document.body || document.documentElement;
+    if (opts && opts.scope) {
+      const el = elementByRef(opts.scope);
+      if (!el) return { error: 'ref_not_found' };
+      start = { childNodes: [el] };
+    }
+    if (start) walk(start === document.body ? document.documentElement : start, root.k, false);
+    return { tree: root, next: nextRef, url: location.href };
+  }
+
+  // ---- targets ----------------------------------------------------------------------
+
+  function describe(el) {
+    const role = roleOf(el);
+    const name = nameOf(el, role);
+    const r = role === 'none' || role === 'generic' ? el.localName : role;
+    return name ? `${r} "${name.length > 60 ? name.slice(0, 60) + '…' : name}"` : r;
+  }
+
+  function* allElements(root) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+    for (let n = walker.currentNode; n; n = walker.nextNode()) {
+      if (n.nodeType !== Node.ELEMENT_NODE) continue;
+      yield n;
+      if (n.shadowRoot) yield* allElements(n.shadowRoot);
+    }
+  }
+
+  function querySelectorDeep(root, selector, found) {
+    for (const el of root.querySelectorAll(selector)) found.push(el);
+    for (const el of allElements(root)) {
+      if (el.shadowRoot) for (const inner of el.shadowRoot.querySelectorAll(selector)) found.push(inner);
+    }
+    return found;
+  }
+
+  // Returns {el} or {error, message}.
+  function resolve(target) {
+    if (target.ref !== undefined) {
+      const el = elementByRef(target.ref);
+      if (!el) return { error: 'ref_not_found' };
+      return { el };
+    }
+    let matches;
+    let what;
+    if (target.selector !== undefined) {
+      what = `selector \`${target.selector}\``;
+      try {
+        matches = Array.from(new Set(querySelectorDeep(document, target.selector, [])));
+      } catch (e) {
+        return { error: 'invalid_argument', message: `\`${target.selector}\` is not a valid CSS selector` };
+      }
+    } else {
+      const role = target.role === 'img' ? 'image' : target.role;
+      const wanted = target.name === undefined || target.name === null ? null : collapse(String(target.name)).trim();
+      what = wanted === null ? `role ${role}` : `${role} "${wanted}"`;
+      matches = [];
+      const loose = [];
+      for (const el of allElements(document.documentElement)) {
+        if (roleOf(el) !== role || isHiddenForAx(el)) continue;
+        if (wanted === null) { matches.push(el); continue; }
+        const name = nameOf(el, role);
+        if (name === wanted) matches.push(el);
+        else if (name.toLowerCase().includes(wanted.toLowerCase())) loose.push(el);
+      }
+      if (!matches.length) matches = loose;
+    }
+    if (target.index !== undefined && target.index !== null) {
+      if (target.index >= matches.length) {
+        return { error: 'not_found', message: `${what} has ${matches.length} match(es); index ${target.index} is out of range` };
+      }
+      return { el: matches[target.index] };
+    }
+    if (matches.length === 0) return { error: 'not_found', message: what };
+    if (matches.length > 1) {
+      return { error: 'invalid_argument', message: `${what} matches ${matches.length} elements; pass \`index\` (0-based) or a ref from browser_snapshot` };
+    }
+    return { el: matches[0] };
+  }
+
+  // ---- actionability ------------------------------------------------------------------
+
+  const nextFrame = () => new Promise((resolveFrame) => {
+    let done = false;
+    requestAnimationFrame(() => { done = true; resolveFrame(); });
+    // rAF does not fire in a hidden tab; fall back to a timer.
+    setTimeout(() => { if (!done) resolveFrame(); }, 50);
+  });
+
+  function rectOf(el) {
+    const r = el.getBoundingClientRect();
+    return { x: r.left, y: r.top, w: r.width, h: r.height };
+  }
+
+  function hitTargetOk(el, x, y) {
+    let hit = document.elementFromPoint(x, y);
+    // Descend through open shadow roots to the innermost element at the point.
+    while (hit && hit.shadowRoot) {
+      const inner = hit.shadowRoot.elementFromPoint(x, y);
+      if (!inner || inner === hit) break;
+      hit = inner;
+    }
+    if (!hit) return { ok: false, by: 'nothing (outside the viewport)' };
+    for (let n = hit; n; n = parentElementComposed(n)) {
+      if (n === el) return { ok: true };
+    }
+    // A <label> forwards clicks to its control.
+    if (el.labels) for (const label of el.labels) if (label.contains(hit)) return { ok: true };
+    return { ok: false, by: describe(hit) };
+  }
+
+  // Scrolls the target into view and waits until it is visible, enabled (when asked),
+  // stable for two frames and not covered. Returns its centre in this frame's
+  // viewport, or the last reason it was not actionable when the budget ran out.
+  async function prepare(target, opts) {
+    const deadline = performance.now() + (opts.timeoutMs || 5000);
+    let why = '';
+    let lastRect = null;
+    for (;;) {
+      const found = resolve(target);
+      if (found.error) {
+        if (found.error !== 'not_found' || performance.now() > deadline || !opts.waitForMatch) return found;
+        await nextFrame();
+        continue;
+      }
+      const el = found.el;
+      const desc = describe(el);
+      if (isHiddenForAx(el) && !opts.allowHidden) {
+        why = 'it is hidden';
+      } else {
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0) {
+          why = 'it has no size (not rendered)';
+        } else if (opts.needEnabled && isDisabled(el)) {
+          why = 'it is disabled';
+        } else {
+          const vw = innerWidth, vh = innerHeight;
+          if (r.bottom <= 0 || r.right <= 0 || r.top >= vh || r.left >= vw ||
+              r.top < 0 || r.left < 0 || r.bottom > vh || r.right > vw) {
+            el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+          }
+          const rect = rectOf(el);
+          const stable = lastRect && lastRect.x === rect.x && lastRect.y === rect.y &&
+            lastRect.w === rect.w && lastRect.h === rect.h;
+          lastRect = rect;
+          if (!stable) {
+            why = 'it is still moving';
+          } else {
+            const cx = rect.x + rect.w / 2, cy = rect.y + rect.h / 2;
+            const hit = opts.hitTest ? hitTargetOk(el, cx, cy) : { ok: true };
+            if (hit.ok) return { x: cx, y: cy, rect, desc };
+            why = `it is covered by ${hit.by}`;
+          }
+        }
+      }
+      if (performance.now() > deadline) return { error: 'not_actionable', message: why, desc };
+      await nextFrame();
+    }
+  }
+
+  function focusForTyping(target, clearFirst) {
+    const found = resolve(target);
+    if (found.error) return found;
+    const el = found.el;
+    const tag = el.localName;
+    const editable = tag === 'textarea' || el.isContentEditable ||
+      (tag === 'input' && !['checkbox', 'radio', 'button', 'submit', 'reset', 'image', 'file', 'hidden', 'range', 'color'].includes((el.type || '').toLowerCase()));
+    if (!editable) return { error: 'not_actionable', message: 'it is not a text field', desc: describe(el) };
+    if (isDisabled(el) || el.readOnly) return { error: 'not_actionable', message: 'it is disabled or read-only', desc: describe(el) };
+    el.focus();
+    if (clearFirst) {
+      if (el.isContentEditable) {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        const sel = getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+      } else if (typeof el.select === 'function') {
+        el.select();
+      }
+    } else if (!el.isContentEditable && typeof el.setSelectionRange === 'function') {
+      try { el.setSelectionRange(el.value.length, el.value.length); } catch (_) { /* type=email etc. */ }
+    }
+    return { ok: true, desc: describe(el), focused: document.activeElement === el || el.contains(document.activeElement) };
+  }
+
+  function selectOptions(target, values) {
+    const found = resolve(target);
+    if (found.error) return found;
+    const el = found.el;
+    if (el.localName !== 'select') return { error: 'not_actionable', message: 'it is not a <select>', desc: describe(el) };
+    if (isDisabled(el)) return { error: 'not_actionable', message: 'it is disabled', desc: describe(el) };
+    if (!el.multiple && values.length > 1) return { error: 'invalid_argument', message: `${describe(el)} accepts one value, got ${values.length}` };
+    const chosen = [];
+    for (const v of values) {
+      const opt = Array.from(el.options).find((o) => o.value === v) ||
+        Array.from(el.options).find((o) => collapse(o.label).trim() === v);
+      if (!opt) return { error: 'invalid_argument', message: `${describe(el)} has no option "${v}"` };
+      if (opt.disabled) return { error: 'not_actionable', message: `option "${v}" is disabled`, desc: describe(el) };
+      chosen.push(opt);
+    }
+    for (const o of el.options) o.selected = chosen.includes(o);
+    el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+    return { ok: true, desc: describe(el), selected: chosen.map((o) => collapse(o.label).trim()) };
+  }
+
+  function checked(target) {
+    const found = resolve(target);
+    if (found.error) return found;
+    const role = roleOf(found.el);
+    const state = checkedState(found.el, role);
+    if (state === null) return { error: 'not_actionable', message: 'it is not a checkbox, radio or switch', desc: describe(found.el) };
+    return { checked: state === 'true', desc: describe(found.el) };
+  }
+
+  function fieldKind(target) {
+    const found = resolve(target);
+    if (found.error) return found;
+    const el = found.el;
+    const role = roleOf(el);
+    if (el.localName === 'select') return { kind: 'select' };
+    if (role === 'checkbox' || role === 'radio' || role === 'switch') return { kind: 'check' };
+    return { kind: 'text' };
+  }
+
+  function scrollIntoView(target) {
+    const found = resolve(target);
+    if (found.error) return found;
+    found.el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+    return { ok: true, desc: describe(found.el) };
+  }
+
+  function textPresent(text) {
+    const body = document.body;
+    if (!body) return false;
+    return collapse(body.innerText).toLowerCase().includes(collapse(text).toLowerCase());
+  }
+
+  async function waitFor(cond, timeoutMs) {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      let ok;
+      if (cond.text !== undefined) ok = textPresent(cond.text);
+      else if (cond.textGone !== undefined) ok = !textPresent(cond.textGone);
+      else {
+        const found = resolve(cond.target);
+        ok = !found.error && !isHiddenForAx(found.el) && found.el.getBoundingClientRect().width > 0;
+      }
+      if (ok) return { ok: true };
+      if (performance.now() > deadline) return { ok: false };
+      await new Promise((r) => setTimeout(r, 30));
+    }
+  }
+
+  // ---- page text (markdown-ish) ---------------------------------------------------------
+
+  function readText() {
+    const lines = [];
+    let inline = '';
+    const flush = () => {
+      const t = collapse(inline).trim();
+      if (t) lines.push(t);
+      inline = '';
+    };
+    const blank = () => { flush(); if (lines.length && lines[lines.length - 1] !== '') lines.push(''); };
+    function cellText(el) { return collapse(el.innerText || '').trim().replace(/\|/g, '\\|'); }
+    function visit(node, listDepth) {
+      for (const child of childNodesComposed(node)) {
+        if (child.nodeType === Node.TEXT_NODE) { inline += child.data; continue; }
+        if (child.nodeType !== Node.ELEMENT_NODE) continue;
+        const el = child;
+        if (SKIP_TAGS.has(el.localName) || el.getAttribute('aria-hidden') === 'true') continue;
+        const style = getComputedStyle(el);
+        if (style.display === 'none') continue;
+        if (selfHidden(style)) { visit(el, listDepth); continue; }
+        const tag = el.localName;
+        const m = /^h([1-6])$/.exec(tag);
+        if (m) { blank(); lines.push('#'.repeat(Number(m[1])) + ' ' + collapse(el.innerText).trim()); lines.push(''); continue; }
+        if (tag === 'a' && el.href) {
+          const t = collapse(el.innerText || '').trim();
+          if (t) inline += ` [${t}](${el.href}) `;
+          continue;
+        }
+        if (tag === 'ul' || tag === 'ol') {
+          flush();
+          let i = 1;
+          for (const li of el.children) {
+            if (li.localName !== 'li') continue;
+            const saved = lines.length;
+            visit(li, listDepth + 1);
+            flush();
+            const own = lines.splice(saved).filter((l) => l !== '');
+            const bullet = tag === 'ol' ? `${i++}. ` : '- ';
+            const pad = '  '.repeat(listDepth);
+            own.forEach((l, j) => lines.push(j === 0 && !/^\s*(- |\d+\. )/.test(l) ? pad + bullet + l : (j === 0 ? pad + bullet + l.trim() : pad + '  ' + l)));
+          }
+          if (listDepth === 0) blank();
+          continue;
+        }
+        if (tag === 'table') {
+          blank();
+          const rows = Array.from(el.rows || []).filter((r) => getComputedStyle(r).display !== 'none');
+          rows.forEach((row, idx) => {
+            lines.push('| ' + Array.from(row.cells).map(cellText).join(' | ') + ' |');
+            if (idx === 0) lines.push('|' + Array.from(row.cells).map(() => ' --- |').join(''));
+          });
+          lines.push('');
+          continue;
+        }
+        if (tag === 'br') { flush(); continue; }
+        if (tag === 'img') { const alt = el.getAttribute('alt'); if (alt) inline += ` ![${alt}] `; continue; }
+        if (tag === 'input' || tag === 'textarea' || tag === 'select') continue;
+        const block = style.display && !style.display.startsWith('inline') && style.display !== 'contents';
+        if (block) { flush(); visit(el, listDepth); flush(); if (tag === 'p' || tag === 'pre' || tag === 'blockquote') blank(); }
+        else visit(el, listDepth);
+      }
+    }
+    if (document.body) visit(document.body, 0);
+    flush();
+    while (lines.length && lines[lines.length - 1] === '') lines.pop();
+    return lines.join('\n');
+  }
+
+  function frameOwnerOffset(ref) {
+    const el = elementByRef(ref);
+    if (!el) return { error: 'ref_not_found' };
+    const r = el.getBoundingClientRect();
+    const s = getComputedStyle(el);
+    return {
+      x: r.left + el.clientLeft + parseFloat(s.paddingLeft || '0'),
+      y: r.top + el.clientTop + parseFloat(s.paddingTop || '0'),
+    };
+  }
+
+  globalThis.__airlock = {
+    snapshot, resolve, prepare, focusForTyping, fieldKind, selectOptions, checked, scrollIntoView,
+    waitFor, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
+    init(base) { if (nextRef < base) nextRef = base; },
+  };
+  return 'installed';
+})()

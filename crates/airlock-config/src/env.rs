@@ -1,0 +1,40 @@
+//! Every environment variable Airlock reads, and the source they are read from.
+
+use std::collections::HashMap;
+
+/// The names of all `AIRLOCK_*` variables, in one place.
+pub mod vars {
+    /// Path of `airlock.toml`.
+    pub const CONFIG: &str = "AIRLOCK_CONFIG";
+    /// Path of the Chromium binary; beats the config file and PATH.
+    pub const CHROME: &str = "AIRLOCK_CHROME";
+    /// State directory.
+    pub const DATA_DIR: &str = "AIRLOCK_DATA_DIR";
+    /// `host:port` to listen on.
+    pub const LISTEN: &str = "AIRLOCK_LISTEN";
+
+    /// All of the above, for `airlock doctor`.
+    pub const ALL: &[&str] = &[CONFIG, CHROME, DATA_DIR, LISTEN];
+}
+
+/// Where configuration strings come from; tests pass a map instead of the process env.
+pub trait EnvSource {
+    /// The value of `name`, if set and non-empty.
+    fn get(&self, name: &str) -> Option<String>;
+}
+
+/// The real process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnv;
+
+impl EnvSource for ProcessEnv {
+    fn get(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+}
+
+impl EnvSource for HashMap<String, String> {
+    fn get(&self, name: &str) -> Option<String> {
+        HashMap::get(self, name).filter(|v| !v.is_empty()).cloned()
+    }
+}

@@ -1,0 +1,300 @@
+//! Airlock configuration in two stages: [`RawConfig`] mirrors `airlock.toml` exactly;
+//! [`Config::load`] layers built-in defaults < file < `AIRLOCK_*` environment and
+//! validates the result, naming the key path of anything wrong.
+//!
+//! The loader takes the file's text and an [`EnvSource`], never the process itself,
+//! so tests feed a map and nothing here does IO. Reading the file is the caller's job.
+
+mod env;
+mod error;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use airlock_policy::PolicyConfig;
+pub use env::{EnvSource, ProcessEnv, vars};
+pub use error::{Error, Result};
+
+/// Default listen address: loopback only, so nothing is exposed by accident.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Default state directory, relative to the working directory.
+pub const DEFAULT_DATA_DIR: &str = "./airlock-data";
+
+/// `airlock.toml`, exactly as written (every field optional).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// Where Airlock keeps its state.
+    pub data_dir: Option<PathBuf>,
+    /// `[server]`.
+    #[serde(default)]
+    pub server: RawServer,
+    /// `[browser]`.
+    #[serde(default)]
+    pub browser: RawBrowser,
+    /// `[policy]`.
+    #[serde(default)]
+    pub policy: PolicyConfig,
+}
+
+/// `[server]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    /// `host:port` to listen on.
+    pub listen: Option<String>,
+}
+
+/// `[browser]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBrowser {
+    /// Path to the Chromium binary; otherwise it is searched on PATH.
+    pub chrome: Option<PathBuf>,
+    /// Prefer Debian's `chromium-headless-shell` when installed (default true).
+    pub headless_shell: Option<bool>,
+    /// Default isolation for new sessions: `context` or `process`.
+    pub isolation: Option<String>,
+    /// Time budget of one action, in milliseconds.
+    pub action_timeout_ms: Option<u64>,
+    /// Time budget of one navigation, in milliseconds.
+    pub navigation_timeout_ms: Option<u64>,
+    /// Viewport width in CSS pixels.
+    pub viewport_width: Option<u32>,
+    /// Viewport height in CSS pixels.
+    pub viewport_height: Option<u32>,
+}
+
+/// Validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where Airlock keeps its state.
+    pub data_dir: PathBuf,
+    /// Server settings.
+    pub server: ServerConfig,
+    /// Browser settings.
+    pub browser: BrowserConfig,
+    /// Egress policy.
+    pub policy: PolicyConfig,
+}
+
+/// Validated `[server]`.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+}
+
+/// How a session is isolated from the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// A fresh browser context in a shared Chromium: own cookies, storage and cache.
+    #[default]
+    Context,
+    /// A dedicated Chromium process with its own temporary profile.
+    Process,
+}
+
+impl Isolation {
+    /// Parses `context` or `process`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "context" => Some(Self::Context),
+            "process" => Some(Self::Process),
+            _ => None,
+        }
+    }
+}
+
+/// Validated `[browser]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserConfig {
+    /// Explicit Chromium path (`AIRLOCK_CHROME` beats the file).
+    pub chrome: Option<PathBuf>,
+    /// Prefer `chromium-headless-shell` when it is installed.
+    pub headless_shell: bool,
+    /// Default isolation.
+    pub isolation: Isolation,
+    /// Budget of one action.
+    pub action_timeout: Duration,
+    /// Budget of one navigation.
+    pub navigation_timeout: Duration,
+    /// Viewport in CSS pixels.
+    pub viewport: (u32, u32),
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        Self {
+            chrome: None,
+            headless_shell: true,
+            isolation: Isolation::Context,
+            action_timeout: Duration::from_secs(10),
+            navigation_timeout: Duration::from_secs(30),
+            viewport: (1280, 720),
+        }
+    }
+}
+
+impl Config {
+    /// Layers defaults < `file` (path and text, if any) < environment, then validates.
+    pub fn load(file: Option<(&Path, &str)>, env: &dyn EnvSource) -> Result<Config> {
+        let raw = match file {
+            Some((path, text)) => toml::from_str::<RawConfig>(text).map_err(|e| Error::Parse {
+                path: path.to_owned(),
+                message: e.message().to_owned(),
+            })?,
+            None => RawConfig::default(),
+        };
+        Self::from_raw(raw, env)
+    }
+
+    /// Validates a raw configuration, letting the environment override it.
+    pub fn from_raw(raw: RawConfig, env: &dyn EnvSource) -> Result<Config> {
+        let data_dir = env
+            .get(vars::DATA_DIR)
+            .map(PathBuf::from)
+            .or(raw.data_dir)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+
+        let (listen_key, listen_text) = match env.get(vars::LISTEN) {
+            Some(v) => (vars::LISTEN, v),
+            None => (
+                "server.listen",
+                raw.server
+                    .listen
+                    .unwrap_or_else(|| DEFAULT_LISTEN.to_owned()),
+            ),
+        };
+        let listen = listen_text.parse().map_err(|_| Error::Invalid {
+            key: listen_key.to_owned(),
+            message: format!("`{listen_text}` is not a host:port socket address"),
+        })?;
+
+        let defaults = BrowserConfig::default();
+        let b = raw.browser;
+        let isolation = match b.isolation {
+            None => defaults.isolation,
+            Some(text) => Isolation::parse(&text).ok_or_else(|| Error::Invalid {
+                key: "browser.isolation".to_owned(),
+                message: format!("`{text}` is not one of `context`, `process`"),
+            })?,
+        };
+        let ms = |key: &str, value: Option<u64>, default: Duration| -> Result<Duration> {
+            match value {
+                None => Ok(default),
+                Some(0) => Err(Error::Invalid {
+                    key: key.to_owned(),
+                    message: "must be greater than 0".to_owned(),
+                }),
+                Some(v) => Ok(Duration::from_millis(v)),
+            }
+        };
+        let dim = |key: &str, value: Option<u32>, default: u32| -> Result<u32> {
+            match value {
+                None => Ok(default),
+                Some(v @ 100..=8192) => Ok(v),
+                Some(v) => Err(Error::Invalid {
+                    key: key.to_owned(),
+                    message: format!("{v} is outside 100..=8192"),
+                }),
+            }
+        };
+        let browser = BrowserConfig {
+            chrome: env.get(vars::CHROME).map(PathBuf::from).or(b.chrome),
+            headless_shell: b.headless_shell.unwrap_or(defaults.headless_shell),
+            isolation,
+            action_timeout: ms(
+                "browser.action_timeout_ms",
+                b.action_timeout_ms,
+                defaults.action_timeout,
+            )?,
+            navigation_timeout: ms(
+                "browser.navigation_timeout_ms",
+                b.navigation_timeout_ms,
+                defaults.navigation_timeout,
+            )?,
+            viewport: (
+                dim(
+                    "browser.viewport_width",
+                    b.viewport_width,
+                    defaults.viewport.0,
+                )?,
+                dim(
+                    "browser.viewport_height",
+                    b.viewport_height,
+                    defaults.viewport.1,
+                )?,
+            ),
+        };
+
+        Ok(Config {
+            data_dir,
+            server: ServerConfig { listen },
+            browser,
+            policy: raw.policy,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(text: &str, env: &[(&str, &str)]) -> Result<Config> {
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::load(Some((Path::new("airlock.toml"), text)), &env)
+    }
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let config = Config::load(None, &HashMap::new()).unwrap();
+        assert_eq!(config.server.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.data_dir, PathBuf::from("./airlock-data"));
+        assert_eq!(config.browser, BrowserConfig::default());
+    }
+
+    #[test]
+    fn env_beats_file() {
+        let config = load(
+            "[browser]\nchrome = \"/from/file\"\n[server]\nlisten = \"127.0.0.1:9000\"",
+            &[(vars::CHROME, "/from/env")],
+        )
+        .unwrap();
+        assert_eq!(config.browser.chrome, Some(PathBuf::from("/from/env")));
+        assert_eq!(config.server.listen.port(), 9000);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let cases = [
+            ("[browser]\nisolation = \"vm\"", "browser.isolation"),
+            (
+                "[browser]\naction_timeout_ms = 0",
+                "browser.action_timeout_ms",
+            ),
+            ("[browser]\nviewport_width = 5", "browser.viewport_width"),
+            ("[server]\nlisten = \"nope\"", "server.listen"),
+        ];
+        for (text, key) in cases {
+            let err = load(text, &[]).unwrap_err().to_string();
+            assert!(err.contains(key), "{text:?} gave {err}");
+        }
+        let err = load("bogus = 1", &[]).unwrap_err().to_string();
+        assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn example_file_parses() {
+        let text = include_str!("../../../airlock.example.toml");
+        let config = load(text, &[]).unwrap();
+        assert_eq!(config.browser.isolation, Isolation::Context);
+    }
+}

@@ -1,0 +1,151 @@
+//! The one public table of error codes an agent or API client can see.
+
+use std::fmt;
+
+/// A stable, snake_case error code. Agents branch on these strings, so a code's text
+/// never changes once released; add new codes instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// A parameter is missing, malformed or out of range.
+    InvalidArgument,
+    /// A snapshot ref names a node that no longer exists on the page.
+    RefNotFound,
+    /// The target exists but cannot be acted on (hidden, disabled, moving, covered).
+    ElementNotActionable,
+    /// A role/name or selector target matched nothing.
+    ElementNotFound,
+    /// An action or wait did not finish within its time budget.
+    Timeout,
+    /// Navigation failed (DNS, connection refused, aborted, bad status).
+    NavigationFailed,
+    /// The egress policy refused the request.
+    PolicyDenied,
+    /// A secret placeholder was used where its bound origin does not match.
+    SecretOriginMismatch,
+    /// A human denied the action.
+    ApprovalDenied,
+    /// Nobody approved the action in time.
+    ApprovalTimeout,
+    /// The session ended (closed, idle TTL or lifetime reached).
+    SessionExpired,
+    /// A per-tenant, per-user or global cap was reached.
+    QuotaExceeded,
+    /// The Chromium process serving the session died.
+    BrowserCrashed,
+    /// No Chromium could be found or started.
+    BrowserUnavailable,
+    /// Downloads are refused by policy.
+    DownloadRefused,
+    /// The tab index or id does not exist.
+    TabNotFound,
+    /// No credentials, or credentials not accepted.
+    Unauthorized,
+    /// Credentials accepted but not allowed to do this.
+    Forbidden,
+    /// The named resource does not exist.
+    NotFound,
+    /// A bug or an unexpected failure inside Airlock.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in table order; used by tests and docs.
+    pub const ALL: &'static [ErrorCode] = &[
+        Self::InvalidArgument,
+        Self::RefNotFound,
+        Self::ElementNotActionable,
+        Self::ElementNotFound,
+        Self::Timeout,
+        Self::NavigationFailed,
+        Self::PolicyDenied,
+        Self::SecretOriginMismatch,
+        Self::ApprovalDenied,
+        Self::ApprovalTimeout,
+        Self::SessionExpired,
+        Self::QuotaExceeded,
+        Self::BrowserCrashed,
+        Self::BrowserUnavailable,
+        Self::DownloadRefused,
+        Self::TabNotFound,
+        Self::Unauthorized,
+        Self::Forbidden,
+        Self::NotFound,
+        Self::Internal,
+    ];
+
+    /// The wire form, e.g. `ref_not_found`.
+    pub fn as_str(self) -> &'static str {
+        self.row().0
+    }
+
+    /// The HTTP status the REST surface answers with.
+    pub fn http_status(self) -> u16 {
+        self.row().1
+    }
+
+    /// Whether the same call may succeed if simply tried again later.
+    pub fn retryable(self) -> bool {
+        self.row().2
+    }
+
+    // One row per code keeps the string, status and retry flag side by side, the way
+    // meilisearch's error table does, so they cannot drift apart.
+    fn row(self) -> (&'static str, u16, bool) {
+        match self {
+            Self::InvalidArgument => ("invalid_argument", 400, false),
+            Self::RefNotFound => ("ref_not_found", 404, false),
+            Self::ElementNotActionable => ("element_not_actionable", 409, true),
+            Self::ElementNotFound => ("element_not_found", 404, true),
+            Self::Timeout => ("timeout", 504, true),
+            Self::NavigationFailed => ("navigation_failed", 502, true),
+            Self::PolicyDenied => ("policy_denied", 403, false),
+            Self::SecretOriginMismatch => ("secret_origin_mismatch", 403, false),
+            Self::ApprovalDenied => ("approval_denied", 403, false),
+            Self::ApprovalTimeout => ("approval_timeout", 408, true),
+            Self::SessionExpired => ("session_expired", 410, false),
+            Self::QuotaExceeded => ("quota_exceeded", 429, true),
+            Self::BrowserCrashed => ("browser_crashed", 503, true),
+            Self::BrowserUnavailable => ("browser_unavailable", 503, true),
+            Self::DownloadRefused => ("download_refused", 403, false),
+            Self::TabNotFound => ("tab_not_found", 404, false),
+            Self::Unauthorized => ("unauthorized", 401, false),
+            Self::Forbidden => ("forbidden", 403, false),
+            Self::NotFound => ("not_found", 404, false),
+            Self::Internal => ("internal", 500, true),
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Implemented by every layer's error type so each surface maps errors to codes once.
+pub trait HasErrorCode {
+    /// The public code for this error.
+    fn code(&self) -> ErrorCode;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_snake_case() {
+        let mut seen = HashSet::new();
+        for code in ErrorCode::ALL {
+            let s = code.as_str();
+            assert!(seen.insert(s), "duplicate code {s}");
+            assert!(
+                s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{s} is not snake_case"
+            );
+            assert!((400..600).contains(&code.http_status()));
+        }
+        assert_eq!(seen.len(), ErrorCode::ALL.len());
+    }
+}

@@ -1,0 +1,11 @@
+//! Airlock's shared vocabulary: the public [`ErrorCode`] table every layer maps its
+//! errors onto, and the small identifier types ([`NodeRef`]) that cross layers.
+//!
+//! This crate does no IO, spawns nothing and depends on nothing: everything here is a
+//! function of its inputs, so every other crate can use it.
+
+mod error_code;
+mod node_ref;
+
+pub use error_code::{ErrorCode, HasErrorCode};
+pub use node_ref::{NodeRef, ParseNodeRefError};

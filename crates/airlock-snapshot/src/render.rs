@@ -1,0 +1,629 @@
+//! Folding the walker's tree and rendering it as lines, then windowing and filtering.
+
+use std::fmt::Write as _;
+
+use airlock_core::NodeRef;
+
+use crate::node::Node;
+
+/// Roles an agent can act on; `interactive_only` keeps these.
+const INTERACTIVE: &[&str] = &[
+    "button",
+    "link",
+    "textbox",
+    "searchbox",
+    "checkbox",
+    "radio",
+    "combobox",
+    "listbox",
+    "option",
+    "slider",
+    "spinbutton",
+    "switch",
+    "tab",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "treeitem",
+    "Date",
+    "DateTime",
+    "InputTime",
+    "DisclosureTriangle",
+    "ColorWell",
+    "gridcell",
+];
+
+/// Wrappers that carry no meaning of their own: their children take their place.
+const FOLDED: &[&str] = &[
+    "generic",
+    "none",
+    "ListMarker",
+    "MenuListPopup",
+    "StaticText",
+    "LineBreak",
+];
+
+/// Inline formatting whose text simply joins the surrounding text.
+const INLINE: &[&str] = &[
+    "emphasis",
+    "strong",
+    "mark",
+    "code",
+    "subscript",
+    "superscript",
+    "insertion",
+    "deletion",
+    "time",
+];
+
+const CELLS: &[&str] = &["cell", "gridcell", "columnheader", "rowheader"];
+
+/// Longest text or name shown before it is cut with a marker.
+const MAX_TEXT: usize = 200;
+
+/// One rendered line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// Depth in the folded tree; 0 is a child of the document.
+    pub depth: usize,
+    /// Index of the parent line, if any.
+    pub parent: Option<usize>,
+    /// The line without indentation and leading `- `.
+    pub text: String,
+    /// The node's ref, if it has one.
+    pub reference: Option<NodeRef>,
+    /// Whether the node can be acted on.
+    pub interactive: bool,
+    /// Whether the node is a heading.
+    pub heading: bool,
+    /// Whether some descendant is interactive.
+    pub contains_interactive: bool,
+}
+
+/// How to render a tree into lines.
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    /// URL of the page; same-origin link targets are shown as paths.
+    pub page_url: Option<String>,
+}
+
+/// Folds `root` (the walker's document node) and renders its descendants as lines.
+pub fn lines(root: &Node, options: &RenderOptions) -> Vec<Line> {
+    let origin = options.page_url.as_deref().and_then(origin_of);
+    let folded: Vec<Node> = root.children.iter().cloned().flat_map(fold).collect();
+    let mut out = Vec::new();
+    for node in &folded {
+        emit(node, 0, None, origin.as_deref(), &mut out);
+    }
+    out
+}
+
+/// A page of lines, rendered as text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    /// The text, ending with a truncation line when lines were left out.
+    pub text: String,
+    /// Index of the first line shown.
+    pub start: usize,
+    /// Index one past the last line shown.
+    pub end: usize,
+    /// Total number of lines.
+    pub total: usize,
+}
+
+/// Renders `lines[offset..]` up to `max_nodes` lines and `max_bytes` bytes. When lines
+/// are left out, the last line says how many and which `offset` continues.
+pub fn window(lines: &[Line], offset: usize, max_nodes: usize, max_bytes: usize) -> Window {
+    let total = lines.len();
+    let start = offset.min(total);
+    let mut text = String::new();
+    let mut end = start;
+    // Indentation is relative to the shallowest line shown so a continued page
+    // does not start deep in the margin.
+    let base = lines[start..]
+        .iter()
+        .take(max_nodes.max(1))
+        .map(|l| l.depth)
+        .min()
+        .unwrap_or(0);
+    for line in &lines[start..] {
+        if end - start >= max_nodes {
+            break;
+        }
+        let rendered = format!(
+            "{}- {}\n",
+            "  ".repeat(line.depth.saturating_sub(base)),
+            line.text
+        );
+        if !text.is_empty() && text.len() + rendered.len() > max_bytes {
+            break;
+        }
+        text.push_str(&rendered);
+        end += 1;
+    }
+    if end < total || start > 0 {
+        if end < total {
+            let _ = writeln!(
+                text,
+                "[snapshot truncated: lines {}-{} of {total} shown; call browser_snapshot with offset={end} for the next page, or narrow it with find, scope_ref or interactive_only]",
+                start + 1,
+                end
+            );
+        } else {
+            let _ = writeln!(
+                text,
+                "[end of snapshot: lines {}-{end} of {total}]",
+                start + 1
+            );
+        }
+    }
+    Window {
+        text,
+        start,
+        end,
+        total,
+    }
+}
+
+/// Keeps what can be acted on, the headings that locate it, and the containers with
+/// refs (rows, tables, dialogs, forms) that hold something actionable.
+pub fn interactive_only(lines: &[Line]) -> Vec<Line> {
+    filter(lines, |line| {
+        line.interactive || line.heading || (line.reference.is_some() && line.contains_interactive)
+    })
+}
+
+/// The lines whose text contains `query` (case-insensitive), each with its ancestors
+/// and the nearest heading before it, so "where is Save" needs no whole tree.
+pub fn find(lines: &[Line], query: &str) -> Vec<Line> {
+    let needle = query.to_lowercase();
+    let mut keep = vec![false; lines.len()];
+    let mut last_heading: Option<usize> = None;
+    for (i, line) in lines.iter().enumerate() {
+        if line.text.to_lowercase().contains(&needle) {
+            keep[i] = true;
+            let mut parent = line.parent;
+            while let Some(p) = parent {
+                keep[p] = true;
+                parent = lines[p].parent;
+            }
+            if let Some(h) = last_heading {
+                keep[h] = true;
+            }
+        }
+        if line.heading {
+            last_heading = Some(i);
+        }
+    }
+    filter_by_mask(lines, &keep)
+}
+
+fn filter(lines: &[Line], keep: impl Fn(&Line) -> bool) -> Vec<Line> {
+    let mask: Vec<bool> = lines.iter().map(keep).collect();
+    filter_by_mask(lines, &mask)
+}
+
+// Keeps the masked lines, re-computing depth and parent from the kept ancestors only.
+fn filter_by_mask(lines: &[Line], mask: &[bool]) -> Vec<Line> {
+    let mut new_index = vec![None; lines.len()];
+    let mut out: Vec<Line> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if !mask[i] {
+            continue;
+        }
+        let mut parent = line.parent;
+        while let Some(p) = parent {
+            if new_index[p].is_some() {
+                break;
+            }
+            parent = lines[p].parent;
+        }
+        let parent = parent.and_then(|p| new_index[p]);
+        let depth = parent.map_or(0, |p: usize| out[p].depth + 1);
+        new_index[i] = Some(out.len());
+        out.push(Line {
+            depth,
+            parent,
+            ..line.clone()
+        });
+    }
+    out
+}
+
+// ---- folding ------------------------------------------------------------------------
+
+fn is(role: &str, set: &[&str]) -> bool {
+    set.contains(&role)
+}
+
+fn is_text(node: &Node) -> bool {
+    node.role == "text"
+}
+
+fn text_node(text: String) -> Node {
+    Node {
+        role: "text".to_owned(),
+        text: Some(text),
+        ..Node::default()
+    }
+}
+
+/// Collapses whitespace runs into one space.
+fn collapse(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            space = true;
+        } else {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+// Joins adjacent text runs. Runs keep their own edge spaces from the page until here,
+// so "Para with " + "link" keeps the word break.
+fn merge_text(children: Vec<Node>) -> Vec<Node> {
+    let mut out: Vec<Node> = Vec::with_capacity(children.len());
+    let mut pending = String::new();
+    for child in children {
+        if is_text(&child) {
+            pending.push_str(child.text.as_deref().unwrap_or_default());
+            continue;
+        }
+        let text = collapse(&pending);
+        if !text.is_empty() {
+            out.push(text_node(text));
+        }
+        pending.clear();
+        out.push(child);
+    }
+    let text = collapse(&pending);
+    if !text.is_empty() {
+        out.push(text_node(text));
+    }
+    out
+}
+
+fn joined_text(children: &[Node]) -> Option<String> {
+    if children.iter().all(is_text) {
+        let parts: Vec<&str> = children.iter().filter_map(|c| c.text.as_deref()).collect();
+        Some(collapse(&parts.join(" ")))
+    } else {
+        None
+    }
+}
+
+fn has_ref_inside(node: &Node) -> bool {
+    node.node.is_some() || node.children.iter().any(has_ref_inside)
+}
+
+fn fold(mut node: Node) -> Vec<Node> {
+    if is_text(&node) {
+        return vec![node];
+    }
+    let children: Vec<Node> = std::mem::take(&mut node.children)
+        .into_iter()
+        .flat_map(fold)
+        .collect();
+    let role = node.role.as_str();
+
+    if node.node.is_none() && (is(role, FOLDED) || is(role, INLINE)) {
+        // Inline formatting keeps its words joined to the neighbours: re-wrap its text
+        // with spaces only where the page had them (the text runs carry them).
+        return children;
+    }
+    if role == "LabelText" && node.node.is_none() {
+        // A label's words are the name of the control inside or next to it; showing
+        // them again as text would say everything twice.
+        if children.iter().any(|c| !is_text(c)) {
+            return children.into_iter().filter(|c| !is_text(c)).collect();
+        }
+        return children;
+    }
+
+    let mut children = merge_text(children);
+    if role == "row" {
+        children = fold_row(&mut node, children);
+    } else if let Some(text) = joined_text(&children) {
+        let name = collapse(&node.name);
+        if !name.is_empty() && (text == name || name.contains(&text) || text.is_empty()) {
+            children.clear();
+        } else if !text.is_empty() {
+            node.text = Some(text);
+            children.clear();
+        }
+    }
+    node.children = children;
+    vec![node]
+}
+
+// A row reads as its cells' texts joined by ` | `, followed by what can be acted on
+// inside its cells: the shape of the spec's `row "alice admin Edit Delete"` example
+// without repeating each cell on a line of its own.
+fn fold_row(row: &mut Node, children: Vec<Node>) -> Vec<Node> {
+    let mut parts = Vec::new();
+    let mut kept = Vec::new();
+    for cell in children {
+        if is(&cell.role, CELLS) && cell.node.is_none() {
+            if has_ref_inside(&cell) {
+                kept.extend(cell.children.into_iter().filter(|c| !is_text(c)));
+            } else {
+                let text = if cell.name.is_empty() {
+                    cell.text.clone().unwrap_or_default()
+                } else {
+                    collapse(&cell.name)
+                };
+                parts.push(text);
+            }
+        } else if is_text(&cell) {
+            parts.push(cell.text.clone().unwrap_or_default());
+        } else {
+            kept.push(cell);
+        }
+    }
+    while parts.last().is_some_and(String::is_empty) {
+        parts.pop();
+    }
+    if !parts.is_empty() {
+        row.text = Some(parts.join(" | "));
+    }
+    kept
+}
+
+// ---- emitting lines -----------------------------------------------------------------
+
+fn emit(
+    node: &Node,
+    depth: usize,
+    parent: Option<usize>,
+    origin: Option<&str>,
+    out: &mut Vec<Line>,
+) -> bool {
+    let index = out.len();
+    let interactive = is(&node.role, INTERACTIVE);
+    out.push(Line {
+        depth,
+        parent,
+        text: line_text(node, origin),
+        reference: node.node.map(|n| NodeRef {
+            frame: node.frame,
+            node: n,
+        }),
+        interactive,
+        heading: node.role == "heading",
+        contains_interactive: false,
+    });
+    let mut contains = false;
+    for child in &node.children {
+        contains |= emit(child, depth + 1, Some(index), origin, out);
+    }
+    out[index].contains_interactive = contains;
+    interactive || contains
+}
+
+fn cut(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= MAX_TEXT {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(MAX_TEXT).collect();
+    format!("{kept}… [+{} chars]", count - MAX_TEXT)
+}
+
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in cut(text).chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn line_text(node: &Node, origin: Option<&str>) -> String {
+    if is_text(node) {
+        return format!("text: {}", cut(node.text.as_deref().unwrap_or_default()));
+    }
+    let mut s = node.role.clone();
+    let name = collapse(&node.name);
+    if !name.is_empty() {
+        s.push(' ');
+        s.push_str(&quoted(&name));
+    }
+    if let Some(level) = node.level {
+        let _ = write!(s, " [level={level}]");
+    }
+    if let Some(n) = node.node {
+        let reference = NodeRef {
+            frame: node.frame,
+            node: n,
+        };
+        let _ = write!(s, " [ref={reference}]");
+    }
+    match node.checked.as_deref() {
+        Some("true") => s.push_str(" [checked]"),
+        Some("mixed") => s.push_str(" [checked=mixed]"),
+        _ => {}
+    }
+    match node.expanded {
+        Some(true) => s.push_str(" [expanded]"),
+        Some(false) => s.push_str(" [collapsed]"),
+        None => {}
+    }
+    if node.selected {
+        s.push_str(" [selected]");
+    }
+    if node.disabled {
+        s.push_str(" [disabled]");
+    }
+    if node.password {
+        s.push_str(" [password]");
+        // The walker sends a fixed mask, never the value; enforce it here too.
+        if node.value.is_some() {
+            s.push_str(" value=••••");
+        }
+    } else if let Some(value) = &node.value {
+        let _ = write!(s, " value={}", quoted(value));
+    }
+    if let Some(url) = &node.url {
+        let shown = match origin {
+            Some(origin) => url
+                .strip_prefix(origin)
+                .filter(|rest| rest.starts_with('/'))
+                .unwrap_or(url),
+            None => url,
+        };
+        let _ = write!(s, " [url={}]", cut(shown));
+    }
+    if let Some(text) = &node.text {
+        let _ = write!(s, ": {}", cut(text));
+    }
+    s
+}
+
+// `scheme://host[:port]` of an http(s) URL.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let host_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    Some(format!("{scheme}://{}", &rest[..host_end]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(json: &str) -> Node {
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn render(json: &str) -> String {
+        let all = lines(&tree(json), &RenderOptions::default());
+        window(&all, 0, usize::MAX, usize::MAX).text
+    }
+
+    #[test]
+    fn folds_wrappers_and_redundant_text() {
+        let out = render(
+            r#"{"r":"RootWebArea","k":[
+              {"r":"heading","n":"Users","l":1,"k":[{"r":"text","t":"Users"}]},
+              {"r":"LabelText","k":[{"r":"text","t":"Password "},
+                 {"r":"textbox","n":"Password","i":12,"p":true,"v":"••••"}]},
+              {"r":"paragraph","k":[{"r":"text","t":"Para with "},{"r":"emphasis","k":[{"r":"text","t":"stress"}]},{"r":"text","t":" here."}]}
+            ]}"#,
+        );
+        assert_eq!(
+            out,
+            "- heading \"Users\" [level=1]\n\
+             - textbox \"Password\" [ref=e12] [password] value=••••\n\
+             - paragraph: Para with stress here.\n"
+        );
+    }
+
+    #[test]
+    fn rows_read_as_cells_then_actions() {
+        let out = render(
+            r#"{"r":"RootWebArea","k":[{"r":"table","n":"Accounts","i":4,"k":[
+              {"r":"row","i":5,"k":[
+                {"r":"cell","n":"alice","k":[{"r":"text","t":"alice"}]},
+                {"r":"cell","n":"admin","k":[{"r":"text","t":"admin"}]},
+                {"r":"cell","n":"Edit Delete","k":[{"r":"button","n":"Edit","i":8},{"r":"text","t":" "},{"r":"button","n":"Delete","i":9}]}
+              ]}]}]}"#,
+        );
+        assert_eq!(
+            out,
+            "- table \"Accounts\" [ref=e4]\n  \
+               - row [ref=e5]: alice | admin\n    \
+                 - button \"Edit\" [ref=e8]\n    \
+                 - button \"Delete\" [ref=e9]\n"
+        );
+    }
+
+    #[test]
+    fn window_pages_with_a_truncation_line() {
+        let json = format!(
+            r#"{{"r":"RootWebArea","k":[{}]}}"#,
+            (0..10)
+                .map(|i| format!(r#"{{"r":"button","n":"B{i}","i":{i}}}"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let all = lines(&tree(&json), &RenderOptions::default());
+        let first = window(&all, 0, 4, usize::MAX);
+        assert_eq!((first.start, first.end, first.total), (0, 4, 10));
+        assert!(first.text.ends_with(
+            "offset=4 for the next page, or narrow it with find, scope_ref or interactive_only]\n"
+        ));
+        let last = window(&all, 8, 4, usize::MAX);
+        assert!(last.text.starts_with("- button \"B8\""));
+        assert!(last.text.contains("[end of snapshot: lines 9-10 of 10]"));
+        let small = window(&all, 0, usize::MAX, 60);
+        assert!(small.end < 10 && small.end >= 1);
+    }
+
+    #[test]
+    fn interactive_only_keeps_actions_headings_and_rows() {
+        let json = r#"{"r":"RootWebArea","k":[
+            {"r":"heading","n":"Users","l":1},
+            {"r":"paragraph","k":[{"r":"text","t":"intro"}]},
+            {"r":"table","i":2,"k":[{"r":"row","i":3,"k":[{"r":"cell","n":"a"},{"r":"cell","k":[{"r":"button","n":"Go","i":4}]}]}]}
+        ]}"#;
+        let all = lines(&tree(json), &RenderOptions::default());
+        let kept = interactive_only(&all);
+        let text = window(&kept, 0, usize::MAX, usize::MAX).text;
+        assert_eq!(
+            text,
+            "- heading \"Users\" [level=1]\n- table [ref=e2]\n  - row [ref=e3]: a\n    - button \"Go\" [ref=e4]\n"
+        );
+    }
+
+    #[test]
+    fn find_returns_matches_with_context() {
+        let json = r#"{"r":"RootWebArea","k":[
+            {"r":"heading","n":"Settings","l":2},
+            {"r":"form","i":1,"k":[{"r":"button","n":"Cancel","i":2},{"r":"button","n":"Save","i":3}]},
+            {"r":"heading","n":"Other","l":2}
+        ]}"#;
+        let all = lines(&tree(json), &RenderOptions::default());
+        let text = window(&find(&all, "save"), 0, usize::MAX, usize::MAX).text;
+        assert_eq!(
+            text,
+            "- heading \"Settings\" [level=2]\n- form [ref=e1]\n  - button \"Save\" [ref=e3]\n"
+        );
+        assert!(find(&all, "nothing like this").is_empty());
+    }
+
+    #[test]
+    fn long_text_is_cut_and_links_are_relative() {
+        let long = "x".repeat(250);
+        let json = format!(
+            r#"{{"r":"RootWebArea","k":[{{"r":"paragraph","k":[{{"r":"text","t":"{long}"}}]}},
+               {{"r":"link","n":"Docs","i":1,"u":"http://127.0.0.1:9/docs?a=1"}},
+               {{"r":"link","n":"Ext","i":2,"u":"https://example.com/"}}]}}"#
+        );
+        let all = lines(
+            &tree(&json),
+            &RenderOptions {
+                page_url: Some("http://127.0.0.1:9/index.html".to_owned()),
+            },
+        );
+        assert!(all[0].text.ends_with("… [+50 chars]"), "{}", all[0].text);
+        assert_eq!(all[1].text, "link \"Docs\" [ref=e1] [url=/docs?a=1]");
+        assert_eq!(
+            all[2].text,
+            "link \"Ext\" [ref=e2] [url=https://example.com/]"
+        );
+    }
+}

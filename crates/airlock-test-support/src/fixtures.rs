@@ -1,0 +1,203 @@
+//! A minimal HTTP/1.1 server for fixture pages, bound to 127.0.0.1:0.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// One fixture server on an ephemeral loopback port.
+pub struct FixtureServer {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for FixtureServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FixtureServer {
+    /// Serves `root` on `127.0.0.1:0`.
+    pub async fn start(root: PathBuf) -> FixtureServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counter = connections.clone();
+        let root = Arc::new(root);
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let root = root.clone();
+                tokio::spawn(async move {
+                    let _ = serve(stream, &root).await;
+                });
+            }
+        });
+        FixtureServer {
+            port,
+            connections,
+            task,
+        }
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// Two fixture servers on different ports: `a` is the site under test at
+/// `http://127.0.0.1:PA`, `b` a cross-origin one; `b` is also reachable as
+/// `http://localhost:PB`, a different *site*, which Chromium puts out of process.
+pub struct FixtureSite {
+    /// The site under test.
+    pub a: FixtureServer,
+    /// The other origin.
+    pub b: FixtureServer,
+}
+
+impl FixtureSite {
+    /// Starts both servers over the bundled `fixtures/site` pages.
+    pub async fn start() -> FixtureSite {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/site");
+        FixtureSite {
+            a: FixtureServer::start(root.clone()).await,
+            b: FixtureServer::start(root).await,
+        }
+    }
+
+    /// `http://127.0.0.1:PA/<path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!(
+            "http://127.0.0.1:{}/{}",
+            self.a.port(),
+            path.trim_start_matches('/')
+        )
+    }
+
+    /// `http://127.0.0.1:PB/<path>`: cross-origin, same site.
+    pub fn other_origin(&self, path: &str) -> String {
+        format!(
+            "http://127.0.0.1:{}/{}",
+            self.b.port(),
+            path.trim_start_matches('/')
+        )
+    }
+
+    /// `http://localhost:PB/<path>`: cross-site (an out-of-process frame).
+    pub fn other_site(&self, path: &str) -> String {
+        format!(
+            "http://localhost:{}/{}",
+            self.b.port(),
+            path.trim_start_matches('/')
+        )
+    }
+}
+
+async fn serve(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(2048);
+    let mut chunk = [0u8; 2048];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 || buf.len() > 64 * 1024 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let head = String::from_utf8_lossy(&buf);
+    let target = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_owned())
+    };
+    let (status, content_type, body): (&str, &str, Vec<u8>) = match path {
+        "/slow" => {
+            let ms: u64 = param("ms").and_then(|v| v.parse().ok()).unwrap_or(1000);
+            tokio::time::sleep(Duration::from_millis(ms.min(30_000))).await;
+            (
+                "200 OK",
+                "text/html",
+                b"<!doctype html><title>Slow</title><h1>Finally loaded</h1>".to_vec(),
+            )
+        }
+        "/admin" => {
+            let rows: usize = param("rows").and_then(|v| v.parse().ok()).unwrap_or(2000);
+            (
+                "200 OK",
+                "text/html",
+                admin_table(rows.min(20_000)).into_bytes(),
+            )
+        }
+        "/status/404" => (
+            "404 Not Found",
+            "text/html",
+            b"<!doctype html><title>Missing</title><p>not here</p>".to_vec(),
+        ),
+        "/download.bin" => ("200 OK", "application/octet-stream", b"binary".to_vec()),
+        _ => {
+            let relative = path.trim_start_matches('/');
+            let relative = if relative.is_empty() {
+                "index.html"
+            } else {
+                relative
+            };
+            if relative.contains("..") {
+                ("403 Forbidden", "text/plain", b"no".to_vec())
+            } else {
+                match tokio::fs::read(root.join(relative)).await {
+                    Ok(bytes) => ("200 OK", content_type_of(relative), bytes),
+                    Err(_) => ("404 Not Found", "text/plain", b"not found".to_vec()),
+                }
+            }
+        }
+    };
+    let header = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(header.as_bytes()).await?;
+    stream.write_all(&body).await?;
+    stream.shutdown().await
+}
+
+fn content_type_of(path: &str) -> &'static str {
+    match path.rsplit('.').next() {
+        Some("html") => "text/html",
+        Some("js") => "text/javascript",
+        Some("css") => "text/css",
+        Some("png") => "image/png",
+        Some("svg") => "image/svg+xml",
+        _ => "application/octet-stream",
+    }
+}
+
+/// The admin page: a table of `rows` users with an Edit and a Delete button per row.
+fn admin_table(rows: usize) -> String {
+    let mut html = String::with_capacity(rows * 220);
+    html.push_str("<!doctype html><html><head><title>Admin</title></head><body><h1>Users</h1><table><caption>Accounts</caption><thead><tr><th>Name</th><th>Email</th><th>Role</th><th>Actions</th></tr></thead><tbody>");
+    for i in 0..rows {
+        let role = if i % 7 == 0 { "admin" } else { "member" };
+        html.push_str(&format!(
+            "<tr><td>user{i}</td><td>user{i}@example.com</td><td>{role}</td><td><button onclick=\"this.textContent='Editing'\">Edit</button> <button onclick=\"this.closest('tr').remove()\">Delete</button></td></tr>"
+        ));
+    }
+    html.push_str("</tbody></table></body></html>");
+    html
+}

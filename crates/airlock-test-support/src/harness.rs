@@ -1,0 +1,109 @@
+//! A per-test browser pool with guaranteed teardown and a leak check.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_browser::{BrowserOptions, Browsers};
+use airlock_config::{BrowserConfig, EnvSource, ProcessEnv, vars};
+
+use crate::fixtures::FixtureSite;
+
+/// What a test gets: a browser pool and the fixture site.
+pub struct Harness {
+    /// The pool; sessions come from here.
+    pub browsers: Browsers,
+    /// The fixture site.
+    pub site: FixtureSite,
+    profile_parent: PathBuf,
+}
+
+impl Harness {
+    /// The directory under which this harness's Chromium profiles live.
+    pub fn profile_parent(&self) -> &Path {
+        &self.profile_parent
+    }
+}
+
+/// Runs `body` with a fresh pool and fixture site; see [`with_browser_config`].
+pub async fn with_browser<F, Fut>(body: F)
+where
+    F: FnOnce(Arc<Harness>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    with_browser_config(BrowserConfig::default(), body).await;
+}
+
+/// Runs `body` with a pool built from `config` (Chromium from `AIRLOCK_CHROME` or PATH),
+/// then shuts the pool down — also when `body` panics — and asserts that no Chromium
+/// process and no profile directory of this pool is left.
+pub async fn with_browser_config<F, Fut>(mut config: BrowserConfig, body: F)
+where
+    F: FnOnce(Arc<Harness>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    if config.chrome.is_none() {
+        config.chrome = ProcessEnv.get(vars::CHROME).map(PathBuf::from);
+    }
+    let parent = tempfile::Builder::new()
+        .prefix("airlock-test-")
+        .tempdir()
+        .expect("create a temp dir for profiles");
+    let mut options =
+        BrowserOptions::from_config(&config).expect("Chromium must be installed for browser tests");
+    options.profile_parent = parent.path().to_owned();
+    let harness = Arc::new(Harness {
+        browsers: Browsers::new(options),
+        site: FixtureSite::start().await,
+        profile_parent: parent.path().to_owned(),
+    });
+    // The body runs as its own task so a panic in it comes back as a JoinError and
+    // the teardown below still runs.
+    let outcome = tokio::spawn(body(harness.clone())).await;
+    harness.browsers.shutdown().await;
+    assert_no_leaks(parent.path()).await;
+    drop(parent);
+    if let Err(error) = outcome {
+        if error.is_panic() {
+            std::panic::resume_unwind(error.into_panic());
+        }
+        panic!("test body was cancelled: {error}");
+    }
+}
+
+async fn assert_no_leaks(parent: &Path) {
+    // Processes killed by PID take a few milliseconds to disappear from /proc.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let procs = chromium_processes_under(parent);
+        let dirs: Vec<_> = std::fs::read_dir(parent)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        if procs.is_empty() && dirs.is_empty() {
+            return;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("leaked after shutdown: processes {procs:?}, profile dirs {dirs:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// PIDs of live processes whose command line mentions `dir` (Chromium processes get
+/// their profile path in `--user-data-dir`, renderers inherit it in their flags).
+pub fn chromium_processes_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(&needle))
+                .unwrap_or(false)
+        })
+        .collect()
+}

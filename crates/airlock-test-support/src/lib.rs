@@ -1,0 +1,11 @@
+//! Dev-only helpers for tests that drive a real headless Chromium: a fixture site
+//! served on loopback by the test itself ([`FixtureSite`]) and a harness
+//! ([`with_browser`]) that starts a browser pool under a private profile directory,
+//! runs the test body, always shuts the pool down (also when the body panics), and
+//! then asserts that no Chromium process and no profile directory survived.
+
+mod fixtures;
+mod harness;
+
+pub use fixtures::{FixtureServer, FixtureSite};
+pub use harness::{Harness, chromium_processes_under, with_browser, with_browser_config};

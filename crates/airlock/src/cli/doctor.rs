@@ -1,0 +1,102 @@
+//! `airlock doctor`: one pass/fail line per check, non-zero exit on any failure.
+
+#![allow(clippy::print_stdout)] // The CLI's output is its product.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use airlock_browser::{BrowserOptions, ChromiumKind};
+use airlock_config::vars;
+
+struct Report {
+    failed: bool,
+}
+
+impl Report {
+    fn pass(&mut self, check: &str, detail: &str) {
+        println!("ok    {check}: {detail}");
+    }
+
+    fn fail(&mut self, check: &str, detail: &str) {
+        self.failed = true;
+        println!("FAIL  {check}: {detail}");
+    }
+
+    fn note(&mut self, check: &str, detail: &str) {
+        println!("note  {check}: {detail}");
+    }
+}
+
+pub(crate) async fn run(config_flag: Option<&Path>) -> ExitCode {
+    let mut report = Report { failed: false };
+    let config = match super::load_config(config_flag) {
+        Ok(config) => {
+            let source = super::config_path(config_flag)
+                .map(|p| format!("`{}`", p.display()))
+                .unwrap_or_else(|| "built-in defaults (no airlock.toml)".to_owned());
+            report.pass("config", &format!("valid, from {source}"));
+            Some(config)
+        }
+        Err(e) => {
+            report.fail("config", &format!("{e:#}"));
+            None
+        }
+    };
+    let Some(config) = config else {
+        return ExitCode::FAILURE;
+    };
+    for name in vars::ALL {
+        if let Ok(value) = std::env::var(name) {
+            report.note("env", &format!("{name}={value}"));
+        }
+    }
+
+    match BrowserOptions::from_config(&config.browser) {
+        Ok(options) => {
+            let kind = match options.binary.kind {
+                ChromiumKind::HeadlessShell => "chromium-headless-shell",
+                ChromiumKind::Chromium => "chromium",
+            };
+            report.pass(
+                "chromium found",
+                &format!("{} ({kind})", options.binary.path.display()),
+            );
+            if airlock_browser::needs_no_sandbox() {
+                report.note(
+                    "sandbox",
+                    "running as root: Chromium will start with --no-sandbox",
+                );
+            }
+            let started = tokio::time::Instant::now();
+            match airlock_browser::probe(&options).await {
+                Ok(version) => report.pass(
+                    "chromium starts headless",
+                    &format!("{version} in {} ms", started.elapsed().as_millis()),
+                ),
+                Err(e) => report.fail("chromium starts headless", &e.to_string()),
+            }
+        }
+        Err(e) => report.fail("chromium found", &e.to_string()),
+    }
+
+    match check_writable(&config.data_dir) {
+        Ok(()) => report.pass("data dir writable", &config.data_dir.display().to_string()),
+        Err(e) => report.fail(
+            "data dir writable",
+            &format!("{}: {e}", config.data_dir.display()),
+        ),
+    }
+
+    if report.failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn check_writable(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".doctor-{}", std::process::id()));
+    std::fs::write(&probe, b"ok")?;
+    std::fs::remove_file(&probe)
+}
