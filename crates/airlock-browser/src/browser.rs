@@ -260,6 +260,7 @@ pub struct Browsers {
     options: Arc<BrowserOptions>,
     shared: tokio::sync::Mutex<Option<Arc<Chromium>>>,
     dedicated: Mutex<Vec<Weak<Chromium>>>,
+    launched: Mutex<Vec<u32>>,
     next_session: AtomicU64,
 }
 
@@ -270,6 +271,7 @@ impl Browsers {
             options: Arc::new(options),
             shared: tokio::sync::Mutex::new(None),
             dedicated: Mutex::new(Vec::new()),
+            launched: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),
         }
     }
@@ -291,6 +293,7 @@ impl Browsers {
             }
             Isolation::Process => {
                 let chromium = Chromium::launch(&self.options).await?;
+                lock(&self.launched).push(chromium.pid());
                 lock(&self.dedicated).push(Arc::downgrade(&chromium));
                 let opened =
                     Session::open(id, chromium.clone(), true, self.options.clone(), options).await;
@@ -315,6 +318,7 @@ impl Browsers {
             chromium.shutdown().await;
         }
         let chromium = Chromium::launch(&self.options).await?;
+        lock(&self.launched).push(chromium.pid());
         *shared = Some(chromium.clone());
         Ok(chromium)
     }
@@ -322,6 +326,11 @@ impl Browsers {
     /// PID of the shared Chromium, if one is running (tests kill it to prove crash handling).
     pub async fn shared_pid(&self) -> Option<u32> {
         self.shared.lock().await.as_ref().map(|c| c.pid())
+    }
+
+    /// PIDs (and process-group ids) of every Chromium this pool ever launched.
+    pub fn launched_pids(&self) -> Vec<u32> {
+        lock(&self.launched).clone()
     }
 
     /// Stops every Chromium this pool started, by PID, and removes their profiles.

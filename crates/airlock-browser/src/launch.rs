@@ -66,6 +66,11 @@ pub fn find_chromium(
 
     if prefer_headless_shell {
         if let Some(path) = on_path("chromium-headless-shell") {
+            // Debian's wrapper runs the shell as a child instead of exec'ing it, so the
+            // PID we would hold is the script's, not Chromium's.
+            if is_script(&path) && Path::new(DEBIAN_HEADLESS_SHELL).is_file() {
+                return Ok(binary(PathBuf::from(DEBIAN_HEADLESS_SHELL)));
+            }
             return Ok(binary(path));
         }
         if Path::new(DEBIAN_HEADLESS_SHELL).is_file() {

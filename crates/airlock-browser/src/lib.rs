@@ -12,6 +12,7 @@ mod cdp;
 mod error;
 mod keys;
 mod launch;
+mod oracle;
 mod session;
 mod tab;
 
@@ -20,6 +21,7 @@ pub use error::{Error, Result};
 pub use launch::{
     ChromiumBinary, ChromiumKind, PROFILE_PREFIX, chromium_flags, find_chromium, needs_no_sandbox,
 };
+pub use oracle::AxPair;
 pub use session::{
     ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Direction,
     ImageFormat, Modifier, MouseButton, PageText, Screenshot, ScreenshotOptions, Scroll, Session,

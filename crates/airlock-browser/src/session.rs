@@ -525,6 +525,10 @@ impl Session {
         tracing::info!(session.id = %self.id, "session closed");
     }
 
+    pub(crate) fn oracle_tab(&self) -> Result<(Arc<Tab>, Duration)> {
+        Ok((self.active()?, self.options.action_timeout))
+    }
+
     fn active(&self) -> Result<Arc<Tab>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::SessionClosed);
@@ -1643,12 +1647,14 @@ impl Session {
         Ok(Some(tab.state.with(|s| {
             if let Some(i) = s.frames.iter().position(|f| f.frame_id == frame_id) {
                 s.frames[i].owner = Some((frame, owner_ref));
+                s.frames[i].parent_session = Some(session);
                 i as u32
             } else {
                 s.frames.push(FrameEntry {
                     frame_id,
                     owner: Some((frame, owner_ref)),
                     next_ref: 1,
+                    parent_session: Some(session),
                 });
                 (s.frames.len() - 1) as u32
             }
@@ -1878,8 +1884,11 @@ impl Drop for Session {
         }
         self.attach_task.abort();
         self.chromium.unregister_context(&self.context_id);
-        if !self.dedicated && self.chromium.is_alive() {
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        if !self.dedicated
+            && self.chromium.is_alive()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            {
                 let conn = self.chromium.conn.clone();
                 let context = self.context_id.clone();
                 handle.spawn(async move {
@@ -2054,10 +2063,10 @@ fn page_of(text: &str, offset: usize, max_bytes: usize) -> PageText {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    if end < total {
-        if let Some(nl) = text[start..end].rfind('\n').filter(|&i| i > 0) {
-            end = start + nl + 1;
-        }
+    if end < total
+        && let Some(nl) = text[start..end].rfind('\n').filter(|&i| i > 0)
+    {
+        end = start + nl + 1;
     }
     let mut page = text[start..end].to_owned();
     let next_offset = (end < total).then_some(end);

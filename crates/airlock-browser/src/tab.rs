@@ -32,6 +32,9 @@ pub(crate) struct FrameEntry {
     /// Next ref number to hand out in this frame; never goes down, so a ref from an
     /// older document cannot name a node of a newer one.
     pub(crate) next_ref: u64,
+    /// CDP session of the frame's embedder; an in-process child of an out-of-process
+    /// frame lives in that frame's session, not the tab's.
+    pub(crate) parent_session: Option<String>,
 }
 
 /// What the event pump keeps current.
@@ -202,6 +205,7 @@ impl Tab {
                 frame_id: frame.id,
                 owner: None,
                 next_ref: 1,
+                parent_session: None,
             });
         });
         tab.call("Runtime.runIfWaitingForDebugger", json!({}), timeout)
@@ -241,7 +245,14 @@ impl Tab {
     /// The CDP session that hosts `frame_id` (its own if it is out of process).
     pub(crate) fn session_for_frame(&self, frame_id: &str) -> String {
         self.state
-            .read(|s| s.frame_sessions.get(frame_id).cloned())
+            .read(|s| {
+                s.frame_sessions.get(frame_id).cloned().or_else(|| {
+                    s.frames
+                        .iter()
+                        .find(|f| f.frame_id == frame_id)
+                        .and_then(|f| f.parent_session.clone())
+                })
+            })
             .unwrap_or_else(|| self.session.clone())
     }
 

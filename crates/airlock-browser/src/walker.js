@@ -10,6 +10,9 @@
   const byRef = new Map();
   let nextRef = 1;
   const MAX_NAME = 400;
+  // Diagnostics only: give every emitted element a ref so tests can compare each one
+  // with Chromium's own accessibility tree.
+  let refAll = false;
 
   const INTERACTIVE = new Set([
     'button', 'link', 'textbox', 'searchbox', 'checkbox', 'radio', 'combobox', 'listbox',
@@ -21,7 +24,7 @@
   const NAME_FROM_CONTENT = new Set([
     'button', 'cell', 'checkbox', 'columnheader', 'gridcell', 'heading', 'link', 'menuitem',
     'menuitemcheckbox', 'menuitemradio', 'option', 'radio', 'row', 'rowheader', 'switch',
-    'tab', 'tooltip', 'treeitem', 'term', 'DisclosureTriangle', 'caption', 'Legend',
+    'tab', 'tooltip', 'treeitem', 'term', 'DisclosureTriangle',
   ]);
   const ARIA_ROLES = new Set([
     'alert', 'alertdialog', 'application', 'article', 'banner', 'blockquote', 'button',
@@ -216,7 +219,12 @@
       case 'output': return 'status';
       case 'fieldset': return 'group';
       case 'legend': return 'Legend';
-      case 'label': return 'LabelText';
+      case 'label': {
+        // Chromium drops a checkbox's or radio's label: its text is the control's name.
+        const control = el.control;
+        if (control && control.localName === 'input' && (control.type === 'checkbox' || control.type === 'radio')) return 'none';
+        return 'LabelText';
+      }
       case 'iframe': case 'frame': return 'Iframe';
       case 'code': return 'code';
       case 'em': return 'emphasis';
@@ -256,7 +264,7 @@
     const native = nativeName(el, role, visiting);
     if (native) return native;
 
-    if (NAME_FROM_CONTENT.has(role)) {
+    if (NAME_FROM_CONTENT.has(role) && !(role === 'row' && tableKind(el) !== 'grid')) {
       const text = collapse(contentText(el, visiting, false)).trim();
       if (text) return text;
     }
@@ -487,6 +495,11 @@
         // Not exposed itself; its children may be.
         const kids = [];
         walk(el, kids, inLabel);
+        if (el.localName === 'label' && role === 'none') {
+          // A checkbox/radio label: its words are already the control's name.
+          for (const k of kids) if (k.r !== 'text') out.push(k);
+          continue;
+        }
         if (role === 'LineBreak') continue;
         for (const k of kids) out.push(k);
         continue;
@@ -494,7 +507,7 @@
       const node_ = { r: role };
       const name = nameOf(el, role);
       if (name) node_.n = name;
-      if (INTERACTIVE.has(role) || role === 'row' || role === 'table' || role === 'grid' ||
+      if (refAll || INTERACTIVE.has(role) || role === 'row' || role === 'table' || role === 'grid' ||
           role === 'dialog' || role === 'alertdialog' || role === 'Iframe' || role === 'form' ||
           role === 'tabpanel' || role === 'menu' || role === 'tree' || role === 'region') {
         node_.i = refFor(el);
@@ -539,6 +552,7 @@
 
   function snapshot(opts) {
     if (opts && opts.base && nextRef < opts.base) nextRef = opts.base;
+    refAll = !!(opts && opts.refAll);
     const root = { r: 'RootWebArea', n: document.title ? collapse(document.title).trim() : '', k: [] };
     let start = document.body || document.documentElement;
     if (opts && opts.scope) {
@@ -547,6 +561,7 @@
       start = { childNodes: [el] };
     }
     if (start) walk(start === document.body ? document.documentElement : start, root.k, false);
+    refAll = false;
     return { tree: root, next: nextRef, url: location.href };
   }
 

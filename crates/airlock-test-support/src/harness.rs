@@ -62,7 +62,7 @@ where
     // the teardown below still runs.
     let outcome = tokio::spawn(body(harness.clone())).await;
     harness.browsers.shutdown().await;
-    assert_no_leaks(parent.path()).await;
+    assert_no_leaks(parent.path(), &harness.browsers.launched_pids()).await;
     drop(parent);
     if let Err(error) = outcome {
         if error.is_panic() {
@@ -72,11 +72,12 @@ where
     }
 }
 
-async fn assert_no_leaks(parent: &Path) {
+async fn assert_no_leaks(parent: &Path, groups: &[u32]) {
     // Processes killed by PID take a few milliseconds to disappear from /proc.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let procs = chromium_processes_under(parent);
+        let mut procs = chromium_processes_under(parent);
+        procs.extend(processes_in_groups(groups));
         let dirs: Vec<_> = std::fs::read_dir(parent)
             .map(|d| d.flatten().map(|e| e.path()).collect())
             .unwrap_or_default();
@@ -104,6 +105,30 @@ pub fn chromium_processes_under(dir: &Path) -> Vec<u32> {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .map(|c| String::from_utf8_lossy(&c).contains(&needle))
                 .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Live (non-zombie) processes whose process group is one of `groups`.
+pub fn processes_in_groups(groups: &[u32]) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // Fields after the command name: state ppid pgrp …
+            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+                return false;
+            };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next().unwrap_or("Z");
+            let pgrp = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
+            state != "Z" && pgrp.is_some_and(|g| groups.contains(&g))
         })
         .collect()
 }

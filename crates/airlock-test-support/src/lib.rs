@@ -8,4 +8,6 @@ mod fixtures;
 mod harness;
 
 pub use fixtures::{FixtureServer, FixtureSite};
-pub use harness::{Harness, chromium_processes_under, with_browser, with_browser_config};
+pub use harness::{
+    Harness, chromium_processes_under, processes_in_groups, with_browser, with_browser_config,
+};

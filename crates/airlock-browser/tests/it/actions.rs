@@ -1,0 +1,570 @@
+//! Every action and every target kind.
+
+use std::time::Duration;
+
+use airlock_browser::{
+    ClickOptions, Direction, Modifier, MouseButton, Scroll, Target, WaitCondition, WaitUntil,
+};
+use airlock_core::{ErrorCode, HasErrorCode};
+use airlock_test_support::with_browser;
+
+use crate::{line_with, open, ref_of, role, snap};
+
+async fn log(s: &airlock_browser::Session) -> String {
+    line_with(s, "log:").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn click_by_ref_role_selector_and_point_with_buttons_and_modifiers() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("controls.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let snapshot = snap(&s).await;
+        let by_ref = ref_of(&snapshot.text, "button \"Click target\"");
+        s.click(&by_ref, &ClickOptions::default()).await.unwrap();
+        s.click(&role("button", "Click target"), &ClickOptions::default())
+            .await
+            .unwrap();
+        s.click(
+            &Target::Selector("#clicker".to_owned()),
+            &ClickOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert!(
+            log(&s).await.contains("log: click click click"),
+            "{}",
+            log(&s).await
+        );
+
+        s.click(
+            &by_ref,
+            &ClickOptions {
+                double: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert!(log(&s).await.contains("dblclick"));
+        s.click(
+            &by_ref,
+            &ClickOptions {
+                button: MouseButton::Right,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert!(log(&s).await.contains("contextmenu"));
+        s.click(
+            &by_ref,
+            &ClickOptions {
+                button: MouseButton::Middle,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert!(log(&s).await.contains("middle"));
+        s.click(
+            &by_ref,
+            &ClickOptions {
+                modifiers: vec![Modifier::Shift],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert!(log(&s).await.contains("shift-down"));
+
+        // A viewport point: the top-left of the page is covered by the overlay, so a
+        // point click there lands on the overlay, not on the covered button.
+        s.click(
+            &Target::Point { x: 30.0, y: 20.0 },
+            &ClickOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert!(!log(&s).await.contains("covered clicked"));
+        let err = s
+            .click(
+                &Target::Point { x: 5000.0, y: 1.0 },
+                &ClickOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unactionable_targets_say_why() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("controls.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let cases = [
+            (role("button", "Covered"), "covered by"),
+            (role("button", "Disabled button"), "disabled"),
+            (
+                Target::Selector("button[style*=visibility]".to_owned()),
+                "hidden",
+            ),
+        ];
+        for (target, why) in cases {
+            let err = s
+                .click(&target, &ClickOptions::default())
+                .await
+                .unwrap_err();
+            assert_eq!(
+                err.code(),
+                ErrorCode::ElementNotActionable,
+                "{target:?}: {err}"
+            );
+            assert!(err.to_string().contains(why), "{target:?}: {err}");
+        }
+        let err = s
+            .click(&role("button", "No such button"), &ClickOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::ElementNotFound, "{err}");
+        let err = s
+            .click(&role("button", "Same"), &ClickOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+        assert!(err.to_string().contains("matches 2 elements"), "{err}");
+        s.click(
+            &Target::Role {
+                role: "button".into(),
+                name: Some("Same".into()),
+                index: Some(1),
+            },
+            &ClickOptions::default(),
+        )
+        .await
+        .unwrap();
+        let err = s
+            .click(
+                &Target::Selector("[[bad".to_owned()),
+                &ClickOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_far_target_is_scrolled_into_view_before_clicking() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("controls.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.click(&role("button", "Far away"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(log(&s).await.contains("far clicked"));
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hover_type_fill_and_keys() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("controls.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.hover(&Target::Selector("#hover".to_owned()))
+            .await
+            .unwrap();
+        assert!(log(&s).await.contains("hovered"));
+
+        // type appends unless clear_first.
+        s.type_text(&role("textbox", "Name"), " more", false, false)
+            .await
+            .unwrap();
+        assert!(
+            line_with(&s, "textbox \"Name\"")
+                .await
+                .contains("value=\"prefilled more\"")
+        );
+        s.type_text(&role("textbox", "Name"), "fresh", true, false)
+            .await
+            .unwrap();
+        assert!(
+            line_with(&s, "textbox \"Name\"")
+                .await
+                .contains("value=\"fresh\"")
+        );
+        s.type_text(&role("textbox", "Name"), "x", true, true)
+            .await
+            .unwrap();
+        assert!(
+            log(&s).await.contains("enter in name"),
+            "submit presses Enter"
+        );
+
+        // Control+A selects all, so typing replaces; Shift+Tab moves focus back.
+        s.type_text(&role("textbox", "Other"), "abc", false, false)
+            .await
+            .unwrap();
+        s.press_key("Control+A").await.unwrap();
+        s.press_key("z").await.unwrap();
+        assert!(
+            line_with(&s, "textbox \"Other\"")
+                .await
+                .contains("value=\"z\"")
+        );
+        // Tabbing into a text field selects its content, so the key replaces it.
+        s.press_key("Shift+Tab").await.unwrap();
+        s.press_key("q").await.unwrap();
+        assert!(
+            line_with(&s, "textbox \"Name\"")
+                .await
+                .contains("value=\"q\"")
+        );
+        s.press_key("Control+b").await.unwrap();
+        assert!(log(&s).await.contains("ctrl+b"));
+        let err = s.press_key("Hyper+Q").await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+
+        let err = s
+            .type_text(&role("button", "Click target"), "x", false, false)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::ElementNotActionable, "{err}");
+
+        s.fill_form(&[
+            (role("textbox", "Notes"), "line one".to_owned()),
+            (role("checkbox", "I agree"), "true".to_owned()),
+            (role("combobox", "Fruit"), "Cherry".to_owned()),
+        ])
+        .await
+        .unwrap();
+        let text = snap(&s).await.text;
+        assert!(text.contains("textbox \"Notes\" [ref="), "{text}");
+        assert!(text.contains("value=\"line one\""), "{text}");
+        assert!(
+            text.contains("checkbox \"I agree\"")
+                && line_with(&s, "I agree").await.contains("[checked]")
+        );
+        assert!(log(&s).await.contains("fruit=cherry"));
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn select_check_and_uncheck() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("controls.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let out = s
+            .select_option(&role("combobox", "Fruit"), &["banana".to_owned()])
+            .await
+            .unwrap();
+        assert_eq!(out.detail.as_deref(), Some("selected \"Banana\""));
+        s.select_option(
+            &role("listbox", "Colors"),
+            &["r".to_owned(), "Blue".to_owned()],
+        )
+        .await
+        .unwrap();
+        assert!(log(&s).await.contains("colors=r+b"));
+        let err = s
+            .select_option(&role("combobox", "Fruit"), &["kiwi".to_owned()])
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+        let err = s
+            .select_option(
+                &role("combobox", "Fruit"),
+                &["apple".to_owned(), "banana".to_owned()],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+
+        s.set_checked(&role("checkbox", "I agree"), true)
+            .await
+            .unwrap();
+        assert!(line_with(&s, "I agree").await.contains("[checked]"));
+        let again = s
+            .set_checked(&role("checkbox", "I agree"), true)
+            .await
+            .unwrap();
+        assert!(again.detail.unwrap().contains("already checked"));
+        s.set_checked(&role("checkbox", "I agree"), false)
+            .await
+            .unwrap();
+        assert!(!line_with(&s, "I agree").await.contains("[checked]"));
+        s.set_checked(&role("radio", "Large"), true).await.unwrap();
+        assert!(line_with(&s, "radio \"Large\"").await.contains("[checked]"));
+        let err = s
+            .set_checked(&role("radio", "Large"), false)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::ElementNotActionable);
+        // An ARIA checkbox (a div) toggles too.
+        s.set_checked(&role("checkbox", "Custom toggle"), true)
+            .await
+            .unwrap();
+        assert!(line_with(&s, "Custom toggle").await.contains("[checked]"));
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scroll_page_and_into_view() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("controls.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let out = s
+            .scroll(&Scroll::Page {
+                direction: Direction::Down,
+                amount: Some(500.0),
+            })
+            .await
+            .unwrap();
+        assert!(out.detail.as_deref().unwrap().contains("y=500"), "{out:?}");
+        let out = s
+            .scroll(&Scroll::Page {
+                direction: Direction::Up,
+                amount: None,
+            })
+            .await
+            .unwrap();
+        assert!(out.detail.as_deref().unwrap().contains("y=0"), "{out:?}");
+        let out = s
+            .scroll(&Scroll::IntoView(role("button", "Far away")))
+            .await
+            .unwrap();
+        assert!(out.detail.unwrap().contains("Far away"));
+        let err = s
+            .scroll(&Scroll::Page {
+                direction: Direction::Down,
+                amount: Some(-3.0),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_text_target_gone_and_time() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("delayed.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.wait_for(&WaitCondition::Text("Ready now".into()), None)
+            .await
+            .unwrap();
+        s.wait_for(&WaitCondition::TextGone("Loading soon".into()), None)
+            .await
+            .unwrap();
+        s.wait_for(&WaitCondition::Target(role("button", "Appeared")), None)
+            .await
+            .unwrap();
+        let err = s
+            .wait_for(
+                &WaitCondition::Text("never there".into()),
+                Some(Duration::from_millis(300)),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Timeout, "{err}");
+        let out = s
+            .wait_for(&WaitCondition::Time(Duration::from_millis(50)), None)
+            .await
+            .unwrap();
+        assert_eq!(out.detail.as_deref(), Some("waited 50 ms"));
+        let err = s
+            .wait_for(&WaitCondition::Time(Duration::from_secs(61)), None)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+
+        // Actions wait for a target that is not there yet (the page renders late).
+        s.navigate(&h.site.url("delayed.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.click(&role("button", "Appeared"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(
+            line_with(&s, "Appeared clicked")
+                .await
+                .contains("paragraph")
+        );
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dialogs_are_dismissed_and_reported() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("dialogs.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let out = s
+            .click(&role("button", "Alert"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            out.dialogs,
+            vec!["alert dialog dismissed: \"Hello from alert\"".to_owned()]
+        );
+        assert!(line_with(&s, "after alert").await.contains("paragraph"));
+        let out = s
+            .click(&role("button", "Confirm"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            out.dialogs,
+            vec!["confirm dialog dismissed: \"Really delete?\"".to_owned()]
+        );
+        assert!(
+            line_with(&s, "confirm returned")
+                .await
+                .contains("confirm returned false")
+        );
+        let out = s
+            .click(&role("button", "Prompt"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(out.dialogs.len(), 1);
+        assert!(
+            line_with(&s, "prompt returned")
+                .await
+                .contains("prompt returned null")
+        );
+        // beforeunload is accepted, so leaving the page works.
+        s.click(&role("button", "Guard"), &ClickOptions::default())
+            .await
+            .unwrap();
+        let out = s
+            .click(&role("link", "Leave"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(out.url.ends_with("page2.html"), "{out:?}");
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn popups_become_tabs_and_tabs_can_be_managed() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("popup.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let out = s
+            .click(&role("button", "Open popup"), &ClickOptions::default())
+            .await
+            .unwrap();
+        // The popup attaches asynchronously; list tabs until it is there.
+        let mut tabs = s.tabs().await.unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tabs.len() < 2 && tokio::time::Instant::now() < deadline {
+            s.wait_for(&WaitCondition::Time(Duration::from_millis(50)), None)
+                .await
+                .unwrap();
+            tabs = s.tabs().await.unwrap();
+        }
+        assert_eq!(tabs.len(), 2, "{tabs:?} / {out:?}");
+        assert!(tabs[1].opened_by_page && !tabs[1].active);
+        s.select_tab(1).await.unwrap();
+        s.wait_for(&WaitCondition::Text("Second page".into()), None)
+            .await
+            .unwrap();
+        assert!(snap(&s).await.text.contains("heading \"Second page\""));
+
+        let tabs = s.new_tab(Some(&h.site.url("login.html"))).await.unwrap();
+        assert_eq!(tabs.len(), 3);
+        assert!(tabs[2].active && tabs[2].url.ends_with("login.html"));
+        let tabs = s.close_tab(2).await.unwrap();
+        assert_eq!(tabs.len(), 2);
+        let tabs = s.close_tab(1).await.unwrap();
+        assert_eq!(tabs.len(), 1);
+        assert!(tabs[0].active);
+        let err = s.close_tab(0).await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+        let err = s.select_tab(7).await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::TabNotFound);
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downloads_are_refused() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("popup.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.click(&role("link", "Download file"), &ClickOptions::default())
+            .await
+            .unwrap();
+        // Nothing was written to the profile or the user's download folder.
+        let profile = s.profile_dir().unwrap();
+        let home_downloads = std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+            .join("Downloads");
+        let saved = || {
+            walk(&profile)
+                .into_iter()
+                .chain(walk(&home_downloads))
+                .any(|p| p.ends_with("download.bin"))
+        };
+        assert!(!saved());
+        let err = s
+            .navigate(&h.site.url("download.bin"), WaitUntil::Load)
+            .await;
+        // A navigation that turns into a download is aborted, never saved.
+        if let Err(err) = err {
+            assert_eq!(err.code(), ErrorCode::NavigationFailed, "{err}");
+        }
+        assert!(!saved());
+        s.close().await;
+    })
+    .await;
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,278 @@
+//! Accessibility snapshots: format, refs, redaction, filters, paging, diffs, and
+//! agreement with Chromium's own accessibility tree.
+
+use airlock_browser::{ClickOptions, SnapshotOptions, WaitUntil};
+use airlock_core::{ErrorCode, HasErrorCode};
+use airlock_test_support::with_browser;
+
+use crate::{open, ref_of, role, snap};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_page_reads_as_roles_and_names_without_the_password() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("login.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.type_text(
+            &role("textbox", "Password"),
+            "correct horse battery",
+            true,
+            false,
+        )
+        .await
+        .unwrap();
+        let out = snap(&s).await;
+        assert_eq!(out.title, "Sign in");
+        let text = out.text;
+        for expected in [
+            "- main\n",
+            "  - heading \"Sign in\" [level=1]\n",
+            "  - form [ref=",
+            "    - textbox \"Username\" [ref=",
+            "    - textbox \"Password\" [ref=",
+            "[password] value=••••\n",
+            "    - checkbox \"Remember me\" [ref=",
+            "    - button \"Sign in\" [ref=",
+            "  - status\n",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+        }
+        for secret in ["correct horse", "hunter2", "battery"] {
+            assert!(!text.contains(secret), "password leaked into:\n{text}");
+        }
+        let page_text = s.read_text(0, 100_000).await.unwrap().text;
+        assert!(!page_text.contains("correct horse"), "{page_text}");
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refs_are_stable_and_stale_refs_are_refused() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("mutate.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let first = snap(&s).await.text;
+        let second = snap(&s).await.text;
+        assert_eq!(first, second, "same DOM, same refs");
+        let beta = ref_of(&first, "button \"Remove beta\"");
+        s.click(
+            &ref_of(&first, "button \"Remove alpha\""),
+            &ClickOptions::default(),
+        )
+        .await
+        .unwrap();
+        s.click(&role("button", "Add gamma"), &ClickOptions::default())
+            .await
+            .unwrap();
+        let third = snap(&s).await.text;
+        // Beta's button kept its ref although the DOM around it changed.
+        assert_eq!(ref_of(&third, "button \"Remove beta\""), beta);
+        assert!(!third.contains("Remove alpha"));
+        assert!(third.contains("listitem: Gamma"), "{third}");
+        // The removed node's ref is gone for good.
+        let alpha = ref_of(&first, "button \"Remove alpha\"");
+        let err = s.click(&alpha, &ClickOptions::default()).await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::RefNotFound, "{err}");
+        // After a reload the old refs never name new nodes.
+        s.click(&role("button", "Reload page"), &ClickOptions::default())
+            .await
+            .unwrap();
+        let err = s.click(&beta, &ClickOptions::default()).await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::RefNotFound, "{err}");
+        let fourth = snap(&s).await.text;
+        assert_ne!(ref_of(&fourth, "button \"Remove beta\""), beta);
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_after_an_action_are_a_small_diff() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("mutate.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let full = snap(&s).await.text;
+        assert_eq!(s.changes().await.unwrap(), None, "nothing changed yet");
+        s.click(&role("button", "Add gamma"), &ClickOptions::default())
+            .await
+            .unwrap();
+        let diff = s.changes().await.unwrap().expect("a change");
+        assert!(diff.contains("+ ") && diff.contains("Gamma"), "{diff}");
+        assert!(
+            diff.len() < full.len(),
+            "diff {diff:?} not smaller than {full:?}"
+        );
+        s.click(&role("button", "Remove alpha"), &ClickOptions::default())
+            .await
+            .unwrap();
+        let diff = s.changes().await.unwrap().expect("a change");
+        assert!(
+            diff.lines()
+                .any(|l| l.starts_with("- ") && l.contains("Remove alpha")),
+            "{diff}"
+        );
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_table_pages_filters_and_finds() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("admin?rows=2000"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let first = s.snapshot(&SnapshotOptions::default()).await.unwrap();
+        assert!(first.text.len() <= airlock_browser::DEFAULT_SNAPSHOT_BYTES + 300);
+        let last_line = first.text.lines().last().unwrap();
+        assert!(
+            last_line.starts_with("[snapshot truncated: lines 1-"),
+            "{last_line}"
+        );
+        assert!(
+            last_line.contains(&format!("offset={}", first.end)),
+            "{last_line}"
+        );
+        let next = s
+            .snapshot(&SnapshotOptions {
+                offset: first.end,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(
+            next.text.lines().next().unwrap().contains("[ref="),
+            "{}",
+            &next.text[..200]
+        );
+        assert!(!next.text.contains("row [ref=e4]: user0 |"));
+
+        let all = SnapshotOptions {
+            max_bytes: usize::MAX,
+            ..Default::default()
+        };
+        let full = s.snapshot(&all).await.unwrap();
+        let interactive = s
+            .snapshot(&SnapshotOptions {
+                interactive_only: true,
+                ..all.clone()
+            })
+            .await
+            .unwrap();
+        assert!(interactive.text.len() < full.text.len());
+        assert!(full.text.contains("row [ref=") && full.text.contains("user1999@example.com"));
+        let limited = s
+            .snapshot(&SnapshotOptions {
+                max_nodes: 10,
+                ..all.clone()
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            limited.text.lines().count(),
+            11,
+            "10 lines and the truncation line"
+        );
+
+        let found = s
+            .snapshot(&SnapshotOptions {
+                find: Some("user1234@".into()),
+                ..all.clone()
+            })
+            .await
+            .unwrap();
+        assert!(found.text.contains("heading \"Users\""), "{}", found.text);
+        assert!(
+            found.text.contains("user1234@example.com"),
+            "{}",
+            found.text
+        );
+        assert!(found.text.lines().count() <= 5, "{}", found.text);
+
+        // Scope: one row's subtree, then act on it.
+        let row = ref_of(&found.text, "user1234@example.com");
+        let airlock_browser::Target::Ref(row_ref) = row else {
+            unreachable!()
+        };
+        let scoped = s
+            .snapshot(&SnapshotOptions {
+                scope: Some(row_ref),
+                ..all.clone()
+            })
+            .await
+            .unwrap();
+        assert!(scoped.text.contains("button \"Delete\""), "{}", scoped.text);
+        assert!(scoped.text.lines().count() <= 4, "{}", scoped.text);
+        s.click(
+            &ref_of(&scoped.text, "button \"Delete\""),
+            &ClickOptions::default(),
+        )
+        .await
+        .unwrap();
+        let after = s
+            .snapshot(&SnapshotOptions {
+                find: Some("user1234@".into()),
+                ..all
+            })
+            .await
+            .unwrap();
+        assert!(
+            after.text.starts_with("no line of the snapshot contains"),
+            "{}",
+            after.text
+        );
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_and_names_agree_with_chromiums_accessibility_tree() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        let pages = [
+            h.site.url("login.html"),
+            h.site.url("controls.html"),
+            h.site.url("article.html"),
+            h.site.url("admin?rows=30"),
+            h.site.url("dialogs.html"),
+            h.site.url("popup.html"),
+            h.site.url("delayed.html"),
+            h.site.url("shadow.html"),
+            h.site.url("mutate.html"),
+            h.site.url("cookie.html"),
+            format!("{}?b={}", h.site.url("frames.html"), h.site.b.port()),
+        ];
+        let mut failures = Vec::new();
+        let mut compared = 0;
+        for url in &pages {
+            s.navigate(url, WaitUntil::Load).await.unwrap();
+            for pair in s.ax_oracle().await.unwrap() {
+                compared += 1;
+                let (role, name) = &pair.ours;
+                match &pair.chromium {
+                    Some((c_role, c_name)) if c_role == role && c_name == name => {}
+                    other => {
+                        failures.push(format!("{url}: ours {role} {name:?}, Chromium {other:?}"))
+                    }
+                }
+            }
+        }
+        assert!(compared > 150, "only {compared} nodes compared");
+        assert!(
+            failures.is_empty(),
+            "{} of {compared} differ:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+        s.close().await;
+    })
+    .await;
+}
