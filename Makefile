@@ -41,3 +41,8 @@ chromium:
 	else \
 		echo "Airlock needs Chromium: run 'sudo apt-get install chromium chromium-headless-shell' (or set AIRLOCK_CHROME)"; exit 1; \
 	fi
+
+## Timings of the browser core (release build; medians of 7 runs). Issue 6 extends this
+## into the side-by-side comparison with Playwright MCP.
+bench: chromium
+	$(CARGO) run --locked --release -p airlock-browser --example measure

@@ -8,7 +8,7 @@ use airlock_snapshot::Node;
 use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::session::Session;
+use crate::session::{Session, WalkResult};
 
 /// One element as the walker and as Chromium see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,8 +33,9 @@ impl Session {
                 timeout,
             )
             .await?;
-        let tree: Node = serde_json::from_value(value["tree"].clone())
-            .map_err(|e| Error::Protocol(format!("bad snapshot: {e}")))?;
+        let tree: Node = WalkResult::decode(value)?
+            .tree
+            .ok_or_else(|| Error::Protocol("no snapshot".to_owned()))?;
         let mut ours = Vec::new();
         collect(&tree, &mut ours);
 

@@ -1559,12 +1559,13 @@ impl Session {
                 self.options.action_timeout,
             )
             .await?;
-        if value.get("error").is_some() {
+        let walked = WalkResult::decode(value)?;
+        if walked.error.is_some() {
             return Err(Error::RefNotFound {
                 reference: scope.to_string(),
             });
         }
-        self.finish_walk(tab, scope.frame, 0, value).await
+        self.finish_walk(tab, scope.frame, 0, walked).await
     }
 
     fn walk_frame<'a>(
@@ -1583,20 +1584,28 @@ impl Session {
                     self.options.action_timeout,
                 )
                 .await?;
-            self.finish_walk(tab, frame, depth, value).await
+            self.finish_walk(tab, frame, depth, WalkResult::decode(value)?)
+                .await
         })
     }
 
-    async fn finish_walk(&self, tab: &Tab, frame: u32, depth: usize, value: Value) -> Result<Node> {
-        if let Some(next) = value["next"].as_u64() {
+    async fn finish_walk(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        depth: usize,
+        walked: WalkResult,
+    ) -> Result<Node> {
+        if let Some(next) = walked.next {
             tab.state.with(|s| {
                 if let Some(f) = s.frames.get_mut(frame as usize) {
                     f.next_ref = f.next_ref.max(next);
                 }
             });
         }
-        let mut tree: Node = serde_json::from_value(value["tree"].clone())
-            .map_err(|e| Error::Protocol(format!("bad snapshot from the page helper: {e}")))?;
+        let mut tree = walked
+            .tree
+            .ok_or_else(|| Error::Protocol("the page helper returned no snapshot".to_owned()))?;
         tree.set_frame(frame);
         if depth >= MAX_FRAME_DEPTH {
             return Ok(tree);
@@ -1957,6 +1966,24 @@ async fn attach_tabs(
                 changed.send_modify(|v| *v += 1);
             }
         }
+    }
+}
+
+/// What `__airlock.snapshot` returns, as a JSON string.
+#[derive(Deserialize)]
+pub(crate) struct WalkResult {
+    pub(crate) tree: Option<Node>,
+    pub(crate) next: Option<u64>,
+    pub(crate) error: Option<String>,
+}
+
+impl WalkResult {
+    pub(crate) fn decode(value: Value) -> Result<WalkResult> {
+        let text = value.as_str().ok_or_else(|| {
+            Error::Protocol("the page helper returned no snapshot text".to_owned())
+        })?;
+        serde_json::from_str(text)
+            .map_err(|e| Error::Protocol(format!("bad snapshot from the page helper: {e}")))
     }
 }
 

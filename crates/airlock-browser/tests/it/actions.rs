@@ -5,8 +5,9 @@ use std::time::Duration;
 use airlock_browser::{
     ClickOptions, Direction, Modifier, MouseButton, Scroll, Target, WaitCondition, WaitUntil,
 };
+use airlock_config::BrowserConfig;
 use airlock_core::{ErrorCode, HasErrorCode};
-use airlock_test_support::with_browser;
+use airlock_test_support::{with_browser, with_browser_config};
 
 use crate::{line_with, open, ref_of, role, snap};
 
@@ -104,7 +105,13 @@ async fn click_by_ref_role_selector_and_point_with_buttons_and_modifiers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unactionable_targets_say_why() {
-    with_browser(|h| async move {
+    // Each refusal waits out the action budget first (the element might become
+    // actionable); keep the budget short here.
+    let config = BrowserConfig {
+        action_timeout: Duration::from_secs(1),
+        ..BrowserConfig::default()
+    };
+    with_browser_config(config, |h| async move {
         let s = open(&h).await;
         s.navigate(&h.site.url("controls.html"), WaitUntil::Load)
             .await

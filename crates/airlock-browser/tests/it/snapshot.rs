@@ -43,6 +43,19 @@ async fn login_page_reads_as_roles_and_names_without_the_password() {
         }
         let page_text = s.read_text(0, 100_000).await.unwrap().text;
         assert!(!page_text.contains("correct horse"), "{page_text}");
+
+        // Hidden nodes are left out: display:none, visibility:hidden.
+        s.navigate(&h.site.url("controls.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let controls = snap(&s).await.text;
+        assert!(
+            controls.contains("button \"Disabled button\" [ref=")
+                && controls.contains("[disabled]")
+        );
+        for hidden in ["Hidden button", "Invisible button"] {
+            assert!(!controls.contains(hidden), "{hidden} shown in:\n{controls}");
+        }
         s.close().await;
     })
     .await;

@@ -1,0 +1,3 @@
+//! Repository rules checked as ordinary tests (rust-analyzer's tidy idea).
+
+mod tidy;

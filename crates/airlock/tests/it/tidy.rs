@@ -1,0 +1,58 @@
+//! ARCHITECTURE.md names every crate; every Rust source file opens with a `//!` doc.
+
+use std::path::{Path, PathBuf};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "fixtures") {
+                continue;
+            }
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn architecture_md_has_every_crate_in_its_code_map() {
+    let root = workspace_root();
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !architecture.contains(&format!("### `{name}`")) {
+            missing.push(name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md has no code-map section for {missing:?}"
+    );
+}
+
+#[test]
+fn every_rust_file_opens_with_a_module_doc() {
+    let mut files = Vec::new();
+    rust_files(&workspace_root().join("crates"), &mut files);
+    assert!(files.len() > 10);
+    let undocumented: Vec<_> = files
+        .iter()
+        .filter(|f| {
+            !std::fs::read_to_string(f)
+                .unwrap()
+                .trim_start()
+                .starts_with("//!")
+        })
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "files without a `//!` opening line: {undocumented:?}"
+    );
+}
