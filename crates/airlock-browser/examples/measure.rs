@@ -94,6 +94,14 @@ async fn main() {
         println!("snapshot admin, interactive_only:      {} bytes", interactive.text.len());
         println!("snapshot admin, find one user:         {find_ms:.1} ms, {} bytes", found.text.len());
         println!("changes (diff) on admin, no change:    {changes_ms:.1} ms");
+        // Keep the texts for exact token counts by an external tokenizer.
+        if let Some(dir) = std::env::var_os("AIRLOCK_BENCH_DUMP") {
+            let dir = std::path::PathBuf::from(dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("admin-whole.txt"), &full.text).unwrap();
+            std::fs::write(dir.join("admin-capped.txt"), &capped.text).unwrap();
+            std::fs::write(dir.join("login.txt"), &small.text).unwrap();
+        }
         s.close().await;
     })
     .await;

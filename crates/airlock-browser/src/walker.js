@@ -575,6 +575,8 @@
       }
       if (role === 'link' && el.href) node_.u = el.href;
       if (role === 'Iframe') node_.fr = 1;
+      // A label that names a rendered control: its words are that control's name.
+      if (role === 'LabelText' && el.control) node_.lc = 1;
       if (role !== 'Iframe' && el.localName !== 'select' && !(el.localName === 'input') && el.localName !== 'textarea') {
         const kids = [];
         walk(el, kids, inLabel || role === 'LabelText', false);

@@ -47,6 +47,9 @@ pub struct Node {
     /// Children.
     #[serde(rename = "k", default)]
     pub children: Vec<Node>,
+    /// A `<label>` whose control exists: its text is that control's name.
+    #[serde(rename = "lc", default)]
+    pub labels_control: Option<u8>,
     /// A frame owner (`<iframe>`); the browser grafts the frame's tree as children.
     #[serde(rename = "fr", default)]
     pub frame_owner: Option<u8>,

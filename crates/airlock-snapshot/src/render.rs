@@ -321,13 +321,25 @@ fn fold(mut node: Node) -> Vec<Node> {
     if role == "LabelText" && node.node.is_none() {
         // A label's words are the name of the control inside or next to it; showing
         // them again as text would say everything twice.
-        if children.iter().any(|c| !is_text(c)) {
+        if node.labels_control.is_some() || children.iter().any(|c| !is_text(c)) {
             return children.into_iter().filter(|c| !is_text(c)).collect();
         }
         return children;
     }
 
+    if role == "rowgroup" && node.node.is_none() && node.name.is_empty() {
+        // thead/tfoot carry no meaning an agent needs; their rows stand for them.
+        return children;
+    }
     let mut children = merge_text(children);
+    if role == "table" || role == "grid" {
+        // The caption is the table's name already.
+        let name = collapse(&node.name);
+        children.retain(|c| {
+            !(c.role == "caption"
+                && c.text.as_deref().map(collapse).as_deref() == Some(name.as_str()))
+        });
+    }
     if role == "row" {
         children = fold_row(&mut node, children);
     } else if let Some(text) = joined_text(&children) {
@@ -529,6 +541,27 @@ mod tests {
             "- heading \"Users\" [level=1]\n\
              - textbox \"Password\" [ref=e12] [password] value=••••\n\
              - paragraph: Para with stress here.\n"
+        );
+    }
+
+    #[test]
+    fn labels_captions_and_rowgroups_do_not_repeat_names() {
+        let out = render(
+            r#"{"r":"RootWebArea","k":[
+              {"r":"LabelText","lc":1,"k":[{"r":"text","t":"Username"}]},
+              {"r":"textbox","n":"Username","i":2},
+              {"r":"LabelText","k":[{"r":"text","t":"Loose label"}]},
+              {"r":"table","n":"Accounts","i":4,"k":[
+                {"r":"caption","k":[{"r":"text","t":"Accounts"}]},
+                {"r":"rowgroup","k":[{"r":"row","i":5,"k":[{"r":"columnheader","n":"Name"}]}]}
+              ]}]}"#,
+        );
+        assert_eq!(
+            out,
+            "- textbox \"Username\" [ref=e2]\n\
+             - text: Loose label\n\
+             - table \"Accounts\" [ref=e4]\n  \
+               - row [ref=e5]: Name\n"
         );
     }
 
