@@ -4,14 +4,17 @@ CARGO ?= cargo
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./airlock-data
 
-.PHONY: run test lint bench doctor chromium
+.PHONY: run test lint bench doctor chromium pyclient
+
+# The official MCP Python SDK, an independent client the tests drive Airlock with.
+MCP_PY_VERSION := 2.3.0
 
 ## Build and start the gateway on $(LISTEN) with state under $(DATA_DIR).
 run: chromium
 	$(CARGO) run --locked -p airlock -- serve --listen $(LISTEN) --data-dir $(DATA_DIR)
 
 ## Every test, against a real headless Chromium; then prove no browser was left running.
-test: chromium
+test: chromium pyclient
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --workspace --locked; \
 	else \
@@ -19,6 +22,15 @@ test: chromium
 	fi
 	@leaked=$$(pgrep -f '[u]ser-data-dir=.*airlock-chromium-' || true); \
 	if [ -n "$$leaked" ]; then echo "leaked Chromium processes after the tests: $$leaked"; exit 1; fi
+
+## A virtualenv with the official MCP Python SDK (independent client for the tests).
+pyclient: .venv/.mcp-$(MCP_PY_VERSION)
+
+.venv/.mcp-$(MCP_PY_VERSION):
+	@command -v python3 >/dev/null 2>&1 || { echo "the MCP client tests need python3: run 'sudo apt-get install python3 python3-venv'"; exit 1; }
+	python3 -m venv .venv
+	.venv/bin/pip install -q --disable-pip-version-check "mcp==$(MCP_PY_VERSION)"
+	@touch $@
 
 ## Formatting and clippy, as CI runs them.
 lint:

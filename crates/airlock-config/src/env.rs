@@ -13,8 +13,14 @@ pub mod vars {
     /// `host:port` to listen on.
     pub const LISTEN: &str = "AIRLOCK_LISTEN";
 
-    /// All of the above, for `airlock doctor`.
-    pub const ALL: &[&str] = &[CONFIG, CHROME, DATA_DIR, LISTEN];
+    /// Bearer token required on `/mcp`.
+    pub const API_KEY: &str = "AIRLOCK_API_KEY";
+
+    /// All of the above, for `airlock doctor` (which never prints secret values).
+    pub const ALL: &[&str] = &[CONFIG, CHROME, DATA_DIR, LISTEN, API_KEY];
+
+    /// Variables whose values are secrets.
+    pub const SECRET: &[&str] = &[API_KEY];
 }
 
 /// Where configuration strings come from; tests pass a map instead of the process env.

@@ -38,14 +38,40 @@ pub struct RawConfig {
     /// `[policy]`.
     #[serde(default)]
     pub policy: PolicyConfig,
+    /// `[sessions]`.
+    #[serde(default)]
+    pub sessions: RawSessions,
 }
 
 /// `[server]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawServer {
     /// `host:port` to listen on.
     pub listen: Option<String>,
+    /// Bearer token required on `/mcp` (`AIRLOCK_API_KEY` beats it).
+    pub api_key: Option<String>,
+    /// Extra `Origin` values allowed to call `/mcp` from a browser.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+}
+
+impl std::fmt::Debug for RawServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawServer")
+            .field("listen", &self.listen)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
+            .field("allowed_origins", &self.allowed_origins)
+            .finish()
+    }
+}
+
+/// `[sessions]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSessions {
+    /// Close a browser session after this many idle seconds (default 600).
+    pub idle_ttl_secs: Option<u64>,
 }
 
 /// `[browser]` as written.
@@ -79,6 +105,8 @@ pub struct Config {
     pub browser: BrowserConfig,
     /// Egress policy.
     pub policy: PolicyConfig,
+    /// Session limits.
+    pub sessions: SessionsConfig,
 }
 
 /// Validated `[server]`.
@@ -86,6 +114,47 @@ pub struct Config {
 pub struct ServerConfig {
     /// Address to listen on.
     pub listen: SocketAddr,
+    /// Bearer token required on `/mcp`; `None` means no auth (loopback only).
+    pub api_key: Option<ApiKey>,
+    /// Extra browser origins allowed on `/mcp`.
+    pub allowed_origins: Vec<String>,
+}
+
+/// A bearer token; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a token.
+    pub fn new(token: impl Into<String>) -> ApiKey {
+        ApiKey(token.into())
+    }
+
+    /// The token, for comparison at the one place that checks it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey([REDACTED])")
+    }
+}
+
+/// Validated `[sessions]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionsConfig {
+    /// Idle time after which a browser session is closed.
+    pub idle_ttl: Duration,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        SessionsConfig {
+            idle_ttl: Duration::from_secs(600),
+        }
+    }
 }
 
 /// How a session is isolated from the others.
@@ -231,11 +300,37 @@ impl Config {
             ),
         };
 
+        let api_key = env
+            .get(vars::API_KEY)
+            .or(raw.server.api_key)
+            .filter(|k| !k.is_empty())
+            .map(ApiKey);
+        if let Some(key) = &api_key
+            && key.0.len() < 16
+        {
+            return Err(Error::Invalid {
+                key: "server.api_key".to_owned(),
+                message: "must be at least 16 characters".to_owned(),
+            });
+        }
+        let sessions = SessionsConfig {
+            idle_ttl: ms(
+                "sessions.idle_ttl_secs",
+                raw.sessions.idle_ttl_secs.map(|s| s.saturating_mul(1000)),
+                SessionsConfig::default().idle_ttl,
+            )?,
+        };
+
         Ok(Config {
             data_dir,
-            server: ServerConfig { listen },
+            server: ServerConfig {
+                listen,
+                api_key,
+                allowed_origins: raw.server.allowed_origins,
+            },
             browser,
             policy: raw.policy,
+            sessions,
         })
     }
 }
@@ -289,6 +384,21 @@ mod tests {
         }
         let err = load("bogus = 1", &[]).unwrap_err().to_string();
         assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn api_key_is_never_printed() {
+        let config = load("[server]\napi_key = \"0123456789abcdef-secret\"", &[]).unwrap();
+        assert_eq!(
+            config.server.api_key.as_ref().unwrap().expose(),
+            "0123456789abcdef-secret"
+        );
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("secret"), "{debug}");
+        assert!(load("[server]\napi_key = \"short\"", &[]).is_err());
+        let raw: RawConfig =
+            toml::from_str("[server]\napi_key = \"0123456789abcdef-secret\"").unwrap();
+        assert!(!format!("{raw:?}").contains("secret"));
     }
 
     #[test]

@@ -1,36 +1,150 @@
-//! Airlock's HTTP surface, on axum. Today it answers `/healthz`, `/readyz` and `/` so
-//! `make run` shows a live server; the MCP issue mounts Streamable HTTP at `/mcp`, and
-//! later issues add `/api/v1`, the console and `/metrics` here. Only this crate knows
-//! axum.
+//! Airlock's HTTP surface, on axum: MCP Streamable HTTP at `/mcp` (POST, GET for the
+//! SSE stream, DELETE to end the session), `/healthz` and `/readyz`. Later issues add
+//! `/api/v1`, the console and `/metrics` here. Only this crate knows axum.
+//!
+//! `/mcp` checks, in order: no credentials in the query string (400), the bearer token
+//! when one is configured (401 with `WWW-Authenticate`), then rmcp checks `Host`
+//! against the bound names and `Origin` against the allowed origins (403) and caps the
+//! body (413).
 
 use std::future::Future;
+use std::sync::Arc;
 
+use airlock_config::ApiKey;
+use airlock_gateway::Gateway;
+use airlock_mcp::HttpOptions;
 use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
 
+/// Largest `/mcp` request body.
+pub const MAX_MCP_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// What the HTTP surface needs besides the gateway.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Bearer token required on `/mcp`; `None` only when bound to loopback.
+    pub api_key: Option<ApiKey>,
+    /// `Host` values accepted on `/mcp`.
+    pub allowed_hosts: Vec<String>,
+    /// Browser `Origin` values accepted on `/mcp`.
+    pub allowed_origins: Vec<String>,
+}
+
 /// The router with every endpoint this surface serves.
-pub fn router() -> Router {
+pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
+    let mcp = airlock_mcp::http_service(
+        gateway,
+        HttpOptions {
+            allowed_hosts: config.allowed_hosts.clone(),
+            allowed_origins: config.allowed_origins.clone(),
+            max_body_bytes: MAX_MCP_BODY_BYTES,
+        },
+    );
+    let auth = Arc::new(config.api_key);
     Router::new()
+        .route_service("/mcp", mcp)
+        .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .route("/", get(index))
         .route("/healthz", get(healthz))
         .route("/readyz", get(healthz))
 }
 
 async fn index() -> &'static str {
-    "Airlock is up. The MCP endpoint (/mcp) is not served by this build yet.\n"
+    "Airlock is up. Connect an MCP client to /mcp (Streamable HTTP).\n"
 }
 
 async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// Serves [`router`] on `listener` until `shutdown` resolves.
+const QUERY_CREDENTIALS: &[&str] = &[
+    "access_token",
+    "token",
+    "api_key",
+    "apikey",
+    "key",
+    "auth",
+    "authorization",
+];
+
+async fn authenticate(
+    State(key): State<Arc<Option<ApiKey>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    // Tokens in URLs end up in logs and browser history; refuse them outright.
+    if let Some(query) = request.uri().query() {
+        let has_credential = query.split('&').any(|pair| {
+            let name = pair
+                .split('=')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            QUERY_CREDENTIALS.contains(&name.as_str())
+        });
+        if has_credential {
+            return (StatusCode::BAD_REQUEST, "credentials are not accepted in the query string; send an Authorization: Bearer header\n").into_response();
+        }
+    }
+    if let Some(key) = key.as_ref() {
+        let presented = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim);
+        let ok = presented
+            .is_some_and(|token| constant_time_eq(token.as_bytes(), key.expose().as_bytes()));
+        if !ok {
+            tracing::warn!(
+                reason = if presented.is_some() {
+                    "wrong token"
+                } else {
+                    "no token"
+                },
+                "unauthorized /mcp request"
+            );
+            let mut response = (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: send Authorization: Bearer <api key>\n",
+            )
+                .into_response();
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"airlock\""),
+            );
+            return response;
+        }
+    }
+    next.run(request).await
+}
+
+// Compares without an early exit so the time taken does not reveal how much matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves.
 pub async fn serve(
     listener: TcpListener,
+    router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router())
+    axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -38,26 +152,12 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    #[tokio::test]
-    async fn healthz_answers_over_a_real_socket() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, async {
-            let _ = stopped.await;
-        }));
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        stream
-            .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.unwrap();
-        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-        assert!(response.ends_with("ok\n"), "{response}");
-        stop.send(()).unwrap();
-        server.await.unwrap().unwrap();
+    #[test]
+    fn constant_time_eq_compares_fully() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
     }
 }

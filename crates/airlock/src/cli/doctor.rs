@@ -47,7 +47,12 @@ pub(crate) async fn run(config_flag: Option<&Path>) -> ExitCode {
     };
     for name in vars::ALL {
         if let Ok(value) = std::env::var(name) {
-            report.note("env", &format!("{name}={value}"));
+            let shown = if vars::SECRET.contains(name) {
+                "[set, not shown]"
+            } else {
+                value.as_str()
+            };
+            report.note("env", &format!("{name}={shown}"));
         }
     }
 

@@ -1,6 +1,7 @@
 //! Command-line entry: one module per subcommand, each with a `run`.
 
 mod doctor;
+mod mcp;
 mod serve;
 
 use std::path::{Path, PathBuf};
@@ -35,6 +36,8 @@ enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
+    /// Serve MCP over stdin/stdout for a local client (Claude Desktop, Cursor).
+    Mcp,
     /// Check that Chromium, the data directory and the configuration work.
     Doctor,
 }
@@ -55,6 +58,22 @@ pub(crate) fn main() -> ExitCode {
     };
     match cli.command {
         Command::Doctor => runtime.block_on(doctor::run(cli.config.as_deref())),
+        Command::Mcp => {
+            let config = match load_config(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            };
+            match runtime.block_on(mcp::run(config)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Serve { listen, data_dir } => {
             let config = match load_config(cli.config.as_deref()) {
                 Ok(c) => c,
@@ -82,6 +101,7 @@ fn init_tracing() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }
 
@@ -94,6 +114,19 @@ pub(crate) fn config_path(flag: Option<&Path>) -> Option<PathBuf> {
             let local = PathBuf::from("airlock.toml");
             local.is_file().then_some(local)
         })
+}
+
+/// The engine as configured: browser pool (Chromium found, not yet started) and gateway.
+pub(crate) fn gateway(config: &Config) -> anyhow::Result<std::sync::Arc<airlock_gateway::Gateway>> {
+    let options = airlock_browser::BrowserOptions::from_config(&config.browser)
+        .context("finding Chromium")?;
+    let browsers = airlock_browser::Browsers::new(options);
+    Ok(airlock_gateway::Gateway::new(
+        browsers,
+        airlock_gateway::GatewayConfig {
+            idle_ttl: config.sessions.idle_ttl,
+        },
+    ))
 }
 
 /// Loads configuration the one way `serve`, `doctor` and tests share.

@@ -1,4 +1,4 @@
-//! `airlock serve`: the HTTP server.
+//! `airlock serve`: the HTTP server with MCP at `/mcp`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,16 +17,44 @@ pub(crate) async fn run(
     if let Some(dir) = data_dir {
         config.data_dir = dir;
     }
+    let loopback = config.server.listen.ip().is_loopback();
+    if !loopback && config.server.api_key.is_none() {
+        anyhow::bail!(
+            "refusing to listen on {} without authentication; set AIRLOCK_API_KEY (or server.api_key) or bind 127.0.0.1",
+            config.server.listen
+        );
+    }
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir `{}`", config.data_dir.display()))?;
+    let gateway = super::gateway(&config)?;
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
-    tracing::info!(%addr, data_dir = %config.data_dir.display(), "Airlock listening on http://{addr}/");
-    airlock_http::serve(listener, shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    // Host checking defends unauthenticated loopback servers against DNS rebinding;
+    // a non-loopback server requires a token instead and answers to any host name.
+    let allowed_hosts = if loopback {
+        vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "::1".to_owned(),
+            addr.ip().to_string(),
+        ]
+    } else {
+        Vec::new()
+    };
+    let router = airlock_http::router(
+        gateway.clone(),
+        airlock_http::HttpConfig {
+            api_key: config.server.api_key.clone(),
+            allowed_hosts,
+            allowed_origins: config.server.allowed_origins.clone(),
+        },
+    );
+    tracing::info!(%addr, data_dir = %config.data_dir.display(), auth = config.server.api_key.is_some(), "Airlock listening; MCP endpoint: http://{addr}/mcp");
+    let served = airlock_http::serve(listener, router, shutdown_signal()).await;
+    gateway.shutdown().await;
+    served.context("serving HTTP")?;
     tracing::info!("Airlock stopped");
     Ok(())
 }

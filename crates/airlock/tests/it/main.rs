@@ -3,4 +3,5 @@
 // Helpers outside #[test] fns unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod mcp_clients;
 mod tidy;

@@ -1,0 +1,14 @@
+//! Airlock's engine. Every tool call from every surface (MCP today; REST later) comes
+//! here as a typed [`ToolCall`] on an [`AgentSession`], and leaves as a [`ToolOutput`]
+//! whose text already says what happened, with page content fenced by markers.
+//!
+//! This is the one place later layers hook into (policy, vault, approvals, audit):
+//! surfaces never call the browser directly. It knows nothing of MCP or HTTP.
+
+mod content;
+mod session;
+mod tools;
+
+pub use content::PageFence;
+pub use session::{AgentSession, Gateway, GatewayConfig};
+pub use tools::{ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};

@@ -1,0 +1,322 @@
+//! Agent sessions: one per MCP session (or stdio connection). Each holds at most one
+//! browser session, opened lazily on the first browser tool call, closed on
+//! `browser_session_close`, when the agent session ends, or after an idle TTL.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use airlock_browser::{Browsers, Session, SessionOptions};
+use airlock_config::Isolation;
+use airlock_core::ErrorCode;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::content::PageFence;
+use crate::tools::{self, ToolCall, ToolOutput};
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// A browser session idle this long is closed.
+    pub idle_ttl: Duration,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            idle_ttl: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The engine: owns the browser pool and every agent session's browser session.
+pub struct Gateway {
+    browsers: Browsers,
+    config: GatewayConfig,
+    agents: Mutex<Vec<Weak<AgentInner>>>,
+    // Agent sessions of stateless callers (one per caller identity).
+    callers: Mutex<std::collections::HashMap<String, Arc<AgentSession>>>,
+    next_agent: AtomicU64,
+    reaper: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Gateway {
+    /// Starts the engine and its idle-session reaper.
+    pub fn new(browsers: Browsers, config: GatewayConfig) -> Arc<Gateway> {
+        let gateway = Arc::new(Gateway {
+            browsers,
+            config,
+            agents: Mutex::new(Vec::new()),
+            callers: Mutex::new(std::collections::HashMap::new()),
+            next_agent: AtomicU64::new(1),
+            reaper: Mutex::new(None),
+        });
+        let weak = Arc::downgrade(&gateway);
+        let period =
+            (gateway.config.idle_ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(15));
+        let reaper = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
+                gateway.reap_idle().await;
+            }
+        });
+        *lock(&gateway.reaper) = Some(reaper);
+        gateway
+    }
+
+    /// The browser pool (diagnostics and tests).
+    pub fn browsers(&self) -> &Browsers {
+        &self.browsers
+    }
+
+    /// A new agent session with no browser session yet.
+    pub fn agent_session(self: &Arc<Self>) -> AgentSession {
+        let inner = Arc::new(AgentInner {
+            id: self.next_agent.fetch_add(1, Ordering::Relaxed),
+            gateway: Arc::downgrade(self),
+            slot: tokio::sync::Mutex::new(Slot::Empty),
+            fence: PageFence::new(),
+            last_used: Mutex::new(Instant::now()),
+        });
+        let mut agents = lock(&self.agents);
+        agents.retain(|a| a.strong_count() > 0);
+        agents.push(Arc::downgrade(&inner));
+        AgentSession { inner }
+    }
+
+    /// The agent session of a stateless caller (`key` identifies the caller), created on
+    /// first use; its browser session is closed by the idle TTL like any other.
+    pub fn caller_agent(self: &Arc<Self>, key: &str) -> Arc<AgentSession> {
+        if let Some(agent) = lock(&self.callers).get(key) {
+            return agent.clone();
+        }
+        let agent = Arc::new(self.agent_session());
+        lock(&self.callers)
+            .entry(key.to_owned())
+            .or_insert(agent)
+            .clone()
+    }
+
+    /// Number of agent sessions holding an open browser session.
+    pub async fn open_browser_sessions(&self) -> usize {
+        let agents: Vec<_> = lock(&self.agents)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let mut n = 0;
+        for agent in agents {
+            if matches!(*agent.slot.lock().await, Slot::Open(_)) {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    async fn reap_idle(&self) {
+        let agents: Vec<_> = lock(&self.agents)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for agent in agents {
+            let idle = lock(&agent.last_used).elapsed();
+            if idle < self.config.idle_ttl {
+                continue;
+            }
+            // try_lock: an agent in the middle of a call is not idle.
+            let Ok(mut slot) = agent.slot.try_lock() else {
+                continue;
+            };
+            if !matches!(*slot, Slot::Open(_)) {
+                continue;
+            }
+            if let Slot::Open(session) = std::mem::replace(&mut *slot, Slot::Expired) {
+                tracing::info!(
+                    agent.id = agent.id,
+                    session.id = session.id(),
+                    idle_ms = idle.as_millis() as u64,
+                    "closing idle browser session"
+                );
+                session.close().await;
+            }
+        }
+    }
+
+    /// Closes every browser session and stops every Chromium.
+    pub async fn shutdown(&self) {
+        if let Some(reaper) = lock(&self.reaper).take() {
+            reaper.abort();
+        }
+        // Hold the stateless callers' sessions until they are closed below.
+        let _callers: Vec<_> = lock(&self.callers).drain().map(|(_, a)| a).collect();
+        let agents: Vec<_> = lock(&self.agents)
+            .drain(..)
+            .filter_map(|a| a.upgrade())
+            .collect();
+        for agent in agents {
+            let mut slot = agent.slot.lock().await;
+            if let Slot::Open(session) = std::mem::replace(&mut *slot, Slot::Empty) {
+                session.close().await;
+            }
+        }
+        self.browsers.shutdown().await;
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) enum Slot {
+    Empty,
+    Open(Arc<Session>),
+    /// Closed for idleness; the next call says so once, then starts afresh.
+    Expired,
+}
+
+pub(crate) struct AgentInner {
+    id: u64,
+    gateway: Weak<Gateway>,
+    pub(crate) slot: tokio::sync::Mutex<Slot>,
+    pub(crate) fence: PageFence,
+    last_used: Mutex<Instant>,
+}
+
+impl Drop for AgentInner {
+    // The agent's MCP session ended without browser_session_close: close the browser
+    // session in the background (Drop cannot await).
+    fn drop(&mut self) {
+        let slot = std::mem::replace(self.slot.get_mut(), Slot::Empty);
+        if let Slot::Open(session) = slot
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(async move { session.close().await });
+        }
+    }
+}
+
+/// One agent's view of the gateway; dropping it closes its browser session.
+pub struct AgentSession {
+    inner: Arc<AgentInner>,
+}
+
+impl AgentSession {
+    /// This session's page-content fence.
+    pub fn fence(&self) -> &PageFence {
+        &self.inner.fence
+    }
+
+    /// Runs one tool call. Never fails: errors come back as a [`ToolOutput`] with a
+    /// code, so every surface reports them the same way.
+    pub async fn call(&self, call: ToolCall) -> ToolOutput {
+        *lock(&self.inner.last_used) = Instant::now();
+        let out = match call {
+            ToolCall::SessionOpen { isolation } => self.open(isolation).await,
+            ToolCall::SessionClose => self.close_browser().await,
+            call => match self.browser_session().await {
+                Ok(session) => tools::run(&session, &self.inner.fence, call).await,
+                Err(out) => out,
+            },
+        };
+        *lock(&self.inner.last_used) = Instant::now();
+        out
+    }
+
+    async fn open(&self, isolation: Option<Isolation>) -> ToolOutput {
+        let mut slot = self.inner.slot.lock().await;
+        if let Slot::Open(session) = &*slot {
+            return ToolOutput::text(format!(
+                "a browser session is already open ({}); close it first to change its options",
+                describe(session)
+            ));
+        }
+        let Some(gateway) = self.inner.gateway.upgrade() else {
+            return ToolOutput::error(
+                ErrorCode::BrowserUnavailable,
+                "the gateway is shutting down",
+            );
+        };
+        match gateway
+            .browsers
+            .open_session(SessionOptions { isolation })
+            .await
+        {
+            Ok(session) => {
+                let text = format!("opened browser session ({})", describe(&session));
+                *slot = Slot::Open(Arc::new(session));
+                ToolOutput::text(text)
+            }
+            Err(e) => ToolOutput::from_error(&e),
+        }
+    }
+
+    async fn close_browser(&self) -> ToolOutput {
+        let mut slot = self.inner.slot.lock().await;
+        match std::mem::replace(&mut *slot, Slot::Empty) {
+            Slot::Open(session) => {
+                session.close().await;
+                ToolOutput::text(
+                    "closed the browser session; its cookies, storage and tabs are gone",
+                )
+            }
+            _ => ToolOutput::text("no browser session was open"),
+        }
+    }
+
+    // The open browser session, opening one lazily. A session the reaper closed is
+    // reported once as expired, so the agent knows its logged-in state is gone.
+    async fn browser_session(&self) -> Result<Arc<Session>, ToolOutput> {
+        let mut slot = self.inner.slot.lock().await;
+        match &*slot {
+            Slot::Open(session) => return Ok(session.clone()),
+            Slot::Expired => {
+                *slot = Slot::Empty;
+                return Err(ToolOutput::error(
+                    ErrorCode::SessionExpired,
+                    "the browser session was closed after being idle; the next call opens a fresh one (cookies and tabs are gone)",
+                ));
+            }
+            Slot::Empty => {}
+        }
+        let gateway = self.inner.gateway.upgrade().ok_or_else(|| {
+            ToolOutput::error(
+                ErrorCode::BrowserUnavailable,
+                "the gateway is shutting down",
+            )
+        })?;
+        let session = gateway
+            .browsers
+            .open_session(SessionOptions::default())
+            .await
+            .map(Arc::new)
+            .map_err(|e| ToolOutput::from_error(&e))?;
+        tracing::info!(
+            agent.id = self.inner.id,
+            session.id = session.id(),
+            "browser session opened lazily"
+        );
+        *slot = Slot::Open(session.clone());
+        Ok(session)
+    }
+
+    /// Closes the browser session now (the surface calls this when its session ends).
+    pub async fn close(&self) {
+        let mut slot = self.inner.slot.lock().await;
+        if let Slot::Open(session) = std::mem::replace(&mut *slot, Slot::Empty) {
+            session.close().await;
+        }
+    }
+}
+
+fn describe(session: &Session) -> String {
+    if session.is_dedicated() {
+        "isolation: process, its own Chromium".to_owned()
+    } else {
+        "isolation: context, a fresh browser context".to_owned()
+    }
+}

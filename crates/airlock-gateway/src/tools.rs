@@ -1,0 +1,434 @@
+//! Tool semantics: what each browser tool does and how its result reads. Surfaces map
+//! their wire parameters onto [`ToolCall`] and render [`ToolOutput`] as they must.
+
+use std::time::Duration;
+
+use airlock_browser::{
+    ActionOutcome, ClickOptions, DEFAULT_TEXT_BYTES, Error, ScreenshotOptions, Scroll, Session,
+    SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
+};
+use airlock_config::Isolation;
+use airlock_core::{ErrorCode, HasErrorCode};
+
+use crate::content::PageFence;
+
+/// One tool call, already validated into browser-layer types.
+#[derive(Debug, Clone)]
+pub enum ToolCall {
+    /// `browser_navigate`.
+    Navigate {
+        /// Where to.
+        url: String,
+        /// When it counts as loaded.
+        wait_until: WaitUntil,
+    },
+    /// `browser_snapshot`.
+    Snapshot(SnapshotOptions),
+    /// `browser_click`.
+    Click {
+        /// What to click.
+        target: Target,
+        /// Button, double click, modifiers.
+        options: ClickOptions,
+    },
+    /// `browser_type`.
+    Type {
+        /// The field.
+        target: Target,
+        /// The text.
+        text: String,
+        /// Replace the field's content.
+        clear_first: bool,
+        /// Press Enter afterwards.
+        submit: bool,
+    },
+    /// `browser_fill_form`.
+    FillForm {
+        /// Fields and values.
+        fields: Vec<(Target, String)>,
+    },
+    /// `browser_press_key`.
+    PressKey {
+        /// `Enter`, `Control+A` …
+        key: String,
+    },
+    /// `browser_select_option`.
+    SelectOption {
+        /// The `<select>`.
+        target: Target,
+        /// Values or labels.
+        values: Vec<String>,
+    },
+    /// `browser_check`.
+    Check {
+        /// The checkbox, radio or switch.
+        target: Target,
+        /// Desired state.
+        checked: bool,
+    },
+    /// `browser_hover`.
+    Hover {
+        /// What to hover.
+        target: Target,
+    },
+    /// `browser_scroll`.
+    Scroll(Scroll),
+    /// `browser_wait_for`.
+    WaitFor {
+        /// What to wait for.
+        condition: WaitCondition,
+        /// Budget (default: the action budget).
+        timeout: Option<Duration>,
+    },
+    /// `browser_screenshot`.
+    Screenshot(ScreenshotOptions),
+    /// `browser_read`.
+    Read {
+        /// Markdown-ish or plain.
+        format: ReadFormat,
+        /// Byte offset to continue from.
+        offset: usize,
+    },
+    /// `browser_tabs`.
+    Tabs(TabAction),
+    /// `browser_back`.
+    Back,
+    /// `browser_forward`.
+    Forward,
+    /// `browser_reload`.
+    Reload,
+    /// `browser_session_open`.
+    SessionOpen {
+        /// Isolation mode.
+        isolation: Option<Isolation>,
+    },
+    /// `browser_session_close`.
+    SessionClose,
+}
+
+/// Page text format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadFormat {
+    /// Headings, lists, links and tables in markdown.
+    #[default]
+    Markdown,
+    /// Plain text: no markdown syntax.
+    Text,
+}
+
+/// `browser_tabs` actions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TabAction {
+    /// List tabs.
+    List,
+    /// Open a tab, optionally at a URL, and make it active.
+    New(Option<String>),
+    /// Make tab N active.
+    Select(usize),
+    /// Close tab N.
+    Close(usize),
+}
+
+/// An image a tool returns.
+#[derive(Clone, PartialEq)]
+pub struct ToolImage {
+    /// Encoded bytes.
+    pub data: Vec<u8>,
+    /// MIME type.
+    pub mime: &'static str,
+}
+
+impl std::fmt::Debug for ToolImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ToolImage({}, {} bytes)", self.mime, self.data.len())
+    }
+}
+
+/// A tool's result as every surface reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// For the agent; on error it starts with the code (`ref_not_found: …`).
+    pub text: String,
+    /// A screenshot, if any.
+    pub image: Option<ToolImage>,
+    /// The error code, when the call failed.
+    pub error: Option<ErrorCode>,
+}
+
+impl ToolOutput {
+    pub(crate) fn text(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            text: text.into(),
+            image: None,
+            error: None,
+        }
+    }
+
+    /// A failure with `code` and a one-line message.
+    pub fn error(code: ErrorCode, message: impl std::fmt::Display) -> ToolOutput {
+        ToolOutput {
+            text: format!("{code}: {message}"),
+            image: None,
+            error: Some(code),
+        }
+    }
+
+    pub(crate) fn from_error(error: &Error) -> ToolOutput {
+        ToolOutput::error(error.code(), error)
+    }
+}
+
+pub(crate) async fn run(session: &Session, fence: &PageFence, call: ToolCall) -> ToolOutput {
+    match execute(session, fence, call).await {
+        Ok(out) => out,
+        Err(e) => ToolOutput::from_error(&e),
+    }
+}
+
+async fn execute(
+    session: &Session,
+    fence: &PageFence,
+    call: ToolCall,
+) -> Result<ToolOutput, Error> {
+    Ok(match call {
+        ToolCall::Navigate { url, wait_until } => {
+            let outcome = session.navigate(&url, wait_until).await?;
+            // A new document: the whole (capped) snapshot says more than a diff.
+            let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
+            let mut text = header(&outcome);
+            text.push_str(&fence.wrap(&snapshot.url, &snapshot.text));
+            ToolOutput::text(text)
+        }
+        ToolCall::Snapshot(options) => {
+            let snapshot = session.snapshot(&options).await?;
+            let mut text = format!(
+                "page: {} — {}\n",
+                quote_title(&snapshot.title),
+                snapshot.url
+            );
+            text.push_str(&fence.wrap(&snapshot.url, &snapshot.text));
+            ToolOutput::text(text)
+        }
+        ToolCall::Click { target, options } => {
+            let outcome = session.click(&target, &options).await?;
+            after_action(session, fence, outcome).await?
+        }
+        ToolCall::Type {
+            target,
+            text,
+            clear_first,
+            submit,
+        } => {
+            let outcome = session
+                .type_text(&target, &text, clear_first, submit)
+                .await?;
+            after_action(session, fence, outcome).await?
+        }
+        ToolCall::FillForm { fields } => {
+            let outcome = session.fill_form(&fields).await?;
+            after_action(session, fence, outcome).await?
+        }
+        ToolCall::PressKey { key } => {
+            let mut outcome = session.press_key(&key).await?;
+            outcome.detail = Some(format!("pressed {key}"));
+            after_action(session, fence, outcome).await?
+        }
+        ToolCall::SelectOption { target, values } => {
+            let outcome = session.select_option(&target, &values).await?;
+            after_action(session, fence, outcome).await?
+        }
+        ToolCall::Check { target, checked } => {
+            let outcome = session.set_checked(&target, checked).await?;
+            after_action(session, fence, outcome).await?
+        }
+        ToolCall::Hover { target } => {
+            let outcome = session.hover(&target).await?;
+            after_action(session, fence, outcome).await?
+        }
+        ToolCall::Scroll(scroll) => {
+            let outcome = session.scroll(&scroll).await?;
+            after_action(session, fence, outcome).await?
+        }
+        ToolCall::WaitFor { condition, timeout } => {
+            let outcome = session.wait_for(&condition, timeout).await?;
+            after_action(session, fence, outcome).await?
+        }
+        ToolCall::Screenshot(options) => {
+            let shot = session.screenshot(&options).await?;
+            ToolOutput {
+                text: format!("screenshot ({}, {} bytes)", shot.mime, shot.data.len()),
+                image: Some(ToolImage {
+                    data: shot.data,
+                    mime: shot.mime,
+                }),
+                error: None,
+            }
+        }
+        ToolCall::Read { format, offset } => {
+            let page = session.read_text(offset, DEFAULT_TEXT_BYTES).await?;
+            let tabs = session.tabs().await?;
+            let url = tabs
+                .iter()
+                .find(|t| t.active)
+                .map(|t| t.url.clone())
+                .unwrap_or_default();
+            let body = match format {
+                ReadFormat::Markdown => page.text,
+                ReadFormat::Text => plain(&page.text),
+            };
+            ToolOutput::text(fence.wrap(&url, &body))
+        }
+        ToolCall::Tabs(action) => {
+            let tabs = match action {
+                TabAction::List => session.tabs().await?,
+                TabAction::New(url) => session.new_tab(url.as_deref()).await?,
+                TabAction::Select(i) => session.select_tab(i).await?,
+                TabAction::Close(i) => session.close_tab(i).await?,
+            };
+            ToolOutput::text(render_tabs(&tabs))
+        }
+        ToolCall::Back => {
+            let outcome = session.back().await?;
+            after_navigation(session, fence, outcome).await?
+        }
+        ToolCall::Forward => {
+            let outcome = session.forward().await?;
+            after_navigation(session, fence, outcome).await?
+        }
+        ToolCall::Reload => {
+            let outcome = session.reload().await?;
+            after_navigation(session, fence, outcome).await?
+        }
+        ToolCall::SessionOpen { .. } | ToolCall::SessionClose => {
+            // Handled by the agent session, which owns the browser session.
+            ToolOutput::error(ErrorCode::Internal, "session calls are not browser actions")
+        }
+    })
+}
+
+// What every action result starts with: its effect, where the tab is, and anything
+// that happened on the side (dialogs, popups).
+fn header(outcome: &ActionOutcome) -> String {
+    let mut text = String::new();
+    if let Some(detail) = &outcome.detail {
+        text.push_str(detail);
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "page: {} — {}",
+        quote_title(&outcome.title),
+        outcome.url
+    ));
+    if let Some(status) = outcome.status {
+        text.push_str(&format!(" (HTTP {status})"));
+    }
+    text.push('\n');
+    for dialog in &outcome.dialogs {
+        text.push_str(&format!("{dialog}\n"));
+    }
+    for tab in &outcome.new_tabs {
+        text.push_str(&format!(
+            "the page opened a new tab: {tab} (browser_tabs select to use it)\n"
+        ));
+    }
+    text
+}
+
+fn quote_title(title: &str) -> String {
+    let short: String = title.chars().take(120).collect();
+    format!("\"{}\"", short.replace('"', "'"))
+}
+
+// After an action: what changed on the page since the agent last saw it; after a
+// navigation it is a new page, so the (capped) snapshot instead.
+async fn after_action(
+    session: &Session,
+    fence: &PageFence,
+    outcome: ActionOutcome,
+) -> Result<ToolOutput, Error> {
+    if outcome.navigated {
+        return after_navigation(session, fence, outcome).await;
+    }
+    let mut text = header(&outcome);
+    match session.changes().await? {
+        Some(diff) => {
+            text.push_str("changes since the last snapshot (+ new, ~ changed, - gone):\n");
+            text.push_str(&fence.wrap(&outcome.url, &diff));
+        }
+        None => text.push_str("the page did not change"),
+    }
+    Ok(ToolOutput::text(text))
+}
+
+async fn after_navigation(
+    session: &Session,
+    fence: &PageFence,
+    outcome: ActionOutcome,
+) -> Result<ToolOutput, Error> {
+    let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
+    let mut text = header(&outcome);
+    text.push_str(&fence.wrap(&snapshot.url, &snapshot.text));
+    Ok(ToolOutput::text(text))
+}
+
+fn render_tabs(tabs: &[TabInfo]) -> String {
+    let mut text = String::new();
+    for tab in tabs {
+        text.push_str(&format!(
+            "[{}]{} {} — {}{}\n",
+            tab.index,
+            if tab.active { " (active)" } else { "" },
+            quote_title(&tab.title),
+            tab.url,
+            if tab.opened_by_page {
+                " (opened by the page)"
+            } else {
+                ""
+            },
+        ));
+    }
+    text
+}
+
+// Markdown-ish page text without its markup: headings lose their #, links their URL.
+fn plain(markdown: &str) -> String {
+    let mut out = String::with_capacity(markdown.len());
+    for line in markdown.lines() {
+        let line = line.trim_start_matches('#').trim_start();
+        let mut rest = line;
+        while let Some(open) = rest.find('[') {
+            let Some(close) = rest[open..].find("](").map(|i| open + i) else {
+                break;
+            };
+            let Some(end) = rest[close..].find(')').map(|i| close + i) else {
+                break;
+            };
+            out.push_str(&rest[..open]);
+            out.push_str(&rest[open + 1..close]);
+            rest = &rest[end + 1..];
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_drops_markdown() {
+        assert_eq!(
+            plain("## Title\nsee [the docs](http://x/y) now\n"),
+            "Title\nsee the docs now\n"
+        );
+    }
+
+    #[test]
+    fn errors_start_with_their_code() {
+        let out = ToolOutput::error(ErrorCode::RefNotFound, "ref `e9` is gone");
+        assert_eq!(out.text, "ref_not_found: ref `e9` is gone");
+        assert_eq!(out.error, Some(ErrorCode::RefNotFound));
+    }
+}

@@ -1,0 +1,67 @@
+//! Airlock's MCP surface, on the official Rust SDK (`rmcp`): every `browser_*` tool of
+//! SPEC.md with JSON schemas and truthful annotations, served over stdio
+//! ([`serve_stdio`]) and Streamable HTTP ([`http_service`], mounted by `airlock-http`).
+//!
+//! Each MCP session gets its own [`AgentSession`](airlock_gateway::AgentSession) and so
+//! its own browser session; tool calls go straight to the gateway and its
+//! [`ToolOutput`](airlock_gateway::ToolOutput) becomes the tool result. Only this crate
+//! knows rmcp.
+
+mod params;
+mod server;
+
+use std::sync::Arc;
+
+use airlock_gateway::Gateway;
+use rmcp::ServiceExt as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+pub use server::AirlockMcp;
+
+/// The Streamable HTTP service type `airlock-http` mounts at `/mcp`.
+pub type McpHttpService = StreamableHttpService<AirlockMcp, LocalSessionManager>;
+
+/// Settings of the HTTP transport.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// `Host` values accepted (DNS-rebinding defence).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values accepted; every other present Origin gets 403.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body; bigger ones get 413.
+    pub max_body_bytes: usize,
+}
+
+/// The Streamable HTTP service: one [`AirlockMcp`] (and agent session) per MCP session.
+pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpService {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(options.allowed_hosts)
+        .with_max_request_body_bytes(options.max_body_bytes);
+    // rmcp leaves Origin checking off when the list is empty; Airlock always checks,
+    // so an empty list means "no browser origin at all".
+    config = if options.allowed_origins.is_empty() {
+        config.enforce_origin_validation()
+    } else {
+        config.with_allowed_origins(options.allowed_origins)
+    };
+    StreamableHttpService::new(
+        move || Ok(AirlockMcp::for_http(gateway.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+/// Serves MCP over stdin/stdout until the client disconnects; logs must go to stderr.
+pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), std::io::Error> {
+    let server = AirlockMcp::new(gateway.agent_session());
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| std::io::Error::other(format!("MCP handshake failed: {e}")))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| std::io::Error::other(format!("MCP service failed: {e}")))?;
+    Ok(())
+}

@@ -1,0 +1,673 @@
+//! Wire parameters of each tool (their doc comments become the JSON-schema
+//! descriptions the model reads) and their conversion into gateway calls.
+
+use std::time::Duration;
+
+use airlock_browser::{
+    ClickOptions, Direction, ImageFormat, Modifier, MouseButton, ScreenshotOptions, Scroll,
+    SnapshotOptions, Target, WaitCondition, WaitUntil,
+};
+use airlock_config::Isolation;
+use airlock_gateway::{ReadFormat, TabAction, ToolCall};
+use rmcp::schemars::{self, JsonSchema};
+use serde::Deserialize;
+
+/// Longest text accepted for typing; more is refused rather than truncated.
+const MAX_TEXT_CHARS: usize = 100_000;
+
+/// A problem with the arguments, reported as `invalid_argument`.
+pub(crate) struct BadArgument(pub(crate) String);
+
+fn bad<T>(message: impl Into<String>) -> Result<T, BadArgument> {
+    Err(BadArgument(message.into()))
+}
+
+/// What to act on: give exactly one of `ref`; `role` (with `name`, optionally
+/// `index`); `selector`; or `x` and `y`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub(crate) struct TargetParams {
+    /// A ref from the latest snapshot, e.g. `e12` or `f1e3` (inside a frame). Preferred.
+    #[serde(rename = "ref")]
+    pub(crate) reference: Option<String>,
+    /// Accessibility role as the snapshot shows it, e.g. `button`, `link`, `textbox`.
+    pub(crate) role: Option<String>,
+    /// Accessible name to match with `role` (exact, else case-insensitive substring).
+    pub(crate) name: Option<String>,
+    /// 0-based index when `role`/`name` or `selector` match several elements.
+    pub(crate) index: Option<usize>,
+    /// CSS selector (searched through open shadow roots too).
+    pub(crate) selector: Option<String>,
+    /// Viewport x coordinate in CSS pixels (with `y`).
+    pub(crate) x: Option<f64>,
+    /// Viewport y coordinate in CSS pixels (with `x`).
+    pub(crate) y: Option<f64>,
+}
+
+impl TargetParams {
+    fn is_empty(&self) -> bool {
+        self.reference.is_none()
+            && self.role.is_none()
+            && self.selector.is_none()
+            && self.x.is_none()
+            && self.y.is_none()
+    }
+
+    pub(crate) fn target(&self) -> Result<Target, BadArgument> {
+        let kinds = [
+            self.reference.is_some(),
+            self.role.is_some(),
+            self.selector.is_some(),
+            self.x.is_some() || self.y.is_some(),
+        ];
+        match kinds.iter().filter(|k| **k).count() {
+            0 => {
+                return bad(
+                    "give a target: `ref` (from browser_snapshot), `role` with `name`, `selector`, or `x` and `y`",
+                );
+            }
+            1 => {}
+            _ => {
+                return bad(
+                    "give only one kind of target: `ref`, `role`/`name`, `selector`, or `x`/`y`",
+                );
+            }
+        }
+        if let Some(reference) = &self.reference {
+            check_no_placeholder("ref", reference)?;
+            return reference
+                .trim()
+                .parse()
+                .map(Target::Ref)
+                .map_err(|e: airlock_core::ParseNodeRefError| BadArgument(e.to_string()));
+        }
+        if let Some(role) = &self.role {
+            if role.is_empty() || role.len() > 64 {
+                return bad("`role` must be a role name such as `button`");
+            }
+            if let Some(name) = &self.name {
+                check_no_placeholder("name", name)?;
+            }
+            return Ok(Target::Role {
+                role: role.clone(),
+                name: self.name.clone(),
+                index: self.index,
+            });
+        }
+        if let Some(selector) = &self.selector {
+            check_no_placeholder("selector", selector)?;
+            if selector.is_empty() || selector.len() > 2_000 {
+                return bad("`selector` must be a CSS selector of at most 2000 characters");
+            }
+            if self.index.is_some() {
+                return bad("`index` goes with `role`; make the selector more specific instead");
+            }
+            return Ok(Target::Selector(selector.clone()));
+        }
+        match (self.x, self.y) {
+            (Some(x), Some(y)) if x.is_finite() && y.is_finite() => Ok(Target::Point { x, y }),
+            _ => bad("give both `x` and `y` as numbers"),
+        }
+    }
+}
+
+// Secrets may only appear in typed text (the vault issue resolves them there); a
+// placeholder anywhere else is refused so it can never leak into a selector or URL.
+fn check_no_placeholder(field: &str, value: &str) -> Result<(), BadArgument> {
+    if value.contains("{{secret:") {
+        return bad(format!(
+            "`{field}` may not contain a secret placeholder; placeholders are only accepted in typed text"
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct NavigateParams {
+    /// Absolute http(s) URL to open in the active tab.
+    pub(crate) url: String,
+    /// When the page counts as loaded: `load` (default), `domcontentloaded` or `networkidle`.
+    pub(crate) wait_until: Option<String>,
+}
+
+impl NavigateParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        check_no_placeholder("url", &self.url)?;
+        if self.url.len() > 8_192 {
+            return bad("`url` is longer than 8192 characters");
+        }
+        let lower = self.url.trim().to_ascii_lowercase();
+        if !(lower.starts_with("http://")
+            || lower.starts_with("https://")
+            || lower == "about:blank")
+        {
+            return bad(format!(
+                "`url` must be an absolute http(s) URL, got `{}`",
+                self.url.chars().take(80).collect::<String>()
+            ));
+        }
+        let wait_until = match self.wait_until.as_deref() {
+            None | Some("load") => WaitUntil::Load,
+            Some("domcontentloaded") => WaitUntil::DomContentLoaded,
+            Some("networkidle") => WaitUntil::NetworkIdle,
+            Some(other) => {
+                return bad(format!(
+                    "`wait_until` is one of load, domcontentloaded, networkidle; got `{other}`"
+                ));
+            }
+        };
+        Ok(ToolCall::Navigate {
+            url: self.url.trim().to_owned(),
+            wait_until,
+        })
+    }
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub(crate) struct SnapshotParams {
+    /// Only what can be acted on, plus the headings and rows that locate it.
+    #[serde(default)]
+    pub(crate) interactive_only: bool,
+    /// Most lines to return.
+    pub(crate) max_nodes: Option<usize>,
+    /// Only the subtree of this ref (e.g. a table row or dialog).
+    pub(crate) scope_ref: Option<String>,
+    /// Only lines containing this text, with their ancestors and nearest heading.
+    pub(crate) find: Option<String>,
+    /// Line to start at, from the truncation line of a previous snapshot.
+    pub(crate) offset: Option<usize>,
+}
+
+impl SnapshotParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let scope = match &self.scope_ref {
+            Some(r) => Some(
+                r.trim()
+                    .parse()
+                    .map_err(|e: airlock_core::ParseNodeRefError| BadArgument(e.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(ToolCall::Snapshot(SnapshotOptions {
+            interactive_only: self.interactive_only,
+            max_nodes: self.max_nodes.unwrap_or(usize::MAX).max(1),
+            scope,
+            find: self.find,
+            offset: self.offset.unwrap_or(0),
+            ..SnapshotOptions::default()
+        }))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ClickParams {
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+    /// `left` (default), `right` or `middle`.
+    pub(crate) button: Option<String>,
+    /// Double-click.
+    #[serde(default)]
+    pub(crate) double: bool,
+    /// Keys held during the click: any of `Alt`, `Control`, `Meta`, `Shift`.
+    #[serde(default)]
+    pub(crate) modifiers: Vec<String>,
+}
+
+impl ClickParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let button = match self.button.as_deref() {
+            None | Some("left") => MouseButton::Left,
+            Some("right") => MouseButton::Right,
+            Some("middle") => MouseButton::Middle,
+            Some(other) => {
+                return bad(format!(
+                    "`button` is one of left, right, middle; got `{other}`"
+                ));
+            }
+        };
+        let mut modifiers = Vec::new();
+        for m in &self.modifiers {
+            modifiers.push(match m.as_str() {
+                "Alt" => Modifier::Alt,
+                "Control" | "Ctrl" => Modifier::Control,
+                "Meta" | "Command" => Modifier::Meta,
+                "Shift" => Modifier::Shift,
+                other => {
+                    return bad(format!(
+                        "unknown modifier `{other}` (Alt, Control, Meta, Shift)"
+                    ));
+                }
+            });
+        }
+        Ok(ToolCall::Click {
+            target: self.target.target()?,
+            options: ClickOptions {
+                button,
+                double: self.double,
+                modifiers,
+            },
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct TypeParams {
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+    /// Text to type into the field.
+    pub(crate) text: String,
+    /// Replace the field's current content instead of appending.
+    #[serde(default)]
+    pub(crate) clear_first: bool,
+    /// Press Enter afterwards (submits most forms).
+    #[serde(default)]
+    pub(crate) submit: bool,
+}
+
+impl TypeParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        check_text(&self.text)?;
+        Ok(ToolCall::Type {
+            target: self.target.target()?,
+            text: self.text,
+            clear_first: self.clear_first,
+            submit: self.submit,
+        })
+    }
+}
+
+fn check_text(text: &str) -> Result<(), BadArgument> {
+    if text.chars().count() > MAX_TEXT_CHARS {
+        return bad(format!("`text` is longer than {MAX_TEXT_CHARS} characters"));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct FormField {
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+    /// Text for a text field; `true`/`false` for a checkbox; an option value or label for a select.
+    pub(crate) value: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct FillFormParams {
+    /// The fields to fill, in order.
+    pub(crate) fields: Vec<FormField>,
+}
+
+impl FillFormParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        if self.fields.is_empty() || self.fields.len() > 100 {
+            return bad("`fields` must hold 1 to 100 fields");
+        }
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for field in self.fields {
+            check_text(&field.value)?;
+            fields.push((field.target.target()?, field.value));
+        }
+        Ok(ToolCall::FillForm { fields })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct PressKeyParams {
+    /// A key or combo: `Enter`, `Tab`, `Escape`, `ArrowDown`, `a`, `Control+A`, `Shift+Tab`.
+    pub(crate) key: String,
+}
+
+impl PressKeyParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        check_no_placeholder("key", &self.key)?;
+        if self.key.len() > 64 {
+            return bad("`key` is a key name or combo such as `Control+A`");
+        }
+        Ok(ToolCall::PressKey { key: self.key })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct SelectParams {
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+    /// Option values or visible labels to select (several only for a multi-select).
+    pub(crate) values: Vec<String>,
+}
+
+impl SelectParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        if self.values.is_empty() {
+            return bad("`values` must name at least one option");
+        }
+        Ok(ToolCall::SelectOption {
+            target: self.target.target()?,
+            values: self.values,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct CheckParams {
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+    /// `true` (default) to check, `false` to uncheck.
+    pub(crate) checked: Option<bool>,
+}
+
+impl CheckParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        Ok(ToolCall::Check {
+            target: self.target.target()?,
+            checked: self.checked.unwrap_or(true),
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct HoverParams {
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+}
+
+impl HoverParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        Ok(ToolCall::Hover {
+            target: self.target.target()?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ScrollParams {
+    /// Give a target to scroll it into view; otherwise the page scrolls by `direction`.
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+    /// `down` (default), `up`, `left` or `right`.
+    pub(crate) direction: Option<String>,
+    /// CSS pixels (default: most of a viewport).
+    pub(crate) amount: Option<f64>,
+}
+
+impl ScrollParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        if !self.target.is_empty() {
+            return Ok(ToolCall::Scroll(Scroll::IntoView(self.target.target()?)));
+        }
+        let direction = match self.direction.as_deref() {
+            None | Some("down") => Direction::Down,
+            Some("up") => Direction::Up,
+            Some("left") => Direction::Left,
+            Some("right") => Direction::Right,
+            Some(other) => {
+                return bad(format!(
+                    "`direction` is one of up, down, left, right; got `{other}`"
+                ));
+            }
+        };
+        Ok(ToolCall::Scroll(Scroll::Page {
+            direction,
+            amount: self.amount,
+        }))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct WaitForParams {
+    /// Wait until this text appears on the page.
+    pub(crate) text: Option<String>,
+    /// Wait until this text is gone from the page.
+    pub(crate) text_gone: Option<String>,
+    /// Wait until this target exists and is visible.
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+    /// Just wait this many milliseconds (at most 60000).
+    pub(crate) time_ms: Option<u64>,
+    /// Give up after this many milliseconds (default 10000).
+    pub(crate) timeout_ms: Option<u64>,
+}
+
+impl WaitForParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let mut conditions = Vec::new();
+        if let Some(t) = self.text {
+            conditions.push(WaitCondition::Text(t));
+        }
+        if let Some(t) = self.text_gone {
+            conditions.push(WaitCondition::TextGone(t));
+        }
+        if !self.target.is_empty() {
+            conditions.push(WaitCondition::Target(self.target.target()?));
+        }
+        if let Some(ms) = self.time_ms {
+            conditions.push(WaitCondition::Time(Duration::from_millis(ms)));
+        }
+        if conditions.len() != 1 {
+            return bad("give exactly one of `text`, `text_gone`, a target, or `time_ms`");
+        }
+        let timeout = match self.timeout_ms {
+            Some(ms) if ms == 0 || ms > 120_000 => {
+                return bad("`timeout_ms` must be within 1..=120000");
+            }
+            other => other.map(Duration::from_millis),
+        };
+        Ok(ToolCall::WaitFor {
+            condition: conditions.remove(0),
+            timeout,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ScreenshotParams {
+    /// The whole page instead of the viewport.
+    #[serde(default)]
+    pub(crate) full_page: bool,
+    /// Only this element (a ref from the snapshot).
+    #[serde(rename = "ref")]
+    pub(crate) reference: Option<String>,
+    /// `png` (default) or `jpeg`.
+    pub(crate) format: Option<String>,
+    /// JPEG quality 1–100 (default 80).
+    pub(crate) quality: Option<u8>,
+}
+
+impl ScreenshotParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let format = match self.format.as_deref() {
+            None | Some("png") => {
+                if self.quality.is_some() {
+                    return bad("`quality` applies to `jpeg` only");
+                }
+                ImageFormat::Png
+            }
+            Some("jpeg" | "jpg") => ImageFormat::Jpeg {
+                quality: self.quality.unwrap_or(80),
+            },
+            Some(other) => return bad(format!("`format` is png or jpeg; got `{other}`")),
+        };
+        let target = match self.reference {
+            Some(r) => Some(
+                TargetParams {
+                    reference: Some(r),
+                    ..TargetParams::default()
+                }
+                .target()?,
+            ),
+            None => None,
+        };
+        if target.is_some() && self.full_page {
+            return bad("give `ref` or `full_page`, not both");
+        }
+        Ok(ToolCall::Screenshot(ScreenshotOptions {
+            full_page: self.full_page,
+            target,
+            format,
+        }))
+    }
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub(crate) struct ReadParams {
+    /// `markdown` (default: headings, lists, links, tables) or `text`.
+    pub(crate) format: Option<String>,
+    /// Byte offset to continue from, from the truncation line of a previous read.
+    pub(crate) offset: Option<usize>,
+}
+
+impl ReadParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let format = match self.format.as_deref() {
+            None | Some("markdown") => ReadFormat::Markdown,
+            Some("text") => ReadFormat::Text,
+            Some(other) => return bad(format!("`format` is markdown or text; got `{other}`")),
+        };
+        Ok(ToolCall::Read {
+            format,
+            offset: self.offset.unwrap_or(0),
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct TabsParams {
+    /// `list`, `new`, `select` or `close`.
+    pub(crate) action: String,
+    /// Tab index for `select` and `close` (from `list`).
+    pub(crate) index: Option<usize>,
+    /// URL to open with `new`.
+    pub(crate) url: Option<String>,
+}
+
+impl TabsParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let index = || {
+            self.index
+                .ok_or_else(|| BadArgument(format!("`{}` needs `index`", self.action)))
+        };
+        let action = match self.action.as_str() {
+            "list" => TabAction::List,
+            "new" => {
+                if let Some(url) = &self.url {
+                    NavigateParams {
+                        url: url.clone(),
+                        wait_until: None,
+                    }
+                    .call()?;
+                }
+                TabAction::New(self.url.clone())
+            }
+            "select" => TabAction::Select(index()?),
+            "close" => TabAction::Close(index()?),
+            other => {
+                return bad(format!(
+                    "`action` is one of list, new, select, close; got `{other}`"
+                ));
+            }
+        };
+        Ok(ToolCall::Tabs(action))
+    }
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub(crate) struct SessionOpenParams {
+    /// Names of stored credentials to log in with (available once the vault lands).
+    #[serde(default)]
+    pub(crate) credentials: Vec<String>,
+    /// A grant token authorizing the credentials (available once the vault lands).
+    pub(crate) grant: Option<String>,
+    /// Recording mode: `off` (default), `transient` or `audit` (available once audit lands).
+    pub(crate) record: Option<String>,
+    /// `context` (default: a fresh browser context, fast) or `process` (a dedicated Chromium).
+    pub(crate) isolation: Option<String>,
+}
+
+impl SessionOpenParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        if !self.credentials.is_empty() || self.grant.is_some() {
+            return bad("`credentials` and `grant` are not supported by this build yet (no vault)");
+        }
+        if self.record.as_deref().is_some_and(|r| r != "off") {
+            return bad("`record` supports only `off` in this build");
+        }
+        let isolation = match self.isolation.as_deref() {
+            None => None,
+            Some(text) => Some(Isolation::parse(text).ok_or_else(|| {
+                BadArgument(format!("`isolation` is context or process; got `{text}`"))
+            })?),
+        };
+        Ok(ToolCall::SessionOpen { isolation })
+    }
+}
+
+/// For tools without parameters.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub(crate) struct NoParams {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(json: &str) -> Result<Target, String> {
+        let p: TargetParams = serde_json::from_str(json).unwrap();
+        p.target().map_err(|e| e.0)
+    }
+
+    #[test]
+    fn targets_need_exactly_one_kind() {
+        assert!(matches!(target(r#"{"ref":"e3"}"#), Ok(Target::Ref(_))));
+        assert!(matches!(
+            target(r#"{"role":"button","name":"Go"}"#),
+            Ok(Target::Role { .. })
+        ));
+        assert!(matches!(
+            target(r##"{"selector":"#x"}"##),
+            Ok(Target::Selector(_))
+        ));
+        assert!(matches!(
+            target(r#"{"x":1,"y":2}"#),
+            Ok(Target::Point { .. })
+        ));
+        assert!(target("{}").unwrap_err().contains("give a target"));
+        assert!(
+            target(r#"{"ref":"e3","selector":"a"}"#)
+                .unwrap_err()
+                .contains("only one")
+        );
+        assert!(target(r#"{"x":1}"#).unwrap_err().contains("both"));
+        assert!(
+            target(r#"{"ref":"button"}"#)
+                .unwrap_err()
+                .contains("not a snapshot ref")
+        );
+        assert!(
+            target(r#"{"selector":"{{secret:gh.password}}"}"#)
+                .unwrap_err()
+                .contains("placeholder")
+        );
+    }
+
+    #[test]
+    fn navigate_refuses_non_http_urls() {
+        for url in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "chrome://version",
+            "relative/path",
+            "data:text/html,x",
+        ] {
+            let p = NavigateParams {
+                url: url.to_owned(),
+                wait_until: None,
+            };
+            assert!(p.call().is_err(), "{url}");
+        }
+        assert!(
+            NavigateParams {
+                url: "https://example.com".into(),
+                wait_until: Some("networkidle".into())
+            }
+            .call()
+            .is_ok()
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! `airlock mcp`: MCP over stdio for one local client. Nothing but MCP may reach
+//! stdout; logs go to stderr.
+
+use airlock_config::Config;
+use anyhow::Context as _;
+
+pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
+    let gateway = super::gateway(&config)?;
+    let served = airlock_mcp::serve_stdio(gateway.clone()).await;
+    gateway.shutdown().await;
+    served.context("serving MCP over stdio")
+}

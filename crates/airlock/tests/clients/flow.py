@@ -1,0 +1,139 @@
+"""A full agent flow against Airlock, driven by the official MCP Python SDK.
+
+Run by crates/airlock/tests/it/mcp_clients.rs:
+  flow.py stdio AIRLOCK_BINARY FIXTURE_BASE_URL MODE
+  flow.py http  MCP_URL        FIXTURE_BASE_URL MODE [BEARER_TOKEN]
+MODE is the SDK's connect mode: "legacy" (2025-11-25 initialize handshake) or
+"2026-07-28" (stateless). Prints one line per check and exits non-zero on failure.
+"""
+
+import asyncio
+import os
+import base64
+import re
+import sys
+
+import httpx2
+from mcp import Client, StdioServerParameters
+
+EXPECTED_TOOLS = {
+    "browser_navigate", "browser_snapshot", "browser_click", "browser_type",
+    "browser_fill_form", "browser_press_key", "browser_select_option", "browser_check",
+    "browser_hover", "browser_scroll", "browser_wait_for", "browser_screenshot",
+    "browser_read", "browser_tabs", "browser_back", "browser_forward", "browser_reload",
+    "browser_session_open", "browser_session_close",
+}
+
+passed = 0
+failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail[:2000]}")
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def ref_of(text, needle):
+    for line in text.splitlines():
+        if needle in line:
+            m = re.search(r"\[ref=(f?\d*e\d+)\]", line)
+            if m:
+                return m.group(1)
+    raise AssertionError(f"no ref for {needle!r} in:\n{text}")
+
+
+async def flow(client, base):
+    tools = (await client.list_tools()).tools
+    names = {t.name for t in tools}
+    check("tools/list has every browser tool", EXPECTED_TOOLS <= names, str(sorted(names)))
+    by_name = {t.name: t for t in tools}
+    check("snapshot is annotated read-only", by_name["browser_snapshot"].annotations.read_only_hint is True)
+    check("click is annotated destructive", by_name["browser_click"].annotations.destructive_hint is True)
+    check("click schema documents ref", "ref" in by_name["browser_click"].input_schema.get("properties", {}),
+          str(by_name["browser_click"].input_schema))
+
+    r = await client.call_tool("browser_navigate", {"url": base + "/login.html"})
+    t = text_of(r)
+    origin = base
+    check("navigate succeeds", not r.is_error, t)
+    check("navigate returns a snapshot", 'heading "Sign in" [level=1]' in t, t)
+    check("page content is fenced with origin and nonce",
+          re.search(r'<page-content origin="' + re.escape(origin) + r'" nonce="[0-9a-f]{16}">', t) is not None, t)
+
+    r = await client.call_tool("browser_snapshot", {})
+    snap = text_of(r)
+    check("snapshot succeeds", not r.is_error and "textbox \"Username\"" in snap, snap)
+
+    r = await client.call_tool("browser_click", {"ref": ref_of(snap, 'checkbox "Remember me"')})
+    t = text_of(r)
+    check("click by ref reports the change", not r.is_error and "[checked]" in t and "~ " in t, t)
+
+    r = await client.call_tool("browser_type", {"ref": ref_of(snap, 'textbox "Username"'), "text": "alice"})
+    t = text_of(r)
+    check("type succeeds and never echoes the text", not r.is_error and "alice" not in t.split("<page-content")[0], t)
+
+    r = await client.call_tool("browser_type", {"ref": ref_of(snap, 'textbox "Password"'), "text": "pw-not-shown", "clear_first": True})
+    t = text_of(r)
+    check("password value never returned", not r.is_error and "pw-not-shown" not in t, t)
+
+    r = await client.call_tool("browser_press_key", {"key": "Enter"})
+    t = text_of(r)
+    check("press Enter submits the form", not r.is_error and "Signed in as alice" in t, t)
+
+    r = await client.call_tool("browser_screenshot", {})
+    images = [c for c in r.content if getattr(c, "type", "") == "image"]
+    ok = bool(images) and images[0].mime_type == "image/png" and base64.b64decode(images[0].data)[:8] == b"\x89PNG\r\n\x1a\n"
+    check("screenshot returns a PNG image", not r.is_error and ok, text_of(r))
+
+    # Bad input: each gets a tool error with a code, and the session keeps working.
+    r = await client.call_tool("browser_click", {})
+    check("missing target -> invalid_argument", r.is_error and text_of(r).startswith("invalid_argument:"), text_of(r))
+    r = await client.call_tool("browser_click", {"ref": "e99999"})
+    check("unknown ref -> ref_not_found", r.is_error and text_of(r).startswith("ref_not_found:"), text_of(r))
+    r = await client.call_tool("browser_navigate", {"url": "file:///etc/passwd"})
+    check("file: URL refused", r.is_error and text_of(r).startswith("invalid_argument:"), text_of(r))
+    r = await client.call_tool("browser_type", {"ref": "e1", "text": "x" * 100_001})
+    check("huge text refused", r.is_error and text_of(r).startswith("invalid_argument:"), text_of(r)[:200])
+    r = await client.call_tool("browser_click", {"ref": 12})
+    check("wrong type -> error result", r.is_error, text_of(r))
+    try:
+        r = await client.call_tool("browser_teleport", {})
+        check("unknown tool -> error", r.is_error, text_of(r))
+    except Exception as e:  # a JSON-RPC error is the other correct answer
+        check("unknown tool -> error", True, str(e))
+
+    r = await client.call_tool("browser_snapshot", {})
+    check("still serving after bad input", not r.is_error and "Signed in as alice" in text_of(r), text_of(r))
+
+    r = await client.call_tool("browser_session_close", {})
+    check("session close", not r.is_error and "closed" in text_of(r), text_of(r))
+
+
+async def main():
+    kind, target, base, mode = sys.argv[1:5]
+    token = sys.argv[5] if len(sys.argv) > 5 else None
+    if kind == "stdio":
+        server = StdioServerParameters(command=target, args=["mcp"], env=dict(os.environ))
+        async with Client(server, mode=mode) as client:
+            await flow(client, base)
+    else:
+        from mcp.client.streamable_http import streamable_http_client
+
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0, read=300.0)) as http:
+            async with Client(streamable_http_client(target, http_client=http), mode=mode) as client:
+                await flow(client, base)
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+asyncio.run(main())

@@ -1,0 +1,163 @@
+//! The full agent flow through a client we did not write — the official MCP Python
+//! SDK — against the real `airlock` binary, over stdio and Streamable HTTP, in both
+//! protocol eras (2025-11-25 sessions and stateless 2026-07-28).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use airlock_test_support::{FixtureSite, chromium_processes_under};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_airlock");
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python() -> PathBuf {
+    let path = std::env::var_os("AIRLOCK_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(".venv/bin/python"));
+    assert!(
+        path.is_file(),
+        "{} is missing: `make test` installs the MCP Python SDK into .venv",
+        path.display()
+    );
+    path
+}
+
+async fn run_flow(args: &[&str], tmp: &Path) {
+    let out = Command::new(python())
+        .arg(root().join("crates/airlock/tests/clients/flow.py"))
+        .args(args)
+        .env("TMPDIR", tmp)
+        .env("RUST_LOG", "airlock=info,airlock_mcp=info")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(240), out)
+        .await
+        .expect("the Python flow finished within 4 minutes")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "flow {args:?} failed:\n{stdout}\n--- stderr ---\n{stderr}"
+    );
+}
+
+/// A temp dir for the binary's Chromium profiles; after the binary exits nothing may
+/// be running from it or left in it.
+async fn assert_clean(tmp: &Path) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let procs = chromium_processes_under(tmp);
+        let profiles: Vec<_> = std::fs::read_dir(tmp)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .starts_with("airlock-chromium-")
+                    })
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if procs.is_empty() && profiles.is_empty() {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "left behind: processes {procs:?}, profiles {profiles:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_flow_over_stdio_in_both_eras() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    for mode in ["legacy", "2026-07-28"] {
+        run_flow(&["stdio", BIN, &base, mode], tmp.path()).await;
+    }
+    assert_clean(tmp.path()).await;
+}
+
+struct Served {
+    child: Child,
+    url: String,
+}
+
+async fn serve(tmp: &Path, api_key: Option<&str>) -> Served {
+    let mut command = Command::new(BIN);
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(tmp.join("data"))
+        .env("TMPDIR", tmp)
+        .env("RUST_LOG", "airlock=info")
+        .env_remove("AIRLOCK_API_KEY")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(key) = api_key {
+        command.env("AIRLOCK_API_KEY", key);
+    }
+    let mut child = command.spawn().expect("airlock serve starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(i) = line.find("MCP endpoint: ") {
+                return line[i + 14..].split_whitespace().next().unwrap().to_owned();
+            }
+        }
+        panic!("airlock serve exited before listening");
+    })
+    .await
+    .expect("airlock serve listens within 30 s");
+    // Keep draining stderr so the server never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Served { child, url }
+}
+
+async fn stop(mut served: Served) {
+    let pid = served.child.id().unwrap() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(15), served.child.wait())
+        .await
+        .expect("airlock serve stops on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_flow_over_streamable_http_in_both_eras() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let served = serve(tmp.path(), None).await;
+    for mode in ["legacy", "2026-07-28"] {
+        run_flow(&["http", &served.url, &base, mode], tmp.path()).await;
+    }
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_flow_with_a_bearer_token() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let token = "test-token-0123456789abcdef";
+    let served = serve(tmp.path(), Some(token)).await;
+    run_flow(&["http", &served.url, &base, "legacy", token], tmp.path()).await;
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+}
