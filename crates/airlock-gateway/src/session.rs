@@ -32,7 +32,7 @@ impl Default for GatewayConfig {
 
 /// The engine: owns the browser pool and every agent session's browser session.
 pub struct Gateway {
-    browsers: Browsers,
+    browsers: Arc<Browsers>,
     config: GatewayConfig,
     agents: Mutex<Vec<Weak<AgentInner>>>,
     // Agent sessions of stateless callers (one per caller identity).
@@ -43,7 +43,7 @@ pub struct Gateway {
 
 impl Gateway {
     /// Starts the engine and its idle-session reaper.
-    pub fn new(browsers: Browsers, config: GatewayConfig) -> Arc<Gateway> {
+    pub fn new(browsers: Arc<Browsers>, config: GatewayConfig) -> Arc<Gateway> {
         let gateway = Arc::new(Gateway {
             browsers,
             config,

@@ -48,6 +48,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
     let auth = Arc::new(config.api_key);
     Router::new()
         .route_service("/mcp", mcp)
+        .route_layer(middleware::from_fn(parse_json_body))
         .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .route("/", get(index))
         .route("/healthz", get(healthz))
@@ -125,6 +126,36 @@ async fn authenticate(
         }
     }
     next.run(request).await
+}
+
+// rmcp answers unparseable JSON with 415; the transport wants 400 and a JSON-RPC parse
+// error. Buffering here (bounded) also makes the size limit independent of rmcp.
+async fn parse_json_body(request: Request, next: Next) -> Response {
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_MCP_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body is larger than {MAX_MCP_BODY_BYTES} bytes\n"),
+            )
+                .into_response();
+        }
+    };
+    if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
+        let error = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the request body is not valid JSON"}}"#;
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            error,
+        )
+            .into_response();
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }
 
 // Compares without an early exit so the time taken does not reveal how much matched.

@@ -13,7 +13,7 @@ use crate::fixtures::FixtureSite;
 /// What a test gets: a browser pool and the fixture site.
 pub struct Harness {
     /// The pool; sessions come from here.
-    pub browsers: Browsers,
+    pub browsers: Arc<Browsers>,
     /// The fixture site.
     pub site: FixtureSite,
     profile_parent: PathBuf,
@@ -54,7 +54,7 @@ where
         BrowserOptions::from_config(&config).expect("Chromium must be installed for browser tests");
     options.profile_parent = parent.path().to_owned();
     let harness = Arc::new(Harness {
-        browsers: Browsers::new(options),
+        browsers: Arc::new(Browsers::new(options)),
         site: FixtureSite::start().await,
         profile_parent: parent.path().to_owned(),
     });

@@ -120,7 +120,7 @@ pub(crate) fn config_path(flag: Option<&Path>) -> Option<PathBuf> {
 pub(crate) fn gateway(config: &Config) -> anyhow::Result<std::sync::Arc<airlock_gateway::Gateway>> {
     let options = airlock_browser::BrowserOptions::from_config(&config.browser)
         .context("finding Chromium")?;
-    let browsers = airlock_browser::Browsers::new(options);
+    let browsers = std::sync::Arc::new(airlock_browser::Browsers::new(options));
     Ok(airlock_gateway::Gateway::new(
         browsers,
         airlock_gateway::GatewayConfig {

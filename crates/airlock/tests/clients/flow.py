@@ -3,6 +3,7 @@
 Run by crates/airlock/tests/it/mcp_clients.rs:
   flow.py stdio AIRLOCK_BINARY FIXTURE_BASE_URL MODE
   flow.py http  MCP_URL        FIXTURE_BASE_URL MODE [BEARER_TOKEN]
+  flow.py concurrent MCP_URL   FIXTURE_BASE_URL COUNT
 MODE is the SDK's connect mode: "legacy" (2025-11-25 initialize handshake) or
 "2026-07-28" (stateless). Prints one line per check and exits non-zero on failure.
 """
@@ -118,8 +119,31 @@ async def flow(client, base):
     check("session close", not r.is_error and "closed" in text_of(r), text_of(r))
 
 
+async def one_of_many(url, base, n):
+    """One of several concurrent clients: sets its own cookie and must only ever see it."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with Client(streamable_http_client(url), mode="legacy") as client:
+        r = await client.call_tool("browser_navigate", {"url": f"{base}/cookie.html?set=client{n}"})
+        first = text_of(r)
+        r = await client.call_tool("browser_navigate", {"url": f"{base}/cookie.html"})
+        second = text_of(r)
+        expected = f"cookie=[flavor=client{n}] storage=[client{n}]"
+        return n, expected in first and expected in second and not r.is_error, second
+
+
+async def concurrent(url, base, count):
+    results = await asyncio.gather(*(one_of_many(url, base, n) for n in range(count)))
+    for n, ok, text in results:
+        check(f"client {n} saw only its own cookie", ok, text)
+
+
 async def main():
     kind, target, base, mode = sys.argv[1:5]
+    if kind == "concurrent":
+        await concurrent(target, base, int(mode))
+        print(f"{passed} passed, {failed} failed")
+        sys.exit(1 if failed else 0)
     token = sys.argv[5] if len(sys.argv) > 5 else None
     if kind == "stdio":
         server = StdioServerParameters(command=target, args=["mcp"], env=dict(os.environ))

@@ -3,5 +3,7 @@
 // Helpers outside #[test] fns unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod http_safety;
 mod mcp_clients;
+mod server;
 mod tidy;

@@ -3,14 +3,14 @@
 //! protocol eras (2025-11-25 sessions and stateless 2026-07-28).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use airlock_test_support::{FixtureSite, chromium_processes_under};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_airlock");
+use crate::server::{serve, stop};
+
+use crate::server::BIN;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -50,7 +50,7 @@ async fn run_flow(args: &[&str], tmp: &Path) {
 
 /// A temp dir for the binary's Chromium profiles; after the binary exits nothing may
 /// be running from it or left in it.
-async fn assert_clean(tmp: &Path) {
+pub(crate) async fn assert_clean(tmp: &Path) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         let procs = chromium_processes_under(tmp);
@@ -88,55 +88,6 @@ async fn python_sdk_flow_over_stdio_in_both_eras() {
     assert_clean(tmp.path()).await;
 }
 
-struct Served {
-    child: Child,
-    url: String,
-}
-
-async fn serve(tmp: &Path, api_key: Option<&str>) -> Served {
-    let mut command = Command::new(BIN);
-    command
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(tmp.join("data"))
-        .env("TMPDIR", tmp)
-        .env("RUST_LOG", "airlock=info")
-        .env_remove("AIRLOCK_API_KEY")
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    if let Some(key) = api_key {
-        command.env("AIRLOCK_API_KEY", key);
-    }
-    let mut child = command.spawn().expect("airlock serve starts");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(i) = line.find("MCP endpoint: ") {
-                return line[i + 14..].split_whitespace().next().unwrap().to_owned();
-            }
-        }
-        panic!("airlock serve exited before listening");
-    })
-    .await
-    .expect("airlock serve listens within 30 s");
-    // Keep draining stderr so the server never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Served { child, url }
-}
-
-async fn stop(mut served: Served) {
-    let pid = served.child.id().unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(15), served.child.wait())
-        .await
-        .expect("airlock serve stops on SIGTERM")
-        .unwrap();
-    assert!(status.success(), "{status:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_flow_over_streamable_http_in_both_eras() {
     let site = FixtureSite::start().await;
@@ -158,6 +109,17 @@ async fn python_sdk_flow_with_a_bearer_token() {
     let token = "test-token-0123456789abcdef";
     let served = serve(tmp.path(), Some(token)).await;
     run_flow(&["http", &served.url, &base, "legacy", token], tmp.path()).await;
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_clients_at_once_each_with_its_own_session() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let served = serve(tmp.path(), None).await;
+    run_flow(&["concurrent", &served.url, &base, "10"], tmp.path()).await;
     stop(served).await;
     assert_clean(tmp.path()).await;
 }

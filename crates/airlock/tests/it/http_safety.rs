@@ -1,0 +1,255 @@
+//! `/mcp` over real sockets: Origin, Host, bearer auth, query-string tokens, body
+//! limit, malformed JSON-RPC, foreign session ids, DELETE — and the server keeps
+//! serving others throughout. Raw HTTP, so nothing in between is lenient for us.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::server::{BIN, serve, stop};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
+
+struct Reply {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+}
+
+/// One request on its own connection; `extra` are raw header lines.
+async fn request(
+    url: &str,
+    method: &str,
+    path_suffix: &str,
+    extra: &[String],
+    body: &[u8],
+) -> Reply {
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut stream = TcpStream::connect(&authority).await.unwrap();
+    let mut head = format!(
+        "{method} /mcp{path_suffix} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for line in extra {
+        head.push_str(line);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // A server may answer (413) before reading the whole body and close; that is fine.
+    let _ = stream.write_all(body).await;
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut raw)).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Reply {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+async fn initialize(url: &str, extra: &[String]) -> Reply {
+    request(url, "POST", "", extra, INIT.as_bytes()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn origin_host_body_and_session_checks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = serve(tmp.path(), None).await;
+    let url = served.url.clone();
+
+    let ok = initialize(&url, &[]).await;
+    assert_eq!(ok.status, 200, "{}", ok.head);
+    let session = ok.header("mcp-session-id").expect("a session id");
+    assert!(
+        session.len() >= 32,
+        "session ids are long and random: {session}"
+    );
+    let second = initialize(&url, &[])
+        .await
+        .header("mcp-session-id")
+        .unwrap();
+    assert_ne!(session, second);
+
+    let foreign = initialize(&url, &["Origin: http://evil.example".into()]).await;
+    assert_eq!(foreign.status, 403, "foreign Origin: {}", foreign.head);
+    let null_origin = initialize(&url, &["Origin: null".into()]).await;
+    assert_eq!(null_origin.status, 403, "null Origin: {}", null_origin.head);
+
+    // A DNS-rebinding page would arrive with its own host name.
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut stream = TcpStream::connect(&authority).await.unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{INIT}",
+        INIT.len()
+    );
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.unwrap();
+    assert!(raw.starts_with("HTTP/1.1 403"), "foreign Host: {raw}");
+
+    let huge = vec![b' '; 5 * 1024 * 1024];
+    let too_big = request(&url, "POST", "", &[], &huge).await;
+    assert_eq!(too_big.status, 413, "{}", too_big.head);
+
+    let malformed = request(&url, "POST", "", &[], b"{not json").await;
+    assert_eq!(
+        malformed.status, 400,
+        "malformed: {} {}",
+        malformed.head, malformed.body
+    );
+    assert!(malformed.body.contains("-32700"), "{}", malformed.body);
+
+    let unknown = request(
+        &url,
+        "POST",
+        "",
+        &[
+            "Mcp-Session-Id: not-a-session".into(),
+            "MCP-Protocol-Version: 2025-11-25".into(),
+        ],
+        LIST.as_bytes(),
+    )
+    .await;
+    assert_eq!(unknown.status, 404, "unknown session id: {}", unknown.head);
+
+    let token_in_query = request(&url, "POST", "?access_token=abc", &[], INIT.as_bytes()).await;
+    assert_eq!(token_in_query.status, 400, "{}", token_in_query.head);
+
+    // DELETE ends the session; the id is dead afterwards.
+    let deleted = request(
+        &url,
+        "DELETE",
+        "",
+        &[
+            format!("Mcp-Session-Id: {session}"),
+            "MCP-Protocol-Version: 2025-11-25".into(),
+        ],
+        b"",
+    )
+    .await;
+    assert!(
+        deleted.status == 200 || deleted.status == 202 || deleted.status == 204,
+        "DELETE: {}",
+        deleted.head
+    );
+    let after = request(
+        &url,
+        "POST",
+        "",
+        &[
+            format!("Mcp-Session-Id: {session}"),
+            "MCP-Protocol-Version: 2025-11-25".into(),
+        ],
+        LIST.as_bytes(),
+    )
+    .await;
+    assert_eq!(after.status, 404, "deleted session: {}", after.head);
+
+    // After all of that the server still serves a well-behaved client.
+    assert_eq!(initialize(&url, &[]).await.status, 200);
+    stop(served).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_token_is_required_when_configured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let token = "bearer-token-0123456789abcdef";
+    let served = serve(tmp.path(), Some(token)).await;
+    let url = served.url.clone();
+
+    let missing = initialize(&url, &[]).await;
+    assert_eq!(missing.status, 401, "{}", missing.head);
+    assert_eq!(
+        missing.header("www-authenticate").as_deref(),
+        Some("Bearer realm=\"airlock\"")
+    );
+    let wrong = initialize(
+        &url,
+        &["Authorization: Bearer wrong-token-0123456789".into()],
+    )
+    .await;
+    assert_eq!(wrong.status, 401);
+    assert!(!wrong.body.contains(token) && !wrong.head.contains(token));
+    let in_query = request(
+        &url,
+        "POST",
+        &format!("?access_token={token}"),
+        &[],
+        INIT.as_bytes(),
+    )
+    .await;
+    assert_eq!(
+        in_query.status, 400,
+        "a token in the query string is refused even when right"
+    );
+    let right = initialize(&url, &[format!("Authorization: Bearer {token}")]).await;
+    assert_eq!(right.status, 200, "{}", right.head);
+    // Health stays open for probes.
+    let health = reqwest_free_get(&url, "/healthz").await;
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    stop(served).await;
+}
+
+async fn reqwest_free_get(url: &str, path: &str) -> String {
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut stream = TcpStream::connect(&authority).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.unwrap();
+    raw
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_a_public_address_without_auth() {
+    let out = tokio::process::Command::new(BIN)
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env_remove("AIRLOCK_API_KEY")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:0 without authentication"),
+        "{stderr}"
+    );
+}
