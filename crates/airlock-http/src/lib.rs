@@ -135,15 +135,12 @@ async fn parse_json_body(request: Request, next: Next) -> Response {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_MCP_BODY_BYTES).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            return (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("request body is larger than {MAX_MCP_BODY_BYTES} bytes\n"),
-            )
-                .into_response();
-        }
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_MCP_BODY_BYTES).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body is larger than {MAX_MCP_BODY_BYTES} bytes\n"),
+        )
+            .into_response();
     };
     if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
         let error = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the request body is not valid JSON"}}"#;
