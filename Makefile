@@ -4,7 +4,7 @@ CARGO ?= cargo
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./airlock-data
 
-.PHONY: run test lint bench doctor chromium pyclient
+.PHONY: run test lint bench doctor chromium pyclient conformance
 
 # The official MCP Python SDK, an independent client the tests drive Airlock with.
 MCP_PY_VERSION := 2.3.0
@@ -15,6 +15,7 @@ run: chromium
 
 ## Every test, against a real headless Chromium; then prove no browser was left running.
 test: chromium pyclient
+	./conformance/run
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --workspace --locked; \
 	else \
@@ -31,6 +32,10 @@ pyclient: .venv/.mcp-$(MCP_PY_VERSION)
 	python3 -m venv .venv
 	.venv/bin/pip install -q --disable-pip-version-check "mcp==$(MCP_PY_VERSION)"
 	@touch $@
+
+## The official MCP conformance suite against a real `airlock serve` (also part of `test`).
+conformance:
+	./conformance/run
 
 ## Formatting and clippy, as CI runs them.
 lint:

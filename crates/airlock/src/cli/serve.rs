@@ -43,12 +43,19 @@ pub(crate) async fn run(
     } else {
         Vec::new()
     };
+    // Airlock's own pages (the console) call /mcp from Airlock's own origin; every
+    // other browser origin must be listed in server.allowed_origins.
+    let mut allowed_origins = config.server.allowed_origins.clone();
+    allowed_origins.push(format!("http://{addr}"));
+    if loopback {
+        allowed_origins.push(format!("http://localhost:{}", addr.port()));
+    }
     let router = airlock_http::router(
         gateway.clone(),
         airlock_http::HttpConfig {
             api_key: config.server.api_key.clone(),
             allowed_hosts,
-            allowed_origins: config.server.allowed_origins.clone(),
+            allowed_origins,
         },
     );
     tracing::info!(%addr, data_dir = %config.data_dir.display(), auth = config.server.api_key.is_some(), "Airlock listening; MCP endpoint: http://{addr}/mcp");
