@@ -41,6 +41,27 @@ pub struct RawConfig {
     /// `[sessions]`.
     #[serde(default)]
     pub sessions: RawSessions,
+    /// `[tools]`.
+    #[serde(default)]
+    pub tools: RawTools,
+}
+
+/// `[tools]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTools {
+    /// `browser` (default: every browser_* tool) or `browser-shell` (one tool).
+    pub profile: Option<String>,
+}
+
+/// Which MCP tools Airlock offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolProfile {
+    /// Every `browser_*` tool.
+    #[default]
+    Browser,
+    /// The single `browser-shell` tool for clients built around the agent-browser CLI.
+    BrowserShell,
 }
 
 /// `[server]` as written.
@@ -107,6 +128,8 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// Session limits.
     pub sessions: SessionsConfig,
+    /// Which tools MCP offers.
+    pub tool_profile: ToolProfile,
 }
 
 /// Validated `[server]`.
@@ -321,6 +344,17 @@ impl Config {
             )?,
         };
 
+        let tool_profile = match raw.tools.profile.as_deref() {
+            None | Some("browser") => ToolProfile::Browser,
+            Some("browser-shell") => ToolProfile::BrowserShell,
+            Some(other) => {
+                return Err(Error::Invalid {
+                    key: "tools.profile".to_owned(),
+                    message: format!("`{other}` is not one of `browser`, `browser-shell`"),
+                });
+            }
+        };
+
         Ok(Config {
             data_dir,
             server: ServerConfig {
@@ -331,6 +365,7 @@ impl Config {
             browser,
             policy: raw.policy,
             sessions,
+            tool_profile,
         })
     }
 }
@@ -377,6 +412,7 @@ mod tests {
             ),
             ("[browser]\nviewport_width = 5", "browser.viewport_width"),
             ("[server]\nlisten = \"nope\"", "server.listen"),
+            ("[tools]\nprofile = \"shell\"", "tools.profile"),
         ];
         for (text, key) in cases {
             let err = load(text, &[]).unwrap_err().to_string();

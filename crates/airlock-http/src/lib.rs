@@ -33,6 +33,8 @@ pub struct HttpConfig {
     pub allowed_hosts: Vec<String>,
     /// Browser `Origin` values accepted on `/mcp`.
     pub allowed_origins: Vec<String>,
+    /// Which MCP tools to offer.
+    pub tool_profile: airlock_config::ToolProfile,
 }
 
 /// The router with every endpoint this surface serves.
@@ -40,6 +42,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
     let mcp = airlock_mcp::http_service(
         gateway,
         HttpOptions {
+            profile: config.tool_profile,
             allowed_hosts: config.allowed_hosts.clone(),
             allowed_origins: config.allowed_origins.clone(),
             max_body_bytes: MAX_MCP_BODY_BYTES,

@@ -9,9 +9,11 @@
 
 mod params;
 mod server;
+mod shell;
 
 use std::sync::Arc;
 
+use airlock_config::ToolProfile;
 use airlock_gateway::Gateway;
 use rmcp::ServiceExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -25,6 +27,8 @@ pub type McpHttpService = StreamableHttpService<AirlockMcp, LocalSessionManager>
 /// Settings of the HTTP transport.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
+    /// Which tools to offer.
+    pub profile: ToolProfile,
     /// `Host` values accepted (DNS-rebinding defence).
     pub allowed_hosts: Vec<String>,
     /// `Origin` values accepted; every other present Origin gets 403.
@@ -35,6 +39,7 @@ pub struct HttpOptions {
 
 /// The Streamable HTTP service: one [`AirlockMcp`] (and agent session) per MCP session.
 pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpService {
+    let profile = options.profile;
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.allowed_hosts)
         .with_max_request_body_bytes(options.max_body_bytes);
@@ -46,15 +51,18 @@ pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpServi
         config.with_allowed_origins(options.allowed_origins)
     };
     StreamableHttpService::new(
-        move || Ok(AirlockMcp::for_http(gateway.clone())),
+        move || Ok(AirlockMcp::new(gateway.clone(), profile)),
         Arc::new(LocalSessionManager::default()),
         config,
     )
 }
 
 /// Serves MCP over stdin/stdout until the client disconnects; logs must go to stderr.
-pub async fn serve_stdio(gateway: Arc<Gateway>) -> Result<(), std::io::Error> {
-    let server = AirlockMcp::new(gateway.agent_session());
+pub async fn serve_stdio(
+    gateway: Arc<Gateway>,
+    profile: ToolProfile,
+) -> Result<(), std::io::Error> {
+    let server = AirlockMcp::new(gateway, profile);
     let running = server
         .serve(rmcp::transport::stdio())
         .await

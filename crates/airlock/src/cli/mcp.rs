@@ -6,7 +6,7 @@ use anyhow::Context as _;
 
 pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     let gateway = super::gateway(&config)?;
-    let served = airlock_mcp::serve_stdio(gateway.clone()).await;
+    let served = airlock_mcp::serve_stdio(gateway.clone(), config.tool_profile).await;
     gateway.shutdown().await;
     served.context("serving MCP over stdio")
 }

@@ -56,6 +56,7 @@ pub(crate) async fn run(
             api_key: config.server.api_key.clone(),
             allowed_hosts,
             allowed_origins,
+            tool_profile: config.tool_profile,
         },
     );
     tracing::info!(%addr, data_dir = %config.data_dir.display(), auth = config.server.api_key.is_some(), "Airlock listening; MCP endpoint: http://{addr}/mcp");

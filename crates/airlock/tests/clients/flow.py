@@ -4,6 +4,7 @@ Run by crates/airlock/tests/it/mcp_clients.rs:
   flow.py stdio AIRLOCK_BINARY FIXTURE_BASE_URL MODE
   flow.py http  MCP_URL        FIXTURE_BASE_URL MODE [BEARER_TOKEN]
   flow.py concurrent MCP_URL   FIXTURE_BASE_URL COUNT
+  flow.py shell AIRLOCK_BINARY FIXTURE_BASE_URL MODE   (with AIRLOCK_CONFIG selecting browser-shell)
 MODE is the SDK's connect mode: "legacy" (2025-11-25 initialize handshake) or
 "2026-07-28" (stateless). Prints one line per check and exits non-zero on failure.
 """
@@ -138,8 +139,49 @@ async def concurrent(url, base, count):
         check(f"client {n} saw only its own cookie", ok, text)
 
 
+async def shell(client, base):
+    """The browser-shell profile: one tool, agent-browser style argv."""
+    import json
+
+    tools = (await client.list_tools()).tools
+    check("browser-shell profile lists only browser-shell", [t.name for t in tools] == ["browser-shell"], str([t.name for t in tools]))
+
+    async def sh(argv, session="work"):
+        r = await client.call_tool("browser-shell", {"session_id": session, "argv": argv})
+        return json.loads(text_of(r)), r
+
+    out, _ = await sh(["open", base + "/login.html"])
+    check("shell open", out["exit_code"] == 0 and 'heading "Sign in"' in out["stdout"], str(out))
+    check("shell result shape", set(out) == {"session_id", "exit_code", "stdout", "stderr"} and out["session_id"] == "work", str(out))
+    out, _ = await sh(["snapshot", "-i"])
+    user = "@" + ref_of(out["stdout"], 'textbox "Username"')
+    out, _ = await sh(["fill", user, "bob"])
+    check("shell fill", out["exit_code"] == 0, str(out))
+    out, _ = await sh(["press", "Enter"])
+    check("shell press Enter submits", out["exit_code"] == 0 and "Signed in as bob" in out["stdout"], str(out))
+    out, r = await sh(["screenshot"])
+    check("shell screenshot returns an image", out["exit_code"] == 0 and any(getattr(c, "type", "") == "image" for c in r.content), str(out))
+    for argv in (["eval", "document.cookie"], ["open", "--session", "other", base], ["snapshot", "--json"], ["open", "--cdp=9222", base], ["open", "file:///etc/passwd"]):
+        out, _ = await sh(argv)
+        check(f"shell refuses {argv}", out["exit_code"] == 2 and out["stderr"].startswith("usage:"), str(out))
+    out, _ = await sh(["click", "@e99999"])
+    check("shell tool error has exit 1 and a code", out["exit_code"] == 1 and out["stderr"].startswith("ref_not_found:"), str(out))
+    out, _ = await sh(["snapshot"], session="other")
+    check("another session_id is another session", out["exit_code"] == 0 and "Signed in" not in out["stdout"], str(out))
+    out, _ = await sh(["snapshot"])
+    check("the same session_id keeps its page", "Signed in as bob" in out["stdout"], str(out))
+    out, _ = await sh(["close"])
+    check("shell close", out["exit_code"] == 0, str(out))
+
+
 async def main():
     kind, target, base, mode = sys.argv[1:5]
+    if kind == "shell":
+        server = StdioServerParameters(command=target, args=["mcp"], env=dict(os.environ))
+        async with Client(server, mode=mode) as client:
+            await shell(client, base)
+        print(f"{passed} passed, {failed} failed")
+        sys.exit(1 if failed else 0)
     if kind == "concurrent":
         await concurrent(target, base, int(mode))
         print(f"{passed} passed, {failed} failed")

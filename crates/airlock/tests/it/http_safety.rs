@@ -97,9 +97,17 @@ async fn origin_host_body_and_session_checks() {
     assert_eq!(foreign.status, 403, "foreign Origin: {}", foreign.head);
     let own_origin = url.trim_end_matches("/mcp").to_owned();
     let same_origin = initialize(&url, &[format!("Origin: {own_origin}")]).await;
-    assert_eq!(same_origin.status, 200, "Airlock's own origin: {}", same_origin.head);
+    assert_eq!(
+        same_origin.status, 200,
+        "Airlock's own origin: {}",
+        same_origin.head
+    );
     let other_port = initialize(&url, &["Origin: http://127.0.0.1:1".into()]).await;
-    assert_eq!(other_port.status, 403, "another local origin: {}", other_port.head);
+    assert_eq!(
+        other_port.status, 403,
+        "another local origin: {}",
+        other_port.head
+    );
     let null_origin = initialize(&url, &["Origin: null".into()]).await;
     assert_eq!(null_origin.status, 403, "null Origin: {}", null_origin.head);
 

@@ -29,7 +29,15 @@ fn python() -> PathBuf {
 }
 
 async fn run_flow(args: &[&str], tmp: &Path) {
-    let out = Command::new(python())
+    run_flow_with(args, tmp, &[]).await;
+}
+
+async fn run_flow_with(args: &[&str], tmp: &Path, env: &[(&str, &Path)]) {
+    let mut command = Command::new(python());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command
         .arg(root().join("crates/airlock/tests/clients/flow.py"))
         .args(args)
         .env("TMPDIR", tmp)
@@ -121,5 +129,21 @@ async fn ten_clients_at_once_each_with_its_own_session() {
     let served = serve(tmp.path(), None).await;
     run_flow(&["concurrent", &served.url, &base, "10"], tmp.path()).await;
     stop(served).await;
+    assert_clean(tmp.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_shell_profile_over_stdio() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("airlock.toml");
+    std::fs::write(&config, "[tools]\nprofile = \"browser-shell\"\n").unwrap();
+    run_flow_with(
+        &["shell", BIN, &base, "legacy"],
+        tmp.path(),
+        &[("AIRLOCK_CONFIG", &config)],
+    )
+    .await;
     assert_clean(tmp.path()).await;
 }
