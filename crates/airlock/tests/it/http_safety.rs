@@ -266,3 +266,36 @@ async fn refuses_a_public_address_without_auth() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_broken_clients_do_not_wedge_the_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = serve(tmp.path(), None).await;
+    let url = served.url.clone();
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut stuck = Vec::new();
+    // Half-sent headers, never finished (slowloris).
+    for _ in 0..50 {
+        let mut s = TcpStream::connect(&authority).await.unwrap();
+        s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+            .await
+            .unwrap();
+        stuck.push(s);
+    }
+    // A body promised but never sent.
+    let mut s = TcpStream::connect(&authority).await.unwrap();
+    s.write_all(format!("POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{").as_bytes())
+        .await
+        .unwrap();
+    stuck.push(s);
+    // Meanwhile a well-behaved client is served promptly.
+    let ok = tokio::time::timeout(Duration::from_secs(10), initialize(&url, &[])).await;
+    assert_eq!(ok.expect("served while others stall").status, 200);
+    drop(stuck);
+    stop(served).await;
+}
