@@ -299,3 +299,56 @@ async fn slow_and_broken_clients_do_not_wedge_the_server() {
     drop(stuck);
     stop(served).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_era_checks_headers_against_the_body() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = serve(tmp.path(), None).await;
+    let url = served.url.clone();
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let list = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{meta}}}}}"#);
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"browser_snapshot","arguments":{{}},{meta}}}}}"#
+    );
+    let modern = |method: &str| {
+        vec![
+            "MCP-Protocol-Version: 2026-07-28".to_owned(),
+            format!("Mcp-Method: {method}"),
+        ]
+    };
+
+    let ok = request(&url, "POST", "", &modern("tools/list"), list.as_bytes()).await;
+    assert_eq!(ok.status, 200, "{}", ok.head);
+    assert!(
+        ok.body.contains("browser_navigate"),
+        "no handshake needed: {}",
+        &ok.body[..ok.body.len().min(300)]
+    );
+    assert!(
+        ok.header("mcp-session-id").is_none(),
+        "stateless: no session id"
+    );
+
+    let method_mismatch = request(&url, "POST", "", &modern("tools/call"), list.as_bytes()).await;
+    assert_eq!(
+        method_mismatch.status, 400,
+        "Mcp-Method differs from the body"
+    );
+    let mut headers = modern("tools/call");
+    headers.push("Mcp-Name: browser_click".to_owned());
+    let name_mismatch = request(&url, "POST", "", &headers, call.as_bytes()).await;
+    assert_eq!(name_mismatch.status, 400, "Mcp-Name differs from the body");
+    let unknown_version = request(
+        &url,
+        "POST",
+        "",
+        &[
+            "MCP-Protocol-Version: 1999-01-01".to_owned(),
+            "Mcp-Method: tools/list".to_owned(),
+        ],
+        list.as_bytes(),
+    )
+    .await;
+    assert_eq!(unknown_version.status, 400);
+    stop(served).await;
+}
