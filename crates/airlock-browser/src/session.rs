@@ -511,7 +511,8 @@ impl Session {
         if self.dedicated {
             self.chromium.shutdown().await;
         } else if self.chromium.is_alive() {
-            let _ = self
+            let started = tokio::time::Instant::now();
+            let disposed = self
                 .chromium
                 .conn
                 .call(
@@ -521,6 +522,7 @@ impl Session {
                     self.options.action_timeout,
                 )
                 .await;
+            tracing::debug!(session.id = %self.id, duration_ms = started.elapsed().as_millis() as u64, ok = disposed.is_ok(), "browser context disposed");
         }
         tracing::info!(session.id = %self.id, "session closed");
     }

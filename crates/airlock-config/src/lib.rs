@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use airlock_policy::PolicyConfig;
+pub use airlock_policy::{Policy, PolicyConfig};
 pub use env::{EnvSource, ProcessEnv, vars};
 pub use error::{Error, Result};
 
@@ -124,8 +124,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// Browser settings.
     pub browser: BrowserConfig,
-    /// Egress policy.
-    pub policy: PolicyConfig,
+    /// Egress policy, validated.
+    pub policy: Policy,
     /// Session limits.
     pub sessions: SessionsConfig,
     /// Which tools MCP offers.
@@ -355,6 +355,11 @@ impl Config {
             }
         };
 
+        let policy = Policy::from_config(&raw.policy).map_err(|e| Error::Invalid {
+            key: e.key,
+            message: e.message,
+        })?;
+
         Ok(Config {
             data_dir,
             server: ServerConfig {
@@ -363,7 +368,7 @@ impl Config {
                 allowed_origins: raw.server.allowed_origins,
             },
             browser,
-            policy: raw.policy,
+            policy,
             sessions,
             tool_profile,
         })
@@ -413,6 +418,10 @@ mod tests {
             ("[browser]\nviewport_width = 5", "browser.viewport_width"),
             ("[server]\nlisten = \"nope\"", "server.listen"),
             ("[tools]\nprofile = \"shell\"", "tools.profile"),
+            (
+                "[policy]\nallow_private = [\"10.0.0.0/40\"]",
+                "policy.allow_private[0]",
+            ),
         ];
         for (text, key) in cases {
             let err = load(text, &[]).unwrap_err().to_string();

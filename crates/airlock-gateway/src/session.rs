@@ -2,13 +2,14 @@
 //! browser session, opened lazily on the first browser tool call, closed on
 //! `browser_session_close`, when the agent session ends, or after an idle TTL.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_config::Isolation;
 use airlock_core::ErrorCode;
+use airlock_policy::{Decision, Policy};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -20,12 +21,15 @@ use crate::tools::{self, ToolCall, ToolOutput};
 pub struct GatewayConfig {
     /// A browser session idle this long is closed.
     pub idle_ttl: Duration,
+    /// What the browser may reach.
+    pub policy: Policy,
 }
 
 impl Default for GatewayConfig {
     fn default() -> Self {
         GatewayConfig {
             idle_ttl: Duration::from_secs(600),
+            policy: Policy::public_only(),
         }
     }
 }
@@ -83,6 +87,7 @@ impl Gateway {
             slot: tokio::sync::Mutex::new(Slot::Empty),
             fence: PageFence::new(),
             last_used: Mutex::new(Instant::now()),
+            busy: AtomicUsize::new(0),
         });
         let mut agents = lock(&self.agents);
         agents.retain(|a| a.strong_count() > 0);
@@ -124,6 +129,10 @@ impl Gateway {
             .filter_map(Weak::upgrade)
             .collect();
         for agent in agents {
+            // A call in flight is not idleness, however long it takes.
+            if agent.busy.load(Ordering::Acquire) > 0 {
+                continue;
+            }
             let idle = lock(&agent.last_used).elapsed();
             if idle < self.config.idle_ttl {
                 continue;
@@ -185,6 +194,25 @@ pub(crate) struct AgentInner {
     pub(crate) slot: tokio::sync::Mutex<Slot>,
     pub(crate) fence: PageFence,
     last_used: Mutex<Instant>,
+    // Calls in flight; the reaper never closes a session under a running call.
+    busy: AtomicUsize,
+}
+
+// Marks an agent busy for the life of one call, also if the call is cancelled.
+struct BusyGuard<'a>(&'a AgentInner);
+
+impl<'a> BusyGuard<'a> {
+    fn new(agent: &'a AgentInner) -> BusyGuard<'a> {
+        agent.busy.fetch_add(1, Ordering::AcqRel);
+        BusyGuard(agent)
+    }
+}
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.last_used) = Instant::now();
+        self.0.busy.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Drop for AgentInner {
@@ -214,17 +242,23 @@ impl AgentSession {
     /// Runs one tool call. Never fails: errors come back as a [`ToolOutput`] with a
     /// code, so every surface reports them the same way.
     pub async fn call(&self, call: ToolCall) -> ToolOutput {
-        *lock(&self.inner.last_used) = Instant::now();
-        let out = match call {
+        let _busy = BusyGuard::new(&self.inner);
+        // Navigation is checked here, before Chromium sees the URL: Page.navigate
+        // would load file:, chrome: and data: URLs and run javascript: ones.
+        if let Some(url) = call.navigation_target()
+            && let Some(gateway) = self.inner.gateway.upgrade()
+            && let Decision::Deny { detail, .. } = gateway.config.policy.check_url(url).decision
+        {
+            return ToolOutput::error(ErrorCode::PolicyDenied, detail);
+        }
+        match call {
             ToolCall::SessionOpen { isolation } => self.open(isolation).await,
             ToolCall::SessionClose => self.close_browser().await,
             call => match self.browser_session().await {
                 Ok(session) => tools::run(&session, &self.inner.fence, call).await,
                 Err(out) => out,
             },
-        };
-        *lock(&self.inner.last_used) = Instant::now();
-        out
+        }
     }
 
     async fn open(&self, isolation: Option<Isolation>) -> ToolOutput {

@@ -106,6 +106,17 @@ pub enum ToolCall {
     SessionClose,
 }
 
+impl ToolCall {
+    /// The URL this call would navigate to, if it navigates.
+    pub fn navigation_target(&self) -> Option<&str> {
+        match self {
+            ToolCall::Navigate { url, .. } => Some(url),
+            ToolCall::Tabs(TabAction::New(Some(url))) => Some(url),
+            _ => None,
+        }
+    }
+}
+
 /// Page text format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadFormat {

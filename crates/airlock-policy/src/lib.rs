@@ -1,18 +1,19 @@
 //! Airlock's egress policy: which URLs and addresses the browser may reach, decided as a
-//! pure function of the policy and the input, with a reason an operator understands.
+//! pure function of the policy and the input, with a reason an operator understands
+//! (`169.254.169.254 is link-local (cloud metadata)`).
 //!
-//! For now this crate holds only the configuration section; the egress issue adds URL
-//! canonicalization, address classification and decisions. It will never do IO:
-//! resolving names and connecting belong to `airlock-egress`.
+//! URLs are canonicalized the way Chromium does it (WHATWG, via the `url` crate), so
+//! the host judged is the host Chromium will connect to: numeric IPv4 forms, percent-
+//! encoding, IDN, userinfo and backslashes are all resolved before any rule runs.
+//! Resolving names and connecting are not done here: the egress proxy resolves, then
+//! asks [`Policy::check_address`] about every address before it connects.
 
-use serde::Deserialize;
+mod address;
+mod config;
+mod decision;
+mod policy;
 
-/// The `[policy]` section of `airlock.toml`, as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyConfig {
-    /// Private addresses (CIDRs or host names) the browser may reach although the
-    /// default denies them; tests list loopback here explicitly.
-    #[serde(default)]
-    pub allow_private: Vec<String>,
-}
+pub use address::{AddressClass, Cidr, classify};
+pub use config::PolicyConfig;
+pub use decision::{Decision, DenyReason};
+pub use policy::{Checked, ConfigError, Policy};

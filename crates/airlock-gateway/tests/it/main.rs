@@ -7,8 +7,25 @@ use std::time::Duration;
 
 use airlock_browser::{SnapshotOptions, WaitUntil};
 use airlock_core::ErrorCode;
-use airlock_gateway::{Gateway, GatewayConfig, ToolCall};
-use airlock_test_support::with_browser;
+use airlock_gateway::{Gateway, GatewayConfig, TabAction, ToolCall};
+use airlock_policy::{Policy, PolicyConfig};
+use airlock_test_support::{Harness, with_browser};
+
+/// The policy tests run under: public addresses plus the fixture site's one port.
+fn fixture_policy(h: &Harness) -> Policy {
+    Policy::from_config(&PolicyConfig {
+        allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+        ..PolicyConfig::default()
+    })
+    .unwrap()
+}
+
+fn config(h: &Harness) -> GatewayConfig {
+    GatewayConfig {
+        policy: fixture_policy(h),
+        ..GatewayConfig::default()
+    }
+}
 
 fn navigate(url: String) -> ToolCall {
     ToolCall::Navigate {
@@ -37,7 +54,7 @@ macro_rules! eventually {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_sessions_open_lazily_and_close_with_their_agent() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), GatewayConfig::default());
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
         let agent = gateway.agent_session();
         assert_eq!(
             gateway.open_browser_sessions().await,
@@ -93,6 +110,7 @@ async fn an_idle_session_expires_once_then_starts_fresh() {
             h.browsers.clone(),
             GatewayConfig {
                 idle_ttl: Duration::from_millis(300),
+                ..config(&h)
             },
         );
         let agent = gateway.agent_session();
@@ -111,6 +129,112 @@ async fn an_idle_session_expires_once_then_starts_fresh() {
         // The next call opens a fresh session: the old cookie is gone.
         let out = agent.call(navigate(h.site.url("cookie.html"))).await;
         assert!(out.text.contains("cookie=[] storage=[]"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn navigation_is_refused_before_chromium_sees_it() {
+    with_browser(|h| async move {
+        // Without an allow_private entry the fixture site on loopback is refused …
+        let strict = Gateway::new(h.browsers.clone(), GatewayConfig::default());
+        let agent = strict.agent_session();
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(
+            out.text.starts_with("policy_denied: 127.0.0.1 is loopback"),
+            "{}",
+            out.text
+        );
+        let out = agent
+            .call(ToolCall::Tabs(TabAction::New(Some(
+                h.site.url("login.html"),
+            ))))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        // … so nothing reached it and no browser was even opened.
+        assert_eq!(h.site.a.connections(), 0);
+        assert_eq!(strict.open_browser_sessions().await, 0);
+
+        // With the port listed, the same request goes through (the negative control).
+        let allowed = Gateway::new(h.browsers.clone(), config(&h));
+        let out = allowed
+            .agent_session()
+            .call(navigate(h.site.url("login.html")))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(h.site.a.connections() > 0);
+        // The other loopback port stays refused.
+        let out = allowed
+            .agent_session()
+            .call(navigate(h.site.other_origin("login.html")))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert_eq!(h.site.b.connections(), 0);
+        strict.shutdown().await;
+        allowed.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dangerous_schemes_are_each_refused() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        for url in [
+            "file:///etc/passwd",
+            "data:text/html,<h1>hi</h1>",
+            "javascript:alert(document.cookie)",
+            "chrome://version",
+            "chrome-extension://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/x.html",
+            "devtools://devtools/bundled/inspector.html",
+            "view-source:https://example.com/",
+            "blob:https://example.com/0f0f0f0f-0000-0000-0000-000000000000",
+            "filesystem:https://example.com/temporary/x",
+            "ftp://example.com/file",
+        ] {
+            let out = agent.call(navigate(url.to_owned())).await;
+            assert_eq!(
+                out.error,
+                Some(ErrorCode::PolicyDenied),
+                "{url}: {}",
+                out.text
+            );
+            assert!(out.text.contains("is not allowed"), "{url}: {}", out.text);
+        }
+        assert_eq!(
+            gateway.open_browser_sessions().await,
+            0,
+            "Chromium never saw any of them"
+        );
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_longer_than_the_idle_ttl_is_not_cut_off() {
+    with_browser(|h| async move {
+        // The page takes 800 ms; the TTL is 200 ms. The session must survive the call.
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                idle_ttl: Duration::from_millis(200),
+                ..config(&h)
+            },
+        );
+        let agent = gateway.agent_session();
+        let started = tokio::time::Instant::now();
+        let out = agent.call(navigate(h.site.url("slow?ms=800"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("Finally loaded"), "{}", out.text);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
         gateway.shutdown().await;
     })
     .await;

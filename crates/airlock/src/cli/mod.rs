@@ -2,6 +2,7 @@
 
 mod doctor;
 mod mcp;
+mod policy;
 mod serve;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +41,23 @@ enum Command {
     Mcp,
     /// Check that Chromium, the data directory and the configuration work.
     Doctor,
+    /// Explain egress policy decisions.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    /// Print the decision and reason for URL under the loaded policy.
+    Check {
+        /// The URL, as an agent or page would give it.
+        url: String,
+        /// Also resolve the host and judge every address (as the egress proxy does).
+        #[arg(long)]
+        resolve: bool,
+    },
 }
 
 /// Runs the CLI and maps the outcome to an exit code.
@@ -58,6 +76,18 @@ pub(crate) fn main() -> ExitCode {
     };
     match cli.command {
         Command::Doctor => runtime.block_on(doctor::run(cli.config.as_deref())),
+        Command::Policy {
+            command: PolicyCommand::Check { url, resolve },
+        } => {
+            let config = match load_config(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            };
+            runtime.block_on(policy::check(&config, &url, resolve))
+        }
         Command::Mcp => {
             let config = match load_config(cli.config.as_deref()) {
                 Ok(c) => c,
@@ -116,8 +146,12 @@ pub(crate) fn config_path(flag: Option<&Path>) -> Option<PathBuf> {
         })
 }
 
-/// The engine as configured: browser pool (Chromium found, not yet started) and gateway.
-pub(crate) fn gateway(config: &Config) -> anyhow::Result<std::sync::Arc<airlock_gateway::Gateway>> {
+/// The engine as configured: browser pool (Chromium found, not yet started) and
+/// gateway. `own_addresses` are Airlock's listeners, which no page may reach.
+pub(crate) fn gateway(
+    config: &Config,
+    own_addresses: Vec<std::net::SocketAddr>,
+) -> anyhow::Result<std::sync::Arc<airlock_gateway::Gateway>> {
     let options = airlock_browser::BrowserOptions::from_config(&config.browser)
         .context("finding Chromium")?;
     let browsers = std::sync::Arc::new(airlock_browser::Browsers::new(options));
@@ -125,6 +159,7 @@ pub(crate) fn gateway(config: &Config) -> anyhow::Result<std::sync::Arc<airlock_
         browsers,
         airlock_gateway::GatewayConfig {
             idle_ttl: config.sessions.idle_ttl,
+            policy: config.policy.clone().with_airlock_addresses(own_addresses),
         },
     ))
 }

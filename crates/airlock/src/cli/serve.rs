@@ -26,11 +26,11 @@ pub(crate) async fn run(
     }
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir `{}`", config.data_dir.display()))?;
-    let gateway = super::gateway(&config)?;
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    let gateway = super::gateway(&config, vec![addr])?;
     // Host checking defends unauthenticated loopback servers against DNS rebinding;
     // a non-loopback server requires a token instead and answers to any host name.
     let allowed_hosts = if loopback {

@@ -28,6 +28,7 @@ EXPECTED_TOOLS = {
 
 passed = 0
 failed = 0
+DENIED_URL = None
 
 
 def check(name, ok, detail=""):
@@ -102,7 +103,12 @@ async def flow(client, base):
     r = await client.call_tool("browser_click", {"ref": "e99999"})
     check("unknown ref -> ref_not_found", r.is_error and text_of(r).startswith("ref_not_found:"), text_of(r))
     r = await client.call_tool("browser_navigate", {"url": "file:///etc/passwd"})
-    check("file: URL refused", r.is_error and text_of(r).startswith("invalid_argument:"), text_of(r))
+    check("file: URL refused by policy", r.is_error and text_of(r).startswith("policy_denied: scheme `file:`"), text_of(r))
+    r = await client.call_tool("browser_navigate", {"url": "http://169.254.169.254/latest/meta-data/"})
+    check("cloud metadata refused", r.is_error and text_of(r).startswith("policy_denied: 169.254.169.254 is link-local (cloud metadata)"), text_of(r))
+    if DENIED_URL:
+        r = await client.call_tool("browser_navigate", {"url": DENIED_URL})
+        check("loopback port not in allow_private refused", r.is_error and text_of(r).startswith("policy_denied: 127.0.0.1 is loopback"), text_of(r))
     r = await client.call_tool("browser_type", {"ref": "e1", "text": "x" * 100_001})
     check("huge text refused", r.is_error and text_of(r).startswith("invalid_argument:"), text_of(r)[:200])
     r = await client.call_tool("browser_click", {"ref": 12})
@@ -175,7 +181,9 @@ async def shell(client, base):
 
 
 async def main():
+    global DENIED_URL
     kind, target, base, mode = sys.argv[1:5]
+    DENIED_URL = sys.argv[6] if len(sys.argv) > 6 else None
     if kind == "shell":
         server = StdioServerParameters(command=target, args=["mcp"], env=dict(os.environ))
         async with Client(server, mode=mode) as client:
@@ -186,7 +194,7 @@ async def main():
         await concurrent(target, base, int(mode))
         print(f"{passed} passed, {failed} failed")
         sys.exit(1 if failed else 0)
-    token = sys.argv[5] if len(sys.argv) > 5 else None
+    token = (sys.argv[5] or None) if len(sys.argv) > 5 else None
     if kind == "stdio":
         server = StdioServerParameters(command=target, args=["mcp"], env=dict(os.environ))
         async with Client(server, mode=mode) as client:

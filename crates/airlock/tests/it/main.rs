@@ -5,5 +5,6 @@
 
 mod http_safety;
 mod mcp_clients;
+mod policy_cli;
 mod server;
 mod tidy;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use airlock_test_support::{FixtureSite, chromium_processes_under};
 use tokio::process::Command;
 
-use crate::server::{serve, stop};
+use crate::server::{serve_with, stop};
 
 use crate::server::BIN;
 
@@ -26,10 +26,6 @@ fn python() -> PathBuf {
         path.display()
     );
     path
-}
-
-async fn run_flow(args: &[&str], tmp: &Path) {
-    run_flow_with(args, tmp, &[]).await;
 }
 
 async fn run_flow_with(args: &[&str], tmp: &Path, env: &[(&str, &Path)]) {
@@ -58,6 +54,25 @@ async fn run_flow_with(args: &[&str], tmp: &Path, env: &[(&str, &Path)]) {
 
 /// A temp dir for the binary's Chromium profiles; after the binary exits nothing may
 /// be running from it or left in it.
+/// A config that lets the browser reach the fixture site's first port (loopback is
+/// denied by default) and nothing else on loopback.
+fn fixture_config(tmp: &Path, site: &FixtureSite, extra: &str) -> PathBuf {
+    let path = tmp.join("airlock.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{extra}\n[policy]\nallow_private = [\"127.0.0.1:{}\"]\n",
+            site.a.port()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn denied_url(site: &FixtureSite) -> String {
+    format!("http://127.0.0.1:{}/login.html", site.b.port())
+}
+
 pub(crate) async fn assert_clean(tmp: &Path) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
@@ -90,9 +105,21 @@ async fn python_sdk_flow_over_stdio_in_both_eras() {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
+    let config = fixture_config(tmp.path(), &site, "");
     for mode in ["legacy", "2026-07-28"] {
-        run_flow(&["stdio", BIN, &base, mode], tmp.path()).await;
+        run_flow_with(
+            &["stdio", BIN, &base, mode, "", &denied_url(&site)],
+            tmp.path(),
+            &[("AIRLOCK_CONFIG", &config)],
+        )
+        .await;
     }
+    assert_eq!(
+        site.b.connections(),
+        0,
+        "the denied port was never contacted"
+    );
+    assert!(site.a.connections() > 0);
     assert_clean(tmp.path()).await;
 }
 
@@ -101,11 +128,22 @@ async fn python_sdk_flow_over_streamable_http_in_both_eras() {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
-    let served = serve(tmp.path(), None).await;
+    let config = fixture_config(tmp.path(), &site, "");
+    let served = serve_with(tmp.path(), None, Some(&config)).await;
     for mode in ["legacy", "2026-07-28"] {
-        run_flow(&["http", &served.url, &base, mode], tmp.path()).await;
+        run_flow_with(
+            &["http", &served.url, &base, mode, "", &denied_url(&site)],
+            tmp.path(),
+            &[],
+        )
+        .await;
     }
     stop(served).await;
+    assert_eq!(
+        site.b.connections(),
+        0,
+        "the denied port was never contacted"
+    );
     assert_clean(tmp.path()).await;
 }
 
@@ -115,8 +153,21 @@ async fn python_sdk_flow_with_a_bearer_token() {
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
     let token = "test-token-0123456789abcdef";
-    let served = serve(tmp.path(), Some(token)).await;
-    run_flow(&["http", &served.url, &base, "legacy", token], tmp.path()).await;
+    let config = fixture_config(tmp.path(), &site, "");
+    let served = serve_with(tmp.path(), Some(token), Some(&config)).await;
+    run_flow_with(
+        &[
+            "http",
+            &served.url,
+            &base,
+            "legacy",
+            token,
+            &denied_url(&site),
+        ],
+        tmp.path(),
+        &[],
+    )
+    .await;
     stop(served).await;
     assert_clean(tmp.path()).await;
 }
@@ -126,8 +177,9 @@ async fn ten_clients_at_once_each_with_its_own_session() {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
-    let served = serve(tmp.path(), None).await;
-    run_flow(&["concurrent", &served.url, &base, "10"], tmp.path()).await;
+    let config = fixture_config(tmp.path(), &site, "");
+    let served = serve_with(tmp.path(), None, Some(&config)).await;
+    run_flow_with(&["concurrent", &served.url, &base, "10"], tmp.path(), &[]).await;
     stop(served).await;
     assert_clean(tmp.path()).await;
 }
@@ -137,8 +189,7 @@ async fn browser_shell_profile_over_stdio() {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
-    let config = tmp.path().join("airlock.toml");
-    std::fs::write(&config, "[tools]\nprofile = \"browser-shell\"\n").unwrap();
+    let config = fixture_config(tmp.path(), &site, "[tools]\nprofile = \"browser-shell\"");
     run_flow_with(
         &["shell", BIN, &base, "legacy"],
         tmp.path(),

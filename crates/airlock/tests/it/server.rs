@@ -15,6 +15,11 @@ pub(crate) struct Served {
 }
 
 pub(crate) async fn serve(tmp: &Path, api_key: Option<&str>) -> Served {
+    serve_with(tmp, api_key, None).await
+}
+
+/// `airlock serve` with an optional config file.
+pub(crate) async fn serve_with(tmp: &Path, api_key: Option<&str>, config: Option<&Path>) -> Served {
     let mut command = Command::new(BIN);
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
@@ -27,6 +32,10 @@ pub(crate) async fn serve(tmp: &Path, api_key: Option<&str>) -> Served {
     if let Some(key) = api_key {
         command.env("AIRLOCK_API_KEY", key);
     }
+    match config {
+        Some(path) => command.env("AIRLOCK_CONFIG", path),
+        None => command.env_remove("AIRLOCK_CONFIG"),
+    };
     let mut child = command.spawn().expect("airlock serve starts");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let url = tokio::time::timeout(Duration::from_secs(30), async {
