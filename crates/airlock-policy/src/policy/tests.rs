@@ -518,25 +518,25 @@ fn randomized_urls_never_panic_and_never_allow_private_literals() {
             rng.pick(&pieces),
             random_ipv4_spelling(&mut rng, ip)
         );
-        if rng.next() % 3 == 0 {
+        if rng.next().is_multiple_of(3) {
             url.push_str(rng.pick(&junk));
             url.push_str(rng.pick(&["example.com", "127.0.0.1", "a", ""]));
         }
-        if rng.next() % 4 == 0 {
+        if rng.next().is_multiple_of(4) {
             url.push_str(&format!(":{}", rng.next() % 70_000));
         }
         url.push('/');
         // Must not panic, whatever the input.
         let checked = p.check_url(&url);
         // If Chromium would connect to a literal address, a private one is never allowed.
-        if let Some(addr) = checked.ip {
-            if classify(addr).is_some() {
-                private_literals += 1;
-                assert!(
-                    !checked.decision.is_allowed(),
-                    "allowed private literal {addr} from {url:?}"
-                );
-            }
+        if let Some(addr) = checked.ip
+            && classify(addr).is_some()
+        {
+            private_literals += 1;
+            assert!(
+                !checked.decision.is_allowed(),
+                "allowed private literal {addr} from {url:?}"
+            );
         }
         if checked.decision.is_allowed() && checked.url.as_deref() != Some("about:blank") {
             let host = checked.host.clone().unwrap_or_default();
