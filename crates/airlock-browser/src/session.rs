@@ -374,6 +374,24 @@ struct Prepare {
     hit_test: bool,
 }
 
+// What an action needs of its target before it acts.
+const CLICKABLE: Prepare = Prepare {
+    need_enabled: true,
+    hit_test: true,
+};
+const HOVERABLE: Prepare = Prepare {
+    need_enabled: false,
+    hit_test: true,
+};
+const EDITABLE: Prepare = Prepare {
+    need_enabled: true,
+    hit_test: false,
+};
+const VISIBLE: Prepare = Prepare {
+    need_enabled: false,
+    hit_test: false,
+};
+
 impl Session {
     pub(crate) async fn open(
         id: String,
@@ -984,16 +1002,7 @@ impl Session {
     pub async fn click(&self, target: &Target, options: &ClickOptions) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
         let tab = self.active()?;
-        let (_, located) = self
-            .locate(
-                &tab,
-                target,
-                Prepare {
-                    need_enabled: true,
-                    hit_test: true,
-                },
-            )
-            .await?;
+        let (_, located) = self.locate(&tab, target, CLICKABLE).await?;
         let before = Self::nav_counters(&tab);
         let button = match options.button {
             MouseButton::Left => "left",
@@ -1030,16 +1039,7 @@ impl Session {
     pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
         let tab = self.active()?;
-        let (_, located) = self
-            .locate(
-                &tab,
-                target,
-                Prepare {
-                    need_enabled: false,
-                    hit_test: true,
-                },
-            )
-            .await?;
+        let (_, located) = self.locate(&tab, target, HOVERABLE).await?;
         let before = Self::nav_counters(&tab);
         self.mouse(&tab, "mouseMoved", located.x, located.y, json!({}))
             .await?;
@@ -1078,16 +1078,7 @@ impl Session {
         text: &str,
         clear_first: bool,
     ) -> Result<String> {
-        let (frame, located) = self
-            .locate(
-                tab,
-                target,
-                Prepare {
-                    need_enabled: true,
-                    hit_test: false,
-                },
-            )
-            .await?;
+        let (frame, located) = self.locate(tab, target, EDITABLE).await?;
         let call = format!(
             "__airlock.focusForTyping({}, {clear_first})",
             walker_target_in_frame(target, frame)
@@ -1116,16 +1107,7 @@ impl Session {
         let before = Self::nav_counters(&tab);
         let mut done = Vec::new();
         for (target, value) in fields {
-            let (frame, located) = self
-                .locate(
-                    &tab,
-                    target,
-                    Prepare {
-                        need_enabled: true,
-                        hit_test: false,
-                    },
-                )
-                .await?;
+            let (frame, located) = self.locate(&tab, target, EDITABLE).await?;
             let kind = self
                 .helper(
                     &tab,
@@ -1233,16 +1215,7 @@ impl Session {
         }
         let _op = self.op.lock().await;
         let tab = self.active()?;
-        let (frame, _) = self
-            .locate(
-                &tab,
-                target,
-                Prepare {
-                    need_enabled: true,
-                    hit_test: false,
-                },
-            )
-            .await?;
+        let (frame, _) = self.locate(&tab, target, EDITABLE).await?;
         let before = Self::nav_counters(&tab);
         let selected = self.select_in(&tab, frame, target, values).await?;
         let navigated = self.settle(&tab, before).await;
@@ -1289,16 +1262,7 @@ impl Session {
     }
 
     async fn set_checked_in(&self, tab: &Tab, target: &Target, want: bool) -> Result<String> {
-        let (frame, located) = self
-            .locate(
-                tab,
-                target,
-                Prepare {
-                    need_enabled: true,
-                    hit_test: true,
-                },
-            )
-            .await?;
+        let (frame, located) = self.locate(tab, target, CLICKABLE).await?;
         let read = format!(
             "__airlock.checked({})",
             walker_target_in_frame(target, frame)
@@ -1343,16 +1307,7 @@ impl Session {
         let before = Self::nav_counters(&tab);
         let detail = match scroll {
             Scroll::IntoView(target) => {
-                let (_, located) = self
-                    .locate(
-                        &tab,
-                        target,
-                        Prepare {
-                            need_enabled: false,
-                            hit_test: false,
-                        },
-                    )
-                    .await?;
+                let (_, located) = self.locate(&tab, target, VISIBLE).await?;
                 format!("scrolled {} into view", located.desc)
             }
             Scroll::Page { direction, amount } => {
@@ -1710,16 +1665,7 @@ impl Session {
             params["quality"] = json!(q);
         }
         if let Some(target) = &options.target {
-            let (_, located) = self
-                .locate(
-                    &tab,
-                    target,
-                    Prepare {
-                        need_enabled: false,
-                        hit_test: false,
-                    },
-                )
-                .await?;
+            let (_, located) = self.locate(&tab, target, VISIBLE).await?;
             let metrics = tab
                 .call("Page.getLayoutMetrics", json!({}), timeout)
                 .await?;

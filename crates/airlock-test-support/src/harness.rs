@@ -95,12 +95,8 @@ async fn assert_no_leaks(parent: &Path, groups: &[u32]) {
 /// their profile path in `--user-data-dir`, renderers inherit it in their flags).
 pub fn chromium_processes_under(dir: &Path) -> Vec<u32> {
     let needle = dir.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    pids()
+        .into_iter()
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .map(|c| String::from_utf8_lossy(&c).contains(&needle))
@@ -111,12 +107,8 @@ pub fn chromium_processes_under(dir: &Path) -> Vec<u32> {
 
 /// Live (non-zombie) processes whose process group is one of `groups`.
 pub fn processes_in_groups(groups: &[u32]) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    pids()
+        .into_iter()
         .filter(|pid| {
             let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
                 return false;
@@ -131,4 +123,15 @@ pub fn processes_in_groups(groups: &[u32]) -> Vec<u32> {
             state != "Z" && pgrp.is_some_and(|g| groups.contains(&g))
         })
         .collect()
+}
+
+fn pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
