@@ -1,0 +1,382 @@
+//! Airlock's egress proxy: the only way a browser context reaches the network.
+//!
+//! Each browser session gets its own proxy listener on loopback, so the port a
+//! connection arrives on says which session (and which policy) it belongs to. The
+//! proxy speaks HTTP/1.1 forward-proxy: absolute-form requests for `http://` (and
+//! `ws://` upgrades) and `CONNECT` for TLS and `wss://`.
+//!
+//! For every request it resolves the host itself, checks **every** resolved address
+//! against the policy, and connects to an address it checked. There is no second
+//! lookup between the check and the connect, so a name that resolves to a public
+//! address at check time and a private one a moment later (DNS rebinding) cannot slip
+//! through. A name with any refused address is refused as a whole.
+//!
+//! A refusal is a `403` with a one-line plain body (`policy_denied: …`), and counted
+//! per reason for the session's tool results.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use airlock_policy::{Decision, DenyReason, Policy};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+/// Largest request head the proxy reads.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Budget for a client to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// Budget for resolving a name and for connecting to the checked address.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A boxed future, for the object-safe [`Resolver`].
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Turns a host name into addresses; injectable so tests can script DNS.
+pub trait Resolver: Send + Sync + 'static {
+    /// All addresses of `host` for `port`.
+    fn resolve<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, io::Result<Vec<SocketAddr>>>;
+}
+
+/// The system resolver (getaddrinfo through tokio).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemResolver;
+
+impl Resolver for SystemResolver {
+    fn resolve<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, io::Result<Vec<SocketAddr>>> {
+        Box::pin(async move { Ok(tokio::net::lookup_host((host, port)).await?.collect()) })
+    }
+}
+
+/// Requests refused, by reason.
+#[derive(Debug, Default)]
+struct Blocked {
+    total: BTreeMap<DenyReason, u64>,
+    unreported: BTreeMap<DenyReason, u64>,
+}
+
+/// One session's proxy. Dropping it stops the listener and every connection.
+pub struct EgressProxy {
+    addr: SocketAddr,
+    blocked: Arc<Mutex<Blocked>>,
+    tasks: JoinSet<()>,
+}
+
+impl EgressProxy {
+    /// Starts a proxy on `127.0.0.1:0` enforcing `policy`.
+    pub async fn start(
+        policy: Arc<Policy>,
+        resolver: Arc<dyn Resolver>,
+    ) -> io::Result<EgressProxy> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let blocked = Arc::new(Mutex::new(Blocked::default()));
+        let mut tasks = JoinSet::new();
+        let counts = blocked.clone();
+        tasks.spawn(async move {
+            // Connections live in their own set, owned by this task: when the proxy
+            // is dropped, this task is aborted and the set with it.
+            let mut connections = JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let policy = policy.clone();
+                        let resolver = resolver.clone();
+                        let counts = counts.clone();
+                        connections.spawn(async move {
+                            if let Err(error) = serve(stream, &policy, resolver.as_ref(), &counts).await {
+                                tracing::debug!(%error, "egress connection ended");
+                            }
+                        });
+                    }
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                }
+            }
+        });
+        tracing::debug!(%addr, "egress proxy listening");
+        Ok(EgressProxy {
+            addr,
+            blocked,
+            tasks,
+        })
+    }
+
+    /// Where the browser context must send everything (`http://ADDR`).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The `proxyServer` value for `Target.createBrowserContext`.
+    pub fn proxy_server(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Refusals since the proxy started, by reason.
+    pub fn blocked(&self) -> BTreeMap<DenyReason, u64> {
+        lock(&self.blocked).total.clone()
+    }
+
+    /// Refusals since the last call, by reason (for a tool result's summary).
+    pub fn take_unreported(&self) -> BTreeMap<DenyReason, u64> {
+        std::mem::take(&mut lock(&self.blocked).unreported)
+    }
+
+    /// Stops the listener and every open connection now.
+    pub fn shutdown(&mut self) {
+        self.tasks.abort_all();
+    }
+}
+
+impl Drop for EgressProxy {
+    fn drop(&mut self) {
+        self.tasks.abort_all();
+    }
+}
+
+/// `blocked 3 requests: 2 private address, 1 host not allowed`, or `None`.
+pub fn summarize(blocked: &BTreeMap<DenyReason, u64>) -> Option<String> {
+    let total: u64 = blocked.values().sum();
+    if total == 0 {
+        return None;
+    }
+    let mut parts: Vec<(u64, &str)> = blocked.iter().map(|(r, n)| (*n, r.label())).collect();
+    parts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let parts: Vec<String> = parts.iter().map(|(n, l)| format!("{n} {l}")).collect();
+    let noun = if total == 1 { "request" } else { "requests" };
+    Some(format!("blocked {total} {noun}: {}", parts.join(", ")))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct Head {
+    method: String,
+    target: String,
+    version: String,
+    headers: Vec<(String, String)>,
+    // Bytes the client sent after the head (a request body or TLS data).
+    rest: Vec<u8>,
+}
+
+async fn read_head(stream: &mut TcpStream) -> io::Result<Option<Head>> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos;
+        }
+        if buf.len() > MAX_HEAD_BYTES {
+            return Ok(None);
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let text = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let mut lines = text.split("\r\n");
+    let mut parts = lines.next().unwrap_or_default().split_whitespace();
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Ok(None);
+    };
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    Ok(Some(Head {
+        method: method.to_owned(),
+        target: target.to_owned(),
+        version: version.to_owned(),
+        headers,
+        rest: buf[end + 4..].to_vec(),
+    }))
+}
+
+async fn refuse(stream: &mut TcpStream, status: &str, body: &str) -> io::Result<()> {
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+fn count(counts: &Mutex<Blocked>, reason: DenyReason) {
+    let mut blocked = lock(counts);
+    *blocked.total.entry(reason).or_default() += 1;
+    *blocked.unreported.entry(reason).or_default() += 1;
+}
+
+async fn serve(
+    mut client: TcpStream,
+    policy: &Policy,
+    resolver: &dyn Resolver,
+    counts: &Mutex<Blocked>,
+) -> io::Result<()> {
+    let Ok(head) = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await else {
+        return Ok(());
+    };
+    let Some(head) = head? else {
+        return refuse(&mut client, "400 Bad Request", "bad proxy request\n").await;
+    };
+    let connect = head.method.eq_ignore_ascii_case("CONNECT");
+    // What the policy judges: the URL for absolute-form requests; for CONNECT the
+    // authority, as the https:// URL it stands for.
+    let url = if connect {
+        format!("https://{}/", head.target)
+    } else {
+        head.target.clone()
+    };
+    let checked = policy.check_url(&url);
+    let (Some(host), Some(port)) = (checked.host.clone(), checked.port) else {
+        let reason = match &checked.decision {
+            Decision::Deny { reason, .. } => *reason,
+            Decision::Allow => DenyReason::InvalidUrl,
+        };
+        count(counts, reason);
+        return refuse(
+            &mut client,
+            "403 Forbidden",
+            &format!("{}\n", deny_text(&checked.decision, &url)),
+        )
+        .await;
+    };
+    if let Decision::Deny { reason, .. } = &checked.decision {
+        count(counts, *reason);
+        tracing::debug!(host, port, decision = %checked.decision, "egress refused");
+        return refuse(
+            &mut client,
+            "403 Forbidden",
+            &format!("{}\n", checked.decision),
+        )
+        .await;
+    }
+    let addresses = match checked.ip {
+        Some(ip) => vec![SocketAddr::new(ip, port)],
+        None => match tokio::time::timeout(CONNECT_TIMEOUT, resolver.resolve(&host, port)).await {
+            Ok(Ok(list)) if !list.is_empty() => list,
+            _ => {
+                count(counts, DenyReason::Unresolvable);
+                return refuse(
+                    &mut client,
+                    "502 Bad Gateway",
+                    &format!("policy_denied: {host} does not resolve\n"),
+                )
+                .await;
+            }
+        },
+    };
+    // Every address must pass; the connection then goes to one of those checked
+    // addresses, never to a fresh lookup.
+    for address in &addresses {
+        let decision = policy.check_address(&host, *address);
+        if let Decision::Deny { reason, .. } = &decision {
+            count(counts, *reason);
+            tracing::debug!(host, %address, %decision, "egress refused");
+            return refuse(&mut client, "403 Forbidden", &format!("{decision}\n")).await;
+        }
+    }
+    let mut upstream = None;
+    for address in &addresses {
+        if let Ok(Ok(stream)) =
+            tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await
+        {
+            upstream = Some(stream);
+            break;
+        }
+    }
+    let Some(mut upstream) = upstream else {
+        return refuse(
+            &mut client,
+            "502 Bad Gateway",
+            &format!("could not connect to {host}:{port}\n"),
+        )
+        .await;
+    };
+    if connect {
+        client
+            .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            .await?;
+        upstream.write_all(&head.rest).await?;
+    } else {
+        upstream
+            .write_all(&origin_form(&head, &checked.url.unwrap_or_default()))
+            .await?;
+        upstream.write_all(&head.rest).await?;
+    }
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+    Ok(())
+}
+
+fn deny_text(decision: &Decision, url: &str) -> String {
+    match decision {
+        Decision::Deny { .. } => decision.to_string(),
+        Decision::Allow => format!("policy_denied: `{url}` has no host"),
+    }
+}
+
+// Rewrites an absolute-form request for the origin server: origin-form target, hop-by-
+// hop proxy headers dropped, and `Connection: close` (the next request on this client
+// connection may be for another host) unless it is a WebSocket upgrade.
+fn origin_form(head: &Head, canonical: &str) -> Vec<u8> {
+    let path = canonical
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("/");
+    let path = path.split('#').next().unwrap_or("/");
+    let upgrade = head
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("upgrade"));
+    let mut out = format!("{} {} {}\r\n", head.method, path, head.version);
+    for (name, value) in &head.headers {
+        let lower = name.to_ascii_lowercase();
+        if lower == "proxy-connection"
+            || lower == "proxy-authorization"
+            || (lower == "connection" && !upgrade)
+            || lower == "keep-alive"
+        {
+            continue;
+        }
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !upgrade {
+        out.push_str("Connection: close\r\n");
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_read_well() {
+        let mut blocked = BTreeMap::new();
+        assert_eq!(summarize(&blocked), None);
+        blocked.insert(DenyReason::PrivateAddress, 2);
+        blocked.insert(DenyReason::HostNotAllowed, 1);
+        assert_eq!(
+            summarize(&blocked).unwrap(),
+            "blocked 3 requests: 2 private address, 1 host not allowed"
+        );
+    }
+}

@@ -1,0 +1,298 @@
+//! The proxy over real sockets: counting listeners must see zero connections for
+//! everything refused, and the allowed control must get through (so the tests can fail).
+
+#![allow(clippy::unwrap_used)]
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use airlock_egress::{BoxFuture, EgressProxy, Resolver, SystemResolver};
+use airlock_policy::{DenyReason, Policy, PolicyConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A loopback HTTP server that counts connections and answers `hello`.
+struct Counting {
+    addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+}
+
+async fn counting() -> Counting {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let seen = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            seen.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+                    )
+                    .await;
+            });
+        }
+    });
+    Counting { addr, connections }
+}
+
+impl Counting {
+    fn count(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+fn policy(allow_private: &[String]) -> Arc<Policy> {
+    Arc::new(
+        Policy::from_config(&PolicyConfig {
+            allow_private: allow_private.to_vec(),
+            ..PolicyConfig::default()
+        })
+        .unwrap(),
+    )
+}
+
+async fn via_proxy(proxy: &EgressProxy, request: &str) -> String {
+    let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn get(url: &str) -> String {
+    format!("GET {url} HTTP/1.1\r\nHost: x\r\nProxy-Connection: keep-alive\r\n\r\n")
+}
+
+#[tokio::test]
+async fn absolute_form_requests_are_checked_and_the_control_gets_through() {
+    let allowed = counting().await;
+    let denied = counting().await;
+    let proxy = EgressProxy::start(
+        policy(&[format!("127.0.0.1:{}", allowed.addr.port())]),
+        Arc::new(SystemResolver),
+    )
+    .await
+    .unwrap();
+
+    let out = via_proxy(
+        &proxy,
+        &get(&format!("http://127.0.0.1:{}/x", denied.addr.port())),
+    )
+    .await;
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    assert!(
+        out.ends_with("policy_denied: 127.0.0.1 is loopback\n"),
+        "{out}"
+    );
+    for spelling in [
+        "http://2130706433:{p}/",
+        "http://0x7f.1:{p}/",
+        "http://localhost:{p}/",
+        "http://[::ffff:127.0.0.1]:{p}/",
+        "http://127.0.0.1.:{p}/",
+    ] {
+        let url = spelling.replace("{p}", &denied.addr.port().to_string());
+        let out = via_proxy(&proxy, &get(&url)).await;
+        assert!(out.starts_with("HTTP/1.1 403"), "{url}: {out}");
+    }
+    assert_eq!(denied.count(), 0, "the refused listener saw a connection");
+
+    let out = via_proxy(
+        &proxy,
+        &get(&format!("http://127.0.0.1:{}/x", allowed.addr.port())),
+    )
+    .await;
+    assert!(
+        out.starts_with("HTTP/1.1 200") && out.ends_with("hello"),
+        "{out}"
+    );
+    assert_eq!(allowed.count(), 1);
+    assert_eq!(proxy.blocked().get(&DenyReason::PrivateAddress), Some(&6));
+    let summary = airlock_egress::summarize(&proxy.take_unreported()).unwrap();
+    assert_eq!(summary, "blocked 6 requests: 6 private address");
+    assert!(proxy.take_unreported().is_empty());
+}
+
+#[tokio::test]
+async fn connect_tunnels_are_checked_too() {
+    let allowed = counting().await;
+    let denied = counting().await;
+    let proxy = EgressProxy::start(
+        policy(&[format!("127.0.0.1:{}", allowed.addr.port())]),
+        Arc::new(SystemResolver),
+    )
+    .await
+    .unwrap();
+    let out = via_proxy(
+        &proxy,
+        &format!(
+            "CONNECT 127.0.0.1:{0} HTTP/1.1\r\nHost: 127.0.0.1:{0}\r\n\r\n",
+            denied.addr.port()
+        ),
+    )
+    .await;
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    assert_eq!(denied.count(), 0);
+
+    let mut s = TcpStream::connect(proxy.addr()).await.unwrap();
+    s.write_all(
+        format!(
+            "CONNECT 127.0.0.1:{0} HTTP/1.1\r\nHost: 127.0.0.1:{0}\r\n\r\n",
+            allowed.addr.port()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut buf = vec![0u8; 39];
+    s.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf, b"HTTP/1.1 200 Connection Established\r\n\r\n");
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest).await;
+    assert!(String::from_utf8_lossy(&rest).ends_with("hello"));
+    assert_eq!(allowed.count(), 1);
+}
+
+/// Answers from a script and counts lookups.
+struct Scripted {
+    answers: Vec<(&'static str, Vec<SocketAddr>, Vec<SocketAddr>)>,
+    calls: AtomicUsize,
+}
+
+impl Resolver for Scripted {
+    fn resolve<'a>(
+        &'a self,
+        host: &'a str,
+        _port: u16,
+    ) -> BoxFuture<'a, io::Result<Vec<SocketAddr>>> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        let answer = self
+            .answers
+            .iter()
+            .find(|(name, _, _)| *name == host)
+            .map(|(_, first, later)| if n == 0 { first.clone() } else { later.clone() });
+        Box::pin(async move {
+            answer.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such name"))
+        })
+    }
+}
+
+#[tokio::test]
+async fn resolves_once_checks_every_address_and_connects_to_the_checked_one() {
+    let allowed = counting().await;
+    let private = counting().await;
+    let public: SocketAddr = "93.184.216.34:80".parse().unwrap();
+    // `flip.test` answers the allowed listener first, then a private address: the
+    // proxy must use its one checked answer, never look up again.
+    let resolver = Arc::new(Scripted {
+        answers: vec![
+            ("flip.test", vec![allowed.addr], vec![private.addr]),
+            ("rebind.test", vec![private.addr], vec![private.addr]),
+            (
+                "mixed.test",
+                vec![public, private.addr],
+                vec![public, private.addr],
+            ),
+        ],
+        calls: AtomicUsize::new(0),
+    });
+    let proxy = EgressProxy::start(
+        policy(&[format!("127.0.0.1:{}", allowed.addr.port())]),
+        resolver.clone(),
+    )
+    .await
+    .unwrap();
+
+    let out = via_proxy(
+        &proxy,
+        &get(&format!("http://flip.test:{}/", allowed.addr.port())),
+    )
+    .await;
+    assert!(out.ends_with("hello"), "{out}");
+    assert_eq!(
+        resolver.calls.load(Ordering::SeqCst),
+        1,
+        "one lookup per request"
+    );
+    assert_eq!(allowed.count(), 1);
+
+    let out = via_proxy(
+        &proxy,
+        &get(&format!("http://rebind.test:{}/", private.addr.port())),
+    )
+    .await;
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    assert!(
+        out.contains("rebind.test resolves to 127.0.0.1, which is loopback"),
+        "{out}"
+    );
+    let out = via_proxy(
+        &proxy,
+        &get(&format!("http://mixed.test:{}/", private.addr.port())),
+    )
+    .await;
+    assert!(
+        out.starts_with("HTTP/1.1 403"),
+        "a name with any private address is refused: {out}"
+    );
+    assert_eq!(private.count(), 0);
+
+    let out = via_proxy(&proxy, &get("http://nothing.test/")).await;
+    assert!(
+        out.starts_with("HTTP/1.1 502") && out.contains("does not resolve"),
+        "{out}"
+    );
+    assert_eq!(proxy.blocked().get(&DenyReason::Unresolvable), Some(&1));
+}
+
+#[tokio::test]
+async fn airlocks_own_listener_and_metadata_are_always_refused() {
+    let own = counting().await;
+    let policy = Arc::new(
+        Policy::from_config(&PolicyConfig {
+            allow_private: vec!["127.0.0.0/8".into(), "169.254.0.0/16".into()],
+            ..PolicyConfig::default()
+        })
+        .unwrap()
+        .with_airlock_addresses(vec![own.addr]),
+    );
+    let proxy = EgressProxy::start(policy, Arc::new(SystemResolver))
+        .await
+        .unwrap();
+    let out = via_proxy(
+        &proxy,
+        &get(&format!("http://127.0.0.1:{}/mcp", own.addr.port())),
+    )
+    .await;
+    assert!(
+        out.starts_with("HTTP/1.1 403") && out.contains("Airlock's own listener"),
+        "{out}"
+    );
+    let out = via_proxy(
+        &proxy,
+        &format!(
+            "CONNECT localhost:{0} HTTP/1.1\r\nHost: localhost:{0}\r\n\r\n",
+            own.addr.port()
+        ),
+    )
+    .await;
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    assert_eq!(own.count(), 0);
+    // Bad input gets a clear answer.
+    let out = via_proxy(&proxy, "NONSENSE\r\n\r\n").await;
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    let out = via_proxy(&proxy, &get("file:///etc/passwd")).await;
+    assert!(
+        out.starts_with("HTTP/1.1 403") && out.contains("scheme `file:`"),
+        "{out}"
+    );
+}
