@@ -48,7 +48,7 @@ async fn main() {
         let (open_process_ms, _) = time(|| async {
             let s = h
                 .browsers
-                .open_session(SessionOptions { isolation: Some(Isolation::Process) })
+                .open_session(SessionOptions { isolation: Some(Isolation::Process), ..Default::default() })
                 .await
                 .unwrap();
             s.close().await;

@@ -89,10 +89,11 @@ struct Version {
 }
 
 impl Chromium {
-    async fn launch(options: &BrowserOptions) -> Result<Arc<Chromium>> {
+    async fn launch(options: &BrowserOptions, proxy_server: Option<&str>) -> Result<Arc<Chromium>> {
         let launch_options = LaunchOptions {
             binary: options.binary.clone(),
             profile_parent: options.profile_parent.clone(),
+            proxy_server: proxy_server.map(str::to_owned),
         };
         let (process, conn) = launch::launch(&launch_options).await?;
         let pid = process.pid();
@@ -292,7 +293,10 @@ impl Browsers {
                 Session::open(id, chromium, false, self.options.clone(), options).await
             }
             Isolation::Process => {
-                let chromium = Chromium::launch(&self.options).await?;
+                // The dedicated Chromium gets the proxy on its command line too, so
+                // not even its default context has a way around it.
+                let chromium =
+                    Chromium::launch(&self.options, options.proxy_server.as_deref()).await?;
                 lock(&self.launched).push(chromium.pid());
                 lock(&self.dedicated).push(Arc::downgrade(&chromium));
                 let opened =
@@ -317,7 +321,7 @@ impl Browsers {
             );
             chromium.shutdown().await;
         }
-        let chromium = Chromium::launch(&self.options).await?;
+        let chromium = Chromium::launch(&self.options, None).await?;
         lock(&self.launched).push(chromium.pid());
         *shared = Some(chromium.clone());
         Ok(chromium)
@@ -348,7 +352,7 @@ impl Browsers {
 
 /// Launches Chromium once, reads its version and stops it: `airlock doctor`'s check.
 pub async fn probe(options: &BrowserOptions) -> Result<String> {
-    let chromium = Chromium::launch(options).await?;
+    let chromium = Chromium::launch(options, None).await?;
     let version = chromium.version().to_owned();
     chromium.shutdown().await;
     Ok(version)

@@ -124,6 +124,8 @@ pub(crate) struct LaunchOptions {
     pub(crate) binary: ChromiumBinary,
     /// Parent of the fresh profile directory (usually the system temp dir).
     pub(crate) profile_parent: PathBuf,
+    /// A proxy for the whole browser (process isolation), loopback not bypassed.
+    pub(crate) proxy_server: Option<String>,
 }
 
 /// The command-line flags Airlock starts Chromium with (without the profile dir).
@@ -268,6 +270,12 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
     command
         .args(chromium_flags(options.binary.kind, no_sandbox))
         .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(options.proxy_server.iter().flat_map(|p| {
+            [
+                format!("--proxy-server={p}"),
+                "--proxy-bypass-list=<-loopback>".to_owned(),
+            ]
+        }))
         .arg("about:blank")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

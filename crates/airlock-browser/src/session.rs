@@ -35,6 +35,9 @@ pub const DEFAULT_TEXT_BYTES: usize = 40_000;
 pub struct SessionOptions {
     /// Isolation mode; the pool's default when `None`.
     pub isolation: Option<Isolation>,
+    /// Proxy every connection of the session goes through (`http://127.0.0.1:PORT`),
+    /// loopback included. `None` only in tests of the browser layer itself.
+    pub proxy_server: Option<String>,
 }
 
 /// When a navigation counts as finished.
@@ -398,17 +401,19 @@ impl Session {
         chromium: Arc<Chromium>,
         dedicated: bool,
         options: Arc<BrowserOptions>,
-        _session_options: SessionOptions,
+        session_options: SessionOptions,
     ) -> Result<Session> {
         let timeout = options.action_timeout;
         let conn = chromium.conn.clone();
+        let mut params = json!({ "disposeOnDetach": true });
+        if let Some(proxy) = &session_options.proxy_server {
+            params["proxyServer"] = json!(proxy);
+            // Without `<-loopback>` Chromium sends localhost, 127/8, [::1], 169.254/16
+            // and fe80::/10 direct, around the proxy.
+            params["proxyBypassList"] = json!("<-loopback>");
+        }
         let context: Value = conn
-            .call(
-                None,
-                "Target.createBrowserContext",
-                json!({ "disposeOnDetach": true }),
-                timeout,
-            )
+            .call(None, "Target.createBrowserContext", params, timeout)
             .await?;
         let context_id = context["browserContextId"]
             .as_str()

@@ -9,6 +9,7 @@ use std::time::Duration;
 use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_config::Isolation;
 use airlock_core::ErrorCode;
+use airlock_egress::{EgressProxy, Resolver, SystemResolver, summarize};
 use airlock_policy::{Decision, Policy};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -38,6 +39,8 @@ impl Default for GatewayConfig {
 pub struct Gateway {
     browsers: Arc<Browsers>,
     config: GatewayConfig,
+    policy: Arc<Policy>,
+    resolver: Arc<dyn Resolver>,
     agents: Mutex<Vec<Weak<AgentInner>>>,
     // Agent sessions of stateless callers (one per caller identity).
     callers: Mutex<std::collections::HashMap<String, Arc<AgentSession>>>,
@@ -50,6 +53,8 @@ impl Gateway {
     pub fn new(browsers: Arc<Browsers>, config: GatewayConfig) -> Arc<Gateway> {
         let gateway = Arc::new(Gateway {
             browsers,
+            policy: Arc::new(config.policy.clone()),
+            resolver: Arc::new(SystemResolver),
             config,
             agents: Mutex::new(Vec::new()),
             callers: Mutex::new(std::collections::HashMap::new()),
@@ -72,6 +77,27 @@ impl Gateway {
         });
         *lock(&gateway.reaper) = Some(reaper);
         gateway
+    }
+
+    // Starts a session's egress proxy, then the browser session that must use it.
+    async fn open_held(&self, isolation: Option<Isolation>) -> Result<Arc<Held>, ToolOutput> {
+        let proxy = EgressProxy::start(self.policy.clone(), self.resolver.clone())
+            .await
+            .map_err(|e| {
+                ToolOutput::error(
+                    ErrorCode::Internal,
+                    format!("cannot start the egress proxy: {e}"),
+                )
+            })?;
+        let session = self
+            .browsers
+            .open_session(SessionOptions {
+                isolation,
+                proxy_server: Some(proxy.proxy_server()),
+            })
+            .await
+            .map_err(|e| ToolOutput::from_error(&e))?;
+        Ok(Arc::new(Held { session, proxy }))
     }
 
     /// The browser pool (diagnostics and tests).
@@ -181,9 +207,24 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A browser session and the egress proxy all its connections go through; they live
+/// and die together.
+pub(crate) struct Held {
+    session: Session,
+    proxy: EgressProxy,
+}
+
+impl std::ops::Deref for Held {
+    type Target = Session;
+
+    fn deref(&self) -> &Session {
+        &self.session
+    }
+}
+
 pub(crate) enum Slot {
     Empty,
-    Open(Arc<Session>),
+    Open(Arc<Held>),
     /// Closed for idleness; the next call says so once, then starts afresh.
     Expired,
 }
@@ -255,7 +296,15 @@ impl AgentSession {
             ToolCall::SessionOpen { isolation } => self.open(isolation).await,
             ToolCall::SessionClose => self.close_browser().await,
             call => match self.browser_session().await {
-                Ok(session) => tools::run(&session, &self.inner.fence, call).await,
+                Ok(held) => {
+                    let mut out = tools::run(&held, &self.inner.fence, call).await;
+                    // What the page tried and the proxy refused meanwhile.
+                    if let Some(summary) = summarize(&held.proxy.take_unreported()) {
+                        out.text.push('\n');
+                        out.text.push_str(&summary);
+                    }
+                    out
+                }
                 Err(out) => out,
             },
         }
@@ -275,17 +324,13 @@ impl AgentSession {
                 "the gateway is shutting down",
             );
         };
-        match gateway
-            .browsers
-            .open_session(SessionOptions { isolation })
-            .await
-        {
-            Ok(session) => {
-                let text = format!("opened browser session ({})", describe(&session));
-                *slot = Slot::Open(Arc::new(session));
+        match gateway.open_held(isolation).await {
+            Ok(held) => {
+                let text = format!("opened browser session ({})", describe(&held));
+                *slot = Slot::Open(held);
                 ToolOutput::text(text)
             }
-            Err(e) => ToolOutput::from_error(&e),
+            Err(out) => out,
         }
     }
 
@@ -304,7 +349,7 @@ impl AgentSession {
 
     // The open browser session, opening one lazily. A session the reaper closed is
     // reported once as expired, so the agent knows its logged-in state is gone.
-    async fn browser_session(&self) -> Result<Arc<Session>, ToolOutput> {
+    async fn browser_session(&self) -> Result<Arc<Held>, ToolOutput> {
         let mut slot = self.inner.slot.lock().await;
         match &*slot {
             Slot::Open(session) => return Ok(session.clone()),
@@ -323,12 +368,7 @@ impl AgentSession {
                 "the gateway is shutting down",
             )
         })?;
-        let session = gateway
-            .browsers
-            .open_session(SessionOptions::default())
-            .await
-            .map(Arc::new)
-            .map_err(|e| ToolOutput::from_error(&e))?;
+        let session = gateway.open_held(None).await?;
         tracing::info!(
             agent.id = self.inner.id,
             session.id = session.id(),

@@ -145,6 +145,16 @@ async fn serve(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
                 admin_table(rows.min(20_000)).into_bytes(),
             )
         }
+        "/redirect" => {
+            let to = param("to")
+                .map(|t| percent_decode(&t))
+                .unwrap_or_else(|| "/".to_owned());
+            let head = format!(
+                "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            stream.write_all(head.as_bytes()).await?;
+            return stream.shutdown().await;
+        }
         "/status/404" => (
             "404 Not Found",
             "text/html",
@@ -175,6 +185,25 @@ async fn serve(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
     stream.write_all(header.as_bytes()).await?;
     stream.write_all(&body).await?;
     stream.shutdown().await
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(&text[i + 1..i + 3], 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn content_type_of(path: &str) -> &'static str {

@@ -77,6 +77,7 @@ async fn process_isolation_has_its_own_chromium_and_leaves_nothing() {
             .browsers
             .open_session(SessionOptions {
                 isolation: Some(Isolation::Process),
+                ..Default::default()
             })
             .await
             .unwrap();

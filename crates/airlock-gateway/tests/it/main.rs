@@ -239,3 +239,68 @@ async fn a_call_longer_than_the_idle_ttl_is_not_cut_off() {
     })
     .await;
 }
+
+/// A policy allowing the fixture site and, for the control, the counting port too.
+fn policy_allowing(ports: &[u16]) -> Policy {
+    Policy::from_config(&PolicyConfig {
+        allow_private: ports.iter().map(|p| format!("127.0.0.1:{p}")).collect(),
+        ..PolicyConfig::default()
+    })
+    .unwrap()
+}
+
+async fn probe_egress(h: &Harness, policy: Policy, target: String) -> String {
+    let gateway = Gateway::new(
+        h.browsers.clone(),
+        GatewayConfig {
+            policy,
+            ..GatewayConfig::default()
+        },
+    );
+    let agent = gateway.agent_session();
+    let url = format!("{}?target={}", h.site.url("egress.html"), target);
+    let first = agent.call(navigate(url)).await;
+    assert_eq!(first.error, None, "{}", first.text);
+    let out = agent
+        .call(ToolCall::WaitFor {
+            condition: airlock_browser::WaitCondition::Text("done".into()),
+            timeout: Some(Duration::from_secs(20)),
+        })
+        .await;
+    assert_eq!(out.error, None, "{}", out.text);
+    gateway.shutdown().await;
+    format!("{}\n{}", first.text, out.text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_kind_to_a_denied_port_is_stopped_at_the_proxy() {
+    with_browser(|h| async move {
+        let (a, b) = (h.site.a.port(), h.site.b.port());
+        for host in ["127.0.0.1", "localhost", "[::1]"] {
+            let text = probe_egress(&h, policy_allowing(&[a]), format!("http://{host}:{b}")).await;
+            assert_eq!(
+                h.site.b.connections(),
+                0,
+                "a request to {host}:{b} got through"
+            );
+            // The tool results tell the agent what was refused.
+            assert!(
+                text.contains("blocked ") && text.contains("private address"),
+                "{text}"
+            );
+        }
+        // The control: with the counting port allowed, the same page reaches it.
+        probe_egress(
+            &h,
+            policy_allowing(&[a, b]),
+            format!("http://127.0.0.1:{b}"),
+        )
+        .await;
+        assert!(
+            h.site.b.connections() >= 5,
+            "only {} connections in the control",
+            h.site.b.connections()
+        );
+    })
+    .await;
+}
