@@ -82,6 +82,29 @@ async fn main() {
         let found = found.unwrap();
         let (changes_ms, _) = time(|| s.changes()).await;
 
+        // The same navigations through the session's egress proxy.
+        let policy = airlock_policy::Policy::from_config(&airlock_policy::PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+            ..Default::default()
+        })
+        .unwrap();
+        let proxy = airlock_egress::EgressProxy::start(std::sync::Arc::new(policy), std::sync::Arc::new(airlock_egress::SystemResolver))
+            .await
+            .unwrap();
+        let proxied = h
+            .browsers
+            .open_session(SessionOptions { proxy_server: Some(proxy.proxy_server()), ..Default::default() })
+            .await
+            .unwrap();
+        let article = h.site.url("article.html");
+        let (direct_login_ms, _) = time(|| s.navigate(&login, WaitUntil::Load)).await;
+        let (proxy_login_ms, _) = time(|| proxied.navigate(&login, WaitUntil::Load)).await;
+        let (direct_article_ms, _) = time(|| s.navigate(&article, WaitUntil::Load)).await;
+        let (proxy_article_ms, _) = time(|| proxied.navigate(&article, WaitUntil::Load)).await;
+        let (direct_admin_ms, _) = time(|| s.navigate(&admin, WaitUntil::Load)).await;
+        let (proxy_admin_ms, _) = time(|| proxied.navigate(&admin, WaitUntil::Load)).await;
+        proxied.close().await;
+
         println!("session open (context, warm Chromium): {open_ms:.1} ms");
         println!("session open (process, own Chromium):  {open_process_ms:.1} ms");
         println!("navigate login.html:                   {nav_ms:.1} ms");
@@ -94,6 +117,9 @@ async fn main() {
         println!("snapshot admin, interactive_only:      {} bytes", interactive.text.len());
         println!("snapshot admin, find one user:         {find_ms:.1} ms, {} bytes", found.text.len());
         println!("changes (diff) on admin, no change:    {changes_ms:.1} ms");
+        println!("navigate login.html direct / via proxy: {direct_login_ms:.1} / {proxy_login_ms:.1} ms");
+        println!("navigate article.html direct / via proxy: {direct_article_ms:.1} / {proxy_article_ms:.1} ms");
+        println!("navigate admin (2,000 rows) direct / via proxy: {direct_admin_ms:.1} / {proxy_admin_ms:.1} ms");
         // Keep the texts for exact token counts by an external tokenizer.
         if let Some(dir) = std::env::var_os("AIRLOCK_BENCH_DUMP") {
             let dir = std::path::PathBuf::from(dir);

@@ -304,3 +304,74 @@ async fn every_request_kind_to_a_denied_port_is_stopped_at_the_proxy() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_initiated_navigations_and_redirects_are_stopped_too() {
+    with_browser(|h| async move {
+        let (a, b) = (h.site.a.port(), h.site.b.port());
+        let target = format!("http://127.0.0.1:{b}");
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                policy: policy_allowing(&[a]),
+                ..GatewayConfig::default()
+            },
+        );
+        let agent = gateway.agent_session();
+        let wait_denied = || ToolCall::WaitFor {
+            condition: airlock_browser::WaitCondition::Text("policy_denied".into()),
+            timeout: Some(Duration::from_secs(10)),
+        };
+        // A 302 from the allowed site to the denied port.
+        let out = agent
+            .call(navigate(h.site.url(&format!("redirect?to={target}/r"))))
+            .await;
+        assert!(
+            out.text.contains("(HTTP 403)")
+                && out.text.contains("policy_denied: 127.0.0.1 is loopback"),
+            "{}",
+            out.text
+        );
+        // Meta refresh and a script's location change.
+        for kind in ["meta", "location"] {
+            agent
+                .call(navigate(
+                    h.site.url(&format!("nav.html?kind={kind}&target={target}")),
+                ))
+                .await;
+            let out = agent.call(wait_denied()).await;
+            assert_eq!(out.error, None, "{kind}: {}", out.text);
+        }
+        // A popup opened by the page.
+        agent
+            .call(navigate(
+                h.site.url(&format!("nav.html?kind=open&target={target}")),
+            ))
+            .await;
+        let mut opened = false;
+        for _ in 0..100 {
+            let out = agent.call(ToolCall::Tabs(TabAction::List)).await;
+            if out.text.lines().count() >= 2 {
+                opened = true;
+                break;
+            }
+            agent
+                .call(ToolCall::WaitFor {
+                    condition: airlock_browser::WaitCondition::Time(Duration::from_millis(50)),
+                    timeout: None,
+                })
+                .await;
+        }
+        assert!(opened, "the popup never appeared");
+        agent.call(ToolCall::Tabs(TabAction::Select(1))).await;
+        let out = agent.call(wait_denied()).await;
+        assert_eq!(out.error, None, "popup: {}", out.text);
+        assert_eq!(
+            h.site.b.connections(),
+            0,
+            "a page-initiated navigation reached the denied port"
+        );
+        gateway.shutdown().await;
+    })
+    .await;
+}
