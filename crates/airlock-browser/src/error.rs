@@ -67,6 +67,12 @@ pub enum Error {
         /// The index given.
         index: usize,
     },
+    /// The session already has the most tabs it may have.
+    #[error("this session already has {max} tabs, the most it may have; close one first")]
+    TabLimit {
+        /// The cap.
+        max: usize,
+    },
     /// Chromium answered a command with something we did not expect.
     #[error("browser protocol error: {0}")]
     Protocol(String),
@@ -85,6 +91,7 @@ impl HasErrorCode for Error {
             Error::NavigationFailed { .. } => ErrorCode::NavigationFailed,
             Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
             Error::TabNotFound { .. } => ErrorCode::TabNotFound,
+            Error::TabLimit { .. } => ErrorCode::QuotaExceeded,
             Error::Protocol(_) => ErrorCode::Internal,
         }
     }

@@ -24,6 +24,6 @@ pub use launch::{
 pub use oracle::AxPair;
 pub use session::{
     ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Direction,
-    ImageFormat, Modifier, MouseButton, PageText, Screenshot, ScreenshotOptions, Scroll, Session,
-    SessionOptions, Snapshot, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
+    ImageFormat, MAX_TABS, Modifier, MouseButton, PageText, Screenshot, ScreenshotOptions, Scroll,
+    Session, SessionOptions, Snapshot, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
 };

@@ -23,6 +23,8 @@ use crate::tab::{FrameEntry, Tab};
 const MAX_FRAME_DEPTH: usize = 4;
 /// Tallest full-page screenshot, in CSS pixels.
 const MAX_SCREENSHOT_HEIGHT: f64 = 16_384.0;
+/// Most tabs a session may have; popups beyond it are closed.
+pub const MAX_TABS: usize = 10;
 /// Longest fixed wait an agent may ask for.
 const MAX_FIXED_WAIT: Duration = Duration::from_secs(60);
 /// Default snapshot byte cap: about 10k tokens.
@@ -333,6 +335,8 @@ pub struct TabInfo {
 struct Registry {
     tabs: Vec<Arc<Tab>>,
     active: usize,
+    /// Popups closed because the session had MAX_TABS tabs, not yet reported.
+    refused_popups: usize,
     /// Target ids of popups not yet reported in an action's outcome.
     unreported: Vec<String>,
 }
@@ -425,6 +429,7 @@ impl Session {
         let registry = Arc::new(Mutex::new(Registry {
             tabs: Vec::new(),
             active: 0,
+            refused_popups: 0,
             unreported: Vec::new(),
         }));
         let (changed_tx, registry_changed) = watch::channel(0u64);
@@ -624,6 +629,7 @@ impl Session {
             )
             .await
             .unwrap_or_default();
+        let refused = std::mem::take(&mut lock(&self.registry).refused_popups);
         let new_tabs = {
             let mut registry = lock(&self.registry);
             let ids = std::mem::take(&mut registry.unreported);
@@ -639,6 +645,12 @@ impl Session {
                 })
                 .collect()
         };
+        let mut dialogs = tab.take_dialogs();
+        if refused > 0 {
+            dialogs.push(format!(
+                "closed {refused} popup(s) the page opened: a session has at most {MAX_TABS} tabs"
+            ));
+        }
         ActionOutcome {
             url: info["targetInfo"]["url"]
                 .as_str()
@@ -648,7 +660,7 @@ impl Session {
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
-            dialogs: tab.take_dialogs(),
+            dialogs,
             new_tabs,
             navigated,
             status: None,
@@ -1762,6 +1774,9 @@ impl Session {
         {
             let _op = self.op.lock().await;
             self.active()?;
+            if lock(&self.registry).tabs.len() >= MAX_TABS {
+                return Err(Error::TabLimit { max: MAX_TABS });
+            }
             let tab = self.create_tab().await?;
             tab.call("Page.bringToFront", json!({}), self.options.action_timeout)
                 .await?;
@@ -1882,6 +1897,35 @@ async fn attach_tabs(
                 target_id,
                 opener_id,
             } => {
+                // A page may not open tabs without end: past the cap, popups are closed.
+                let full = lock(&registry).tabs.len() >= MAX_TABS;
+                if full && opener_id.is_some() {
+                    // Off this task: a paused popup must be let run before it can
+                    // close, and the opener's window.open waits on all of this.
+                    let conn = chromium.conn.clone();
+                    let timeout = options.action_timeout;
+                    tokio::spawn(async move {
+                        let _ = conn
+                            .call(
+                                Some(&session_id),
+                                "Runtime.runIfWaitingForDebugger",
+                                json!({}),
+                                timeout,
+                            )
+                            .await;
+                        let _ = conn
+                            .call(
+                                None,
+                                "Target.closeTarget",
+                                json!({ "targetId": target_id }),
+                                timeout,
+                            )
+                            .await;
+                    });
+                    lock(&registry).refused_popups += 1;
+                    changed.send_modify(|v| *v += 1);
+                    continue;
+                }
                 let tab = Tab::setup(
                     chromium.conn.clone(),
                     session_id,

@@ -575,3 +575,49 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tabs_are_capped_and_file_inputs_do_not_hang() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("many-popups.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let clicked = s
+            .click(&role("button", "Open fifteen"), &ClickOptions::default())
+            .await
+            .unwrap();
+        // Let every popup attach (or be refused), then read the outcomes.
+        let mut reported = clicked.dialogs;
+        for _ in 0..100 {
+            let out = s
+                .wait_for(&WaitCondition::Time(Duration::from_millis(50)), None)
+                .await
+                .unwrap();
+            reported.extend(out.dialogs);
+            if reported.iter().any(|d| d.contains("closed"))
+                && s.tabs().await.unwrap().len() == airlock_browser::MAX_TABS
+            {
+                break;
+            }
+        }
+        assert_eq!(s.tabs().await.unwrap().len(), airlock_browser::MAX_TABS);
+        assert!(
+            reported.iter().any(|d| d.contains("at most 10 tabs")),
+            "{reported:?}"
+        );
+        let err = s.new_tab(None).await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::QuotaExceeded, "{err}");
+
+        // A file input's chooser never opens (headless has no picker): the click
+        // returns and the page keeps working.
+        s.click(&Target::Selector("#f".into()), &ClickOptions::default())
+            .await
+            .unwrap();
+        s.click(&role("button", "Open fifteen"), &ClickOptions::default())
+            .await
+            .unwrap();
+        s.close().await;
+    })
+    .await;
+}
