@@ -276,8 +276,27 @@ async fn probe_egress(h: &Harness, policy: Policy, target: String) -> String {
 async fn every_request_kind_to_a_denied_port_is_stopped_at_the_proxy() {
     with_browser(|h| async move {
         let (a, b) = (h.site.a.port(), h.site.b.port());
+        // A UDP port that counts datagrams, for WebRTC's STUN/TURN.
+        let udp = std::sync::Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let udp_port = udp.local_addr().unwrap().port();
+        let datagrams = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = datagrams.clone();
+        let socket = udp.clone();
+        let udp_task = tokio::spawn(async move {
+            let mut buf = [0u8; 2048];
+            while socket.recv_from(&mut buf).await.is_ok() {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
         for host in ["127.0.0.1", "localhost", "[::1]"] {
-            let text = probe_egress(&h, policy_allowing(&[a]), format!("http://{host}:{b}")).await;
+            let text = probe_egress(
+                &h,
+                policy_allowing(&[a]),
+                format!("http://{host}:{b}&udp={udp_port}"),
+            )
+            .await;
+            // ICE gathering ran to completion, so zero datagrams below means none were sent.
+            assert!(text.contains("ice complete"), "{text}");
             assert_eq!(
                 h.site.b.connections(),
                 0,
@@ -289,6 +308,12 @@ async fn every_request_kind_to_a_denied_port_is_stopped_at_the_proxy() {
                 "{text}"
             );
         }
+        assert_eq!(
+            datagrams.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "WebRTC sent UDP around the proxy"
+        );
+        udp_task.abort();
         // The control: with the counting port allowed, the same page reaches it.
         probe_egress(
             &h,
