@@ -1098,7 +1098,7 @@ impl Session {
         let (frame, located) = self.locate(tab, target, EDITABLE).await?;
         let call = format!(
             "__airlock.focusForTyping({}, {clear_first})",
-            walker_target_in_frame(target, frame)
+            target.walker_json()
         );
         self.helper(tab, frame, &call, target).await?;
         if text.is_empty() {
@@ -1129,10 +1129,7 @@ impl Session {
                 .helper(
                     &tab,
                     frame,
-                    &format!(
-                        "__airlock.fieldKind({})",
-                        walker_target_in_frame(target, frame)
-                    ),
+                    &format!("__airlock.fieldKind({})", target.walker_json()),
                     target,
                 )
                 .await?;
@@ -1250,7 +1247,7 @@ impl Session {
     ) -> Result<String> {
         let call = format!(
             "__airlock.selectOptions({}, {})",
-            walker_target_in_frame(target, frame),
+            target.walker_json(),
             Value::from(values.to_vec())
         );
         let v = self.helper(tab, frame, &call, target).await?;
@@ -1280,10 +1277,7 @@ impl Session {
 
     async fn set_checked_in(&self, tab: &Tab, target: &Target, want: bool) -> Result<String> {
         let (frame, located) = self.locate(tab, target, CLICKABLE).await?;
-        let read = format!(
-            "__airlock.checked({})",
-            walker_target_in_frame(target, frame)
-        );
+        let read = format!("__airlock.checked({})", target.walker_json());
         let state = self.helper(tab, frame, &read, target).await?;
         let verb = if want { "checked" } else { "unchecked" };
         if state["checked"].as_bool() == Some(want) {
@@ -2012,12 +2006,6 @@ fn node_at<'a>(node: &'a mut Node, path: &[usize]) -> Option<&'a mut Node> {
         current = current.children.get_mut(i)?;
     }
     Some(current)
-}
-
-// A target as the walker of `frame` sees it: role/selector targets were resolved to a
-// frame by `locate`, refs carry their own frame.
-fn walker_target_in_frame(target: &Target, _frame: u32) -> Value {
-    target.walker_json()
 }
 
 fn walker_error(value: &Value, target: &Target) -> Result<()> {
