@@ -151,6 +151,10 @@ pub fn chromium_flags(kind: ChromiumKind, no_sandbox: bool) -> Vec<String> {
         "--hide-scrollbars",
         // WebRTC may not send UDP around the proxy the egress issue forces.
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        // Chromium never resolves a name itself: the egress proxy does, after policy.
+        // So DNS prefetch and anything else that would query DNS around the proxy
+        // fails inside Chromium instead (the proxy's own address is a literal).
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
         // Pages are created with Target.createTarget in their own contexts.
         "--no-startup-window",
     ]

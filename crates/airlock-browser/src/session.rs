@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use airlock_config::Isolation;
 use airlock_core::NodeRef;
+use airlock_policy::Policy;
 use airlock_snapshot::{Node, RenderOptions};
 use base64::Engine as _;
 use serde::Deserialize;
@@ -17,7 +18,7 @@ use tokio::task::JoinHandle;
 use crate::browser::{BrowserOptions, Chromium, TargetNotice};
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::tab::{FrameEntry, Tab};
+use crate::tab::{FrameEntry, NavGuard, Tab};
 
 /// Deepest nesting of frames a snapshot descends into.
 const MAX_FRAME_DEPTH: usize = 4;
@@ -40,6 +41,9 @@ pub struct SessionOptions {
     /// Proxy every connection of the session goes through (`http://127.0.0.1:PORT`),
     /// loopback included. `None` only in tests of the browser layer itself.
     pub proxy_server: Option<String>,
+    /// The policy pages' own navigations are held to: popups to denied URLs are
+    /// closed, top-frame moves to denied schemes (`blob:`, `data:` …) stopped.
+    pub policy: Option<Arc<Policy>>,
 }
 
 /// When a navigation counts as finished.
@@ -351,6 +355,7 @@ pub struct Session {
     registry: Arc<Mutex<Registry>>,
     registry_changed: watch::Receiver<u64>,
     attach_task: JoinHandle<()>,
+    guard: Option<NavGuard>,
     op: tokio::sync::Mutex<()>,
     closed: AtomicBool,
 }
@@ -433,12 +438,17 @@ impl Session {
             unreported: Vec::new(),
         }));
         let (changed_tx, registry_changed) = watch::channel(0u64);
+        let guard = session_options.policy.map(|policy| NavGuard {
+            policy,
+            notices: Arc::default(),
+        });
         let attach_task = tokio::spawn(attach_tabs(
             chromium.clone(),
             registry.clone(),
             changed_tx,
             notices,
             options.clone(),
+            guard.clone(),
         ));
         // From here on the session owns the context; dropping it on an early return
         // below disposes the context (nothing half-open is left behind).
@@ -451,6 +461,7 @@ impl Session {
             registry,
             registry_changed,
             attach_task,
+            guard,
             op: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
         };
@@ -646,6 +657,9 @@ impl Session {
                 .collect()
         };
         let mut dialogs = tab.take_dialogs();
+        if let Some(guard) = &self.guard {
+            dialogs.append(&mut lock(&guard.notices));
+        }
         if refused > 0 {
             dialogs.push(format!(
                 "closed {refused} popup(s) the page opened: a session has at most {MAX_TABS} tabs"
@@ -1883,6 +1897,7 @@ async fn attach_tabs(
     changed: watch::Sender<u64>,
     mut notices: mpsc::UnboundedReceiver<TargetNotice>,
     options: Arc<BrowserOptions>,
+    guard: Option<NavGuard>,
 ) {
     while let Some(notice) = notices.recv().await {
         match notice {
@@ -1925,6 +1940,7 @@ async fn attach_tabs(
                     session_id,
                     target_id.clone(),
                     opener_id.clone(),
+                    guard.clone(),
                     options.viewport,
                     options.action_timeout,
                 )

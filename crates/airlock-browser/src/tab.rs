@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use airlock_policy::{Decision, DenyReason, Policy};
 use airlock_snapshot::Line;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -22,6 +23,29 @@ const WALKER: &str = include_str!("walker.js");
 const WORLD_NAME: &str = "__airlock_world";
 /// Longest dialog message kept for the report.
 const MAX_DIALOG_TEXT: usize = 200;
+/// Longest URL quoted in a notice.
+const MAX_NOTICE_URL: usize = 120;
+
+/// Where pages may navigate by themselves. The egress proxy stops every network
+/// request; this stops what never reaches a network: a page moving its top frame to a
+/// `blob:` or `data:` URL, and popups opened to a URL the policy denies (closed rather
+/// than left showing the proxy's refusal).
+#[derive(Clone)]
+pub(crate) struct NavGuard {
+    pub(crate) policy: Arc<Policy>,
+    /// What the guard did, for the next action's outcome (shared by the session's tabs,
+    /// so a closed popup's notice outlives its tab).
+    pub(crate) notices: Arc<Mutex<Vec<String>>>,
+}
+
+impl NavGuard {
+    fn notify(&self, notice: String) {
+        self.notices
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(notice);
+    }
+}
 
 /// A frame known to the tab, numbered in the order first seen (0 is the top frame).
 #[derive(Debug, Clone)]
@@ -58,11 +82,15 @@ pub(crate) struct TabInner {
     pub(crate) frame_sessions: HashMap<String, String>,
     pub(crate) frames: Vec<FrameEntry>,
     pub(crate) last_snapshot: Option<Vec<Line>>,
+    /// A popup whose first real URL the guard has not judged yet.
+    pub(crate) popup_unjudged: bool,
 }
 
 pub(crate) struct TabState {
     inner: Mutex<TabInner>,
     changed: watch::Sender<u64>,
+    target_id: String,
+    guard: Option<NavGuard>,
 }
 
 impl TabState {
@@ -139,14 +167,20 @@ impl Tab {
         session: String,
         target_id: String,
         opener: Option<String>,
+        guard: Option<NavGuard>,
         viewport: (u32, u32),
         timeout: Duration,
     ) -> Result<Tab> {
         let events = conn.subscribe(Some(&session));
         let (changed, _) = watch::channel(0);
         let state = Arc::new(TabState {
-            inner: Mutex::new(TabInner::default()),
+            inner: Mutex::new(TabInner {
+                popup_unjudged: opener.is_some(),
+                ..TabInner::default()
+            }),
             changed,
+            target_id: target_id.clone(),
+            guard,
         });
         let pump = tokio::spawn(pump(conn.clone(), session.clone(), state.clone(), events));
         let tab = Tab {
@@ -432,6 +466,69 @@ fn cut(text: &str, max: usize) -> String {
 
 // Applies the tab's CDP events to its state. Ends when the session's events end
 // (the tab detached or the browser died).
+// Applies the session's navigation guard to a top-frame navigation to `url`, requested
+// (`committed` false) or done. Acts off the event pump: the CDP calls it makes would
+// otherwise wait on events this pump has yet to read.
+fn guard_navigation(
+    conn: &Connection,
+    session: &str,
+    state: &TabState,
+    url: &str,
+    committed: bool,
+) {
+    let Some(guard) = &state.guard else {
+        return;
+    };
+    if url.is_empty() || url == "about:blank" {
+        return;
+    }
+    let decision = guard.policy.check_url(url).decision;
+    let shown = cut(url, MAX_NOTICE_URL);
+    let popup = state.with(|s| std::mem::take(&mut s.popup_unjudged));
+    let Decision::Deny { reason, detail } = decision else {
+        return;
+    };
+    let conn = conn.clone();
+    let session = session.to_owned();
+    if popup {
+        // A popup to a denied URL is closed, whatever the reason (the proxy would
+        // only have refused it; the agent need not see a tab of refusals).
+        guard.notify(format!(
+            "closed a popup the page opened to {shown}: {detail}"
+        ));
+        let target = state.target_id.clone();
+        tokio::spawn(async move {
+            let _ = conn
+                .call(
+                    None,
+                    "Target.closeTarget",
+                    json!({ "targetId": target }),
+                    Duration::from_secs(5),
+                )
+                .await;
+        });
+        return;
+    }
+    // Network URLs the proxy judges (and answers with its refusal page); Chromium's
+    // own error pages are not navigations to stop.
+    if reason != DenyReason::Scheme || url.starts_with("chrome-error:") {
+        return;
+    }
+    let (verb, method, params) = if committed {
+        ("left", "Page.navigate", json!({ "url": "about:blank" }))
+    } else {
+        ("stopped", "Page.stopLoading", json!({}))
+    };
+    guard.notify(format!(
+        "{verb} a page-initiated navigation to {shown}: {detail}"
+    ));
+    tokio::spawn(async move {
+        let _ = conn
+            .call(Some(&session), method, params, Duration::from_secs(5))
+            .await;
+    });
+}
+
 async fn pump(
     conn: Connection,
     session: String,
@@ -489,6 +586,9 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             let is_main = frame.get("parentId").is_none();
             let url = str_of(&frame["url"]);
             let loader = str_of(&frame["loaderId"]);
+            if is_main {
+                guard_navigation(conn, session, state, &url, true);
+            }
             state.with(|s| {
                 s.worlds.retain(|(_, f), _| f != &id);
                 if is_main {
@@ -514,6 +614,9 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
         }
         "Page.frameRequestedNavigation" | "Page.frameStartedNavigating" => {
             let id = str_of(&p["frameId"]);
+            if state.read(|s| s.main_frame == id) {
+                guard_navigation(conn, session, state, &str_of(&p["url"]), false);
+            }
             state.with(|s| {
                 if id == s.main_frame {
                     s.nav_requests += 1;

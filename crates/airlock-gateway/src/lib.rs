@@ -11,4 +11,4 @@ mod tools;
 
 pub use content::PageFence;
 pub use session::{AgentSession, Gateway, GatewayConfig};
-pub use tools::{ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};
+pub use tools::{OpenOptions, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use airlock_browser::{Browsers, Session, SessionOptions};
-use airlock_config::Isolation;
 use airlock_core::ErrorCode;
 use airlock_egress::{EgressProxy, Resolver, SystemResolver, summarize};
 use airlock_policy::{Decision, Policy};
@@ -15,7 +14,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::content::PageFence;
-use crate::tools::{self, ToolCall, ToolOutput};
+use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
 
 /// Engine settings.
 #[derive(Debug, Clone)]
@@ -51,10 +50,20 @@ pub struct Gateway {
 impl Gateway {
     /// Starts the engine and its idle-session reaper.
     pub fn new(browsers: Arc<Browsers>, config: GatewayConfig) -> Arc<Gateway> {
+        Gateway::with_resolver(browsers, config, Arc::new(SystemResolver))
+    }
+
+    /// Like [`Gateway::new`], with the resolver every egress proxy asks for names (tests
+    /// script it to show that a name re-resolving to a private address is refused).
+    pub fn with_resolver(
+        browsers: Arc<Browsers>,
+        config: GatewayConfig,
+        resolver: Arc<dyn Resolver>,
+    ) -> Arc<Gateway> {
         let gateway = Arc::new(Gateway {
             browsers,
             policy: Arc::new(config.policy.clone()),
-            resolver: Arc::new(SystemResolver),
+            resolver,
             config,
             agents: Mutex::new(Vec::new()),
             callers: Mutex::new(std::collections::HashMap::new()),
@@ -80,8 +89,23 @@ impl Gateway {
     }
 
     // Starts a session's egress proxy, then the browser session that must use it.
-    async fn open_held(&self, isolation: Option<Isolation>) -> Result<Arc<Held>, ToolOutput> {
-        let proxy = EgressProxy::start(self.policy.clone(), self.resolver.clone())
+    async fn open_held(&self, options: OpenOptions) -> Result<Arc<Held>, ToolOutput> {
+        let policy = if options.allow_hosts.is_empty() {
+            self.policy.clone()
+        } else {
+            let (suffixes, exact): (Vec<String>, Vec<String>) = options
+                .allow_hosts
+                .iter()
+                .map(|h| h.trim().to_owned())
+                .partition(|h| h.starts_with("*."));
+            let suffixes: Vec<String> = suffixes.iter().map(|h| h[2..].to_owned()).collect();
+            let narrowed = self
+                .policy
+                .narrowed(&exact, &suffixes)
+                .map_err(|e| ToolOutput::error(ErrorCode::InvalidArgument, e.to_string()))?;
+            Arc::new(narrowed)
+        };
+        let proxy = EgressProxy::start(policy.clone(), self.resolver.clone())
             .await
             .map_err(|e| {
                 ToolOutput::error(
@@ -92,12 +116,17 @@ impl Gateway {
         let session = self
             .browsers
             .open_session(SessionOptions {
-                isolation,
+                isolation: options.isolation,
                 proxy_server: Some(proxy.proxy_server()),
+                policy: Some(policy.clone()),
             })
             .await
             .map_err(|e| ToolOutput::from_error(&e))?;
-        Ok(Arc::new(Held { session, proxy }))
+        Ok(Arc::new(Held {
+            session,
+            proxy,
+            policy,
+        }))
     }
 
     /// The browser pool (diagnostics and tests).
@@ -212,6 +241,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) struct Held {
     session: Session,
     proxy: EgressProxy,
+    /// The tenant policy, narrowed by the session's own allowlist if it gave one.
+    policy: Arc<Policy>,
 }
 
 impl std::ops::Deref for Held {
@@ -287,13 +318,13 @@ impl AgentSession {
         // Navigation is checked here, before Chromium sees the URL: Page.navigate
         // would load file:, chrome: and data: URLs and run javascript: ones.
         if let Some(url) = call.navigation_target()
-            && let Some(gateway) = self.inner.gateway.upgrade()
-            && let Decision::Deny { detail, .. } = gateway.config.policy.check_url(url).decision
+            && let Some(policy) = self.policy().await
+            && let Decision::Deny { detail, .. } = policy.check_url(url).decision
         {
             return ToolOutput::error(ErrorCode::PolicyDenied, detail);
         }
         match call {
-            ToolCall::SessionOpen { isolation } => self.open(isolation).await,
+            ToolCall::SessionOpen(options) => self.open(options).await,
             ToolCall::SessionClose => self.close_browser().await,
             call => match self.browser_session().await {
                 Ok(held) => {
@@ -310,7 +341,16 @@ impl AgentSession {
         }
     }
 
-    async fn open(&self, isolation: Option<Isolation>) -> ToolOutput {
+    // The policy the next navigation is held to: the open session's own, else the
+    // tenant's (a session opened lazily gets that one).
+    async fn policy(&self) -> Option<Arc<Policy>> {
+        if let Slot::Open(held) = &*self.inner.slot.lock().await {
+            return Some(held.policy.clone());
+        }
+        Some(self.inner.gateway.upgrade()?.policy.clone())
+    }
+
+    async fn open(&self, options: OpenOptions) -> ToolOutput {
         let mut slot = self.inner.slot.lock().await;
         if let Slot::Open(session) = &*slot {
             return ToolOutput::text(format!(
@@ -324,9 +364,13 @@ impl AgentSession {
                 "the gateway is shutting down",
             );
         };
-        match gateway.open_held(isolation).await {
+        let narrowed = !options.allow_hosts.is_empty();
+        match gateway.open_held(options).await {
             Ok(held) => {
-                let text = format!("opened browser session ({})", describe(&held));
+                let mut text = format!("opened browser session ({})", describe(&held));
+                if narrowed {
+                    text.push_str("; this session may reach only the hosts it listed");
+                }
                 *slot = Slot::Open(held);
                 ToolOutput::text(text)
             }
@@ -368,7 +412,7 @@ impl AgentSession {
                 "the gateway is shutting down",
             )
         })?;
-        let session = gateway.open_held(None).await?;
+        let session = gateway.open_held(OpenOptions::default()).await?;
         tracing::info!(
             agent.id = self.inner.id,
             session.id = session.id(),

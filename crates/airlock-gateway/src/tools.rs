@@ -98,12 +98,19 @@ pub enum ToolCall {
     /// `browser_reload`.
     Reload,
     /// `browser_session_open`.
-    SessionOpen {
-        /// Isolation mode.
-        isolation: Option<Isolation>,
-    },
+    SessionOpen(OpenOptions),
     /// `browser_session_close`.
     SessionClose,
+}
+
+/// What `browser_session_open` asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Isolation mode; the pool's default when `None`.
+    pub isolation: Option<Isolation>,
+    /// Narrows the policy for this session: hosts must also be on this list (exact
+    /// names, or `*.example.com` for a domain and its subdomains). Never widens it.
+    pub allow_hosts: Vec<String>,
 }
 
 impl ToolCall {
@@ -310,7 +317,7 @@ async fn execute(
             let outcome = session.reload().await?;
             after_navigation(session, fence, outcome).await?
         }
-        ToolCall::SessionOpen { .. } | ToolCall::SessionClose => {
+        ToolCall::SessionOpen(_) | ToolCall::SessionClose => {
             // Handled by the agent session, which owns the browser session.
             ToolOutput::error(ErrorCode::Internal, "session calls are not browser actions")
         }

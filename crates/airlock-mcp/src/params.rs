@@ -8,7 +8,7 @@ use airlock_browser::{
     SnapshotOptions, Target, WaitCondition, WaitUntil,
 };
 use airlock_config::Isolation;
-use airlock_gateway::{ReadFormat, TabAction, ToolCall};
+use airlock_gateway::{OpenOptions, ReadFormat, TabAction, ToolCall};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
 
@@ -570,6 +570,11 @@ pub(crate) struct SessionOpenParams {
     pub(crate) record: Option<String>,
     /// `context` (default: a fresh browser context, fast) or `process` (a dedicated Chromium).
     pub(crate) isolation: Option<String>,
+    /// Narrow what this session may reach: only these hosts (`app.example.com`, or
+    /// `*.example.com` for a domain and its subdomains), within the server's policy.
+    /// It can never widen the policy.
+    #[serde(default)]
+    pub(crate) allow_hosts: Vec<String>,
 }
 
 impl SessionOpenParams {
@@ -586,7 +591,10 @@ impl SessionOpenParams {
                 BadArgument(format!("`isolation` is context or process; got `{text}`"))
             })?),
         };
-        Ok(ToolCall::SessionOpen { isolation })
+        Ok(ToolCall::SessionOpen(OpenOptions {
+            isolation,
+            allow_hosts: self.allow_hosts,
+        }))
     }
 }
 

@@ -25,9 +25,19 @@ impl Drop for FixtureServer {
 impl FixtureServer {
     /// Serves `root` on `127.0.0.1:0`.
     pub async fn start(root: PathBuf) -> FixtureServer {
-        let listener = TcpListener::bind("127.0.0.1:0")
+        FixtureServer::start_at(root, "127.0.0.1:0".parse().expect("an address")).await
+    }
+
+    /// Serves the bundled pages on `addr` (e.g. `127.0.0.2` on the port of another
+    /// server, so a name can be re-pointed from one to the other).
+    pub async fn start_bundled_at(addr: std::net::SocketAddr) -> FixtureServer {
+        FixtureServer::start_at(bundled_root(), addr).await
+    }
+
+    async fn start_at(root: PathBuf, addr: std::net::SocketAddr) -> FixtureServer {
+        let listener = TcpListener::bind(addr)
             .await
-            .expect("bind 127.0.0.1:0");
+            .unwrap_or_else(|e| panic!("bind {addr}: {e}"));
         let port = listener.local_addr().expect("local addr").port();
         let connections = Arc::new(AtomicUsize::new(0));
         let counter = connections.clone();
@@ -72,7 +82,7 @@ pub struct FixtureSite {
 impl FixtureSite {
     /// Starts both servers over the bundled `fixtures/site` pages.
     pub async fn start() -> FixtureSite {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/site");
+        let root = bundled_root();
         FixtureSite {
             a: FixtureServer::start(root.clone()).await,
             b: FixtureServer::start(root).await,
@@ -105,6 +115,10 @@ impl FixtureSite {
             path.trim_start_matches('/')
         )
     }
+}
+
+fn bundled_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/site")
 }
 
 async fn serve(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {

@@ -4,12 +4,12 @@
 use airlock_browser::{ClickOptions, WaitUntil};
 use airlock_test_support::with_browser;
 
-use crate::{line_with, open, ref_of, role, snap};
+use crate::{line_with, open, open_proxied, ref_of, role, snap};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refs_inside_every_kind_of_frame_are_prefixed_and_clickable() {
     with_browser(|h| async move {
-        let s = open(&h).await;
+        let (s, _proxy) = open_proxied(&h).await;
         let url = format!("{}?b={}", h.site.url("frames.html"), h.site.b.port());
         s.navigate(&url, WaitUntil::Load).await.unwrap();
         // Frames load after the top document; wait until the nested one is in.

@@ -22,6 +22,37 @@ pub(crate) async fn open(h: &Harness) -> Session {
         .expect("open session")
 }
 
+/// A session whose connections go through an egress proxy allowing both fixture
+/// servers, for pages that need a name resolved (`localhost`, cross-site): Chromium
+/// itself resolves none. The proxy must live as long as the session.
+pub(crate) async fn open_proxied(h: &Harness) -> (Session, airlock_egress::EgressProxy) {
+    let (a, b) = (h.site.a.port(), h.site.b.port());
+    let policy = airlock_policy::Policy::from_config(&airlock_policy::PolicyConfig {
+        allow_private: vec![
+            format!("127.0.0.1:{a}"),
+            format!("127.0.0.1:{b}"),
+            format!("[::1]:{b}"),
+        ],
+        ..Default::default()
+    })
+    .expect("policy");
+    let proxy = airlock_egress::EgressProxy::start(
+        std::sync::Arc::new(policy),
+        std::sync::Arc::new(airlock_egress::SystemResolver),
+    )
+    .await
+    .expect("egress proxy");
+    let session = h
+        .browsers
+        .open_session(SessionOptions {
+            proxy_server: Some(proxy.proxy_server()),
+            ..Default::default()
+        })
+        .await
+        .expect("open session");
+    (session, proxy)
+}
+
 pub(crate) async fn snap(session: &Session) -> Snapshot {
     session
         .snapshot(&SnapshotOptions::default())

@@ -115,3 +115,28 @@ async fn clicking_a_link_waits_for_the_new_page() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_resolves_no_name_itself() {
+    with_browser(|h| async move {
+        // No proxy here (browser-layer test), so a name would have to be resolved by
+        // Chromium: it refuses, so nothing (DNS prefetch included) can query DNS
+        // around the egress proxy.
+        let s = open(&h).await;
+        let err = s
+            .navigate(
+                &format!("http://localhost:{}/login.html", h.site.a.port()),
+                WaitUntil::Load,
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("ERR_NAME_NOT_RESOLVED"), "{err}");
+        assert_eq!(h.site.a.connections(), 0);
+        // The same server by address is fine (the control).
+        s.navigate(&h.site.url("login.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.close().await;
+    })
+    .await;
+}

@@ -249,7 +249,7 @@ async fn big_table_pages_filters_and_finds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn roles_and_names_agree_with_chromiums_accessibility_tree() {
     with_browser(|h| async move {
-        let s = open(&h).await;
+        let (s, _proxy) = crate::open_proxied(&h).await;
         let pages = [
             h.site.url("login.html"),
             h.site.url("controls.html"),
