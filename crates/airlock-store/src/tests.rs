@@ -1,0 +1,133 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+fn record(name: &str, byte: u8) -> SecretRecord {
+    SecretRecord {
+        tenant: "default".into(),
+        name: name.into(),
+        origins: vec!["https://app.example.com".into()],
+        fields: vec!["password".into()],
+        nonce: vec![byte; 24],
+        ciphertext: vec![byte; 40],
+        created_at: 100,
+        updated_at: 100,
+    }
+}
+
+#[tokio::test]
+async fn a_file_database_is_in_wal_mode_and_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("airlock.db");
+    let store = Store::open_sqlite(&path).await.unwrap();
+    assert_eq!(store.journal_mode().await.unwrap(), "wal");
+    store.put_secret(&record("app", 1)).await.unwrap();
+    store.close().await;
+    // Reopening runs the migrations again: a no-op, the data stays.
+    let store = Store::open_sqlite(&path).await.unwrap();
+    assert_eq!(store.secret("default", "app").await.unwrap(), Some(record("app", 1)));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn secrets_upsert_list_and_delete_per_tenant() {
+    let store = Store::open_in_memory().await.unwrap();
+    store.put_secret(&record("b", 1)).await.unwrap();
+    store.put_secret(&record("a", 2)).await.unwrap();
+    let mut other = record("a", 3);
+    other.tenant = "other".into();
+    store.put_secret(&other).await.unwrap();
+    // An update keeps the creation time.
+    let mut updated = record("b", 4);
+    updated.created_at = 999;
+    updated.updated_at = 200;
+    store.put_secret(&updated).await.unwrap();
+    let b = store.secret("default", "b").await.unwrap().unwrap();
+    assert_eq!((b.created_at, b.updated_at, b.nonce[0]), (100, 200, 4));
+
+    let names: Vec<_> = store
+        .secrets(Some("default"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(store.secrets(None).await.unwrap().len(), 3);
+    assert!(store.delete_secret("default", "a").await.unwrap());
+    assert!(!store.delete_secret("default", "a").await.unwrap());
+    assert!(store.secret("other", "a").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_failed_rewrite_changes_nothing() {
+    let store = Store::open_in_memory().await.unwrap();
+    store.put_secret(&record("a", 1)).await.unwrap();
+    store.set_meta("check", b"old").await.unwrap();
+    // The second record does not exist: the whole rewrite must roll back.
+    let err = store
+        .rewrite(&[record("a", 9), record("ghost", 9)], &[("check", b"new".to_vec())])
+        .await;
+    assert!(err.is_err());
+    assert_eq!(store.secret("default", "a").await.unwrap().unwrap().nonce[0], 1);
+    assert_eq!(store.meta("check").await.unwrap().unwrap(), b"old");
+    store
+        .rewrite(&[record("a", 9)], &[("check", b"new".to_vec())])
+        .await
+        .unwrap();
+    assert_eq!(store.secret("default", "a").await.unwrap().unwrap().nonce[0], 9);
+    assert_eq!(store.meta("check").await.unwrap().unwrap(), b"new");
+}
+
+fn grant(id: &str, reusable: bool) -> GrantRecord {
+    GrantRecord {
+        id: id.into(),
+        tenant: "default".into(),
+        token_hash: id.as_bytes().to_vec(),
+        domains: vec!["example.com".into()],
+        created_at: 100,
+        expires_at: 200,
+        reusable,
+        used_at: None,
+        revoked_at: None,
+    }
+}
+
+#[tokio::test]
+async fn grants_are_used_once_expire_and_revoke() {
+    let store = Store::open_in_memory().await.unwrap();
+    store.insert_grant(&grant("once", false)).await.unwrap();
+    store.insert_grant(&grant("many", true)).await.unwrap();
+    store.insert_grant(&grant("gone", true)).await.unwrap();
+    assert!(store.use_grant("once", 150).await.unwrap());
+    assert!(!store.use_grant("once", 151).await.unwrap(), "single use");
+    assert!(store.use_grant("many", 150).await.unwrap());
+    assert!(store.use_grant("many", 160).await.unwrap());
+    assert!(!store.use_grant("many", 200).await.unwrap(), "expired");
+    assert!(store.revoke_grant("default", "gone", 120).await.unwrap());
+    assert!(!store.revoke_grant("default", "gone", 121).await.unwrap());
+    assert!(!store.use_grant("gone", 130).await.unwrap(), "revoked");
+    assert!(!store.revoke_grant("other", "many", 130).await.unwrap(), "other tenant");
+    let found = store.grant_by_hash(b"once").await.unwrap().unwrap();
+    assert_eq!(found.used_at, Some(150));
+    assert_eq!(store.grants("default").await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn racing_uses_of_a_single_use_grant_succeed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(&dir.path().join("db")).await.unwrap();
+    store.insert_grant(&grant("race", false)).await.unwrap();
+    let tries: Vec<_> = (0..8)
+        .map(|_| {
+            let s = store.clone();
+            tokio::spawn(async move { s.use_grant("race", 150).await.unwrap() })
+        })
+        .collect();
+    let mut wins = 0;
+    for t in tries {
+        wins += usize::from(t.await.unwrap());
+    }
+    assert_eq!(wins, 1);
+    store.close().await;
+}
