@@ -57,7 +57,10 @@ impl std::fmt::Debug for SecretRecord {
             .field("name", &self.name)
             .field("origins", &self.origins)
             .field("fields", &self.fields)
-            .field("ciphertext", &format_args!("[{} bytes]", self.ciphertext.len()))
+            .field(
+                "ciphertext",
+                &format_args!("[{} bytes]", self.ciphertext.len()),
+            )
             .finish()
     }
 }
@@ -327,10 +330,11 @@ impl Store {
 
     /// A tenant's grants, newest first.
     pub async fn grants(&self, tenant: &str) -> Result<Vec<GrantRecord>> {
-        let rows = sqlx::query("SELECT * FROM grants WHERE tenant = ? ORDER BY created_at DESC, id")
-            .bind(tenant)
-            .fetch_all(self.pool())
-            .await?;
+        let rows =
+            sqlx::query("SELECT * FROM grants WHERE tenant = ? ORDER BY created_at DESC, id")
+                .bind(tenant)
+                .fetch_all(self.pool())
+                .await?;
         rows.iter().map(grant_row).collect()
     }
 

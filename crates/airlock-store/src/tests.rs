@@ -25,7 +25,10 @@ async fn a_file_database_is_in_wal_mode_and_survives_reopening() {
     store.close().await;
     // Reopening runs the migrations again: a no-op, the data stays.
     let store = Store::open_sqlite(&path).await.unwrap();
-    assert_eq!(store.secret("default", "app").await.unwrap(), Some(record("app", 1)));
+    assert_eq!(
+        store.secret("default", "app").await.unwrap(),
+        Some(record("app", 1))
+    );
     store.close().await;
 }
 
@@ -66,16 +69,25 @@ async fn a_failed_rewrite_changes_nothing() {
     store.set_meta("check", b"old").await.unwrap();
     // The second record does not exist: the whole rewrite must roll back.
     let err = store
-        .rewrite(&[record("a", 9), record("ghost", 9)], &[("check", b"new".to_vec())])
+        .rewrite(
+            &[record("a", 9), record("ghost", 9)],
+            &[("check", b"new".to_vec())],
+        )
         .await;
     assert!(err.is_err());
-    assert_eq!(store.secret("default", "a").await.unwrap().unwrap().nonce[0], 1);
+    assert_eq!(
+        store.secret("default", "a").await.unwrap().unwrap().nonce[0],
+        1
+    );
     assert_eq!(store.meta("check").await.unwrap().unwrap(), b"old");
     store
         .rewrite(&[record("a", 9)], &[("check", b"new".to_vec())])
         .await
         .unwrap();
-    assert_eq!(store.secret("default", "a").await.unwrap().unwrap().nonce[0], 9);
+    assert_eq!(
+        store.secret("default", "a").await.unwrap().unwrap().nonce[0],
+        9
+    );
     assert_eq!(store.meta("check").await.unwrap().unwrap(), b"new");
 }
 
@@ -107,7 +119,10 @@ async fn grants_are_used_once_expire_and_revoke() {
     assert!(store.revoke_grant("default", "gone", 120).await.unwrap());
     assert!(!store.revoke_grant("default", "gone", 121).await.unwrap());
     assert!(!store.use_grant("gone", 130).await.unwrap(), "revoked");
-    assert!(!store.revoke_grant("other", "many", 130).await.unwrap(), "other tenant");
+    assert!(
+        !store.revoke_grant("other", "many", 130).await.unwrap(),
+        "other tenant"
+    );
     let found = store.grant_by_hash(b"once").await.unwrap().unwrap();
     assert_eq!(found.used_at, Some(150));
     assert_eq!(store.grants("default").await.unwrap().len(), 3);
