@@ -15,12 +15,25 @@ pub mod vars {
 
     /// Bearer token required on `/mcp`.
     pub const API_KEY: &str = "AIRLOCK_API_KEY";
+    /// The vault's master key (base64 of 32 bytes); else a key file in the data dir.
+    pub const MASTER_KEY: &str = "AIRLOCK_MASTER_KEY";
+    /// The new master key `airlock vault rotate-key` moves to when the key is in the
+    /// environment.
+    pub const NEW_MASTER_KEY: &str = "AIRLOCK_NEW_MASTER_KEY";
 
     /// All of the above, for `airlock doctor` (which never prints secret values).
-    pub const ALL: &[&str] = &[CONFIG, CHROME, DATA_DIR, LISTEN, API_KEY];
+    pub const ALL: &[&str] = &[
+        CONFIG,
+        CHROME,
+        DATA_DIR,
+        LISTEN,
+        API_KEY,
+        MASTER_KEY,
+        NEW_MASTER_KEY,
+    ];
 
     /// Variables whose values are secrets.
-    pub const SECRET: &[&str] = &[API_KEY];
+    pub const SECRET: &[&str] = &[API_KEY, MASTER_KEY, NEW_MASTER_KEY];
 }
 
 /// Where configuration strings come from; tests pass a map instead of the process env.

@@ -123,6 +123,7 @@ impl Fields {
         values.extend(self.cookies.iter().map(|c| c.value.as_str()));
         values.extend(self.local_storage.iter().map(|s| s.value.as_str()));
         values.extend(self.headers.iter().map(|h| h.value.as_str()));
+        values.retain(|v| v.chars().count() >= MIN_SECRET_LEN);
         values
     }
 
@@ -179,20 +180,14 @@ impl Fields {
                 return Err(short("TOTP seed"));
             }
         }
+        // Short cookie and storage values are kept (imported browser state is full of
+        // `consent=1`) but are not credentials and are not redacted.
         for c in &self.cookies {
-            if c.value.chars().count() < MIN_SECRET_LEN {
-                return Err(short(&format!("value of cookie `{}`", c.name)));
-            }
             if c.domain.trim_start_matches('.').is_empty() {
                 return Err(VaultError::Invalid(format!(
                     "cookie `{}` has no domain",
                     c.name
                 )));
-            }
-        }
-        for s in &self.local_storage {
-            if s.value.chars().count() < MIN_SECRET_LEN {
-                return Err(short(&format!("localStorage value `{}`", s.key)));
             }
         }
         for h in &self.headers {

@@ -4,6 +4,7 @@ mod doctor;
 mod mcp;
 mod policy;
 mod serve;
+mod vault;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -45,6 +46,93 @@ enum Command {
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
+    },
+    /// Store credentials (values are write-only: nothing ever prints them).
+    Vault {
+        /// Tenant the secrets belong to.
+        #[arg(long, default_value = "default", global = true)]
+        tenant: String,
+        #[command(subcommand)]
+        command: VaultCommand,
+    },
+    /// Grant tokens: short-lived authority for an agent to use credentials.
+    Grant {
+        /// Tenant the grant belongs to.
+        #[arg(long, default_value = "default", global = true)]
+        tenant: String,
+        #[command(subcommand)]
+        command: GrantCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum VaultCommand {
+    /// Add or update a secret; given fields replace stored ones, others are kept.
+    /// Values come from stdin, one line each: password, then TOTP seed, then header.
+    Set {
+        /// Secret name (letters, digits, `_`, `-`), used as {{secret:NAME.password}}.
+        name: String,
+        /// Origin the secret may be used on (repeat for several).
+        #[arg(long = "origin")]
+        origins: Vec<String>,
+        /// Login name (not secret: pages show it).
+        #[arg(long)]
+        username: Option<String>,
+        /// Read the password from stdin.
+        #[arg(long)]
+        password_stdin: bool,
+        /// Read a base32 TOTP seed from stdin.
+        #[arg(long)]
+        totp_stdin: bool,
+        /// Read the value of this HTTP header from stdin.
+        #[arg(long, value_name = "HEADER")]
+        header_stdin: Option<String>,
+    },
+    /// List secrets: names, origins, fields present and times, never values.
+    List,
+    /// Delete a secret.
+    Rm {
+        /// Secret name.
+        name: String,
+    },
+    /// Import cookies (and localStorage) into a secret.
+    Import {
+        /// Secret name.
+        name: String,
+        /// Origin the secret may be used on (repeat for several).
+        #[arg(long = "origin")]
+        origins: Vec<String>,
+        /// Playwright storage-state JSON (cookies + origins/localStorage).
+        #[arg(long)]
+        storage_state: Option<PathBuf>,
+        /// Netscape cookies.txt.
+        #[arg(long)]
+        cookies_txt: Option<PathBuf>,
+    },
+    /// Re-encrypt every secret under a new master key, atomically.
+    RotateKey,
+}
+
+#[derive(Debug, Subcommand)]
+enum GrantCommand {
+    /// Create a grant and print its token (once).
+    Create {
+        /// Domains it covers, with their subdomains (comma-separated).
+        #[arg(long, value_delimiter = ',', required = true)]
+        domains: Vec<String>,
+        /// Lifetime: 90s, 15m, 2h, 1d (at most 30d).
+        #[arg(long, default_value = "15m")]
+        ttl: String,
+        /// Usable more than once until it expires.
+        #[arg(long)]
+        reusable: bool,
+    },
+    /// List grants (never their tokens).
+    List,
+    /// Revoke a grant by id.
+    Revoke {
+        /// The grant id (`g_…`).
+        id: String,
     },
 }
 
@@ -88,6 +176,75 @@ pub(crate) fn main() -> ExitCode {
             };
             runtime.block_on(policy::check(&config, &url, resolve))
         }
+        Command::Vault { tenant, command } => {
+            let config = match load_config(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            };
+            let run = async {
+                match command {
+                    VaultCommand::Set {
+                        name,
+                        origins,
+                        username,
+                        password_stdin,
+                        totp_stdin,
+                        header_stdin,
+                    } => {
+                        let stdin = vault::StdinFields {
+                            password: password_stdin,
+                            totp: totp_stdin,
+                            header: header_stdin,
+                        };
+                        vault::set(&config, &tenant, &name, origins, username, stdin).await
+                    }
+                    VaultCommand::List => vault::list(&config, &tenant).await,
+                    VaultCommand::Rm { name } => vault::remove(&config, &tenant, &name).await,
+                    VaultCommand::Import {
+                        name,
+                        origins,
+                        storage_state,
+                        cookies_txt,
+                    } => {
+                        vault::import(
+                            &config,
+                            &tenant,
+                            &name,
+                            origins,
+                            storage_state.as_deref(),
+                            cookies_txt.as_deref(),
+                        )
+                        .await
+                    }
+                    VaultCommand::RotateKey => vault::rotate(&config).await,
+                }
+            };
+            finish(runtime.block_on(run))
+        }
+        Command::Grant { tenant, command } => {
+            let config = match load_config(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            };
+            let run = async {
+                match command {
+                    GrantCommand::Create {
+                        domains,
+                        ttl,
+                        reusable,
+                    } => vault::grant_create(&config, &tenant, &domains, &ttl, reusable).await,
+                    GrantCommand::List => vault::grant_list(&config, &tenant).await,
+                    GrantCommand::Revoke { id } => vault::grant_revoke(&config, &tenant, &id).await,
+                }
+            };
+            finish(runtime.block_on(run))
+        }
         Command::Mcp => {
             let config = match load_config(cli.config.as_deref()) {
                 Ok(c) => c,
@@ -119,6 +276,17 @@ pub(crate) fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+// Exit status of a command that printed its own output.
+fn finish(outcome: anyhow::Result<()>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -8,3 +8,4 @@ mod mcp_clients;
 mod policy_cli;
 mod server;
 mod tidy;
+mod vault_cli;

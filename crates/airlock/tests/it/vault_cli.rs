@@ -1,0 +1,230 @@
+//! `airlock vault …` and `airlock grant …` through the real binary: values go in and
+//! never come out, the wrong key changes nothing, rotation keeps every record.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::server::BIN;
+
+const PASSWORD: &str = "hunter2-but-longer";
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn airlock(data: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .env_remove("AIRLOCK_CONFIG")
+        .env_remove("AIRLOCK_MASTER_KEY")
+        .env("AIRLOCK_DATA_DIR", data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn assert_no_value(run: &Run, value: &str) {
+    assert!(
+        !run.stdout.contains(value) && !run.stderr.contains(value),
+        "the value leaked: {} / {}",
+        run.stdout,
+        run.stderr
+    );
+}
+
+#[test]
+fn values_go_in_and_never_come_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let set = airlock(
+        data,
+        &[
+            "vault",
+            "set",
+            "app",
+            "--origin",
+            "https://app.example.com",
+            "--username",
+            "alice",
+            "--password-stdin",
+            "--header-stdin",
+            "X-Api-Key",
+        ],
+        &format!("{PASSWORD}\nheader-value-123\n"),
+        &[],
+    );
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    assert_no_value(&set, PASSWORD);
+    let key_file = data.join("master.key");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let list = airlock(data, &["vault", "list"], "", &[]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert!(
+        list.stdout
+            .contains("app\torigins: https://app.example.com\tfields: username,password,headers"),
+        "{}",
+        list.stdout
+    );
+    assert_no_value(&list, PASSWORD);
+    assert_no_value(&list, "header-value-123");
+
+    // Too short: refused, and the refusal does not echo it.
+    let short = airlock(
+        data,
+        &["vault", "set", "app", "--password-stdin"],
+        "abc12\n",
+        &[],
+    );
+    assert_ne!(short.code, 0);
+    assert!(short.stderr.contains("shorter than 6"), "{}", short.stderr);
+    assert_no_value(&short, "abc12");
+
+    // Nothing in the database file is the plaintext either.
+    let db = std::fs::read(data.join("airlock.db")).unwrap();
+    let wal = std::fs::read(data.join("airlock.db-wal")).unwrap_or_default();
+    for bytes in [&db, &wal] {
+        assert!(
+            !bytes
+                .windows(PASSWORD.len())
+                .any(|w| w == PASSWORD.as_bytes())
+        );
+    }
+}
+
+#[test]
+fn the_wrong_key_is_one_clear_error_and_rotation_keeps_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let set = airlock(
+        data,
+        &[
+            "vault",
+            "set",
+            "app",
+            "--origin",
+            "http://127.0.0.1:9",
+            "--password-stdin",
+        ],
+        &format!("{PASSWORD}\n"),
+        &[],
+    );
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    let db_before = std::fs::read(data.join("airlock.db")).unwrap();
+
+    // A wrong key from the environment: one clear error, nothing written.
+    let wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let run = airlock(
+        data,
+        &["vault", "list"],
+        "",
+        &[("AIRLOCK_MASTER_KEY", wrong)],
+    );
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr
+            .contains("the master key does not open this vault; nothing was changed"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read(data.join("airlock.db")).unwrap(), db_before);
+
+    let old_key = std::fs::read_to_string(data.join("master.key")).unwrap();
+    let rotate = airlock(data, &["vault", "rotate-key"], "", &[]);
+    assert_eq!(rotate.code, 0, "{}", rotate.stderr);
+    assert!(
+        rotate.stdout.contains("re-encrypted 1 secret(s)"),
+        "{}",
+        rotate.stdout
+    );
+    assert_ne!(
+        std::fs::read_to_string(data.join("master.key")).unwrap(),
+        old_key
+    );
+    let list = airlock(data, &["vault", "list"], "", &[]);
+    assert!(
+        list.stdout.contains("app\t"),
+        "{} {}",
+        list.stdout,
+        list.stderr
+    );
+    // The old key no longer opens it.
+    let run = airlock(
+        data,
+        &["vault", "list"],
+        "",
+        &[("AIRLOCK_MASTER_KEY", old_key.trim())],
+    );
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("does not open"), "{}", run.stderr);
+
+    let rm = airlock(data, &["vault", "rm", "app"], "", &[]);
+    assert_eq!(rm.code, 0, "{}", rm.stderr);
+    let rm = airlock(data, &["vault", "rm", "app"], "", &[]);
+    assert_ne!(rm.code, 0);
+}
+
+#[test]
+fn grant_tokens_print_once_and_revoke() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let create = airlock(
+        data,
+        &[
+            "grant",
+            "create",
+            "--domains",
+            "app.example.com",
+            "--ttl",
+            "15m",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(create.code, 0, "{}", create.stderr);
+    let token = create.stdout.trim().to_owned();
+    assert!(token.starts_with("agt_"), "{token}");
+    let list = airlock(data, &["grant", "list"], "", &[]);
+    assert!(
+        list.stdout.contains("domains: app.example.com") && list.stdout.contains("live"),
+        "{}",
+        list.stdout
+    );
+    assert_no_value(&list, &token);
+    let id = list.stdout.split('\t').next().unwrap().to_owned();
+    let revoke = airlock(data, &["grant", "revoke", &id], "", &[]);
+    assert_eq!(revoke.code, 0, "{}", revoke.stderr);
+    let list = airlock(data, &["grant", "list"], "", &[]);
+    assert!(list.stdout.contains("revoked"), "{}", list.stdout);
+    let bad = airlock(
+        data,
+        &["grant", "create", "--domains", "x.com", "--ttl", "90d"],
+        "",
+        &[],
+    );
+    assert_ne!(bad.code, 0);
+}
