@@ -73,6 +73,17 @@ pub enum Error {
         /// The cap.
         max: usize,
     },
+    /// A secret would have gone to a field of an origin it is not bound to (or to a
+    /// field that lost focus); nothing of it was typed.
+    #[error("`{secret}` may be typed only on {allowed}; {detail}, so nothing of it was typed")]
+    SecretOriginMismatch {
+        /// The placeholder's secret name.
+        secret: String,
+        /// Its bound origins.
+        allowed: String,
+        /// What was found instead.
+        detail: String,
+    },
     /// Chromium answered a command with something we did not expect.
     #[error("browser protocol error: {0}")]
     Protocol(String),
@@ -92,6 +103,7 @@ impl HasErrorCode for Error {
             Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
             Error::TabNotFound { .. } => ErrorCode::TabNotFound,
             Error::TabLimit { .. } => ErrorCode::QuotaExceeded,
+            Error::SecretOriginMismatch { .. } => ErrorCode::SecretOriginMismatch,
             Error::Protocol(_) => ErrorCode::Internal,
         }
     }

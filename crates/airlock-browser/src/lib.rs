@@ -24,6 +24,7 @@ pub use launch::{
 pub use oracle::AxPair;
 pub use session::{
     ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Direction,
-    ImageFormat, MAX_TABS, Modifier, MouseButton, PageText, Screenshot, ScreenshotOptions, Scroll,
-    Session, SessionOptions, Snapshot, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
+    ImageFormat, Injection, MAX_TABS, Modifier, MouseButton, PageText, Screenshot,
+    ScreenshotOptions, Scroll, Session, SessionOptions, Snapshot, SnapshotOptions, TabInfo, Target,
+    TextPiece, TypedText, WaitCondition, WaitUntil,
 };

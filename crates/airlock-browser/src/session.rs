@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use crate::browser::{BrowserOptions, Chromium, TargetNotice};
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::tab::{FrameEntry, NavGuard, Tab};
+use crate::tab::{FrameEntry, Hooks, NavGuard, Tab};
 
 /// Deepest nesting of frames a snapshot descends into.
 const MAX_FRAME_DEPTH: usize = 4;
@@ -44,6 +44,96 @@ pub struct SessionOptions {
     /// The policy pages' own navigations are held to: popups to denied URLs are
     /// closed, top-frame moves to denied schemes (`blob:`, `data:` …) stopped.
     pub policy: Option<Arc<Policy>>,
+    /// Credentials put into the session before the agent's first action.
+    pub injection: Option<Arc<Injection>>,
+}
+
+/// Credentials a session starts with. Debug shows only what is there.
+#[derive(Clone, Default)]
+pub struct Injection {
+    /// Cookies in CDP's `Network.CookieParam` shape, set into the session's own
+    /// browser context.
+    pub cookies: Vec<Value>,
+    /// `(origin, key, value)`: written to the origin's localStorage (when absent) as
+    /// its documents start, before their scripts run.
+    pub storage: Vec<(String, String, zeroize::Zeroizing<String>)>,
+    /// `(origin, name, value)`: added to requests to exactly that origin, nowhere else.
+    pub headers: Vec<(String, String, zeroize::Zeroizing<String>)>,
+}
+
+impl std::fmt::Debug for Injection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Injection({} cookies, {} storage items, {} headers) [REDACTED]",
+            self.cookies.len(),
+            self.storage.len(),
+            self.headers.len()
+        )
+    }
+}
+
+/// Text to type: literal pieces and secret values. Debug never shows a value.
+#[derive(Clone, Default)]
+pub struct TypedText(pub Vec<TextPiece>);
+
+/// A piece of [`TypedText`].
+#[derive(Clone)]
+pub enum TextPiece {
+    /// Typed as is.
+    Plain(String),
+    /// A secret value, typed only into a focused field of one of `origins`.
+    Secret {
+        /// What to call it in messages (`app.password`).
+        label: String,
+        /// Canonical origins it is bound to (`https://app.example.com`).
+        origins: Vec<String>,
+        /// The value; zeroed on drop.
+        value: zeroize::Zeroizing<String>,
+    },
+}
+
+impl std::fmt::Debug for TypedText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut list = f.debug_list();
+        for piece in &self.0 {
+            match piece {
+                TextPiece::Plain(text) => list.entry(text),
+                TextPiece::Secret { label, .. } => list.entry(&format_args!("[secret {label}]")),
+            };
+        }
+        list.finish()
+    }
+}
+
+impl TypedText {
+    /// Plain text only.
+    pub fn plain(text: &str) -> TypedText {
+        TypedText(vec![TextPiece::Plain(text.to_owned())])
+    }
+
+    /// Whether any piece is a secret.
+    pub fn has_secret(&self) -> bool {
+        self.0.iter().any(|p| matches!(p, TextPiece::Secret { .. }))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(|p| match p {
+            TextPiece::Plain(t) => t.is_empty(),
+            TextPiece::Secret { value, .. } => value.is_empty(),
+        })
+    }
+
+    // The plain pieces joined (for checkboxes and selects, which take no secrets).
+    fn plain_text(&self) -> String {
+        self.0
+            .iter()
+            .filter_map(|p| match p {
+                TextPiece::Plain(t) => Some(t.as_str()),
+                TextPiece::Secret { .. } => None,
+            })
+            .collect()
+    }
 }
 
 /// When a navigation counts as finished.
@@ -449,6 +539,7 @@ impl Session {
             notices,
             options.clone(),
             guard.clone(),
+            session_options.injection.clone(),
         ));
         // From here on the session owns the context; dropping it on an early return
         // below disposes the context (nothing half-open is left behind).
@@ -476,6 +567,20 @@ impl Session {
                     timeout,
                 )
                 .await?;
+            if let Some(injection) = &session_options.injection
+                && !injection.cookies.is_empty()
+            {
+                session
+                    .chromium
+                    .conn
+                    .call(
+                        None,
+                        "Storage.setCookies",
+                        json!({ "cookies": injection.cookies, "browserContextId": session.context_id }),
+                        timeout,
+                    )
+                    .await?;
+            }
             session.create_tab().await?;
             Ok::<_, Error>(())
         };
@@ -1089,6 +1194,20 @@ impl Session {
         clear_first: bool,
         submit: bool,
     ) -> Result<ActionOutcome> {
+        self.type_pieces(target, &TypedText::plain(text), clear_first, submit)
+            .await
+    }
+
+    /// Like [`Session::type_text`], with secret pieces: each is typed only if, right
+    /// before it is inserted, the target is still the focused element and its own
+    /// frame's origin is one the secret is bound to.
+    pub async fn type_pieces(
+        &self,
+        target: &Target,
+        text: &TypedText,
+        clear_first: bool,
+        submit: bool,
+    ) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
         let tab = self.active()?;
         let before = Self::nav_counters(&tab);
@@ -1106,7 +1225,7 @@ impl Session {
         &self,
         tab: &Tab,
         target: &Target,
-        text: &str,
+        text: &TypedText,
         clear_first: bool,
     ) -> Result<String> {
         let (frame, located) = self.locate(tab, target, EDITABLE).await?;
@@ -1115,24 +1234,89 @@ impl Session {
             target.walker_json()
         );
         self.helper(tab, frame, &call, target).await?;
-        if text.is_empty() {
-            if clear_first {
-                self.press_combo(tab, &keys::parse_combo("Delete")?).await?;
+        // Every secret is checked once before anything is typed, so a wrong origin
+        // types nothing at all …
+        for piece in &text.0 {
+            if let TextPiece::Secret { label, origins, .. } = piece {
+                self.check_secret_destination(tab, frame, target, label, origins)
+                    .await?;
             }
-        } else {
+        }
+        if text.is_empty() && clear_first {
+            self.press_combo(tab, &keys::parse_combo("Delete")?).await?;
+        }
+        let mut secret_typed = false;
+        for piece in &text.0 {
+            let value = match piece {
+                TextPiece::Plain(text) => text.as_str(),
+                TextPiece::Secret {
+                    label,
+                    origins,
+                    value,
+                } => {
+                    // … and again right before each insertion: the page may have moved
+                    // focus or navigated meanwhile.
+                    self.check_secret_destination(tab, frame, target, label, origins)
+                        .await?;
+                    secret_typed = true;
+                    value.as_str()
+                }
+            };
+            if value.is_empty() {
+                continue;
+            }
             tab.call(
                 "Input.insertText",
-                json!({ "text": text }),
+                json!({ "text": value }),
                 self.options.action_timeout,
             )
             .await?;
         }
+        if secret_typed {
+            let call = format!("__airlock.markSecret({})", target.walker_json());
+            self.helper(tab, frame, &call, target).await?;
+        }
         Ok(located.desc)
+    }
+
+    async fn check_secret_destination(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        target: &Target,
+        label: &str,
+        origins: &[String],
+    ) -> Result<()> {
+        let call = format!("__airlock.secretDestination({})", target.walker_json());
+        let found = self.helper(tab, frame, &call, target).await?;
+        let origin = found["origin"].as_str().unwrap_or_default();
+        let mismatch = |detail: String| Error::SecretOriginMismatch {
+            secret: label.to_owned(),
+            allowed: origins.join(", "),
+            detail,
+        };
+        if !origins.iter().any(|o| o == origin) {
+            return Err(mismatch(format!("the field is on {origin}")));
+        }
+        if found["focused"].as_bool() != Some(true) {
+            return Err(mismatch("the field no longer has focus".to_owned()));
+        }
+        Ok(())
     }
 
     /// Fills several fields: text fields are replaced, checkboxes take `true`/`false`,
     /// selects take an option value or label.
     pub async fn fill_form(&self, fields: &[(Target, String)]) -> Result<ActionOutcome> {
+        let typed: Vec<(Target, TypedText)> = fields
+            .iter()
+            .map(|(t, v)| (t.clone(), TypedText::plain(v)))
+            .collect();
+        self.fill_form_pieces(&typed).await
+    }
+
+    /// [`Session::fill_form`] with secret pieces in text fields (checkboxes and
+    /// selects take plain values only).
+    pub async fn fill_form_pieces(&self, fields: &[(Target, TypedText)]) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
         let tab = self.active()?;
         let before = Self::nav_counters(&tab);
@@ -1147,9 +1331,17 @@ impl Session {
                     target,
                 )
                 .await?;
-            match kind["kind"].as_str().unwrap_or("text") {
+            let kind = kind["kind"].as_str().unwrap_or("text");
+            if kind != "text" && value.has_secret() {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is not a text field: a secret placeholder can only be typed",
+                    located.desc
+                )));
+            }
+            let plain = value.plain_text();
+            match kind {
                 "check" => {
-                    let want = match value.as_str() {
+                    let want = match plain.as_str() {
                         "true" | "on" | "checked" | "yes" => true,
                         "false" | "off" | "unchecked" | "no" => false,
                         _ => {
@@ -1162,7 +1354,7 @@ impl Session {
                     self.set_checked_in(&tab, target, want).await?;
                 }
                 "select" => {
-                    self.select_in(&tab, frame, target, std::slice::from_ref(value))
+                    self.select_in(&tab, frame, target, std::slice::from_ref(&plain))
                         .await?;
                 }
                 _ => {
@@ -1898,6 +2090,7 @@ async fn attach_tabs(
     mut notices: mpsc::UnboundedReceiver<TargetNotice>,
     options: Arc<BrowserOptions>,
     guard: Option<NavGuard>,
+    injection: Option<Arc<Injection>>,
 ) {
     while let Some(notice) = notices.recv().await {
         match notice {
@@ -1940,7 +2133,10 @@ async fn attach_tabs(
                     session_id,
                     target_id.clone(),
                     opener_id.clone(),
-                    guard.clone(),
+                    Hooks {
+                        guard: guard.clone(),
+                        injection: injection.clone(),
+                    },
                     options.viewport,
                     options.action_timeout,
                 )

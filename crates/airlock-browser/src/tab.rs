@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::cdp::{CdpError, Connection, Event};
 use crate::error::{Error, Result};
+use crate::session::Injection;
 
 /// The walker, installed once per isolated world.
 const WALKER: &str = include_str!("walker.js");
@@ -36,6 +37,12 @@ pub(crate) struct NavGuard {
     /// What the guard did, for the next action's outcome (shared by the session's tabs,
     /// so a closed popup's notice outlives its tab).
     pub(crate) notices: Arc<Mutex<Vec<String>>>,
+}
+
+/// What a session adds to each of its tabs.
+pub(crate) struct Hooks {
+    pub(crate) guard: Option<NavGuard>,
+    pub(crate) injection: Option<Arc<Injection>>,
 }
 
 impl NavGuard {
@@ -91,6 +98,7 @@ pub(crate) struct TabState {
     changed: watch::Sender<u64>,
     target_id: String,
     guard: Option<NavGuard>,
+    injection: Option<Arc<Injection>>,
 }
 
 impl TabState {
@@ -167,10 +175,11 @@ impl Tab {
         session: String,
         target_id: String,
         opener: Option<String>,
-        guard: Option<NavGuard>,
+        hooks: Hooks,
         viewport: (u32, u32),
         timeout: Duration,
     ) -> Result<Tab> {
+        let Hooks { guard, injection } = hooks;
         let events = conn.subscribe(Some(&session));
         let (changed, _) = watch::channel(0);
         let state = Arc::new(TabState {
@@ -181,6 +190,7 @@ impl Tab {
             changed,
             target_id: target_id.clone(),
             guard,
+            injection: injection.clone(),
         });
         let pump = tokio::spawn(pump(conn.clone(), session.clone(), state.clone(), events));
         let tab = Tab {
@@ -242,9 +252,54 @@ impl Tab {
                 parent_session: None,
             });
         });
+        if let Some(injection) = &injection {
+            tab.inject(injection, timeout).await?;
+        }
         tab.call("Runtime.runIfWaitingForDebugger", json!({}), timeout)
             .await?;
         Ok(tab)
+    }
+
+    // Before the page runs: localStorage seeding as each document of a bound origin
+    // starts (in an isolated world, so page scripts cannot intercept it), and request
+    // interception for exactly the origins that get headers.
+    async fn inject(&self, injection: &Injection, timeout: Duration) -> Result<()> {
+        let mut by_origin: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
+        for (origin, key, value) in &injection.storage {
+            by_origin
+                .entry(origin.as_str())
+                .or_default()
+                .push((key.as_str(), value.as_str()));
+        }
+        for (origin, items) in by_origin {
+            let source = zeroize::Zeroizing::new(format!(
+                "(() => {{ if (location.origin !== {origin}) return; \
+                 for (const [k, v] of {items}) {{ try {{ if (localStorage.getItem(k) === null) localStorage.setItem(k, v); }} catch (_) {{}} }} }})();",
+                origin = serde_json::to_string(origin).unwrap_or_default(),
+                items = serde_json::to_string(&items).unwrap_or_default(),
+            ));
+            self.call(
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": source.as_str(), "worldName": "__airlock_seed" }),
+                timeout,
+            )
+            .await?;
+        }
+        if !injection.headers.is_empty() {
+            let mut origins: Vec<&str> = injection
+                .headers
+                .iter()
+                .map(|(o, _, _)| o.as_str())
+                .collect();
+            origins.dedup();
+            let patterns: Vec<Value> = origins
+                .iter()
+                .map(|o| json!({ "urlPattern": format!("{o}/*"), "requestStage": "Request" }))
+                .collect();
+            self.call("Fetch.enable", json!({ "patterns": patterns }), timeout)
+                .await?;
+        }
+        Ok(())
     }
 
     /// A CDP call on this tab's session.
@@ -643,6 +698,50 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
         "Page.frameDetached" => {
             let id = str_of(&p["frameId"]);
             state.with(|s| s.worlds.retain(|(_, f), _| f != &id));
+        }
+        "Fetch.requestPaused" => {
+            let id = str_of(&p["requestId"]);
+            let url = str_of(&p["request"]["url"]);
+            let mut params = json!({ "requestId": id });
+            if let Some(injection) = &state.injection {
+                // The pattern matched by prefix; add headers only on an exact origin
+                // match, so no other site ever receives them.
+                let origin = url::Url::parse(&url)
+                    .map(|u| u.origin().ascii_serialization())
+                    .unwrap_or_default();
+                let extra: Vec<_> = injection
+                    .headers
+                    .iter()
+                    .filter(|(o, _, _)| *o == origin)
+                    .collect();
+                if !extra.is_empty() {
+                    let mut headers: Vec<Value> = Vec::new();
+                    if let Some(existing) = p["request"]["headers"].as_object() {
+                        for (name, value) in existing {
+                            if !extra.iter().any(|(_, n, _)| n.eq_ignore_ascii_case(name)) {
+                                headers.push(json!({ "name": name, "value": value }));
+                            }
+                        }
+                    }
+                    for (_, name, value) in extra {
+                        headers.push(json!({ "name": name, "value": value.as_str() }));
+                    }
+                    params["headers"] = Value::Array(headers);
+                }
+            }
+            // Off the pump: the reply may wait on events this pump must read.
+            let conn = conn.clone();
+            let session = session.to_owned();
+            tokio::spawn(async move {
+                let _ = conn
+                    .call(
+                        Some(&session),
+                        "Fetch.continueRequest",
+                        params,
+                        Duration::from_secs(5),
+                    )
+                    .await;
+            });
         }
         "Page.javascriptDialogOpening" => {
             let kind = str_of(&p["type"]);

@@ -404,6 +404,28 @@
     return out;
   }
 
+  // Fields Airlock typed a secret into (this frame's isolated world; page scripts
+  // cannot see or clear it).
+  const secretFilled = new WeakSet();
+
+  // Where a secret would go if typed now: the origin of this frame, and whether the
+  // target is the focused element of a focused document (focus moved elsewhere, or
+  // to another frame, means no).
+  function secretDestination(target) {
+    const found = resolve(target);
+    if (found.error) return found;
+    const el = found.el;
+    const focused = document.hasFocus() && (document.activeElement === el || el.contains(document.activeElement));
+    return { ok: true, origin: location.origin, focused, desc: describe(el) };
+  }
+
+  function markSecret(target) {
+    const found = resolve(target);
+    if (found.error) return found;
+    secretFilled.add(found.el);
+    return { ok: true };
+  }
+
   function embeddedControlText(el, role, visiting) {
     const aria = el.getAttribute('aria-label');
     if (aria && aria.trim()) return aria;
@@ -414,6 +436,7 @@
     const type = (el.getAttribute('type') || 'text').toLowerCase();
     if (type === 'button' || type === 'submit' || type === 'reset') return nativeName(el, role, visiting);
     if (type === 'password' || type === 'hidden' || type === 'checkbox' || type === 'radio') return '';
+    if (secretFilled.has(el)) return '';
     return el.value || '';
   }
 
@@ -566,9 +589,12 @@
       const selected = el.localName === 'option' ? el.selected : el.getAttribute('aria-selected') === 'true';
       if (selected) node_.s = true;
       if ((INTERACTIVE.has(role) || role === 'group') && isDisabled(el)) node_.d = true;
-      if (isPassword(el)) {
-        node_.p = true;
-        if (el.value) node_.v = '••••';
+      if (isPassword(el) || secretFilled.has(el)) {
+        // A field that received a secret stays masked even if a script flips it to
+        // type=text, until it is emptied.
+        if (secretFilled.has(el) && !el.value && !el.innerText) secretFilled.delete(el);
+        if (isPassword(el)) node_.p = true;
+        if (el.value || (el.isContentEditable && el.innerText)) node_.v = '••••';
       } else {
         const value = valueOf(el, role);
         if (value !== null && value !== '' && value !== name) node_.v = value.length > MAX_NAME ? value.slice(0, MAX_NAME) + '…' : value;
@@ -940,7 +966,7 @@
   }
 
   globalThis.__airlock = {
-    snapshot, resolve, prepare, focusForTyping, fieldKind, selectOptions, checked, scrollIntoView,
+    snapshot, resolve, prepare, focusForTyping, secretDestination, markSecret, fieldKind, selectOptions, checked, scrollIntoView,
     waitFor, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
     init(base) { if (nextRef < base) nextRef = base; },
   };

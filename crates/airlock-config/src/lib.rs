@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use airlock_core::Role;
 use serde::Deserialize;
 
 pub use airlock_policy::{Policy, PolicyConfig};
@@ -75,13 +76,17 @@ pub struct RawServer {
     /// Extra `Origin` values allowed to call `/mcp` from a browser.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// Role of callers (the API key holder, the stdio user): `observe`, `act`
+    /// (default), `operate` (may use stored credentials without a grant), `admin`.
+    pub role: Option<String>,
 }
 
 impl std::fmt::Debug for RawServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawServer")
             .field("listen", &self.listen)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
+            .field("allowed_origins", &self.allowed_origins)
+            .field("role", &self.role)
             .field("allowed_origins", &self.allowed_origins)
             .finish()
     }
@@ -141,6 +146,8 @@ pub struct ServerConfig {
     pub api_key: Option<ApiKey>,
     /// Extra browser origins allowed on `/mcp`.
     pub allowed_origins: Vec<String>,
+    /// Role of callers.
+    pub role: Role,
 }
 
 /// A bearer token; never printed.
@@ -336,6 +343,13 @@ impl Config {
                 message: "must be at least 16 characters".to_owned(),
             });
         }
+        let role = match raw.server.role.as_deref() {
+            None => Role::default(),
+            Some(text) => Role::parse(text).ok_or_else(|| Error::Invalid {
+                key: "server.role".to_owned(),
+                message: format!("`{text}` is not one of observe, act, operate, admin"),
+            })?,
+        };
         let sessions = SessionsConfig {
             idle_ttl: ms(
                 "sessions.idle_ttl_secs",
@@ -366,6 +380,7 @@ impl Config {
                 listen,
                 api_key,
                 allowed_origins: raw.server.allowed_origins,
+                role,
             },
             browser,
             policy,

@@ -6,6 +6,8 @@
 
 mod error_code;
 mod node_ref;
+mod role;
 
 pub use error_code::{ErrorCode, HasErrorCode};
 pub use node_ref::{NodeRef, ParseNodeRefError};
+pub use role::Role;

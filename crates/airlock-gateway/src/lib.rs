@@ -6,9 +6,11 @@
 //! surfaces never call the browser directly. It knows nothing of MCP or HTTP.
 
 mod content;
+mod credentials;
 mod session;
 mod tools;
 
 pub use content::PageFence;
+pub use credentials::CredentialSource;
 pub use session::{AgentSession, Gateway, GatewayConfig};
 pub use tools::{OpenOptions, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};

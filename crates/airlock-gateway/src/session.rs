@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::content::PageFence;
+use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
 
 /// Engine settings.
@@ -23,6 +24,8 @@ pub struct GatewayConfig {
     pub idle_ttl: Duration,
     /// What the browser may reach.
     pub policy: Policy,
+    /// Stored credentials and who may use them.
+    pub credentials: CredentialSource,
 }
 
 impl Default for GatewayConfig {
@@ -30,6 +33,10 @@ impl Default for GatewayConfig {
         GatewayConfig {
             idle_ttl: Duration::from_secs(600),
             policy: Policy::public_only(),
+            credentials: CredentialSource {
+                tenant: "default".to_owned(),
+                ..CredentialSource::default()
+            },
         }
     }
 }
@@ -88,8 +95,26 @@ impl Gateway {
         gateway
     }
 
-    // Starts a session's egress proxy, then the browser session that must use it.
-    async fn open_held(&self, options: OpenOptions) -> Result<Arc<Held>, ToolOutput> {
+    // Loads the asked-for credentials (if authorized), starts the session's egress
+    // proxy, then the browser session that must use it, credentials injected before
+    // the agent's first action. Returns why credentials were refused, if they were.
+    async fn open_held(
+        &self,
+        options: OpenOptions,
+    ) -> Result<(Arc<Held>, Option<String>), ToolOutput> {
+        let (loaded, injection, refused) = if options.credentials.is_empty() {
+            (Loaded::default(), None, None)
+        } else {
+            match self
+                .config
+                .credentials
+                .load(&options.credentials, options.grant.as_deref())
+                .await?
+            {
+                Outcome::Loaded(loaded, injection) => (loaded, Some(Arc::new(injection)), None),
+                Outcome::Refused(why) => (Loaded::default(), None, Some(why)),
+            }
+        };
         let policy = if options.allow_hosts.is_empty() {
             self.policy.clone()
         } else {
@@ -119,14 +144,19 @@ impl Gateway {
                 isolation: options.isolation,
                 proxy_server: Some(proxy.proxy_server()),
                 policy: Some(policy.clone()),
+                injection,
             })
             .await
             .map_err(|e| ToolOutput::from_error(&e))?;
-        Ok(Arc::new(Held {
-            session,
-            proxy,
-            policy,
-        }))
+        Ok((
+            Arc::new(Held {
+                session,
+                proxy,
+                policy,
+                loaded,
+            }),
+            refused,
+        ))
     }
 
     /// The browser pool (diagnostics and tests).
@@ -243,6 +273,8 @@ pub(crate) struct Held {
     proxy: EgressProxy,
     /// The tenant policy, narrowed by the session's own allowlist if it gave one.
     policy: Arc<Policy>,
+    /// Credentials the session loaded, and the redactor for its outputs.
+    loaded: Loaded,
 }
 
 impl std::ops::Deref for Held {
@@ -323,16 +355,28 @@ impl AgentSession {
         {
             return ToolOutput::error(ErrorCode::PolicyDenied, detail);
         }
+        if let Some(param) = call.misplaced_placeholder() {
+            return ToolOutput::error(
+                ErrorCode::SecretOriginMismatch,
+                format!("a secret placeholder may appear only in typed text, not in `{param}`"),
+            );
+        }
         match call {
             ToolCall::SessionOpen(options) => self.open(options).await,
             ToolCall::SessionClose => self.close_browser().await,
             call => match self.browser_session().await {
                 Ok(held) => {
-                    let mut out = tools::run(&held, &self.inner.fence, call).await;
+                    let mut out = tools::run(&held, &self.inner.fence, &held.loaded, call).await;
                     // What the page tried and the proxy refused meanwhile.
                     if let Some(summary) = summarize(&held.proxy.take_unreported()) {
                         out.text.push('\n');
                         out.text.push_str(&summary);
+                    }
+                    // Every output of a session with credentials passes the redactor;
+                    // if it fails, the output is withheld rather than sent raw.
+                    match held.loaded.redact(&out.text) {
+                        Ok(text) => out.text = text,
+                        Err(why) => return ToolOutput::error(ErrorCode::Internal, why),
                     }
                     out
                 }
@@ -366,10 +410,20 @@ impl AgentSession {
         };
         let narrowed = !options.allow_hosts.is_empty();
         match gateway.open_held(options).await {
-            Ok(held) => {
+            Ok((held, refused)) => {
                 let mut text = format!("opened browser session ({})", describe(&held));
                 if narrowed {
                     text.push_str("; this session may reach only the hosts it listed");
+                }
+                let names = held.loaded.names();
+                if !names.is_empty() {
+                    text.push_str(&format!(
+                        "; logged in with {} (type them as {{{{secret:NAME.password}}}}; values are never shown)",
+                        names.join(", ")
+                    ));
+                }
+                if let Some(why) = refused {
+                    text.push_str(&format!("; opened WITHOUT credentials: {why}"));
                 }
                 *slot = Slot::Open(held);
                 ToolOutput::text(text)
@@ -412,7 +466,7 @@ impl AgentSession {
                 "the gateway is shutting down",
             )
         })?;
-        let session = gateway.open_held(OpenOptions::default()).await?;
+        let (session, _) = gateway.open_held(OpenOptions::default()).await?;
         tracing::info!(
             agent.id = self.inner.id,
             session.id = session.id(),

@@ -11,6 +11,7 @@ use airlock_config::Isolation;
 use airlock_core::{ErrorCode, HasErrorCode};
 
 use crate::content::PageFence;
+use crate::credentials::Loaded;
 
 /// One tool call, already validated into browser-layer types.
 #[derive(Debug, Clone)]
@@ -103,17 +104,59 @@ pub enum ToolCall {
     SessionClose,
 }
 
-/// What `browser_session_open` asks for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What `browser_session_open` asks for. Debug never shows the grant token.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct OpenOptions {
     /// Isolation mode; the pool's default when `None`.
     pub isolation: Option<Isolation>,
     /// Narrows the policy for this session: hosts must also be on this list (exact
     /// names, or `*.example.com` for a domain and its subdomains). Never widens it.
     pub allow_hosts: Vec<String>,
+    /// Stored credentials to log in with.
+    pub credentials: Vec<String>,
+    /// A grant token authorizing them (callers without the `operate` role).
+    pub grant: Option<String>,
+}
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("isolation", &self.isolation)
+            .field("allow_hosts", &self.allow_hosts)
+            .field("credentials", &self.credentials)
+            .field("grant", &self.grant.as_ref().map(|_| "[REDACTED]"))
+            .finish()
+    }
 }
 
 impl ToolCall {
+    /// Where a `{{secret:…}}` placeholder sits outside typed text (a URL, key,
+    /// selector, option, wait text): the name of that parameter.
+    pub fn misplaced_placeholder(&self) -> Option<&'static str> {
+        let m = airlock_vault::placeholder::mentions;
+        let target = |t: &Target| m(&format!("{t:?}"));
+        match self {
+            ToolCall::Navigate { url, .. } if m(url) => Some("url"),
+            ToolCall::Tabs(TabAction::New(Some(url))) if m(url) => Some("url"),
+            ToolCall::PressKey { key } if m(key) => Some("key"),
+            ToolCall::SelectOption { values, .. } if values.iter().any(|v| m(v)) => Some("values"),
+            ToolCall::WaitFor { condition, .. } if m(&format!("{condition:?}")) => Some("text"),
+            ToolCall::Click { target: t, .. }
+            | ToolCall::Type { target: t, .. }
+            | ToolCall::SelectOption { target: t, .. }
+            | ToolCall::Check { target: t, .. }
+            | ToolCall::Hover { target: t }
+                if target(t) =>
+            {
+                Some("target")
+            }
+            ToolCall::FillForm { fields } if fields.iter().any(|(t, _)| target(t)) => {
+                Some("target")
+            }
+            _ => None,
+        }
+    }
+
     /// The URL this call would navigate to, if it navigates.
     pub fn navigation_target(&self) -> Option<&str> {
         match self {
@@ -196,8 +239,13 @@ impl ToolOutput {
     }
 }
 
-pub(crate) async fn run(session: &Session, fence: &PageFence, call: ToolCall) -> ToolOutput {
-    match execute(session, fence, call).await {
+pub(crate) async fn run(
+    session: &Session,
+    fence: &PageFence,
+    loaded: &Loaded,
+    call: ToolCall,
+) -> ToolOutput {
+    match execute(session, fence, loaded, call).await {
         Ok(out) => out,
         Err(e) => ToolOutput::from_error(&e),
     }
@@ -206,6 +254,7 @@ pub(crate) async fn run(session: &Session, fence: &PageFence, call: ToolCall) ->
 async fn execute(
     session: &Session,
     fence: &PageFence,
+    loaded: &Loaded,
     call: ToolCall,
 ) -> Result<ToolOutput, Error> {
     Ok(match call {
@@ -237,13 +286,24 @@ async fn execute(
             clear_first,
             submit,
         } => {
+            let typed = match loaded.typed(&text) {
+                Ok(typed) => typed,
+                Err(out) => return Ok(out),
+            };
             let outcome = session
-                .type_text(&target, &text, clear_first, submit)
+                .type_pieces(&target, &typed, clear_first, submit)
                 .await?;
             after_action(session, fence, outcome).await?
         }
         ToolCall::FillForm { fields } => {
-            let outcome = session.fill_form(&fields).await?;
+            let mut typed = Vec::with_capacity(fields.len());
+            for (target, value) in fields {
+                match loaded.typed(&value) {
+                    Ok(t) => typed.push((target, t)),
+                    Err(out) => return Ok(out),
+                }
+            }
+            let outcome = session.fill_form_pieces(&typed).await?;
             after_action(session, fence, outcome).await?
         }
         ToolCall::PressKey { key } => {
@@ -352,9 +412,14 @@ fn header(outcome: &ActionOutcome) -> String {
     text
 }
 
+// Quoted and escaped like snapshot names (`\"`, `\\`), cut with `…` like them too,
+// so the redactor recognises a secret in a title the same way.
 fn quote_title(title: &str) -> String {
-    let short: String = title.chars().take(120).collect();
-    format!("\"{}\"", short.replace('"', "'"))
+    let mut short: String = title.chars().take(120).collect();
+    if short.len() < title.len() {
+        short.push('…');
+    }
+    format!("\"{}\"", short.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 // After an action: what changed on the page since the agent last saw it; after a

@@ -561,10 +561,13 @@ impl TabsParams {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub(crate) struct SessionOpenParams {
-    /// Names of stored credentials to log in with (available once the vault lands).
+    /// Names of stored credentials to log in with: their cookies, localStorage and
+    /// headers are in place before your first action, and you type their values as
+    /// `{{secret:NAME.password}}` (never seeing them).
     #[serde(default)]
     pub(crate) credentials: Vec<String>,
-    /// A grant token authorizing the credentials (available once the vault lands).
+    /// A grant token authorizing the credentials (from `airlock grant create`), when
+    /// this caller's role is below `operate`.
     pub(crate) grant: Option<String>,
     /// Recording mode: `off` (default), `transient` or `audit` (available once audit lands).
     pub(crate) record: Option<String>,
@@ -579,9 +582,6 @@ pub(crate) struct SessionOpenParams {
 
 impl SessionOpenParams {
     pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
-        if !self.credentials.is_empty() || self.grant.is_some() {
-            return bad("`credentials` and `grant` are not supported by this build yet (no vault)");
-        }
         if self.record.as_deref().is_some_and(|r| r != "off") {
             return bad("`record` supports only `off` in this build");
         }
@@ -594,6 +594,8 @@ impl SessionOpenParams {
         Ok(ToolCall::SessionOpen(OpenOptions {
             isolation,
             allow_hosts: self.allow_hosts,
+            credentials: self.credentials,
+            grant: self.grant,
         }))
     }
 }

@@ -1,3 +1,5 @@
+//! The SQLite store: WAL, upserts, atomic rewrites, single-use grants under races.
+
 #![allow(clippy::unwrap_used)]
 
 use super::*;

@@ -9,6 +9,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+/// The fixture app's login: user name.
+pub const APP_USER: &str = "alice";
+/// The fixture app's password (a test stores it in the vault).
+pub const APP_PASSWORD: &str = "Fixture-Pass&<9>\"q'/Z";
+/// The session cookie `/app/login` sets and `/app/home` requires.
+pub const APP_SESSION: &str = "sess-7f3a9c2e1177";
+/// The header value `/app/api` requires in `X-Api-Key`.
+pub const APP_API_KEY: &str = "api-key-5d8e2b44";
+
 /// One fixture server on an ephemeral loopback port.
 pub struct FixtureServer {
     port: u16,
@@ -131,7 +140,40 @@ async fn serve(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    let head = String::from_utf8_lossy(&buf);
+    let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 4;
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let header_value = |name: &str| {
+        head.lines().skip(1).find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    };
+    // A request body (the login form's POST), up to its Content-Length.
+    let length: usize = header_value("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+        .min(64 * 1024);
+    let mut body_in = buf[head_end.min(buf.len())..].to_vec();
+    while body_in.len() < length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        body_in.extend_from_slice(&chunk[..n]);
+    }
+    let form = String::from_utf8_lossy(&body_in).into_owned();
+    let form_field = |name: &str| {
+        form.split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| percent_decode(&v.replace('+', " ")))
+    };
+    let cookie_sid = header_value("cookie").is_some_and(|c| {
+        c.split(';')
+            .any(|kv| kv.trim() == format!("sid={APP_SESSION}"))
+    });
     let target = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
     let param = |name: &str| {
@@ -168,6 +210,49 @@ async fn serve(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
             );
             stream.write_all(head.as_bytes()).await?;
             return stream.shutdown().await;
+        }
+        "/app/login" => {
+            if form_field("username").as_deref() == Some(APP_USER)
+                && form_field("password").as_deref() == Some(APP_PASSWORD)
+            {
+                let head = format!(
+                    "HTTP/1.1 302 Found\r\nLocation: /app/home\r\nSet-Cookie: sid={APP_SESSION}; Path=/; HttpOnly\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                stream.write_all(head.as_bytes()).await?;
+                return stream.shutdown().await;
+            }
+            (
+                "401 Unauthorized",
+                "text/html",
+                b"<!doctype html><title>Sign in failed</title><h1>Wrong user name or password</h1>"
+                    .to_vec(),
+            )
+        }
+        "/app/home" if cookie_sid => (
+            "200 OK",
+            "text/html",
+            format!("<!doctype html><title>Home</title><h1>Welcome back, {APP_USER}</h1>")
+                .into_bytes(),
+        ),
+        "/app/home" => (
+            "401 Unauthorized",
+            "text/html",
+            b"<!doctype html><title>Login required</title><h1>Login required</h1>".to_vec(),
+        ),
+        "/app/api" if header_value("x-api-key").as_deref() == Some(APP_API_KEY) => {
+            ("200 OK", "text/plain", b"api ok".to_vec())
+        }
+        "/app/api" => ("403 Forbidden", "text/plain", b"api key missing".to_vec()),
+        "/app/headers" => {
+            // Every request header, as the server received it.
+            let mut html =
+                String::from("<!doctype html><title>Headers</title><h1>Request headers</h1><ul>");
+            for line in head.lines().skip(1).filter(|l| l.contains(':')) {
+                let escaped = line.replace('&', "&amp;").replace('<', "&lt;");
+                html.push_str(&format!("<li>{escaped}</li>"));
+            }
+            html.push_str("</ul>");
+            ("200 OK", "text/html", html.into_bytes())
         }
         "/status/404" => (
             "404 Not Found",

@@ -7,7 +7,7 @@
 mod fixtures;
 mod harness;
 
-pub use fixtures::{FixtureServer, FixtureSite};
+pub use fixtures::{APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, FixtureServer, FixtureSite};
 pub use harness::{
     Harness, chromium_processes_under, processes_in_groups, with_browser, with_browser_config,
 };

@@ -1,3 +1,5 @@
+//! The vault over a real SQLite store: sealing, listing, wrong keys, rotation, grants.
+
 #![allow(clippy::unwrap_used)]
 
 use std::os::unix::fs::PermissionsExt as _;

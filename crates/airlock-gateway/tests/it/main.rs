@@ -11,6 +11,8 @@ use airlock_gateway::{Gateway, GatewayConfig, TabAction, ToolCall};
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{Harness, with_browser};
 
+mod credentials;
+
 /// The policy tests run under: public addresses plus the fixture site's one port.
 fn fixture_policy(h: &Harness) -> Policy {
     Policy::from_config(&PolicyConfig {
@@ -27,7 +29,7 @@ fn config(h: &Harness) -> GatewayConfig {
     }
 }
 
-fn navigate(url: String) -> ToolCall {
+pub(crate) fn navigate(url: String) -> ToolCall {
     ToolCall::Navigate {
         url,
         wait_until: WaitUntil::Load,

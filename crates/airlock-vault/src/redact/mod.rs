@@ -7,6 +7,9 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use base64::Engine as _;
 use zeroize::Zeroizing;
 
+/// Shortest prefix of a value, cut with `…`, that is still redacted.
+const MIN_CUT_PREFIX: usize = 4;
+
 /// The redactor could not run; the output must be withheld, not sent raw.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("the output was withheld: the redactor failed ({0})")]
@@ -142,6 +145,22 @@ fn forms(value: &str) -> Vec<Zeroizing<String>> {
     }
     // JSON string escapes: a standard encoder, `\/`, HTML-safe encoders (`\u003c`),
     // and everything but letters and digits as `\uXXXX` in either case.
+    // Quoted the way Airlock's own snapshot lines and titles quote (`\"`, `\\`).
+    out.push(Zeroizing::new(
+        value.replace('\\', "\\\\").replace('"', "\\\""),
+    ));
+    // Cut short by a length cap (`…`): the prefix that is left must not show either.
+    for form in [
+        value.to_owned(),
+        value.replace('\\', "\\\\").replace('"', "\\\""),
+    ] {
+        let chars: Vec<char> = form.chars().collect();
+        for n in MIN_CUT_PREFIX.min(chars.len())..chars.len() {
+            let mut prefix: String = chars[..n].iter().collect();
+            prefix.push('…');
+            out.push(Zeroizing::new(prefix));
+        }
+    }
     if let Ok(json) = serde_json::to_string(value) {
         let inner = Zeroizing::new(json[1..json.len() - 1].to_owned());
         out.push(Zeroizing::new(inner.replace('/', "\\/")));

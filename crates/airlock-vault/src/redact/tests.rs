@@ -1,3 +1,5 @@
+//! The redactor against each encoding a page or protocol may give a value.
+
 #![allow(clippy::unwrap_used)]
 
 use base64::Engine as _;
@@ -156,4 +158,18 @@ fn several_secrets_each_get_their_name_and_ordinary_text_survives() {
     assert_eq!(r.redact("nothing here é").unwrap(), "nothing here é");
     assert!(Redactor::new([]).unwrap().is_empty());
     assert!(!format!("{r:?}").contains("first-secret"));
+}
+
+#[test]
+fn a_value_cut_short_by_a_length_cap_leaves_no_prefix() {
+    for n in 4..SECRET.chars().count() {
+        let prefix: String = SECRET.chars().take(n).collect();
+        assert_redacted(
+            "cut",
+            &format!("- paragraph: {prefix}… [+9 chars]"),
+            &format!("{prefix}…"),
+        );
+    }
+    let quoted = SECRET.replace('"', "\\\"");
+    assert_redacted("quoted", &format!("page: \"{quoted}\""), &quoted);
 }

@@ -314,20 +314,29 @@ pub(crate) fn config_path(flag: Option<&Path>) -> Option<PathBuf> {
         })
 }
 
-/// The engine as configured: browser pool (Chromium found, not yet started) and
-/// gateway. `own_addresses` are Airlock's listeners, which no page may reach.
-pub(crate) fn gateway(
+/// The engine as configured: browser pool (Chromium found, not yet started), vault
+/// and gateway. `own_addresses` are Airlock's listeners, which no page may reach.
+pub(crate) async fn gateway(
     config: &Config,
     own_addresses: Vec<std::net::SocketAddr>,
 ) -> anyhow::Result<std::sync::Arc<airlock_gateway::Gateway>> {
     let options = airlock_browser::BrowserOptions::from_config(&config.browser)
         .context("finding Chromium")?;
     let browsers = std::sync::Arc::new(airlock_browser::Browsers::new(options));
+    let (vault, source) = vault::open_vault(config)
+        .await
+        .context("opening the vault")?;
+    tracing::info!(key = %source, role = config.server.role.as_str(), "vault open");
     Ok(airlock_gateway::Gateway::new(
         browsers,
         airlock_gateway::GatewayConfig {
             idle_ttl: config.sessions.idle_ttl,
             policy: config.policy.clone().with_airlock_addresses(own_addresses),
+            credentials: airlock_gateway::CredentialSource {
+                vault: Some(std::sync::Arc::new(vault)),
+                tenant: "default".to_owned(),
+                role: config.server.role,
+            },
         },
     ))
 }

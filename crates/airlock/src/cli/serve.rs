@@ -30,7 +30,7 @@ pub(crate) async fn run(
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
-    let gateway = super::gateway(&config, vec![addr])?;
+    let gateway = super::gateway(&config, vec![addr]).await?;
     // Host checking defends unauthenticated loopback servers against DNS rebinding;
     // a non-loopback server requires a token instead and answers to any host name.
     let allowed_hosts = if loopback {

@@ -223,8 +223,14 @@ struct StateItem {
 
 /// Parses Playwright's storage state: cookies and per-origin localStorage.
 pub(crate) fn parse_storage_state(text: &str) -> anyhow::Result<Fields> {
-    let state: StorageState =
-        serde_json::from_str(text).context("not a Playwright storage-state file")?;
+    let state: StorageState = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .filter(serde_json::Value::is_object)
+        .and_then(|v| serde_json::from_value(v).ok())
+        .context("not a Playwright storage-state file (a JSON object with cookies and origins)")?;
+    if state.cookies.is_empty() && state.origins.is_empty() {
+        bail!("the storage-state file has no cookies and no origins");
+    }
     let mut fields = Fields::default();
     for mut cookie in state.cookies {
         // Playwright writes -1 for a session cookie.

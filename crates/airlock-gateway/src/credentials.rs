@@ -1,0 +1,240 @@
+//! Credentials in a session: which secrets it loaded (after authorization), what is
+//! injected at open, how placeholders become typed text, and the redactor every
+//! output of the session passes.
+
+use std::sync::Arc;
+
+use airlock_browser::{Injection, TextPiece, TypedText};
+use airlock_core::{ErrorCode, Role};
+use airlock_vault::placeholder::{self, Segment};
+use airlock_vault::{Redactor, Secret, Vault, grant};
+use serde_json::json;
+use zeroize::Zeroizing;
+
+use crate::tools::ToolOutput;
+
+/// Where credentials come from and who may use them.
+#[derive(Clone, Default)]
+pub struct CredentialSource {
+    /// The vault; `None` means no credentials can be used.
+    pub vault: Option<Arc<Vault>>,
+    /// Tenant of every caller of this gateway.
+    pub tenant: String,
+    /// The callers' role (credential use needs `operate`, or a grant token).
+    pub role: Role,
+}
+
+impl std::fmt::Debug for CredentialSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CredentialSource")
+            .field("vault", &self.vault.is_some())
+            .field("tenant", &self.tenant)
+            .field("role", &self.role)
+            .finish()
+    }
+}
+
+/// The secrets a session loaded and the redactor built from them.
+#[derive(Default)]
+pub(crate) struct Loaded {
+    secrets: Vec<Secret>,
+    redactor: Redactor,
+}
+
+/// What loading credentials came to: secrets to use, or a reason the session opens
+/// without them.
+pub(crate) enum Outcome {
+    /// Authorized and loaded.
+    Loaded(Loaded, Injection),
+    /// Not authorized: the session opens clean, and the agent is told why.
+    Refused(String),
+}
+
+impl CredentialSource {
+    /// Reads the named secrets and checks the caller's authority to use them. Unknown
+    /// names and a missing vault are errors (nothing opens); missing authority is
+    /// not (the session opens clean and says why).
+    pub(crate) async fn load(
+        &self,
+        names: &[String],
+        grant_token: Option<&str>,
+    ) -> Result<Outcome, ToolOutput> {
+        let Some(vault) = &self.vault else {
+            return Err(ToolOutput::error(
+                ErrorCode::InvalidArgument,
+                "this Airlock has no vault configured, so no credentials can be used",
+            ));
+        };
+        let mut secrets = Vec::new();
+        for name in names {
+            match vault.get(&self.tenant, name).await {
+                Ok(secret) => secrets.push(secret),
+                Err(airlock_vault::VaultError::NotFound(_)) => {
+                    return Err(ToolOutput::error(
+                        ErrorCode::NotFound,
+                        format!("there is no stored credential named `{name}`"),
+                    ));
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read a credential");
+                    return Err(ToolOutput::error(
+                        ErrorCode::Internal,
+                        format!("credential `{name}` could not be read"),
+                    ));
+                }
+            }
+        }
+        let hosts: Vec<String> = secrets
+            .iter()
+            .flat_map(|s| s.origins.iter())
+            .filter_map(|o| url::Url::parse(o).ok()?.host_str().map(str::to_owned))
+            .collect();
+        if self.role < Role::Operate {
+            let Some(token) = grant_token else {
+                return Ok(Outcome::Refused(format!(
+                    "using credentials needs the `operate` role or a grant token (this caller has `{}`)",
+                    self.role.as_str()
+                )));
+            };
+            match grant::redeem(vault.store(), &self.tenant, token, &hosts).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(refusal)) => return Ok(Outcome::Refused(refusal.to_string())),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot check a grant");
+                    return Err(ToolOutput::error(
+                        ErrorCode::Internal,
+                        "the grant could not be checked",
+                    ));
+                }
+            }
+        }
+        let redactor = Redactor::new(secrets.iter().flat_map(|s| {
+            s.fields
+                .redacted_values()
+                .into_iter()
+                .map(move |v| (s.name.as_str(), v))
+        }))
+        .map_err(|e| ToolOutput::error(ErrorCode::Internal, e))?;
+        let injection = injection(&secrets);
+        Ok(Outcome::Loaded(Loaded { secrets, redactor }, injection))
+    }
+}
+
+fn injection(secrets: &[Secret]) -> Injection {
+    let mut injection = Injection::default();
+    for secret in secrets {
+        let hosts: Vec<String> = secret
+            .origins
+            .iter()
+            .filter_map(|o| url::Url::parse(o).ok()?.host_str().map(str::to_owned))
+            .collect();
+        for cookie in &secret.fields.cookies {
+            // Only cookies for a bound host (or a parent domain of one, as the site
+            // itself would set): a secret cannot plant cookies for other sites.
+            let domain = cookie.domain.trim_start_matches('.');
+            if !hosts.iter().any(|h| grant::host_in_domain(h, domain)) {
+                tracing::warn!(secret = %secret.name, cookie = %cookie.name, "cookie for an unbound domain skipped");
+                continue;
+            }
+            let mut param = json!({
+                "name": cookie.name,
+                "value": cookie.value,
+                "domain": cookie.domain,
+                "path": cookie.path,
+                "httpOnly": cookie.http_only,
+                "secure": cookie.secure,
+            });
+            if let Some(expires) = cookie.expires {
+                param["expires"] = json!(expires);
+            }
+            if let Some(same_site) = &cookie.same_site {
+                param["sameSite"] = json!(same_site);
+            }
+            injection.cookies.push(param);
+        }
+        for item in &secret.fields.local_storage {
+            let Ok(origin) = airlock_vault::canonical_origin(&item.origin) else {
+                continue;
+            };
+            if secret.origins.contains(&origin) {
+                injection.storage.push((
+                    origin,
+                    item.key.clone(),
+                    Zeroizing::new(item.value.clone()),
+                ));
+            }
+        }
+        for header in &secret.fields.headers {
+            for origin in &secret.origins {
+                injection.headers.push((
+                    origin.clone(),
+                    header.name.clone(),
+                    Zeroizing::new(header.value.clone()),
+                ));
+            }
+        }
+    }
+    injection
+}
+
+impl Loaded {
+    /// Names of the loaded secrets.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        self.secrets.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// Redacts one output text; a failing redactor withholds it.
+    pub(crate) fn redact(&self, text: &str) -> Result<String, String> {
+        self.redactor.redact(text).map_err(|e| e.to_string())
+    }
+
+    /// Typed text with placeholders resolved to loaded secrets (checked against the
+    /// field's origin later, at keystroke time, by the browser layer).
+    pub(crate) fn typed(&self, text: &str) -> Result<TypedText, ToolOutput> {
+        if !placeholder::mentions(text) {
+            return Ok(TypedText::plain(text));
+        }
+        let segments = placeholder::parse(text)
+            .map_err(|e| ToolOutput::error(ErrorCode::InvalidArgument, e))?;
+        let mut pieces = Vec::new();
+        for segment in segments {
+            match segment {
+                Segment::Text(t) => pieces.push(TextPiece::Plain(t)),
+                Segment::Secret { name, field } => {
+                    let secret = self.secrets.iter().find(|s| s.name == name).ok_or_else(|| {
+                        ToolOutput::error(
+                            ErrorCode::Forbidden,
+                            format!(
+                                "`{name}` is not loaded in this session; open it with browser_session_open {{credentials: [\"{name}\"]}}"
+                            ),
+                        )
+                    })?;
+                    let value = match field.as_str() {
+                        "totp" => secret
+                            .fields
+                            .totp
+                            .as_deref()
+                            .and_then(airlock_vault::totp::code_now)
+                            .map(Zeroizing::new),
+                        other => secret
+                            .fields
+                            .text(other)
+                            .map(|v| Zeroizing::new(v.to_owned())),
+                    }
+                    .ok_or_else(|| {
+                        ToolOutput::error(
+                            ErrorCode::InvalidArgument,
+                            format!("`{name}` has no {field}"),
+                        )
+                    })?;
+                    pieces.push(TextPiece::Secret {
+                        label: format!("{name}.{field}"),
+                        origins: secret.origins.clone(),
+                        value,
+                    });
+                }
+            }
+        }
+        Ok(TypedText(pieces))
+    }
+}

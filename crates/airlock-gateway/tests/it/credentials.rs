@@ -1,0 +1,517 @@
+//! Credentials end to end against the fixture app (a real login, a session cookie, a
+//! localStorage token, an API that needs a header, a page that reflects typed text):
+//! pre-authentication, placeholders bound to origins, authorization, and no byte of a
+//! secret value in any output or log line.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use airlock_browser::{SnapshotOptions, Target, WaitCondition};
+use airlock_core::{ErrorCode, Role};
+use airlock_gateway::{
+    AgentSession, CredentialSource, Gateway, GatewayConfig, OpenOptions, ReadFormat, TabAction,
+    ToolCall, ToolOutput,
+};
+use airlock_policy::{Policy, PolicyConfig};
+use airlock_test_support::{
+    APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, Harness, with_browser,
+};
+use airlock_vault::{Cookie, Fields, Header, MasterKey, Secret, StorageItem, Store, Vault};
+use base64::Engine as _;
+
+use crate::navigate;
+
+const STORAGE_TOKEN: &str = "storage-token-91ac";
+
+/// Every form of every value the tests store, as a page or protocol might show it.
+fn leaked_forms() -> Vec<String> {
+    let mut forms = Vec::new();
+    for value in [APP_PASSWORD, APP_SESSION, APP_API_KEY, STORAGE_TOKEN] {
+        forms.push(value.to_owned());
+        // As a snapshot line or title quotes it, and any 8-character piece of it
+        // (what a cut or a reformatting could leave).
+        forms.push(value.replace('\\', "\\\\").replace('"', "\\\""));
+        let chars: Vec<char> = value.chars().collect();
+        forms.extend(chars.windows(8).map(|w| w.iter().collect::<String>()));
+        forms.push(url::form_urlencoded::byte_serialize(value.as_bytes()).collect());
+        let component: String = value
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        forms.push(component);
+        let html = value
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;");
+        forms.push(html);
+        let json = serde_json::to_string(value).unwrap();
+        forms.push(json[1..json.len() - 1].to_owned());
+        // Base64 of `user:VALUE`, as the reflector shows it: the middle, which only
+        // the value's bytes determine.
+        let b64 = base64::engine::general_purpose::STANDARD.encode(format!("user:{value}"));
+        forms.push(b64[8..b64.len() - 4].to_owned());
+    }
+    forms
+}
+
+fn assert_clean(label: &str, text: &str) {
+    for form in leaked_forms() {
+        assert!(
+            !text.contains(&form),
+            "{label}: `{form}` leaked in:\n{text}"
+        );
+    }
+}
+
+fn secrets(h: &Harness) -> Vec<Secret> {
+    let origin = format!("http://127.0.0.1:{}", h.site.a.port());
+    let mut app = Fields::default();
+    app.username = Some(APP_USER.into());
+    app.password = Some(APP_PASSWORD.into());
+    app.cookies = vec![Cookie {
+        name: "sid".into(),
+        value: APP_SESSION.into(),
+        domain: "127.0.0.1".into(),
+        path: "/".into(),
+        expires: None,
+        http_only: true,
+        secure: false,
+        same_site: None,
+    }];
+    app.local_storage = vec![StorageItem {
+        origin: origin.clone(),
+        key: "token".into(),
+        value: STORAGE_TOKEN.into(),
+    }];
+    app.headers = vec![Header {
+        name: "X-Api-Key".into(),
+        value: APP_API_KEY.into(),
+    }];
+    let mut login = Fields::default();
+    login.username = Some(APP_USER.into());
+    login.password = Some(APP_PASSWORD.into());
+    vec![
+        Secret {
+            tenant: "default".into(),
+            name: "app".into(),
+            origins: vec![origin.clone()],
+            fields: app,
+        },
+        Secret {
+            tenant: "default".into(),
+            name: "login".into(),
+            origins: vec![origin],
+            fields: login,
+        },
+    ]
+}
+
+async fn gateway(h: &Harness, role: Role) -> (Arc<Gateway>, Arc<Vault>) {
+    let vault = Vault::open(
+        Store::open_in_memory().await.unwrap(),
+        MasterKey::generate().unwrap(),
+    )
+    .await
+    .unwrap();
+    for secret in secrets(h) {
+        vault.set(&secret).await.unwrap();
+    }
+    let vault = Arc::new(vault);
+    let (a, b) = (h.site.a.port(), h.site.b.port());
+    let policy = Policy::from_config(&PolicyConfig {
+        allow_private: vec![
+            format!("127.0.0.1:{a}"),
+            format!("127.0.0.1:{b}"),
+            format!("[::1]:{b}"),
+        ],
+        ..PolicyConfig::default()
+    })
+    .unwrap();
+    let gateway = Gateway::new(
+        h.browsers.clone(),
+        GatewayConfig {
+            policy,
+            credentials: CredentialSource {
+                vault: Some(vault.clone()),
+                tenant: "default".into(),
+                role,
+            },
+            ..GatewayConfig::default()
+        },
+    );
+    (gateway, vault)
+}
+
+fn open_with(names: &[&str], grant: Option<String>) -> ToolCall {
+    ToolCall::SessionOpen(OpenOptions {
+        credentials: names.iter().map(|n| (*n).to_owned()).collect(),
+        grant,
+        ..OpenOptions::default()
+    })
+}
+
+/// Calls and checks that nothing of a secret is in the output, then returns it.
+async fn call(agent: &AgentSession, call: ToolCall) -> ToolOutput {
+    let label = format!("{call:?}");
+    let out = agent.call(call).await;
+    assert_clean(&label, &out.text);
+    out
+}
+
+async fn read(agent: &AgentSession) -> String {
+    call(
+        agent,
+        ToolCall::Read {
+            format: ReadFormat::Text,
+            offset: 0,
+        },
+    )
+    .await
+    .text
+}
+
+fn role(role: &str, name: &str) -> Target {
+    Target::Role {
+        role: role.into(),
+        name: Some(name.into()),
+        index: None,
+    }
+}
+
+fn typing(target: Target, text: &str) -> ToolCall {
+    ToolCall::Type {
+        target,
+        text: text.into(),
+        clear_first: true,
+        submit: false,
+    }
+}
+
+/// Captures every log line of this test process at TRACE level.
+fn capture_logs() -> Arc<Mutex<Vec<u8>>> {
+    #[derive(Clone)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Arc::new(Mutex::new(Vec::new()));
+    let sink = Sink(buffer.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || sink.clone())
+        .finish();
+    // nextest runs each test in its own process, so this is this test's subscriber.
+    let _ = tracing::subscriber::set_global_default(subscriber);
+    buffer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_opened_with_credentials_is_logged_in_and_shows_no_value() {
+    let logs = capture_logs();
+    with_browser(|h| async move {
+        let (gateway, _) = gateway(&h, Role::Operate).await;
+        let agent = gateway.agent_session();
+        let out = call(&agent, open_with(&["app"], None)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("logged in with app"), "{}", out.text);
+        // The cookie: the protected page opens without typing anything.
+        let out = call(&agent, navigate(h.site.url("app/home"))).await;
+        assert!(out.text.contains("Welcome back, alice"), "{}", out.text);
+        // localStorage: there before the page's first script ran (shown redacted).
+        call(&agent, navigate(h.site.url("app/storage.html"))).await;
+        let text = read(&agent).await;
+        assert!(text.contains("token: [REDACTED:app]"), "{text}");
+        // The header: on the bound origin only.
+        call(&agent, navigate(h.site.url("fetch.html?url=/app/api"))).await;
+        let out = call(
+            &agent,
+            ToolCall::WaitFor {
+                condition: WaitCondition::Text("done".into()),
+                timeout: Some(Duration::from_secs(5)),
+            },
+        )
+        .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(read(&agent).await.contains("fetched 200 ok"));
+        call(&agent, navigate(h.site.url("app/headers"))).await;
+        let text = read(&agent).await;
+        assert!(
+            text.to_lowercase().contains("x-api-key: [redacted:app]"),
+            "{text}"
+        );
+        assert!(text.contains("sid=[REDACTED:app]"), "{text}");
+        // A second loopback origin (another host, so cookies would not be shared by
+        // host anyway) receives neither the header nor the cookie.
+        call(&agent, navigate(h.site.other_site("app/headers"))).await;
+        let text = read(&agent).await;
+        assert!(text.contains("Request headers"), "{text}");
+        assert!(
+            !text.to_lowercase().contains("x-api-key") && !text.contains("sid="),
+            "{text}"
+        );
+        // Tab titles and URLs pass the redactor too.
+        call(
+            &agent,
+            navigate(h.site.url(&format!(
+                "app/reflect.html?q={}",
+                url::form_urlencoded::byte_serialize(APP_SESSION.as_bytes()).collect::<String>()
+            ))),
+        )
+        .await;
+        let tabs = call(&agent, ToolCall::Tabs(TabAction::List)).await;
+        assert!(tabs.text.contains("[REDACTED:app]"), "{}", tabs.text);
+        gateway.shutdown().await;
+    })
+    .await;
+    let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    assert_clean("logs", &logs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn placeholders_type_only_on_their_origin_and_every_reflection_is_redacted() {
+    let logs = capture_logs();
+    with_browser(|h| async move {
+        let (gateway, _) = gateway(&h, Role::Operate).await;
+        let agent = gateway.agent_session();
+        call(&agent, open_with(&["login"], None)).await;
+        // A real login through placeholders.
+        call(&agent, navigate(h.site.url("app/login.html"))).await;
+        let out = call(
+            &agent,
+            typing(role("textbox", "Username"), "{{secret:login.username}}"),
+        )
+        .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = call(
+            &agent,
+            typing(role("textbox", "Password"), "{{secret:login.password}}"),
+        )
+        .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = call(
+            &agent,
+            ToolCall::Click {
+                target: role("button", "Sign in"),
+                options: Default::default(),
+            },
+        )
+        .await;
+        assert!(out.text.contains("Welcome back, alice"), "{}", out.text);
+
+        // The same placeholder on another origin: refused, nothing typed.
+        call(&agent, navigate(h.site.other_site("app/login.html"))).await;
+        let out = call(
+            &agent,
+            typing(role("textbox", "Password"), "x{{secret:login.password}}"),
+        )
+        .await;
+        assert_eq!(
+            out.error,
+            Some(ErrorCode::SecretOriginMismatch),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("login.password"), "{}", out.text);
+        let snap = call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+        assert!(
+            !snap.text.contains("value="),
+            "something was typed: {}",
+            snap.text
+        );
+
+        // A bound top page with a foreign frame: the field's own frame decides.
+        call(
+            &agent,
+            navigate(
+                h.site
+                    .url(&format!("app/framed.html?b={}", h.site.b.port())),
+            ),
+        )
+        .await;
+        let mut frame_ref = None;
+        for _ in 0..50 {
+            let snap = call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+            if let Some(line) = snap
+                .text
+                .lines()
+                .find(|l| l.contains("textbox \"Password\"") && l.contains("[ref=f"))
+            {
+                let start = line.find("[ref=").unwrap() + 5;
+                frame_ref = Some(line[start..start + line[start..].find(']').unwrap()].to_owned());
+                break;
+            }
+            call(
+                &agent,
+                ToolCall::WaitFor {
+                    condition: WaitCondition::Time(Duration::from_millis(50)),
+                    timeout: None,
+                },
+            )
+            .await;
+        }
+        let frame_ref = frame_ref.expect("the frame's password field");
+        let target = Target::Ref(frame_ref.parse().unwrap());
+        let out = call(&agent, typing(target, "{{secret:login.password}}")).await;
+        assert_eq!(
+            out.error,
+            Some(ErrorCode::SecretOriginMismatch),
+            "{}",
+            out.text
+        );
+        assert!(
+            out.text.contains(&format!(
+                "the field is on http://localhost:{}",
+                h.site.b.port()
+            )),
+            "{}",
+            out.text
+        );
+
+        // The reflector echoes the typed secret raw, URL-encoded, base64, HTML- and
+        // JSON-escaped into its title, body and query string: every output is clean.
+        call(&agent, navigate(h.site.url("app/reflect.html"))).await;
+        let out = call(
+            &agent,
+            typing(role("textbox", "Anything"), "{{secret:login.password}}"),
+        )
+        .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("[REDACTED:login]"), "{}", out.text);
+        let text = read(&agent).await;
+        for line in [
+            "raw [REDACTED:login]",
+            "url [REDACTED:login]",
+            "html [REDACTED:login]",
+            "json {\"v\":\"[REDACTED:login]\"}",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
+        let snap = call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+        assert!(
+            snap.text.contains("textbox \"Anything\"") && snap.text.contains("value=\"••••\""),
+            "{}",
+            snap.text
+        );
+        call(&agent, ToolCall::Tabs(TabAction::List)).await;
+        call(&agent, ToolCall::Reload).await;
+
+        // Placeholders anywhere but typed text are refused.
+        let out = call(
+            &agent,
+            navigate(h.site.url("app/reflect.html?q={{secret:login.password}}")),
+        )
+        .await;
+        assert_eq!(
+            out.error,
+            Some(ErrorCode::SecretOriginMismatch),
+            "{}",
+            out.text
+        );
+        let out = call(
+            &agent,
+            ToolCall::PressKey {
+                key: "{{secret:login.password}}".into(),
+            },
+        )
+        .await;
+        assert_eq!(
+            out.error,
+            Some(ErrorCode::SecretOriginMismatch),
+            "{}",
+            out.text
+        );
+        // An unloaded secret is not typed.
+        let out = call(
+            &agent,
+            typing(role("textbox", "Anything"), "{{secret:app.password}}"),
+        )
+        .await;
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+    let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    assert_clean("logs", &logs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_need_operate_or_a_grant_and_sessions_never_share_them() {
+    with_browser(|h| async move {
+        let (gateway, vault) = gateway(&h, Role::Act).await;
+        // No authority: the session opens clean and says why.
+        let agent = gateway.agent_session();
+        let out = call(&agent, open_with(&["app"], None)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            out.text.contains("WITHOUT credentials") && out.text.contains("`operate`"),
+            "{}",
+            out.text
+        );
+        let out = call(&agent, navigate(h.site.url("app/home"))).await;
+        assert!(out.text.contains("Login required"), "{}", out.text);
+
+        // A grant for another domain does not authorize, and is not used up.
+        let ttl = Duration::from_secs(600);
+        let (wrong, _) = airlock_vault::grant::create(
+            vault.store(),
+            "default",
+            &["example.com".into()],
+            ttl,
+            false,
+        )
+        .await
+        .unwrap();
+        let other = gateway.agent_session();
+        let out = call(&other, open_with(&["app"], Some(wrong.expose().to_owned()))).await;
+        assert!(
+            out.text.contains("does not cover 127.0.0.1"),
+            "{}",
+            out.text
+        );
+        // A single-use grant for the app authorizes once.
+        let (token, _) = airlock_vault::grant::create(
+            vault.store(),
+            "default",
+            &["127.0.0.1".into()],
+            ttl,
+            false,
+        )
+        .await
+        .unwrap();
+        let granted = gateway.agent_session();
+        let out = call(
+            &granted,
+            open_with(&["app"], Some(token.expose().to_owned())),
+        )
+        .await;
+        assert!(out.text.contains("logged in with app"), "{}", out.text);
+        let out = call(&granted, navigate(h.site.url("app/home"))).await;
+        assert!(out.text.contains("Welcome back"), "{}", out.text);
+        let again = gateway.agent_session();
+        let out = call(&again, open_with(&["app"], Some(token.expose().to_owned()))).await;
+        assert!(out.text.contains("already used"), "{}", out.text);
+        // Another session at the same time never sees the granted session's cookie.
+        let out = call(&again, navigate(h.site.url("app/home"))).await;
+        assert!(out.text.contains("Login required"), "{}", out.text);
+        // Unknown names are an error, and nothing opens.
+        let fresh = gateway.agent_session();
+        let out = call(&fresh, open_with(&["nope"], None)).await;
+        assert_eq!(out.error, Some(ErrorCode::NotFound), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
