@@ -1272,8 +1272,14 @@ impl Session {
             )
             .await?;
         }
-        if secret_typed {
-            let call = format!("__airlock.markSecret({})", target.walker_json());
+        if secret_typed || clear_first {
+            // Replaced by plain text, a field is no longer masked; with a secret, it is.
+            let verb = if secret_typed {
+                "markSecret"
+            } else {
+                "unmarkSecret"
+            };
+            let call = format!("__airlock.{verb}({})", target.walker_json());
             self.helper(tab, frame, &call, target).await?;
         }
         Ok(located.desc)
@@ -1911,13 +1917,29 @@ impl Session {
                 json!({ "x": 0, "y": 0, "width": width, "height": height, "scale": 1 });
             params["captureBeyondViewport"] = json!(true);
         }
+        // Fields showing a secret are painted over for the capture, in every frame.
+        let frames = tab.state.read(|s| s.frames.len()) as u32;
+        for frame in 0..frames {
+            let masked = tab
+                .eval(frame, "__airlock.maskSecrets(true)", false, timeout)
+                .await;
+            if frame == 0 {
+                masked?;
+            }
+        }
         let reply = tab
             .call(
                 "Page.captureScreenshot",
                 params,
                 timeout.max(Duration::from_secs(20)),
             )
-            .await?;
+            .await;
+        for frame in 0..frames {
+            let _ = tab
+                .eval(frame, "__airlock.maskSecrets(false)", false, timeout)
+                .await;
+        }
+        let reply = reply?;
         let data = base64::engine::general_purpose::STANDARD
             .decode(reply["data"].as_str().unwrap_or_default())
             .map_err(|e| Error::Protocol(format!("screenshot was not base64: {e}")))?;

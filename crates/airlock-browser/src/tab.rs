@@ -22,6 +22,12 @@ const WALKER: &str = include_str!("walker.js");
 /// Name of Airlock's isolated world; page scripts run in the main world and cannot
 /// reach objects in this one.
 const WORLD_NAME: &str = "__airlock_world";
+/// Records inputs that stop being `type=password` (see walker.js `wasPassword`).
+const WAS_PASSWORD: &str = "(() => { if (globalThis.__airlockWasPassword) return; \
+    const seen = new WeakSet(); globalThis.__airlockWasPassword = seen; \
+    new MutationObserver((records) => { for (const r of records) { \
+      if (r.oldValue && r.oldValue.toLowerCase() === 'password') seen.add(r.target); } }) \
+    .observe(document, { subtree: true, attributes: true, attributeFilter: ['type'], attributeOldValue: true }); })();";
 /// Longest dialog message kept for the report.
 const MAX_DIALOG_TEXT: usize = 200;
 /// Longest URL quoted in a notice.
@@ -252,6 +258,14 @@ impl Tab {
                 parent_session: None,
             });
         });
+        // From document start, in Airlock's world: remember inputs a script turns from
+        // type=password into anything else, so their values stay masked.
+        tab.call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": WAS_PASSWORD, "worldName": WORLD_NAME }),
+            timeout,
+        )
+        .await?;
         if let Some(injection) = &injection {
             tab.inject(injection, timeout).await?;
         }

@@ -419,11 +419,61 @@
     return { ok: true, origin: location.origin, focused, desc: describe(el) };
   }
 
+  // The same fields, iterable (a WeakSet is not), for painting them over.
+  let secretList = [];
+
   function markSecret(target) {
     const found = resolve(target);
     if (found.error) return found;
+    if (!secretFilled.has(found.el)) secretList.push(new WeakRef(found.el));
     secretFilled.add(found.el);
     return { ok: true };
+  }
+
+  // The field's content was replaced by plain text: no longer a secret's.
+  function unmarkSecret(target) {
+    const found = resolve(target);
+    if (found.error) return found;
+    secretFilled.delete(found.el);
+    return { ok: true };
+  }
+
+  // Inputs a page script turned from type=password into something else (recorded
+  // from document start by Airlock's init script in this same world).
+  function wasPassword(el) {
+    const seen = globalThis.__airlockWasPassword;
+    return !!seen && seen.has(el);
+  }
+
+  function masked(el) {
+    return isPassword(el) || secretFilled.has(el) || wasPassword(el);
+  }
+
+  // Black boxes over every field showing a secret, for the length of a screenshot.
+  let masks = [];
+  function maskSecrets(on) {
+    for (const m of masks) m.remove();
+    masks = [];
+    if (!on) return { ok: true, count: 0 };
+    const fields = new Set();
+    secretList = secretList.filter((ref) => {
+      const el = ref.deref();
+      if (!el) return false;
+      if (el.value || (el.isContentEditable && el.innerText)) fields.add(el);
+      return true;
+    });
+    for (const el of document.querySelectorAll('input')) {
+      if (wasPassword(el) && !isPassword(el) && el.value) fields.add(el);
+    }
+    for (const el of fields) {
+      const r = el.getBoundingClientRect();
+      if (!r.width || !r.height) continue;
+      const box = document.createElement('div');
+      box.style.cssText = `position:absolute;left:${r.left + scrollX}px;top:${r.top + scrollY}px;width:${r.width}px;height:${r.height}px;background:#000;z-index:2147483647;pointer-events:none;margin:0;padding:0;border:0`;
+      document.documentElement.appendChild(box);
+      masks.push(box);
+    }
+    return { ok: true, count: masks.length };
   }
 
   function embeddedControlText(el, role, visiting) {
@@ -436,7 +486,7 @@
     const type = (el.getAttribute('type') || 'text').toLowerCase();
     if (type === 'button' || type === 'submit' || type === 'reset') return nativeName(el, role, visiting);
     if (type === 'password' || type === 'hidden' || type === 'checkbox' || type === 'radio') return '';
-    if (secretFilled.has(el)) return '';
+    if (secretFilled.has(el) || wasPassword(el)) return '';
     return el.value || '';
   }
 
@@ -589,7 +639,7 @@
       const selected = el.localName === 'option' ? el.selected : el.getAttribute('aria-selected') === 'true';
       if (selected) node_.s = true;
       if ((INTERACTIVE.has(role) || role === 'group') && isDisabled(el)) node_.d = true;
-      if (isPassword(el) || secretFilled.has(el)) {
+      if (masked(el)) {
         // A field that received a secret stays masked even if a script flips it to
         // type=text, until it is emptied.
         if (secretFilled.has(el) && !el.value && !el.innerText) secretFilled.delete(el);
@@ -966,7 +1016,7 @@
   }
 
   globalThis.__airlock = {
-    snapshot, resolve, prepare, focusForTyping, secretDestination, markSecret, fieldKind, selectOptions, checked, scrollIntoView,
+    snapshot, resolve, prepare, focusForTyping, secretDestination, markSecret, unmarkSecret, maskSecrets, fieldKind, selectOptions, checked, scrollIntoView,
     waitFor, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
     init(base) { if (nextRef < base) nextRef = base; },
   };

@@ -10,6 +10,7 @@ mod frames;
 mod lifecycle;
 mod navigation;
 mod reading;
+mod secrets;
 mod snapshot;
 
 use airlock_browser::{Session, SessionOptions, Snapshot, SnapshotOptions, Target};

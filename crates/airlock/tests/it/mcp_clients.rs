@@ -37,6 +37,8 @@ async fn run_flow_with(args: &[&str], tmp: &Path, env: &[(&str, &Path)]) {
         .arg(root().join("crates/airlock/tests/clients/flow.py"))
         .args(args)
         .env("TMPDIR", tmp)
+        // The binary's vault and key file live in the test's temp dir.
+        .env("AIRLOCK_DATA_DIR", tmp.join("data"))
         .env("RUST_LOG", "airlock=info,airlock_mcp=info")
         .kill_on_drop(true)
         .output();
