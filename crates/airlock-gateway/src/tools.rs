@@ -290,9 +290,15 @@ async fn execute(
                 Ok(typed) => typed,
                 Err(out) => return Ok(out),
             };
-            let outcome = session
+            let mut outcome = session
                 .type_pieces(&target, &typed, clear_first, submit)
                 .await?;
+            // The agent sees its own placeholder back, never the value it stood for.
+            if typed.has_secret()
+                && let Some(detail) = &mut outcome.detail
+            {
+                *detail = detail.replacen("typed into", &format!("typed {text} into"), 1);
+            }
             after_action(session, fence, outcome).await?
         }
         ToolCall::FillForm { fields } => {

@@ -302,6 +302,11 @@ async fn placeholders_type_only_on_their_origin_and_every_reflection_is_redacted
         )
         .await;
         assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            out.text.contains("typed {{secret:login.password}} into"),
+            "{}",
+            out.text
+        );
         let out = call(
             &agent,
             ToolCall::Click {
