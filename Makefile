@@ -4,7 +4,7 @@ CARGO ?= cargo
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./airlock-data
 
-.PHONY: run test lint bench doctor chromium pyclient conformance
+.PHONY: run test lint bench bench-smoke bench-core bench-peers doctor chromium pyclient conformance
 
 # The official MCP Python SDK, an independent client the tests drive Airlock with.
 MCP_PY_VERSION := 2.3.0
@@ -59,7 +59,31 @@ chromium:
 		echo "Airlock needs Chromium: run 'sudo apt-get install chromium chromium-headless-shell' (or set AIRLOCK_CHROME)"; exit 1; \
 	fi
 
-## Timings of the browser core (release build; medians of 7 runs). Issue 6 extends this
-## into the side-by-side comparison with Playwright MCP.
-bench: chromium
+## Airlock side by side with Playwright MCP and agent-browser through one MCP client
+## (bench/run.py): a Markdown table on stdout and bench/results/latest.json.
+BENCH_RUNS ?= 5
+bench: chromium pyclient bench-peers .venv/.bpe-openai
+	$(CARGO) build --locked --release -p airlock
+	.venv/bin/python bench/run.py --runs $(BENCH_RUNS)
+
+## One repetition, Airlock only, on the debug build `make test` made: keeps the harness honest in CI.
+bench-smoke: chromium pyclient .venv/.bpe-openai
+	$(CARGO) build --locked -p airlock
+	.venv/bin/python bench/run.py --runs 1 --systems airlock --airlock target/debug/airlock --out target/bench-smoke.json
+
+## Timings of the browser core alone, without MCP (release build; medians of 7 runs).
+bench-core: chromium
 	$(CARGO) run --locked --release -p airlock-browser --example measure
+
+## The peers, pinned in bench/package-lock.json; never a browser download.
+bench-peers: bench/node_modules/.installed
+
+bench/node_modules/.installed: bench/package.json bench/package-lock.json
+	cd bench && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --ignore-scripts
+	chmod +x bench/node_modules/agent-browser/bin/agent-browser-linux-*
+	@touch $@
+
+## Exact o200k_base token counts from a tokenizer that ships its vocabulary.
+.venv/.bpe-openai: .venv/.mcp-$(MCP_PY_VERSION)
+	.venv/bin/pip install -q --disable-pip-version-check "bpe-openai==0.1.4"
+	@touch $@

@@ -1,0 +1,456 @@
+"""Airlock side by side with Playwright MCP and agent-browser, through one client.
+
+Every system is driven by the same code: the official MCP Python SDK over stdio,
+against the same fixture pages served on loopback by this script. Per metric: median,
+min and max over the measured runs (after one warm-up), and Airlock / peer ratios.
+Writes a Markdown table to stdout and bench/results/latest.json.
+
+  python bench/run.py [--runs 5] [--systems airlock,playwright-mcp,agent-browser]
+"""
+
+import argparse
+import asyncio
+import datetime
+import http.server
+import json
+import os
+import pathlib
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SITE = ROOT / "crates/airlock-test-support/fixtures/site"
+BENCH = ROOT / "bench"
+CHROMIUM = os.environ.get("AIRLOCK_CHROME", "/usr/bin/chromium")
+# What Chromium needs on this machine (closed network, root).
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def tokenizer():
+    """Exact o200k_base counts from a package that ships its vocabulary."""
+    try:
+        import bpe_openai
+        enc = bpe_openai.get_encoding("o200k_base")
+        return lambda text: len(enc.encode(text))
+    except Exception as e:  # noqa: BLE001 - a missing tokenizer must not hide the rest
+        print(f"note: no o200k_base tokenizer ({e}); token counts are omitted", file=sys.stderr)
+        return lambda text: None
+
+
+COUNT = tokenizer()
+
+
+# ---- fixture site ------------------------------------------------------------------
+
+def admin_table(rows):
+    """The 2,000-row admin page, the same markup as the Rust fixture server's."""
+    out = ["<!doctype html><html><head><title>Admin</title></head><body><h1>Users</h1><table>"
+           "<caption>Accounts</caption><thead><tr><th>Name</th><th>Email</th><th>Role</th>"
+           "<th>Actions</th></tr></thead><tbody>"]
+    for i in range(rows):
+        role = "admin" if i % 7 == 0 else "member"
+        out.append(f"<tr><td>user{i}</td><td>user{i}@example.com</td><td>{role}</td><td>"
+                   "<button onclick=\"this.textContent='Editing'\">Edit</button> "
+                   "<button onclick=\"this.closest('tr').remove()\">Delete</button></td></tr>")
+    out.append("</tbody></table></body></html>")
+    return "".join(out).encode()
+
+
+def serve_site():
+    """Two servers on 127.0.0.1:0 (the second is the redirect's other origin)."""
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **k):
+            super().__init__(*a, directory=str(SITE), **k)
+
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            path, _, query = self.path.partition("?")
+            params = dict(kv.split("=", 1) for kv in query.split("&") if "=" in kv)
+            if path == "/admin":
+                body = admin_table(min(int(params.get("rows", "2000")), 20000))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            elif path == "/redirect":
+                from urllib.parse import unquote
+                self.send_response(302)
+                self.send_header("Location", unquote(params.get("to", "/")))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                super().do_GET()
+
+    servers = []
+    for _ in range(2):
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+    return [s.server_address[1] for s in servers], servers
+
+
+# ---- systems -----------------------------------------------------------------------
+
+class System:
+    """How to start one MCP server and speak its tool dialect."""
+
+    name = ""
+
+    def __init__(self, ports, tmp):
+        self.ports, self.tmp = ports, tmp
+
+    def params(self):
+        raise NotImplementedError
+
+    def navigate(self, url):
+        raise NotImplementedError
+
+    def snapshot(self):
+        raise NotImplementedError
+
+    def click(self, ref, desc):
+        raise NotImplementedError
+
+    def type(self, ref, desc, text):
+        raise NotImplementedError
+
+    def screenshot(self):
+        raise NotImplementedError
+
+    @staticmethod
+    def ref_of(snapshot, needle):
+        for line in snapshot.splitlines():
+            if needle in line:
+                m = re.search(r"\[(?:[^\]]*?, )?ref=(\w+)\]", line)
+                if m:
+                    return m.group(1)
+        raise RuntimeError(f"no ref on a line with {needle!r}")
+
+
+class Airlock(System):
+    name = "airlock"
+
+    def params(self):
+        a, b = self.ports
+        config = pathlib.Path(self.tmp) / "airlock.toml"
+        config.write_text(f'[policy]\nallow_private = ["127.0.0.1:{a}", "127.0.0.1:{b}"]\n')
+        env = dict(os.environ, AIRLOCK_CONFIG=str(config), AIRLOCK_DATA_DIR=str(pathlib.Path(self.tmp) / "data"),
+                   AIRLOCK_CHROME=CHROMIUM, RUST_LOG="warn")
+        binary = AIRLOCK_BINARY[0]
+        return StdioServerParameters(command=str(binary), args=["mcp"], env=env)
+
+    def navigate(self, url):
+        return "browser_navigate", {"url": url}
+
+    def snapshot(self, offset=0):
+        return "browser_snapshot", ({"offset": offset} if offset else {})
+
+    def click(self, ref, desc):
+        return "browser_click", {"ref": ref}
+
+    def type(self, ref, desc, text):
+        return "browser_type", {"ref": ref, "text": text}
+
+    def screenshot(self):
+        return "browser_screenshot", {}
+
+
+class PlaywrightMcp(System):
+    name = "playwright-mcp"
+
+    def params(self):
+        config = pathlib.Path(self.tmp) / "playwright-mcp.json"
+        config.write_text(json.dumps({"browser": {"browserName": "chromium", "launchOptions": {
+            "executablePath": CHROMIUM, "headless": True, "args": FLAGS}}}))
+        env = dict(os.environ, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1")
+        # Its output dir defaults to the working directory: keep it in the temp dir.
+        return StdioServerParameters(
+            command=str(BENCH / "node_modules/.bin/playwright-mcp"),
+            args=["--config", str(config), "--browser", "chromium", "--executable-path", CHROMIUM,
+                  "--headless", "--isolated", "--output-dir", str(self.tmp)], env=env, cwd=str(self.tmp))
+
+    def navigate(self, url):
+        return "browser_navigate", {"url": url}
+
+    def snapshot(self, offset=0):
+        return "browser_snapshot", {}
+
+    def click(self, ref, desc):
+        return "browser_click", {"element": desc, "target": ref}
+
+    def type(self, ref, desc, text):
+        return "browser_type", {"element": desc, "target": ref, "text": text}
+
+    def screenshot(self):
+        return "browser_take_screenshot", {}
+
+
+class AgentBrowser(System):
+    name = "agent-browser"
+
+    def params(self):
+        env = dict(os.environ, AGENT_BROWSER_EXECUTABLE_PATH=CHROMIUM, AGENT_BROWSER_ARGS=",".join(FLAGS),
+                   AGENT_BROWSER_NO_VERSION_CHECK="1", HOME=str(self.tmp))
+        return StdioServerParameters(command=str(BENCH / "node_modules/.bin/agent-browser"), args=["mcp"], env=env)
+
+    def navigate(self, url):
+        return "agent_browser_open", {"url": url}
+
+    def snapshot(self, offset=0):
+        return "agent_browser_snapshot", {}
+
+    def click(self, ref, desc):
+        return "agent_browser_click", {"selector": "@" + ref}
+
+    def type(self, ref, desc, text):
+        return "agent_browser_fill", {"selector": "@" + ref, "text": text}
+
+    def screenshot(self):
+        return "agent_browser_screenshot", {}
+
+
+SYSTEMS = {s.name: s for s in (Airlock, PlaywrightMcp, AgentBrowser)}
+# The Airlock binary under test (release for `make bench`, debug for the CI smoke run).
+AIRLOCK_BINARY = [ROOT / "target/release/airlock"]
+
+
+# ---- measuring ---------------------------------------------------------------------
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def image_bytes(result):
+    import base64
+    return sum(len(base64.b64decode(c.data)) for c in result.content if getattr(c, "type", "") == "image")
+
+
+def descendants(pid):
+    """`pid` and every process under it."""
+    children = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def pss_mib(pids):
+    """Proportional set size of a process tree (smaps_rollup), in MiB."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+def all_pids():
+    return {int(e.name) for e in pathlib.Path("/proc").iterdir() if e.name.isdigit()}
+
+
+def started_by_system(before):
+    """Processes a system started since `before`: our descendants, and the detached
+    daemons and browsers (agent-browser's browser hangs off a daemon, not the server).
+    Nothing else that happened to start meanwhile (a compiler, say) is counted."""
+    mine = set(descendants(os.getpid())) - {os.getpid()}
+    out = set()
+    for pid in all_pids() - before - {os.getpid()}:
+        try:
+            cmd = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if pid in mine or "agent-browser" in cmd or "chrom" in cmd or "playwright" in cmd:
+            out.add(pid)
+    return out
+
+
+def stop_new_processes(before):
+    """Stops, by PID, whatever a system left running (agent-browser keeps a daemon)."""
+    import signal
+    leftover = started_by_system(before)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in leftover:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        time.sleep(0.3)
+        leftover = {p for p in leftover if pathlib.Path(f"/proc/{p}").exists()}
+        if not leftover:
+            return
+
+
+async def timed(session, tool, args):
+    started = time.perf_counter()
+    result = await session.call_tool(tool, args)
+    ms = (time.perf_counter() - started) * 1000
+    if getattr(result, "is_error", False) or getattr(result, "isError", False):
+        raise RuntimeError(f"{tool} failed: {text_of(result)[:300]}")
+    return ms, result
+
+
+async def one_run(system, site):
+    """One full pass over every metric for one system; returns {metric: value}."""
+    a, b = system.ports
+    url = lambda path, port=a: f"http://127.0.0.1:{port}/{path}"  # noqa: E731
+    m = {}
+    before = all_pids()
+    try:
+        return await measure(system, url, b, m, before)
+    finally:
+        stop_new_processes(before)
+
+
+async def measure(system, url, b, m, before):
+    started = time.perf_counter()
+    async with stdio_client(system.params()) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            m["spawn_to_initialize_ms"] = (time.perf_counter() - started) * 1000
+            tools = await session.list_tools()
+            listing = json.dumps([t.model_dump(mode="json", exclude_none=True) for t in tools.tools])
+            m["tools_list_tokens"] = COUNT(listing)
+
+            ms, _ = await timed(session, *system.navigate(url("login.html")))
+            m["first_navigate_ms"] = ms
+            ms, res = await timed(session, *system.snapshot())
+            snap = text_of(res)
+            m["snapshot_login_ms"], m["snapshot_login_bytes"], m["snapshot_login_tokens"] = ms, len(snap.encode()), COUNT(snap)
+            ref = system.ref_of(snap, 'textbox "Username"')
+            ms, res = await timed(session, *system.type(ref, "Username field", "alice"))
+            m["type_ms"] = ms
+            ref = system.ref_of(snap, 'button "Sign in"')
+            ms, res = await timed(session, *system.click(ref, "Sign in button"))
+            m["click_ms"], m["click_result_bytes"] = ms, len(text_of(res).encode())
+            ms, res = await timed(session, *system.screenshot())
+            m["screenshot_ms"], m["screenshot_bytes"] = ms, image_bytes(res)
+
+            for name, path in [("login", "login.html"), ("article", "article.html"), ("admin", "admin?rows=2000")]:
+                ms, _ = await timed(session, *system.navigate(url(path)))
+                m[f"navigate_{name}_ms"] = ms
+            # The 2,000-row table: the default response, then the whole page (Airlock
+            # pages onward from its cap; the peers return everything at once).
+            ms, res = await timed(session, *system.snapshot())
+            first = text_of(res)
+            m["snapshot_table_ms"] = ms
+            m["snapshot_table_default_bytes"], m["snapshot_table_default_tokens"] = len(first.encode()), COUNT(first)
+            whole, page = first, first
+            while (more := re.search(r"offset=(\d+) for the next page", page)) and system.name == "airlock":
+                _, res = await timed(session, *system.snapshot(int(more.group(1))))
+                page = text_of(res)
+                whole += "\n" + page
+            m["snapshot_table_full_bytes"], m["snapshot_table_full_tokens"] = len(whole.encode()), COUNT(whole)
+            ms, _ = await timed(session, *system.navigate(url(f"redirect?to=http://127.0.0.1:{b}/login.html")))
+            m["navigate_redirect_ms"] = ms
+            # Everything the system started (its server, browsers, daemons), not just
+            # the server's own process tree: agent-browser's browser is a daemon's child.
+            m["pss_mib"] = pss_mib(started_by_system(before))
+    return m
+
+
+def summarize(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--systems", default="airlock,playwright-mcp,agent-browser")
+    parser.add_argument("--out", default=str(BENCH / "results/latest.json"))
+    parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")
+    args = parser.parse_args()
+    AIRLOCK_BINARY[0] = pathlib.Path(args.airlock)
+    ports, servers = serve_site()
+    results = {}
+    for name in args.systems.split(","):
+        with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+            system = SYSTEMS[name](ports, tmp)
+            runs = []
+            for i in range(args.runs + 1):  # the first is a warm-up
+                try:
+                    m = await asyncio.wait_for(one_run(system, ports), timeout=180)
+                except Exception as e:  # noqa: BLE001 - report and go on with the others
+                    print(f"{name} run {i}: {e!r}", file=sys.stderr)
+                    continue
+                if i > 0:
+                    runs.append(m)
+            metrics = sorted({k for r in runs for k in r})
+            results[name] = {k: summarize([r.get(k) for r in runs]) for k in metrics}
+            results[name]["runs"] = len(runs)
+    for s in servers:
+        s.shutdown()
+    report = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "runs": args.runs,
+        "chromium": CHROMIUM,
+        "systems": results,
+    }
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(table(results))
+    failed = [n for n, r in results.items() if r["runs"] == 0]
+    if failed:
+        print(f"no successful run for: {', '.join(failed)}", file=sys.stderr)
+        sys.exit(1)
+
+
+def fmt(v):
+    if v is None:
+        return "—"
+    return f"{v:,.1f}" if isinstance(v, float) and v < 1000 else f"{v:,.0f}"
+
+
+def table(results):
+    names = list(results)
+    metrics = sorted({k for r in results.values() for k in r if k != "runs"})
+    head = "| metric | " + " | ".join(f"{n} median (min–max)" for n in names)
+    peers = [n for n in names if n != "airlock"]
+    if "airlock" in results:
+        head += "".join(f" | airlock / {p}" for p in peers)
+    lines = [head + " |", "|" + "---|" * (1 + len(names) + (len(peers) if "airlock" in results else 0))]
+    for k in metrics:
+        row = [k]
+        for n in names:
+            s = results[n].get(k)
+            row.append("—" if not s else f"{fmt(s['median'])} ({fmt(s['min'])}–{fmt(s['max'])})")
+        if "airlock" in results:
+            mine = results["airlock"].get(k)
+            for p in peers:
+                theirs = results[p].get(k)
+                ok = mine and theirs and theirs["median"]
+                row.append(f"{mine['median'] / theirs['median']:.2f}×" if ok else "—")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
