@@ -8,6 +8,7 @@
 //! knows rmcp.
 
 mod params;
+mod schema;
 mod server;
 mod shell;
 

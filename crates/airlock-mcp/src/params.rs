@@ -26,20 +26,20 @@ fn bad<T>(message: impl Into<String>) -> Result<T, BadArgument> {
 /// `index`); `selector`; or `x` and `y`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub(crate) struct TargetParams {
-    /// A ref from the latest snapshot, e.g. `e12` or `f1e3` (inside a frame). Preferred.
+    /// Ref from the latest snapshot (`e12`, `f1e3`). Preferred.
     #[serde(rename = "ref")]
     pub(crate) reference: Option<String>,
-    /// Accessibility role as the snapshot shows it, e.g. `button`, `link`, `textbox`.
+    /// Role as the snapshot shows it (`button`), with `name`.
     pub(crate) role: Option<String>,
-    /// Accessible name to match with `role` (exact, else case-insensitive substring).
+    /// Accessible name (exact, else substring).
     pub(crate) name: Option<String>,
-    /// 0-based index when `role`/`name` or `selector` match several elements.
+    /// Which of several matches (0-based).
     pub(crate) index: Option<usize>,
-    /// CSS selector (searched through open shadow roots too).
+    /// CSS selector.
     pub(crate) selector: Option<String>,
-    /// Viewport x coordinate in CSS pixels (with `y`).
+    /// Viewport point, CSS px (with `y`).
     pub(crate) x: Option<f64>,
-    /// Viewport y coordinate in CSS pixels (with `x`).
+    /// Viewport point, CSS px (with `x`).
     pub(crate) y: Option<f64>,
 }
 

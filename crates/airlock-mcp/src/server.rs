@@ -43,13 +43,30 @@ impl AirlockMcp {
     /// A server with its own agent session (its browser session closes when the last
     /// clone is dropped), offering the tools of `profile`.
     pub fn new(gateway: Arc<Gateway>, profile: ToolProfile) -> AirlockMcp {
+        let mut tool_router = match profile {
+            ToolProfile::Browser => Self::tool_router(),
+            ToolProfile::BrowserShell => Self::shell_router(),
+        };
+        for route in tool_router.map.values_mut() {
+            route.attr.input_schema = Arc::new(crate::schema::compact(&route.attr.input_schema));
+            // A hint equal to the protocol's default says nothing: leave it out. Except
+            // `destructiveHint: true`, said outright so no client takes silence for safe.
+            if let Some(hints) = &mut route.attr.annotations {
+                if hints.read_only_hint == Some(false) {
+                    hints.read_only_hint = None;
+                }
+                if hints.idempotent_hint == Some(false) {
+                    hints.idempotent_hint = None;
+                }
+                if hints.open_world_hint == Some(true) {
+                    hints.open_world_hint = None;
+                }
+            }
+        }
         AirlockMcp {
             agent: Arc::new(gateway.agent_session()),
             gateway,
-            tool_router: match profile {
-                ToolProfile::Browser => Self::tool_router(),
-                ToolProfile::BrowserShell => Self::shell_router(),
-            },
+            tool_router,
         }
     }
 
