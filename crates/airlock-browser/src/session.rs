@@ -924,7 +924,7 @@ impl Session {
             Duration::from_millis(500),
             tab.eval(
                 0,
-                "new Promise(r => { let n = 0; const f = () => (++n >= 2 ? r(true) : requestAnimationFrame(f)); requestAnimationFrame(f); setTimeout(() => r(true), 200); })",
+                "new Promise(r => { requestAnimationFrame(() => setTimeout(() => r(true), 0)); setTimeout(() => r(true), 200); })",
                 true,
                 Duration::from_millis(500),
             ),

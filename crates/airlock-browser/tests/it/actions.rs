@@ -621,3 +621,24 @@ async fn tabs_are_capped_and_file_inputs_do_not_hang() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_waits_for_a_moving_target_to_stop() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("moving.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        // The button starts sliding 900 px in 400 ms: a click aimed where it was when
+        // the click was asked for would land on empty page.
+        s.click(&role("button", "Start"), &ClickOptions::default())
+            .await
+            .unwrap();
+        s.click(&role("button", "Catch me"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(line_with(&s, "caught").await.contains("caught"));
+        s.close().await;
+    })
+    .await;
+}
