@@ -448,6 +448,8 @@ pub struct Session {
     guard: Option<NavGuard>,
     op: tokio::sync::Mutex<()>,
     closed: AtomicBool,
+    /// A secret was typed into some field: screenshots paint such fields over.
+    secret_typed: AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -555,6 +557,7 @@ impl Session {
             guard,
             op: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
+            secret_typed: AtomicBool::new(false),
         };
         let setup = async {
             session
@@ -1272,6 +1275,9 @@ impl Session {
             )
             .await?;
         }
+        if secret_typed {
+            self.secret_typed.store(true, Ordering::Release);
+        }
         if secret_typed || clear_first {
             // Replaced by plain text, a field is no longer masked; with a secret, it is.
             let verb = if secret_typed {
@@ -1917,8 +1923,13 @@ impl Session {
                 json!({ "x": 0, "y": 0, "width": width, "height": height, "scale": 1 });
             params["captureBeyondViewport"] = json!(true);
         }
-        // Fields showing a secret are painted over for the capture, in every frame.
-        let frames = tab.state.read(|s| s.frames.len()) as u32;
+        // Fields showing a secret are painted over for the capture, in every frame (a
+        // session that never typed a secret skips the round trips).
+        let frames = if self.secret_typed.load(Ordering::Acquire) {
+            tab.state.read(|s| s.frames.len()) as u32
+        } else {
+            0
+        };
         for frame in 0..frames {
             let masked = tab
                 .eval(frame, "__airlock.maskSecrets(true)", false, timeout)
