@@ -367,6 +367,13 @@ async def measure(system, url, b, m, before):
             m["snapshot_table_full_bytes"], m["snapshot_table_full_tokens"] = len(whole.encode()), COUNT(whole)
             ms, _ = await timed(session, *system.navigate(url(f"redirect?to=http://127.0.0.1:{b}/login.html")))
             m["navigate_redirect_ms"] = ms
+            if system.name == "airlock":
+                # Session open with Chromium already running: a fresh context, and a
+                # dedicated Chromium (the peers have no such call to compare).
+                for isolation in ("context", "process"):
+                    await timed(session, "browser_session_close", {})
+                    ms, _ = await timed(session, "browser_session_open", {"isolation": isolation})
+                    m[f"session_open_{isolation}_ms"] = ms
             # Everything the system started (its server, browsers, daemons), not just
             # the server's own process tree: agent-browser's browser is a daemon's child.
             m["pss_mib"] = pss_mib(started_by_system(before))
