@@ -221,6 +221,8 @@ class AgentBrowser(System):
 
 
 SYSTEMS = {s.name: s for s in (Airlock, PlaywrightMcp, AgentBrowser)}
+# Systems with a Streamable HTTP server (agent-browser's MCP server is stdio only).
+HTTP_SYSTEMS = ("airlock", "playwright-mcp")
 # The Airlock binary under test (release for `make bench`, debug for the CI smoke run).
 AIRLOCK_BINARY = [ROOT / "target/release/airlock"]
 
@@ -380,6 +382,81 @@ async def measure(system, url, b, m, before):
     return m
 
 
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def http_server(system, port):
+    """Starts `system` as a Streamable HTTP server on `port`; returns the process."""
+    if system.name == "airlock":
+        params = system.params()
+        argv = [params.command, "serve", "--listen", f"127.0.0.1:{port}"]
+        env, url = params.env, f"http://127.0.0.1:{port}/mcp"
+    else:
+        params = system.params()
+        args = [a for a in params.args]
+        argv = [params.command, *args, "--port", str(port), "--host", "127.0.0.1"]
+        # Playwright MCP answers only to the Host it prints (localhost:PORT).
+        env, url = params.env, f"http://localhost:{port}/mcp"
+    process = await asyncio.create_subprocess_exec(
+        *argv, env=env, cwd=system.tmp, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    import socket
+    for _ in range(200):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                return process, url
+        except OSError:
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"{system.name} did not listen on {port}")
+
+
+async def concurrent_sessions(system, count):
+    """`count` MCP sessions over Streamable HTTP navigating at once: time until all
+    have navigated, and PSS of everything the system started with them all open."""
+    from contextlib import AsyncExitStack
+
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    before = all_pids()
+    port = free_port()
+    process, url = await http_server(system, port)
+    page = f"http://127.0.0.1:{system.ports[0]}/login.html"
+    tool, args = system.navigate(page)
+    try:
+        async with AsyncExitStack() as stack:
+            clients = [await stack.enter_async_context(Client(streamable_http_client(url), mode="legacy"))
+                       for _ in range(count)]
+            started = time.perf_counter()
+            results = await asyncio.gather(*(c.call_tool(tool, args) for c in clients))
+            elapsed = (time.perf_counter() - started) * 1000
+            bad = [text_of(r)[:200] for r in results if r.is_error]
+            if bad:
+                raise RuntimeError(f"navigation failed: {bad[0]}")
+            pss = pss_mib(started_by_system(before))
+    finally:
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+        except asyncio.TimeoutError:
+            process.kill()
+        stop_new_processes(before)
+    return elapsed, pss
+
+
+async def concurrency(system):
+    """10 sessions at once, and what each session past the first costs in PSS."""
+    m = {}
+    _, one = await concurrent_sessions(system, 1)
+    ms, ten = await concurrent_sessions(system, 10)
+    m["sessions10_all_navigated_ms"], m["sessions10_pss_mib"] = ms, ten
+    m["pss_per_added_session_mib"] = (ten - one) / 9
+    return m
+
+
 def summarize(values):
     values = [v for v in values if v is not None]
     if not values:
@@ -393,6 +470,8 @@ async def main():
     parser.add_argument("--systems", default="airlock,playwright-mcp,agent-browser")
     parser.add_argument("--out", default=str(BENCH / "results/latest.json"))
     parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")
+    parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,
+                        help="also measure 10 concurrent sessions over Streamable HTTP")
     args = parser.parse_args()
     AIRLOCK_BINARY[0] = pathlib.Path(args.airlock)
     ports, servers = serve_site()
@@ -408,6 +487,11 @@ async def main():
                     print(f"{name} run {i}: {e!r}", file=sys.stderr)
                     continue
                 if i > 0:
+                    if args.concurrency and name in HTTP_SYSTEMS:
+                        try:
+                            m.update(await asyncio.wait_for(concurrency(system), timeout=300))
+                        except Exception as e:  # noqa: BLE001
+                            print(f"{name} concurrency run {i}: {e!r}", file=sys.stderr)
                     runs.append(m)
             metrics = sorted({k for r in runs for k in r})
             results[name] = {k: summarize([r.get(k) for r in runs]) for k in metrics}
