@@ -83,6 +83,16 @@ fn unseal(
         .map(Zeroizing::new)
 }
 
+// A stored secret's plaintext, if `key` sealed it under this very tenant and name.
+fn unseal_record(key: &MasterKey, record: &SecretRecord) -> Option<Zeroizing<Vec<u8>>> {
+    unseal(
+        key,
+        &associated_data(&record.tenant, &record.name),
+        &record.nonce,
+        &record.ciphertext,
+    )
+}
+
 fn check_record(key: &MasterKey) -> Result<Vec<u8>, VaultError> {
     let (mut nonce, ciphertext) = seal(key, CHECK_AD, CHECK_PLAIN)?;
     nonce.extend_from_slice(&ciphertext);
@@ -106,13 +116,7 @@ impl Vault {
                 // A store with secrets but no check (should not happen): the key must
                 // open a record before it is trusted.
                 if let Some(first) = store.secrets(None).await?.first()
-                    && unseal(
-                        &key,
-                        &associated_data(&first.tenant, &first.name),
-                        &first.nonce,
-                        &first.ciphertext,
-                    )
-                    .is_none()
+                    && unseal_record(&key, first).is_none()
                 {
                     return Err(VaultError::WrongKey);
                 }
@@ -218,13 +222,7 @@ impl Vault {
     }
 
     fn decrypt(&self, record: &SecretRecord) -> Result<Secret, VaultError> {
-        let plain = unseal(
-            &self.key,
-            &associated_data(&record.tenant, &record.name),
-            &record.nonce,
-            &record.ciphertext,
-        )
-        .ok_or_else(|| {
+        let plain = unseal_record(&self.key, record).ok_or_else(|| {
             VaultError::Crypto(format!(
                 "secret `{}` does not decrypt: altered, or moved from another name or tenant",
                 record.name
@@ -274,13 +272,7 @@ impl Vault {
         let now = unix_now();
         let mut rewritten = Vec::with_capacity(records.len());
         for record in &records {
-            let plain = unseal(
-                &self.key,
-                &associated_data(&record.tenant, &record.name),
-                &record.nonce,
-                &record.ciphertext,
-            )
-            .ok_or_else(|| {
+            let plain = unseal_record(&self.key, record).ok_or_else(|| {
                 VaultError::Crypto(format!(
                     "secret `{}` does not decrypt; nothing was rotated",
                     record.name

@@ -167,22 +167,16 @@ pub(crate) fn main() -> ExitCode {
         Command::Policy {
             command: PolicyCommand::Check { url, resolve },
         } => {
-            let config = match load_config(cli.config.as_deref()) {
+            let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
-                Err(e) => {
-                    tracing::error!("{e:#}");
-                    return ExitCode::from(EXIT_CONFIG);
-                }
+                Err(code) => return code,
             };
             runtime.block_on(policy::check(&config, &url, resolve))
         }
         Command::Vault { tenant, command } => {
-            let config = match load_config(cli.config.as_deref()) {
+            let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
-                Err(e) => {
-                    tracing::error!("{e:#}");
-                    return ExitCode::from(EXIT_CONFIG);
-                }
+                Err(code) => return code,
             };
             let run = async {
                 match command {
@@ -225,12 +219,9 @@ pub(crate) fn main() -> ExitCode {
             finish(runtime.block_on(run))
         }
         Command::Grant { tenant, command } => {
-            let config = match load_config(cli.config.as_deref()) {
+            let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
-                Err(e) => {
-                    tracing::error!("{e:#}");
-                    return ExitCode::from(EXIT_CONFIG);
-                }
+                Err(code) => return code,
             };
             let run = async {
                 match command {
@@ -246,12 +237,9 @@ pub(crate) fn main() -> ExitCode {
             finish(runtime.block_on(run))
         }
         Command::Mcp => {
-            let config = match load_config(cli.config.as_deref()) {
+            let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
-                Err(e) => {
-                    tracing::error!("{e:#}");
-                    return ExitCode::from(EXIT_CONFIG);
-                }
+                Err(code) => return code,
             };
             match runtime.block_on(mcp::run(config)) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -262,12 +250,9 @@ pub(crate) fn main() -> ExitCode {
             }
         }
         Command::Serve { listen, data_dir } => {
-            let config = match load_config(cli.config.as_deref()) {
+            let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
-                Err(e) => {
-                    tracing::error!("{e:#}");
-                    return ExitCode::from(EXIT_CONFIG);
-                }
+                Err(code) => return code,
             };
             match runtime.block_on(serve::run(config, listen, data_dir)) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -278,6 +263,14 @@ pub(crate) fn main() -> ExitCode {
             }
         }
     }
+}
+
+// The configuration, or the exit status that says it cannot be used (logged).
+fn config_or_exit(flag: Option<&Path>) -> Result<Config, ExitCode> {
+    load_config(flag).map_err(|e| {
+        tracing::error!("{e:#}");
+        ExitCode::from(EXIT_CONFIG)
+    })
 }
 
 // Exit status of a command that printed its own output.
