@@ -473,7 +473,7 @@ async def main():
     parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure 10 concurrent sessions over Streamable HTTP")
     args = parser.parse_args()
-    AIRLOCK_BINARY[0] = pathlib.Path(args.airlock)
+    AIRLOCK_BINARY[0] = pathlib.Path(args.airlock).resolve()
     ports, servers = serve_site()
     results = {}
     for name in args.systems.split(","):
@@ -492,6 +492,8 @@ async def main():
                             m.update(await asyncio.wait_for(concurrency(system), timeout=300))
                         except Exception as e:  # noqa: BLE001
                             print(f"{name} concurrency run {i}: {e!r}", file=sys.stderr)
+                            if name == "airlock":
+                                raise  # Airlock's own harness must not rot quietly.
                     runs.append(m)
             metrics = sorted({k for r in runs for k in r})
             results[name] = {k: summarize([r.get(k) for r in runs]) for k in metrics}
