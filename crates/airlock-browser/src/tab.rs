@@ -305,6 +305,7 @@ impl Tab {
                 .iter()
                 .map(|(o, _, _)| o.as_str())
                 .collect();
+            origins.sort_unstable();
             origins.dedup();
             let patterns: Vec<Value> = origins
                 .iter()
@@ -553,7 +554,10 @@ fn guard_navigation(
     }
     let decision = guard.policy.check_url(url).decision;
     let shown = cut(url, MAX_NOTICE_URL);
-    let popup = state.with(|s| std::mem::take(&mut s.popup_unjudged));
+    // Only a popup's first real URL is judged as a popup; `with` wakes waiters, so it
+    // runs only for that one navigation.
+    let popup =
+        state.read(|s| s.popup_unjudged) && state.with(|s| std::mem::take(&mut s.popup_unjudged));
     let Decision::Deny { reason, detail } = decision else {
         return;
     };

@@ -559,7 +559,8 @@ impl TabsParams {
     }
 }
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+// Debug by hand below: the grant token is a credential.
+#[derive(Default, Deserialize, JsonSchema)]
 pub(crate) struct SessionOpenParams {
     /// Names of stored credentials to log in with: their cookies, localStorage and
     /// headers are in place before your first action, and you type their values as
@@ -578,6 +579,18 @@ pub(crate) struct SessionOpenParams {
     /// It can never widen the policy.
     #[serde(default)]
     pub(crate) allow_hosts: Vec<String>,
+}
+
+impl std::fmt::Debug for SessionOpenParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOpenParams")
+            .field("credentials", &self.credentials)
+            .field("grant", &self.grant.as_ref().map(|_| "[REDACTED]"))
+            .field("record", &self.record)
+            .field("isolation", &self.isolation)
+            .field("allow_hosts", &self.allow_hosts)
+            .finish()
+    }
 }
 
 impl SessionOpenParams {
@@ -607,6 +620,21 @@ pub(crate) struct NoParams {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grant_token_never_shows_in_debug() {
+        let p: SessionOpenParams =
+            serde_json::from_str(r#"{"credentials":["app"],"grant":"agt_sekrit-token"}"#).unwrap();
+        let shown = format!("{p:?}");
+        assert!(
+            !shown.contains("sekrit") && shown.contains("[REDACTED]"),
+            "{shown}"
+        );
+        let Ok(ToolCall::SessionOpen(options)) = p.call() else {
+            panic!("not a session open");
+        };
+        assert!(!format!("{options:?}").contains("sekrit"));
+    }
 
     fn target(json: &str) -> Result<Target, String> {
         let p: TargetParams = serde_json::from_str(json).unwrap();
