@@ -445,7 +445,7 @@ pub struct Session {
     registry: Arc<Mutex<Registry>>,
     registry_changed: watch::Receiver<u64>,
     attach_task: JoinHandle<()>,
-    guard: Option<NavGuard>,
+    guard: NavGuard,
     op: tokio::sync::Mutex<()>,
     closed: AtomicBool,
     /// A secret was typed into some field: screenshots paint such fields over.
@@ -530,10 +530,7 @@ impl Session {
             unreported: Vec::new(),
         }));
         let (changed_tx, registry_changed) = watch::channel(0u64);
-        let guard = session_options.policy.map(|policy| NavGuard {
-            policy,
-            notices: Arc::default(),
-        });
+        let guard = NavGuard::new(session_options.policy);
         let attach_task = tokio::spawn(attach_tabs(
             chromium.clone(),
             registry.clone(),
@@ -602,6 +599,19 @@ impl Session {
     /// The session's id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Sets the policy pages' own navigations are held to, replacing the one the
+    /// session was opened with. For a pre-warmed session, handed out with its
+    /// agent's policy before anything but `about:blank` was loaded.
+    pub fn set_policy(&self, policy: Arc<Policy>) {
+        self.guard.set_policy(policy);
+    }
+
+    /// Whether the session can still act: not closed, its Chromium running, its first
+    /// tab alive (a pre-warmed session is checked before it is handed out).
+    pub fn is_usable(&self) -> bool {
+        self.active().is_ok()
     }
 
     /// PID of the Chromium serving this session.
@@ -765,9 +775,7 @@ impl Session {
                 .collect()
         };
         let mut dialogs = tab.take_dialogs();
-        if let Some(guard) = &self.guard {
-            dialogs.append(&mut lock(&guard.notices));
-        }
+        dialogs.append(&mut lock(&self.guard.notices));
         if refused > 0 {
             dialogs.push(format!(
                 "closed {refused} popup(s) the page opened: a session has at most {MAX_TABS} tabs"
@@ -2122,7 +2130,7 @@ async fn attach_tabs(
     changed: watch::Sender<u64>,
     mut notices: mpsc::UnboundedReceiver<TargetNotice>,
     options: Arc<BrowserOptions>,
-    guard: Option<NavGuard>,
+    guard: NavGuard,
     injection: Option<Arc<Injection>>,
 ) {
     while let Some(notice) = notices.recv().await {

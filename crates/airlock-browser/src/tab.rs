@@ -3,7 +3,7 @@
 //! an isolated world per frame.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use airlock_policy::{Decision, DenyReason, Policy};
@@ -37,9 +37,11 @@ const MAX_NOTICE_URL: usize = 120;
 /// request; this stops what never reaches a network: a page moving its top frame to a
 /// `blob:` or `data:` URL, and popups opened to a URL the policy denies (closed rather
 /// than left showing the proxy's refusal).
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(crate) struct NavGuard {
-    pub(crate) policy: Arc<Policy>,
+    /// `None` judges nothing (browser-layer tests; a pre-warmed session before it is
+    /// handed out, which has not left `about:blank`). Shared by the session's tabs.
+    pub(crate) policy: Arc<RwLock<Option<Arc<Policy>>>>,
     /// What the guard did, for the next action's outcome (shared by the session's tabs,
     /// so a closed popup's notice outlives its tab).
     pub(crate) notices: Arc<Mutex<Vec<String>>>,
@@ -47,11 +49,29 @@ pub(crate) struct NavGuard {
 
 /// What a session adds to each of its tabs.
 pub(crate) struct Hooks {
-    pub(crate) guard: Option<NavGuard>,
+    pub(crate) guard: NavGuard,
     pub(crate) injection: Option<Arc<Injection>>,
 }
 
 impl NavGuard {
+    pub(crate) fn new(policy: Option<Arc<Policy>>) -> NavGuard {
+        NavGuard {
+            policy: Arc::new(RwLock::new(policy)),
+            notices: Arc::default(),
+        }
+    }
+
+    pub(crate) fn set_policy(&self, policy: Arc<Policy>) {
+        *self.policy.write().unwrap_or_else(|p| p.into_inner()) = Some(policy);
+    }
+
+    fn policy(&self) -> Option<Arc<Policy>> {
+        self.policy
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     fn notify(&self, notice: String) {
         self.notices
             .lock()
@@ -103,7 +123,7 @@ pub(crate) struct TabState {
     inner: Mutex<TabInner>,
     changed: watch::Sender<u64>,
     target_id: String,
-    guard: Option<NavGuard>,
+    guard: NavGuard,
     injection: Option<Arc<Injection>>,
 }
 
@@ -546,13 +566,14 @@ fn guard_navigation(
     url: &str,
     committed: bool,
 ) {
-    let Some(guard) = &state.guard else {
+    let guard = &state.guard;
+    let Some(policy) = guard.policy() else {
         return;
     };
     if url.is_empty() || url == "about:blank" {
         return;
     }
-    let decision = guard.policy.check_url(url).decision;
+    let decision = policy.check_url(url).decision;
     let shown = cut(url, MAX_NOTICE_URL);
     // Only a popup's first real URL is judged as a popup; `with` wakes waiters, so it
     // runs only for that one navigation.

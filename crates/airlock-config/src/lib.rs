@@ -98,6 +98,8 @@ impl std::fmt::Debug for RawServer {
 pub struct RawSessions {
     /// Close a browser session after this many idle seconds (default 600).
     pub idle_ttl_secs: Option<u64>,
+    /// Context sessions kept ready ahead of demand (default 1; 0 to 16).
+    pub warm: Option<usize>,
 }
 
 /// `[browser]` as written.
@@ -177,12 +179,15 @@ impl std::fmt::Debug for ApiKey {
 pub struct SessionsConfig {
     /// Idle time after which a browser session is closed.
     pub idle_ttl: Duration,
+    /// Context sessions kept ready ahead of demand.
+    pub warm: usize,
 }
 
 impl Default for SessionsConfig {
     fn default() -> Self {
         SessionsConfig {
             idle_ttl: Duration::from_secs(600),
+            warm: 1,
         }
     }
 }
@@ -356,6 +361,16 @@ impl Config {
                 raw.sessions.idle_ttl_secs.map(|s| s.saturating_mul(1000)),
                 SessionsConfig::default().idle_ttl,
             )?,
+            warm: match raw.sessions.warm {
+                None => SessionsConfig::default().warm,
+                Some(n @ 0..=16) => n,
+                Some(n) => {
+                    return Err(Error::Invalid {
+                        key: "sessions.warm".to_owned(),
+                        message: format!("{n} is outside 0..=16"),
+                    });
+                }
+            },
         };
 
         let tool_profile = match raw.tools.profile.as_deref() {

@@ -19,7 +19,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use airlock_policy::{Decision, DenyReason, Policy};
@@ -71,6 +71,8 @@ struct Blocked {
 /// One session's proxy. Dropping it stops the listener and every connection.
 pub struct EgressProxy {
     addr: SocketAddr,
+    // Read once per connection: a connection keeps the policy it was accepted under.
+    policy: Arc<RwLock<Arc<Policy>>>,
     blocked: Arc<Mutex<Blocked>>,
     tasks: JoinSet<()>,
 }
@@ -84,6 +86,8 @@ impl EgressProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let blocked = Arc::new(Mutex::new(Blocked::default()));
+        let policy = Arc::new(RwLock::new(policy));
+        let current = policy.clone();
         let mut tasks = JoinSet::new();
         let counts = blocked.clone();
         tasks.spawn(async move {
@@ -94,7 +98,7 @@ impl EgressProxy {
                 tokio::select! {
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
-                        let policy = policy.clone();
+                        let policy = current.read().unwrap_or_else(|p| p.into_inner()).clone();
                         let resolver = resolver.clone();
                         let counts = counts.clone();
                         connections.spawn(async move {
@@ -110,9 +114,17 @@ impl EgressProxy {
         tracing::debug!(%addr, "egress proxy listening");
         Ok(EgressProxy {
             addr,
+            policy,
             blocked,
             tasks,
         })
+    }
+
+    /// Replaces the policy for connections accepted from now on. A pre-warmed session's
+    /// proxy starts with [`Policy::deny_all`] and gets the agent's policy when the
+    /// session is handed out, before any page of the agent's can connect.
+    pub fn set_policy(&self, policy: Arc<Policy>) {
+        *self.policy.write().unwrap_or_else(|p| p.into_inner()) = policy;
     }
 
     /// Where the browser context must send everything (`http://ADDR`).

@@ -9,6 +9,7 @@ mod content;
 mod credentials;
 mod session;
 mod tools;
+mod warm;
 
 pub use content::PageFence;
 pub use credentials::CredentialSource;

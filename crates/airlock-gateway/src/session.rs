@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
+use crate::warm::WarmPool;
 
 /// Engine settings.
 #[derive(Debug, Clone)]
@@ -26,6 +27,10 @@ pub struct GatewayConfig {
     pub policy: Policy,
     /// Stored credentials and who may use them.
     pub credentials: CredentialSource,
+    /// Context sessions kept open ahead of demand, so `browser_session_open` (and an
+    /// agent's first browser call) need not wait for a context and tab. 0 opens every
+    /// session on demand, and Chromium only on the first one.
+    pub warm_sessions: usize,
 }
 
 impl Default for GatewayConfig {
@@ -37,6 +42,7 @@ impl Default for GatewayConfig {
                 tenant: "default".to_owned(),
                 ..CredentialSource::default()
             },
+            warm_sessions: 0,
         }
     }
 }
@@ -52,6 +58,7 @@ pub struct Gateway {
     callers: Mutex<std::collections::HashMap<String, Arc<AgentSession>>>,
     next_agent: AtomicU64,
     reaper: Mutex<Option<JoinHandle<()>>>,
+    warm: Arc<WarmPool>,
 }
 
 impl Gateway {
@@ -71,12 +78,14 @@ impl Gateway {
             browsers,
             policy: Arc::new(config.policy.clone()),
             resolver,
-            config,
             agents: Mutex::new(Vec::new()),
             callers: Mutex::new(std::collections::HashMap::new()),
             next_agent: AtomicU64::new(1),
             reaper: Mutex::new(None),
+            warm: WarmPool::new(config.warm_sessions),
+            config,
         });
+        gateway.warm.refill(&gateway.browsers, &gateway.resolver);
         let weak = Arc::downgrade(&gateway);
         let period =
             (gateway.config.idle_ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(15));
@@ -130,6 +139,22 @@ impl Gateway {
                 .map_err(|e| ToolOutput::error(ErrorCode::InvalidArgument, e.to_string()))?;
             Arc::new(narrowed)
         };
+        let isolation = options
+            .isolation
+            .unwrap_or(self.browsers.options().default_isolation);
+        if injection.is_none()
+            && let Some(warm) = self.warm.claim(isolation)
+        {
+            warm.arm(policy.clone());
+            self.warm.refill(&self.browsers, &self.resolver);
+            let held = Held {
+                session: warm.session,
+                proxy: warm.proxy,
+                policy,
+                loaded,
+            };
+            return Ok((Arc::new(held), refused));
+        }
         let proxy = EgressProxy::start(policy.clone(), self.resolver.clone())
             .await
             .map_err(|e| {
@@ -162,6 +187,11 @@ impl Gateway {
     /// The browser pool (diagnostics and tests).
     pub fn browsers(&self) -> &Browsers {
         &self.browsers
+    }
+
+    /// Pre-warmed sessions ready now, and handed out so far (diagnostics and tests).
+    pub fn warm_sessions(&self) -> (usize, u64) {
+        (self.warm.ready(), self.warm.claimed())
     }
 
     /// A new agent session with no browser session yet.
@@ -258,6 +288,7 @@ impl Gateway {
                 session.close().await;
             }
         }
+        self.warm.stop().await;
         self.browsers.shutdown().await;
     }
 }

@@ -241,6 +241,21 @@ impl Policy {
             .unwrap_or_else(|_| unreachable!("the default policy is valid"))
     }
 
+    /// A policy that allows nothing but `about:blank`: what a pre-warmed session's proxy
+    /// enforces until the session is handed to an agent with its real policy.
+    pub fn deny_all() -> Policy {
+        Policy {
+            schemes: Vec::new(),
+            allow: HostList::default(),
+            deny: HostList::default(),
+            // One empty allowlist: no host matches it, whatever the URL's scheme.
+            narrowed: vec![HostList::default()],
+            allow_private: Vec::new(),
+            trusted: HostList::default(),
+            airlock_addresses: Vec::new(),
+        }
+    }
+
     /// This policy with Airlock's own listening addresses added to the always-denied
     /// set: no page may reach `/mcp`, the REST API or the console, whatever
     /// `allow_private` says.

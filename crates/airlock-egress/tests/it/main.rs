@@ -296,3 +296,33 @@ async fn airlocks_own_listener_and_metadata_are_always_refused() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn a_deny_all_proxy_refuses_everything_until_its_policy_is_set() {
+    let server = counting().await;
+    let url = format!("http://127.0.0.1:{}/", server.addr.port());
+    let connect = format!(
+        "CONNECT 127.0.0.1:{0} HTTP/1.1\r\nHost: 127.0.0.1:{0}\r\n\r\n",
+        server.addr.port()
+    );
+    let proxy = EgressProxy::start(Arc::new(Policy::deny_all()), Arc::new(SystemResolver))
+        .await
+        .unwrap();
+    assert!(
+        via_proxy(&proxy, &get(&url))
+            .await
+            .starts_with("HTTP/1.1 403")
+    );
+    assert!(
+        via_proxy(&proxy, &connect)
+            .await
+            .starts_with("HTTP/1.1 403")
+    );
+    assert_eq!(server.count(), 0, "a deny-all proxy connected");
+
+    // The control: the same requests pass once the session's policy is set.
+    proxy.set_policy(policy(&[format!("127.0.0.1:{}", server.addr.port())]));
+    let reply = via_proxy(&proxy, &get(&url)).await;
+    assert!(reply.ends_with("hello"), "{reply}");
+    assert_eq!(server.count(), 1);
+}

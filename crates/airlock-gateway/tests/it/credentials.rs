@@ -144,6 +144,8 @@ async fn gateway(h: &Harness, role: Role) -> (Arc<Gateway>, Arc<Vault>) {
                 tenant: "default".into(),
                 role,
             },
+            // A warm session is ready, and sessions with credentials must not take it.
+            warm_sessions: 1,
             ..GatewayConfig::default()
         },
     );
@@ -224,10 +226,17 @@ async fn a_session_opened_with_credentials_is_logged_in_and_shows_no_value() {
     let logs = capture_logs();
     with_browser(|h| async move {
         let (gateway, _) = gateway(&h, Role::Operate).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while gateway.warm_sessions().0 == 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(gateway.warm_sessions().0, 1, "nothing was pre-warmed");
         let agent = gateway.agent_session();
         let out = call(&agent, open_with(&["app"], None)).await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("logged in with app"), "{}", out.text);
+        // Credentials are injected as a session is created: never into a warm one.
+        assert_eq!(gateway.warm_sessions(), (1, 0));
         // The cookie: the protected page opens without typing anything.
         let out = call(&agent, navigate(h.site.url("app/home"))).await;
         assert!(out.text.contains("Welcome back, alice"), "{}", out.text);

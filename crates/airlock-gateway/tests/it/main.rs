@@ -137,6 +137,81 @@ async fn an_idle_session_expires_once_then_starts_fresh() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                warm_sessions: 1,
+                ..config(&h)
+            },
+        );
+        assert!(
+            eventually!(gateway.warm_sessions().0 == 1),
+            "nothing was pre-warmed"
+        );
+        let first = gateway.agent_session();
+        let out = first
+            .call(navigate(h.site.url("cookie.html?set=first")))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("cookie=[flavor=first]"), "{}", out.text);
+        assert_eq!(gateway.warm_sessions().1, 1, "the session was opened cold");
+        // The pool refills, and the next warm session shares nothing with the first.
+        assert!(
+            eventually!(gateway.warm_sessions().0 == 1),
+            "the pool was not refilled"
+        );
+        let second = gateway.agent_session();
+        let out = second.call(navigate(h.site.url("cookie.html"))).await;
+        assert!(out.text.contains("cookie=[] storage=[]"), "{}", out.text);
+        assert_eq!(gateway.warm_sessions().1, 2);
+
+        // Process isolation never takes a warm session (credentials neither: see
+        // credentials.rs).
+        assert!(eventually!(gateway.warm_sessions().0 == 1));
+        let dedicated = gateway.agent_session();
+        let out = dedicated
+            .call(ToolCall::SessionOpen(airlock_gateway::OpenOptions {
+                isolation: Some(airlock_config::Isolation::Process),
+                ..Default::default()
+            }))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(gateway.warm_sessions(), (1, 2));
+        dedicated.call(ToolCall::SessionClose).await;
+
+        // A warm session that died with its Chromium is passed over, not handed out.
+        assert!(eventually!(gateway.warm_sessions().0 == 1));
+        let pid = h.browsers.shared_pid().await.unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        // Once the first session reports the crash, the pipe's end has been seen.
+        assert!(eventually!(
+            first
+                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .await
+                .error
+                == Some(ErrorCode::BrowserCrashed)
+        ));
+        let third = gateway.agent_session();
+        let out = third.call(navigate(h.site.url("cookie.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("cookie=[] storage=[]"), "{}", out.text);
+        assert_eq!(
+            gateway.warm_sessions().1,
+            2,
+            "a dead warm session was handed out"
+        );
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn navigation_is_refused_before_chromium_sees_it() {
     with_browser(|h| async move {
         // Without an allow_private entry the fixture site on loopback is refused …
@@ -452,7 +527,15 @@ async fn poll_outputs(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn page_initiated_navigations_to_local_schemes_go_nowhere() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        // A warm session: its navigation guard must be armed when it is handed out.
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                warm_sessions: 1,
+                ..config(&h)
+            },
+        );
+        assert!(eventually!(gateway.warm_sessions().0 == 1));
         let agent = gateway.agent_session();
         // `javascript:` is left out: it runs in the page like any of the page's scripts.
         for target in [
@@ -622,14 +705,20 @@ async fn a_name_rebinding_to_a_private_address_is_refused_through_chromium() {
 async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
     with_browser(|h| async move {
         let (a, b) = (h.site.a.port(), h.site.b.port());
+        // Sessions come pre-warmed here: a warm session's proxy and guard must take
+        // the narrowed policy when it is handed out (the rest of this file opens cold).
         let gateway = Gateway::with_resolver(
             h.browsers.clone(),
-            config(&h),
+            GatewayConfig {
+                warm_sessions: 1,
+                ..config(&h)
+            },
             Scripted::new(vec![
                 ("app.test", [127, 0, 0, 1], [127, 0, 0, 1]),
                 ("sibling.test", [127, 0, 0, 1], [127, 0, 0, 1]),
             ]),
         );
+        assert!(eventually!(gateway.warm_sessions().0 == 1));
         let fetching = |host: &str, target: &str| {
             navigate(format!(
                 "http://{host}:{a}/fetch.html?url=http://{target}:{a}/login.html"
@@ -641,6 +730,7 @@ async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
         let text = wait_done(&open).await;
         assert!(!text.contains("blocked"), "{text}");
 
+        assert!(eventually!(gateway.warm_sessions().0 == 1));
         let narrow = gateway.agent_session();
         let out = narrow
             .call(ToolCall::SessionOpen(airlock_gateway::OpenOptions {
@@ -674,6 +764,11 @@ async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
             .await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
         assert_eq!(h.site.b.connections(), 0);
+        assert_eq!(
+            gateway.warm_sessions().1,
+            2,
+            "the sessions were not the warm ones"
+        );
         // A bad entry is a clear error, not a session that allows everything.
         let bad = gateway.agent_session();
         let out = bad

@@ -555,3 +555,21 @@ fn randomized_urls_never_panic_and_never_allow_private_literals() {
     );
     let _ = A;
 }
+
+#[test]
+fn deny_all_allows_only_about_blank() {
+    let p = Policy::deny_all();
+    assert_eq!(p.check_url("about:blank").decision, Decision::Allow);
+    for url in [
+        "https://example.com/",
+        "http://93.184.216.34/",
+        "https://example.com:443/",
+        "ws://example.com/",
+        "data:text/html,x",
+    ] {
+        assert!(reason(&p.check_url(url).decision).is_some(), "{url}");
+    }
+    for host in ["example.com", "93.184.216.34", "localhost"] {
+        assert!(reason(&p.check_host(host, 443)).is_some(), "{host}");
+    }
+}

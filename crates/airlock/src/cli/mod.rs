@@ -330,6 +330,7 @@ pub(crate) async fn gateway(
                 tenant: "default".to_owned(),
                 role: config.server.role,
             },
+            warm_sessions: config.sessions.warm,
         },
     ))
 }

@@ -1,0 +1,170 @@
+//! Pre-warmed sessions. Opening a context session costs a browser context, a tab and
+//! its set-up (~100 ms); a warm session has paid that ahead of demand, so handing one
+//! out is a few locks and two policy swaps.
+//!
+//! A warm session is a fresh browser context holding one `about:blank` tab, and the
+//! egress proxy its context was created with. Until it is claimed, the proxy enforces
+//! [`Policy::deny_all`] and the browser's navigation guard judges nothing (the tab has
+//! loaded nothing and nothing drives it). The claimer sets both to the agent's policy
+//! before the agent gets the session. Sessions with credentials or process isolation
+//! are never served from here: they open cold, so injection happens at creation.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use airlock_browser::{Browsers, Session, SessionOptions};
+use airlock_config::Isolation;
+use airlock_egress::{EgressProxy, Resolver};
+use airlock_policy::Policy;
+use tokio::task::JoinHandle;
+
+/// A session opened ahead of demand and the proxy its context sends everything to.
+pub(crate) struct Warm {
+    pub(crate) session: Session,
+    pub(crate) proxy: EgressProxy,
+}
+
+impl Warm {
+    /// Hands the session over: from here on its proxy and its navigation guard hold
+    /// the agent's policy.
+    pub(crate) fn arm(&self, policy: Arc<Policy>) {
+        self.proxy.set_policy(policy.clone());
+        self.session.set_policy(policy);
+    }
+}
+
+struct State {
+    ready: Vec<Warm>,
+    warming: usize,
+    stopped: bool,
+    // Warm-ups under way: `stop` waits for them, so none launches a Chromium after
+    // the gateway stopped the browsers.
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Keeps `target` warm sessions ready in the shared Chromium.
+pub(crate) struct WarmPool {
+    target: usize,
+    state: Mutex<State>,
+    claimed: AtomicU64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl WarmPool {
+    pub(crate) fn new(target: usize) -> Arc<WarmPool> {
+        Arc::new(WarmPool {
+            target,
+            state: Mutex::new(State {
+                ready: Vec::new(),
+                warming: 0,
+                stopped: false,
+                tasks: Vec::new(),
+            }),
+            claimed: AtomicU64::new(0),
+        })
+    }
+
+    /// Starts as many warm-ups as the pool is short of, in the background. Called at
+    /// start and after each claim, never in a loop: if Chromium cannot start, the
+    /// pool stays short and sessions open cold (and report why).
+    pub(crate) fn refill(self: &Arc<Self>, browsers: &Arc<Browsers>, resolver: &Arc<dyn Resolver>) {
+        let mut state = lock(&self.state);
+        if state.stopped {
+            return;
+        }
+        state.tasks.retain(|t| !t.is_finished());
+        let missing = self
+            .target
+            .saturating_sub(state.ready.len() + state.warming);
+        state.warming += missing;
+        for _ in 0..missing {
+            let pool = self.clone();
+            let browsers = browsers.clone();
+            let resolver = resolver.clone();
+            state.tasks.push(tokio::spawn(async move {
+                let made = warm_up(&browsers, resolver).await;
+                let leftover = {
+                    let mut state = lock(&pool.state);
+                    state.warming -= 1;
+                    match made {
+                        Ok(warm) if !state.stopped => {
+                            state.ready.push(warm);
+                            None
+                        }
+                        Ok(warm) => Some(warm),
+                        Err(error) => {
+                            tracing::warn!(%error, "could not pre-warm a browser session");
+                            None
+                        }
+                    }
+                };
+                if let Some(warm) = leftover {
+                    warm.session.close().await;
+                }
+            }));
+        }
+    }
+
+    /// A warm session for a context-isolated session without credentials, if one is
+    /// ready and still usable (a dead one, say after a Chromium crash, is dropped).
+    pub(crate) fn claim(&self, isolation: Isolation) -> Option<Warm> {
+        if isolation != Isolation::Context {
+            return None;
+        }
+        loop {
+            let warm = lock(&self.state).ready.pop()?;
+            if warm.session.is_usable() {
+                self.claimed.fetch_add(1, Ordering::Relaxed);
+                return Some(warm);
+            }
+            // Dropping a Session disposes its context in the background.
+            drop(warm);
+        }
+    }
+
+    /// Sessions handed out so far (diagnostics and tests).
+    pub(crate) fn claimed(&self) -> u64 {
+        self.claimed.load(Ordering::Relaxed)
+    }
+
+    /// Sessions ready now (diagnostics and tests).
+    pub(crate) fn ready(&self) -> usize {
+        lock(&self.state).ready.len()
+    }
+
+    /// Closes every ready session, after waiting for the warm-ups under way (each
+    /// closes its session itself once it sees the pool stopped).
+    pub(crate) async fn stop(&self) {
+        let tasks = {
+            let mut state = lock(&self.state);
+            state.stopped = true;
+            std::mem::take(&mut state.tasks)
+        };
+        for task in tasks {
+            let _ = task.await;
+        }
+        let ready = std::mem::take(&mut lock(&self.state).ready);
+        for warm in ready {
+            warm.session.close().await;
+        }
+    }
+}
+
+async fn warm_up(
+    browsers: &Browsers,
+    resolver: Arc<dyn Resolver>,
+) -> Result<Warm, Box<dyn std::error::Error + Send + Sync>> {
+    let proxy = EgressProxy::start(Arc::new(Policy::deny_all()), resolver).await?;
+    let session = browsers
+        .open_session(SessionOptions {
+            isolation: Some(Isolation::Context),
+            proxy_server: Some(proxy.proxy_server()),
+            policy: None,
+            injection: None,
+        })
+        .await?;
+    Ok(Warm { session, proxy })
+}
