@@ -164,7 +164,7 @@ pub(crate) struct SnapshotParams {
     pub(crate) scope_ref: Option<String>,
     /// Only lines containing this text, with their ancestors and nearest heading.
     pub(crate) find: Option<String>,
-    /// Line to start at, from the truncation line of a previous snapshot.
+    /// From a previous snapshot's truncation line.
     pub(crate) offset: Option<usize>,
 }
 
@@ -404,14 +404,14 @@ impl ScrollParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct WaitForParams {
-    /// Wait until this text appears on the page.
+    /// Text to appear.
     pub(crate) text: Option<String>,
-    /// Wait until this text is gone from the page.
+    /// Text to disappear.
     pub(crate) text_gone: Option<String>,
     /// Wait until this target exists and is visible.
     #[serde(flatten)]
     pub(crate) target: TargetParams,
-    /// Just wait this many milliseconds (at most 60000).
+    /// Milliseconds to wait (at most 60000).
     pub(crate) time_ms: Option<u64>,
     /// Give up after this many milliseconds (default 10000).
     pub(crate) timeout_ms: Option<u64>,
@@ -499,9 +499,9 @@ impl ScreenshotParams {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub(crate) struct ReadParams {
-    /// `markdown` (default: headings, lists, links, tables) or `text`.
+    /// `markdown` (default) or `text`.
     pub(crate) format: Option<String>,
-    /// Byte offset to continue from, from the truncation line of a previous read.
+    /// From a previous read's truncation line.
     pub(crate) offset: Option<usize>,
 }
 
@@ -562,21 +562,17 @@ impl TabsParams {
 // Debug by hand below: the grant token is a credential.
 #[derive(Default, Deserialize, JsonSchema)]
 pub(crate) struct SessionOpenParams {
-    /// Names of stored credentials to log in with: their cookies, localStorage and
-    /// headers are in place before your first action, and you type their values as
-    /// `{{secret:NAME.password}}` (never seeing them).
+    /// Stored credentials to log in with (cookies, storage, headers set before your
+    /// first action); type their values as `{{secret:NAME.password}}`.
     #[serde(default)]
     pub(crate) credentials: Vec<String>,
-    /// A grant token authorizing the credentials (from `airlock grant create`), when
-    /// this caller's role is below `operate`.
+    /// Grant token authorizing the credentials (`airlock grant create`).
     pub(crate) grant: Option<String>,
-    /// Recording mode: `off` (default), `transient` or `audit` (available once audit lands).
+    /// `off` (default), `transient` or `audit`.
     pub(crate) record: Option<String>,
-    /// `context` (default: a fresh browser context, fast) or `process` (a dedicated Chromium).
+    /// `context` (default, fast) or `process` (own Chromium).
     pub(crate) isolation: Option<String>,
-    /// Narrow what this session may reach: only these hosts (`app.example.com`, or
-    /// `*.example.com` for a domain and its subdomains), within the server's policy.
-    /// It can never widen the policy.
+    /// Reach only these hosts (`a.com`, `*.a.com`), within the server's policy.
     #[serde(default)]
     pub(crate) allow_hosts: Vec<String>,
 }

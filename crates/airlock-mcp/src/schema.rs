@@ -13,6 +13,36 @@ pub(crate) fn compact(schema: &Map<String, Value>) -> Map<String, Value> {
     out
 }
 
+/// The parameters that name an element, the same in every tool that takes one.
+const TARGET_FIELDS: [&str; 7] = ["ref", "role", "name", "index", "selector", "x", "y"];
+
+/// Drops the descriptions of the target parameters (documented once, on
+/// `browser_click`) from an object schema that has them all, and from each of its
+/// `$defs`, whose own descriptions go too.
+pub(crate) fn drop_target_docs(schema: &mut Map<String, Value>) {
+    undocument_targets(schema);
+    if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
+        for def in defs.values_mut().filter_map(Value::as_object_mut) {
+            def.remove("description");
+            undocument_targets(def);
+        }
+    }
+}
+
+fn undocument_targets(object: &mut Map<String, Value>) {
+    let Some(Value::Object(properties)) = object.get_mut("properties") else {
+        return;
+    };
+    if !TARGET_FIELDS.iter().all(|f| properties.contains_key(*f)) {
+        return;
+    }
+    for field in TARGET_FIELDS {
+        if let Some(Value::Object(p)) = properties.get_mut(field) {
+            p.remove("description");
+        }
+    }
+}
+
 fn compact_object(object: &mut Map<String, Value>) {
     if let Some(Value::Array(types)) = object.get("type") {
         let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
@@ -26,7 +56,11 @@ fn compact_object(object: &mut Map<String, Value>) {
             }
         }
     }
-    if let Some(Value::String(format)) = object.get("format") {
+    if let Some(format) = object
+        .get("format")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    {
         let unsigned = format.starts_with('u');
         if matches!(
             format.as_str(),
@@ -41,10 +75,14 @@ fn compact_object(object: &mut Map<String, Value>) {
                 | "double"
                 | "float"
         ) {
-            object.remove("format");
+            // The type's own bounds; a bound a parameter means is in its description.
             if unsigned && object.get("minimum") == Some(&Value::from(0)) {
                 object.remove("minimum");
             }
+            if format == "uint8" && object.get("maximum") == Some(&Value::from(255)) {
+                object.remove("maximum");
+            }
+            object.remove("format");
         }
     }
     if matches!(
@@ -104,5 +142,49 @@ mod tests {
                 "required": ["level"]
             })
         );
+    }
+
+    #[test]
+    fn target_docs_go_only_where_the_whole_target_is() {
+        let documented = |names: &[&str]| -> Value {
+            Value::Object(
+                names
+                    .iter()
+                    .map(|n| {
+                        (
+                            (*n).to_owned(),
+                            json!({ "description": "d", "type": "string" }),
+                        )
+                    })
+                    .collect(),
+            )
+        };
+        let mut with_target = json!({
+            "properties": documented(&["ref", "role", "name", "index", "selector", "x", "y", "text"]),
+            "$defs": { "Field": {
+                "description": "a field",
+                "properties": documented(&["ref", "role", "name", "index", "selector", "x", "y", "value"]),
+            } },
+        });
+        drop_target_docs(with_target.as_object_mut().unwrap());
+        assert_eq!(
+            with_target["properties"]["ref"],
+            json!({ "type": "string" })
+        );
+        assert_eq!(with_target["properties"]["text"]["description"], "d");
+        assert_eq!(
+            with_target["$defs"]["Field"]["properties"]["x"],
+            json!({ "type": "string" })
+        );
+        assert_eq!(
+            with_target["$defs"]["Field"]["properties"]["value"]["description"],
+            "d"
+        );
+        assert!(with_target["$defs"]["Field"].get("description").is_none());
+        // `browser_tabs` has an `index` of its own meaning, and no target: kept.
+        let mut tabs = json!({ "properties": documented(&["action", "index"]) });
+        let before = tabs.clone();
+        drop_target_docs(tabs.as_object_mut().unwrap());
+        assert_eq!(tabs, before);
     }
 }
