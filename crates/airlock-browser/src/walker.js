@@ -624,7 +624,7 @@
       const node_ = { r: role };
       const name = nameOf(el, role);
       if (name) node_.n = name;
-      if (refAll || INTERACTIVE.has(role) || role === 'row' || role === 'table' || role === 'grid' ||
+      if (refAll || INTERACTIVE.has(role) || role === 'table' || role === 'grid' ||
           role === 'dialog' || role === 'alertdialog' || role === 'Iframe' || role === 'form' ||
           role === 'tabpanel' || role === 'menu' || role === 'tree' || role === 'region') {
         node_.i = refFor(el);

@@ -160,9 +160,9 @@ pub(crate) struct SnapshotParams {
     pub(crate) interactive_only: bool,
     /// Most lines to return.
     pub(crate) max_nodes: Option<usize>,
-    /// Only the subtree of this ref (e.g. a table row or dialog).
+    /// Only the subtree of this ref (e.g. a table or dialog).
     pub(crate) scope_ref: Option<String>,
-    /// Only lines containing this text, with their ancestors and nearest heading.
+    /// Lines containing this text, with their subtree, ancestors and nearest heading.
     pub(crate) find: Option<String>,
     /// From a previous snapshot's truncation line.
     pub(crate) offset: Option<usize>,

@@ -78,6 +78,9 @@ pub struct Line {
     pub heading: bool,
     /// Whether some descendant is interactive.
     pub contains_interactive: bool,
+    /// Whether the node locates what it contains (a table, row, form, dialog …): kept
+    /// by `interactive_only` when it holds something to act on.
+    pub locates: bool,
 }
 
 /// How to render a tree into lines.
@@ -169,18 +172,26 @@ pub fn window(lines: &[Line], offset: usize, max_nodes: usize, max_bytes: usize)
 /// refs (rows, tables, dialogs, forms) that hold something actionable.
 pub fn interactive_only(lines: &[Line]) -> Vec<Line> {
     filter(lines, |line| {
-        line.interactive || line.heading || (line.reference.is_some() && line.contains_interactive)
+        line.interactive || line.heading || (line.locates && line.contains_interactive)
     })
 }
 
-/// The lines whose text contains `query` (case-insensitive), each with its ancestors
-/// and the nearest heading before it, so "where is Save" needs no whole tree.
+/// The lines whose text contains `query` (case-insensitive), each with its subtree,
+/// its ancestors and the nearest heading before it, so "where is Save" needs no whole
+/// tree.
 pub fn find(lines: &[Line], query: &str) -> Vec<Line> {
     let needle = query.to_lowercase();
     let mut keep = vec![false; lines.len()];
+    // Lines inside a match's subtree (parents come before children): a row found by
+    // its text brings the buttons that act on it.
+    let mut inside = vec![false; lines.len()];
     let mut last_heading: Option<usize> = None;
     for (i, line) in lines.iter().enumerate() {
-        if line.text.to_lowercase().contains(&needle) {
+        if line.parent.is_some_and(|p| inside[p]) {
+            inside[i] = true;
+            keep[i] = true;
+        } else if line.text.to_lowercase().contains(&needle) {
+            inside[i] = true;
             keep[i] = true;
             let mut parent = line.parent;
             while let Some(p) = parent {
@@ -410,6 +421,9 @@ fn emit(
         interactive,
         heading: node.role == "heading",
         contains_interactive: false,
+        // Rows have no ref (a row is acted on through its buttons and links; leaving
+        // its ref out saves ~5 tokens a row), but they still say which row a button is in.
+        locates: node.node.is_some() || node.role == "row",
     });
     let mut contains = false;
     for child in &node.children {
@@ -611,14 +625,14 @@ mod tests {
         let json = r#"{"r":"RootWebArea","k":[
             {"r":"heading","n":"Users","l":1},
             {"r":"paragraph","k":[{"r":"text","t":"intro"}]},
-            {"r":"table","i":2,"k":[{"r":"row","i":3,"k":[{"r":"cell","n":"a"},{"r":"cell","k":[{"r":"button","n":"Go","i":4}]}]}]}
+            {"r":"table","i":2,"k":[{"r":"row","k":[{"r":"cell","n":"a"},{"r":"cell","k":[{"r":"button","n":"Go","i":4}]}]}]}
         ]}"#;
         let all = lines(&tree(json), &RenderOptions::default());
         let kept = interactive_only(&all);
         let text = window(&kept, 0, usize::MAX, usize::MAX).text;
         assert_eq!(
             text,
-            "- heading \"Users\" [level=1]\n- table [ref=e2]\n  - row [ref=e3]: a\n    - button \"Go\" [ref=e4]\n"
+            "- heading \"Users\" [level=1]\n- table [ref=e2]\n  - row: a\n    - button \"Go\" [ref=e4]\n"
         );
     }
 
@@ -636,6 +650,19 @@ mod tests {
             "- heading \"Settings\" [level=2]\n- form [ref=e1]\n  - button \"Save\" [ref=e3]\n"
         );
         assert!(find(&all, "nothing like this").is_empty());
+        // A match brings its subtree: the buttons of a row found by its text.
+        let json = r#"{"r":"RootWebArea","k":[
+            {"r":"table","i":1,"k":[
+                {"r":"row","k":[{"r":"cell","n":"alice"},{"r":"cell","k":[{"r":"button","n":"Edit","i":2}]}]},
+                {"r":"row","k":[{"r":"cell","n":"bob"},{"r":"cell","k":[{"r":"button","n":"Edit","i":3}]}]}
+            ]}
+        ]}"#;
+        let all = lines(&tree(json), &RenderOptions::default());
+        let text = window(&find(&all, "bob"), 0, usize::MAX, usize::MAX).text;
+        assert_eq!(
+            text,
+            "- table [ref=e1]\n  - row: bob\n    - button \"Edit\" [ref=e3]\n"
+        );
     }
 
     #[test]

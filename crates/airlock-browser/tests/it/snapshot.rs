@@ -165,7 +165,7 @@ async fn big_table_pages_filters_and_finds() {
             "{}",
             &next.text[..200]
         );
-        assert!(!next.text.contains("row [ref=e4]: user0 |"));
+        assert!(!next.text.contains("row: user0 |"));
 
         let all = SnapshotOptions {
             max_bytes: usize::MAX,
@@ -180,7 +180,7 @@ async fn big_table_pages_filters_and_finds() {
             .await
             .unwrap();
         assert!(interactive.text.len() < full.text.len());
-        assert!(full.text.contains("row [ref=") && full.text.contains("user1999@example.com"));
+        assert!(full.text.contains("row: user0 |") && full.text.contains("user1999@example.com"));
         let limited = s
             .snapshot(&SnapshotOptions {
                 max_nodes: 10,
@@ -207,24 +207,34 @@ async fn big_table_pages_filters_and_finds() {
             "{}",
             found.text
         );
-        assert!(found.text.lines().count() <= 5, "{}", found.text);
-
-        // Scope: one row's subtree, then act on it.
-        let row = ref_of(&found.text, "user1234@example.com");
-        let airlock_browser::Target::Ref(row_ref) = row else {
+        // Scope: the table's subtree, without the page around it.
+        let airlock_browser::Target::Ref(table) = ref_of(&found.text, "table \"Accounts\"") else {
             unreachable!()
         };
         let scoped = s
             .snapshot(&SnapshotOptions {
-                scope: Some(row_ref),
+                scope: Some(table),
+                max_nodes: 4,
                 ..all.clone()
             })
             .await
             .unwrap();
-        assert!(scoped.text.contains("button \"Delete\""), "{}", scoped.text);
-        assert!(scoped.text.lines().count() <= 4, "{}", scoped.text);
+        assert!(
+            scoped.text.contains("table \"Accounts\""),
+            "{}",
+            scoped.text
+        );
+        assert!(scoped.text.contains("row: user0 |"), "{}", scoped.text);
+        assert!(
+            !scoped.text.contains("heading \"Users\""),
+            "{}",
+            scoped.text
+        );
+        // The row comes with its subtree: the buttons that act on it.
+        assert!(found.text.contains("button \"Delete\""), "{}", found.text);
+        assert!(found.text.lines().count() <= 7, "{}", found.text);
         s.click(
-            &ref_of(&scoped.text, "button \"Delete\""),
+            &ref_of(&found.text, "button \"Delete\""),
             &ClickOptions::default(),
         )
         .await
