@@ -441,7 +441,7 @@ async fn after_action(
     let mut text = header(&outcome);
     match session.changes().await? {
         Some(diff) => {
-            text.push_str("changes since the last snapshot (+ new, ~ changed, - gone):\n");
+            text.push_str("changes (+ new, ~ changed, - gone):\n");
             text.push_str(&fence.wrap(&outcome.url, &diff));
         }
         None => text.push_str("the page did not change"),

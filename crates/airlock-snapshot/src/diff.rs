@@ -34,6 +34,38 @@ pub fn diff(old: &[Line], new: &[Line]) -> Option<String> {
         }
     }
 
+    // Old lines no longer there. A ref-less one (a status line, a row) whose place a
+    // changed ref-less line of the same role took, under the same parent, is that
+    // line changed (`~`), not one line gone and another new.
+    let gone: Vec<usize> = (0..old.len())
+        .filter(|&i| {
+            let line = &old[i];
+            !(new_texts.contains(line.text.as_str())
+                || line.reference.is_some_and(|r| new_refs.contains(&r)))
+        })
+        .collect();
+    let mut replaceable: HashMap<(usize, &str, Option<&str>), Vec<usize>> = HashMap::new();
+    for &i in gone.iter().rev() {
+        if old[i].reference.is_none() {
+            replaceable.entry(place(old, i)).or_default().push(i);
+        }
+    }
+    let mut replaced = vec![false; old.len()];
+    let mut marks = vec![' '; new.len()];
+    for i in (0..new.len()).filter(|&i| changed[i]) {
+        marks[i] = match new[i].reference {
+            Some(r) if old_refs.contains(&r) => '~',
+            Some(_) => '+',
+            None => match replaceable.get_mut(&place(new, i)).and_then(Vec::pop) {
+                Some(o) => {
+                    replaced[o] = true;
+                    '~'
+                }
+                None => '+',
+            },
+        };
+    }
+
     let mut out = String::new();
     let mut shown = vec![false; new.len()];
     for i in 0..new.len() {
@@ -51,28 +83,19 @@ pub fn diff(old: &[Line], new: &[Line]) -> Option<String> {
         }
         for &p in chain.iter().rev() {
             shown[p] = true;
-            let mark = if changed[p] {
-                mark_of(&new[p], &old_refs)
-            } else {
-                ' '
-            };
-            push(&mut out, mark, &new[p]);
+            push(&mut out, marks[p], &new[p]);
         }
         if !shown[i] {
             shown[i] = true;
-            push(&mut out, mark_of(&new[i], &old_refs), &new[i]);
+            push(&mut out, marks[i], &new[i]);
         }
     }
 
     let mut removed = 0;
-    for line in old {
-        let still_there = new_texts.contains(line.text.as_str())
-            || line.reference.is_some_and(|r| new_refs.contains(&r));
-        if still_there {
-            continue;
-        }
+    for &i in gone.iter().filter(|&&i| !replaced[i]) {
         removed += 1;
         if removed <= MAX_REMOVED {
+            let line = &old[i];
             let _ = writeln!(out, "- {}- {}", "  ".repeat(line.depth), line.text);
         }
     }
@@ -82,11 +105,19 @@ pub fn diff(old: &[Line], new: &[Line]) -> Option<String> {
     if out.is_empty() { None } else { Some(out) }
 }
 
-fn mark_of(line: &Line, old_refs: &HashSet<NodeRef>) -> char {
-    match line.reference {
-        Some(r) if old_refs.contains(&r) => '~',
-        _ => '+',
-    }
+// Where a line sits: its depth, its role (the text's first word) and its parent's text.
+fn place(lines: &[Line], i: usize) -> (usize, &str, Option<&str>) {
+    let line = &lines[i];
+    let role = line
+        .text
+        .split([' ', ':'])
+        .next()
+        .unwrap_or_default();
+    (
+        line.depth,
+        role,
+        line.parent.map(|p| lines[p].text.as_str()),
+    )
 }
 
 fn push(out: &mut String, mark: char, line: &Line) {
@@ -129,6 +160,31 @@ mod tests {
              ~   - checkbox \"Remember\" [ref=e2] [checked]\n\
              + - status \"Saved\" [ref=e9]\n\
              - - paragraph: Unsaved\n"
+        );
+    }
+
+    #[test]
+    fn a_ref_less_line_that_changed_in_place_is_one_change() {
+        let old = render(
+            r#"{"r":"RootWebArea","k":[{"r":"main","k":[
+                {"r":"button","n":"Sign in","i":1},
+                {"r":"status"}]}]}"#,
+        );
+        let new = render(
+            r#"{"r":"RootWebArea","k":[{"r":"main","k":[
+                {"r":"button","n":"Sign in","i":1},
+                {"r":"status","k":[{"r":"text","t":"Signed in"}]}]}]}"#,
+        );
+        assert_eq!(diff(&old, &new).unwrap(), "  - main\n~   - status: Signed in\n");
+        // A line of another role in that place is new, and the old one gone.
+        let other = render(
+            r#"{"r":"RootWebArea","k":[{"r":"main","k":[
+                {"r":"button","n":"Sign in","i":1},
+                {"r":"alert","k":[{"r":"text","t":"Signed in"}]}]}]}"#,
+        );
+        assert_eq!(
+            diff(&old, &other).unwrap(),
+            "  - main\n+   - alert: Signed in\n-   - status\n"
         );
     }
 
