@@ -146,7 +146,7 @@ class Airlock(System):
         config = pathlib.Path(self.tmp) / "airlock.toml"
         config.write_text(f'[policy]\nallow_private = ["127.0.0.1:{a}", "127.0.0.1:{b}"]\n')
         env = dict(os.environ, AIRLOCK_CONFIG=str(config), AIRLOCK_DATA_DIR=str(pathlib.Path(self.tmp) / "data"),
-                   AIRLOCK_CHROME=CHROMIUM, RUST_LOG="warn")
+                   AIRLOCK_CHROME=CHROMIUM, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
         binary = AIRLOCK_BINARY[0]
         return StdioServerParameters(command=str(binary), args=["mcp"], env=env)
 

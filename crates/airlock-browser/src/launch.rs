@@ -163,10 +163,12 @@ pub fn chromium_flags(kind: ChromiumKind, no_sandbox: bool) -> Vec<String> {
     .collect();
     // Chromium honours only the last --disable-features flag, so all go in one.
     // The omnibox WebUI popups cost a renderer per context; the back-forward cache
-    // would make history navigation skip the load events actions wait for.
+    // would make history navigation skip the load events actions wait for; autofill
+    // would send every form's signature to Google through the session's proxy (and
+    // show up as refused requests in the agent's results).
     flags.push(
         "--disable-features=WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup,\
-         BackForwardCache,Translate,MediaRouter,OptimizationHints"
+         BackForwardCache,Translate,MediaRouter,OptimizationHints,AutofillServerCommunication"
             .to_owned(),
     );
     if kind == ChromiumKind::HeadlessShell {

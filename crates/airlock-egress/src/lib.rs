@@ -286,6 +286,7 @@ async fn serve(
             Ok(Ok(list)) if !list.is_empty() => list,
             _ => {
                 count(counts, DenyReason::Unresolvable);
+                tracing::debug!(host, port, "egress refused: does not resolve");
                 return refuse(
                     &mut client,
                     "502 Bad Gateway",

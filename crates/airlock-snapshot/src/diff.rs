@@ -108,11 +108,7 @@ pub fn diff(old: &[Line], new: &[Line]) -> Option<String> {
 // Where a line sits: its depth, its role (the text's first word) and its parent's text.
 fn place(lines: &[Line], i: usize) -> (usize, &str, Option<&str>) {
     let line = &lines[i];
-    let role = line
-        .text
-        .split([' ', ':'])
-        .next()
-        .unwrap_or_default();
+    let role = line.text.split([' ', ':']).next().unwrap_or_default();
     (
         line.depth,
         role,
@@ -175,7 +171,10 @@ mod tests {
                 {"r":"button","n":"Sign in","i":1},
                 {"r":"status","k":[{"r":"text","t":"Signed in"}]}]}]}"#,
         );
-        assert_eq!(diff(&old, &new).unwrap(), "  - main\n~   - status: Signed in\n");
+        assert_eq!(
+            diff(&old, &new).unwrap(),
+            "  - main\n~   - status: Signed in\n"
+        );
         // A line of another role in that place is new, and the old one gone.
         let other = render(
             r#"{"r":"RootWebArea","k":[{"r":"main","k":[

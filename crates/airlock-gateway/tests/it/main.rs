@@ -83,7 +83,6 @@ async fn browser_sessions_open_lazily_and_close_with_their_agent() {
         let inside = out.text.split("<page-content").nth(1).unwrap();
         assert!(inside.contains("heading \"Sign in\""));
         assert!(out.text.starts_with("page: \"Sign in\""), "{}", out.text);
-
         let out = agent.call(ToolCall::SessionClose).await;
         assert!(out.text.contains("closed"), "{}", out.text);
         assert_eq!(gateway.open_browser_sessions().await, 0);
@@ -100,6 +99,34 @@ async fn browser_sessions_open_lazily_and_close_with_their_agent() {
             "context survived the agent"
         );
         probe.close().await;
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromiums_own_autofill_queries_are_off() {
+    // Full Chromium (the headless shell has no autofill) asks Google about every form
+    // it sees, through the session's proxy: page data leaving, and refusals in the
+    // agent's results. There is no event for "would have asked", so the test waits.
+    let full_chromium = airlock_config::BrowserConfig {
+        chrome: Some("/usr/bin/chromium".into()),
+        ..Default::default()
+    };
+    airlock_test_support::with_browser_config(full_chromium, |h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let waited = agent
+            .call(ToolCall::WaitFor {
+                condition: airlock_browser::WaitCondition::Time(Duration::from_millis(1500)),
+                timeout: None,
+            })
+            .await;
+        for text in [&out.text, &waited.text] {
+            assert!(!text.contains("blocked"), "{text}");
+        }
         gateway.shutdown().await;
     })
     .await;
