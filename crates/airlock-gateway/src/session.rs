@@ -143,7 +143,7 @@ impl Gateway {
             .isolation
             .unwrap_or(self.browsers.options().default_isolation);
         if injection.is_none()
-            && let Some(warm) = self.warm.claim(isolation)
+            && let Some(warm) = self.warm.claim(isolation).await
         {
             warm.arm(policy.clone());
             self.warm.refill(&self.browsers, &self.resolver);

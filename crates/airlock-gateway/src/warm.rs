@@ -16,6 +16,7 @@ use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_config::Isolation;
 use airlock_egress::{EgressProxy, Resolver};
 use airlock_policy::Policy;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// A session opened ahead of demand and the proxy its context sends everything to.
@@ -36,6 +37,8 @@ impl Warm {
 struct State {
     ready: Vec<Warm>,
     warming: usize,
+    // Claimers waiting for a warm-up under way; never more than `warming`.
+    waiting: usize,
     stopped: bool,
     // Warm-ups under way: `stop` waits for them, so none launches a Chromium after
     // the gateway stopped the browsers.
@@ -47,6 +50,8 @@ pub(crate) struct WarmPool {
     target: usize,
     state: Mutex<State>,
     claimed: AtomicU64,
+    // Woken whenever a warm-up ends, ready or not.
+    settled: Notify,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -60,10 +65,12 @@ impl WarmPool {
             state: Mutex::new(State {
                 ready: Vec::new(),
                 warming: 0,
+                waiting: 0,
                 stopped: false,
                 tasks: Vec::new(),
             }),
             claimed: AtomicU64::new(0),
+            settled: Notify::new(),
         })
     }
 
@@ -101,6 +108,7 @@ impl WarmPool {
                         }
                     }
                 };
+                pool.settled.notify_waiters();
                 if let Some(warm) = leftover {
                     warm.session.close().await;
                 }
@@ -110,18 +118,37 @@ impl WarmPool {
 
     /// A warm session for a context-isolated session without credentials, if one is
     /// ready and still usable (a dead one, say after a Chromium crash, is dropped).
-    pub(crate) fn claim(&self, isolation: Isolation) -> Option<Warm> {
+    /// With none ready but one warming up that no other claimer waits for, waits for
+    /// it: a session opened cold beside a warm-up would compete with it (the first
+    /// session after start would otherwise open cold while Chromium still starts).
+    pub(crate) async fn claim(&self, isolation: Isolation) -> Option<Warm> {
         if isolation != Isolation::Context {
             return None;
         }
         loop {
-            let warm = lock(&self.state).ready.pop()?;
-            if warm.session.is_usable() {
-                self.claimed.fetch_add(1, Ordering::Relaxed);
-                return Some(warm);
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            {
+                let mut state = lock(&self.state);
+                if let Some(warm) = state.ready.pop() {
+                    drop(state);
+                    if warm.session.is_usable() {
+                        self.claimed.fetch_add(1, Ordering::Relaxed);
+                        return Some(warm);
+                    }
+                    // Dropping a Session disposes its context in the background.
+                    drop(warm);
+                    continue;
+                }
+                if state.stopped || state.warming <= state.waiting {
+                    return None;
+                }
+                state.waiting += 1;
             }
-            // Dropping a Session disposes its context in the background.
-            drop(warm);
+            // Counted out again however the wait ends, a cancelled call included.
+            let _waiting = Waiting(self);
+            settled.await;
         }
     }
 
@@ -150,6 +177,14 @@ impl WarmPool {
         for warm in ready {
             warm.session.close().await;
         }
+    }
+}
+
+struct Waiting<'a>(&'a WarmPool);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.state).waiting -= 1;
     }
 }
 

@@ -173,10 +173,8 @@ async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
                 ..config(&h)
             },
         );
-        assert!(
-            eventually!(gateway.warm_sessions().0 == 1),
-            "nothing was pre-warmed"
-        );
+        // Straight away: the first session waits for the warm-up under way rather
+        // than opening cold beside it.
         let first = gateway.agent_session();
         let out = first
             .call(navigate(h.site.url("cookie.html?set=first")))
