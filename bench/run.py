@@ -26,6 +26,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
 SITE = ROOT / "crates/airlock-test-support/fixtures/site"
 BENCH = ROOT / "bench"
 CHROMIUM = os.environ.get("AIRLOCK_CHROME", "/usr/bin/chromium")
@@ -369,6 +370,10 @@ async def measure(system, url, b, m, before):
             m["snapshot_table_full_bytes"], m["snapshot_table_full_tokens"] = len(whole.encode()), COUNT(whole)
             ms, _ = await timed(session, *system.navigate(url(f"redirect?to=http://127.0.0.1:{b}/login.html")))
             m["navigate_redirect_ms"] = ms
+            # Per request: the page times 60 sequential fetches itself (through Airlock's
+            # egress proxy; direct for the peers and the raw-CDP floor).
+            await timed(session, *system.navigate(url("fetches.html?n=60")))
+            m["fetch_ms"] = await fetch_median(session, system)
             if system.name == "airlock":
                 # Session open with Chromium already running: a fresh context, and a
                 # dedicated Chromium (the peers have no such call to compare).
@@ -380,6 +385,17 @@ async def measure(system, url, b, m, before):
             # the server's own process tree: agent-browser's browser is a daemon's child.
             m["pss_mib"] = pss_mib(started_by_system(before))
     return m
+
+
+async def fetch_median(session, system):
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        _, res = await timed(session, *system.snapshot())
+        found = re.search(r"fetch median ([\d.]+) ms done", text_of(res))
+        if found:
+            return float(found.group(1))
+        await asyncio.sleep(0.1)
+    raise RuntimeError("fetches.html did not finish")
 
 
 def free_port():
@@ -472,6 +488,8 @@ async def main():
     parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")
     parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure 10 concurrent sessions over Streamable HTTP")
+    parser.add_argument("--floors", action=argparse.BooleanOptionalAction, default=True,
+                        help="also measure raw-CDP floors (Chromium alone, Airlock's flags)")
     args = parser.parse_args()
     AIRLOCK_BINARY[0] = pathlib.Path(args.airlock).resolve()
     ports, servers = serve_site()
@@ -498,6 +516,32 @@ async def main():
             metrics = sorted({k for r in runs for k in r})
             results[name] = {k: summarize([r.get(k) for r in runs]) for k in metrics}
             results[name]["runs"] = len(runs)
+    if args.floors:
+        import floors
+        a = ports[0]
+        runs = []
+        for i in range(args.runs + 1):
+            before = all_pids()
+            try:
+                m = await asyncio.to_thread(floors.measure, AIRLOCK_BINARY[0], CHROMIUM,
+                                            lambda p: f"http://127.0.0.1:{a}/{p}", descendants, pss_mib)
+            except Exception as e:  # noqa: BLE001
+                print(f"floor run {i}: {e!r}", file=sys.stderr)
+                continue
+            finally:
+                stop_new_processes(before)
+            if i > 0:
+                runs.append(m)
+        if runs:
+            metrics = sorted({k for r in runs for k in r})
+            results["floor"] = {k: summarize([r.get(k) for r in runs]) for k in metrics}
+            results["floor"]["runs"] = len(runs)
+    # What the egress proxy adds to one request: Airlock's fetch through it, less the
+    # same fetch in raw Chromium with Airlock's flags and no proxy.
+    mine, floor = results.get("airlock", {}).get("fetch_ms"), results.get("floor", {}).get("fetch_ms")
+    if mine and floor:
+        added = mine["median"] - floor["median"]
+        results["airlock"]["egress_overhead_per_request_ms"] = {"median": added, "min": added, "max": added}
     for s in servers:
         s.shutdown()
     report = {
@@ -510,7 +554,7 @@ async def main():
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(table(results))
-    failed = [n for n, r in results.items() if r["runs"] == 0]
+    failed = [n for n, r in results.items() if r.get("runs") == 0]
     if failed:
         print(f"no successful run for: {', '.join(failed)}", file=sys.stderr)
         sys.exit(1)
@@ -524,8 +568,9 @@ def fmt(v):
 
 def table(results):
     names = list(results)
-    metrics = sorted({k for r in results.values() for k in r if k != "runs"})
+    metrics = sorted({k for n, r in results.items() if n != "floor" for k in r if k != "runs"})
     head = "| metric | " + " | ".join(f"{n} median (min–max)" for n in names)
+    # The floor is a column to compare against, like a peer: Chromium alone.
     peers = [n for n in names if n != "airlock"]
     if "airlock" in results:
         head += "".join(f" | airlock / {p}" for p in peers)

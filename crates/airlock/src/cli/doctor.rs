@@ -72,6 +72,22 @@ pub(crate) async fn run(config_flag: Option<&Path>) -> ExitCode {
                     "running as root: Chromium will start with --no-sandbox",
                 );
             }
+            let flags = airlock_browser::chromium_flags(
+                options.binary.kind,
+                airlock_browser::needs_no_sandbox(),
+            );
+            // Shell-quoted, so the line can be pasted (and split by `shlex`).
+            let shown: Vec<String> = flags
+                .iter()
+                .map(|f| {
+                    if f.contains([' ', '*', '\'']) {
+                        format!("'{}'", f.replace('\'', r"'\''"))
+                    } else {
+                        f.clone()
+                    }
+                })
+                .collect();
+            report.note("chromium flags", &shown.join(" "));
             let started = tokio::time::Instant::now();
             match airlock_browser::probe(&options).await {
                 Ok(version) => report.pass(

@@ -1,0 +1,218 @@
+"""Raw-CDP floors: what Chromium itself takes for each step Airlock's tools stand on,
+with no client library and no Airlock logic in the way.
+
+Chromium is started with exactly Airlock's flags (from `airlock doctor`) and driven
+over `--remote-debugging-pipe` by the ~60-line client below. `measure()` returns
+{metric: ms or MiB} under the same names as run.py's metrics, so run.py can print
+Airlock / floor beside Airlock / peers.
+"""
+
+import json
+import os
+import pathlib
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+
+class Pipe:
+    """CDP over fds 3 (commands in) and 4 (replies out), NUL-framed JSON."""
+
+    def __init__(self, binary, flags):
+        cmd_r, self._cmd_w = os.pipe()
+        self._out_r, out_w = os.pipe()
+        self.profile = tempfile.mkdtemp(prefix="airlock-floors-")
+
+        def fds():
+            os.dup2(cmd_r, 3)
+            os.dup2(out_w, 4)
+
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen([binary, *flags, f"--user-data-dir={self.profile}"],
+                                     preexec_fn=fds, close_fds=False, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        os.close(cmd_r)
+        os.close(out_w)
+        self._next, self._replies, self._events = 0, {}, []
+        self._cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        buf = b""
+        while chunk := os.read(self._out_r, 1 << 20):
+            buf += chunk
+            while b"\0" in buf:
+                raw, buf = buf.split(b"\0", 1)
+                msg = json.loads(raw)
+                with self._cond:
+                    if "id" in msg:
+                        self._replies[msg["id"]] = msg
+                    else:
+                        self._events.append(msg)
+                    self._cond.notify_all()
+
+    def call(self, method, params=None, session=None, timeout=60):
+        self._next += 1
+        msg = {"id": self._next, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._cmd_w, json.dumps(msg).encode() + b"\0")
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._next in self._replies, timeout):
+                raise TimeoutError(method)
+            reply = self._replies.pop(self._next)
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply["result"]
+
+    def wait_event(self, method, session, timeout=60):
+        def found():
+            for i, e in enumerate(self._events):
+                if e.get("method") == method and e.get("sessionId") == session:
+                    return self._events.pop(i)
+            return None
+        got = []
+        with self._cond:
+            self._cond.wait_for(lambda: got or got.extend(filter(None, [found()])) or got, timeout)
+        if not got:
+            raise TimeoutError(method)
+        return got[0]
+
+    def clear_events(self):
+        with self._cond:
+            self._events.clear()
+
+    def close(self):
+        try:
+            self.call("Browser.close", timeout=2)
+        except Exception:  # noqa: BLE001 - it is going away either way
+            pass
+        try:
+            os.killpg(self.proc.pid, 9)
+        except OSError:
+            pass
+        self.proc.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def ms_since(started):
+    return (time.perf_counter() - started) * 1000
+
+
+def airlock_flags(airlock_binary, chromium):
+    """The flags Airlock starts `chromium` with, as `airlock doctor` prints them."""
+    env = dict(os.environ, AIRLOCK_CHROME=chromium, AIRLOCK_DATA_DIR=tempfile.mkdtemp())
+    out = subprocess.run([str(airlock_binary), "doctor"], capture_output=True, text=True, env=env).stdout
+    for line in out.splitlines():
+        if line.startswith("note  chromium flags: "):
+            return shlex.split(line.removeprefix("note  chromium flags: "))
+    raise RuntimeError("airlock doctor printed no chromium flags")
+
+
+def open_page(cdp):
+    """A fresh context and page, attached: (session id, context id, ms for each step)."""
+    started = time.perf_counter()
+    context = cdp.call("Target.createBrowserContext", {"disposeOnDetach": True})["browserContextId"]
+    context_ms = ms_since(started)
+    started = time.perf_counter()
+    target = cdp.call("Target.createTarget", {"url": "about:blank", "browserContextId": context})["targetId"]
+    session = cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    target_ms = ms_since(started)
+    return session, context, context_ms, target_ms
+
+
+def navigate(cdp, session, url):
+    cdp.clear_events()
+    started = time.perf_counter()
+    cdp.call("Page.navigate", {"url": url}, session)
+    cdp.wait_event("Page.loadEventFired", session)
+    return ms_since(started)
+
+
+def evaluate(cdp, session, expression):
+    return cdp.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session)["result"].get("value")
+
+
+def tree_pss_mib(pid, descendants, pss_mib):
+    return pss_mib(descendants(pid))
+
+
+def measure(airlock_binary, chromium, url, descendants, pss_mib):
+    """One pass over every floor; `url(path)` names a fixture page."""
+    m = {}
+    cdp = Pipe(chromium, airlock_flags(airlock_binary, chromium))
+    try:
+        cdp.call("Browser.getVersion")
+        m["launch_ms"] = ms_since(cdp.started)
+        session, _, context_ms, target_ms = open_page(cdp)
+        m["context_ms"], m["target_attach_ms"] = context_ms, target_ms
+        started = time.perf_counter()
+        cdp.call("Page.enable", session=session)
+        cdp.call("Runtime.enable", session=session)
+        m["page_enable_ms"] = ms_since(started)
+        m["session_open_context_ms"] = context_ms + target_ms + m["page_enable_ms"]
+        m["first_navigate_ms"] = m["launch_ms"] + m["session_open_context_ms"] + navigate(cdp, session, url("login.html"))
+        m["navigate_login_ms"] = navigate(cdp, session, url("login.html"))
+
+        started = time.perf_counter()
+        evaluate(cdp, session, "1")
+        m["evaluate_round_trip_ms"] = ms_since(started)
+        evaluate(cdp, session, "document.querySelector('input').focus()")
+        started = time.perf_counter()
+        cdp.call("Input.insertText", {"text": "alice"}, session)
+        m["type_ms"] = ms_since(started)
+        started = time.perf_counter()
+        for kind in ("mousePressed", "mouseReleased"):
+            cdp.call("Input.dispatchMouseEvent", {"type": kind, "x": 5, "y": 5, "button": "left", "clickCount": 1}, session)
+        m["click_ms"] = ms_since(started)
+        started = time.perf_counter()
+        cdp.call("Page.captureScreenshot", {"format": "png"}, session)
+        m["screenshot_ms"] = ms_since(started)
+
+        m["navigate_article_ms"] = navigate(cdp, session, url("article.html"))
+        m["navigate_admin_ms"] = navigate(cdp, session, url("admin?rows=2000"))
+        started = time.perf_counter()
+        tree = cdp.call("Accessibility.getFullAXTree", session=session)
+        m["ax_tree_table_ms"] = ms_since(started)
+        # The floor of a snapshot built on Chromium's accessibility tree (Airlock's
+        # walker does not use it, so it can come in under this).
+        m["snapshot_table_ms"] = m["ax_tree_table_ms"]
+        m["ax_tree_table_bytes"] = len(json.dumps(tree))
+
+        # Per request, no proxy: the same fetch page Airlock loads through its proxy.
+        navigate(cdp, session, url("fetches.html?n=60"))
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            text = evaluate(cdp, session, "document.body.textContent") or ""
+            if text.endswith("done"):
+                m["fetch_ms"] = float(text.split()[2])
+                break
+            time.sleep(0.05)
+
+        # PSS per added context holding the login page.
+        navigate(cdp, session, url("login.html"))
+        before = tree_pss_mib(cdp.proc.pid, descendants, pss_mib)
+        added = 5
+        for _ in range(added):
+            other, _, _, _ = open_page(cdp)
+            cdp.call("Page.enable", session=other)
+            navigate(cdp, other, url("login.html"))
+        m["pss_per_added_session_mib"] = (tree_pss_mib(cdp.proc.pid, descendants, pss_mib) - before) / added
+    finally:
+        cdp.close()
+    return m
+
+
+if __name__ == "__main__":
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    import run  # noqa: E402 - the fixture site and process helpers
+
+    (a, _), _ = run.serve_site()
+    binary = sys.argv[1] if len(sys.argv) > 1 else str(run.AIRLOCK_BINARY[0])
+    out = measure(binary, run.CHROMIUM, lambda p: f"http://127.0.0.1:{a}/{p}", run.descendants, run.pss_mib)
+    print(json.dumps(out, indent=1))
