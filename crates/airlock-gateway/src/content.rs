@@ -1,7 +1,7 @@
 //! Page content is untrusted input to the model: it is fenced with markers that carry
-//! the page's origin and a per-session random nonce, so a client can tell the page's
-//! words from Airlock's own, and a page cannot forge the closing marker without
-//! knowing the nonce.
+//! a per-session random nonce, so a client can tell the page's words from Airlock's
+//! own, and a page cannot forge the closing marker without knowing the nonce. The
+//! page's URL is on Airlock's `page:` line right above the fence, not repeated in it.
 
 /// The fence of one agent session.
 #[derive(Debug, Clone)]
@@ -25,12 +25,11 @@ impl PageFence {
         &self.nonce
     }
 
-    /// `text` from the page at `url`, fenced.
-    pub fn wrap(&self, url: &str, text: &str) -> String {
-        let origin = origin_of(url);
+    /// `text` from the page, fenced.
+    pub fn wrap(&self, text: &str) -> String {
         let body = text.trim_end_matches('\n');
         format!(
-            "<page-content origin=\"{origin}\" nonce=\"{}\">\n{body}\n</page-content nonce=\"{}\">",
+            "<page-content nonce=\"{}\">\n{body}\n</page-content nonce=\"{}\">",
             self.nonce, self.nonce
         )
     }
@@ -42,35 +41,20 @@ impl Default for PageFence {
     }
 }
 
-// `scheme://host[:port]`, or the URL's scheme for pages without an origin.
-fn origin_of(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.split(':').next().unwrap_or_default().to_owned() + ":";
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..end];
-    // Never echo userinfo.
-    let host = authority.rsplit('@').next().unwrap_or(authority);
-    format!("{scheme}://{host}").replace('"', "%22")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn fences_carry_origin_and_nonce() {
+    fn fences_carry_the_nonce() {
         let fence = PageFence::new();
         assert_eq!(fence.nonce().len(), 16);
         assert_ne!(fence.nonce(), PageFence::new().nonce());
-        let out = fence.wrap("http://user:pw@127.0.0.1:9/a?b", "- button \"Go\"\n");
+        let out = fence.wrap("- button \"Go\"\n");
         let n = fence.nonce();
         assert_eq!(
             out,
-            format!(
-                "<page-content origin=\"http://127.0.0.1:9\" nonce=\"{n}\">\n- button \"Go\"\n</page-content nonce=\"{n}\">"
-            )
+            format!("<page-content nonce=\"{n}\">\n- button \"Go\"\n</page-content nonce=\"{n}\">")
         );
-        assert!(fence.wrap("about:blank", "x").contains("origin=\"about:\""));
     }
 }

@@ -263,7 +263,7 @@ async fn execute(
             // A new document: the whole (capped) snapshot says more than a diff.
             let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
             let mut text = header(&outcome);
-            text.push_str(&fence.wrap(&snapshot.url, &snapshot.text));
+            text.push_str(&fence.wrap(&snapshot.text));
             ToolOutput::text(text)
         }
         ToolCall::Snapshot(options) => {
@@ -273,7 +273,7 @@ async fn execute(
                 quote_title(&snapshot.title),
                 snapshot.url
             );
-            text.push_str(&fence.wrap(&snapshot.url, &snapshot.text));
+            text.push_str(&fence.wrap(&snapshot.text));
             ToolOutput::text(text)
         }
         ToolCall::Click { target, options } => {
@@ -351,16 +351,20 @@ async fn execute(
         ToolCall::Read { format, offset } => {
             let page = session.read_text(offset, DEFAULT_TEXT_BYTES).await?;
             let tabs = session.tabs().await?;
-            let url = tabs
+            let (title, url) = tabs
                 .iter()
                 .find(|t| t.active)
-                .map(|t| t.url.clone())
+                .map(|t| (t.title.as_str(), t.url.as_str()))
                 .unwrap_or_default();
             let body = match format {
                 ReadFormat::Markdown => page.text,
                 ReadFormat::Text => plain(&page.text),
             };
-            ToolOutput::text(fence.wrap(&url, &body))
+            ToolOutput::text(format!(
+                "page: {} — {url}\n{}",
+                quote_title(title),
+                fence.wrap(&body)
+            ))
         }
         ToolCall::Tabs(action) => {
             let tabs = match action {
@@ -442,7 +446,7 @@ async fn after_action(
     match session.changes().await? {
         Some(diff) => {
             text.push_str("changes (+ new, ~ changed, - gone):\n");
-            text.push_str(&fence.wrap(&outcome.url, &diff));
+            text.push_str(&fence.wrap(&diff));
         }
         None => text.push_str("the page did not change"),
     }
@@ -456,7 +460,7 @@ async fn after_navigation(
 ) -> Result<ToolOutput, Error> {
     let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
     let mut text = header(&outcome);
-    text.push_str(&fence.wrap(&snapshot.url, &snapshot.text));
+    text.push_str(&fence.wrap(&snapshot.text));
     Ok(ToolOutput::text(text))
 }
 

@@ -69,8 +69,8 @@ async def flow(client, base):
     origin = base
     check("navigate succeeds", not r.is_error, t)
     check("navigate returns a snapshot", 'heading "Sign in" [level=1]' in t, t)
-    check("page content is fenced with origin and nonce",
-          re.search(r'<page-content origin="' + re.escape(origin) + r'" nonce="[0-9a-f]{16}">', t) is not None, t)
+    check("page content is fenced with a nonce, under a page line naming the URL",
+          re.search(r'page: "Sign in" — ' + re.escape(origin) + r'/login.html[^\n]*\n<page-content nonce="[0-9a-f]{16}">', t) is not None, t)
 
     r = await client.call_tool("browser_snapshot", {})
     snap = text_of(r)
