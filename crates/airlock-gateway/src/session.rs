@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
-use crate::warm::WarmPool;
+use crate::warm::{Activity, WarmPool};
 
 /// Engine settings.
 #[derive(Debug, Clone)]
@@ -59,6 +59,7 @@ pub struct Gateway {
     next_agent: AtomicU64,
     reaper: Mutex<Option<JoinHandle<()>>>,
     warm: Arc<WarmPool>,
+    activity: Arc<Activity>,
 }
 
 impl Gateway {
@@ -83,9 +84,12 @@ impl Gateway {
             next_agent: AtomicU64::new(1),
             reaper: Mutex::new(None),
             warm: WarmPool::new(config.warm_sessions),
+            activity: Activity::new(),
             config,
         });
-        gateway.warm.refill(&gateway.browsers, &gateway.resolver);
+        gateway
+            .warm
+            .refill(&gateway.browsers, &gateway.resolver, None);
         let weak = Arc::downgrade(&gateway);
         let period =
             (gateway.config.idle_ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(15));
@@ -146,7 +150,8 @@ impl Gateway {
             && let Some(warm) = self.warm.claim(isolation).await
         {
             warm.arm(policy.clone());
-            self.warm.refill(&self.browsers, &self.resolver);
+            self.warm
+                .refill(&self.browsers, &self.resolver, Some(&self.activity));
             let held = Held {
                 session: warm.session,
                 proxy: warm.proxy,
@@ -199,6 +204,7 @@ impl Gateway {
         let inner = Arc::new(AgentInner {
             id: self.next_agent.fetch_add(1, Ordering::Relaxed),
             gateway: Arc::downgrade(self),
+            activity: self.activity.clone(),
             slot: tokio::sync::Mutex::new(Slot::Empty),
             fence: PageFence::new(),
             last_used: Mutex::new(Instant::now()),
@@ -326,6 +332,8 @@ pub(crate) enum Slot {
 pub(crate) struct AgentInner {
     id: u64,
     gateway: Weak<Gateway>,
+    // The gateway's record of calls in flight (warm-ups keep out of their way).
+    activity: Arc<Activity>,
     pub(crate) slot: tokio::sync::Mutex<Slot>,
     pub(crate) fence: PageFence,
     last_used: Mutex<Instant>,
@@ -339,6 +347,7 @@ struct BusyGuard<'a>(&'a AgentInner);
 impl<'a> BusyGuard<'a> {
     fn new(agent: &'a AgentInner) -> BusyGuard<'a> {
         agent.busy.fetch_add(1, Ordering::AcqRel);
+        agent.activity.begin();
         BusyGuard(agent)
     }
 }
@@ -347,6 +356,7 @@ impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
         *lock(&self.0.last_used) = Instant::now();
         self.0.busy.fetch_sub(1, Ordering::AcqRel);
+        self.0.activity.end();
     }
 }
 

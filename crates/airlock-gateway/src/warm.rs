@@ -9,8 +9,9 @@
 //! before the agent gets the session. Sessions with credentials or process isolation
 //! are never served from here: they open cold, so injection happens at creation.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_config::Isolation;
@@ -18,6 +19,7 @@ use airlock_egress::{EgressProxy, Resolver};
 use airlock_policy::Policy;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// A session opened ahead of demand and the proxy its context sends everything to.
 pub(crate) struct Warm {
@@ -36,8 +38,11 @@ impl Warm {
 
 struct State {
     ready: Vec<Warm>,
+    // Warm-ups scheduled (deferred until quiet, or under way).
     warming: usize,
-    // Claimers waiting for a warm-up under way; never more than `warming`.
+    // Warm-ups under way: opening a context and its tab.
+    building: usize,
+    // Claimers waiting for a warm-up under way; never more than `building`.
     waiting: usize,
     stopped: bool,
     // Warm-ups under way: `stop` waits for them, so none launches a Chromium after
@@ -65,6 +70,7 @@ impl WarmPool {
             state: Mutex::new(State {
                 ready: Vec::new(),
                 warming: 0,
+                building: 0,
                 waiting: 0,
                 stopped: false,
                 tasks: Vec::new(),
@@ -74,10 +80,15 @@ impl WarmPool {
         })
     }
 
-    /// Starts as many warm-ups as the pool is short of, in the background. Called at
-    /// start and after each claim, never in a loop: if Chromium cannot start, the
+    /// Starts as many warm-ups as the pool is short of, in the background, each once
+    /// `activity` (if given) is quiet. Called at start and after each claim, never in a loop: if Chromium cannot start, the
     /// pool stays short and sessions open cold (and report why).
-    pub(crate) fn refill(self: &Arc<Self>, browsers: &Arc<Browsers>, resolver: &Arc<dyn Resolver>) {
+    pub(crate) fn refill(
+        self: &Arc<Self>,
+        browsers: &Arc<Browsers>,
+        resolver: &Arc<dyn Resolver>,
+        activity: Option<&Arc<Activity>>,
+    ) {
         let mut state = lock(&self.state);
         if state.stopped {
             return;
@@ -91,11 +102,21 @@ impl WarmPool {
             let pool = self.clone();
             let browsers = browsers.clone();
             let resolver = resolver.clone();
+            let activity = activity.cloned();
+            if activity.is_none() {
+                // Counted at once, so a claimer arriving first waits for this one.
+                state.building += 1;
+            }
             state.tasks.push(tokio::spawn(async move {
+                if let Some(activity) = &activity {
+                    activity.quiet().await;
+                    lock(&pool.state).building += 1;
+                }
                 let made = warm_up(&browsers, resolver).await;
                 let leftover = {
                     let mut state = lock(&pool.state);
                     state.warming -= 1;
+                    state.building -= 1;
                     match made {
                         Ok(warm) if !state.stopped => {
                             state.ready.push(warm);
@@ -118,7 +139,7 @@ impl WarmPool {
 
     /// A warm session for a context-isolated session without credentials, if one is
     /// ready and still usable (a dead one, say after a Chromium crash, is dropped).
-    /// With none ready but one warming up that no other claimer waits for, waits for
+    /// With none ready but one under way that no other claimer waits for, waits for
     /// it: a session opened cold beside a warm-up would compete with it (the first
     /// session after start would otherwise open cold while Chromium still starts).
     pub(crate) async fn claim(&self, isolation: Isolation) -> Option<Warm> {
@@ -141,7 +162,7 @@ impl WarmPool {
                     drop(warm);
                     continue;
                 }
-                if state.stopped || state.warming <= state.waiting {
+                if state.stopped || state.building <= state.waiting {
                     return None;
                 }
                 state.waiting += 1;
@@ -176,6 +197,54 @@ impl WarmPool {
         let ready = std::mem::take(&mut lock(&self.state).ready);
         for warm in ready {
             warm.session.close().await;
+        }
+    }
+}
+
+/// When agents' calls run, so warm-ups can keep out of their way: on two cores a
+/// context and its renderer starting beside an agent's click or typing slowed them by
+/// half. A warm-up waits until no call has run for [`QUIET`], at most [`MAX_DEFER`].
+pub(crate) struct Activity {
+    busy: AtomicUsize,
+    last_end: Mutex<Instant>,
+}
+
+/// No call for this long counts as quiet (an agent's model thinks for longer).
+const QUIET: Duration = Duration::from_millis(250);
+/// A warm-up under steady load waits no longer than this.
+const MAX_DEFER: Duration = Duration::from_secs(5);
+
+impl Activity {
+    pub(crate) fn new() -> Arc<Activity> {
+        Arc::new(Activity {
+            busy: AtomicUsize::new(0),
+            last_end: Mutex::new(Instant::now()),
+        })
+    }
+
+    pub(crate) fn begin(&self) {
+        self.busy.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn end(&self) {
+        *lock(&self.last_end) = Instant::now();
+        self.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    // Polls: a warm-up is not worth a wake-up per call.
+    async fn quiet(&self) {
+        let deadline = Instant::now() + MAX_DEFER;
+        loop {
+            let since = lock(&self.last_end).elapsed();
+            if self.busy.load(Ordering::Acquire) == 0 && since >= QUIET {
+                return;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            let nap = QUIET.saturating_sub(since).max(Duration::from_millis(20));
+            tokio::time::sleep(nap.min(deadline - now)).await;
         }
     }
 }

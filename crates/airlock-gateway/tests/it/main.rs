@@ -180,7 +180,28 @@ async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("cookie=[flavor=first]"), "{}", out.text);
         assert_eq!(gateway.warm_sessions().1, 1, "the session was opened cold");
-        // The pool refills, and the next warm session shares nothing with the first.
+        // The refill keeps out of the way of calls: none starts while one runs.
+        let busy = first.call(ToolCall::WaitFor {
+            condition: airlock_browser::WaitCondition::Time(Duration::from_millis(800)),
+            timeout: None,
+        });
+        tokio::pin!(busy);
+        let mut samples = 0;
+        loop {
+            tokio::select! {
+                out = &mut busy => {
+                    assert_eq!(out.error, None, "{}", out.text);
+                    break;
+                }
+                () = tokio::time::sleep(Duration::from_millis(20)) => {
+                    assert_eq!(gateway.warm_sessions().0, 0, "a warm-up ran beside a call");
+                    samples += 1;
+                }
+            }
+        }
+        assert!(samples > 10);
+        // Once quiet, the pool refills, and the next warm session shares nothing with
+        // the first.
         assert!(
             eventually!(gateway.warm_sessions().0 == 1),
             "the pool was not refilled"
