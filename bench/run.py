@@ -149,6 +149,8 @@ class Airlock(System):
         a, b = self.ports
         config = pathlib.Path(self.tmp) / "airlock.toml"
         config.write_text(f'[policy]\nallow_private = ["127.0.0.1:{a}", "127.0.0.1:{b}"]\n')
+        if AIRLOCK_WARM[0] is not None:
+            config.write_text(config.read_text() + f"[sessions]\nwarm = {AIRLOCK_WARM[0]}\n")
 
         env = dict(os.environ, AIRLOCK_CONFIG=str(config), AIRLOCK_DATA_DIR=str(pathlib.Path(self.tmp) / "data"),
                    AIRLOCK_CHROME=CHROMIUM, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
@@ -239,6 +241,8 @@ SYSTEMS = {s.name: s for s in (Airlock, PlaywrightMcp, AgentBrowser)}
 HTTP_SYSTEMS = ("airlock", "playwright-mcp")
 # The Airlock binary under test (release for `make bench`, debug for the CI smoke run).
 AIRLOCK_BINARY = [ROOT / "target/release/airlock"]
+# `[sessions] warm` for Airlock (None: its default).
+AIRLOCK_WARM = [None]
 
 
 # ---- measuring ---------------------------------------------------------------------
@@ -505,10 +509,12 @@ async def main():
     parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")
     parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure 10 concurrent sessions over Streamable HTTP")
+    parser.add_argument("--airlock-warm", type=int, help="Airlock's [sessions] warm (default: its own)")
     parser.add_argument("--floors", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure raw-CDP floors (Chromium alone, Airlock's flags)")
     args = parser.parse_args()
     AIRLOCK_BINARY[0] = pathlib.Path(args.airlock).resolve()
+    AIRLOCK_WARM[0] = args.airlock_warm
     ports, servers = serve_site()
     results = {}
     for name in args.systems.split(","):
