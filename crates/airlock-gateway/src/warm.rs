@@ -211,8 +211,9 @@ pub(crate) struct Activity {
 
 /// No call for this long counts as quiet (an agent's model thinks for longer).
 const QUIET: Duration = Duration::from_millis(250);
-/// A warm-up under steady load waits no longer than this.
-const MAX_DEFER: Duration = Duration::from_secs(5);
+/// A warm-up under steady load waits no longer than this (a busy gateway opens
+/// sessions cold meanwhile, ~100 ms each, rather than slow every call down).
+const MAX_DEFER: Duration = Duration::from_secs(30);
 
 impl Activity {
     pub(crate) fn new() -> Arc<Activity> {
