@@ -17,6 +17,9 @@ import tempfile
 import threading
 import time
 
+# Sequential fetches per measurement (run.py's fetches.html load uses the same).
+FETCHES = 100
+
 
 class Pipe:
     """CDP over fds 3 (commands in) and 4 (replies out), NUL-framed JSON."""
@@ -137,6 +140,31 @@ def evaluate(cdp, session, expression):
     return cdp.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session)["result"].get("value")
 
 
+def fetch_median(cdp, session, url):
+    """The median of FETCHES sequential fetches, timed by the page."""
+    navigate(cdp, session, url(f"fetches.html?n={FETCHES}"))
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        text = evaluate(cdp, session, "document.body.textContent") or ""
+        if text.endswith("done"):
+            return float(text.split()[2])
+        time.sleep(0.05)
+    raise TimeoutError("fetches.html did not finish")
+
+
+def fetch_only(airlock_binary, chromium, url):
+    """Just the direct fetch median, in a fresh Chromium: run right after each of
+    Airlock's runs, so the proxy's cost is a difference of two measurements taken
+    moments apart rather than minutes apart."""
+    cdp = Pipe(chromium, airlock_flags(airlock_binary, chromium))
+    try:
+        session, _, _, _ = open_page(cdp)
+        cdp.call("Page.enable", session=session)
+        return fetch_median(cdp, session, url)
+    finally:
+        cdp.close()
+
+
 def tree_pss_mib(pid, descendants, pss_mib):
     return pss_mib(descendants(pid))
 
@@ -184,14 +212,7 @@ def measure(airlock_binary, chromium, url, descendants, pss_mib):
         m["ax_tree_table_bytes"] = len(json.dumps(tree))
 
         # Per request, no proxy: the same fetch page Airlock loads through its proxy.
-        navigate(cdp, session, url("fetches.html?n=60"))
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            text = evaluate(cdp, session, "document.body.textContent") or ""
-            if text.endswith("done"):
-                m["fetch_ms"] = float(text.split()[2])
-                break
-            time.sleep(0.05)
+        m["fetch_ms"] = fetch_median(cdp, session, url)
 
         # PSS per added context holding the login page.
         navigate(cdp, session, url("login.html"))

@@ -27,6 +27,7 @@ from mcp.client.stdio import stdio_client
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+import floors  # noqa: E402 - bench/floors.py, found through the line above
 SITE = ROOT / "crates/airlock-test-support/fixtures/site"
 BENCH = ROOT / "bench"
 CHROMIUM = os.environ.get("AIRLOCK_CHROME", "/usr/bin/chromium")
@@ -389,7 +390,7 @@ async def measure(system, url, b, m, before):
             m["navigate_redirect_ms"] = ms
             # Per request: the page times 60 sequential fetches itself (through Airlock's
             # egress proxy; direct for the peers and the raw-CDP floor).
-            await timed(session, *system.navigate(url("fetches.html?n=60")))
+            await timed(session, *system.navigate(url(f"fetches.html?n={floors.FETCHES}")))
             m["fetch_ms"] = await fetch_median(session, system)
             if system.name == "airlock":
                 # Session open with Chromium already running: a fresh context, and a
@@ -527,6 +528,16 @@ async def main():
                 except Exception as e:  # noqa: BLE001 - report and go on with the others
                     print(f"{name} run {i}: {e!r}", file=sys.stderr)
                     continue
+                if i > 0 and name == "airlock" and args.floors:
+                    # The proxy's cost per request: this run's fetch median less that
+                    # of Chromium alone (Airlock's flags, no proxy), measured right after.
+                    a = ports[0]
+                    try:
+                        direct = await asyncio.to_thread(floors.fetch_only, AIRLOCK_BINARY[0], CHROMIUM,
+                                                         lambda p: f"http://127.0.0.1:{a}/{p}")
+                        m["egress_overhead_per_request_ms"] = m["fetch_ms"] - direct
+                    except Exception as e:  # noqa: BLE001
+                        print(f"direct fetch run {i}: {e!r}", file=sys.stderr)
                 if i > 0:
                     if args.concurrency and name in HTTP_SYSTEMS:
                         try:
@@ -540,7 +551,6 @@ async def main():
             results[name] = {k: summarize([r.get(k) for r in runs]) for k in metrics}
             results[name]["runs"] = len(runs)
     if args.floors:
-        import floors
         a = ports[0]
         runs = []
         for i in range(args.runs + 1):
@@ -559,12 +569,6 @@ async def main():
             metrics = sorted({k for r in runs for k in r})
             results["floor"] = {k: summarize([r.get(k) for r in runs]) for k in metrics}
             results["floor"]["runs"] = len(runs)
-    # What the egress proxy adds to one request: Airlock's fetch through it, less the
-    # same fetch in raw Chromium with Airlock's flags and no proxy.
-    mine, floor = results.get("airlock", {}).get("fetch_ms"), results.get("floor", {}).get("fetch_ms")
-    if mine and floor:
-        added = mine["median"] - floor["median"]
-        results["airlock"]["egress_overhead_per_request_ms"] = {"median": added, "min": added, "max": added}
     for s in servers:
         s.shutdown()
     report = {

@@ -323,16 +323,19 @@ async fn serve(
         )
         .await;
     };
+    // A relay's small writes must not wait on Nagle's algorithm for an ACK.
+    let _ = client.set_nodelay(true);
+    let _ = upstream.set_nodelay(true);
     if connect {
         client
             .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             .await?;
         upstream.write_all(&head.rest).await?;
     } else {
-        upstream
-            .write_all(&origin_form(&head, &checked.url.unwrap_or_default()))
-            .await?;
-        upstream.write_all(&head.rest).await?;
+        // Head and whatever body arrived with it, in one write.
+        let mut request = origin_form(&head, &checked.url.unwrap_or_default());
+        request.extend_from_slice(&head.rest);
+        upstream.write_all(&request).await?;
     }
     let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
     Ok(())

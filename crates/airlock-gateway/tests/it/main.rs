@@ -29,6 +29,14 @@ fn config(h: &Harness) -> GatewayConfig {
     }
 }
 
+/// `config`, with one pre-warmed session kept ready.
+fn warm_config(h: &Harness) -> GatewayConfig {
+    GatewayConfig {
+        warm_sessions: 1,
+        ..config(h)
+    }
+}
+
 pub(crate) fn navigate(url: String) -> ToolCall {
     ToolCall::Navigate {
         url,
@@ -164,13 +172,7 @@ async fn an_idle_session_expires_once_then_starts_fresh() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(
-            h.browsers.clone(),
-            GatewayConfig {
-                warm_sessions: 1,
-                ..config(&h)
-            },
-        );
+        let gateway = Gateway::new(h.browsers.clone(), warm_config(&h));
         // Straight away: the first session waits for the warm-up under way rather
         // than opening cold beside it.
         let first = gateway.agent_session();
@@ -572,13 +574,7 @@ async fn poll_outputs(
 async fn page_initiated_navigations_to_local_schemes_go_nowhere() {
     with_browser(|h| async move {
         // A warm session: its navigation guard must be armed when it is handed out.
-        let gateway = Gateway::new(
-            h.browsers.clone(),
-            GatewayConfig {
-                warm_sessions: 1,
-                ..config(&h)
-            },
-        );
+        let gateway = Gateway::new(h.browsers.clone(), warm_config(&h));
         assert!(eventually!(gateway.warm_sessions().0 == 1));
         let agent = gateway.agent_session();
         // `javascript:` is left out: it runs in the page like any of the page's scripts.
@@ -753,10 +749,7 @@ async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
         // the narrowed policy when it is handed out (the rest of this file opens cold).
         let gateway = Gateway::with_resolver(
             h.browsers.clone(),
-            GatewayConfig {
-                warm_sessions: 1,
-                ..config(&h)
-            },
+            warm_config(&h),
             Scripted::new(vec![
                 ("app.test", [127, 0, 0, 1], [127, 0, 0, 1]),
                 ("sibling.test", [127, 0, 0, 1], [127, 0, 0, 1]),
