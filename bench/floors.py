@@ -73,17 +73,20 @@ class Pipe:
         return reply["result"]
 
     def wait_event(self, method, session, timeout=60):
-        def found():
+        """Takes the first queued event `method` of `session`, waiting for it."""
+        def take():
             for i, e in enumerate(self._events):
                 if e.get("method") == method and e.get("sessionId") == session:
                     return self._events.pop(i)
             return None
-        got = []
+        deadline = time.monotonic() + timeout
         with self._cond:
-            self._cond.wait_for(lambda: got or got.extend(filter(None, [found()])) or got, timeout)
-        if not got:
-            raise TimeoutError(method)
-        return got[0]
+            while (event := take()) is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(method)
+                self._cond.wait(left)
+        return event
 
     def clear_events(self):
         with self._cond:
@@ -165,10 +168,6 @@ def fetch_only(airlock_binary, chromium, url):
         cdp.close()
 
 
-def tree_pss_mib(pid, descendants, pss_mib):
-    return pss_mib(descendants(pid))
-
-
 def measure(airlock_binary, chromium, url, descendants, pss_mib):
     """One pass over every floor; `url(path)` names a fixture page."""
     m = {}
@@ -216,13 +215,13 @@ def measure(airlock_binary, chromium, url, descendants, pss_mib):
 
         # PSS per added context holding the login page.
         navigate(cdp, session, url("login.html"))
-        before = tree_pss_mib(cdp.proc.pid, descendants, pss_mib)
+        before = pss_mib(descendants(cdp.proc.pid))
         added = 5
         for _ in range(added):
             other, _, _, _ = open_page(cdp)
             cdp.call("Page.enable", session=other)
             navigate(cdp, other, url("login.html"))
-        m["pss_per_added_session_mib"] = (tree_pss_mib(cdp.proc.pid, descendants, pss_mib) - before) / added
+        m["pss_per_added_session_mib"] = (pss_mib(descendants(cdp.proc.pid)) - before) / added
     finally:
         cdp.close()
     return m

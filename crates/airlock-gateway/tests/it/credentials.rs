@@ -152,6 +152,15 @@ async fn gateway(h: &Harness, role: Role) -> (Arc<Gateway>, Arc<Vault>) {
     (gateway, vault)
 }
 
+/// A single-use grant of the default tenant for `domain`, valid ten minutes.
+async fn single_use_grant(vault: &Vault, domain: &str) -> airlock_vault::grant::GrantToken {
+    let ttl = Duration::from_secs(600);
+    airlock_vault::grant::create(vault.store(), "default", &[domain.into()], ttl, false)
+        .await
+        .unwrap()
+        .0
+}
+
 fn open_with(names: &[&str], grant: Option<String>) -> ToolCall {
     ToolCall::SessionOpen(OpenOptions {
         credentials: names.iter().map(|n| (*n).to_owned()).collect(),
@@ -479,16 +488,7 @@ async fn credentials_need_operate_or_a_grant_and_sessions_never_share_them() {
         assert!(out.text.contains("Login required"), "{}", out.text);
 
         // A grant for another domain does not authorize, and is not used up.
-        let ttl = Duration::from_secs(600);
-        let (wrong, _) = airlock_vault::grant::create(
-            vault.store(),
-            "default",
-            &["example.com".into()],
-            ttl,
-            false,
-        )
-        .await
-        .unwrap();
+        let wrong = single_use_grant(&vault, "example.com").await;
         let other = gateway.agent_session();
         let out = call(&other, open_with(&["app"], Some(wrong.expose().to_owned()))).await;
         assert!(
@@ -497,15 +497,7 @@ async fn credentials_need_operate_or_a_grant_and_sessions_never_share_them() {
             out.text
         );
         // A single-use grant for the app authorizes once.
-        let (token, _) = airlock_vault::grant::create(
-            vault.store(),
-            "default",
-            &["127.0.0.1".into()],
-            ttl,
-            false,
-        )
-        .await
-        .unwrap();
+        let token = single_use_grant(&vault, "127.0.0.1").await;
         let granted = gateway.agent_session();
         let out = call(
             &granted,
