@@ -71,7 +71,8 @@ struct Blocked {
 /// One session's proxy. Dropping it stops the listener and every connection.
 pub struct EgressProxy {
     addr: SocketAddr,
-    // Read once per connection: a connection keeps the policy it was accepted under.
+    // Read when a request's head has arrived (one request per connection), so a
+    // connection opened before `set_policy` is judged by the policy of its request.
     policy: Arc<RwLock<Arc<Policy>>>,
     blocked: Arc<Mutex<Blocked>>,
     tasks: JoinSet<()>,
@@ -98,7 +99,7 @@ impl EgressProxy {
                 tokio::select! {
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
-                        let policy = current.read().unwrap_or_else(|p| p.into_inner()).clone();
+                        let policy = current.clone();
                         let resolver = resolver.clone();
                         let counts = counts.clone();
                         connections.spawn(async move {
@@ -120,7 +121,7 @@ impl EgressProxy {
         })
     }
 
-    /// Replaces the policy for connections accepted from now on. A pre-warmed session's
+    /// Replaces the policy for requests arriving from now on. A pre-warmed session's
     /// proxy starts with [`Policy::deny_all`] and gets the agent's policy when the
     /// session is handed out, before any page of the agent's can connect.
     pub fn set_policy(&self, policy: Arc<Policy>) {
@@ -238,7 +239,7 @@ fn count(counts: &Mutex<Blocked>, reason: DenyReason) {
 
 async fn serve(
     mut client: TcpStream,
-    policy: &Policy,
+    policy: &RwLock<Arc<Policy>>,
     resolver: &dyn Resolver,
     counts: &Mutex<Blocked>,
 ) -> io::Result<()> {
@@ -248,6 +249,7 @@ async fn serve(
     let Some(head) = head? else {
         return refuse(&mut client, "400 Bad Request", "bad proxy request\n").await;
     };
+    let policy = policy.read().unwrap_or_else(|p| p.into_inner()).clone();
     let connect = head.method.eq_ignore_ascii_case("CONNECT");
     // What the policy judges: the URL for absolute-form requests; for CONNECT the
     // authority, as the https:// URL it stands for.

@@ -320,9 +320,17 @@ async fn a_deny_all_proxy_refuses_everything_until_its_policy_is_set() {
     );
     assert_eq!(server.count(), 0, "a deny-all proxy connected");
 
+    // A connection opened before the policy is set (a preconnect) is judged by the
+    // policy its request meets.
+    let mut early = TcpStream::connect(proxy.addr()).await.unwrap();
     // The control: the same requests pass once the session's policy is set.
     proxy.set_policy(policy(&[format!("127.0.0.1:{}", server.addr.port())]));
     let reply = via_proxy(&proxy, &get(&url)).await;
     assert!(reply.ends_with("hello"), "{reply}");
-    assert_eq!(server.count(), 1);
+    early.write_all(get(&url).as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let _ = early.read_to_end(&mut out).await;
+    let reply = String::from_utf8_lossy(&out);
+    assert!(reply.ends_with("hello"), "{reply}");
+    assert_eq!(server.count(), 2);
 }
