@@ -825,9 +825,14 @@
           // With no animation or transition running anywhere in the document, a rect
           // cannot move by itself before the click lands: skip the frame of waiting
           // that comparing two rects costs. Otherwise it must hold still for a frame.
-          const still = !lastRect && document.getAnimations().length === 0;
+          const animated = document.getAnimations().length > 0;
+          const still = !lastRect && !animated;
+          // A finite animation running on the element or an ancestor will move it
+          // again even if two frames happened to show the same rect (a starved
+          // renderer can paint two frames at one animation time): wait for its end.
+          // Endless ones (a pulsing glow) are judged by the rect alone.
           const stable = still || (lastRect && lastRect.x === rect.x && lastRect.y === rect.y &&
-            lastRect.w === rect.w && lastRect.h === rect.h);
+            lastRect.w === rect.w && lastRect.h === rect.h && !(animated && finiteAnimationOn(el)));
           lastRect = rect;
           if (!stable) {
             why = 'it is still moving';
@@ -842,6 +847,15 @@
       if (performance.now() > deadline) return { error: 'not_actionable', message: why, desc };
       await nextFrame();
     }
+  }
+
+  function finiteAnimationOn(el) {
+    for (let n = el; n; n = n.parentElement) {
+      for (const a of n.getAnimations()) {
+        if (a.playState === 'running' && Number.isFinite(a.effect?.getComputedTiming().endTime)) return true;
+      }
+    }
+    return false;
   }
 
   function focusForTyping(target, clearFirst) {
