@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use airlock_config::Isolation;
-use airlock_core::NodeRef;
+use airlock_core::{NoRedaction, NodeRef, Redact};
 use airlock_policy::Policy;
 use airlock_snapshot::{Node, RenderOptions};
 use base64::Engine as _;
@@ -38,7 +38,7 @@ pub const DEFAULT_SNAPSHOT_BYTES: usize = 40_000;
 pub const DEFAULT_TEXT_BYTES: usize = 40_000;
 
 /// Options for opening a session.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct SessionOptions {
     /// Isolation mode; the pool's default when `None`.
     pub isolation: Option<Isolation>,
@@ -50,6 +50,21 @@ pub struct SessionOptions {
     pub policy: Option<Arc<Policy>>,
     /// Credentials put into the session before the agent's first action.
     pub injection: Option<Arc<Injection>>,
+    /// Hides the session's secrets in every string a page or Chromium hands over,
+    /// before anything reads, matches or cuts it. `None` hides nothing.
+    pub redactor: Option<Arc<dyn Redact>>,
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("isolation", &self.isolation)
+            .field("proxy_server", &self.proxy_server)
+            .field("policy", &self.policy.is_some())
+            .field("injection", &self.injection)
+            .field("redactor", &self.redactor.as_ref().map(|r| r.is_active()))
+            .finish()
+    }
 }
 
 /// Credentials a session starts with. Debug shows only what is there.
@@ -192,13 +207,12 @@ impl Target {
     fn describe(&self) -> String {
         match self {
             Target::Ref(r) => format!("ref `{r}`"),
+            // The name is the agent's own words, not echoed: whether an echo came back
+            // redacted would tell it whether its name was a secret.
             Target::Role { role, name, index } => {
                 let mut s = role.clone();
-                if let Some(name) = name {
-                    s.push_str(&format!(
-                        " \"{}\"",
-                        name.chars().take(60).collect::<String>()
-                    ));
+                if name.is_some() {
+                    s.push_str(" with the name given");
                 }
                 if let Some(i) = index {
                     s.push_str(&format!(" #{i}"));
@@ -454,6 +468,8 @@ pub struct Session {
     closed: AtomicBool,
     /// A secret was typed into some field: screenshots paint such fields over.
     secret_typed: AtomicBool,
+    /// Applied to everything taken from a page or Chromium before it is used.
+    redactor: Arc<dyn Redact>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -466,6 +482,20 @@ struct Located {
     y: f64,
     rect: Rect,
     desc: String,
+    /// The element's ref in its frame; later steps of the action name it by this ref,
+    /// so they act on the element that was located.
+    #[serde(rename = "ref", default)]
+    node: Option<u64>,
+}
+
+impl Located {
+    // The located element as a ref target (a point stays a point).
+    fn target(&self, frame: u32, original: &Target) -> Target {
+        match self.node {
+            Some(node) => Target::Ref(NodeRef { frame, node }),
+            None => original.clone(),
+        }
+    }
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -534,15 +564,22 @@ impl Session {
             unreported: Vec::new(),
         }));
         let (changed_tx, registry_changed) = watch::channel(0u64);
-        let guard = NavGuard::new(session_options.policy);
+        let redactor: Arc<dyn Redact> = session_options
+            .redactor
+            .clone()
+            .unwrap_or_else(|| Arc::new(NoRedaction));
+        let guard = NavGuard::new(session_options.policy, redactor.clone());
         let attach_task = tokio::spawn(attach_tabs(
             chromium.clone(),
             registry.clone(),
             changed_tx,
             notices,
             options.clone(),
-            guard.clone(),
-            session_options.injection.clone(),
+            Hooks {
+                guard: guard.clone(),
+                injection: session_options.injection.clone(),
+                redactor: redactor.clone(),
+            },
         ));
         // From here on the session owns the context; dropping it on an early return
         // below disposes the context (nothing half-open is left behind).
@@ -559,6 +596,7 @@ impl Session {
             op: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
             secret_typed: AtomicBool::new(false),
+            redactor,
         };
         let setup = async {
             session
@@ -773,7 +811,8 @@ impl Session {
                         .iter()
                         .position(|t| &t.target_id == id)
                         .map(|i| {
-                            format!("[{i}] {}", registry.tabs[i].state.read(|s| s.url.clone()))
+                            let url = registry.tabs[i].state.read(|s| s.url.clone());
+                            format!("[{i}] {}", self.scrub(&url))
                         })
                 })
                 .collect()
@@ -785,15 +824,15 @@ impl Session {
                 "closed {refused} popup(s) the page opened: a session has at most {MAX_TABS} tabs"
             ));
         }
+        // Chromium's own words too: an error page's title is its URL, partly unescaped.
         ActionOutcome {
-            url: info["targetInfo"]["url"]
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| tab.state.read(|s| s.url.clone())),
-            title: info["targetInfo"]["title"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
+            url: self.scrub(
+                &info["targetInfo"]["url"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| tab.state.read(|s| s.url.clone())),
+            ),
+            title: self.scrub(info["targetInfo"]["title"].as_str().unwrap_or_default()),
             dialogs,
             new_tabs,
             navigated,
@@ -1005,8 +1044,15 @@ impl Session {
     }
 
     // Finds the target, scrolls it (and the frames holding it) into view and waits
-    // until it is actionable. Returns its centre in top-viewport coordinates.
-    async fn locate(&self, tab: &Tab, target: &Target, prepare: Prepare) -> Result<(u32, Located)> {
+    // until it is actionable. Returns its frame, its centre in top-viewport
+    // coordinates, and the element as a ref target, which the action's later steps use
+    // so they act on the element that was located.
+    async fn locate(
+        &self,
+        tab: &Tab,
+        target: &Target,
+        prepare: Prepare,
+    ) -> Result<(u32, Located, Target)> {
         if let Target::Point { x, y } = target {
             let (w, h) = self.options.viewport;
             if !(0.0..f64::from(w)).contains(x) || !(0.0..f64::from(h)).contains(y) {
@@ -1014,22 +1060,40 @@ impl Session {
                     "point ({x}, {y}) is outside the {w}x{h} viewport"
                 )));
             }
-            return Ok((
-                0,
-                Located {
+            let located = Located {
+                x: *x,
+                y: *y,
+                rect: Rect {
                     x: *x,
                     y: *y,
-                    rect: Rect {
-                        x: *x,
-                        y: *y,
-                        w: 1.0,
-                        h: 1.0,
-                    },
-                    desc: target.describe(),
+                    w: 1.0,
+                    h: 1.0,
                 },
-            ));
+                desc: target.describe(),
+                node: None,
+            };
+            return Ok((0, located, target.clone()));
         }
+        self.check_selector(target)?;
         let budget = self.options.action_timeout;
+        if let Target::Role {
+            role,
+            name: Some(name),
+            index,
+        } = target
+        {
+            let deadline = tokio::time::Instant::now() + budget;
+            let (frame, node) = self.find_named(tab, role, name, *index, deadline).await?;
+            let named = Target::Ref(NodeRef { frame, node });
+            let left = deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .max(Duration::from_millis(500));
+            let located = self
+                .prepare_in_frame(tab, frame, &named, prepare, true, left)
+                .await?;
+            let located = self.in_top_viewport(tab, frame, located).await?;
+            return Ok((frame, located, named));
+        }
         let frames: Vec<u32> = match target {
             Target::Ref(r) => vec![r.frame],
             _ => {
@@ -1052,20 +1116,9 @@ impl Session {
                 .await
             {
                 Ok(located) => {
-                    let (dx, dy) = self.frame_offset(tab, frame).await?;
-                    return Ok((
-                        frame,
-                        Located {
-                            x: located.x + dx,
-                            y: located.y + dy,
-                            rect: Rect {
-                                x: located.rect.x + dx,
-                                y: located.rect.y + dy,
-                                ..located.rect
-                            },
-                            desc: located.desc,
-                        },
-                    ));
+                    let located = self.in_top_viewport(tab, frame, located).await?;
+                    let resolved = located.target(frame, target);
+                    return Ok((frame, located, resolved));
                 }
                 Err(Error::ElementNotFound { .. }) if !only_frame && !last_pass => {}
                 Err(e) => {
@@ -1077,6 +1130,148 @@ impl Session {
         Err(last_error.unwrap_or_else(|| Error::ElementNotFound {
             target: target.describe(),
         }))
+    }
+
+    // A frame's located element, moved into top-viewport coordinates.
+    async fn in_top_viewport(&self, tab: &Tab, frame: u32, located: Located) -> Result<Located> {
+        let (dx, dy) = self.frame_offset(tab, frame).await?;
+        Ok(Located {
+            x: located.x + dx,
+            y: located.y + dy,
+            rect: Rect {
+                x: located.rect.x + dx,
+                y: located.rect.y + dy,
+                ..located.rect
+            },
+            ..located
+        })
+    }
+
+    // A role target with a name. The elements of that role in every frame are matched
+    // here by the names the agent would be shown (redacted), exactly first, else as a
+    // case-insensitive substring: matched in the page, on raw names, a name holding a
+    // secret would answer yes or no to the agent's guesses. Waits for a match until
+    // `deadline` (pages that render late).
+    async fn find_named(
+        &self,
+        tab: &Tab,
+        role: &str,
+        name: &str,
+        index: Option<usize>,
+        deadline: tokio::time::Instant,
+    ) -> Result<(u32, u64)> {
+        let wanted = collapse_ws(name);
+        let wanted_lower = wanted.to_lowercase();
+        let call = format!("__airlock.candidates({})", Value::from(role));
+        let what = format!("{role} with the name given");
+        loop {
+            let frames = tab.state.read(|s| s.frames.len()).max(1) as u32;
+            let (mut exact, mut loose) = (Vec::new(), Vec::new());
+            let mut seen = -1;
+            for frame in 0..frames {
+                let reply = match tab
+                    .eval(frame, &call, false, self.options.action_timeout)
+                    .await
+                {
+                    Ok(reply) => reply,
+                    // A child frame that went away, or the top frame between documents.
+                    Err(Error::Protocol(_) | Error::RefNotFound { .. }) => continue,
+                    Err(e) => return Err(e),
+                };
+                if frame == 0 {
+                    seen = reply["v"].as_i64().unwrap_or(-1);
+                }
+                for candidate in reply["list"].as_array().into_iter().flatten() {
+                    let Some(node) = candidate["ref"].as_u64() else {
+                        continue;
+                    };
+                    let shown = collapse_ws(
+                        &self
+                            .redactor
+                            .redact(candidate["name"].as_str().unwrap_or_default()),
+                    );
+                    if shown == wanted {
+                        exact.push((frame, node));
+                    } else if shown.to_lowercase().contains(&wanted_lower) {
+                        loose.push((frame, node));
+                    }
+                }
+            }
+            let matches = if exact.is_empty() { loose } else { exact };
+            let found = match index {
+                Some(i) => matches
+                    .get(i)
+                    .copied()
+                    .ok_or_else(|| Error::ElementNotFound {
+                        target: format!(
+                            "{what} #{i} ({} match(es); the index is 0-based)",
+                            matches.len()
+                        ),
+                    }),
+                None if matches.len() == 1 => Ok(matches[0]),
+                None if matches.is_empty() => Err(Error::ElementNotFound {
+                    target: what.clone(),
+                }),
+                None => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{what} matches {} elements; pass `index` (0-based) or a ref from browser_snapshot",
+                        matches.len()
+                    )));
+                }
+            };
+            let now = tokio::time::Instant::now();
+            match found {
+                Ok(found) => return Ok(found),
+                Err(e) if now >= deadline => return Err(e),
+                Err(_) => {}
+            }
+            // Look again once the page has changed (or after a quarter second).
+            let wait = deadline
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(250));
+            let _ = tab
+                .eval(
+                    0,
+                    &format!("__airlock.changedSince({seen}, {})", wait.as_millis()),
+                    true,
+                    wait + Duration::from_secs(2),
+                )
+                .await;
+        }
+    }
+
+    // In a session holding secrets, a selector may not match part of an attribute
+    // (`[value^="a"]`): whether it matched would tell the agent, guess by guess, a
+    // secret a page put into an attribute. Exact matches stay allowed.
+    fn check_selector(&self, target: &Target) -> Result<()> {
+        if let Target::Selector(selector) = target
+            && self.redactor.is_active()
+            && matches_part_of_attribute(selector)
+        {
+            return Err(Error::InvalidArgument(
+                "in a session holding secrets a selector may not match part of an attribute \
+                 (^=, $=, *=, |=); use a ref, a role and name, or an exact [attr=value]"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn render_options(&self, url: &str) -> RenderOptions {
+        RenderOptions {
+            page_url: Some(url.to_owned()),
+            redactor: self.redactor.is_active().then(|| self.redactor.clone()),
+        }
+    }
+
+    // What a page-derived description may show: redacted, then cut.
+    fn shown(&self, text: &str) -> String {
+        shorten(&self.redactor.redact(text), 80)
+    }
+
+    // Everything else taken from a page or Chromium: redacted.
+    fn scrub(&self, text: &str) -> String {
+        self.redactor.redact(text).into_owned()
     }
 
     async fn prepare_in_frame(
@@ -1117,9 +1312,11 @@ impl Session {
                 },
                 other => other,
             })?;
-        walker_error(&value, target)?;
-        serde_json::from_value(value)
-            .map_err(|e| Error::Protocol(format!("bad prepare reply: {e}")))
+        self.walker_error(&value, target)?;
+        let mut located: Located = serde_json::from_value(value)
+            .map_err(|e| Error::Protocol(format!("bad prepare reply: {e}")))?;
+        located.desc = self.shown(&located.desc);
+        Ok(located)
     }
 
     // Runs a walker helper that takes a target and returns `{ok…}` or `{error…}`.
@@ -1127,8 +1324,24 @@ impl Session {
         let value = tab
             .eval(frame, call, false, self.options.action_timeout)
             .await?;
-        walker_error(&value, target)?;
+        self.walker_error(&value, target)?;
         Ok(value)
+    }
+
+    // The walker's `{error, message, desc}` as an error, its page-derived words
+    // redacted.
+    fn walker_error(&self, value: &Value, target: &Target) -> Result<()> {
+        walker_error(value, target).map_err(|e| match e {
+            Error::NotActionable { target, why } => Error::NotActionable {
+                target: self.shown(&target),
+                why: self.scrub(&why),
+            },
+            Error::ElementNotFound { target } => Error::ElementNotFound {
+                target: self.scrub(&target),
+            },
+            Error::InvalidArgument(message) => Error::InvalidArgument(self.scrub(&message)),
+            other => other,
+        })
     }
 
     // ---- mouse and keyboard -------------------------------------------------------
@@ -1153,7 +1366,7 @@ impl Session {
     pub async fn click(&self, target: &Target, options: &ClickOptions) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
         let tab = self.active()?;
-        let (_, located) = self.locate(&tab, target, CLICKABLE).await?;
+        let (_, located, _) = self.locate(&tab, target, CLICKABLE).await?;
         let before = Self::nav_counters(&tab);
         let button = match options.button {
             MouseButton::Left => "left",
@@ -1190,7 +1403,7 @@ impl Session {
     pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
         let tab = self.active()?;
-        let (_, located) = self.locate(&tab, target, HOVERABLE).await?;
+        let (_, located, _) = self.locate(&tab, target, HOVERABLE).await?;
         let before = Self::nav_counters(&tab);
         self.mouse(&tab, "mouseMoved", located.x, located.y, json!({}))
             .await?;
@@ -1248,7 +1461,8 @@ impl Session {
         text: &TypedText,
         clear_first: bool,
     ) -> Result<String> {
-        let (frame, located) = self.locate(tab, target, EDITABLE).await?;
+        let (frame, located, target) = self.locate(tab, target, EDITABLE).await?;
+        let target = &target;
         let call = format!(
             "__airlock.focusForTyping({}, {clear_first})",
             target.walker_json()
@@ -1258,8 +1472,9 @@ impl Session {
         // types nothing at all …
         for piece in &text.0 {
             if let TextPiece::Secret { label, origins, .. } = piece {
-                self.check_secret_destination(tab, frame, target, label, origins)
-                    .await?;
+                let call = format!("__airlock.secretDestination({})", target.walker_json());
+                let found = self.helper(tab, frame, &call, target).await?;
+                self.judge_destination(&found, label, origins)?;
             }
         }
         if text.is_empty() && clear_first {
@@ -1267,30 +1482,29 @@ impl Session {
         }
         let mut secret_typed = false;
         for piece in &text.0 {
-            let value = match piece {
-                TextPiece::Plain(text) => text.as_str(),
+            match piece {
+                TextPiece::Plain(text) if text.is_empty() => {}
+                TextPiece::Plain(text) => {
+                    tab.call(
+                        "Input.insertText",
+                        json!({ "text": text }),
+                        self.options.action_timeout,
+                    )
+                    .await?;
+                }
+                TextPiece::Secret { value, .. } if value.is_empty() => {}
                 TextPiece::Secret {
                     label,
                     origins,
                     value,
                 } => {
-                    // … and again right before each insertion: the page may have moved
-                    // focus or navigated meanwhile.
-                    self.check_secret_destination(tab, frame, target, label, origins)
+                    // … and checked again in the same task as the insertion: the page
+                    // may have moved the focus or navigated meanwhile.
+                    self.insert_secret(tab, frame, target, label, origins, value)
                         .await?;
                     secret_typed = true;
-                    value.as_str()
                 }
-            };
-            if value.is_empty() {
-                continue;
             }
-            tab.call(
-                "Input.insertText",
-                json!({ "text": value }),
-                self.options.action_timeout,
-            )
-            .await?;
         }
         if secret_typed {
             self.secret_typed.store(true, Ordering::Release);
@@ -1308,29 +1522,65 @@ impl Session {
         Ok(located.desc)
     }
 
-    async fn check_secret_destination(
+    // Inserts a secret into the focused field, checking in the page, in the same task,
+    // that what receives the text is a text field inside the target, of a frame whose
+    // origin and every ancestor frame's origin the secret is bound to.
+    async fn insert_secret(
         &self,
         tab: &Tab,
         frame: u32,
         target: &Target,
         label: &str,
         origins: &[String],
+        value: &str,
     ) -> Result<()> {
-        let call = format!("__airlock.secretDestination({})", target.walker_json());
-        let found = self.helper(tab, frame, &call, target).await?;
-        let origin = found["origin"].as_str().unwrap_or_default();
+        let reply = tab
+            .call_function(
+                frame,
+                "function (target, text, origins) { return __airlock.typeSecret(target, text, origins); }",
+                &[target.walker_json(), Value::from(value), Value::from(origins.to_vec())],
+                self.options.action_timeout,
+            )
+            .await?;
+        self.walker_error(&reply, target)?;
+        self.judge_destination(&reply, label, origins)?;
+        if reply["inserted"].as_bool() != Some(true) {
+            return Err(Error::NotActionable {
+                target: target.describe(),
+                why: "it did not take the typed text".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    // Whether a secret may go where `found` (from the walker's `secretDestination` or
+    // `typeSecret`) says keystrokes would go now.
+    fn judge_destination(&self, found: &Value, label: &str, origins: &[String]) -> Result<()> {
         let mismatch = |detail: String| Error::SecretOriginMismatch {
             secret: label.to_owned(),
             allowed: origins.join(", "),
-            detail,
+            detail: self.scrub(&detail),
         };
+        let origin = found["origin"].as_str().unwrap_or_default();
         if !origins.iter().any(|o| o == origin) {
             return Err(mismatch(format!("the field is on {origin}")));
         }
-        if found["focused"].as_bool() != Some(true) {
-            return Err(mismatch("the field no longer has focus".to_owned()));
+        // A bound login framed by another site would capture the keystrokes for it.
+        for ancestor in found["ancestors"].as_array().into_iter().flatten() {
+            let ancestor = ancestor.as_str().unwrap_or("an unknown origin");
+            if !origins.iter().any(|o| o == ancestor) {
+                return Err(mismatch(format!(
+                    "the field's page is framed by {ancestor}"
+                )));
+            }
         }
-        Ok(())
+        match found["focus"].as_str() {
+            Some("ok") => Ok(()),
+            Some(why) => Err(mismatch(why.to_owned())),
+            None => Err(mismatch(
+                "the field's focus could not be checked".to_owned(),
+            )),
+        }
     }
 
     /// Fills several fields: text fields are replaced, checkboxes take `true`/`false`,
@@ -1351,7 +1601,8 @@ impl Session {
         let before = Self::nav_counters(&tab);
         let mut done = Vec::new();
         for (target, value) in fields {
-            let (frame, located) = self.locate(&tab, target, EDITABLE).await?;
+            let (frame, located, target) = self.locate(&tab, target, EDITABLE).await?;
+            let target = &target;
             let kind = self
                 .helper(
                     &tab,
@@ -1464,9 +1715,9 @@ impl Session {
         }
         let _op = self.op.lock().await;
         let tab = self.active()?;
-        let (frame, _) = self.locate(&tab, target, EDITABLE).await?;
+        let (frame, _, target) = self.locate(&tab, target, EDITABLE).await?;
         let before = Self::nav_counters(&tab);
-        let selected = self.select_in(&tab, frame, target, values).await?;
+        let selected = self.select_in(&tab, frame, &target, values).await?;
         let navigated = self.settle(&tab, before).await;
         let mut outcome = self.outcome(&tab, navigated).await;
         outcome.detail = Some(format!("selected {selected}"));
@@ -1490,7 +1741,7 @@ impl Session {
             .as_array()
             .map(|a| {
                 a.iter()
-                    .filter_map(|s| s.as_str().map(|s| format!("\"{s}\"")))
+                    .filter_map(|s| s.as_str().map(|s| format!("\"{}\"", self.shown(s))))
                     .collect::<Vec<_>>()
                     .join(", ")
             })
@@ -1511,7 +1762,8 @@ impl Session {
     }
 
     async fn set_checked_in(&self, tab: &Tab, target: &Target, want: bool) -> Result<String> {
-        let (frame, located) = self.locate(tab, target, CLICKABLE).await?;
+        let (frame, located, target) = self.locate(tab, target, CLICKABLE).await?;
+        let target = &target;
         let read = format!("__airlock.checked({})", target.walker_json());
         let state = self.helper(tab, frame, &read, target).await?;
         let verb = if want { "checked" } else { "unchecked" };
@@ -1553,7 +1805,7 @@ impl Session {
         let before = Self::nav_counters(&tab);
         let detail = match scroll {
             Scroll::IntoView(target) => {
-                let (_, located) = self.locate(&tab, target, VISIBLE).await?;
+                let (_, located, _) = self.locate(&tab, target, VISIBLE).await?;
                 format!("scrolled {} into view", located.desc)
             }
             Scroll::Page { direction, amount } => {
@@ -1607,7 +1859,7 @@ impl Session {
         let _op = self.op.lock().await;
         let tab = self.active()?;
         let budget = timeout.unwrap_or(self.options.action_timeout);
-        let (cond, what) = match condition {
+        let what = match condition {
             WaitCondition::Time(d) => {
                 if *d > MAX_FIXED_WAIT {
                     return Err(Error::InvalidArgument(format!(
@@ -1620,24 +1872,119 @@ impl Session {
                 outcome.detail = Some(format!("waited {} ms", d.as_millis()));
                 return Ok(outcome);
             }
-            WaitCondition::Text(t) => (
-                json!({ "text": t }),
-                format!("text \"{}\" to appear", shorten(t, 80)),
-            ),
-            WaitCondition::TextGone(t) => (
-                json!({ "textGone": t }),
-                format!("text \"{}\" to go", shorten(t, 80)),
-            ),
-            WaitCondition::Target(target) => (
-                json!({ "target": target.walker_json() }),
-                format!("{} to appear", target.describe()),
-            ),
+            WaitCondition::Text(text) => {
+                self.wait_for_text(&tab, text, false, budget).await?;
+                "the text given to appear".to_owned()
+            }
+            WaitCondition::TextGone(text) => {
+                self.wait_for_text(&tab, text, true, budget).await?;
+                "the text given to go".to_owned()
+            }
+            WaitCondition::Target(target) => {
+                let what = format!("{} to appear", target.describe());
+                self.wait_for_target(&tab, target, budget)
+                    .await
+                    .map_err(|e| match e {
+                        Error::Timeout { ms, .. } => Error::Timeout {
+                            what: format!("waiting for {what}"),
+                            ms,
+                        },
+                        other => other,
+                    })?;
+                what
+            }
         };
-        let frame = match condition {
-            WaitCondition::Target(Target::Ref(r)) => r.frame,
-            _ => 0,
-        };
+        let mut outcome = self.outcome(&tab, false).await;
+        outcome.detail = Some(format!("done waiting for {what}"));
+        Ok(outcome)
+    }
+
+    // Waits until the page's visible text (redacted, compared without case) holds
+    // `text`, or no longer does. The page is asked for its text each time its DOM
+    // changes (at least every quarter second) and the comparison is made here: made in
+    // the page, on raw text, it would answer yes or no about a secret the page shows.
+    async fn wait_for_text(
+        &self,
+        tab: &Tab,
+        text: &str,
+        gone: bool,
+        budget: Duration,
+    ) -> Result<()> {
+        let wanted = collapse_runs(text).to_lowercase();
         let deadline = tokio::time::Instant::now() + budget;
+        let mut seen: i64 = -1;
+        loop {
+            let now = tokio::time::Instant::now();
+            let wait = if seen < 0 {
+                Duration::ZERO
+            } else {
+                deadline
+                    .saturating_duration_since(now)
+                    .min(Duration::from_millis(250))
+            };
+            let call = format!("__airlock.textAfter({seen}, {})", wait.as_millis());
+            match tab
+                .eval(0, &call, true, wait + Duration::from_secs(2))
+                .await
+            {
+                Ok(reply) => {
+                    seen = reply["v"].as_i64().unwrap_or(0);
+                    let page = self
+                        .redactor
+                        .redact(reply["text"].as_str().unwrap_or_default())
+                        .to_lowercase();
+                    if page.contains(&wanted) != gone {
+                        return Ok(());
+                    }
+                }
+                // The page navigated under the wait: try again in the new document.
+                Err(Error::Protocol(_) | Error::RefNotFound { .. }) if now < deadline => {
+                    seen = -1;
+                    tab.state
+                        .wait(Duration::from_millis(200), |s| {
+                            s.lifecycle.contains("DOMContentLoaded")
+                        })
+                        .await;
+                }
+                Err(e) => return Err(e),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let what = if gone { "go" } else { "appear" };
+                return Err(Error::Timeout {
+                    what: format!("waiting for the text given to {what}"),
+                    ms: budget.as_millis(),
+                });
+            }
+        }
+    }
+
+    // Waits until a target exists and is visible. A name is matched here (see
+    // `find_named`); what is left is waited for in the page.
+    async fn wait_for_target(&self, tab: &Tab, target: &Target, budget: Duration) -> Result<()> {
+        self.check_selector(target)?;
+        let deadline = tokio::time::Instant::now() + budget;
+        let (frame, target) = match target {
+            Target::Role {
+                role,
+                name: Some(name),
+                index,
+            } => {
+                let (frame, node) = self
+                    .find_named(tab, role, name, *index, deadline)
+                    .await
+                    .map_err(|e| match e {
+                        Error::ElementNotFound { .. } => Error::Timeout {
+                            what: String::new(),
+                            ms: budget.as_millis(),
+                        },
+                        other => other,
+                    })?;
+                (frame, Target::Ref(NodeRef { frame, node }))
+            }
+            Target::Ref(r) => (r.frame, target.clone()),
+            _ => (0, target.clone()),
+        };
+        let cond = json!({ "target": target.walker_json() });
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let call = format!("__airlock.waitFor({cond}, {})", left.as_millis());
@@ -1645,17 +1992,18 @@ impl Session {
                 .eval(frame, &call, true, left + Duration::from_secs(2))
                 .await
             {
-                Ok(v) if v["ok"].as_bool() == Some(true) => break,
-                Ok(_) => {
+                Ok(v) if v["ok"].as_bool() == Some(true) => return Ok(()),
+                Ok(v) => {
+                    self.walker_error(&v, &target)?;
                     return Err(Error::Timeout {
-                        what: format!("waiting for {what}"),
+                        what: String::new(),
                         ms: budget.as_millis(),
                     });
                 }
                 // The page navigated under the wait: try again in the new document.
                 Err(Error::Protocol(_)) | Err(Error::RefNotFound { .. })
                     if tokio::time::Instant::now() < deadline
-                        && !matches!(condition, WaitCondition::Target(Target::Ref(_))) =>
+                        && !matches!(target, Target::Ref(_)) =>
                 {
                     tab.state
                         .wait(Duration::from_millis(200), |s| {
@@ -1666,9 +2014,6 @@ impl Session {
                 Err(e) => return Err(e),
             }
         }
-        let mut outcome = self.outcome(&tab, false).await;
-        outcome.detail = Some(format!("done waiting for {what}"));
-        Ok(outcome)
     }
 
     // ---- reading --------------------------------------------------------------------
@@ -1683,13 +2028,9 @@ impl Session {
             None => self.walk_frame(&tab, 0, 0).await?,
             Some(scope) => self.walk_scope(&tab, scope).await?,
         };
-        let title = tree.name.clone();
-        let all = airlock_snapshot::lines(
-            &tree,
-            &RenderOptions {
-                page_url: Some(url.clone()),
-            },
-        );
+        let title = self.scrub(&tree.name);
+        let all = airlock_snapshot::lines(&tree, &self.render_options(&url));
+        let url = self.scrub(&url);
         if options.scope.is_none() {
             tab.state.with(|s| s.last_snapshot = Some(all.clone()));
         }
@@ -1698,13 +2039,13 @@ impl Session {
             lines = airlock_snapshot::interactive_only(&lines);
         }
         if let Some(query) = options.find.as_deref().filter(|q| !q.is_empty()) {
+            // The lines are redacted already: a query can only find what it would show.
             lines = airlock_snapshot::find(&lines, query);
             if lines.is_empty() {
+                // The query is the agent's own; not echoed, so the answer is the same
+                // whatever it was.
                 return Ok(Snapshot {
-                    text: format!(
-                        "no line of the snapshot contains \"{}\"\n",
-                        shorten(query, 80)
-                    ),
+                    text: "no line of the snapshot contains the text given\n".to_owned(),
                     url,
                     title,
                     total_lines: 0,
@@ -1734,12 +2075,7 @@ impl Session {
         let tab = self.active()?;
         let url = tab.state.read(|s| s.url.clone());
         let tree = self.walk_frame(&tab, 0, 0).await?;
-        let new = airlock_snapshot::lines(
-            &tree,
-            &RenderOptions {
-                page_url: Some(url),
-            },
-        );
+        let new = airlock_snapshot::lines(&tree, &self.render_options(&url));
         let old = tab.state.with(|s| s.last_snapshot.replace(new.clone()));
         Ok(match old {
             Some(old) => airlock_snapshot::diff(&old, &new),
@@ -1886,8 +2222,9 @@ impl Session {
                 self.options.action_timeout,
             )
             .await?;
-        let text = value.as_str().unwrap_or_default();
-        Ok(page_of(text, offset, max_bytes.max(256)))
+        // Redacted whole before it is paged: no page may end or start inside a secret.
+        let text = self.scrub(value.as_str().unwrap_or_default());
+        Ok(page_of(&text, offset, max_bytes.max(256)))
     }
 
     /// Captures the viewport, the full page or one element.
@@ -1911,7 +2248,7 @@ impl Session {
             params["quality"] = json!(q);
         }
         if let Some(target) = &options.target {
-            let (_, located) = self.locate(&tab, target, VISIBLE).await?;
+            let (_, located, _) = self.locate(&tab, target, VISIBLE).await?;
             let metrics = tab
                 .call("Page.getLayoutMetrics", json!({}), timeout)
                 .await?;
@@ -2003,14 +2340,13 @@ impl Session {
                 .unwrap_or_default();
             out.push(TabInfo {
                 index,
-                url: info["targetInfo"]["url"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| tab.state.read(|s| s.url.clone())),
-                title: info["targetInfo"]["title"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
+                url: self.scrub(
+                    &info["targetInfo"]["url"]
+                        .as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| tab.state.read(|s| s.url.clone())),
+                ),
+                title: self.scrub(info["targetInfo"]["title"].as_str().unwrap_or_default()),
                 active: index == active,
                 opened_by_page: tab.opener.is_some(),
             });
@@ -2139,8 +2475,7 @@ async fn attach_tabs(
     changed: watch::Sender<u64>,
     mut notices: mpsc::UnboundedReceiver<TargetNotice>,
     options: Arc<BrowserOptions>,
-    guard: NavGuard,
-    injection: Option<Arc<Injection>>,
+    hooks: Hooks,
 ) {
     while let Some(notice) = notices.recv().await {
         match notice {
@@ -2183,10 +2518,7 @@ async fn attach_tabs(
                     session_id,
                     target_id.clone(),
                     opener_id.clone(),
-                    Hooks {
-                        guard: guard.clone(),
-                        injection: injection.clone(),
-                    },
+                    hooks.clone(),
                     options.viewport,
                     options.action_timeout,
                 )
@@ -2315,6 +2647,52 @@ fn key_event(kind: &str, key: &keys::Key, modifiers: u32, text: Option<&str>) ->
         event["unmodifiedText"] = json!(text);
     }
     event
+}
+
+// Whitespace runs as one space (not trimmed): how page text is compared.
+fn collapse_runs(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            if !space {
+                out.push(' ');
+            }
+            space = true;
+        } else {
+            out.push(c);
+            space = false;
+        }
+    }
+    out
+}
+
+// Whitespace runs as one space, trimmed: how the walker compares names.
+fn collapse_ws(text: &str) -> String {
+    text.split(|c: char| c.is_whitespace() || c == '\u{a0}')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+// Whether a CSS selector holds an attribute condition that matches part of a value
+// (`^=`, `$=`, `*=`, `|=`), outside strings.
+fn matches_part_of_attribute(selector: &str) -> bool {
+    let mut quote = None;
+    let mut chars = selector.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (_, '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '^' | '$' | '*' | '|') if chars.peek() == Some(&'=') => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 fn shorten(text: &str, max: usize) -> String {

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use airlock_core::Redact;
 use airlock_policy::{Decision, DenyReason, Policy};
 use airlock_snapshot::Line;
 use serde::Deserialize;
@@ -37,7 +38,7 @@ const MAX_NOTICE_URL: usize = 120;
 /// request; this stops what never reaches a network: a page moving its top frame to a
 /// `blob:` or `data:` URL, and popups opened to a URL the policy denies (closed rather
 /// than left showing the proxy's refusal).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct NavGuard {
     /// `None` judges nothing (browser-layer tests; a pre-warmed session before it is
     /// handed out, which has not left `about:blank`). Shared by the session's tabs.
@@ -45,19 +46,25 @@ pub(crate) struct NavGuard {
     /// What the guard did, for the next action's outcome (shared by the session's tabs,
     /// so a closed popup's notice outlives its tab).
     pub(crate) notices: Arc<Mutex<Vec<String>>>,
+    /// Notices quote page URLs: redacted before they are cut.
+    redactor: Arc<dyn Redact>,
 }
 
 /// What a session adds to each of its tabs.
+#[derive(Clone)]
 pub(crate) struct Hooks {
     pub(crate) guard: NavGuard,
     pub(crate) injection: Option<Arc<Injection>>,
+    /// The session's redactor: dialog texts and notices pass it before they are cut.
+    pub(crate) redactor: Arc<dyn Redact>,
 }
 
 impl NavGuard {
-    pub(crate) fn new(policy: Option<Arc<Policy>>) -> NavGuard {
+    pub(crate) fn new(policy: Option<Arc<Policy>>, redactor: Arc<dyn Redact>) -> NavGuard {
         NavGuard {
             policy: Arc::new(RwLock::new(policy)),
             notices: Arc::default(),
+            redactor,
         }
     }
 
@@ -125,6 +132,7 @@ pub(crate) struct TabState {
     target_id: String,
     guard: NavGuard,
     injection: Option<Arc<Injection>>,
+    redactor: Arc<dyn Redact>,
 }
 
 impl TabState {
@@ -134,6 +142,16 @@ impl TabState {
         drop(guard);
         self.changed.send_modify(|v| *v += 1);
         r
+    }
+
+    /// Where the walker cuts names and values: far enough beyond Airlock's own cuts
+    /// that it cannot split a secret the redactor must recognise.
+    pub(crate) fn walker_cut(&self) -> usize {
+        if self.redactor.is_active() {
+            400 + self.redactor.reach()
+        } else {
+            400
+        }
     }
 
     pub(crate) fn read<R>(&self, f: impl FnOnce(&TabInner) -> R) -> R {
@@ -205,7 +223,11 @@ impl Tab {
         viewport: (u32, u32),
         timeout: Duration,
     ) -> Result<Tab> {
-        let Hooks { guard, injection } = hooks;
+        let Hooks {
+            guard,
+            injection,
+            redactor,
+        } = hooks;
         let events = conn.subscribe(Some(&session));
         let (changed, _) = watch::channel(0);
         let state = Arc::new(TabState {
@@ -217,6 +239,7 @@ impl Tab {
             target_id: target_id.clone(),
             guard,
             injection: injection.clone(),
+            redactor,
         });
         let pump = tokio::spawn(pump(conn.clone(), session.clone(), state.clone(), events));
         let tab = Tab {
@@ -389,6 +412,52 @@ impl Tab {
         await_promise: bool,
         timeout: Duration,
     ) -> Result<Value> {
+        self.in_world(frame, timeout, |context| {
+            (
+                "Runtime.evaluate",
+                json!({
+                    "expression": expression,
+                    "contextId": context,
+                    "returnByValue": true,
+                    "awaitPromise": await_promise,
+                }),
+            )
+        })
+        .await
+    }
+
+    /// Calls `declaration` (a JavaScript function) with `args` as values in Airlock's
+    /// isolated world of frame `frame`. Values passed this way never become source
+    /// text, which is how a secret reaches the page for insertion.
+    pub(crate) async fn call_function(
+        &self,
+        frame: u32,
+        declaration: &str,
+        args: &[Value],
+        timeout: Duration,
+    ) -> Result<Value> {
+        let arguments: Vec<Value> = args.iter().map(|a| json!({ "value": a })).collect();
+        self.in_world(frame, timeout, |context| {
+            (
+                "Runtime.callFunctionOn",
+                json!({
+                    "functionDeclaration": declaration,
+                    "executionContextId": context,
+                    "arguments": arguments,
+                    "returnByValue": true,
+                    "awaitPromise": false,
+                }),
+            )
+        })
+        .await
+    }
+
+    async fn in_world(
+        &self,
+        frame: u32,
+        timeout: Duration,
+        request: impl Fn(i64) -> (&'static str, Value),
+    ) -> Result<Value> {
         let (frame_id, base) = self
             .state
             .read(|s| {
@@ -402,19 +471,10 @@ impl Tab {
         let session = self.session_for_frame(&frame_id);
         for attempt in 0..2 {
             let context = self.world(&session, &frame_id, base, timeout).await?;
+            let (method, params) = request(context);
             let reply = self
                 .conn
-                .call(
-                    Some(&session),
-                    "Runtime.evaluate",
-                    json!({
-                        "expression": expression,
-                        "contextId": context,
-                        "returnByValue": true,
-                        "awaitPromise": await_promise,
-                    }),
-                    timeout,
-                )
+                .call(Some(&session), method, params, timeout)
                 .await;
             match reply {
                 Ok(value) => return evaluation_value(value),
@@ -501,7 +561,10 @@ impl Tab {
         let context = reply["executionContextId"]
             .as_i64()
             .ok_or_else(|| Error::Protocol("createIsolatedWorld returned no context".to_owned()))?;
-        let install = format!("{WALKER};\n__airlock.init({base}); true");
+        let install = format!(
+            "{WALKER};\n__airlock.init({base}, {}); true",
+            self.state.walker_cut()
+        );
         let installed = self
             .conn
             .call(
@@ -574,13 +637,20 @@ fn guard_navigation(
         return;
     }
     let decision = policy.check_url(url).decision;
-    let shown = cut(url, MAX_NOTICE_URL);
+    let shown = cut(&guard.redactor.redact(url), MAX_NOTICE_URL);
     // Only a popup's first real URL is judged as a popup; `with` wakes waiters, so it
     // runs only for that one navigation.
     let popup =
         state.read(|s| s.popup_unjudged) && state.with(|s| std::mem::take(&mut s.popup_unjudged));
     let Decision::Deny { reason, detail } = decision else {
         return;
+    };
+    // The detail of an unparsable URL quotes a cut of it, which the redactor may no
+    // longer recognise; the category says enough.
+    let detail = if reason == DenyReason::InvalidUrl {
+        reason.label().to_owned()
+    } else {
+        guard.redactor.redact(&detail).into_owned()
     };
     let conn = conn.clone();
     let session = session.to_owned();
@@ -784,7 +854,12 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
         }
         "Page.javascriptDialogOpening" => {
             let kind = str_of(&p["type"]);
-            let message = cut(&str_of(&p["message"]), MAX_DIALOG_TEXT);
+            // Redacted whole, then cut: a cut first could leave a piece of a secret
+            // the redactor no longer recognises.
+            let message = cut(
+                &state.redactor.redact(&str_of(&p["message"])),
+                MAX_DIALOG_TEXT,
+            );
             // Leaving a page is what the agent asked for, so beforeunload is accepted;
             // every other dialog is dismissed (confirm → false, prompt → null).
             let accept = kind == "beforeunload";

@@ -9,7 +9,10 @@
   const refOf = new WeakMap();
   const byRef = new Map();
   let nextRef = 1;
-  const MAX_NAME = 400;
+  // Longest name, value or description sent to Airlock. Airlock redacts what it gets
+  // and then cuts it much shorter; this cut sits far enough beyond that (the session's
+  // redactor says how far) that it can never split a secret Airlock must recognise.
+  let maxCut = 400;
   // Diagnostics only: give every emitted element a ref so tests can compare each one
   // with Chromium's own accessibility tree.
   let refAll = false;
@@ -408,15 +411,57 @@
   // cannot see or clear it).
   const secretFilled = new WeakSet();
 
-  // Where a secret would go if typed now: the origin of this frame, and whether the
-  // target is the focused element of a focused document (focus moved elsewhere, or
-  // to another frame, means no).
+  const FRAME_OWNERS = new Set(['iframe', 'frame', 'object', 'embed', 'portal', 'fencedframe']);
+
+  function isTextField(el) {
+    const tag = el.localName;
+    return tag === 'textarea' || el.isContentEditable ||
+      (tag === 'input' && !['checkbox', 'radio', 'button', 'submit', 'reset', 'image', 'file', 'hidden', 'range', 'color'].includes((el.type || '').toLowerCase()));
+  }
+
+  function composedContains(outer, inner) {
+    for (let n = inner; n; n = parentElementComposed(n)) if (n === outer) return true;
+    return false;
+  }
+
+  // The element keystrokes would reach now: the focused element of this focused
+  // document, followed through open shadow roots. An <iframe> here means the focus
+  // is in a frame inside it, of whatever origin.
+  function receiver() {
+    if (!document.hasFocus()) return null;
+    let a = document.activeElement;
+    while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+    return a;
+  }
+
+  // Where a secret would go if typed now: this frame's origin, its ancestors'
+  // origins (a framing page), and whether what receives keystrokes is a text field
+  // inside the target (focus moved elsewhere, or into a frame, means no).
   function secretDestination(target) {
     const found = resolve(target);
     if (found.error) return found;
     const el = found.el;
-    const focused = document.hasFocus() && (document.activeElement === el || el.contains(document.activeElement));
-    return { ok: true, origin: location.origin, focused, desc: describe(el) };
+    const r = receiver();
+    let focus = 'ok';
+    if (!r || !composedContains(el, r)) focus = 'the field no longer has focus';
+    else if (FRAME_OWNERS.has(r.localName)) focus = 'the focus is in a frame inside the field';
+    else if (!isTextField(r)) focus = 'what has the focus is not a text field';
+    const ancestors = Array.from(location.ancestorOrigins || []);
+    return { ok: true, origin: location.origin, ancestors, focus, desc: describe(el) };
+  }
+
+  // Checks the destination and inserts the secret in one task, so no page script can
+  // move the focus between the check and the insertion. execCommand inserts into this
+  // document's focused field only, never into another frame.
+  function typeSecret(target, text, origins) {
+    const d = secretDestination(target);
+    if (d.error) return d;
+    const framedBy = d.ancestors.find((o) => !origins.includes(o));
+    if (!origins.includes(d.origin) || framedBy !== undefined || d.focus !== 'ok') {
+      return { ok: true, inserted: false, origin: d.origin, ancestors: d.ancestors, focus: d.focus };
+    }
+    const inserted = document.execCommand('insertText', false, text);
+    return { ok: true, inserted, origin: d.origin, ancestors: d.ancestors, focus: d.focus };
   }
 
   // The same fields, iterable (a WeakSet is not), for painting them over.
@@ -446,7 +491,7 @@
   }
 
   function masked(el) {
-    return isPassword(el) || secretFilled.has(el) || wasPassword(el);
+    return looksLikePassword(el) || secretFilled.has(el) || wasPassword(el);
   }
 
   // Black boxes over every field showing a secret, for the length of a screenshot.
@@ -462,8 +507,9 @@
       if (el.value || (el.isContentEditable && el.innerText)) fields.add(el);
       return true;
     });
-    for (const el of document.querySelectorAll('input')) {
-      if (wasPassword(el) && !isPassword(el) && el.value) fields.add(el);
+    for (const el of document.querySelectorAll('input, textarea, [contenteditable]')) {
+      const shown = el.value || (el.isContentEditable && el.innerText);
+      if (shown && ((wasPassword(el) && !isPassword(el)) || (looksLikePassword(el) && !isPassword(el)))) fields.add(el);
     }
     for (const el of fields) {
       const r = el.getBoundingClientRect();
@@ -524,7 +570,7 @@
 
   function nameOf(el, role) {
     const name = textAlternative(el, role, new Set());
-    return name.length > MAX_NAME ? name.slice(0, MAX_NAME) + '…' : name;
+    return name.length > maxCut ? name.slice(0, maxCut) + '…' : name;
   }
 
   // ---- states -----------------------------------------------------------------------
@@ -560,6 +606,17 @@
 
   function isPassword(el) {
     return el.localName === 'input' && (el.getAttribute('type') || '').toLowerCase() === 'password';
+  }
+
+  // A password field, or a field made to look and behave like one: its characters
+  // drawn as discs (-webkit-text-security), or marked for a password manager.
+  function looksLikePassword(el) {
+    if (isPassword(el)) return true;
+    if (el.localName !== 'input' && el.localName !== 'textarea' && !el.isContentEditable) return false;
+    const tokens = (el.getAttribute('autocomplete') || '').toLowerCase().split(/\s+/);
+    if (tokens.includes('current-password') || tokens.includes('new-password')) return true;
+    const security = getComputedStyle(el).getPropertyValue('-webkit-text-security');
+    return !!security && security !== 'none';
   }
 
   function valueOf(el, role) {
@@ -643,11 +700,11 @@
         // A field that received a secret stays masked even if a script flips it to
         // type=text, until it is emptied.
         if (secretFilled.has(el) && !el.value && !el.innerText) secretFilled.delete(el);
-        if (isPassword(el)) node_.p = true;
+        if (looksLikePassword(el)) node_.p = true;
         if (el.value || (el.isContentEditable && el.innerText)) node_.v = '••••';
       } else {
         const value = valueOf(el, role);
-        if (value !== null && value !== '' && value !== name) node_.v = value.length > MAX_NAME ? value.slice(0, MAX_NAME) + '…' : value;
+        if (value !== null && value !== '' && value !== name) node_.v = value.length > maxCut ? value.slice(0, maxCut) + '…' : value;
       }
       if (role === 'link' && el.href) node_.u = el.href;
       if (role === 'Iframe') node_.fr = 1;
@@ -695,7 +752,7 @@
     const role = roleOf(el);
     const name = nameOf(el, role);
     const r = role === 'none' || role === 'generic' ? el.localName : role;
-    return name ? `${r} "${name.length > 60 ? name.slice(0, 60) + '…' : name}"` : r;
+    return name ? `${r} "${name}"` : r;
   }
 
   function* allElements(root) {
@@ -733,19 +790,16 @@
         return { error: 'invalid_argument', message: `\`${target.selector}\` is not a valid CSS selector` };
       }
     } else {
+      // Names are matched by Airlock against what the agent is shown (redacted), from
+      // `candidates`; a match here on the page's raw names would be a yes/no answer
+      // about any secret a name holds.
+      if (target.name !== undefined && target.name !== null) return { error: 'invalid_argument', message: 'names are matched outside the page' };
       const role = target.role === 'img' ? 'image' : target.role;
-      const wanted = target.name === undefined || target.name === null ? null : collapse(String(target.name)).trim();
-      what = wanted === null ? `role ${role}` : `${role} "${wanted}"`;
+      what = `role ${role}`;
       matches = [];
-      const loose = [];
       for (const el of allElements(document.documentElement)) {
-        if (roleOf(el) !== role || isHiddenForAx(el)) continue;
-        if (wanted === null) { matches.push(el); continue; }
-        const name = nameOf(el, role);
-        if (name === wanted) matches.push(el);
-        else if (name.toLowerCase().includes(wanted.toLowerCase())) loose.push(el);
+        if (roleOf(el) === role && !isHiddenForAx(el)) matches.push(el);
       }
-      if (!matches.length) matches = loose;
     }
     if (target.index !== undefined && target.index !== null) {
       if (target.index >= matches.length) {
@@ -839,7 +893,7 @@
           } else {
             const cx = rect.x + rect.w / 2, cy = rect.y + rect.h / 2;
             const hit = opts.hitTest ? hitTargetOk(el, cx, cy) : { ok: true };
-            if (hit.ok) return { x: cx, y: cy, rect, desc };
+            if (hit.ok) return { x: cx, y: cy, rect, desc, ref: refFor(el) };
             why = `it is covered by ${hit.by}`;
           }
         }
@@ -863,8 +917,7 @@
     if (found.error) return found;
     const el = found.el;
     const tag = el.localName;
-    const editable = tag === 'textarea' || el.isContentEditable ||
-      (tag === 'input' && !['checkbox', 'radio', 'button', 'submit', 'reset', 'image', 'file', 'hidden', 'range', 'color'].includes((el.type || '').toLowerCase()));
+    const editable = isTextField(el);
     if (!editable) return { error: 'not_actionable', message: 'it is not a text field', desc: describe(el) };
     if (isDisabled(el) || el.readOnly) return { error: 'not_actionable', message: 'it is disabled or read-only', desc: describe(el) };
     el.focus();
@@ -931,22 +984,58 @@
     return { ok: true, desc: describe(found.el) };
   }
 
-  function textPresent(text) {
+  // DOM changes, counted, so Airlock can wait for the next one instead of polling.
+  let mutationCount = 0;
+  let observer = null;
+  let waiters = [];
+  function watchMutations() {
+    if (observer) return;
+    observer = new MutationObserver(() => {
+      mutationCount++;
+      const woken = waiters;
+      waiters = [];
+      for (const w of woken) w();
+    });
+    observer.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+  }
+
+  // The page's visible text once the DOM has changed since `seen` (or `waitMs` has
+  // passed). Text is compared with what an agent waits for by Airlock, after
+  // redaction: matching it here would answer yes or no about a secret the page shows.
+  async function changedSince(seen, waitMs) {
+    watchMutations();
+    if (mutationCount === seen) {
+      await new Promise((r) => {
+        waiters.push(r);
+        setTimeout(r, waitMs);
+      });
+    }
+    return mutationCount;
+  }
+
+  async function textAfter(seen, waitMs) {
+    await changedSince(seen, waitMs);
     const body = document.body;
-    if (!body) return false;
-    return collapse(body.innerText).toLowerCase().includes(collapse(text).toLowerCase());
+    return { v: mutationCount, text: body ? collapse(body.innerText) : '' };
+  }
+
+  // Visible elements of `role` with their names (for Airlock to match, redacted).
+  function candidates(role) {
+    labelMaps = new Map();
+    watchMutations();
+    const wanted = role === 'img' ? 'image' : role;
+    const list = [];
+    for (const el of allElements(document.documentElement)) {
+      if (roleOf(el) === wanted && !isHiddenForAx(el)) list.push({ ref: refFor(el), name: nameOf(el, wanted) });
+    }
+    return { v: mutationCount, list };
   }
 
   async function waitFor(cond, timeoutMs) {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
-      let ok;
-      if (cond.text !== undefined) ok = textPresent(cond.text);
-      else if (cond.textGone !== undefined) ok = !textPresent(cond.textGone);
-      else {
-        const found = resolve(cond.target);
-        ok = !found.error && !isHiddenForAx(found.el) && found.el.getBoundingClientRect().width > 0;
-      }
+      const found = resolve(cond.target);
+      const ok = !found.error && !isHiddenForAx(found.el) && found.el.getBoundingClientRect().width > 0;
       if (ok) return { ok: true };
       if (performance.now() > deadline) return { ok: false };
       await new Promise((r) => setTimeout(r, 30));
@@ -1034,9 +1123,9 @@
   }
 
   globalThis.__airlock = {
-    snapshot, resolve, prepare, focusForTyping, secretDestination, markSecret, unmarkSecret, maskSecrets, fieldKind, selectOptions, checked, scrollIntoView,
-    waitFor, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
-    init(base) { if (nextRef < base) nextRef = base; },
+    snapshot, resolve, prepare, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, maskSecrets, fieldKind, selectOptions, checked, scrollIntoView,
+    waitFor, textAfter, changedSince, candidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
+    init(base, cut) { if (nextRef < base) nextRef = base; if (cut > maxCut) maxCut = cut; },
   };
   return 'installed';
 })()

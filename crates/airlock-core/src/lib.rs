@@ -6,8 +6,10 @@
 
 mod error_code;
 mod node_ref;
+mod redact;
 mod role;
 
 pub use error_code::{ErrorCode, HasErrorCode};
 pub use node_ref::{NodeRef, ParseNodeRefError};
+pub use redact::{NoRedaction, Redact};
 pub use role::Role;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use airlock_browser::{Injection, TextPiece, TypedText};
-use airlock_core::{ErrorCode, Role};
+use airlock_core::{ErrorCode, Redact, Role};
 use airlock_vault::placeholder::{self, Segment};
 use airlock_vault::{Redactor, Secret, Vault, grant};
 use serde_json::json;
@@ -38,7 +38,7 @@ impl std::fmt::Debug for CredentialSource {
 #[derive(Default)]
 pub(crate) struct Loaded {
     secrets: Vec<Secret>,
-    redactor: Redactor,
+    redactor: Arc<Redactor>,
 }
 
 /// What loading credentials came to: secrets to use, or a reason the session opens
@@ -116,7 +116,13 @@ impl CredentialSource {
         }))
         .map_err(|e| ToolOutput::error(ErrorCode::Internal, e))?;
         let injection = injection(&secrets);
-        Ok(Outcome::Loaded(Loaded { secrets, redactor }, injection))
+        Ok(Outcome::Loaded(
+            Loaded {
+                secrets,
+                redactor: Arc::new(redactor),
+            },
+            injection,
+        ))
     }
 }
 
@@ -183,9 +189,15 @@ impl Loaded {
         self.secrets.iter().map(|s| s.name.as_str()).collect()
     }
 
-    /// Redacts one output text; a failing redactor withholds it.
-    pub(crate) fn redact(&self, text: &str) -> Result<String, String> {
-        self.redactor.redact(text).map_err(|e| e.to_string())
+    /// Redacts one output text (a failing redactor withholds all of it).
+    pub(crate) fn redact(&self, text: &str) -> String {
+        self.redactor.redact(text).into_owned()
+    }
+
+    /// The redactor the browser session applies to everything it takes from a page,
+    /// when there is anything to redact.
+    pub(crate) fn redactor(&self) -> Option<Arc<dyn Redact>> {
+        (!self.redactor.is_empty()).then(|| self.redactor.clone() as Arc<dyn Redact>)
     }
 
     /// Typed text with placeholders resolved to loaded secrets (checked against the

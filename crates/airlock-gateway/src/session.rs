@@ -175,6 +175,7 @@ impl Gateway {
                 proxy_server: Some(proxy.proxy_server()),
                 policy: Some(policy.clone()),
                 injection,
+                redactor: loaded.redactor(),
             })
             .await
             .map_err(|e| ToolOutput::from_error(&e))?;
@@ -413,12 +414,10 @@ impl AgentSession {
                         out.text.push('\n');
                         out.text.push_str(&summary);
                     }
-                    // Every output of a session with credentials passes the redactor;
-                    // if it fails, the output is withheld rather than sent raw.
-                    match held.loaded.redact(&out.text) {
-                        Ok(text) => out.text = text,
-                        Err(why) => return ToolOutput::error(ErrorCode::Internal, why),
-                    }
+                    // The browser session redacted everything it took from the page
+                    // before using it; every output passes the redactor once more as
+                    // a whole (it withholds all of a text if it ever fails).
+                    out.text = held.loaded.redact(&out.text);
                     out
                 }
                 Err(out) => out,

@@ -269,6 +269,8 @@ async fn warm_up(
             proxy_server: Some(proxy.proxy_server()),
             policy: None,
             injection: None,
+            // Sessions with secrets never come from the pool.
+            redactor: None,
         })
         .await?;
     Ok(Warm { session, proxy })

@@ -1,8 +1,9 @@
 //! Folding the walker's tree and rendering it as lines, then windowing and filtering.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
-use airlock_core::NodeRef;
+use airlock_core::{NoRedaction, NodeRef, Redact};
 
 use crate::node::Node;
 
@@ -84,19 +85,36 @@ pub struct Line {
 }
 
 /// How to render a tree into lines.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct RenderOptions {
     /// URL of the page; same-origin link targets are shown as paths.
     pub page_url: Option<String>,
+    /// Applied to every name, value, URL and text after folding has joined them and
+    /// before anything cuts them, so a cut cannot leave a piece of a secret.
+    pub redactor: Option<Arc<dyn Redact>>,
+}
+
+impl std::fmt::Debug for RenderOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RenderOptions")
+            .field("page_url", &self.page_url)
+            .field("redactor", &self.redactor.is_some())
+            .finish()
+    }
 }
 
 /// Folds `root` (the walker's document node) and renders its descendants as lines.
 pub fn lines(root: &Node, options: &RenderOptions) -> Vec<Line> {
     let origin = options.page_url.as_deref().and_then(origin_of);
     let folded: Vec<Node> = root.children.iter().cloned().flat_map(fold).collect();
+    let redactor: &dyn Redact = options.redactor.as_deref().unwrap_or(&NoRedaction);
     let mut out = Vec::new();
+    let context = Emit {
+        origin: origin.as_deref(),
+        redactor,
+    };
     for node in &folded {
-        emit(node, 0, None, origin.as_deref(), &mut out);
+        emit(node, 0, None, &context, &mut out);
     }
     out
 }
@@ -401,11 +419,17 @@ fn fold_row(row: &mut Node, children: Vec<Node>) -> Vec<Node> {
 
 // ---- emitting lines -----------------------------------------------------------------
 
+// What every line of one rendering shares.
+struct Emit<'a> {
+    origin: Option<&'a str>,
+    redactor: &'a dyn Redact,
+}
+
 fn emit(
     node: &Node,
     depth: usize,
     parent: Option<usize>,
-    origin: Option<&str>,
+    context: &Emit<'_>,
     out: &mut Vec<Line>,
 ) -> bool {
     let index = out.len();
@@ -413,7 +437,7 @@ fn emit(
     out.push(Line {
         depth,
         parent,
-        text: line_text(node, origin),
+        text: line_text(node, context),
         reference: node.node.map(|n| NodeRef {
             frame: node.frame,
             node: n,
@@ -427,7 +451,7 @@ fn emit(
     });
     let mut contains = false;
     for child in &node.children {
-        contains |= emit(child, depth + 1, Some(index), origin, out);
+        contains |= emit(child, depth + 1, Some(index), context, out);
     }
     out[index].contains_interactive = contains;
     interactive || contains
@@ -456,12 +480,16 @@ fn quoted(text: &str) -> String {
     out
 }
 
-fn line_text(node: &Node, origin: Option<&str>) -> String {
+fn line_text(node: &Node, context: &Emit<'_>) -> String {
+    let redact = |text: &str| context.redactor.redact(text).into_owned();
     if is_text(node) {
-        return format!("text: {}", cut(node.text.as_deref().unwrap_or_default()));
+        return format!(
+            "text: {}",
+            cut(&redact(node.text.as_deref().unwrap_or_default()))
+        );
     }
     let mut s = node.role.clone();
-    let name = collapse(&node.name);
+    let name = redact(&collapse(&node.name));
     if !name.is_empty() {
         s.push(' ');
         s.push_str(&quoted(&name));
@@ -499,10 +527,12 @@ fn line_text(node: &Node, origin: Option<&str>) -> String {
             s.push_str(" value=••••");
         }
     } else if let Some(value) = &node.value {
-        let _ = write!(s, " value={}", quoted(value));
+        let _ = write!(s, " value={}", quoted(&redact(value)));
     }
     if let Some(url) = &node.url {
-        let shown = match origin {
+        let url = redact(url);
+        let url = url.as_str();
+        let shown = match context.origin {
             Some(origin) => url
                 .strip_prefix(origin)
                 .filter(|rest| rest.starts_with('/'))
@@ -512,7 +542,7 @@ fn line_text(node: &Node, origin: Option<&str>) -> String {
         let _ = write!(s, " [url={}]", cut(shown));
     }
     if let Some(text) = &node.text {
-        let _ = write!(s, ": {}", cut(text));
+        let _ = write!(s, ": {}", cut(&redact(text)));
     }
     s
 }
@@ -677,6 +707,7 @@ mod tests {
             &tree(&json),
             &RenderOptions {
                 page_url: Some("http://127.0.0.1:9/index.html".to_owned()),
+                ..RenderOptions::default()
             },
         );
         assert!(all[0].text.ends_with("… [+50 chars]"), "{}", all[0].text);
@@ -685,5 +716,53 @@ mod tests {
             all[2].text,
             "link \"Ext\" [ref=e2] [url=https://example.com/]"
         );
+    }
+
+    // Stands in for the vault's redactor: hides one literal.
+    struct HideWord(&'static str);
+
+    impl Redact for HideWord {
+        fn redact<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+            if text.contains(self.0) {
+                text.replace(self.0, "[REDACTED:w]").into()
+            } else {
+                text.into()
+            }
+        }
+        fn reach(&self) -> usize {
+            self.0.len()
+        }
+        fn is_active(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn text_is_redacted_after_folding_and_before_it_is_cut() {
+        let secret = "s3cr3t-v4lue";
+        // The secret straddles the 200-character cut, split over two inline runs.
+        let before = "x".repeat(195);
+        let json = format!(
+            r#"{{"r":"RootWebArea","k":[{{"r":"paragraph","k":[{{"r":"text","t":"{before}s3cr3t"}},{{"r":"strong","k":[{{"r":"text","t":"-v4lue"}}]}},{{"r":"text","t":" tail"}}]}},
+               {{"r":"button","n":"{secret}","i":1}},
+               {{"r":"textbox","n":"Note","i":2,"v":"{secret}"}},
+               {{"r":"link","n":"Go","i":3,"u":"http://127.0.0.1:9/?k={secret}"}}]}}"#
+        );
+        let all = lines(
+            &tree(&json),
+            &RenderOptions {
+                page_url: Some("http://127.0.0.1:9/".to_owned()),
+                redactor: Some(Arc::new(HideWord(secret))),
+            },
+        );
+        let text: Vec<&str> = all.iter().map(|l| l.text.as_str()).collect();
+        for line in &text {
+            assert!(!line.contains("s3cr"), "{line}");
+        }
+        // The cut falls inside the marker, never inside the value.
+        assert!(text[0].contains("xxx[REDA…"), "{}", text[0]);
+        assert_eq!(text[1], "button \"[REDACTED:w]\" [ref=e1]");
+        assert_eq!(text[2], "textbox \"Note\" [ref=e2] value=\"[REDACTED:w]\"");
+        assert_eq!(text[3], "link \"Go\" [ref=e3] [url=/?k=[REDACTED:w]]");
     }
 }

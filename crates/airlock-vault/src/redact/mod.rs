@@ -1,19 +1,43 @@
-//! The one redactor every output passes: each active secret value in the forms a page
-//! or a protocol might show it, matched literally (Aho-Corasick; no pattern is ever
-//! built from secret text, so metacharacters mean nothing), replaced with
-//! `[REDACTED:NAME]`.
+//! The one redactor every output passes. Each active secret value is matched in two
+//! places of every text (Aho-Corasick over literal patterns; nothing is ever compiled
+//! from secret text, so metacharacters mean nothing):
+//!
+//! - in the text's **canonical form** ([`canon`]: percent, `%u`, HTML-reference and
+//!   backslash escapes decoded to a fixpoint, whitespace runs collapsed), against the
+//!   canonical form of the value. One form covers raw, URL-encoded once or twice (any
+//!   case, `+` for space), JavaScript `escape()`, JSON and JavaScript escapes (`\u00e9`,
+//!   `\/`), HTML references (named, decimal, hex, with or without `;`), Airlock's own
+//!   quoting (`\"`, `\\`) and Chromium's partly-unescaped URLs, and any mix of them;
+//! - in the text itself and its canonical form, against the encodings that are not
+//!   escapes of single characters: base64 (standard and URL-safe, at each of the three
+//!   byte alignments a value has inside a longer encoded string) of the value's UTF-8,
+//!   Latin-1, UTF-16LE and UTF-16BE bytes, and hex of its UTF-8 and Latin-1 bytes.
+//!
+//! Whatever matched is replaced with `[REDACTED:NAME]` in the source text.
+//!
+//! The redactor matches whole values only. Airlock redacts before it cuts (paging,
+//! length caps), so a value is never cut before the redactor sees it whole; and a
+//! redactor that also hid a value's prefixes would tell an agent that types guesses
+//! into a field which prefix is right.
+
+mod canon;
+mod entities;
+
+use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use airlock_core::Redact;
 use base64::Engine as _;
 use zeroize::Zeroizing;
 
-/// Shortest prefix of a value, cut with `…`, that is still redacted.
-const MIN_CUT_PREFIX: usize = 4;
+use canon::Canonical;
 
-/// The redactor could not run; the output must be withheld, not sent raw.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("the output was withheld: the redactor failed ({0})")]
-pub struct RedactError(String);
+/// Shortest pattern matched; shorter encodings of a value (a base64 middle of a very
+/// short value) would hide ordinary text.
+const MIN_PATTERN: usize = 4;
+
+/// What replaces the whole text if the matcher ever fails: nothing of it is shown.
+const WITHHELD: &str = "[WITHHELD: the redactor failed]";
 
 /// Redacts the values of a set of secrets. Debug shows only the names.
 #[derive(Clone, Default)]
@@ -24,6 +48,8 @@ pub struct Redactor {
     names: Vec<String>,
     // The secret names, for Debug.
     secrets: Vec<String>,
+    // Longest source text one match can cover, in bytes.
+    reach: usize,
 }
 
 impl std::fmt::Debug for Redactor {
@@ -37,6 +63,11 @@ impl std::fmt::Debug for Redactor {
     }
 }
 
+/// The redactor could not be built.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the redactor could not be built ({0})")]
+pub struct RedactError(String);
+
 impl Redactor {
     /// A redactor for `(secret name, value)` pairs. Empty values are skipped.
     pub fn new<'a>(
@@ -45,6 +76,7 @@ impl Redactor {
         let mut patterns: Vec<Zeroizing<String>> = Vec::new();
         let mut names = Vec::new();
         let mut secrets = Vec::new();
+        let mut reach = 0;
         for (name, value) in values {
             if value.is_empty() {
                 continue;
@@ -52,8 +84,11 @@ impl Redactor {
             if !secrets.iter().any(|s| s == name) {
                 secrets.push(name.to_owned());
             }
+            // The longest escape of one character is `&#x10FFFF;` (10 bytes) for each
+            // byte of the value's canonical form, nested at most four times over.
+            reach = reach.max(value.len().saturating_mul(10 * 4) + 16);
             for form in forms(value) {
-                if !form.is_empty() && !patterns.iter().any(|p| **p == *form) {
+                if form.len() >= MIN_PATTERN && !patterns.iter().any(|p| **p == *form) {
                     patterns.push(form);
                     names.push(name.to_owned());
                 }
@@ -70,6 +105,7 @@ impl Redactor {
             matcher: Some(matcher),
             names,
             secrets,
+            reach,
         })
     }
 
@@ -79,169 +115,136 @@ impl Redactor {
     }
 
     /// `text` with every form of every value replaced by `[REDACTED:NAME]`.
-    pub fn redact(&self, text: &str) -> Result<String, RedactError> {
-        let Some(matcher) = &self.matcher else {
-            return Ok(text.to_owned());
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let Some(found) = self.find(text) else {
+            return Cow::Owned(WITHHELD.to_owned());
         };
+        if found.is_empty() {
+            return Cow::Borrowed(text);
+        }
         let mut out = String::with_capacity(text.len());
         let mut last = 0;
-        for found in matcher
-            .try_find_iter(text)
-            .map_err(|e| RedactError(e.to_string()))?
-        {
-            // Patterns are whole UTF-8 strings, but a match of an ASCII-only form can
-            // start inside nothing else; check anyway rather than slice wrongly.
-            let (start, end) = (found.start(), found.end());
-            if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
-                return Err(RedactError("a match split a character".to_owned()));
-            }
+        for (start, end, name) in found {
             out.push_str(&text[last..start]);
             out.push_str("[REDACTED:");
-            out.push_str(&self.names[found.pattern().as_usize()]);
+            out.push_str(&self.names[name]);
             out.push(']');
             last = end;
         }
         out.push_str(&text[last..]);
-        Ok(out)
+        Cow::Owned(out)
+    }
+
+    /// The names of the secrets some form of which `text` holds, each once; `None`
+    /// if the matcher failed (treat it as holding all of them).
+    pub fn secrets_in(&self, text: &str) -> Option<Vec<&str>> {
+        let mut names: Vec<&str> = Vec::new();
+        for (_, _, pattern) in self.find(text)? {
+            let name = self.names[pattern].as_str();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        Some(names)
+    }
+
+    // Source ranges to hide, sorted and merged, each with the pattern that started it.
+    // `None` if the matcher failed.
+    fn find(&self, text: &str) -> Option<Vec<(usize, usize, usize)>> {
+        let Some(matcher) = &self.matcher else {
+            return Some(Vec::new());
+        };
+        let mut found: Vec<(usize, usize, usize)> = Vec::new();
+        for m in matcher.try_find_iter(text).ok()? {
+            found.push((m.start(), m.end(), m.pattern().as_usize()));
+        }
+        if let Some(canonical) = Canonical::of(text) {
+            for m in matcher.try_find_iter(canonical.text.as_str()).ok()? {
+                let (start, end) = canonical.source_range(m.start(), m.end());
+                found.push((start, end, m.pattern().as_usize()));
+            }
+        }
+        found.sort_unstable();
+        let mut merged: Vec<(usize, usize, usize)> = Vec::with_capacity(found.len());
+        for (start, end, pattern) in found {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end, pattern)),
+            }
+        }
+        // Patterns and escapes are whole characters, so every range is too; a range
+        // that is not would be a bug, and nothing of such a text is shown.
+        merged
+            .iter()
+            .all(|(s, e, _)| text.is_char_boundary(*s) && text.is_char_boundary(*e))
+            .then_some(merged)
     }
 }
 
-/// Every form of `value` to match.
+impl Redact for Redactor {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        Redactor::redact(self, text)
+    }
+
+    fn reach(&self) -> usize {
+        self.reach
+    }
+
+    fn is_active(&self) -> bool {
+        !self.is_empty()
+    }
+}
+
+/// Every pattern of `value`: its canonical forms, then its byte encodings.
 fn forms(value: &str) -> Vec<Zeroizing<String>> {
-    let mut out: Vec<Zeroizing<String>> = vec![Zeroizing::new(value.to_owned())];
-    // URL-encoded: strict (only unreserved kept), encodeURIComponent, and
-    // form-encoding (space as `+`), each with upper- and lower-case escapes.
-    let unreserved = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
-    let component = |b: u8| unreserved(b) || b"!'()*".contains(&b);
-    let form = |b: u8| b.is_ascii_alphanumeric() || b"*-._".contains(&b);
-    for (keep, plus) in [
-        (&unreserved as &dyn Fn(u8) -> bool, false),
-        (&component, false),
-        (&form, true),
-        (&unreserved, true),
-    ] {
-        for upper in [true, false] {
-            out.push(percent(value, keep, plus, upper));
-        }
+    let canonical = |v: &str| {
+        let c = Canonical::of(v).map_or_else(|| v.to_owned(), |c| c.text);
+        Zeroizing::new(c.trim().to_owned())
+    };
+    let mut out: Vec<Zeroizing<String>> = vec![Zeroizing::new(value.to_owned()), canonical(value)];
+    if value.contains(' ') {
+        // Form encoding writes a space as `+`, which is not an escape to decode.
+        out.push(canonical(&value.replace(' ', "+")));
     }
-    // Base64, standard and URL-safe, at each of the three byte alignments the value
-    // can have inside a longer encoded string (`user:secret` shifts it).
-    let bytes = value.as_bytes();
-    for engine in [
-        &base64::engine::general_purpose::STANDARD_NO_PAD,
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
-    ] {
-        for shift in 0..3usize {
-            let mut buf = Zeroizing::new(vec![0u8; shift]);
-            buf.extend_from_slice(bytes);
-            let encoded = Zeroizing::new(engine.encode(buf.as_slice()));
-            // Characters whose 6 bits lie wholly inside the value.
-            let first = (8 * shift).div_ceil(6);
-            let last = (8 * (shift + bytes.len())) / 6; // exclusive
-            if last > first + 3 {
-                out.push(Zeroizing::new(encoded[first..last].to_owned()));
-            }
-        }
+    let mut encodings: Vec<Zeroizing<Vec<u8>>> = vec![Zeroizing::new(value.as_bytes().to_vec())];
+    if value.chars().all(|c| (c as u32) < 256) && !value.is_ascii() {
+        // `btoa` and friends take a string of Latin-1 characters as its bytes.
+        encodings.push(Zeroizing::new(value.chars().map(|c| c as u8).collect()));
     }
-    // JSON string escapes: a standard encoder, `\/`, HTML-safe encoders (`\u003c`),
-    // and everything but letters and digits as `\uXXXX` in either case.
-    // Quoted the way Airlock's own snapshot lines and titles quote (`\"`, `\\`).
-    out.push(Zeroizing::new(
-        value.replace('\\', "\\\\").replace('"', "\\\""),
+    let utf16: Vec<u16> = value.encode_utf16().collect();
+    encodings.push(Zeroizing::new(
+        utf16.iter().flat_map(|u| u.to_le_bytes()).collect(),
     ));
-    // Cut short by a length cap (`…`): the prefix that is left must not show either.
-    for form in [
-        value.to_owned(),
-        value.replace('\\', "\\\\").replace('"', "\\\""),
-    ] {
-        let chars: Vec<char> = form.chars().collect();
-        for n in MIN_CUT_PREFIX.min(chars.len())..chars.len() {
-            let mut prefix: String = chars[..n].iter().collect();
-            prefix.push('…');
-            out.push(Zeroizing::new(prefix));
-        }
-    }
-    if let Ok(json) = serde_json::to_string(value) {
-        let inner = Zeroizing::new(json[1..json.len() - 1].to_owned());
-        out.push(Zeroizing::new(inner.replace('/', "\\/")));
-        let mut html_safe = String::new();
-        for c in inner.chars() {
-            match c {
-                '<' | '>' | '&' | '\'' => html_safe.push_str(&format!("\\u{:04x}", c as u32)),
-                c => html_safe.push(c),
-            }
-        }
-        out.push(Zeroizing::new(html_safe));
-        out.push(inner);
-    }
-    for upper in [false, true] {
-        let mut all = String::new();
-        for c in value.chars() {
-            if c.is_ascii_alphanumeric() {
-                all.push(c);
-            } else {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    if upper {
-                        all.push_str(&format!("\\u{unit:04X}"));
-                    } else {
-                        all.push_str(&format!("\\u{unit:04x}"));
-                    }
+    encodings.push(Zeroizing::new(
+        utf16.iter().flat_map(|u| u.to_be_bytes()).collect(),
+    ));
+    for (i, bytes) in encodings.iter().enumerate() {
+        for engine in [
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            // The value can sit at any of three byte alignments inside a longer
+            // encoded string (`user:secret` shifts it); keep the characters whose six
+            // bits come from the value alone.
+            for shift in 0..3usize {
+                let mut buf = Zeroizing::new(vec![0u8; shift]);
+                buf.extend_from_slice(bytes);
+                let encoded = Zeroizing::new(engine.encode(buf.as_slice()));
+                let first = (8 * shift).div_ceil(6);
+                let last = (8 * (shift + bytes.len())) / 6;
+                if last > first {
+                    out.push(Zeroizing::new(encoded[first..last].to_owned()));
                 }
             }
         }
-        out.push(Zeroizing::new(all));
-    }
-    // HTML: named entities (`'` as &#39; &apos; or &#x27;), and numeric references
-    // for the specials or for every character, decimal and hex.
-    for apos in ["&#39;", "&apos;", "&#x27;"] {
-        let mut named = String::new();
-        for c in value.chars() {
-            match c {
-                '&' => named.push_str("&amp;"),
-                '<' => named.push_str("&lt;"),
-                '>' => named.push_str("&gt;"),
-                '"' => named.push_str("&quot;"),
-                '\'' => named.push_str(apos),
-                c => named.push(c),
-            }
-        }
-        out.push(Zeroizing::new(named));
-    }
-    for hex in [false, true] {
-        for every in [false, true] {
-            let mut numeric = String::new();
-            for c in value.chars() {
-                if every || "&<>\"'".contains(c) {
-                    if hex {
-                        numeric.push_str(&format!("&#x{:x};", c as u32));
-                    } else {
-                        numeric.push_str(&format!("&#{};", c as u32));
-                    }
-                } else {
-                    numeric.push(c);
-                }
-            }
-            out.push(Zeroizing::new(numeric));
+        // Hex of the UTF-8 and Latin-1 bytes (UTF-16 hex is rare enough to leave).
+        if i < encodings.len() - 2 {
+            let lower: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            out.push(Zeroizing::new(lower.to_uppercase()));
+            out.push(Zeroizing::new(lower));
         }
     }
     out
-}
-
-fn percent(value: &str, keep: &dyn Fn(u8) -> bool, plus: bool, upper: bool) -> Zeroizing<String> {
-    let mut out = String::with_capacity(value.len() * 3);
-    for b in value.bytes() {
-        if plus && b == b' ' {
-            out.push('+');
-        } else if keep(b) {
-            out.push(b as char);
-        } else if upper {
-            out.push_str(&format!("%{b:02X}"));
-        } else {
-            out.push_str(&format!("%{b:02x}"));
-        }
-    }
-    Zeroizing::new(out)
 }
 
 #[cfg(test)]

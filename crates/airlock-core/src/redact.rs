@@ -1,0 +1,38 @@
+//! The redaction seam: the vault knows the secrets, the browser layer meets the text.
+//! A session's redactor is applied to every string a page or Chromium hands Airlock,
+//! before anything else reads, matches or cuts it.
+
+use std::borrow::Cow;
+
+/// Hides secret values in text.
+pub trait Redact: Send + Sync {
+    /// `text` with every form of every secret replaced by a marker. Never fails: a
+    /// redactor that cannot run returns a text with nothing of the input in it.
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str>;
+
+    /// An upper bound, in bytes, on the source text one hidden value can span. A
+    /// string cut this far beyond what will be shown of it cannot leave a piece of a
+    /// value at the shown end unredacted.
+    fn reach(&self) -> usize;
+
+    /// Whether there is anything to hide (callers skip the work when not).
+    fn is_active(&self) -> bool;
+}
+
+/// Hides nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRedaction;
+
+impl Redact for NoRedaction {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        Cow::Borrowed(text)
+    }
+
+    fn reach(&self) -> usize {
+        0
+    }
+
+    fn is_active(&self) -> bool {
+        false
+    }
+}
