@@ -207,7 +207,7 @@ fn typing(target: Target, text: &str) -> ToolCall {
 }
 
 /// Captures every log line of this test process at TRACE level.
-fn capture_logs() -> Arc<Mutex<Vec<u8>>> {
+pub(crate) fn capture_logs() -> Arc<Mutex<Vec<u8>>> {
     #[derive(Clone)]
     struct Sink(Arc<Mutex<Vec<u8>>>);
     impl std::io::Write for Sink {

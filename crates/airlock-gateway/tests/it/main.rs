@@ -12,6 +12,7 @@ use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{Harness, with_browser};
 
 mod credentials;
+mod leaks;
 
 /// The policy tests run under: public addresses plus the fixture site's one port.
 fn fixture_policy(h: &Harness) -> Policy {

@@ -1,0 +1,523 @@
+//! Attacks on the credential promise, played with real Chromium: a hostile agent that
+//! guesses with yes/no tools and reads the page in slices, and a bound page that shows
+//! a typed secret back in every form its JavaScript can make. The forms the outputs
+//! must not hold are computed by that page itself, read from a browser session that
+//! has no redactor, never by the redactor under test.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_browser::{SessionOptions, SnapshotOptions, Target, WaitCondition, WaitUntil};
+use airlock_config::BrowserConfig;
+use airlock_core::{ErrorCode, Role};
+use airlock_gateway::{
+    AgentSession, CredentialSource, Gateway, GatewayConfig, OpenOptions, ReadFormat, TabAction,
+    ToolCall, ToolOutput,
+};
+use airlock_policy::{Policy, PolicyConfig};
+use airlock_test_support::{FixtureServer, Harness, with_browser, with_browser_config};
+use airlock_vault::{Fields, MasterKey, Secret, Store, Vault};
+
+use crate::credentials::capture_logs;
+use crate::navigate;
+
+/// Latin-1 only, so `btoa` and `escape()` give single bytes (`%E4`); it has every
+/// character an encoder escapes, a space, and a backslash Airlock's quoting doubles.
+const LATIN: &str = "Pä$$wörd é&<q>\"k'/\\Zx-7";
+/// Beyond Latin-1: `escape()` gives `%uXXXX`, UTF-16 differs from Latin-1.
+const WIDE: &str = "tok→en Ωmega\"/\\-42";
+
+async fn gateway(h: &Harness) -> Arc<Gateway> {
+    let vault = Vault::open(
+        Store::open_in_memory().await.unwrap(),
+        MasterKey::generate().unwrap(),
+    )
+    .await
+    .unwrap();
+    let origin = format!("http://127.0.0.1:{}", h.site.a.port());
+    for (name, value) in [("latin", LATIN), ("wide", WIDE)] {
+        let mut fields = Fields::default();
+        fields.username = Some("alice".into());
+        fields.password = Some(value.into());
+        vault
+            .set(&Secret {
+                tenant: "default".into(),
+                name: name.into(),
+                origins: vec![origin.clone()],
+                fields,
+            })
+            .await
+            .unwrap();
+    }
+    let (a, b) = (h.site.a.port(), h.site.b.port());
+    let policy = Policy::from_config(&PolicyConfig {
+        allow_private: vec![
+            format!("127.0.0.1:{a}"),
+            format!("127.0.0.1:{b}"),
+            format!("[::1]:{b}"),
+        ],
+        ..PolicyConfig::default()
+    })
+    .unwrap();
+    Gateway::new(
+        h.browsers.clone(),
+        GatewayConfig {
+            policy,
+            credentials: CredentialSource {
+                vault: Some(Arc::new(vault)),
+                tenant: "default".into(),
+                role: Role::Operate,
+            },
+            ..GatewayConfig::default()
+        },
+    )
+}
+
+fn percent(value: &str) -> String {
+    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+/// The forms of `value` that the echo page's JavaScript makes (`form NAME: FORM`
+/// lines), read without a redactor, and where the raw value starts in the page text
+/// when the page is padded with `pad` characters.
+async fn page_forms(h: &Harness, value: &str, pad: usize) -> (Vec<(String, String)>, usize) {
+    let session = h
+        .browsers
+        .open_session(SessionOptions::default())
+        .await
+        .unwrap();
+    let url = format!(
+        "{}?forms=1&pad={pad}&v={}",
+        h.site.url("app/echo.html"),
+        percent(value)
+    );
+    session.navigate(&url, WaitUntil::Load).await.unwrap();
+    let text = session.read_text(0, 1 << 22).await.unwrap().text;
+    session.close().await;
+    let forms = text
+        .lines()
+        .filter_map(|l| l.trim().trim_start_matches("- ").strip_prefix("form "))
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect::<Vec<_>>();
+    assert!(
+        forms.len() >= 16,
+        "the echo page made {} forms",
+        forms.len()
+    );
+    let start = text.find(&format!("raw: {value}")).unwrap() + "raw: ".len();
+    (forms, start)
+}
+
+/// Pieces an output must never hold: every 6 characters of the value, and every 8
+/// characters of each encoded form that only the value determines (a base64 form's
+/// first characters encode the `user:` before it, its last the padding).
+fn pieces(forms: &[(String, String)], value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let windows = |text: &str, n: usize, out: &mut Vec<String>| {
+        let chars: Vec<char> = text.chars().collect();
+        out.extend(chars.windows(n).map(|w| w.iter().collect::<String>()));
+    };
+    windows(value, 6, &mut out);
+    for (name, form) in forms {
+        let form = if name.starts_with("b64") {
+            let skip = if name == "b64utf16be" { 0 } else { 14 };
+            let chars: Vec<char> = form.chars().collect();
+            chars[skip.min(chars.len())..chars.len().saturating_sub(3)]
+                .iter()
+                .collect::<String>()
+        } else {
+            form.clone()
+        };
+        windows(&form, 8, &mut out);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn assert_clean(label: &str, text: &str, pieces: &[String]) {
+    for piece in pieces {
+        assert!(
+            !text.contains(piece.as_str()),
+            "{label}: `{piece}` leaked in:\n{text}"
+        );
+    }
+}
+
+fn role(role: &str, name: &str) -> Target {
+    Target::Role {
+        role: role.into(),
+        name: Some(name.into()),
+        index: None,
+    }
+}
+
+fn typing(target: Target, text: &str) -> ToolCall {
+    ToolCall::Type {
+        target,
+        text: text.into(),
+        clear_first: true,
+        submit: false,
+    }
+}
+
+fn find(query: &str) -> ToolCall {
+    ToolCall::Snapshot(SnapshotOptions {
+        find: Some(query.into()),
+        ..SnapshotOptions::default()
+    })
+}
+
+fn wait(condition: WaitCondition) -> ToolCall {
+    ToolCall::WaitFor {
+        condition,
+        timeout: Some(Duration::from_millis(300)),
+    }
+}
+
+fn read_at(offset: usize) -> ToolCall {
+    ToolCall::Read {
+        format: ReadFormat::Text,
+        offset,
+    }
+}
+
+/// The body of a read result: what is inside the page-content fence.
+fn fenced(out: &ToolOutput) -> &str {
+    let start = out.text.find("\">\n").map_or(0, |i| i + 3);
+    let end = out.text.rfind("\n</page-content").unwrap_or(out.text.len());
+    &out.text[start..end.max(start)]
+}
+
+/// Guesses an agent might try for `value`: a prefix, the value, and wrong ones of the
+/// same shapes.
+fn guesses(value: &str) -> [(String, String); 2] {
+    let prefix: String = value.chars().take(4).collect();
+    let wrong_prefix: String = prefix.chars().rev().collect();
+    let wrong: String = value.chars().rev().collect();
+    [(prefix, wrong_prefix), (value.to_owned(), wrong)]
+}
+
+/// Which attack a test plays on the echo page once a secret is typed into it.
+#[derive(Clone, Copy, PartialEq)]
+enum Attack {
+    /// Every output, with the page showing the value in every form it can make.
+    Encodings,
+    /// Reading in slices: pages of text, agent-chosen offsets, snapshot windows, and
+    /// the length caps on text and titles.
+    Cuts,
+    /// What Chromium itself composes: dialog texts, and the title of the page it
+    /// shows for a refused navigation (its URL, partly unescaped).
+    ChromiumWords,
+}
+
+/// Opens a session holding both secrets, types each into the echo page and plays
+/// `attack`; every output, and every log line, must hold no piece of either value.
+async fn play(attack: Attack) {
+    let logs = capture_logs();
+    with_browser(move |h| async move {
+        let gateway = gateway(&h).await;
+        // Nothing listens for Airlock here: the policy refuses it, so the page's
+        // attempt to send the value there never connects.
+        let denied = FixtureServer::start(std::env::temp_dir()).await;
+        let agent = gateway.agent_session();
+        let out = agent
+            .call(ToolCall::SessionOpen(OpenOptions {
+                credentials: vec!["latin".into(), "wide".into()],
+                ..OpenOptions::default()
+            }))
+            .await;
+        assert!(
+            out.text.contains("logged in with latin, wide"),
+            "{}",
+            out.text
+        );
+        for (name, value) in [("latin", LATIN), ("wide", WIDE)] {
+            // Padding that puts the value across the first 40,000-byte page of text.
+            let (_, start) = page_forms(&h, value, 39_000).await;
+            let pad = 39_000 + 40_000 - start - 3;
+            let (forms, start) = page_forms(&h, value, pad).await;
+            assert!((40_000 - 6..40_000).contains(&start), "{start}");
+            let pieces = pieces(&forms, value);
+            let call = |c: ToolCall| {
+                let agent = &agent;
+                let pieces = &pieces;
+                async move {
+                    let label = format!("{name}: {c:?}");
+                    let out = agent.call(c).await;
+                    assert_clean(&label, &out.text, pieces);
+                    out
+                }
+            };
+            // Each attack has the page show what it is about, so it fails on its
+            // own when its promise breaks.
+            let forms = match attack {
+                Attack::Encodings => "forms=1&",
+                Attack::Cuts => "cuts=1&",
+                Attack::ChromiumWords => "",
+            };
+            let url = format!(
+                "{}?{forms}pad={pad}&deny={}",
+                h.site.url("app/echo.html"),
+                denied.port()
+            );
+            call(navigate(url)).await;
+            let out = call(typing(
+                role("textbox", "Anything"),
+                &format!("{{{{secret:{name}.password}}}}"),
+            ))
+            .await;
+            assert_eq!(out.error, None, "{}", out.text);
+            assert!(
+                out.text.contains(&format!("[REDACTED:{name}]")),
+                "{}",
+                out.text
+            );
+            match attack {
+                Attack::Encodings => {
+                    let snap = call(ToolCall::Snapshot(SnapshotOptions::default())).await;
+                    assert!(snap.text.contains("form b64utf16le:"), "{}", snap.text);
+                    assert!(snap.text.contains("value=\"••••\""), "{}", snap.text);
+                    call(ToolCall::Snapshot(SnapshotOptions {
+                        interactive_only: true,
+                        ..SnapshotOptions::default()
+                    }))
+                    .await;
+                    for format in [ReadFormat::Text, ReadFormat::Markdown] {
+                        let out = call(ToolCall::Read {
+                            format,
+                            offset: 40_000,
+                        })
+                        .await;
+                        assert!(out.text.contains("form hex:"), "{}", out.text);
+                    }
+                    call(ToolCall::Tabs(TabAction::List)).await;
+                    call(ToolCall::Reload).await;
+                }
+                Attack::Cuts => {
+                    // The 200-character cut falls inside the encoded value on the
+                    // `xxx…` line, the 120-character title cut inside the value.
+                    let snap = call(ToolCall::Snapshot(SnapshotOptions::default())).await;
+                    assert!(snap.text.contains("paragraph: xxxxxxxxxx"), "{}", snap.text);
+                    let tabs = call(ToolCall::Tabs(TabAction::List)).await;
+                    assert!(tabs.text.contains("xxxxxxxxxx"), "{}", tabs.text);
+                    for offset in 0..12 {
+                        call(ToolCall::Snapshot(SnapshotOptions {
+                            offset,
+                            max_nodes: 3,
+                            ..SnapshotOptions::default()
+                        }))
+                        .await;
+                    }
+                    // Page text: the first page ends near the value, the next starts
+                    // there, and an agent may start anywhere.
+                    let first = call(read_at(0)).await;
+                    let body = fenced(&first);
+                    let next: usize = first
+                        .text
+                        .split("offset=")
+                        .nth(1)
+                        .and_then(|rest| rest.split(' ').next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| panic!("one page only: {}", first.text));
+                    let second = call(read_at(next)).await;
+                    let chars: Vec<char> = value.chars().collect();
+                    let page_end = body.split("\n[text truncated").next().unwrap_or(body);
+                    for n in 2..chars.len() {
+                        let prefix: String = chars[..n].iter().collect();
+                        let suffix: String = chars[chars.len() - n..].iter().collect();
+                        assert!(!page_end.ends_with(&prefix), "page 1 ends with `{prefix}`");
+                        assert!(
+                            !fenced(&second).starts_with(&suffix),
+                            "page 2 starts with `{suffix}`"
+                        );
+                    }
+                    for offset in next.saturating_sub(30)..next + 30 {
+                        call(read_at(offset)).await;
+                    }
+                }
+                Attack::ChromiumWords => {
+                    let alert = call(ToolCall::Click {
+                        target: role("button", "Alert"),
+                        options: Default::default(),
+                    })
+                    .await;
+                    assert!(
+                        alert.text.contains("alert dialog dismissed"),
+                        "{}",
+                        alert.text
+                    );
+                    call(ToolCall::Click {
+                        target: role("button", "Send"),
+                        options: Default::default(),
+                    })
+                    .await;
+                    let tabs = call(ToolCall::Tabs(TabAction::List)).await;
+                    assert!(tabs.text.contains("/collect?pw="), "{}", tabs.text);
+                    call(wait(WaitCondition::Text("nothing like this".into()))).await;
+                    call(ToolCall::Snapshot(SnapshotOptions::default())).await;
+                    call(ToolCall::Back).await;
+                }
+            }
+        }
+        assert_eq!(denied.connections(), 0, "the refused address was reached");
+        gateway.shutdown().await;
+    })
+    .await;
+    let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    for value in [LATIN, WIDE] {
+        let chars: Vec<char> = value.chars().collect();
+        for w in chars.windows(6) {
+            let w: String = w.iter().collect();
+            assert!(!logs.contains(&w), "logs hold `{w}`");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_encoding_a_page_makes_of_a_typed_secret_reaches_the_agent() {
+    play(Attack::Encodings).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_cut_airlock_makes_leaves_a_piece_of_a_secret() {
+    play(Attack::Cuts).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_s_own_words_about_a_page_are_redacted_too() {
+    play(Attack::ChromiumWords).await;
+}
+
+/// Calls `make(right)` and `make(wrong)` for each pair of guesses and asserts the
+/// answers are the same.
+async fn same_answer(
+    agent: &AgentSession,
+    what: &str,
+    make: impl Fn(&str) -> ToolCall,
+    compare: impl Fn(&ToolOutput) -> String,
+) {
+    for value in [LATIN, WIDE] {
+        for (right, wrong) in guesses(value) {
+            let a = agent.call(make(&right)).await;
+            let b = agent.call(make(&wrong)).await;
+            assert_eq!(
+                (a.error, compare(&a)),
+                (b.error, compare(&b)),
+                "{what} answers a right guess differently from a wrong one"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn yes_no_tools_answer_the_same_for_right_and_wrong_guesses() {
+    // Every wrong guess waits out the action budget: keep it short.
+    let config = BrowserConfig {
+        action_timeout: Duration::from_millis(800),
+        ..BrowserConfig::default()
+    };
+    with_browser_config(config, |h| async move {
+        let gateway = gateway(&h).await;
+        let agent = gateway.agent_session();
+        agent
+            .call(ToolCall::SessionOpen(OpenOptions {
+                credentials: vec!["latin".into(), "wide".into()],
+                ..OpenOptions::default()
+            }))
+            .await;
+        agent.call(navigate(h.site.url("app/echo.html"))).await;
+        // The page shows both values back: as text, in a button's name, in an
+        // attribute, in a link.
+        let out = agent
+            .call(typing(
+                role("textbox", "Anything"),
+                "{{secret:latin.password}} {{secret:wide.password}}",
+            ))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let whole = |out: &ToolOutput| out.text.clone();
+        let first_line = |out: &ToolOutput| out.text.lines().next().unwrap_or("").to_owned();
+        same_answer(&agent, "find", find, whole).await;
+        same_answer(
+            &agent,
+            "wait_for text",
+            |g| wait(WaitCondition::Text(g.into())),
+            whole,
+        )
+        .await;
+        same_answer(
+            &agent,
+            "wait_for text_gone",
+            |g| wait(WaitCondition::TextGone(g.into())),
+            first_line,
+        )
+        .await;
+        same_answer(
+            &agent,
+            "click by name",
+            |g| ToolCall::Click {
+                target: role("button", &format!("Log in as {g}")),
+                options: Default::default(),
+            },
+            whole,
+        )
+        .await;
+        same_answer(
+            &agent,
+            "wait_for a named target",
+            |g| wait(WaitCondition::Target(role("button", g))),
+            whole,
+        )
+        .await;
+        // A selector matching part of an attribute is refused outright.
+        for selector in ["[data-v^='P']", "div[data-v*=\"ö\"]", "[data-v$='7' i]"] {
+            let out = agent
+                .call(ToolCall::Click {
+                    target: Target::Selector(selector.into()),
+                    options: Default::default(),
+                })
+                .await;
+            assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
+        }
+        // The tools still find what they are shown.
+        let out = agent.call(find("Log in as")).await;
+        assert!(out.text.contains("[REDACTED:latin]"), "{}", out.text);
+        let out = agent.call(find("[REDACTED:wide]")).await;
+        assert!(out.text.contains("button \"Log in as"), "{}", out.text);
+        let out = agent
+            .call(wait(WaitCondition::Text("raw: [REDACTED:latin]".into())))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent
+            .call(ToolCall::Click {
+                target: role("button", "Log in as [REDACTED:latin] [REDACTED:wide]"),
+                options: Default::default(),
+            })
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+
+        // Literal guesses typed into the page are shown back as typed: a prefix of
+        // the secret (cut with `…` as Airlock cuts) is not hidden, so whether it was
+        // hidden says nothing.
+        for value in [LATIN, WIDE] {
+            for (right, wrong) in guesses(value) {
+                if right == value {
+                    continue;
+                }
+                let mut shown = Vec::new();
+                for guess in [&right, &wrong] {
+                    agent
+                        .call(typing(role("textbox", "Anything"), &format!("{guess}…")))
+                        .await;
+                    let out = agent.call(find(&format!("raw: {guess}…"))).await;
+                    shown.push(out.text.contains(&format!("raw: {guess}…")));
+                }
+                assert_eq!(shown, [true, true], "guesses of {right:?}");
+            }
+        }
+        gateway.shutdown().await;
+    })
+    .await;
+}
