@@ -710,7 +710,8 @@
       if (role === 'Iframe') node_.fr = 1;
       // A label that names a rendered control: its words are that control's name.
       if (role === 'LabelText' && el.control) node_.lc = 1;
-      if (role !== 'Iframe' && el.localName !== 'select' && !(el.localName === 'input') && el.localName !== 'textarea') {
+      // A masked editable box's content is its value: never walked into.
+      if (role !== 'Iframe' && el.localName !== 'select' && !(el.localName === 'input') && el.localName !== 'textarea' && !masked(el)) {
         const kids = [];
         walk(el, kids, inLabel || role === 'LabelText', false);
         if (kids.length) node_.k = kids;

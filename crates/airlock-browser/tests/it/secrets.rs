@@ -113,3 +113,135 @@ async fn a_secret_goes_only_to_its_origin_and_stays_hidden_once_typed() {
     })
     .await;
 }
+
+/// Snapshots until a line holds `needle` (frames load after their page; a frame is
+/// known to the session once a snapshot has walked it).
+async fn snap_until(s: &airlock_browser::Session, needle: &str) -> String {
+    for _ in 0..100 {
+        let text = snap(s).await.text;
+        if text.contains(needle) {
+            return text;
+        }
+        s.wait_for(
+            &airlock_browser::WaitCondition::Time(std::time::Duration::from_millis(50)),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    panic!("no line with {needle:?} in:\n{}", snap(s).await.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_is_not_typed_into_a_frame_its_field_hands_the_focus_to() {
+    with_browser(|h| async move {
+        let (s, _proxy) = crate::open_proxied(&h).await;
+        let url = format!("{}?b={}", h.site.url("app/wrapper.html"), h.site.b.port());
+        s.navigate(&url, WaitUntil::Load).await.unwrap();
+        snap_until(&s, "textbox \"Captured\"").await;
+        let origin = format!("http://127.0.0.1:{}", h.site.a.port());
+        // The box is on the secret's origin and takes the focus first, then hands it
+        // to the other site's frame inside it.
+        let err = s
+            .type_pieces(
+                &crate::role("textbox", "Password"),
+                &secret_for(origin),
+                true,
+                false,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::SecretOriginMismatch, "{err}");
+        assert!(err.to_string().contains("frame inside the field"), "{err}");
+        let text = snap(&s).await.text;
+        assert!(!text.contains(VALUE), "{text}");
+        let captured = text
+            .lines()
+            .find(|l| l.contains("textbox \"Captured\""))
+            .unwrap();
+        assert!(
+            !captured.contains("value="),
+            "the frame received: {captured}"
+        );
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_is_not_typed_into_its_login_framed_by_another_site() {
+    with_browser(|h| async move {
+        let (s, _proxy) = crate::open_proxied(&h).await;
+        let (a, b) = (h.site.a.port(), h.site.b.port());
+        let origin = format!("http://127.0.0.1:{a}");
+        // The bound login inside another site's page: the keystrokes would be typed
+        // under that site's eyes (clickjacking-style capture).
+        let url = format!("{}?a={a}", h.site.other_site("app/frame-bound.html"));
+        s.navigate(&url, WaitUntil::Load).await.unwrap();
+        let text = snap_until(&s, "textbox \"Password\" [ref=f").await;
+        let field = crate::ref_of(&text, "textbox \"Password\"");
+        let err = s
+            .type_pieces(&field, &secret_for(origin.clone()), true, false)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::SecretOriginMismatch, "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("framed by http://localhost:{b}")),
+            "{err}"
+        );
+        let text = snap(&s).await.text;
+        let line = text
+            .lines()
+            .find(|l| l.contains("textbox \"Password\""))
+            .unwrap();
+        assert!(!line.contains("value="), "something was typed: {line}");
+
+        // Framed by its own origin, the login takes the secret.
+        let url = format!("{}?a={a}", h.site.url("app/frame-bound.html"));
+        s.navigate(&url, WaitUntil::Load).await.unwrap();
+        let text = snap_until(&s, "textbox \"Password\" [ref=f").await;
+        let field = crate::ref_of(&text, "textbox \"Password\"");
+        s.type_pieces(&field, &secret_for(origin), true, false)
+            .await
+            .unwrap();
+        let text = snap(&s).await.text;
+        let line = text
+            .lines()
+            .find(|l| l.contains("textbox \"Password\""))
+            .unwrap();
+        assert!(line.contains("value=••••"), "{line}");
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_made_to_look_like_password_fields_are_masked_like_them() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("lookalike.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let text = snap(&s).await.text;
+        for value in [
+            "lookalike-disc-1",
+            "lookalike-managed-2",
+            "lookalike-new-3",
+            "lookalike-area-4",
+            "lookalike-edit-5",
+        ] {
+            assert!(!text.contains(value), "{value} shown:\n{text}");
+        }
+        for name in ["Discs", "Managed", "Fresh", "Area", "Editable"] {
+            let line = text
+                .lines()
+                .find(|l| l.contains(&format!("\"{name}\"")))
+                .unwrap_or_else(|| panic!("no {name} in:\n{text}"));
+            assert!(line.contains("[password] value=••••"), "{line}");
+        }
+        assert!(text.contains("value=\"plain-value-6\""), "{text}");
+        s.close().await;
+    })
+    .await;
+}
