@@ -66,6 +66,8 @@ pub(crate) enum TargetNotice {
         session_id: String,
         target_id: String,
         opener_id: Option<String>,
+        /// `page`, or `service_worker` / `shared_worker`.
+        kind: String,
     },
     /// A page was closed or crashed away.
     Detached { session_id: String },
@@ -128,7 +130,8 @@ impl Chromium {
         });
         tokio::spawn(route_targets(Arc::downgrade(&chromium), events));
         // Every page in every context attaches paused, so a popup is set up (dialogs,
-        // downloads, viewport) before its first script runs.
+        // downloads, viewport) before its first script runs; so does every service and
+        // shared worker, so a session that inspects requests sees theirs too.
         conn.call(
             None,
             "Target.setAutoAttach",
@@ -136,7 +139,7 @@ impl Chromium {
                 "autoAttach": true,
                 "waitForDebuggerOnStart": true,
                 "flatten": true,
-                "filter": [{ "type": "page" }],
+                "filter": [{ "type": "page" }, { "type": "service_worker" }, { "type": "shared_worker" }],
             }),
             options.launch_timeout,
         )
@@ -215,6 +218,7 @@ async fn route_targets(chromium: Weak<Chromium>, mut events: mpsc::UnboundedRece
                     session_id: session_id.clone(),
                     target_id: info["targetId"].as_str().unwrap_or_default().to_owned(),
                     opener_id: info["openerId"].as_str().map(str::to_owned),
+                    kind: info["type"].as_str().unwrap_or("page").to_owned(),
                 };
                 let sender = lock(&chromium.contexts).get(&context).cloned();
                 let delivered = sender.is_some_and(|tx| tx.send(notice).is_ok());

@@ -13,6 +13,7 @@ mod error;
 mod keys;
 mod launch;
 mod oracle;
+mod outbound;
 mod session;
 mod tab;
 
@@ -22,6 +23,7 @@ pub use launch::{
     ChromiumBinary, ChromiumKind, PROFILE_PREFIX, chromium_flags, find_chromium, needs_no_sandbox,
 };
 pub use oracle::AxPair;
+pub use outbound::{OutgoingRequest, RequestGuard};
 pub use session::{
     ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Direction,
     ImageFormat, Injection, MAX_TABS, Modifier, MouseButton, PageText, Screenshot,

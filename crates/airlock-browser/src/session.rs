@@ -1,7 +1,7 @@
 //! A session: one isolated browser context (own cookies, storage, cache) with its tabs,
 //! and every action an agent can take in it. Actions run one at a time per session.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use crate::browser::{BrowserOptions, Chromium, TargetNotice};
 use crate::error::{Error, Result};
 use crate::keys;
+use crate::outbound::{RequestGuard, Requests, watch_worker};
 use crate::tab::{FrameEntry, Hooks, NavGuard, Tab};
 
 /// Deepest nesting of frames a snapshot descends into.
@@ -53,6 +54,10 @@ pub struct SessionOptions {
     /// Hides the session's secrets in every string a page or Chromium hands over,
     /// before anything reads, matches or cuts it. `None` hides nothing.
     pub redactor: Option<Arc<dyn Redact>>,
+    /// Sees every request a page, frame or worker of the session makes before it
+    /// leaves Chromium, and may refuse it. `None` pauses only requests that get
+    /// injected headers.
+    pub request_guard: Option<Arc<dyn RequestGuard>>,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -63,6 +68,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("policy", &self.policy.is_some())
             .field("injection", &self.injection)
             .field("redactor", &self.redactor.as_ref().map(|r| r.is_active()))
+            .field("request_guard", &self.request_guard.is_some())
             .finish()
     }
 }
@@ -470,6 +476,8 @@ pub struct Session {
     secret_typed: AtomicBool,
     /// Applied to everything taken from a page or Chromium before it is used.
     redactor: Arc<dyn Redact>,
+    /// Requests the request guard refused, not yet reported.
+    refused: Arc<AtomicU64>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -569,6 +577,11 @@ impl Session {
             .clone()
             .unwrap_or_else(|| Arc::new(NoRedaction));
         let guard = NavGuard::new(session_options.policy, redactor.clone());
+        let requests = Requests {
+            guard: session_options.request_guard.clone(),
+            injection: session_options.injection.clone(),
+            refused: Arc::new(AtomicU64::new(0)),
+        };
         let attach_task = tokio::spawn(attach_tabs(
             chromium.clone(),
             registry.clone(),
@@ -578,6 +591,7 @@ impl Session {
             Hooks {
                 guard: guard.clone(),
                 injection: session_options.injection.clone(),
+                requests: requests.clone(),
                 redactor: redactor.clone(),
             },
         ));
@@ -597,6 +611,7 @@ impl Session {
             closed: AtomicBool::new(false),
             secret_typed: AtomicBool::new(false),
             redactor,
+            refused: requests.refused.clone(),
         };
         let setup = async {
             session
@@ -648,6 +663,12 @@ impl Session {
     /// agent's policy before anything but `about:blank` was loaded.
     pub fn set_policy(&self, policy: Arc<Policy>) {
         self.guard.set_policy(policy);
+    }
+
+    /// Requests the session's request guard refused since the last call (each is also
+    /// described once in the next action's outcome).
+    pub fn take_refused_requests(&self) -> u64 {
+        self.refused.swap(0, Ordering::AcqRel)
     }
 
     /// Whether the session can still act: not closed, its Chromium running, its first
@@ -2483,7 +2504,29 @@ async fn attach_tabs(
                 session_id,
                 target_id,
                 opener_id,
+                kind,
             } => {
+                if kind != "page" {
+                    // A service or shared worker of this context: its requests are
+                    // paused like the pages' when they are inspected.
+                    let conn = chromium.conn.clone();
+                    let (requests, notices) = (hooks.requests.clone(), hooks.guard.clone());
+                    if requests.inspects_all() {
+                        tokio::spawn(watch_worker(conn, session_id, requests, notices));
+                    } else {
+                        tokio::spawn(async move {
+                            let _ = conn
+                                .call(
+                                    Some(&session_id),
+                                    "Runtime.runIfWaitingForDebugger",
+                                    json!({}),
+                                    Duration::from_secs(5),
+                                )
+                                .await;
+                        });
+                    }
+                    continue;
+                }
                 // A page may not open tabs without end: past the cap, popups are closed.
                 let full = lock(&registry).tabs.len() >= MAX_TABS;
                 if full && opener_id.is_some() {

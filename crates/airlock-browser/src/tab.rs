@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::cdp::{CdpError, Connection, Event};
 use crate::error::{Error, Result};
+use crate::outbound::{Requests, watch_worker};
 use crate::session::Injection;
 
 /// The walker, installed once per isolated world.
@@ -55,6 +56,8 @@ pub(crate) struct NavGuard {
 pub(crate) struct Hooks {
     pub(crate) guard: NavGuard,
     pub(crate) injection: Option<Arc<Injection>>,
+    /// How the tab's requests (and its frames' and workers') are paused and judged.
+    pub(crate) requests: Requests,
     /// The session's redactor: dialog texts and notices pass it before they are cut.
     pub(crate) redactor: Arc<dyn Redact>,
 }
@@ -84,6 +87,16 @@ impl NavGuard {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(notice);
+    }
+
+    /// Like `notify`, unless the same notice is already waiting (a page repeating a
+    /// refused request is told once).
+    pub(crate) fn notify_once(&self, notice: String) {
+        let notice = self.redactor.redact(&notice).into_owned();
+        let mut notices = self.notices.lock().unwrap_or_else(|p| p.into_inner());
+        if !notices.contains(&notice) {
+            notices.push(notice);
+        }
     }
 }
 
@@ -131,7 +144,7 @@ pub(crate) struct TabState {
     changed: watch::Sender<u64>,
     target_id: String,
     guard: NavGuard,
-    injection: Option<Arc<Injection>>,
+    requests: Requests,
     redactor: Arc<dyn Redact>,
 }
 
@@ -226,6 +239,7 @@ impl Tab {
         let Hooks {
             guard,
             injection,
+            requests,
             redactor,
         } = hooks;
         let events = conn.subscribe(Some(&session));
@@ -238,7 +252,7 @@ impl Tab {
             changed,
             target_id: target_id.clone(),
             guard,
-            injection: injection.clone(),
+            requests,
             redactor,
         });
         let pump = tokio::spawn(pump(conn.clone(), session.clone(), state.clone(), events));
@@ -272,13 +286,20 @@ impl Tab {
             timeout,
         )
         .await?;
-        // Out-of-process (cross-site) iframes become child sessions of this tab.
+        // Out-of-process (cross-site) iframes become child sessions of this tab, and
+        // so do workers. When requests are inspected they wait until their requests
+        // are paused too.
+        let inspects = tab.state.requests.inspects_all();
         tab.call(
             "Target.setAutoAttach",
-            json!({ "autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true }),
+            json!({ "autoAttach": true, "waitForDebuggerOnStart": inspects, "flatten": true }),
             timeout,
         )
         .await?;
+        if let Some(patterns) = tab.state.requests.patterns() {
+            tab.call("Fetch.enable", json!({ "patterns": patterns }), timeout)
+                .await?;
+        }
         let tree: FrameTree = tab
             .conn
             .call_as(Some(&tab.session), "Page.getFrameTree", json!({}), timeout)
@@ -318,8 +339,8 @@ impl Tab {
     }
 
     // Before the page runs: localStorage seeding as each document of a bound origin
-    // starts (in an isolated world, so page scripts cannot intercept it), and request
-    // interception for exactly the origins that get headers.
+    // starts (in an isolated world, so page scripts cannot intercept it). Headers are
+    // added where requests are paused (`Requests`).
     async fn inject(&self, injection: &Injection, timeout: Duration) -> Result<()> {
         let mut by_origin: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
         for (origin, key, value) in &injection.storage {
@@ -341,21 +362,6 @@ impl Tab {
                 timeout,
             )
             .await?;
-        }
-        if !injection.headers.is_empty() {
-            let mut origins: Vec<&str> = injection
-                .headers
-                .iter()
-                .map(|(o, _, _)| o.as_str())
-                .collect();
-            origins.sort_unstable();
-            origins.dedup();
-            let patterns: Vec<Value> = origins
-                .iter()
-                .map(|o| json!({ "urlPattern": format!("{o}/*"), "requestStage": "Request" }))
-                .collect();
-            self.call("Fetch.enable", json!({ "patterns": patterns }), timeout)
-                .await?;
         }
         Ok(())
     }
@@ -809,48 +815,7 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             state.with(|s| s.worlds.retain(|(_, f), _| f != &id));
         }
         "Fetch.requestPaused" => {
-            let id = str_of(&p["requestId"]);
-            let url = str_of(&p["request"]["url"]);
-            let mut params = json!({ "requestId": id });
-            if let Some(injection) = &state.injection {
-                // The pattern matched by prefix; add headers only on an exact origin
-                // match, so no other site ever receives them.
-                let origin = url::Url::parse(&url)
-                    .map(|u| u.origin().ascii_serialization())
-                    .unwrap_or_default();
-                let extra: Vec<_> = injection
-                    .headers
-                    .iter()
-                    .filter(|(o, _, _)| *o == origin)
-                    .collect();
-                if !extra.is_empty() {
-                    let mut headers: Vec<Value> = Vec::new();
-                    if let Some(existing) = p["request"]["headers"].as_object() {
-                        for (name, value) in existing {
-                            if !extra.iter().any(|(_, n, _)| n.eq_ignore_ascii_case(name)) {
-                                headers.push(json!({ "name": name, "value": value }));
-                            }
-                        }
-                    }
-                    for (_, name, value) in extra {
-                        headers.push(json!({ "name": name, "value": value.as_str() }));
-                    }
-                    params["headers"] = Value::Array(headers);
-                }
-            }
-            // Off the pump: the reply may wait on events this pump must read.
-            let conn = conn.clone();
-            let session = session.to_owned();
-            tokio::spawn(async move {
-                let _ = conn
-                    .call(
-                        Some(&session),
-                        "Fetch.continueRequest",
-                        params,
-                        Duration::from_secs(5),
-                    )
-                    .await;
-            });
+            state.requests.on_paused(conn, session, &state.guard, p);
         }
         "Page.javascriptDialogOpening" => {
             let kind = str_of(&p["type"]);
@@ -887,12 +852,16 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             // An out-of-process iframe: its frame id equals its target id.
             let child = str_of(&p["sessionId"]);
             let info = &p["targetInfo"];
+            let conn = conn.clone();
             if info["type"].as_str() == Some("iframe") {
                 let frame_id = str_of(&info["targetId"]);
                 state.with(|s| s.frame_sessions.insert(frame_id, child.clone()));
-                let conn = conn.clone();
                 let state = state.clone();
                 tokio::spawn(async move { watch_child(conn, child, state).await });
+            } else if state.requests.inspects_all() {
+                // A worker, waiting for its requests to be paused.
+                let (requests, notices) = (state.requests.clone(), state.guard.clone());
+                tokio::spawn(watch_worker(conn, child, requests, notices));
             }
         }
         "Target.detachedFromTarget" => {
@@ -907,18 +876,30 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
     }
 }
 
-// Lets an out-of-process frame run and watches it for nested out-of-process frames.
+// Lets an out-of-process frame run (its requests paused first, when they are
+// inspected) and watches it for nested out-of-process frames and workers.
 async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
     let mut events = conn.subscribe(Some(&child));
     let timeout = Duration::from_secs(5);
+    let inspects = state.requests.inspects_all();
     let _ = conn
         .call(
             Some(&child),
             "Target.setAutoAttach",
-            json!({ "autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true }),
+            json!({ "autoAttach": true, "waitForDebuggerOnStart": inspects, "flatten": true }),
             timeout,
         )
         .await;
+    if let Some(patterns) = state.requests.patterns() {
+        let _ = conn
+            .call(
+                Some(&child),
+                "Fetch.enable",
+                json!({ "patterns": patterns }),
+                timeout,
+            )
+            .await;
+    }
     let _ = conn
         .call(
             Some(&child),
@@ -931,6 +912,11 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
         match event.method.as_str() {
             "Target.attachedToTarget" | "Target.detachedFromTarget" => {
                 handle_event(&conn, &child, &state, event).await;
+            }
+            "Fetch.requestPaused" => {
+                state
+                    .requests
+                    .on_paused(&conn, &child, &state.guard, &event.params);
             }
             "Page.frameNavigated" | "Page.frameDetached" => {
                 let id = event.params["frame"]["id"]

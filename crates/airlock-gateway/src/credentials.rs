@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use airlock_browser::{Injection, TextPiece, TypedText};
+use airlock_browser::{Injection, OutgoingRequest, RequestGuard, TextPiece, TypedText};
 use airlock_core::{ErrorCode, Redact, Role};
 use airlock_vault::placeholder::{self, Segment};
 use airlock_vault::{Redactor, Secret, Vault, grant};
@@ -194,6 +194,23 @@ impl Loaded {
         self.redactor.redact(text).into_owned()
     }
 
+    /// The outbound protection of a session holding secrets: what its pages send is
+    /// refused when it carries a form of a secret to an origin that secret is not
+    /// bound to.
+    pub(crate) fn request_guard(&self) -> Option<Arc<dyn RequestGuard>> {
+        if self.redactor.is_empty() {
+            return None;
+        }
+        Some(Arc::new(SecretGuard {
+            redactor: self.redactor.clone(),
+            bound: self
+                .secrets
+                .iter()
+                .map(|s| (s.name.clone(), s.origins.clone()))
+                .collect(),
+        }))
+    }
+
     /// The redactor the browser session applies to everything it takes from a page,
     /// when there is anything to redact.
     pub(crate) fn redactor(&self) -> Option<Arc<dyn Redact>> {
@@ -248,5 +265,58 @@ impl Loaded {
             }
         }
         Ok(TypedText(pieces))
+    }
+}
+
+/// Outbound protection: the redactor's matcher run over a request's URL, headers and
+/// body, for the secrets not bound to the request's origin.
+struct SecretGuard {
+    redactor: Arc<Redactor>,
+    /// Each loaded secret's name and bound origins.
+    bound: Vec<(String, Vec<String>)>,
+}
+
+impl RequestGuard for SecretGuard {
+    fn refuse(&self, request: &OutgoingRequest<'_>) -> Option<String> {
+        let origin = url::Url::parse(request.url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_else(|_| "an opaque origin".to_owned());
+        let foreign: Vec<&(String, Vec<String>)> = self
+            .bound
+            .iter()
+            .filter(|(_, origins)| !origins.contains(&origin))
+            .collect();
+        if foreign.is_empty() {
+            return None;
+        }
+        if request.body_unseen {
+            return Some(
+                "its body could not be inspected, and this session holds secrets not bound to that origin"
+                    .to_owned(),
+            );
+        }
+        let mut texts: Vec<std::borrow::Cow<'_, str>> = vec![request.url.into()];
+        texts.extend(
+            request
+                .headers
+                .iter()
+                .map(|(name, value)| format!("{name}: {value}").into()),
+        );
+        if let Some(body) = &request.body {
+            texts.push(String::from_utf8_lossy(body));
+        }
+        for text in &texts {
+            let Some(found) = self.redactor.secrets_in(text) else {
+                return Some("the redactor could not inspect it".to_owned());
+            };
+            if let Some((name, origins)) = foreign.iter().find(|(n, _)| found.contains(&n.as_str()))
+            {
+                return Some(format!(
+                    "it carried a form of `{name}`, which is bound only to {}",
+                    origins.join(", ")
+                ));
+            }
+        }
+        None
     }
 }

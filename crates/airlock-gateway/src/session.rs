@@ -9,7 +9,7 @@ use std::time::Duration;
 use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_core::ErrorCode;
 use airlock_egress::{EgressProxy, Resolver, SystemResolver, summarize};
-use airlock_policy::{Decision, Policy};
+use airlock_policy::{Decision, DenyReason, Policy};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -176,6 +176,7 @@ impl Gateway {
                 policy: Some(policy.clone()),
                 injection,
                 redactor: loaded.redactor(),
+                request_guard: loaded.request_guard(),
             })
             .await
             .map_err(|e| ToolOutput::from_error(&e))?;
@@ -409,8 +410,14 @@ impl AgentSession {
             call => match self.browser_session().await {
                 Ok(held) => {
                     let mut out = tools::run(&held, &self.inner.fence, &held.loaded, call).await;
-                    // What the page tried and the proxy refused meanwhile.
-                    if let Some(summary) = summarize(&held.proxy.take_unreported()) {
+                    // What the page tried and the proxy, or the session's outbound
+                    // protection, refused meanwhile.
+                    let mut blocked = held.proxy.take_unreported();
+                    let carried = held.session.take_refused_requests();
+                    if carried > 0 {
+                        *blocked.entry(DenyReason::CarriedSecret).or_default() += carried;
+                    }
+                    if let Some(summary) = summarize(&blocked) {
                         out.text.push('\n');
                         out.text.push_str(&summary);
                     }

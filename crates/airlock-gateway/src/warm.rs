@@ -271,6 +271,7 @@ async fn warm_up(
             injection: None,
             // Sessions with secrets never come from the pool.
             redactor: None,
+            request_guard: None,
         })
         .await?;
     Ok(Warm { session, proxy })

@@ -19,6 +19,9 @@ pub enum DenyReason {
     AirlockAddress,
     /// The name did not resolve.
     Unresolvable,
+    /// The request carried a form of a secret the session holds to an origin that
+    /// secret is not bound to (the browser session's outbound protection).
+    CarriedSecret,
 }
 
 impl DenyReason {
@@ -32,6 +35,7 @@ impl DenyReason {
             DenyReason::PrivateAddress => "private address",
             DenyReason::AirlockAddress => "airlock address",
             DenyReason::Unresolvable => "unresolvable",
+            DenyReason::CarriedSecret => "carried a secret",
         }
     }
 }

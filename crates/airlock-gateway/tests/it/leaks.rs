@@ -28,6 +28,12 @@ const LATIN: &str = "Pä$$wörd é&<q>\"k'/\\Zx-7";
 const WIDE: &str = "tok→en Ωmega\"/\\-42";
 
 async fn gateway(h: &Harness) -> Arc<Gateway> {
+    gateway_allowing(h, &[]).await
+}
+
+/// A gateway with both secrets bound to the fixture site, whose policy allows both
+/// fixture servers and `also` (loopback ports no secret is bound to).
+async fn gateway_allowing(h: &Harness, also: &[u16]) -> Arc<Gateway> {
     let vault = Vault::open(
         Store::open_in_memory().await.unwrap(),
         MasterKey::generate().unwrap(),
@@ -50,12 +56,14 @@ async fn gateway(h: &Harness) -> Arc<Gateway> {
             .unwrap();
     }
     let (a, b) = (h.site.a.port(), h.site.b.port());
+    let mut allow_private = vec![
+        format!("127.0.0.1:{a}"),
+        format!("127.0.0.1:{b}"),
+        format!("[::1]:{b}"),
+    ];
+    allow_private.extend(also.iter().map(|p| format!("127.0.0.1:{p}")));
     let policy = Policy::from_config(&PolicyConfig {
-        allow_private: vec![
-            format!("127.0.0.1:{a}"),
-            format!("127.0.0.1:{b}"),
-            format!("[::1]:{b}"),
-        ],
+        allow_private,
         ..PolicyConfig::default()
     })
     .unwrap();
@@ -517,6 +525,107 @@ async fn yes_no_tools_answer_the_same_for_right_and_wrong_guesses() {
                 assert_eq!(shown, [true, true], "guesses of {right:?}");
             }
         }
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+/// Clicks `button`, then waits for the page's `#out` line to start with `prefix`;
+/// returns every output's text.
+async fn press(agent: &AgentSession, button: &str, prefix: &str) -> String {
+    let mut seen = agent
+        .call(ToolCall::Click {
+            target: role("button", button),
+            options: Default::default(),
+        })
+        .await
+        .text;
+    let out = agent
+        .call(ToolCall::WaitFor {
+            condition: WaitCondition::Text(prefix.into()),
+            timeout: Some(Duration::from_secs(20)),
+        })
+        .await;
+    assert_eq!(out.error, None, "{}\n{seen}", out.text);
+    seen.push_str(&out.text);
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bound_page_cannot_send_a_secret_to_an_origin_it_is_not_bound_to() {
+    with_browser(|h| async move {
+        let collector = FixtureServer::start(std::env::temp_dir()).await;
+        let gateway = gateway_allowing(&h, &[collector.port()]).await;
+        let url = format!(
+            "{}?b={}&c={}",
+            h.site.url("app/exfil.html"),
+            h.site.b.port(),
+            collector.port()
+        );
+        let agent = gateway.agent_session();
+        agent
+            .call(ToolCall::SessionOpen(OpenOptions {
+                credentials: vec!["latin".into()],
+                ..OpenOptions::default()
+            }))
+            .await;
+        agent.call(navigate(url.clone())).await;
+        let out = agent
+            .call(typing(role("textbox", "Secret"), "{{secret:latin.password}}"))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        // The collector is reachable: a request without the secret gets there.
+        press(&agent, "Control", "control: sent").await;
+        assert_eq!(collector.connections(), 1);
+        // Every way the page tries to send the value out is refused, and said so.
+        let seen = press(&agent, "Send everywhere", "attempts done").await;
+        let snap = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        let line = snap
+            .text
+            .lines()
+            .find(|l| l.contains("attempts done"))
+            .unwrap()
+            .to_owned();
+        assert!(!line.contains("no service worker"), "{line}");
+        let mut seen = seen + &snap.text;
+        seen.push_str(&press(&agent, "Own", "own: sent").await);
+        let out = agent
+            .call(ToolCall::Click {
+                target: role("button", "Post form"),
+                options: Default::default(),
+            })
+            .await;
+        seen.push_str(&out.text);
+        assert!(seen.contains("carried a secret"), "{seen}");
+        assert!(
+            seen.contains(&format!(
+                "refused a request the page made to http://127.0.0.1:{}: it carried a form of `latin`",
+                collector.port()
+            )),
+            "{seen}"
+        );
+        // A last harmless request: everything sent before it would have arrived.
+        agent.call(navigate(url.clone())).await;
+        press(&agent, "Control", "control: sent").await;
+        assert_eq!(
+            collector.connections(),
+            2,
+            "the secret reached the collector: {line}"
+        );
+
+        // The allowed twin: the same value typed literally in a session holding no
+        // secret goes everywhere the page sends it.
+        let twin = gateway.agent_session();
+        twin.call(navigate(url)).await;
+        twin.call(typing(role("textbox", "Secret"), LATIN)).await;
+        press(&twin, "Send everywhere", "attempts done").await;
+        assert!(
+            collector.connections() >= 2 + 7,
+            "only {} connections",
+            collector.connections()
+        );
         gateway.shutdown().await;
     })
     .await;
