@@ -56,6 +56,9 @@ pub struct Gateway {
     agents: Mutex<Vec<Weak<AgentInner>>>,
     // Agent sessions of stateless callers (one per caller identity).
     callers: Mutex<std::collections::HashMap<String, Arc<AgentSession>>>,
+    // Agent sessions named by a handle (a stateless client's session URL), with the
+    // caller that named it: only that caller's requests reach it.
+    named: Mutex<std::collections::HashMap<String, (String, Arc<AgentSession>)>>,
     next_agent: AtomicU64,
     reaper: Mutex<Option<JoinHandle<()>>>,
     warm: Arc<WarmPool>,
@@ -81,6 +84,7 @@ impl Gateway {
             resolver,
             agents: Mutex::new(Vec::new()),
             callers: Mutex::new(std::collections::HashMap::new()),
+            named: Mutex::new(std::collections::HashMap::new()),
             next_agent: AtomicU64::new(1),
             reaper: Mutex::new(None),
             warm: WarmPool::new(config.warm_sessions),
@@ -231,6 +235,34 @@ impl Gateway {
             .clone()
     }
 
+    /// Names `agent` with a new unguessable handle, so that later requests of the same
+    /// `caller` (a digest of its credentials) can reach it by that handle alone: how a
+    /// stateless client keeps one browser across calls. Another caller's request with
+    /// the handle is answered as if it did not exist.
+    pub fn name_agent(&self, caller: &str, agent: Arc<AgentSession>) -> Result<String, ToolOutput> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| {
+            ToolOutput::error(
+                ErrorCode::Internal,
+                format!("no randomness for a session handle: {e}"),
+            )
+        })?;
+        let handle: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        lock(&self.named).insert(handle.clone(), (caller.to_owned(), agent));
+        Ok(handle)
+    }
+
+    /// The agent session `caller` named `handle`, if there is one.
+    pub fn named_agent(&self, caller: &str, handle: &str) -> Result<Arc<AgentSession>, ToolOutput> {
+        match lock(&self.named).get(handle) {
+            Some((owner, agent)) if owner == caller => Ok(agent.clone()),
+            _ => Err(ToolOutput::error(
+                ErrorCode::SessionExpired,
+                "this session URL names no open browser session (it was closed for idleness, or never existed); call browser_session_open at the plain MCP URL for a new one",
+            )),
+        }
+    }
+
     /// Number of agent sessions holding an open browser session.
     pub async fn open_browser_sessions(&self) -> usize {
         let agents: Vec<_> = lock(&self.agents)
@@ -247,6 +279,17 @@ impl Gateway {
     }
 
     async fn reap_idle(&self) {
+        // Named sessions whose browser is gone and whose handle went unused for a TTL
+        // are forgotten (a handle names a browser, not a slot for ever).
+        let ttl = self.config.idle_ttl;
+        lock(&self.named).retain(|_, (_, agent)| {
+            let inner = &agent.inner;
+            let open = inner
+                .slot
+                .try_lock()
+                .map_or(true, |slot| matches!(*slot, Slot::Open(_)));
+            open || inner.busy.load(Ordering::Acquire) > 0 || lock(&inner.last_used).elapsed() < ttl
+        });
         let agents: Vec<_> = lock(&self.agents)
             .iter()
             .filter_map(Weak::upgrade)
@@ -286,6 +329,7 @@ impl Gateway {
         }
         // Hold the stateless callers' sessions until they are closed below.
         let _callers: Vec<_> = lock(&self.callers).drain().map(|(_, a)| a).collect();
+        let _named: Vec<_> = lock(&self.named).drain().map(|(_, (_, a))| a).collect();
         let agents: Vec<_> = lock(&self.agents)
             .drain(..)
             .filter_map(|a| a.upgrade())

@@ -1,5 +1,6 @@
 //! Airlock's HTTP surface, on axum: MCP Streamable HTTP at `/mcp` (POST, GET for the
-//! SSE stream, DELETE to end the session), `/healthz` and `/readyz`. Later issues add
+//! SSE stream, DELETE to end the session) and at `/mcp/s/<handle>` (a stateless
+//! client's named browser session), `/healthz` and `/readyz`. Later issues add
 //! `/api/v1`, the console and `/metrics` here. Only this crate knows axum.
 //!
 //! `/mcp` checks, in order: no credentials in the query string (400), the bearer token
@@ -50,6 +51,9 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
     );
     let auth = Arc::new(config.api_key);
     Router::new()
+        // A stateless client's named browser session: the same MCP service, which
+        // reads the handle from the path.
+        .route_service("/mcp/s/{handle}", mcp.clone())
         .route_service("/mcp", mcp)
         .route_layer(middleware::from_fn(parse_json_body))
         .route_layer(middleware::from_fn_with_state(auth, authenticate))

@@ -78,27 +78,52 @@ impl AirlockMcp {
         }
     }
 
-    // Which agent session serves this request. A request with an `Mcp-Session-Id`
-    // belongs to a stateful (2025-11-25) MCP session, whose handler lives as long as
-    // the session, and so does stdio; a stateless HTTP request gets a fresh handler
-    // per request, so its browser state lives with the caller instead.
-    fn agent_for(&self, ext: &Extensions) -> Arc<AgentSession> {
+    // Which agent session serves this request. Clients never share a browser unless
+    // they name the same session:
+    // - stdio, and a stateful (2025-11-25) MCP session (`Mcp-Session-Id`): the
+    //   handler's own agent session, which lives as long as the connection or session;
+    // - a request to `/mcp/s/<handle>`: the session that handle names, for the caller
+    //   that named it (how a stateless 2026-07-28 client keeps a browser);
+    // - any other stateless request: the handler's own agent session, which rmcp makes
+    //   afresh per stateless request, used once and closed.
+    fn agent_for(&self, ext: &Extensions) -> Serving {
         let Some(parts) = ext.get::<http::request::Parts>() else {
-            return self.agent.clone();
+            return Serving::Held(self.agent.clone());
         };
-        if parts.headers.contains_key("mcp-session-id") {
-            return self.agent.clone();
+        if let Some(handle) = session_handle(parts.uri.path()) {
+            return match self.gateway.named_agent(&caller_key(parts), handle) {
+                Ok(agent) => Serving::Held(agent),
+                Err(refusal) => Serving::Refused(refusal),
+            };
         }
-        self.gateway.caller_agent(&caller_key(parts))
+        if parts.headers.contains_key("mcp-session-id") {
+            return Serving::Held(self.agent.clone());
+        }
+        Serving::OneOff(self.agent.clone(), parts.clone())
     }
 
-    // browser-shell names its sessions; the same caller and id reach the same session.
+    // browser-shell names its sessions by `session_id`, within what the request
+    // belongs to: its MCP session, its session URL, or (stateless) its caller.
     fn shell_agent(&self, ext: &Extensions, session_id: &str) -> Arc<AgentSession> {
-        let caller = ext
-            .get::<http::request::Parts>()
-            .map_or_else(|| "stdio".to_owned(), caller_key);
+        let scope = match ext.get::<http::request::Parts>() {
+            None => "stdio".to_owned(),
+            Some(parts) => {
+                let caller = caller_key(parts);
+                if let Some(handle) = session_handle(parts.uri.path()) {
+                    format!("{caller}/url/{handle}")
+                } else if let Some(id) = parts
+                    .headers
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+                {
+                    format!("{caller}/mcp/{id}")
+                } else {
+                    caller
+                }
+            }
+        };
         self.gateway
-            .caller_agent(&format!("{caller}/shell/{session_id}"))
+            .caller_agent(&format!("{scope}/shell/{session_id}"))
     }
 
     async fn run(
@@ -110,7 +135,11 @@ impl AirlockMcp {
         let output = match call {
             Ok(call) => {
                 let started = tokio::time::Instant::now();
-                let output = self.agent_for(ext).call(call).await;
+                let output = match self.agent_for(ext) {
+                    Serving::Held(agent) => agent.call(call).await,
+                    Serving::Refused(refusal) => refusal,
+                    Serving::OneOff(agent, parts) => self.one_off(agent, &parts, call).await,
+                };
                 tracing::info!(
                     tool.name = tool,
                     duration_ms = started.elapsed().as_millis() as u64,
@@ -123,6 +152,69 @@ impl AirlockMcp {
         };
         Ok(result(output))
     }
+}
+
+/// Which agent session serves a request.
+enum Serving {
+    /// A session that outlives the request.
+    Held(Arc<AgentSession>),
+    /// A stateless request that names no session: served once (or named, by
+    /// `browser_session_open`).
+    OneOff(Arc<AgentSession>, http::request::Parts),
+    /// The request named a session that is not there.
+    Refused(ToolOutput),
+}
+
+/// Said after every call served in a one-off session.
+const ONE_OFF: &str = "(this call ran in a one-off browser session, now closed: the request named no session. For a browser that lasts across calls, call browser_session_open and send later calls to the MCP URL it returns)";
+
+impl AirlockMcp {
+    // A stateless request naming no session. `browser_session_open` opens a session
+    // and names it: its result gives the URL later calls go to. Anything else runs in
+    // a browser session of its own, closed when the call ends, so no two clients ever
+    // see each other's pages.
+    async fn one_off(
+        &self,
+        agent: Arc<AgentSession>,
+        parts: &http::request::Parts,
+        call: ToolCall,
+    ) -> ToolOutput {
+        if matches!(call, ToolCall::SessionOpen(_)) {
+            let mut out = agent.call(call).await;
+            if out.error.is_some() {
+                return out;
+            }
+            return match self.gateway.name_agent(&caller_key(parts), agent.clone()) {
+                Ok(handle) => {
+                    let host = parts
+                        .headers
+                        .get(http::header::HOST)
+                        .and_then(|h| h.to_str().ok())
+                        .unwrap_or("127.0.0.1");
+                    out.text.push_str(&format!(
+                        "\nmcp_url: http://{host}/mcp/s/{handle}\nThis request named no session, so this browser is reached only at that URL: send later calls there (it is a capability: keep it private). It closes when idle, like any session."
+                    ));
+                    out
+                }
+                Err(refusal) => {
+                    agent.close().await;
+                    refusal
+                }
+            };
+        }
+        let mut out = agent.call(call).await;
+        agent.close().await;
+        out.text.push('\n');
+        out.text.push_str(ONE_OFF);
+        out
+    }
+}
+
+/// The handle of a `/mcp/s/<handle>` path.
+fn session_handle(path: &str) -> Option<&str> {
+    path.strip_prefix("/mcp/s/")
+        .map(|h| h.trim_end_matches('/'))
+        .filter(|h| !h.is_empty() && !h.contains('/'))
 }
 
 // The caller's identity for stateless requests: a digest of its credentials, so the

@@ -5,8 +5,10 @@ Run by crates/airlock/tests/it/mcp_clients.rs:
   flow.py http  MCP_URL        FIXTURE_BASE_URL MODE [BEARER_TOKEN]
   flow.py concurrent MCP_URL   FIXTURE_BASE_URL COUNT
   flow.py shell AIRLOCK_BINARY FIXTURE_BASE_URL MODE   (with AIRLOCK_CONFIG selecting browser-shell)
+  flow.py isolation MCP_URL    FIXTURE_BASE_URL auto
 MODE is the SDK's connect mode: "legacy" (2025-11-25 initialize handshake) or
-"2026-07-28" (stateless). Prints one line per check and exits non-zero on failure.
+"2026-07-28" (stateless; over HTTP the flow runs at the session URL that
+browser_session_open returns). Prints one line per check and exits non-zero on failure.
 """
 
 import asyncio
@@ -145,6 +147,46 @@ async def concurrent(url, base, count):
         check(f"client {n} saw only its own cookie", ok, text)
 
 
+async def isolation(url, base):
+    """Stateless clients (the SDK's default mode, as in the README) never share a
+    browser unless they name the same session URL."""
+    async with Client(url) as a:
+        r = await a.call_tool("browser_navigate", {"url": base + "/login.html"})
+        t = text_of(r)
+        check("an unnamed call runs", not r.is_error and 'heading "Sign in"' in t, t)
+        check("an unnamed call says its browser was one-off", "one-off browser session" in t, t)
+        t = text_of(await a.call_tool("browser_snapshot", {}))
+        check("the next unnamed call starts afresh", "Sign in" not in t, t)
+        r = await a.call_tool("browser_session_open", {})
+        t = text_of(r)
+        m = re.search(r"mcp_url: (\S+)", t)
+        check("session open names the session", not r.is_error and m is not None, t)
+    named = m.group(1)
+    async with Client(named) as a2:
+        await a2.call_tool("browser_navigate", {"url": base + "/login.html"})
+        snap = text_of(await a2.call_tool("browser_snapshot", {}))
+        r = await a2.call_tool("browser_type", {"ref": ref_of(snap, 'textbox "Username"'), "text": "typed-by-a"})
+        check("the named session keeps its page", not r.is_error, text_of(r))
+    async with Client(url) as b:
+        t = text_of(await b.call_tool("browser_snapshot", {}))
+        check("a client naming no session sees nothing of another's", "typed-by-a" not in t and "Sign in" not in t, t)
+        r = await b.call_tool("browser_session_open", {})
+        other = re.search(r"mcp_url: (\S+)", text_of(r)).group(1)
+        check("each session open names a new session", other != named, other)
+    async with Client(other) as b2:
+        t = text_of(await b2.call_tool("browser_snapshot", {}))
+        check("another named session is another browser", "typed-by-a" not in t, t)
+        await b2.call_tool("browser_session_close", {})
+    async with Client(named) as c:
+        t = text_of(await c.call_tool("browser_snapshot", {}))
+        check("a client naming the same session shares it", 'value="typed-by-a"' in t, t)
+        await c.call_tool("browser_session_close", {})
+    made_up = url.rstrip("/") + "/s/" + "0" * 32
+    async with Client(made_up) as d:
+        r = await d.call_tool("browser_snapshot", {})
+        check("a made-up session URL is refused", r.is_error and text_of(r).startswith("session_expired:"), text_of(r))
+
+
 async def shell(client, base):
     """The browser-shell profile: one tool, agent-browser style argv."""
     import json
@@ -190,6 +232,10 @@ async def main():
             await shell(client, base)
         print(f"{passed} passed, {failed} failed")
         sys.exit(1 if failed else 0)
+    if kind == "isolation":
+        await isolation(target, base)
+        print(f"{passed} passed, {failed} failed")
+        sys.exit(1 if failed else 0)
     if kind == "concurrent":
         await concurrent(target, base, int(mode))
         print(f"{passed} passed, {failed} failed")
@@ -204,6 +250,12 @@ async def main():
 
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0, read=300.0)) as http:
+            if mode != "legacy":
+                # A stateless client names its browser session by the URL that
+                # browser_session_open returns.
+                async with Client(streamable_http_client(target, http_client=http), mode=mode) as client:
+                    r = await client.call_tool("browser_session_open", {})
+                    target = re.search(r"mcp_url: (\S+)", text_of(r)).group(1)
             async with Client(streamable_http_client(target, http_client=http), mode=mode) as client:
                 await flow(client, base)
     print(f"{passed} passed, {failed} failed")

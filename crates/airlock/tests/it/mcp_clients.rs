@@ -175,6 +175,18 @@ async fn python_sdk_flow_with_a_bearer_token() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_clients_never_share_a_browser_unless_they_name_it() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let config = fixture_config(tmp.path(), &site, "");
+    let served = serve_with(tmp.path(), None, Some(&config)).await;
+    run_flow_with(&["isolation", &served.url, &base, "auto"], tmp.path(), &[]).await;
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_clients_at_once_each_with_its_own_session() {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
