@@ -2782,6 +2782,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn partial_attribute_matches_are_found_outside_strings() {
+        for selector in [
+            "[value^=a]",
+            "input[data-x$='z' i]",
+            "a[href*=\"k\"]",
+            "[lang|=en]",
+            ":is(div, [title^=x])",
+        ] {
+            assert!(matches_part_of_attribute(selector), "{selector}");
+        }
+        for selector in [
+            "[value=a]",
+            "[class~=big]",
+            "[title=\"a^=b\"]",
+            "[title='$=']",
+            "div > p.x",
+            "[a\\^=b]",
+        ] {
+            assert!(!matches_part_of_attribute(selector), "{selector}");
+        }
+    }
+
+    #[test]
+    fn names_compare_with_whitespace_collapsed() {
+        assert_eq!(collapse_ws("  Log \n in\u{a0}now "), "Log in now");
+        assert_eq!(collapse_runs(" a \t b "), " a b ");
+    }
+
+    #[test]
     fn pages_text_on_line_breaks() {
         let text = "line one\nline two\nline three\n";
         let first = page_of(text, 0, 12);

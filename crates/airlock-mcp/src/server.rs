@@ -566,7 +566,7 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_session_open",
-        description = "Open the browser session explicitly (otherwise the first browser tool opens one).",
+        description = "Open the browser session explicitly (otherwise the first browser tool opens one). Over stateless HTTP its result gives mcp_url, the session's own URL for later calls.",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
