@@ -114,12 +114,12 @@ async fn a_secret_goes_only_to_its_origin_and_stays_hidden_once_typed() {
     .await;
 }
 
-/// Snapshots until a line holds `needle` (frames load after their page; a frame is
-/// known to the session once a snapshot has walked it).
-async fn snap_until(s: &airlock_browser::Session, needle: &str) -> String {
+/// Snapshots until `needle` shows `count` times (frames load after their page; a
+/// frame is known to the session once a snapshot has walked it).
+async fn snap_until(s: &airlock_browser::Session, needle: &str, count: usize) -> String {
     for _ in 0..100 {
         let text = snap(s).await.text;
-        if text.contains(needle) {
+        if text.matches(needle).count() >= count {
             return text;
         }
         s.wait_for(
@@ -138,31 +138,30 @@ async fn a_secret_is_not_typed_into_a_frame_its_field_hands_the_focus_to() {
         let (s, _proxy) = crate::open_proxied(&h).await;
         let url = format!("{}?b={}", h.site.url("app/wrapper.html"), h.site.b.port());
         s.navigate(&url, WaitUntil::Load).await.unwrap();
-        snap_until(&s, "textbox \"Captured\"").await;
+        // Both frames loaded (the second box is inside a shadow root).
+        snap_until(&s, "textbox \"Captured\"", 2).await;
         let origin = format!("http://127.0.0.1:{}", h.site.a.port());
-        // The box is on the secret's origin and takes the focus first, then hands it
+        // Each box is on the secret's origin and takes the focus first, then hands it
         // to the other site's frame inside it.
-        let err = s
-            .type_pieces(
-                &crate::role("textbox", "Password"),
-                &secret_for(origin),
-                true,
-                false,
-            )
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), ErrorCode::SecretOriginMismatch, "{err}");
-        assert!(err.to_string().contains("frame inside the field"), "{err}");
+        for name in ["Password", "Shadow password"] {
+            let err = s
+                .type_pieces(
+                    &crate::role("textbox", name),
+                    &secret_for(origin.clone()),
+                    true,
+                    false,
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(err.code(), ErrorCode::SecretOriginMismatch, "{name}: {err}");
+            assert!(err.to_string().contains("frame inside the field"), "{err}");
+        }
         let text = snap(&s).await.text;
         assert!(!text.contains(VALUE), "{text}");
-        let captured = text
-            .lines()
-            .find(|l| l.contains("textbox \"Captured\""))
-            .unwrap();
-        assert!(
-            !captured.contains("value="),
-            "the frame received: {captured}"
-        );
+        assert_eq!(text.matches("textbox \"Captured\"").count(), 2, "{text}");
+        for captured in text.lines().filter(|l| l.contains("textbox \"Captured\"")) {
+            assert!(!captured.contains("value="), "a frame received: {captured}");
+        }
         s.close().await;
     })
     .await;
@@ -178,7 +177,7 @@ async fn a_secret_is_not_typed_into_its_login_framed_by_another_site() {
         // under that site's eyes (clickjacking-style capture).
         let url = format!("{}?a={a}", h.site.other_site("app/frame-bound.html"));
         s.navigate(&url, WaitUntil::Load).await.unwrap();
-        let text = snap_until(&s, "textbox \"Password\" [ref=f").await;
+        let text = snap_until(&s, "textbox \"Password\" [ref=f", 1).await;
         let field = crate::ref_of(&text, "textbox \"Password\"");
         let err = s
             .type_pieces(&field, &secret_for(origin.clone()), true, false)
@@ -200,7 +199,7 @@ async fn a_secret_is_not_typed_into_its_login_framed_by_another_site() {
         // Framed by its own origin, the login takes the secret.
         let url = format!("{}?a={a}", h.site.url("app/frame-bound.html"));
         s.navigate(&url, WaitUntil::Load).await.unwrap();
-        let text = snap_until(&s, "textbox \"Password\" [ref=f").await;
+        let text = snap_until(&s, "textbox \"Password\" [ref=f", 1).await;
         let field = crate::ref_of(&text, "textbox \"Password\"");
         s.type_pieces(&field, &secret_for(origin), true, false)
             .await
