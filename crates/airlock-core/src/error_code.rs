@@ -29,6 +29,9 @@ pub enum ErrorCode {
     ApprovalTimeout,
     /// The session ended (closed, idle TTL or lifetime reached).
     SessionExpired,
+    /// A browser session is open already; opening one with other options needs the
+    /// open one closed first (nothing of the new options was applied).
+    SessionAlreadyOpen,
     /// A per-tenant, per-user or global cap was reached.
     QuotaExceeded,
     /// The Chromium process serving the session died.
@@ -63,6 +66,7 @@ impl ErrorCode {
         Self::ApprovalDenied,
         Self::ApprovalTimeout,
         Self::SessionExpired,
+        Self::SessionAlreadyOpen,
         Self::QuotaExceeded,
         Self::BrowserCrashed,
         Self::BrowserUnavailable,
@@ -104,6 +108,7 @@ impl ErrorCode {
             Self::ApprovalDenied => ("approval_denied", 403, false),
             Self::ApprovalTimeout => ("approval_timeout", 408, true),
             Self::SessionExpired => ("session_expired", 410, false),
+            Self::SessionAlreadyOpen => ("session_already_open", 409, false),
             Self::QuotaExceeded => ("quota_exceeded", 429, true),
             Self::BrowserCrashed => ("browser_crashed", 503, true),
             Self::BrowserUnavailable => ("browser_unavailable", 503, true),

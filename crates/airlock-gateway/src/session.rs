@@ -488,10 +488,15 @@ impl AgentSession {
     async fn open(&self, options: OpenOptions) -> ToolOutput {
         let mut slot = self.inner.slot.lock().await;
         if let Slot::Open(session) = &*slot {
-            return ToolOutput::text(format!(
-                "a browser session is already open ({}); close it first to change its options",
-                describe(session)
-            ));
+            // Reporting success here would silently drop what was asked for (a
+            // narrowing, credentials, an isolation mode).
+            return ToolOutput::error(
+                ErrorCode::SessionAlreadyOpen,
+                format!(
+                    "a browser session is already open ({}; a browser tool opens one when none is), so none of these options was applied; call browser_session_close first",
+                    describe(session)
+                ),
+            );
         }
         let Some(gateway) = self.inner.gateway.upgrade() else {
             return ToolOutput::error(

@@ -816,6 +816,34 @@ async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
             }))
             .await;
         assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
+
+        // A narrowing asked for after a browser tool opened the session lazily is
+        // refused with a code, never reported as done while silently dropped.
+        let lazy = gateway.agent_session();
+        lazy.call(navigate(h.site.url("login.html"))).await;
+        let out = lazy
+            .call(ToolCall::SessionOpen(airlock_gateway::OpenOptions {
+                allow_hosts: vec!["app.test".into()],
+                ..Default::default()
+            }))
+            .await;
+        assert_eq!(
+            out.error,
+            Some(ErrorCode::SessionAlreadyOpen),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("browser_session_close"), "{}", out.text);
+        lazy.call(ToolCall::SessionClose).await;
+        let out = lazy
+            .call(ToolCall::SessionOpen(airlock_gateway::OpenOptions {
+                allow_hosts: vec!["app.test".into()],
+                ..Default::default()
+            }))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = lazy.call(fetching("127.0.0.1", "127.0.0.1")).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
         gateway.shutdown().await;
     })
     .await;
