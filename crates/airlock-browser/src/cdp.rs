@@ -225,7 +225,16 @@ async fn read_loop(mut pipe: pipe::Receiver, inner: std::sync::Weak<Inner>) {
 }
 
 fn dispatch(inner: &Inner, bytes: &[u8]) {
-    let message: Incoming = match serde_json::from_slice(bytes) {
+    let parsed = serde_json::from_slice::<Incoming>(bytes).or_else(|error| {
+        // A page's string can hold half of a surrogate pair, which Chromium writes as
+        // a lone `\uD8xx` escape that no JSON parser accepts; a dropped reply would
+        // leave its call waiting out its budget.
+        match repair_surrogates(bytes) {
+            Some(repaired) => serde_json::from_slice(&repaired),
+            None => Err(error),
+        }
+    });
+    let message: Incoming = match parsed {
         Ok(message) => message,
         Err(error) => {
             tracing::debug!(%error, "unparseable CDP message dropped");
@@ -258,5 +267,71 @@ fn dispatch(inner: &Inner, bytes: &[u8]) {
     let mut subscribers = lock(&inner.subscribers);
     if let Some(list) = subscribers.get_mut(&key) {
         list.retain(|tx| tx.send(event.clone()).is_ok());
+    }
+}
+
+/// `bytes` with every `\uXXXX` escape of a lone surrogate replaced by `\ufffd`, or
+/// `None` when there is none.
+pub(crate) fn repair_surrogates(bytes: &[u8]) -> Option<Vec<u8>> {
+    let unit = |at: usize| -> Option<u16> {
+        if bytes.get(at) != Some(&b'\\') || bytes.get(at + 1) != Some(&b'u') {
+            return None;
+        }
+        let hex = std::str::from_utf8(bytes.get(at + 2..at + 6)?).ok()?;
+        u16::from_str_radix(hex, 16).ok()
+    };
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        match unit(i) {
+            Some(high @ 0xD800..=0xDBFF) if matches!(unit(i + 6), Some(0xDC00..=0xDFFF)) => {
+                let _ = high;
+                out.extend_from_slice(&bytes[i..i + 12]);
+                i += 12;
+            }
+            Some(0xD800..=0xDFFF) => {
+                out.extend_from_slice(b"\\ufffd");
+                changed = true;
+                i += 6;
+            }
+            _ => {
+                // Any other escape: copy it whole, so `\\u…` is not read as an escape.
+                let end = (i + 2).min(bytes.len());
+                out.extend_from_slice(&bytes[i..end]);
+                i = end;
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        let repaired =
+            |s: &str| repair_surrogates(s.as_bytes()).map(|b| String::from_utf8(b).unwrap());
+        assert_eq!(
+            repaired(r#"{"a":"x\ud800y"}"#).as_deref(),
+            Some(r#"{"a":"x\ufffdy"}"#)
+        );
+        assert_eq!(
+            repaired(r#"{"a":"\udc00"}"#).as_deref(),
+            Some(r#"{"a":"\ufffd"}"#)
+        );
+        assert_eq!(repaired(r#"{"a":"\ud83d\ude00 ok"}"#), None);
+        assert_eq!(repaired(r#"{"a":"\\ud800 is text"}"#), None);
+        let v: serde_json::Value =
+            serde_json::from_slice(&repair_surrogates(br#"["\ud83d","\ud83d\ude00"]"#).unwrap())
+                .unwrap();
+        assert_eq!(v, serde_json::json!(["\u{fffd}", "😀"]));
     }
 }

@@ -2610,7 +2610,13 @@ impl WalkResult {
         let text = value.as_str().ok_or_else(|| {
             Error::Protocol("the page helper returned no snapshot text".to_owned())
         })?;
+        // JSON.stringify writes half of a surrogate pair as a lone `\uD8xx` escape;
+        // such a page must still read (as U+FFFD), not fail every snapshot.
         serde_json::from_str(text)
+            .or_else(|e| match crate::cdp::repair_surrogates(text.as_bytes()) {
+                Some(repaired) => serde_json::from_slice(&repaired),
+                None => Err(e),
+            })
             .map_err(|e| Error::Protocol(format!("bad snapshot from the page helper: {e}")))
     }
 }

@@ -299,3 +299,30 @@ async fn roles_and_names_agree_with_chromiums_accessibility_tree() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_unpaired_surrogates_still_reads_with_replacement_characters() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("surrogates.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let text = snap(&s).await.text;
+        assert!(
+            text.contains("paragraph: high \u{fffd} alone, low \u{fffd} alone, pair 😀 fine"),
+            "{text}"
+        );
+        assert!(text.contains("button \"Button \u{fffd}\""), "{text}");
+        assert!(text.contains("value=\"value \u{fffd}\""), "{text}");
+        let page = s.read_text(0, 10_000).await.unwrap().text;
+        assert!(page.contains("pair 😀 fine"), "{page}");
+        let tabs = s.tabs().await.unwrap();
+        assert!(tabs[0].title.starts_with("lone "), "{tabs:?}");
+        // Actions still work on such a page.
+        s.click(&crate::role("button", "Button"), &Default::default())
+            .await
+            .unwrap();
+        s.close().await;
+    })
+    .await;
+}
