@@ -125,7 +125,8 @@ fn check_no_placeholder(field: &str, value: &str) -> Result<(), BadArgument> {
 pub(crate) struct NavigateParams {
     /// Absolute http(s) URL to open in the active tab.
     pub(crate) url: String,
-    /// When the page counts as loaded: `load` (default), `domcontentloaded` or `networkidle`.
+    /// When the page counts as loaded (default `load`).
+    #[schemars(extend("enum" = ["load", "domcontentloaded", "networkidle"]))]
     pub(crate) wait_until: Option<String>,
 }
 
@@ -193,13 +194,15 @@ impl SnapshotParams {
 pub(crate) struct ClickParams {
     #[serde(flatten)]
     pub(crate) target: TargetParams,
-    /// `left` (default), `right` or `middle`.
+    /// Default `left`.
+    #[schemars(extend("enum" = ["left", "right", "middle"]))]
     pub(crate) button: Option<String>,
     /// Double-click.
     #[serde(default)]
     pub(crate) double: bool,
-    /// Keys held during the click: any of `Alt`, `Control`, `Meta`, `Shift`.
+    /// Keys held during the click.
     #[serde(default)]
+    #[schemars(extend("items" = { "type": "string", "enum": ["Alt", "Control", "Meta", "Shift"] }))]
     pub(crate) modifiers: Vec<String>,
 }
 
@@ -373,7 +376,8 @@ pub(crate) struct ScrollParams {
     /// Give a target to scroll it into view; otherwise the page scrolls by `direction`.
     #[serde(flatten)]
     pub(crate) target: TargetParams,
-    /// `down` (default), `up`, `left` or `right`.
+    /// Default `down`.
+    #[schemars(extend("enum" = ["down", "up", "left", "right"]))]
     pub(crate) direction: Option<String>,
     /// CSS pixels (default: most of a viewport).
     pub(crate) amount: Option<f64>,
@@ -456,7 +460,8 @@ pub(crate) struct ScreenshotParams {
     /// Only this element (a ref from the snapshot).
     #[serde(rename = "ref")]
     pub(crate) reference: Option<String>,
-    /// `png` (default) or `jpeg`.
+    /// Default `png`.
+    #[schemars(extend("enum" = ["png", "jpeg"]))]
     pub(crate) format: Option<String>,
     /// JPEG quality 1–100 (default 80).
     pub(crate) quality: Option<u8>,
@@ -499,7 +504,8 @@ impl ScreenshotParams {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub(crate) struct ReadParams {
-    /// `markdown` (default) or `text`.
+    /// Default `markdown`.
+    #[schemars(extend("enum" = ["markdown", "text"]))]
     pub(crate) format: Option<String>,
     /// From a previous read's truncation line.
     pub(crate) offset: Option<usize>,
@@ -521,7 +527,8 @@ impl ReadParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct TabsParams {
-    /// `list`, `new`, `select` or `close`.
+    /// What to do with the tabs.
+    #[schemars(extend("enum" = ["list", "new", "select", "close"]))]
     pub(crate) action: String,
     /// Tab index for `select` and `close` (from `list`).
     pub(crate) index: Option<usize>,
@@ -568,9 +575,11 @@ pub(crate) struct SessionOpenParams {
     pub(crate) credentials: Vec<String>,
     /// Grant token authorizing the credentials (`airlock grant create`).
     pub(crate) grant: Option<String>,
-    /// `off` (default), `transient` or `audit`.
+    /// Session recording: only `off` in this build.
+    #[schemars(extend("enum" = ["off"]))]
     pub(crate) record: Option<String>,
     /// `context` (default, fast) or `process` (own Chromium).
+    #[schemars(extend("enum" = ["context", "process"]))]
     pub(crate) isolation: Option<String>,
     /// Reach only these hosts (`a.com`, `*.a.com`), within the server's policy.
     #[serde(default)]

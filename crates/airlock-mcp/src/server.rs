@@ -8,10 +8,13 @@ use airlock_core::ErrorCode;
 use airlock_gateway::{AgentSession, Gateway, ToolCall, ToolOutput};
 use base64::Engine as _;
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Extensions, Implementation, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
+    Implementation, ServerCapabilities, ServerConfig,
 };
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use serde_json::json;
 
@@ -165,6 +168,9 @@ enum Serving {
     Refused(ToolOutput),
 }
 
+/// How rmcp starts the message of arguments that do not deserialize.
+const DESERIALIZE_FAILED: &str = "failed to deserialize parameters: ";
+
 /// Said after every call served in a one-off session.
 const ONE_OFF: &str = "(this call ran in a one-off browser session, now closed: the request named no session. For a browser that lasts across calls, call browser_session_open and send later calls to the MCP URL it returns)";
 
@@ -208,6 +214,41 @@ impl AirlockMcp {
         out.text.push_str(ONE_OFF);
         out
     }
+}
+
+/// A refusal naming the arguments `tool` does not take, if `arguments` holds any.
+fn unknown_arguments(
+    tool: &rmcp::model::Tool,
+    arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> Option<ToolOutput> {
+    let properties = tool.input_schema.get("properties")?.as_object()?;
+    let unknown: Vec<&str> = arguments?
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !properties.contains_key(*k))
+        .collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    let mut allowed: Vec<&str> = properties.keys().map(String::as_str).collect();
+    allowed.sort_unstable();
+    Some(ToolOutput::error(
+        ErrorCode::InvalidArgument,
+        format!(
+            "{} does not take {}; it takes {}",
+            tool.name,
+            unknown
+                .iter()
+                .map(|k| format!("`{}`", k.chars().take(40).collect::<String>()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if allowed.is_empty() {
+                "no arguments".to_owned()
+            } else {
+                allowed.join(", ")
+            }
+        ),
+    ))
 }
 
 /// The handle of a `/mcp/s/<handle>` path.
@@ -661,6 +702,54 @@ impl AirlockMcp {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for AirlockMcp {
+    // The router's own dispatch, with two checks in front: an argument the tool does
+    // not take is refused (a misspelt `clearFirst` would otherwise be ignored), and
+    // arguments that do not deserialize become an `invalid_argument` tool result with
+    // structured content, like every other error.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let Some(tool) = self.tool_router.get(&request.name).cloned() else {
+            // An unknown tool stays a JSON-RPC error (-32602), as the protocol says.
+            let tcc = ToolCallContext::new(self, request, context);
+            return self.tool_router.call(tcc).await;
+        };
+        if let Some(refusal) = unknown_arguments(&tool, request.arguments.as_ref()) {
+            return Ok(result(refusal).into());
+        }
+        let tcc = ToolCallContext::new(self, request, context);
+        let misfit = |message: &str| {
+            let message = message.trim_start_matches(DESERIALIZE_FAILED);
+            Ok(result(ToolOutput::error(
+                ErrorCode::InvalidArgument,
+                format!("the arguments do not fit {}: {message}", tool.name),
+            ))
+            .into())
+        };
+        match self.tool_router.call(tcc).await {
+            Err(e) if e.code == rmcp::model::ErrorCode::INVALID_PARAMS => misfit(&e.message),
+            // rmcp turns a failed extraction into an error result of its own: bare
+            // text, no code.
+            Ok(CallToolResponse::Complete(done))
+                if done.is_error == Some(true) && done.structured_content.is_none() =>
+            {
+                let text = done
+                    .content
+                    .iter()
+                    .find_map(|c| c.as_text().map(|t| t.text.clone()))
+                    .unwrap_or_default();
+                if text.starts_with(DESERIALIZE_FAILED) {
+                    misfit(&text)
+                } else {
+                    Ok(CallToolResponse::Complete(done))
+                }
+            }
+            other => other,
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))

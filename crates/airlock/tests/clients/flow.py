@@ -65,6 +65,10 @@ async def flow(client, base):
     check("click is annotated destructive", by_name["browser_click"].annotations.destructive_hint is True)
     check("click schema documents ref", "ref" in by_name["browser_click"].input_schema.get("properties", {}),
           str(by_name["browser_click"].input_schema))
+    props = by_name["browser_click"].input_schema.get("properties", {})
+    check("allowed values are enums", props.get("button", {}).get("enum") == ["left", "right", "middle"], str(props.get("button")))
+    record = by_name["browser_session_open"].input_schema.get("properties", {}).get("record", {})
+    check("the schema offers only the recording modes this build takes", record.get("enum") == ["off"], str(record))
 
     r = await client.call_tool("browser_navigate", {"url": base + "/login.html"})
     t = text_of(r)
@@ -114,7 +118,13 @@ async def flow(client, base):
     r = await client.call_tool("browser_type", {"ref": "e1", "text": "x" * 100_001})
     check("huge text refused", r.is_error and text_of(r).startswith("invalid_argument:"), text_of(r)[:200])
     r = await client.call_tool("browser_click", {"ref": 12})
-    check("wrong type -> error result", r.is_error, text_of(r))
+    check("wrong type -> invalid_argument with structured content",
+          r.is_error and text_of(r).startswith("invalid_argument:")
+          and (r.structured_content or {}).get("error", {}).get("code") == "invalid_argument", text_of(r))
+    r = await client.call_tool("browser_type", {"ref": "e1", "text": "x", "clearFirst": True})
+    t = text_of(r)
+    check("an unknown argument is refused, naming the allowed ones",
+          r.is_error and t.startswith("invalid_argument: browser_type does not take `clearFirst`") and "clear_first" in t, t)
     try:
         r = await client.call_tool("browser_teleport", {})
         check("unknown tool -> error", r.is_error, text_of(r))
