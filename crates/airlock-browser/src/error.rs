@@ -17,8 +17,12 @@ pub enum Error {
         reason: String,
     },
     /// The Chromium serving this session died.
-    #[error("the browser process serving this session crashed or exited; open a new session")]
+    #[error("the browser process serving this session crashed or exited")]
     BrowserCrashed,
+    /// The renderer of the active tab crashed (out of memory, killed); the browser
+    /// and the session's other tabs are alive.
+    #[error("the page's renderer crashed (out of memory or killed)")]
+    PageCrashed,
     /// The session (or tab) was closed.
     #[error("this session is closed; open a new one")]
     SessionClosed,
@@ -93,7 +97,7 @@ impl HasErrorCode for Error {
     fn code(&self) -> ErrorCode {
         match self {
             Error::BrowserUnavailable { .. } => ErrorCode::BrowserUnavailable,
-            Error::BrowserCrashed => ErrorCode::BrowserCrashed,
+            Error::BrowserCrashed | Error::PageCrashed => ErrorCode::BrowserCrashed,
             Error::SessionClosed => ErrorCode::SessionExpired,
             Error::RefNotFound { .. } => ErrorCode::RefNotFound,
             Error::ElementNotFound { .. } => ErrorCode::ElementNotFound,

@@ -671,6 +671,55 @@ impl Session {
         self.refused.swap(0, Ordering::AcqRel)
     }
 
+    /// Whether the Chromium serving this session is still running.
+    pub fn browser_alive(&self) -> bool {
+        self.chromium.is_alive()
+    }
+
+    /// Replaces tabs whose renderer crashed or that went away with nothing behind
+    /// them: they are dropped, and if the active one was among them a fresh blank tab
+    /// becomes active. Cookies, storage and the other tabs are kept. Fails when the
+    /// session is closed or its Chromium is gone.
+    pub async fn replace_lost_tabs(&self) -> Result<usize> {
+        let _op = self.op.lock().await;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::SessionClosed);
+        }
+        if !self.chromium.is_alive() {
+            return Err(Error::BrowserCrashed);
+        }
+        let (lost, active_lost) = {
+            let mut registry = lock(&self.registry);
+            let active_id = registry
+                .tabs
+                .get(registry.active)
+                .map(|t| t.target_id.clone());
+            let (lost, kept): (Vec<_>, Vec<_>) =
+                registry.tabs.drain(..).partition(|t| t.check().is_err());
+            registry.tabs = kept;
+            let active =
+                active_id.and_then(|id| registry.tabs.iter().position(|t| t.target_id == id));
+            registry.active = active.unwrap_or(0);
+            (lost, active.is_none())
+        };
+        for tab in &lost {
+            let _ = self
+                .chromium
+                .conn
+                .call(
+                    None,
+                    "Target.closeTarget",
+                    json!({ "targetId": tab.target_id }),
+                    self.options.action_timeout,
+                )
+                .await;
+        }
+        if active_lost {
+            self.create_tab().await?;
+        }
+        Ok(lost.len())
+    }
+
     /// Whether the session can still act: not closed, its Chromium running, its first
     /// tab alive (a pre-warmed session is checked before it is handed out).
     pub fn is_usable(&self) -> bool {

@@ -172,6 +172,19 @@ impl TabState {
         f(&guard)
     }
 
+    /// Returns once the tab has crashed or gone away (never, otherwise).
+    async fn lost(&self) {
+        let mut rx = self.changed.subscribe();
+        loop {
+            if self.read(|s| s.crashed || s.detached) {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Waits until `done` holds, the tab crashes or closes, or `timeout` passes.
     /// Returns whether `done` held.
     pub(crate) async fn wait(&self, timeout: Duration, done: impl Fn(&TabInner) -> bool) -> bool {
@@ -374,10 +387,23 @@ impl Tab {
         timeout: Duration,
     ) -> Result<Value> {
         self.check()?;
-        Ok(self
-            .conn
-            .call(Some(&self.session), method, params, timeout)
-            .await?)
+        self.unless_lost(self.conn.call(Some(&self.session), method, params, timeout))
+            .await
+    }
+
+    // A call to the tab's renderer, given up as soon as the tab crashes or goes away
+    // (its reply would never come, and the call would wait out its whole budget).
+    async fn unless_lost<T>(
+        &self,
+        call: impl std::future::Future<Output = std::result::Result<T, CdpError>>,
+    ) -> Result<T> {
+        tokio::select! {
+            reply = call => Ok(reply?),
+            () = self.state.lost() => {
+                self.check()?;
+                Err(Error::PageCrashed)
+            }
+        }
     }
 
     /// Fails fast when the tab or its browser is gone.
@@ -387,7 +413,7 @@ impl Tab {
         }
         let (crashed, detached) = self.state.read(|s| (s.crashed, s.detached));
         if crashed {
-            return Err(Error::BrowserCrashed);
+            return Err(Error::PageCrashed);
         }
         if detached {
             return Err(Error::SessionClosed);
@@ -478,10 +504,13 @@ impl Tab {
         for attempt in 0..2 {
             let context = self.world(&session, &frame_id, base, timeout).await?;
             let (method, params) = request(context);
-            let reply = self
-                .conn
-                .call(Some(&session), method, params, timeout)
-                .await;
+            let reply = tokio::select! {
+                reply = self.conn.call(Some(&session), method, params, timeout) => reply,
+                () = self.state.lost() => {
+                    self.check()?;
+                    return Err(Error::PageCrashed);
+                }
+            };
             match reply {
                 Ok(value) => return evaluation_value(value),
                 Err(CdpError::Protocol { message, .. })

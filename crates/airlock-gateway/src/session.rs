@@ -454,6 +454,9 @@ impl AgentSession {
             call => match self.browser_session().await {
                 Ok(held) => {
                     let mut out = tools::run(&held, &self.inner.fence, &held.loaded, call).await;
+                    if out.error == Some(ErrorCode::BrowserCrashed) {
+                        out.text.push_str(&self.recover(&held).await);
+                    }
                     // What the page tried and the proxy, or the session's outbound
                     // protection, refused meanwhile.
                     let mut blocked = held.proxy.take_unreported();
@@ -474,6 +477,29 @@ impl AgentSession {
                 Err(out) => out,
             },
         }
+    }
+
+    // After a crash, what the next call gets: a fresh blank tab in the same session
+    // when only a page's renderer died, a fresh session when the browser did. Says
+    // which, for the failed call's message.
+    async fn recover(&self, held: &Arc<Held>) -> String {
+        if held.session.browser_alive() {
+            match held.session.replace_lost_tabs().await {
+                Ok(_) => {
+                    return "; the tab was replaced by a blank one (cookies, storage and other tabs are kept): navigate again".to_owned();
+                }
+                Err(e) => tracing::warn!(error = %e, "could not replace a crashed tab"),
+            }
+        }
+        let mut slot = self.inner.slot.lock().await;
+        if let Slot::Open(open) = &*slot
+            && Arc::ptr_eq(open, held)
+        {
+            *slot = Slot::Empty;
+        }
+        drop(slot);
+        held.close().await;
+        "; the browser session was lost with it: the next call opens a fresh one (cookies and tabs are gone)".to_owned()
     }
 
     // The policy the next navigation is held to: the open session's own, else the

@@ -244,6 +244,9 @@ async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
                 .error
                 == Some(ErrorCode::BrowserCrashed)
         ));
+        // The crash's own report says what comes next, and it comes: a fresh session.
+        let out = first.call(navigate(h.site.url("cookie.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
         let third = gateway.agent_session();
         let out = third.call(navigate(h.site.url("cookie.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
@@ -887,6 +890,62 @@ async fn a_new_tabs_favicon_reaches_no_denied_port() {
             0,
             "Chromium now fetches favicons in headless mode: check the denied case"
         );
+    })
+    .await;
+}
+
+/// PIDs of the renderer processes of the Chromiums `h` launched.
+fn renderers(h: &Harness) -> Vec<i32> {
+    airlock_test_support::processes_in_groups(&h.browsers.launched_pids())
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains("--type=renderer"))
+                .unwrap_or(false)
+        })
+        .map(|pid| pid as i32)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_page_is_replaced_by_a_blank_tab_and_the_session_goes_on() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        let out = agent
+            .call(navigate(h.site.url("cookie.html?set=kept")))
+            .await;
+        assert!(out.text.contains("cookie=[flavor=kept]"), "{}", out.text);
+        // A renderer killed as the out-of-memory killer would.
+        let renderers = renderers(&h);
+        assert!(!renderers.is_empty(), "no renderer found");
+        for pid in renderers {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let mut out = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        // The crash event may trail the kill by a moment.
+        for _ in 0..100 {
+            if out.error.is_some() {
+                break;
+            }
+            out = agent
+                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .await;
+        }
+        assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
+        assert!(out.text.contains("replaced by a blank one"), "{}", out.text);
+        // The next call works, in the same session: its cookie is still there.
+        let out = agent.call(navigate(h.site.url("cookie.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("cookie=[flavor=kept]"), "{}", out.text);
+        let tabs = agent.call(ToolCall::Tabs(TabAction::List)).await;
+        assert_eq!(tabs.text.lines().count(), 1, "{}", tabs.text);
+        gateway.shutdown().await;
     })
     .await;
 }
