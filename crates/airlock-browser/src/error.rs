@@ -23,6 +23,10 @@ pub enum Error {
     /// and the session's other tabs are alive.
     #[error("the page's renderer crashed (out of memory or killed)")]
     PageCrashed,
+    /// The tab an action was working in was closed meanwhile (by its page, or by
+    /// Airlock); the session goes on in its active tab.
+    #[error("the tab was closed while the action ran; the next call uses the active tab")]
+    TabClosed,
     /// The session (or tab) was closed.
     #[error("this session is closed; open a new one")]
     SessionClosed,
@@ -105,7 +109,7 @@ impl HasErrorCode for Error {
             Error::Timeout { .. } => ErrorCode::Timeout,
             Error::NavigationFailed { .. } => ErrorCode::NavigationFailed,
             Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
-            Error::TabNotFound { .. } => ErrorCode::TabNotFound,
+            Error::TabNotFound { .. } | Error::TabClosed => ErrorCode::TabNotFound,
             Error::TabLimit { .. } => ErrorCode::QuotaExceeded,
             Error::SecretOriginMismatch { .. } => ErrorCode::SecretOriginMismatch,
             Error::Protocol(_) => ErrorCode::Internal,

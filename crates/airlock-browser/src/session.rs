@@ -800,6 +800,21 @@ impl Session {
         Ok((self.active()?, self.options.action_timeout))
     }
 
+    // The active tab; when the session has none left (its last one closed, by its
+    // page or by Airlock), a fresh blank one.
+    async fn tab(&self) -> Result<Arc<Tab>> {
+        match self.active() {
+            Err(Error::SessionClosed)
+                if !self.closed.load(Ordering::Acquire)
+                    && self.chromium.is_alive()
+                    && lock(&self.registry).tabs.is_empty() =>
+            {
+                self.create_tab().await
+            }
+            other => other,
+        }
+    }
+
     fn active(&self) -> Result<Arc<Tab>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::SessionClosed);
@@ -916,7 +931,7 @@ impl Session {
     /// Navigates the active tab and waits until `wait_until`.
     pub async fn navigate(&self, url: &str, wait_until: WaitUntil) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let timeout = self.options.navigation_timeout;
         let reply = tab
             .call("Page.navigate", json!({ "url": url }), timeout)
@@ -979,7 +994,7 @@ impl Session {
 
     async fn history(&self, delta: i64) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let timeout = self.options.navigation_timeout;
         let history = tab
             .call("Page.getNavigationHistory", json!({}), timeout)
@@ -1013,7 +1028,7 @@ impl Session {
     /// Reloads the active tab.
     pub async fn reload(&self) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let timeout = self.options.navigation_timeout;
         let before = tab.state.read(|s| s.navigations);
         tab.call("Page.reload", json!({}), timeout).await?;
@@ -1435,7 +1450,7 @@ impl Session {
     /// Clicks the target.
     pub async fn click(&self, target: &Target, options: &ClickOptions) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let (_, located, _) = self.locate(&tab, target, CLICKABLE).await?;
         let before = Self::nav_counters(&tab);
         let button = match options.button {
@@ -1472,7 +1487,7 @@ impl Session {
     /// Moves the mouse over the target.
     pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let (_, located, _) = self.locate(&tab, target, HOVERABLE).await?;
         let before = Self::nav_counters(&tab);
         self.mouse(&tab, "mouseMoved", located.x, located.y, json!({}))
@@ -1507,7 +1522,7 @@ impl Session {
         submit: bool,
     ) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let before = Self::nav_counters(&tab);
         let desc = self.type_into(&tab, target, text, clear_first).await?;
         let navigated = if submit {
@@ -1667,7 +1682,7 @@ impl Session {
     /// selects take plain values only).
     pub async fn fill_form_pieces(&self, fields: &[(Target, TypedText)]) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let before = Self::nav_counters(&tab);
         let mut done = Vec::new();
         for (target, value) in fields {
@@ -1769,7 +1784,7 @@ impl Session {
     pub async fn press_key(&self, combo: &str) -> Result<ActionOutcome> {
         let combo = keys::parse_combo(combo)?;
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let before = Self::nav_counters(&tab);
         self.press_combo(&tab, &combo).await?;
         let navigated = self.settle(&tab, before).await;
@@ -1784,7 +1799,7 @@ impl Session {
             ));
         }
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let (frame, _, target) = self.locate(&tab, target, EDITABLE).await?;
         let before = Self::nav_counters(&tab);
         let selected = self.select_in(&tab, frame, &target, values).await?;
@@ -1822,7 +1837,7 @@ impl Session {
     /// state differs; verifies the state changed.
     pub async fn set_checked(&self, target: &Target, checked: bool) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let before = Self::nav_counters(&tab);
         let detail = self.set_checked_in(&tab, target, checked).await?;
         let navigated = self.settle(&tab, before).await;
@@ -1871,7 +1886,7 @@ impl Session {
     /// Scrolls the page, or brings a target into view.
     pub async fn scroll(&self, scroll: &Scroll) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let before = Self::nav_counters(&tab);
         let detail = match scroll {
             Scroll::IntoView(target) => {
@@ -1927,7 +1942,7 @@ impl Session {
         timeout: Option<Duration>,
     ) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let budget = timeout.unwrap_or(self.options.action_timeout);
         let what = match condition {
             WaitCondition::Time(d) => {
@@ -2092,7 +2107,7 @@ impl Session {
     /// for [`Session::changes`].
     pub async fn snapshot(&self, options: &SnapshotOptions) -> Result<Snapshot> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let url = tab.state.read(|s| s.url.clone());
         let tree = match options.scope {
             None => self.walk_frame(&tab, 0, 0).await?,
@@ -2142,7 +2157,7 @@ impl Session {
     /// or `None` when nothing did; the new state becomes the base of the next call.
     pub async fn changes(&self) -> Result<Option<String>> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let url = tab.state.read(|s| s.url.clone());
         let tree = self.walk_frame(&tab, 0, 0).await?;
         let new = airlock_snapshot::lines(&tree, &self.render_options(&url));
@@ -2283,7 +2298,7 @@ impl Session {
     /// by bytes from `offset`.
     pub async fn read_text(&self, offset: usize, max_bytes: usize) -> Result<PageText> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let value = tab
             .eval(
                 0,
@@ -2300,7 +2315,7 @@ impl Session {
     /// Captures the viewport, the full page or one element.
     pub async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
         let _op = self.op.lock().await;
-        let tab = self.active()?;
+        let tab = self.tab().await?;
         let timeout = self.options.action_timeout;
         let (format, mime, quality) = match options.format {
             ImageFormat::Png => ("png", "image/png", None),
@@ -2386,7 +2401,7 @@ impl Session {
     /// Lists the session's tabs.
     pub async fn tabs(&self) -> Result<Vec<TabInfo>> {
         let _op = self.op.lock().await;
-        self.active()?;
+        self.tab().await?;
         self.list_tabs().await
     }
 
@@ -2429,7 +2444,7 @@ impl Session {
     pub async fn new_tab(&self, url: Option<&str>) -> Result<Vec<TabInfo>> {
         {
             let _op = self.op.lock().await;
-            self.active()?;
+            self.tab().await?;
             if lock(&self.registry).tabs.len() >= MAX_TABS {
                 return Err(Error::TabLimit { max: MAX_TABS });
             }
@@ -2447,7 +2462,7 @@ impl Session {
     /// Makes tab `index` active.
     pub async fn select_tab(&self, index: usize) -> Result<Vec<TabInfo>> {
         let _op = self.op.lock().await;
-        self.active()?;
+        self.tab().await?;
         let tab = {
             let mut registry = lock(&self.registry);
             let tab = registry
@@ -2466,7 +2481,7 @@ impl Session {
     /// Closes tab `index`; the last tab cannot be closed (close the session instead).
     pub async fn close_tab(&self, index: usize) -> Result<Vec<TabInfo>> {
         let _op = self.op.lock().await;
-        self.active()?;
+        self.tab().await?;
         let tab = {
             let registry = lock(&self.registry);
             if registry.tabs.len() <= 1 && index == 0 {

@@ -32,6 +32,13 @@ const WAS_PASSWORD: &str = "(() => { if (globalThis.__airlockWasPassword) return
     .observe(document, { subtree: true, attributes: true, attributeFilter: ['type'], attributeOldValue: true }); })();";
 /// Longest dialog message kept for the report.
 const MAX_DIALOG_TEXT: usize = 200;
+/// Dialogs reported one by one in an outcome; the rest are counted.
+const MAX_DIALOG_LINES: usize = 10;
+/// A page opening this many dialogs within `DIALOG_STORM_WINDOW` has its tab closed
+/// (the session opens a blank one in its place): it would otherwise keep every call
+/// waiting behind its dialogs.
+const DIALOG_STORM: usize = 30;
+const DIALOG_STORM_WINDOW: Duration = Duration::from_secs(3);
 /// Longest URL quoted in a notice.
 const MAX_NOTICE_URL: usize = 120;
 
@@ -127,6 +134,10 @@ pub(crate) struct TabInner {
     pub(crate) navigations: u64,
     pub(crate) loading: bool,
     pub(crate) dialogs: Vec<String>,
+    /// Dialogs dismissed beyond `MAX_DIALOG_LINES`, not yet reported.
+    pub(crate) dialogs_unlisted: u64,
+    /// When the most recent dialogs opened (for `DIALOG_STORM`).
+    pub(crate) dialog_times: std::collections::VecDeque<tokio::time::Instant>,
     pub(crate) crashed: bool,
     pub(crate) detached: bool,
     /// (CDP session, frame id) -> isolated world context id.
@@ -416,7 +427,7 @@ impl Tab {
             return Err(Error::PageCrashed);
         }
         if detached {
-            return Err(Error::SessionClosed);
+            return Err(Error::TabClosed);
         }
         Ok(())
     }
@@ -614,9 +625,17 @@ impl Tab {
         Ok(context)
     }
 
-    /// Takes the dialog reports collected since the last call.
+    /// Takes the dialog reports collected since the last call (at most
+    /// `MAX_DIALOG_LINES`, then how many more there were).
     pub(crate) fn take_dialogs(&self) -> Vec<String> {
-        self.state.with(|s| std::mem::take(&mut s.dialogs))
+        self.state.with(|s| {
+            let mut dialogs = std::mem::take(&mut s.dialogs);
+            let unlisted = std::mem::take(&mut s.dialogs_unlisted);
+            if unlisted > 0 {
+                dialogs.push(format!("… and {unlisted} more dialogs dismissed"));
+            }
+            dialogs
+        })
     }
 }
 
@@ -857,10 +876,28 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             // Leaving a page is what the agent asked for, so beforeunload is accepted;
             // every other dialog is dismissed (confirm → false, prompt → null).
             let accept = kind == "beforeunload";
-            state.with(|s| {
+            let now = tokio::time::Instant::now();
+            let storm = state.with(|s| {
                 let verb = if accept { "accepted" } else { "dismissed" };
-                s.dialogs
-                    .push(format!("{kind} dialog {verb}: \"{message}\""));
+                if s.dialogs.len() < MAX_DIALOG_LINES {
+                    s.dialogs
+                        .push(format!("{kind} dialog {verb}: \"{message}\""));
+                } else {
+                    s.dialogs_unlisted += 1;
+                }
+                s.dialog_times.push_back(now);
+                while s
+                    .dialog_times
+                    .front()
+                    .is_some_and(|t| now.duration_since(*t) > DIALOG_STORM_WINDOW)
+                {
+                    s.dialog_times.pop_front();
+                }
+                let storm = s.dialog_times.len() >= DIALOG_STORM;
+                if storm {
+                    s.dialog_times.clear();
+                }
+                storm
             });
             let _ = conn
                 .call(
@@ -870,6 +907,27 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                     Duration::from_secs(5),
                 )
                 .await;
+            if storm {
+                // Off the pump: stopping the page waits on events this pump reads.
+                state.guard.notify(format!(
+                    "the page opened {DIALOG_STORM} dialogs within {} s: its tab was closed and a blank one opened in its place",
+                    DIALOG_STORM_WINDOW.as_secs()
+                ));
+                let conn = conn.clone();
+                let target = state.target_id.clone();
+                tokio::spawn(async move {
+                    // Closed, not stopped: a script stopped between two dialogs
+                    // opens the next one before a navigation can commit.
+                    let _ = conn
+                        .call(
+                            None,
+                            "Target.closeTarget",
+                            json!({ "targetId": target }),
+                            Duration::from_secs(5),
+                        )
+                        .await;
+                });
+            }
         }
         "Inspector.targetCrashed" => {
             state.with(|s| s.crashed = true);

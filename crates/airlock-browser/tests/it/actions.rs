@@ -642,3 +642,57 @@ async fn a_click_waits_for_a_moving_target_to_stop() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_opens_dialogs_without_end_is_closed_and_reported_briefly() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        for button in ["Loop", "Timer"] {
+            s.navigate(&h.site.url("dialog-loop.html"), WaitUntil::Load)
+                .await
+                .unwrap();
+            // The click may end with its tab, which the storm of dialogs closes.
+            let mut reported = match s
+                .click(&role("button", button), &ClickOptions::default())
+                .await
+            {
+                Ok(out) => {
+                    assert!(out.dialogs.len() <= 12, "{button}: {:?}", out.dialogs);
+                    out.dialogs
+                }
+                Err(e) => {
+                    assert_eq!(e.code(), ErrorCode::TabNotFound, "{button}: {e}");
+                    Vec::new()
+                }
+            };
+            let mut tabs = s.tabs().await.unwrap();
+            for _ in 0..100 {
+                let out = s
+                    .wait_for(
+                        &airlock_browser::WaitCondition::Time(Duration::from_millis(20)),
+                        None,
+                    )
+                    .await
+                    .unwrap();
+                // Ten dialogs a result at most, then how many more there were.
+                assert!(out.dialogs.len() <= 12, "{button}: {:?}", out.dialogs);
+                reported.extend(out.dialogs);
+                tabs = s.tabs().await.unwrap();
+                if reported.iter().any(|d| d.contains("its tab was closed")) {
+                    break;
+                }
+            }
+            assert!(
+                reported.iter().any(|d| d.contains("its tab was closed")),
+                "{button}: {reported:?}"
+            );
+            assert_eq!(tabs.len(), 1, "{button}: {tabs:?}");
+            assert_eq!(tabs[0].url, "about:blank", "{button}");
+            // The session answers at once again.
+            let text = snap(&s).await.text;
+            assert!(!text.contains("still here"), "{text}");
+        }
+        s.close().await;
+    })
+    .await;
+}
