@@ -8,14 +8,17 @@
 //! against the bound names and `Origin` against the allowed origins (403) and caps the
 //! body (413).
 
+mod limit;
+
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use airlock_config::ApiKey;
 use airlock_gateway::Gateway;
 use airlock_mcp::HttpOptions;
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -49,7 +52,10 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
             max_body_bytes: MAX_MCP_BODY_BYTES,
         },
     );
-    let auth = Arc::new(config.api_key);
+    let auth = Arc::new(Auth {
+        key: config.api_key,
+        limiter: limit::AuthLimiter::default(),
+    });
     Router::new()
         // A stateless client's named browser session: the same MCP service, which
         // reads the handle from the path.
@@ -80,11 +86,13 @@ const QUERY_CREDENTIALS: &[&str] = &[
     "authorization",
 ];
 
-async fn authenticate(
-    State(key): State<Arc<Option<ApiKey>>>,
-    request: Request,
-    next: Next,
-) -> Response {
+/// The bearer token `/mcp` requires, and the limiter of failed attempts.
+struct Auth {
+    key: Option<ApiKey>,
+    limiter: limit::AuthLimiter,
+}
+
+async fn authenticate(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
     // Tokens in URLs end up in logs and browser history; refuse them outright.
     if let Some(query) = request.uri().query() {
         let has_credential = query.split('&').any(|pair| {
@@ -99,7 +107,37 @@ async fn authenticate(
             return (StatusCode::BAD_REQUEST, "credentials are not accepted in the query string; send an Authorization: Bearer header\n").into_response();
         }
     }
-    if let Some(key) = key.as_ref() {
+    if let Some(key) = auth.key.as_ref() {
+        // The client's address (absent only when the router is used without a socket).
+        let client = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip());
+        let now = tokio::time::Instant::now();
+        if let Some(addr) = client
+            && let limit::Admission::Refused { retry_after, first } = auth.limiter.admit(addr, now)
+        {
+            if first {
+                tracing::warn!(
+                    client = %addr,
+                    failures = limit::MAX_FAILURES,
+                    window_s = limit::WINDOW.as_secs(),
+                    "too many failed authentications: refusing this address until its window ends"
+                );
+            }
+            let seconds = retry_after.as_secs().max(1);
+            let mut response = (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many failed authentications from this address; retry in {seconds} s\n"
+                ),
+            )
+                .into_response();
+            if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            return response;
+        }
         let presented = request
             .headers()
             .get(header::AUTHORIZATION)
@@ -111,6 +149,13 @@ async fn authenticate(
             .map(str::trim);
         let ok = presented
             .is_some_and(|token| constant_time_eq(token.as_bytes(), key.expose().as_bytes()));
+        if let Some(addr) = client {
+            if ok {
+                auth.limiter.succeeded(addr);
+            } else {
+                auth.limiter.failed(addr, now);
+            }
+        }
         if !ok {
             tracing::warn!(
                 reason = if presented.is_some() {
@@ -179,9 +224,13 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    // The client's address reaches the auth layer, which limits failures by it.
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 #[cfg(test)]

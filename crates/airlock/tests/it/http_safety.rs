@@ -352,3 +352,31 @@ async fn stateless_era_checks_headers_against_the_body() {
     assert_eq!(unknown_version.status, 400);
     stop(served).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_authentication_is_limited_per_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let token = "bearer-token-0123456789abcdef";
+    let served = serve(tmp.path(), Some(token)).await;
+    let url = served.url.clone();
+    let wrong = ["Authorization: Bearer wrong-token-0123456789".to_owned()];
+    let mut statuses = Vec::new();
+    for _ in 0..14 {
+        statuses.push(initialize(&url, &wrong).await.status);
+    }
+    assert_eq!(&statuses[..10], &[401; 10], "{statuses:?}");
+    assert_eq!(&statuses[10..], &[429; 4], "{statuses:?}");
+    let limited = initialize(&url, &wrong).await;
+    let retry: u64 = limited
+        .header("retry-after")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no Retry-After: {}", limited.head));
+    assert!((1..=60).contains(&retry), "{retry}");
+    // While the window lasts, even the right token from this address waits.
+    let right = initialize(&url, &[format!("Authorization: Bearer {token}")]).await;
+    assert_eq!(right.status, 429, "{}", right.head);
+    // Health stays open.
+    let health = reqwest_free_get(&url, "/healthz").await;
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    stop(served).await;
+}
