@@ -91,6 +91,44 @@ impl Connection {
         params: Value,
         timeout: Duration,
     ) -> Reply {
+        self.send(session, method, params, timeout).await
+    }
+
+    /// Sends a command now and returns the wait for its reply: commands sent one
+    /// after another this way reach Chromium in that order without waiting for each
+    /// other's replies.
+    pub(crate) fn send(
+        &self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Reply> + Send + 'static {
+        let sent = self.send_now(session, method, params);
+        let inner = self.inner.clone();
+        let method = method.to_owned();
+        async move {
+            let (id, rx) = sent?;
+            match tokio::time::timeout(timeout, rx).await {
+                Ok(Ok(reply)) => reply,
+                Ok(Err(_)) => Err(CdpError::Closed),
+                Err(_) => {
+                    lock(&inner.pending).remove(&id);
+                    Err(CdpError::Timeout {
+                        method,
+                        ms: timeout.as_millis(),
+                    })
+                }
+            }
+        }
+    }
+
+    fn send_now(
+        &self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Result<(u64, oneshot::Receiver<Reply>), CdpError> {
         if self.is_closed() {
             return Err(CdpError::Closed);
         }
@@ -113,20 +151,9 @@ impl Connection {
             lock(&self.inner.pending).remove(&id);
             return Err(CdpError::Closed);
         }
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(reply)) => reply,
-            Ok(Err(_)) => Err(CdpError::Closed),
-            Err(_) => {
-                lock(&self.inner.pending).remove(&id);
-                Err(CdpError::Timeout {
-                    method: method.to_owned(),
-                    ms: timeout.as_millis(),
-                })
-            }
-        }
+        Ok((id, rx))
     }
 
-    /// [`Connection::call`] decoding the reply into `T`.
     pub(crate) async fn call_as<T: DeserializeOwned>(
         &self,
         session: Option<&str>,

@@ -288,46 +288,64 @@ impl Tab {
             state,
             pump,
         };
-        tab.call("Page.enable", json!({}), timeout).await?;
-        tab.call(
-            "Page.setLifecycleEventsEnabled",
-            json!({ "enabled": true }),
-            timeout,
-        )
-        .await?;
-        tab.call("Inspector.enable", json!({}), timeout).await?;
-        tab.call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({ "width": viewport.0, "height": viewport.1, "deviceScaleFactor": 1, "mobile": false }),
-            timeout,
-        )
-        .await?;
-        // Keyboard focus and :focus styles behave as in a foreground window even when
-        // another tab of the session is in front.
-        tab.call(
-            "Emulation.setFocusEmulationEnabled",
-            json!({ "enabled": true }),
-            timeout,
-        )
-        .await?;
-        // Out-of-process (cross-site) iframes become child sessions of this tab, and
-        // so do workers. When requests are inspected they wait until their requests
-        // are paused too.
+        // Every set-up command is sent at once, in order, and the target told to run
+        // last: the commands take effect before its first script, and a popup opened
+        // without an opener (a new renderer, paused) answers none of them until it
+        // runs, so waiting for each reply in turn would wait for ever.
         let inspects = tab.state.requests.inspects_all();
-        tab.call(
-            "Target.setAutoAttach",
-            json!({ "autoAttach": true, "waitForDebuggerOnStart": inspects, "flatten": true }),
-            timeout,
-        )
-        .await?;
+        let mut commands: Vec<(&str, Value)> = vec![
+            ("Page.enable", json!({})),
+            ("Page.setLifecycleEventsEnabled", json!({ "enabled": true })),
+            ("Inspector.enable", json!({})),
+            (
+                "Emulation.setDeviceMetricsOverride",
+                json!({ "width": viewport.0, "height": viewport.1, "deviceScaleFactor": 1, "mobile": false }),
+            ),
+            // Keyboard focus and :focus styles behave as in a foreground window even
+            // when another tab of the session is in front.
+            (
+                "Emulation.setFocusEmulationEnabled",
+                json!({ "enabled": true }),
+            ),
+            // Out-of-process (cross-site) iframes become child sessions of this tab,
+            // and so do workers; when requests are inspected they wait until their
+            // requests are paused too.
+            (
+                "Target.setAutoAttach",
+                json!({ "autoAttach": true, "waitForDebuggerOnStart": inspects, "flatten": true }),
+            ),
+        ];
         if let Some(patterns) = tab.state.requests.patterns() {
-            tab.call("Fetch.enable", json!({ "patterns": patterns }), timeout)
-                .await?;
+            commands.push(("Fetch.enable", json!({ "patterns": patterns })));
         }
-        let tree: FrameTree = tab
+        // From document start, in Airlock's world: remember inputs a script turns
+        // from type=password into anything else, so their values stay masked.
+        commands.push((
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": WAS_PASSWORD, "worldName": WORLD_NAME }),
+        ));
+        if let Some(injection) = &injection {
+            commands.extend(seeding_scripts(injection));
+        }
+        let frame_tree = tab
             .conn
-            .call_as(Some(&tab.session), "Page.getFrameTree", json!({}), timeout)
-            .await?;
+            .send(Some(&tab.session), "Page.getFrameTree", json!({}), timeout);
+        let mut replies: Vec<_> = commands
+            .into_iter()
+            .map(|(method, params)| tab.conn.send(Some(&tab.session), method, params, timeout))
+            .collect();
+        replies.push(tab.conn.send(
+            Some(&tab.session),
+            "Runtime.runIfWaitingForDebugger",
+            json!({}),
+            timeout,
+        ));
+        let tree = frame_tree.await?;
+        for reply in replies {
+            reply.await?;
+        }
+        let tree: FrameTree = serde_json::from_value(tree)
+            .map_err(|e| Error::Protocol(format!("bad frame tree: {e}")))?;
         let frame = tree.frame_tree.frame;
         tab.state.with(|s| {
             if s.main_frame.is_empty() {
@@ -346,48 +364,7 @@ impl Tab {
                 parent_session: None,
             });
         });
-        // From document start, in Airlock's world: remember inputs a script turns from
-        // type=password into anything else, so their values stay masked.
-        tab.call(
-            "Page.addScriptToEvaluateOnNewDocument",
-            json!({ "source": WAS_PASSWORD, "worldName": WORLD_NAME }),
-            timeout,
-        )
-        .await?;
-        if let Some(injection) = &injection {
-            tab.inject(injection, timeout).await?;
-        }
-        tab.call("Runtime.runIfWaitingForDebugger", json!({}), timeout)
-            .await?;
         Ok(tab)
-    }
-
-    // Before the page runs: localStorage seeding as each document of a bound origin
-    // starts (in an isolated world, so page scripts cannot intercept it). Headers are
-    // added where requests are paused (`Requests`).
-    async fn inject(&self, injection: &Injection, timeout: Duration) -> Result<()> {
-        let mut by_origin: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
-        for (origin, key, value) in &injection.storage {
-            by_origin
-                .entry(origin.as_str())
-                .or_default()
-                .push((key.as_str(), value.as_str()));
-        }
-        for (origin, items) in by_origin {
-            let source = zeroize::Zeroizing::new(format!(
-                "(() => {{ if (location.origin !== {origin}) return; \
-                 for (const [k, v] of {items}) {{ try {{ if (localStorage.getItem(k) === null) localStorage.setItem(k, v); }} catch (_) {{}} }} }})();",
-                origin = serde_json::to_string(origin).unwrap_or_default(),
-                items = serde_json::to_string(&items).unwrap_or_default(),
-            ));
-            self.call(
-                "Page.addScriptToEvaluateOnNewDocument",
-                json!({ "source": source.as_str(), "worldName": "__airlock_seed" }),
-                timeout,
-            )
-            .await?;
-        }
-        Ok(())
     }
 
     /// A CDP call on this tab's session.
@@ -637,6 +614,34 @@ impl Tab {
             dialogs
         })
     }
+}
+
+// Before the page runs: localStorage seeding as each document of a bound origin
+// starts (in an isolated world, so page scripts cannot intercept it). Headers are
+// added where requests are paused (`Requests`).
+fn seeding_scripts(injection: &Injection) -> Vec<(&'static str, Value)> {
+    let mut by_origin: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
+    for (origin, key, value) in &injection.storage {
+        by_origin
+            .entry(origin.as_str())
+            .or_default()
+            .push((key.as_str(), value.as_str()));
+    }
+    by_origin
+        .into_iter()
+        .map(|(origin, items)| {
+            let source = zeroize::Zeroizing::new(format!(
+                "(() => {{ if (location.origin !== {origin}) return; \
+                 for (const [k, v] of {items}) {{ try {{ if (localStorage.getItem(k) === null) localStorage.setItem(k, v); }} catch (_) {{}} }} }})();",
+                origin = serde_json::to_string(origin).unwrap_or_default(),
+                items = serde_json::to_string(&items).unwrap_or_default(),
+            ));
+            (
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": source.as_str(), "worldName": "__airlock_seed" }),
+            )
+        })
+        .collect()
 }
 
 fn is_context_gone(message: &str) -> bool {

@@ -696,3 +696,39 @@ async fn a_page_that_opens_dialogs_without_end_is_closed_and_reported_briefly() 
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_to_blank_and_noopener_windows_become_tabs_too() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("popup.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        for (n, target) in [
+            (2, role("link", "New tab link")),
+            (3, role("button", "Open without opener")),
+        ] {
+            s.click(&target, &ClickOptions::default()).await.unwrap();
+            let mut tabs = s.tabs().await.unwrap();
+            for _ in 0..100 {
+                if tabs.len() >= n {
+                    break;
+                }
+                s.wait_for(&WaitCondition::Time(Duration::from_millis(50)), None)
+                    .await
+                    .unwrap();
+                tabs = s.tabs().await.unwrap();
+            }
+            assert_eq!(tabs.len(), n, "{tabs:?}");
+            assert!(!tabs[0].url.is_empty());
+        }
+        // A tab opened afterwards does not stall.
+        let tabs = s.new_tab(Some(&h.site.url("login.html"))).await.unwrap();
+        assert_eq!(tabs.len(), 4, "{tabs:?}");
+        assert!(tabs[1].url.ends_with("index.html"), "{tabs:?}");
+        assert!(tabs[2].url.ends_with("page2.html"), "{tabs:?}");
+        assert!(tabs[1].opened_by_page && tabs[2].opened_by_page, "{tabs:?}");
+        s.close().await;
+    })
+    .await;
+}
