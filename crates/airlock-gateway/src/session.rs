@@ -438,8 +438,17 @@ impl AgentSession {
         // would load file:, chrome: and data: URLs and run javascript: ones.
         if let Some(url) = call.navigation_target()
             && let Some(policy) = self.policy().await
-            && let Decision::Deny { detail, .. } = policy.check_url(url).decision
+            && let Decision::Deny { reason, detail } = policy.check_url(url).decision
         {
+            // A URL that does not parse is a mistake in the call, not a refusal.
+            if reason == DenyReason::InvalidUrl {
+                let hint = if url.contains("://") {
+                    ""
+                } else {
+                    "; give an absolute URL such as https://example.com/"
+                };
+                return ToolOutput::error(ErrorCode::InvalidArgument, format!("{detail}{hint}"));
+            }
             return ToolOutput::error(ErrorCode::PolicyDenied, detail);
         }
         if let Some(param) = call.misplaced_placeholder() {

@@ -331,6 +331,18 @@ async fn dangerous_schemes_are_each_refused() {
             );
             assert!(out.text.contains("is not allowed"), "{url}: {}", out.text);
         }
+        // A URL that does not parse is a mistake to fix, not a refusal.
+        for url in ["example.com/login", "http://", "https://exa mple.com/"] {
+            let out = agent.call(navigate(url.to_owned())).await;
+            assert_eq!(
+                out.error,
+                Some(ErrorCode::InvalidArgument),
+                "{url}: {}",
+                out.text
+            );
+        }
+        let out = agent.call(navigate("example.com/login".to_owned())).await;
+        assert!(out.text.contains("https://example.com/"), "{}", out.text);
         assert_eq!(
             gateway.open_browser_sessions().await,
             0,
