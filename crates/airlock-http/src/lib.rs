@@ -62,6 +62,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .route_service("/mcp/s/{handle}", mcp.clone())
         .route_service("/mcp", mcp)
         .route_layer(middleware::from_fn(parse_json_body))
+        .route_layer(middleware::from_fn(deleted_is_no_content))
         .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .route("/", get(index))
         .route("/healthz", get(healthz))
@@ -178,6 +179,20 @@ async fn authenticate(State(auth): State<Arc<Auth>>, request: Request, next: Nex
         }
     }
     next.run(request).await
+}
+
+// rmcp answers a DELETE that ended a session with 202 Accepted, which clients read as
+// "not done yet" (the Python SDK warns); it is done: 204.
+async fn deleted_is_no_content(request: Request, next: Next) -> Response {
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        *response.body_mut() = axum::body::Body::empty();
+        response.headers_mut().remove(header::CONTENT_LENGTH);
+        response.headers_mut().remove(header::CONTENT_TYPE);
+    }
+    response
 }
 
 // rmcp answers unparseable JSON with 415; the transport wants 400 and a JSON-RPC parse
