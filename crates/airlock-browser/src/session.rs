@@ -27,6 +27,9 @@ const MAX_FRAME_DEPTH: usize = 4;
 const MAX_SCREENSHOT_HEIGHT: f64 = 16_384.0;
 /// Most tabs a session may have; popups beyond it are closed.
 pub const MAX_TABS: usize = 10;
+/// How long a loaded page must stay still before a wait for a target that is
+/// missing (or disabled) gives up early (the walker's `IDLE_MS`).
+const IDLE: Duration = Duration::from_millis(1000);
 /// Longest fixed wait an agent may ask for.
 const MAX_FIXED_WAIT: Duration = Duration::from_secs(60);
 // What `settle` waits for in the page: an animation frame, then a task (a 200 ms cap
@@ -1168,7 +1171,9 @@ impl Session {
         } = target
         {
             let deadline = tokio::time::Instant::now() + budget;
-            let (frame, node) = self.find_named(tab, role, name, *index, deadline).await?;
+            let (frame, node) = self
+                .find_named(tab, role, name, *index, deadline, true)
+                .await?;
             let named = Target::Ref(NodeRef { frame, node });
             let left = deadline
                 .saturating_duration_since(tokio::time::Instant::now())
@@ -1244,15 +1249,19 @@ impl Session {
         name: &str,
         index: Option<usize>,
         deadline: tokio::time::Instant,
+        fail_fast: bool,
     ) -> Result<(u32, u64)> {
         let wanted = collapse_ws(name);
         let wanted_lower = wanted.to_lowercase();
         let call = format!("__airlock.candidates({})", Value::from(role));
         let what = format!("{role} with the name given");
+        // When the top document last changed, and its count of changes then.
+        let mut last_change = (tokio::time::Instant::now(), -1_i64);
         loop {
             let frames = tab.state.read(|s| s.frames.len()).max(1) as u32;
             let (mut exact, mut loose) = (Vec::new(), Vec::new());
             let mut seen = -1;
+            let mut ready = false;
             for frame in 0..frames {
                 let reply = match tab
                     .eval(frame, &call, false, self.options.action_timeout)
@@ -1265,6 +1274,7 @@ impl Session {
                 };
                 if frame == 0 {
                     seen = reply["v"].as_i64().unwrap_or(-1);
+                    ready = reply["ready"].as_bool() == Some(true);
                 }
                 for candidate in reply["list"].as_array().into_iter().flatten() {
                     let Some(node) = candidate["ref"].as_u64() else {
@@ -1305,9 +1315,14 @@ impl Session {
                 }
             };
             let now = tokio::time::Instant::now();
+            if seen != last_change.1 {
+                last_change = (now, seen);
+            }
+            // A loaded page that has stayed still this long will not grow the target.
+            let settled = fail_fast && ready && now.duration_since(last_change.0) > IDLE;
             match found {
                 Ok(found) => return Ok(found),
-                Err(e) if now >= deadline => return Err(e),
+                Err(e) if now >= deadline || settled => return Err(e),
                 Err(_) => {}
             }
             // Look again once the page has changed (or after a quarter second).
@@ -2055,7 +2070,7 @@ impl Session {
                 index,
             } => {
                 let (frame, node) = self
-                    .find_named(tab, role, name, *index, deadline)
+                    .find_named(tab, role, name, *index, deadline, false)
                     .await
                     .map_err(|e| match e {
                         Error::ElementNotFound { .. } => Error::Timeout {

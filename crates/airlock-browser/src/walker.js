@@ -13,6 +13,8 @@
   // and then cuts it much shorter; this cut sits far enough beyond that (the session's
   // redactor says how far) that it can never split a secret Airlock must recognise.
   let maxCut = 400;
+  // How long a loaded page must stay still before waiting for a target is given up.
+  const IDLE_MS = 1000;
   // Diagnostics only: give every emitted element a ref so tests can compare each one
   // with Chromium's own accessibility tree.
   let refAll = false;
@@ -853,10 +855,24 @@
     const deadline = performance.now() + (opts.timeoutMs || 5000);
     let why = '';
     let lastRect = null;
+    // Waiting helps only while the page still changes: a target that is missing, or
+    // disabled, on a page that has loaded and stayed still for IDLE_MS will not
+    // appear or be enabled by waiting longer.
+    watchMutations();
+    let seen = mutationCount;
+    let lastChange = performance.now();
+    const settledFor = () => {
+      if (mutationCount !== seen) {
+        seen = mutationCount;
+        lastChange = performance.now();
+      }
+      return document.readyState === 'complete' && document.getAnimations().length === 0 &&
+        performance.now() - lastChange > IDLE_MS;
+    };
     for (;;) {
       const found = resolve(target);
       if (found.error) {
-        if (found.error !== 'not_found' || performance.now() > deadline || !opts.waitForMatch) return found;
+        if (found.error !== 'not_found' || performance.now() > deadline || !opts.waitForMatch || settledFor()) return found;
         await nextFrame();
         continue;
       }
@@ -870,6 +886,7 @@
           why = 'it has no size (not rendered)';
         } else if (opts.needEnabled && isDisabled(el)) {
           why = 'it is disabled';
+          if (settledFor()) return { error: 'not_actionable', message: `${why}, and the page has stopped changing`, desc };
         } else {
           const vw = innerWidth, vh = innerHeight;
           if (r.bottom <= 0 || r.right <= 0 || r.top >= vh || r.left >= vw ||
@@ -1029,7 +1046,7 @@
     for (const el of allElements(document.documentElement)) {
       if (roleOf(el) === wanted && !isHiddenForAx(el)) list.push({ ref: refFor(el), name: nameOf(el, wanted) });
     }
-    return { v: mutationCount, list };
+    return { v: mutationCount, list, ready: document.readyState === 'complete' && document.getAnimations().length === 0 };
   }
 
   async function waitFor(cond, timeoutMs) {

@@ -732,3 +732,63 @@ async fn links_to_blank_and_noopener_windows_become_tabs_too() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_waiting_cannot_help_fails_fast() {
+    // A long action budget: only failing fast keeps this test inside its own limit.
+    let config = BrowserConfig {
+        action_timeout: Duration::from_secs(60),
+        ..BrowserConfig::default()
+    };
+    with_browser_config(config, |h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("stuck.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let fast = Duration::from_secs(10);
+        let attempts = [
+            (
+                role("button", "Never enabled"),
+                ErrorCode::ElementNotActionable,
+            ),
+            (role("button", "No such button"), ErrorCode::ElementNotFound),
+            (
+                airlock_browser::Target::Role {
+                    role: "button".into(),
+                    name: Some("Never".into()),
+                    index: Some(3),
+                },
+                ErrorCode::ElementNotFound,
+            ),
+            (
+                airlock_browser::Target::Selector("#nope".into()),
+                ErrorCode::ElementNotFound,
+            ),
+        ];
+        for (target, code) in attempts {
+            let err = tokio::time::timeout(fast, s.click(&target, &ClickOptions::default()))
+                .await
+                .unwrap_or_else(|_| panic!("{target:?} waited out the action budget"))
+                .unwrap_err();
+            assert_eq!(err.code(), code, "{target:?}: {err}");
+        }
+        let err = tokio::time::timeout(
+            fast,
+            s.click(&role("button", "Never enabled"), &ClickOptions::default()),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+        assert!(err.to_string().contains("stopped changing"), "{err}");
+        // A button the page enables a moment later is still waited for.
+        s.navigate(&h.site.url("stuck.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.click(&role("button", "Enabled later"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(line_with(&s, "later clicked").await.contains("paragraph"));
+        s.close().await;
+    })
+    .await;
+}
