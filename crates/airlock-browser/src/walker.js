@@ -797,11 +797,10 @@
       // `candidates`; a match here on the page's raw names would be a yes/no answer
       // about any secret a name holds.
       if (target.name !== undefined && target.name !== null) return { error: 'invalid_argument', message: 'names are matched outside the page' };
-      const role = target.role === 'img' ? 'image' : target.role;
-      what = `role ${role}`;
+      what = `role ${target.role}`;
       matches = [];
       for (const el of allElements(document.documentElement)) {
-        if (roleOf(el) === role && !isHiddenForAx(el)) matches.push(el);
+        if (roleMatches(el, target.role) && !isHiddenForAx(el)) matches.push(el);
       }
     }
     if (target.index !== undefined && target.index !== null) {
@@ -1037,14 +1036,26 @@
     return { v: mutationCount, text: body ? collapse(body.innerText) : '' };
   }
 
+  // Roles Chromium names its own way, and the ARIA roles an agent would use for them.
+  const ROLE_SYNONYMS = {
+    image: ['img'], disclosuretriangle: ['button'], colorwell: ['button'],
+    date: ['textbox'], datetime: ['textbox'], inputtime: ['textbox'],
+  };
+
+  // Whether `el` has the role an agent asked for: case-insensitive, synonyms too.
+  function roleMatches(el, wanted) {
+    const role = roleOf(el).toLowerCase();
+    const w = String(wanted).toLowerCase();
+    return role === w || (ROLE_SYNONYMS[role] || []).includes(w);
+  }
+
   // Visible elements of `role` with their names (for Airlock to match, redacted).
   function candidates(role) {
     labelMaps = new Map();
     watchMutations();
-    const wanted = role === 'img' ? 'image' : role;
     const list = [];
     for (const el of allElements(document.documentElement)) {
-      if (roleOf(el) === wanted && !isHiddenForAx(el)) list.push({ ref: refFor(el), name: nameOf(el, wanted) });
+      if (roleMatches(el, role) && !isHiddenForAx(el)) list.push({ ref: refFor(el), name: nameOf(el, roleOf(el)) });
     }
     return { v: mutationCount, list, ready: document.readyState === 'complete' && document.getAnimations().length === 0 };
   }

@@ -792,3 +792,30 @@ async fn a_target_that_waiting_cannot_help_fails_fast() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_match_without_case_and_by_their_aria_names() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("roles.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        // <summary> is Chromium's DisclosureTriangle; an agent says button.
+        s.click(&role("button", "More options"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(snap(&s).await.text.contains("Hidden until opened"));
+        s.click(&role("BUTTON", "more options"), &ClickOptions::default())
+            .await
+            .unwrap();
+        // <input type=date> is Chromium's Date; an agent says textbox.
+        s.type_text(&role("textbox", "Start date"), "2026-11-22", false, false)
+            .await
+            .unwrap();
+        s.type_text(&role("date", "Start date"), "2026-11-22", false, false)
+            .await
+            .unwrap();
+        s.close().await;
+    })
+    .await;
+}
