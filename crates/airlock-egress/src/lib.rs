@@ -66,6 +66,31 @@ impl Resolver for SystemResolver {
 struct Blocked {
     total: BTreeMap<DenyReason, u64>,
     unreported: BTreeMap<DenyReason, u64>,
+    /// Recent requests the proxy could not carry out (the name did not resolve, no
+    /// address took the connection): `host:port`, what happened, when.
+    failures: std::collections::VecDeque<(String, String, tokio::time::Instant)>,
+}
+
+/// Failures remembered, and for how long.
+const MAX_FAILURES: usize = 32;
+const FAILURE_MEMORY: Duration = Duration::from_secs(30);
+
+fn record_failure(counts: &Mutex<Blocked>, host: &str, port: u16, what: String) {
+    let mut blocked = lock(counts);
+    if blocked.failures.len() >= MAX_FAILURES {
+        blocked.failures.pop_front();
+    }
+    blocked
+        .failures
+        .push_back((authority(host, port), what, tokio::time::Instant::now()));
+}
+
+// `host:port` with any IPv6 brackets dropped, the form failures are looked up by.
+fn authority(host: &str, port: u16) -> String {
+    format!(
+        "{}:{port}",
+        host.trim_start_matches('[').trim_end_matches(']')
+    )
 }
 
 /// One session's proxy. Dropping it stops the listener and every connection.
@@ -146,6 +171,20 @@ impl EgressProxy {
     /// Refusals since the last call, by reason (for a tool result's summary).
     pub fn take_unreported(&self) -> BTreeMap<DenyReason, u64> {
         std::mem::take(&mut lock(&self.blocked).unreported)
+    }
+
+    /// What went wrong, lately, with a request to `host:port` the proxy could not
+    /// carry out (`does not resolve`, `could not connect …`): a navigation that ends
+    /// on the proxy's error page failed, and this says why.
+    pub fn failure_for(&self, host: &str, port: u16) -> Option<String> {
+        let key = authority(host, port);
+        let blocked = lock(&self.blocked);
+        blocked
+            .failures
+            .iter()
+            .rev()
+            .find(|(a, _, at)| *a == key && at.elapsed() < FAILURE_MEMORY)
+            .map(|(_, what, _)| what.clone())
     }
 
     /// Stops the listener and every open connection now.
@@ -288,6 +327,7 @@ async fn serve(
             Ok(Ok(list)) if !list.is_empty() => list,
             _ => {
                 count(counts, DenyReason::Unresolvable);
+                record_failure(counts, &host, port, format!("{host} does not resolve"));
                 tracing::debug!(host, port, "egress refused: does not resolve");
                 return refuse(
                     &mut client,
@@ -318,6 +358,12 @@ async fn serve(
         }
     }
     let Some(mut upstream) = upstream else {
+        record_failure(
+            counts,
+            &host,
+            port,
+            format!("could not connect to {host}:{port} (refused or no answer)"),
+        );
         return refuse(
             &mut client,
             "502 Bad Gateway",

@@ -462,7 +462,8 @@ impl AgentSession {
             ToolCall::SessionClose => self.close_browser().await,
             call => match self.browser_session().await {
                 Ok(held) => {
-                    let mut out = tools::run(&held, &self.inner.fence, &held.loaded, call).await;
+                    let mut out =
+                        tools::run(&held, &held.proxy, &self.inner.fence, &held.loaded, call).await;
                     if out.error == Some(ErrorCode::BrowserCrashed) {
                         out.text.push_str(&self.recover(&held).await);
                     }

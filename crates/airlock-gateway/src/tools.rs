@@ -9,6 +9,7 @@ use airlock_browser::{
 };
 use airlock_config::Isolation;
 use airlock_core::{ErrorCode, HasErrorCode};
+use airlock_egress::EgressProxy;
 
 use crate::content::PageFence;
 use crate::credentials::Loaded;
@@ -241,11 +242,12 @@ impl ToolOutput {
 
 pub(crate) async fn run(
     session: &Session,
+    proxy: &EgressProxy,
     fence: &PageFence,
     loaded: &Loaded,
     call: ToolCall,
 ) -> ToolOutput {
-    match execute(session, fence, loaded, call).await {
+    match execute(session, proxy, fence, loaded, call).await {
         Ok(out) => out,
         Err(e) => ToolOutput::from_error(&e),
     }
@@ -253,13 +255,34 @@ pub(crate) async fn run(
 
 async fn execute(
     session: &Session,
+    proxy: &EgressProxy,
     fence: &PageFence,
     loaded: &Loaded,
     call: ToolCall,
 ) -> Result<ToolOutput, Error> {
     Ok(match call {
         ToolCall::Navigate { url, wait_until } => {
-            let outcome = session.navigate(&url, wait_until).await?;
+            let outcome = match session.navigate(&url, wait_until).await {
+                // An https navigation the proxy could not carry out fails in Chromium
+                // (a tunnel error); the proxy knows why.
+                Err(Error::NavigationFailed { url: shown, reason }) => {
+                    let reason = match proxy_failure(proxy, &[&url]) {
+                        Some(why) => format!("{why} ({reason})"),
+                        None => reason,
+                    };
+                    return Err(Error::NavigationFailed { url: shown, reason });
+                }
+                other => other?,
+            };
+            // An http one ends on the proxy's error page: a failure, not a page.
+            if outcome.status == Some(502)
+                && let Some(why) = proxy_failure(proxy, &[&outcome.url, &url])
+            {
+                return Err(Error::NavigationFailed {
+                    url: url.chars().take(200).collect(),
+                    reason: why,
+                });
+            }
             // A new document: the whole (capped) snapshot says more than a diff.
             let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
             let mut text = header(&outcome);
@@ -391,6 +414,14 @@ async fn execute(
             // Handled by the agent session, which owns the browser session.
             ToolOutput::error(ErrorCode::Internal, "session calls are not browser actions")
         }
+    })
+}
+
+// Why the egress proxy could not carry out a request to one of `urls`, if it could not.
+fn proxy_failure(proxy: &EgressProxy, urls: &[&str]) -> Option<String> {
+    urls.iter().find_map(|u| {
+        let u = url::Url::parse(u).ok()?;
+        proxy.failure_for(u.host_str()?, u.port_or_known_default()?)
     })
 }
 

@@ -961,3 +961,49 @@ async fn a_crashed_page_is_replaced_by_a_blank_tab_and_the_session_goes_on() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_that_does_not_resolve_or_a_closed_port_is_navigation_failed() {
+    with_browser(|h| async move {
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let gateway = Gateway::with_resolver(
+            h.browsers.clone(),
+            GatewayConfig {
+                policy: policy_allowing_addrs(&[format!("127.0.0.1:{closed}")]),
+                ..GatewayConfig::default()
+            },
+            Scripted::new(vec![]),
+        );
+        let agent = gateway.agent_session();
+        for (url, why) in [
+            (
+                "http://nowhere.test/".to_owned(),
+                "nowhere.test does not resolve",
+            ),
+            (
+                "https://nowhere.test/".to_owned(),
+                "nowhere.test does not resolve",
+            ),
+            (
+                format!("http://127.0.0.1:{closed}/"),
+                "could not connect to 127.0.0.1",
+            ),
+        ] {
+            let out = agent.call(navigate(url.clone())).await;
+            assert_eq!(
+                out.error,
+                Some(ErrorCode::NavigationFailed),
+                "{url}: {}",
+                out.text
+            );
+            assert!(out.text.contains(why), "{url}: {}", out.text);
+            // Airlock's words, not a page: nothing inside the untrusted fence.
+            assert!(!out.text.contains("<page-content"), "{url}: {}", out.text);
+        }
+        gateway.shutdown().await;
+    })
+    .await;
+}
