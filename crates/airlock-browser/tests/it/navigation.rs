@@ -140,3 +140,39 @@ async fn chromium_resolves_no_name_itself() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_replaced_by_a_javascript_url_can_still_be_read_and_used() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("jslink.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.click(&crate::role("link", "Replace"), &Default::default())
+            .await
+            .unwrap();
+        let mut text = String::new();
+        for _ in 0..50 {
+            text = s
+                .snapshot(&airlock_browser::SnapshotOptions::default())
+                .await
+                .unwrap_or_else(|e| panic!("snapshot after the replacement: {e}"))
+                .text;
+            if text.contains("Replaced") {
+                break;
+            }
+            s.wait_for(
+                &airlock_browser::WaitCondition::Time(std::time::Duration::from_millis(20)),
+                None,
+            )
+            .await
+            .unwrap();
+        }
+        assert!(text.contains("heading \"Replaced\""), "{text}");
+        s.click(&crate::role("button", "After"), &Default::default())
+            .await
+            .unwrap();
+        s.close().await;
+    })
+    .await;
+}

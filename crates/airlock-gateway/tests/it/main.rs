@@ -1007,3 +1007,40 @@ async fn a_name_that_does_not_resolve_or_a_closed_port_is_navigation_failed() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_replaced_by_a_javascript_url_leaves_the_session_usable() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        for link in ["Replace", "Rewrite"] {
+            agent.call(navigate(h.site.url("jslink.html"))).await;
+            let out = agent
+                .call(ToolCall::Click {
+                    target: airlock_browser::Target::Role {
+                        role: "link".into(),
+                        name: Some(link.into()),
+                        index: None,
+                    },
+                    options: Default::default(),
+                })
+                .await;
+            assert_eq!(out.error, None, "{}", out.text);
+            for call in [
+                ToolCall::Snapshot(SnapshotOptions::default()),
+                ToolCall::Read {
+                    format: airlock_gateway::ReadFormat::Text,
+                    offset: 0,
+                },
+                navigate(h.site.url("login.html")),
+                ToolCall::Snapshot(SnapshotOptions::default()),
+            ] {
+                let out = agent.call(call.clone()).await;
+                assert_eq!(out.error, None, "{call:?}: {}", out.text);
+                assert!(!out.text.contains("No frame"), "{}", out.text);
+            }
+        }
+        gateway.shutdown().await;
+    })
+    .await;
+}
