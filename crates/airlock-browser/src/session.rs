@@ -2185,6 +2185,15 @@ impl Session {
         })
     }
 
+    /// Forgets the base of [`Session::changes`]: the next call returns the page
+    /// whole (capped), as after a navigation whose snapshot nobody read.
+    pub async fn forget_changes(&self) -> Result<()> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        tab.state.with(|s| s.last_snapshot = None);
+        Ok(())
+    }
+
     async fn walk_scope(&self, tab: &Tab, scope: NodeRef) -> Result<Node> {
         let base = frame_base(tab, scope.frame)?;
         let value = tab

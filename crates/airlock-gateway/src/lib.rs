@@ -14,4 +14,4 @@ mod warm;
 pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use session::{AgentSession, Gateway, GatewayConfig};
-pub use tools::{OpenOptions, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};
+pub use tools::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};

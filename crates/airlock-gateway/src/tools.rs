@@ -23,6 +23,8 @@ pub enum ToolCall {
         url: String,
         /// When it counts as loaded.
         wait_until: WaitUntil,
+        /// What of the new page the result shows.
+        snapshot: PageView,
     },
     /// `browser_snapshot`.
     Snapshot(SnapshotOptions),
@@ -168,6 +170,18 @@ impl ToolCall {
     }
 }
 
+/// What of a new page a navigation's result shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PageView {
+    /// The capped snapshot.
+    #[default]
+    Full,
+    /// Only what can be acted on, and the headings that locate it.
+    Interactive,
+    /// Nothing: the agent reads the page when it wants to.
+    None,
+}
+
 /// Page text format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadFormat {
@@ -261,7 +275,11 @@ async fn execute(
     call: ToolCall,
 ) -> Result<ToolOutput, Error> {
     Ok(match call {
-        ToolCall::Navigate { url, wait_until } => {
+        ToolCall::Navigate {
+            url,
+            wait_until,
+            snapshot: view,
+        } => {
             let outcome = match session.navigate(&url, wait_until).await {
                 // An https navigation the proxy could not carry out fails in Chromium
                 // (a tunnel error); the proxy knows why.
@@ -284,8 +302,21 @@ async fn execute(
                 });
             }
             // A new document: the whole (capped) snapshot says more than a diff.
-            let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
             let mut text = header(&outcome);
+            let options = match view {
+                PageView::Full => SnapshotOptions::default(),
+                PageView::Interactive => SnapshotOptions {
+                    interactive_only: true,
+                    ..SnapshotOptions::default()
+                },
+                PageView::None => {
+                    // The next action's changes start from this page, not the last.
+                    session.forget_changes().await?;
+                    text.push_str("(no snapshot was asked for: browser_snapshot reads the page)");
+                    return Ok(ToolOutput::text(text));
+                }
+            };
+            let snapshot = session.snapshot(&options).await?;
             text.push_str(&fence.wrap(&snapshot.text));
             ToolOutput::text(text)
         }

@@ -8,7 +8,7 @@ use airlock_browser::{
     SnapshotOptions, Target, WaitCondition, WaitUntil,
 };
 use airlock_config::Isolation;
-use airlock_gateway::{OpenOptions, ReadFormat, TabAction, ToolCall};
+use airlock_gateway::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
 
@@ -128,6 +128,9 @@ pub(crate) struct NavigateParams {
     /// When the page counts as loaded (default `load`).
     #[schemars(extend("enum" = ["load", "domcontentloaded", "networkidle"]))]
     pub(crate) wait_until: Option<String>,
+    /// What of the new page the result shows (default `full`, capped).
+    #[schemars(extend("enum" = ["full", "interactive", "none"]))]
+    pub(crate) snapshot: Option<String>,
 }
 
 impl NavigateParams {
@@ -147,9 +150,20 @@ impl NavigateParams {
                 ));
             }
         };
+        let snapshot = match self.snapshot.as_deref() {
+            None | Some("full") => PageView::Full,
+            Some("interactive") => PageView::Interactive,
+            Some("none") => PageView::None,
+            Some(other) => {
+                return bad(format!(
+                    "`snapshot` is one of full, interactive, none; got `{other}`"
+                ));
+            }
+        };
         Ok(ToolCall::Navigate {
             url: self.url.trim().to_owned(),
             wait_until,
+            snapshot,
         })
     }
 }
@@ -549,6 +563,7 @@ impl TabsParams {
                     NavigateParams {
                         url: url.clone(),
                         wait_until: None,
+                        snapshot: None,
                     }
                     .call()?;
                 }
@@ -686,11 +701,22 @@ mod tests {
             NavigateParams {
                 url: url.to_owned(),
                 wait_until: wait.map(str::to_owned),
+                snapshot: None,
             }
             .call()
         };
         assert!(p("https://example.com", Some("networkidle")).is_ok());
         assert!(p("https://example.com", Some("idle")).is_err());
+        let view = |v: &str| {
+            NavigateParams {
+                url: "https://example.com".to_owned(),
+                wait_until: None,
+                snapshot: Some(v.to_owned()),
+            }
+            .call()
+        };
+        assert!(view("none").is_ok() && view("interactive").is_ok());
+        assert!(view("some").is_err());
         assert!(p("https://x/{{secret:a.b}}", None).is_err());
         // Schemes are judged by the policy in the gateway, with policy_denied.
         assert!(p("file:///etc/passwd", None).is_ok());

@@ -217,6 +217,7 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
             ToolCall::Navigate {
                 url: url.to_owned(),
                 wait_until: WaitUntil::Load,
+                snapshot: airlock_gateway::PageView::Full,
             }
         }
         "snapshot" => {

@@ -42,6 +42,7 @@ pub(crate) fn navigate(url: String) -> ToolCall {
     ToolCall::Navigate {
         url,
         wait_until: WaitUntil::Load,
+        snapshot: airlock_gateway::PageView::Full,
     }
 }
 
@@ -1040,6 +1041,41 @@ async fn a_document_replaced_by_a_javascript_url_leaves_the_session_usable() {
                 assert!(!out.text.contains("No frame"), "{}", out.text);
             }
         }
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        let go = |view| ToolCall::Navigate {
+            url: h.site.url("article.html"),
+            wait_until: WaitUntil::Load,
+            snapshot: view,
+        };
+        let full = agent.call(go(airlock_gateway::PageView::Full)).await;
+        let interactive = agent.call(go(airlock_gateway::PageView::Interactive)).await;
+        let none = agent.call(go(airlock_gateway::PageView::None)).await;
+        for out in [&full, &interactive, &none] {
+            assert_eq!(out.error, None, "{}", out.text);
+            assert!(out.text.contains("article.html"), "{}", out.text);
+        }
+        assert!(full.text.contains("paragraph"), "{}", full.text);
+        assert!(
+            !interactive.text.contains("paragraph"),
+            "{}",
+            interactive.text
+        );
+        assert!(interactive.text.len() < full.text.len());
+        assert!(!none.text.contains("<page-content"), "{}", none.text);
+        // The next action's changes start from the new page.
+        let snap = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        assert!(snap.text.contains("paragraph"), "{}", snap.text);
         gateway.shutdown().await;
     })
     .await;
