@@ -10,7 +10,20 @@ use airlock_policy::{Decision, DenyReason};
 /// Exit 0 when allowed, 1 when denied.
 pub(crate) async fn check(config: &Config, input: &str, resolve: bool) -> ExitCode {
     let policy = &config.policy;
-    let checked = policy.check_url(input);
+    // A page's WebSocket reaches the egress proxy as a connection to its host and
+    // port, judged like the http(s) URL of the same place: answer as the proxy would.
+    let websocket = [("ws://", "http://"), ("wss://", "https://")]
+        .iter()
+        .find_map(|(ws, http)| {
+            input
+                .get(..ws.len())
+                .filter(|p| p.eq_ignore_ascii_case(ws))
+                .map(|_| format!("{http}{}", &input[ws.len()..]))
+        });
+    if let Some(as_http) = &websocket {
+        println!("note:     a page's WebSocket; the egress proxy judges it as {as_http}");
+    }
+    let checked = policy.check_url(websocket.as_deref().unwrap_or(input));
     if let Some(url) = &checked.url {
         println!("url:      {url}");
     }

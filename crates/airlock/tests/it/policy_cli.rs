@@ -81,3 +81,22 @@ fn a_name_that_does_not_resolve_is_refused() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("nothing.invalid does not resolve"), "{out}");
 }
+
+#[test]
+fn websocket_urls_are_judged_as_the_proxy_judges_them() {
+    let (code, out) = check(&["wss://example.com/socket"], None);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("judges it as https://example.com/socket"),
+        "{out}"
+    );
+    assert!(out.contains("host:     example.com port 443"), "{out}");
+    let (code, out) = check(&["ws://127.0.0.1:9/socket"], None);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("127.0.0.1 is loopback"), "{out}");
+    let (code, out) = check(
+        &["WS://127.0.0.1:9/socket"],
+        Some("[policy]\nallow_private = [\"127.0.0.1:9\"]\n"),
+    );
+    assert_eq!(code, 0, "{out}");
+}
