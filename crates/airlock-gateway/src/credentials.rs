@@ -65,10 +65,28 @@ impl CredentialSource {
                 "this Airlock has no vault configured, so no credentials can be used",
             ));
         };
+        // Without authority, nothing is read: whether a name exists is not said.
+        let operate = self.role >= Role::Operate;
+        if !operate && grant_token.is_none() {
+            return Ok(Outcome::Refused(format!(
+                "using credentials needs the `operate` role or a grant token (this caller has `{}`)",
+                self.role.as_str()
+            )));
+        }
+        // With a grant, a name that does not exist and one the grant does not cover
+        // get the same answer.
+        let not_covered = |name: &str| {
+            Outcome::Refused(format!(
+                "the grant does not cover `{name}` (or there is no such credential)"
+            ))
+        };
         let mut secrets = Vec::new();
         for name in names {
             match vault.get(&self.tenant, name).await {
                 Ok(secret) => secrets.push(secret),
+                Err(airlock_vault::VaultError::NotFound(_)) if !operate => {
+                    return Ok(not_covered(name));
+                }
                 Err(airlock_vault::VaultError::NotFound(_)) => {
                     return Err(ToolOutput::error(
                         ErrorCode::NotFound,
@@ -84,20 +102,18 @@ impl CredentialSource {
                 }
             }
         }
-        let hosts: Vec<String> = secrets
-            .iter()
-            .flat_map(|s| s.origins.iter())
-            .filter_map(|o| url::Url::parse(o).ok()?.host_str().map(str::to_owned))
-            .collect();
-        if self.role < Role::Operate {
-            let Some(token) = grant_token else {
-                return Ok(Outcome::Refused(format!(
-                    "using credentials needs the `operate` role or a grant token (this caller has `{}`)",
-                    self.role.as_str()
-                )));
-            };
+        if let (false, Some(token)) = (operate, grant_token) {
+            let hosts: Vec<String> = secrets
+                .iter()
+                .flat_map(|s| s.origins.iter())
+                .filter_map(|o| url::Url::parse(o).ok()?.host_str().map(str::to_owned))
+                .collect();
             match grant::redeem(vault.store(), &self.tenant, token, &hosts).await {
                 Ok(Ok(_)) => {}
+                // Which host is out of scope would say where a credential is bound.
+                Ok(Err(grant::GrantRefusal::OutOfScope(_))) => {
+                    return Ok(not_covered(&names.join("`, `")));
+                }
                 Ok(Err(refusal)) => return Ok(Outcome::Refused(refusal.to_string())),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot check a grant");

@@ -491,10 +491,27 @@ async fn credentials_need_operate_or_a_grant_and_sessions_never_share_them() {
         let wrong = single_use_grant(&vault, "example.com").await;
         let other = gateway.agent_session();
         let out = call(&other, open_with(&["app"], Some(wrong.expose().to_owned()))).await;
+        assert!(out.text.contains("does not cover `app`"), "{}", out.text);
+        // A name that does not exist gets the same answer, with or without a grant:
+        // names cannot be enumerated without authority.
+        let probe = gateway.agent_session();
+        let out = call(
+            &probe,
+            open_with(&["no-such-name"], Some(wrong.expose().to_owned())),
+        )
+        .await;
         assert!(
-            out.text.contains("does not cover 127.0.0.1"),
+            out.text.contains("does not cover `no-such-name`"),
             "{}",
             out.text
+        );
+        let no_grant = |name: &str| open_with(&[name], None);
+        let known = call(&gateway.agent_session(), no_grant("app")).await;
+        let unknown = call(&gateway.agent_session(), no_grant("no-such-name")).await;
+        assert_eq!(
+            (known.error, known.text.replace("app", "X")),
+            (unknown.error, unknown.text.replace("no-such-name", "X")),
+            "a missing name and an unauthorised one answer differently"
         );
         // A single-use grant for the app authorizes once.
         let token = single_use_grant(&vault, "127.0.0.1").await;
@@ -513,10 +530,13 @@ async fn credentials_need_operate_or_a_grant_and_sessions_never_share_them() {
         // Another session at the same time never sees the granted session's cookie.
         let out = call(&again, navigate(h.site.url("app/home"))).await;
         assert!(out.text.contains("Login required"), "{}", out.text);
-        // Unknown names are an error, and nothing opens.
-        let fresh = gateway.agent_session();
+        // For a caller with the authority, an unknown name is an error, and nothing
+        // opens.
+        let (operator, _) = self::gateway(&h, Role::Operate).await;
+        let fresh = operator.agent_session();
         let out = call(&fresh, open_with(&["nope"], None)).await;
         assert_eq!(out.error, Some(ErrorCode::NotFound), "{}", out.text);
+        operator.shutdown().await;
         gateway.shutdown().await;
     })
     .await;
