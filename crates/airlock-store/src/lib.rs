@@ -25,6 +25,9 @@ pub enum StoreError {
     /// A stored row is not what this version wrote.
     #[error("store: corrupt row: {0}")]
     Corrupt(String),
+    /// The database file could not be created or restricted to its owner.
+    #[error("store: {0}")]
+    File(#[from] std::io::Error),
 }
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -110,8 +113,11 @@ impl std::fmt::Debug for Store {
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 impl Store {
-    /// Opens (creating if needed) the SQLite database at `path` and migrates it.
+    /// Opens (creating if needed) the SQLite database at `path` and migrates it. The
+    /// file is readable by its owner only (0600), also when it existed with wider
+    /// permissions; SQLite gives its `-wal` and `-shm` files the same.
     pub async fn open_sqlite(path: &Path) -> Result<Store> {
+        owner_only(path)?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -381,3 +387,16 @@ fn grant_row(r: &sqlx::sqlite::SqliteRow) -> Result<GrantRecord> {
 
 #[cfg(test)]
 mod tests;
+
+// Creates `path` as an empty file readable by its owner only, or narrows an existing
+// one to that: grants' hashes and sealed secrets are nobody else's to copy.
+fn owner_only(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}

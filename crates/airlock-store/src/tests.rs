@@ -24,13 +24,26 @@ async fn a_file_database_is_in_wal_mode_and_survives_reopening() {
     let store = Store::open_sqlite(&path).await.unwrap();
     assert_eq!(store.journal_mode().await.unwrap(), "wal");
     store.put_secret(&record("app", 1)).await.unwrap();
+    // The database and its WAL are their owner's only.
+    let mode = |p: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&dir.path().join("airlock.db-wal")), 0o600);
     store.close().await;
+    // One made with wider permissions is narrowed when opened.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
     // Reopening runs the migrations again: a no-op, the data stays.
     let store = Store::open_sqlite(&path).await.unwrap();
     assert_eq!(
         store.secret("default", "app").await.unwrap(),
         Some(record("app", 1))
     );
+    assert_eq!(mode(&path), 0o600);
     store.close().await;
 }
 

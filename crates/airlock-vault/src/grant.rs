@@ -118,13 +118,20 @@ pub async fn create(
                 .to_ascii_lowercase()
         })
         .collect();
-    if domains.is_empty()
-        || domains
-            .iter()
-            .any(|d| d.is_empty() || d.contains(['/', ':', ' ']))
-    {
+    // A domain is a host name (or address) and what is under it: nothing that could
+    // stand for every site (`*`, an empty label), nor a scheme, port or path.
+    let valid = |d: &str| {
+        !d.is_empty()
+            && d.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            })
+    };
+    if domains.is_empty() || !domains.iter().all(|d| valid(d)) {
         return Err(VaultError::Invalid(
-            "a grant needs domains like app.example.com (no scheme, port or path)".to_owned(),
+            "a grant needs domains like app.example.com (no wildcard but a leading `*.`, no scheme, port or path)".to_owned(),
         ));
     }
     let mut raw = Zeroizing::new([0u8; 32]);

@@ -297,6 +297,35 @@ async fn grants_are_single_use_scoped_expiring_and_revocable() {
         .await
         .unwrap();
     assert!(token.expose().starts_with("agt_"));
+    // A grant for everything is refused, however it is spelt.
+    for domains in [
+        &["*"][..],
+        &["*.*"],
+        &["example.*"],
+        &["."],
+        &["a..b"],
+        &["https://x.com"],
+        &["x.com:443"],
+    ] {
+        let domains: Vec<String> = domains.iter().map(|d| (*d).to_owned()).collect();
+        assert!(
+            grant::create(&store, "default", &domains, ttl, false)
+                .await
+                .is_err(),
+            "{domains:?}"
+        );
+    }
+    assert!(
+        grant::create(
+            &store,
+            "default",
+            &["*.example.com".into(), "127.0.0.1".into()],
+            ttl,
+            false
+        )
+        .await
+        .is_ok()
+    );
     assert!(!format!("{token:?} {record:?}").contains(token.expose()));
     // Out of scope: refused, and not used up.
     assert_eq!(
