@@ -27,10 +27,13 @@ impl Report {
     }
 }
 
-pub(crate) async fn run(config_flag: Option<&Path>) -> ExitCode {
+pub(crate) async fn run(config_flag: Option<&Path>, data_dir: Option<&Path>) -> ExitCode {
     let mut report = Report { failed: false };
     let config = match super::load_config(config_flag) {
-        Ok(config) => {
+        Ok(mut config) => {
+            if let Some(dir) = data_dir {
+                config.data_dir = dir.to_owned();
+            }
             let source = super::config_path(config_flag)
                 .map(|p| format!("`{}`", p.display()))
                 .unwrap_or_else(|| "built-in defaults (no airlock.toml)".to_owned());

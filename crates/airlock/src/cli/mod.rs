@@ -23,6 +23,10 @@ struct Cli {
     /// Path of airlock.toml (default: $AIRLOCK_CONFIG, else ./airlock.toml if present).
     #[arg(long, global = true)]
     config: Option<PathBuf>,
+    /// State directory: the vault, its key file (overrides config and AIRLOCK_DATA_DIR).
+    /// Every command takes it, so `vault set` and the server use the same vault.
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -34,9 +38,6 @@ enum Command {
         /// Address to listen on (overrides config and AIRLOCK_LISTEN).
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
-        /// State directory (overrides config and AIRLOCK_DATA_DIR).
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
     },
     /// Serve MCP over stdin/stdout for a local client (Claude Desktop, Cursor).
     Mcp,
@@ -162,8 +163,11 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let config_or_exit = |flag: Option<&Path>| config_or_exit(flag, cli.data_dir.as_deref());
     match cli.command {
-        Command::Doctor => runtime.block_on(doctor::run(cli.config.as_deref())),
+        Command::Doctor => {
+            runtime.block_on(doctor::run(cli.config.as_deref(), cli.data_dir.as_deref()))
+        }
         Command::Policy {
             command: PolicyCommand::Check { url, resolve },
         } => {
@@ -249,12 +253,12 @@ pub(crate) fn main() -> ExitCode {
                 }
             }
         }
-        Command::Serve { listen, data_dir } => {
+        Command::Serve { listen } => {
             let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            match runtime.block_on(serve::run(config, listen, data_dir)) {
+            match runtime.block_on(serve::run(config, listen)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!("{e:#}");
@@ -265,12 +269,17 @@ pub(crate) fn main() -> ExitCode {
     }
 }
 
-// The configuration, or the exit status that says it cannot be used (logged).
-fn config_or_exit(flag: Option<&Path>) -> Result<Config, ExitCode> {
-    load_config(flag).map_err(|e| {
+// The configuration (with `--data-dir` applied), or the exit status that says it
+// cannot be used (logged).
+fn config_or_exit(flag: Option<&Path>, data_dir: Option<&Path>) -> Result<Config, ExitCode> {
+    let mut config = load_config(flag).map_err(|e| {
         tracing::error!("{e:#}");
         ExitCode::from(EXIT_CONFIG)
-    })
+    })?;
+    if let Some(dir) = data_dir {
+        config.data_dir = dir.to_owned();
+    }
+    Ok(config)
 }
 
 // Exit status of a command that printed its own output.

@@ -1,21 +1,13 @@
 //! `airlock serve`: the HTTP server with MCP at `/mcp`.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 use airlock_config::Config;
 use anyhow::Context as _;
 
-pub(crate) async fn run(
-    mut config: Config,
-    listen: Option<SocketAddr>,
-    data_dir: Option<PathBuf>,
-) -> anyhow::Result<()> {
+pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyhow::Result<()> {
     if let Some(listen) = listen {
         config.server.listen = listen;
-    }
-    if let Some(dir) = data_dir {
-        config.data_dir = dir;
     }
     let loopback = config.server.listen.ip().is_loopback();
     if !loopback && config.server.api_key.is_none() {

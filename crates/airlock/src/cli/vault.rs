@@ -15,6 +15,22 @@ use zeroize::Zeroizing;
 pub(crate) const DB_FILE: &str = "airlock.db";
 
 /// Opens the store and vault of the configured data dir.
+/// The vault of `config`'s data dir, saying on stderr which one it is: a vault
+/// command and a server with different data dirs would otherwise use two vaults
+/// without a word.
+async fn open_for_cli(config: &Config) -> anyhow::Result<(Vault, KeySource)> {
+    let opened = open_vault(config).await?;
+    #[allow(clippy::print_stderr)] // Which vault, beside the command's own output.
+    {
+        eprintln!(
+            "vault: {} (key: {})",
+            config.data_dir.join(DB_FILE).display(),
+            opened.1
+        );
+    }
+    Ok(opened)
+}
+
 pub(crate) async fn open_vault(config: &Config) -> anyhow::Result<(Vault, KeySource)> {
     let dir = &config.data_dir;
     std::fs::create_dir_all(dir)
@@ -91,7 +107,7 @@ async fn store_fields(
     origins: Vec<String>,
     fields: Fields,
 ) -> anyhow::Result<()> {
-    let (vault, _) = open_vault(config).await?;
+    let (vault, _) = open_for_cli(config).await?;
     let existing = match vault.get(tenant, name).await {
         Ok(secret) => Some(secret),
         Err(airlock_vault::VaultError::NotFound(_)) => None,
@@ -134,7 +150,7 @@ async fn store_fields(
 
 /// `vault list`: names, origins, fields present, times; never a value.
 pub(crate) async fn list(config: &Config, tenant: &str) -> anyhow::Result<()> {
-    let (vault, _) = open_vault(config).await?;
+    let (vault, _) = open_for_cli(config).await?;
     let secrets = vault.list(tenant).await?;
     if secrets.is_empty() {
         println!("no secrets for tenant `{tenant}`");
@@ -155,7 +171,7 @@ pub(crate) async fn list(config: &Config, tenant: &str) -> anyhow::Result<()> {
 
 /// `vault rm`.
 pub(crate) async fn remove(config: &Config, tenant: &str, name: &str) -> anyhow::Result<()> {
-    let (vault, _) = open_vault(config).await?;
+    let (vault, _) = open_for_cli(config).await?;
     let removed = vault.remove(tenant, name).await?;
     vault.store().close().await;
     if !removed {
@@ -167,7 +183,7 @@ pub(crate) async fn remove(config: &Config, tenant: &str, name: &str) -> anyhow:
 
 /// `vault rotate-key`: every record re-encrypted under a new key, atomically.
 pub(crate) async fn rotate(config: &Config) -> anyhow::Result<()> {
-    let (vault, source) = open_vault(config).await?;
+    let (vault, source) = open_for_cli(config).await?;
     let store = vault.store().clone();
     match source {
         KeySource::File(_) => {
@@ -318,7 +334,7 @@ pub(crate) async fn grant_create(
     reusable: bool,
 ) -> anyhow::Result<()> {
     let ttl = grant::parse_ttl(ttl)?;
-    let (vault, _) = open_vault(config).await?;
+    let (vault, _) = open_for_cli(config).await?;
     let (token, record) = grant::create(vault.store(), tenant, domains, ttl, reusable).await?;
     println!("{}", token.expose());
     eprintln_note(&format!(
@@ -340,7 +356,7 @@ fn eprintln_note(text: &str) {
 
 /// `grant list`.
 pub(crate) async fn grant_list(config: &Config, tenant: &str) -> anyhow::Result<()> {
-    let (vault, _) = open_vault(config).await?;
+    let (vault, _) = open_for_cli(config).await?;
     for g in vault.store().grants(tenant).await? {
         let state = if g.revoked_at.is_some() {
             "revoked"
@@ -363,7 +379,7 @@ pub(crate) async fn grant_list(config: &Config, tenant: &str) -> anyhow::Result<
 
 /// `grant revoke`.
 pub(crate) async fn grant_revoke(config: &Config, tenant: &str, id: &str) -> anyhow::Result<()> {
-    let (vault, _) = open_vault(config).await?;
+    let (vault, _) = open_for_cli(config).await?;
     let revoked = grant::revoke(vault.store(), tenant, id).await?;
     vault.store().close().await;
     if !revoked {

@@ -228,3 +228,42 @@ fn grant_tokens_print_once_and_revoke() {
     );
     assert_ne!(bad.code, 0);
 }
+
+#[test]
+fn every_command_takes_the_data_dir_and_vault_commands_say_which_vault() {
+    let dir = tempfile::tempdir().unwrap();
+    let env_dir = dir.path().join("from-env");
+    let flag_dir = dir.path().join("from-flag");
+    let flag = flag_dir.to_str().unwrap();
+    // The flag beats AIRLOCK_DATA_DIR, before or after the subcommand.
+    let set = airlock(
+        &env_dir,
+        &[
+            "--data-dir",
+            flag,
+            "vault",
+            "set",
+            "app",
+            "--origin",
+            "https://app.example.com",
+            "--password-stdin",
+        ],
+        &format!("{PASSWORD}\n"),
+        &[],
+    );
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    assert!(
+        set.stderr
+            .contains(&format!("vault: {}", flag_dir.join("airlock.db").display())),
+        "{}",
+        set.stderr
+    );
+    let listed = airlock(&env_dir, &["vault", "list", "--data-dir", flag], "", &[]);
+    assert!(listed.stdout.contains("app"), "{}", listed.stdout);
+    let other = airlock(&env_dir, &["vault", "list"], "", &[]);
+    assert!(!other.stdout.contains("app"), "{}", other.stdout);
+    let grants = airlock(&env_dir, &["grant", "list", "--data-dir", flag], "", &[]);
+    assert_eq!(grants.code, 0, "{}", grants.stderr);
+    let doctor = airlock(&env_dir, &["doctor", "--data-dir", flag], "", &[]);
+    assert!(doctor.stdout.contains(flag), "{}", doctor.stdout);
+}
