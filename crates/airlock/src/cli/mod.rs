@@ -248,7 +248,7 @@ pub(crate) fn main() -> ExitCode {
             match runtime.block_on(mcp::run(config)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    tracing::error!("{e:#}");
+                    report_error(&e);
                     ExitCode::FAILURE
                 }
             }
@@ -261,7 +261,7 @@ pub(crate) fn main() -> ExitCode {
             match runtime.block_on(serve::run(config, listen)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    tracing::error!("{e:#}");
+                    report_error(&e);
                     ExitCode::FAILURE
                 }
             }
@@ -273,7 +273,7 @@ pub(crate) fn main() -> ExitCode {
 // cannot be used (logged).
 fn config_or_exit(flag: Option<&Path>, data_dir: Option<&Path>) -> Result<Config, ExitCode> {
     let mut config = load_config(flag).map_err(|e| {
-        tracing::error!("{e:#}");
+        report_error(&e);
         ExitCode::from(EXIT_CONFIG)
     })?;
     if let Some(dir) = data_dir {
@@ -287,10 +287,16 @@ fn finish(outcome: anyhow::Result<()>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e:#}");
+            report_error(&e);
             ExitCode::FAILURE
         }
     }
+}
+
+// A command's failure, for a person: `error: …` on stderr, not a log line.
+#[allow(clippy::print_stderr)]
+fn report_error(error: &anyhow::Error) {
+    eprintln!("error: {error:#}");
 }
 
 fn init_tracing() {

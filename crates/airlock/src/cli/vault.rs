@@ -31,6 +31,22 @@ async fn open_for_cli(config: &Config) -> anyhow::Result<(Vault, KeySource)> {
     Ok(opened)
 }
 
+/// Like `open_for_cli`, for commands that only read: a data dir with no vault yet
+/// (no key in the environment, no key file) is reported, not created.
+async fn open_existing_for_cli(config: &Config) -> anyhow::Result<Option<Vault>> {
+    let dir = &config.data_dir;
+    if ProcessEnv.get(vars::MASTER_KEY).is_none() && !dir.join(airlock_vault::KEY_FILE).exists() {
+        println!(
+            "no vault in {} yet (no {} there, and {} is not set)",
+            dir.display(),
+            airlock_vault::KEY_FILE,
+            vars::MASTER_KEY
+        );
+        return Ok(None);
+    }
+    Ok(Some(open_for_cli(config).await?.0))
+}
+
 pub(crate) async fn open_vault(config: &Config) -> anyhow::Result<(Vault, KeySource)> {
     let dir = &config.data_dir;
     std::fs::create_dir_all(dir)
@@ -150,7 +166,9 @@ async fn store_fields(
 
 /// `vault list`: names, origins, fields present, times; never a value.
 pub(crate) async fn list(config: &Config, tenant: &str) -> anyhow::Result<()> {
-    let (vault, _) = open_for_cli(config).await?;
+    let Some(vault) = open_existing_for_cli(config).await? else {
+        return Ok(());
+    };
     let secrets = vault.list(tenant).await?;
     if secrets.is_empty() {
         println!("no secrets for tenant `{tenant}`");
@@ -161,8 +179,8 @@ pub(crate) async fn list(config: &Config, tenant: &str) -> anyhow::Result<()> {
             s.name,
             s.origins.join(","),
             s.fields.join(","),
-            s.created_at,
-            s.updated_at
+            date(s.created_at),
+            date(s.updated_at)
         );
     }
     vault.store().close().await;
@@ -356,12 +374,17 @@ fn eprintln_note(text: &str) {
 
 /// `grant list`.
 pub(crate) async fn grant_list(config: &Config, tenant: &str) -> anyhow::Result<()> {
-    let (vault, _) = open_for_cli(config).await?;
+    let Some(vault) = open_existing_for_cli(config).await? else {
+        return Ok(());
+    };
     for g in vault.store().grants(tenant).await? {
+        let now = chrono::Utc::now().timestamp();
         let state = if g.revoked_at.is_some() {
             "revoked"
         } else if g.used_at.is_some() && !g.reusable {
             "used"
+        } else if g.expires_at <= now {
+            "expired"
         } else {
             "live"
         };
@@ -369,12 +392,20 @@ pub(crate) async fn grant_list(config: &Config, tenant: &str) -> anyhow::Result<
             "{}\tdomains: {}\texpires: {}\t{}\t{state}",
             g.id,
             g.domains.join(","),
-            g.expires_at,
+            date(g.expires_at),
             if g.reusable { "reusable" } else { "single-use" }
         );
     }
     vault.store().close().await;
     Ok(())
+}
+
+// A stored time (Unix seconds) as a date an operator reads.
+fn date(seconds: i64) -> String {
+    chrono::DateTime::from_timestamp(seconds, 0).map_or_else(
+        || seconds.to_string(),
+        |d| d.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+    )
 }
 
 /// `grant revoke`.

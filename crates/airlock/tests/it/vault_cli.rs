@@ -92,6 +92,12 @@ fn values_go_in_and_never_come_out() {
     );
     assert_no_value(&list, PASSWORD);
     assert_no_value(&list, "header-value-123");
+    // Times read as dates, not Unix seconds.
+    assert!(
+        list.stdout.contains("\tcreated: 20") && list.stdout.contains(" UTC\tupdated: 20"),
+        "{}",
+        list.stdout
+    );
 
     // Too short: refused, and the refusal does not echo it.
     let short = airlock(
@@ -210,7 +216,10 @@ fn grant_tokens_print_once_and_revoke() {
     assert!(token.starts_with("agt_"), "{token}");
     let list = airlock(data, &["grant", "list"], "", &[]);
     assert!(
-        list.stdout.contains("domains: app.example.com") && list.stdout.contains("live"),
+        list.stdout.contains("domains: app.example.com")
+            && list.stdout.contains("\texpires: 20")
+            && list.stdout.contains(" UTC\t")
+            && list.stdout.contains("live"),
         "{}",
         list.stdout
     );
@@ -262,6 +271,9 @@ fn every_command_takes_the_data_dir_and_vault_commands_say_which_vault() {
     assert!(listed.stdout.contains("app"), "{}", listed.stdout);
     let other = airlock(&env_dir, &["vault", "list"], "", &[]);
     assert!(!other.stdout.contains("app"), "{}", other.stdout);
+    // Listing where there is no vault creates none (no key file appears).
+    assert!(other.stdout.contains("no vault in"), "{}", other.stdout);
+    assert!(!env_dir.join("master.key").exists());
     let grants = airlock(&env_dir, &["grant", "list", "--data-dir", flag], "", &[]);
     assert_eq!(grants.code, 0, "{}", grants.stderr);
     let doctor = airlock(&env_dir, &["doctor", "--data-dir", flag], "", &[]);
