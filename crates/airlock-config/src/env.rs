@@ -12,6 +12,8 @@ pub mod vars {
     pub const DATA_DIR: &str = "AIRLOCK_DATA_DIR";
     /// `host:port` to listen on.
     pub const LISTEN: &str = "AIRLOCK_LISTEN";
+    /// More `policy.allow_private` entries, comma-separated (`127.0.0.1:8080,10.0.0.0/8`).
+    pub const ALLOW_PRIVATE: &str = "AIRLOCK_ALLOW_PRIVATE";
 
     /// Bearer token required on `/mcp`.
     pub const API_KEY: &str = "AIRLOCK_API_KEY";
@@ -27,6 +29,7 @@ pub mod vars {
         CHROME,
         DATA_DIR,
         LISTEN,
+        ALLOW_PRIVATE,
         API_KEY,
         MASTER_KEY,
         NEW_MASTER_KEY,

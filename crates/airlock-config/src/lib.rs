@@ -384,9 +384,34 @@ impl Config {
             }
         };
 
-        let policy = Policy::from_config(&raw.policy).map_err(|e| Error::Invalid {
-            key: e.key,
-            message: e.message,
+        // The environment adds to the file's private allowances; an entry it added
+        // that is wrong is named by the variable.
+        let from_file = raw.policy.allow_private.len();
+        let mut policy_config = raw.policy;
+        if let Some(extra) = env.get(vars::ALLOW_PRIVATE) {
+            policy_config.allow_private.extend(
+                extra
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|e| !e.is_empty())
+                    .map(str::to_owned),
+            );
+        }
+        let policy = Policy::from_config(&policy_config).map_err(|e| {
+            let from_env = e
+                .key
+                .strip_prefix("policy.allow_private[")
+                .and_then(|rest| rest.strip_suffix(']'))
+                .and_then(|i| i.parse::<usize>().ok())
+                .is_some_and(|i| i >= from_file);
+            Error::Invalid {
+                key: if from_env {
+                    vars::ALLOW_PRIVATE.to_owned()
+                } else {
+                    e.key
+                },
+                message: e.message,
+            }
         })?;
 
         Ok(Config {
@@ -459,6 +484,34 @@ mod tests {
         }
         let err = load("bogus = 1", &[]).unwrap_err().to_string();
         assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn the_environment_adds_private_allowances_and_is_named_when_wrong() {
+        let text = "[policy]\nallow_private = [\"10.0.0.0/8\"]";
+        let config = load(
+            text,
+            &[(vars::ALLOW_PRIVATE, "127.0.0.1:8080, 192.168.1.0/24")],
+        )
+        .unwrap();
+        for url in [
+            "http://10.1.2.3/",
+            "http://127.0.0.1:8080/",
+            "http://192.168.1.7/",
+        ] {
+            assert!(config.policy.check_url(url).decision.is_allowed(), "{url}");
+        }
+        assert!(
+            !config
+                .policy
+                .check_url("http://127.0.0.1:9/")
+                .decision
+                .is_allowed()
+        );
+        let err = load(text, &[(vars::ALLOW_PRIVATE, "10.0.0.0/40")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(vars::ALLOW_PRIVATE), "{err}");
     }
 
     #[test]

@@ -69,6 +69,20 @@ struct Blocked {
     /// Recent requests the proxy could not carry out (the name did not resolve, no
     /// address took the connection): `host:port`, what happened, when.
     failures: std::collections::VecDeque<(String, String, tokio::time::Instant)>,
+    /// Private `host:port`s whose refusal was logged with a hint for the operator.
+    hinted: std::collections::HashSet<String>,
+}
+
+// Logs, once per private place a page was refused, how an operator would allow it.
+fn hint_private(counts: &Mutex<Blocked>, host: &str, port: u16) {
+    let key = authority(host, port);
+    let mut blocked = lock(counts);
+    if blocked.hinted.len() < 256 && blocked.hinted.insert(key.clone()) {
+        tracing::info!(
+            place = %key,
+            "refused a private address; an operator allows it with policy.allow_private, AIRLOCK_ALLOW_PRIVATE or --allow-private"
+        );
+    }
 }
 
 /// Failures remembered, and for how long.
@@ -313,6 +327,9 @@ async fn serve(
     };
     if let Decision::Deny { reason, .. } = &checked.decision {
         count(counts, *reason);
+        if *reason == DenyReason::PrivateAddress {
+            hint_private(counts, &host, port);
+        }
         tracing::debug!(host, port, decision = %checked.decision, "egress refused");
         return refuse(
             &mut client,
@@ -344,6 +361,9 @@ async fn serve(
         let decision = policy.check_address(&host, *address);
         if let Decision::Deny { reason, .. } = &decision {
             count(counts, *reason);
+            if *reason == DenyReason::PrivateAddress {
+                hint_private(counts, &host, port);
+            }
             tracing::debug!(host, %address, %decision, "egress refused");
             return refuse(&mut client, "403 Forbidden", &format!("{decision}\n")).await;
         }

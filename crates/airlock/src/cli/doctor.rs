@@ -27,13 +27,10 @@ impl Report {
     }
 }
 
-pub(crate) async fn run(config_flag: Option<&Path>, data_dir: Option<&Path>) -> ExitCode {
+pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides) -> ExitCode {
     let mut report = Report { failed: false };
-    let config = match super::load_config(config_flag) {
-        Ok(mut config) => {
-            if let Some(dir) = data_dir {
-                config.data_dir = dir.to_owned();
-            }
+    let config = match super::load_config(config_flag, overrides) {
+        Ok(config) => {
             let source = super::config_path(config_flag)
                 .map(|p| format!("`{}`", p.display()))
                 .unwrap_or_else(|| "built-in defaults (no airlock.toml)".to_owned());

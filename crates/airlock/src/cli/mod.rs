@@ -27,6 +27,10 @@ struct Cli {
     /// Every command takes it, so `vault set` and the server use the same vault.
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
+    /// Also let the browser reach this private address, `host:port` or CIDR (repeat
+    /// for several); adds to `policy.allow_private` and AIRLOCK_ALLOW_PRIVATE.
+    #[arg(long = "allow-private", global = true, value_name = "ADDRESS")]
+    allow_private: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -163,11 +167,13 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let config_or_exit = |flag: Option<&Path>| config_or_exit(flag, cli.data_dir.as_deref());
+    let overrides = Overrides {
+        data_dir: cli.data_dir.clone(),
+        allow_private: cli.allow_private.clone(),
+    };
+    let config_or_exit = |flag: Option<&Path>| config_or_exit(flag, &overrides);
     match cli.command {
-        Command::Doctor => {
-            runtime.block_on(doctor::run(cli.config.as_deref(), cli.data_dir.as_deref()))
-        }
+        Command::Doctor => runtime.block_on(doctor::run(cli.config.as_deref(), &overrides)),
         Command::Policy {
             command: PolicyCommand::Check { url, resolve },
         } => {
@@ -269,17 +275,20 @@ pub(crate) fn main() -> ExitCode {
     }
 }
 
-// The configuration (with `--data-dir` applied), or the exit status that says it
-// cannot be used (logged).
-fn config_or_exit(flag: Option<&Path>, data_dir: Option<&Path>) -> Result<Config, ExitCode> {
-    let mut config = load_config(flag).map_err(|e| {
+/// What the command line says over the config file and the environment.
+#[derive(Debug, Default)]
+pub(crate) struct Overrides {
+    pub(crate) data_dir: Option<PathBuf>,
+    pub(crate) allow_private: Vec<String>,
+}
+
+// The configuration with the command line's overrides, or the exit status that says
+// it cannot be used (reported).
+fn config_or_exit(flag: Option<&Path>, overrides: &Overrides) -> Result<Config, ExitCode> {
+    load_config(flag, overrides).map_err(|e| {
         report_error(&e);
         ExitCode::from(EXIT_CONFIG)
-    })?;
-    if let Some(dir) = data_dir {
-        config.data_dir = dir.to_owned();
-    }
-    Ok(config)
+    })
 }
 
 // Exit status of a command that printed its own output.
@@ -350,8 +359,25 @@ pub(crate) async fn gateway(
     ))
 }
 
-/// Loads configuration the one way `serve`, `doctor` and tests share.
-pub(crate) fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {
+/// The process environment, with `--allow-private` entries added to
+/// AIRLOCK_ALLOW_PRIVATE (so the config loader validates and names them alike).
+struct CliEnv<'a>(&'a [String]);
+
+impl EnvSource for CliEnv<'_> {
+    fn get(&self, name: &str) -> Option<String> {
+        let value = ProcessEnv.get(name);
+        if name != vars::ALLOW_PRIVATE || self.0.is_empty() {
+            return value;
+        }
+        let mut entries: Vec<String> = value.into_iter().collect();
+        entries.extend(self.0.iter().cloned());
+        Some(entries.join(","))
+    }
+}
+
+/// Loads configuration the one way every command shares: file < environment <
+/// command line.
+pub(crate) fn load_config(flag: Option<&Path>, overrides: &Overrides) -> anyhow::Result<Config> {
     let path = config_path(flag);
     let text = match &path {
         Some(p) => Some(
@@ -361,7 +387,11 @@ pub(crate) fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {
         None => None,
     };
     let file = path.as_deref().zip(text.as_deref());
-    Ok(Config::load(file, &ProcessEnv)?)
+    let mut config = Config::load(file, &CliEnv(&overrides.allow_private))?;
+    if let Some(dir) = &overrides.data_dir {
+        config.data_dir = dir.clone();
+    }
+    Ok(config)
 }
 
 #[cfg(test)]

@@ -66,6 +66,20 @@ pub(crate) async fn check(config: &Config, input: &str, resolve: bool) -> ExitCo
         );
     }
     println!("decision: {decision}");
+    // For the operator (never in an agent's message): how to allow a private place.
+    if let (
+        Decision::Deny {
+            reason: DenyReason::PrivateAddress,
+            ..
+        },
+        Some(host),
+        Some(port),
+    ) = (&decision, &checked.host, checked.port)
+    {
+        println!(
+            "hint:     to let the browser reach it, add \"{host}:{port}\" (or a CIDR) to policy.allow_private, or set AIRLOCK_ALLOW_PRIVATE, or pass --allow-private {host}:{port}"
+        );
+    }
     match decision {
         Decision::Allow => ExitCode::SUCCESS,
         Decision::Deny { .. } => ExitCode::FAILURE,

@@ -100,3 +100,29 @@ fn websocket_urls_are_judged_as_the_proxy_judges_them() {
     );
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn a_private_refusal_says_how_to_allow_it_and_the_flag_does() {
+    let (code, out) = check(&["http://127.0.0.1:8080/"], None);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("hint:")
+            && out.contains("policy.allow_private")
+            && out.contains("--allow-private 127.0.0.1:8080"),
+        "{out}"
+    );
+    let (code, out) = check(
+        &[
+            "--allow-private",
+            "127.0.0.1:8080",
+            "http://127.0.0.1:8080/",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = check(
+        &["--allow-private", "10.0.0.0/40", "http://10.0.0.1/"],
+        None,
+    );
+    assert_ne!(code, 0, "{out}");
+}
