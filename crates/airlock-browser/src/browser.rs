@@ -272,6 +272,8 @@ pub struct Browsers {
 impl Browsers {
     /// A pool that launches Chromium lazily, on the first session.
     pub fn new(options: BrowserOptions) -> Browsers {
+        // A gateway killed before it could stop its Chromium left profiles behind.
+        crate::launch::sweep_stale_profiles(&options.profile_parent);
         Browsers {
             options: Arc::new(options),
             shared: tokio::sync::Mutex::new(None),

@@ -330,7 +330,9 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
 
 /// Removes profile directories left by gateways that no longer run (killed with
 /// SIGKILL, say). Chromium itself exits when its pipe closes, so only files remain.
-fn sweep_stale_profiles(parent: &Path) {
+/// Removes the profile directories a gateway that died (its PID is in their name)
+/// left in `parent`, and says what it did: each one removed, or why one could not be.
+pub(crate) fn sweep_stale_profiles(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
@@ -343,8 +345,20 @@ fn sweep_stale_profiles(parent: &Path) {
             continue;
         };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            tracing::info!(path = %entry.path().display(), "removing stale Chromium profile");
-            let _ = std::fs::remove_dir_all(entry.path());
+            let path = entry.path();
+            // A Chromium of the dead gateway may still be writing as it exits: a
+            // second try catches what it added during the first.
+            let removed = std::fs::remove_dir_all(&path)
+                .or_else(|_| std::fs::remove_dir_all(&path))
+                .or_else(|e| if path.exists() { Err(e) } else { Ok(()) });
+            match removed {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), "removed a stale Chromium profile")
+                }
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "could not remove a stale Chromium profile")
+                }
+            }
         }
     }
 }

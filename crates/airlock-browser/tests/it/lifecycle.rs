@@ -144,3 +144,32 @@ async fn a_crash_fails_sessions_clearly_and_the_next_session_relaunches() {
     })
     .await;
 }
+
+#[test]
+fn profiles_a_killed_gateway_left_are_swept_when_a_pool_starts() {
+    let parent = tempfile::tempdir().unwrap();
+    // A gateway that is gone (its PID is dead), and one that is alive (PID 1).
+    let dead = {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    let stale = parent
+        .path()
+        .join(format!("{}{dead}-abc123", airlock_browser::PROFILE_PREFIX));
+    let live = parent
+        .path()
+        .join(format!("{}1-def456", airlock_browser::PROFILE_PREFIX));
+    for dir in [&stale, &live] {
+        std::fs::create_dir_all(dir.join("Default")).unwrap();
+        std::fs::write(dir.join("Default/Cookies"), b"x").unwrap();
+    }
+    let mut options =
+        airlock_browser::BrowserOptions::from_config(&airlock_config::BrowserConfig::default())
+            .unwrap();
+    options.profile_parent = parent.path().to_owned();
+    let _pool = airlock_browser::Browsers::new(options);
+    assert!(!stale.exists(), "the dead gateway's profile is still there");
+    assert!(live.exists(), "a live gateway's profile was removed");
+}
