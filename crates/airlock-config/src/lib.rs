@@ -243,13 +243,58 @@ impl Default for BrowserConfig {
     }
 }
 
+// A TOML error as an operator can act on it: the dotted key at fault (found from the
+// error's span: the key on that line, under the last table header before it) and,
+// for a value of the wrong type, an example of the right one.
+fn explain_parse_error(text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().trim_end().to_owned();
+    let Some(span) = error.span() else {
+        return message;
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |i| line_start + i);
+    let line = text[line_start..line_end].trim();
+    let Some((key, _)) = line.split_once('=') else {
+        return message;
+    };
+    let key = key.trim().trim_matches('"');
+    let table = before[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim());
+    let path = match table {
+        Some(table) => format!("{table}.{key}"),
+        None => key.to_owned(),
+    };
+    let example = if message.contains("expected u") || message.contains("expected i") {
+        Some("10")
+    } else if message.contains("expected a boolean") {
+        Some("true")
+    } else if message.contains("expected a sequence") {
+        Some("[\"…\"]")
+    } else if message.contains("expected a string") {
+        Some("\"…\"")
+    } else {
+        None
+    };
+    match example {
+        Some(example) => format!("{path}: {message} (for example `{key} = {example}`)"),
+        None => format!("{path}: {message}"),
+    }
+}
+
 impl Config {
     /// Layers defaults < `file` (path and text, if any) < environment, then validates.
     pub fn load(file: Option<(&Path, &str)>, env: &dyn EnvSource) -> Result<Config> {
         let raw = match file {
             Some((path, text)) => toml::from_str::<RawConfig>(text).map_err(|e| Error::Parse {
                 path: path.to_owned(),
-                message: e.message().to_owned(),
+                message: explain_parse_error(text, &e),
             })?,
             None => RawConfig::default(),
         };
@@ -484,6 +529,27 @@ mod tests {
         }
         let err = load("bogus = 1", &[]).unwrap_err().to_string();
         assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn type_errors_name_the_key_and_show_an_example() {
+        for (text, want) in [
+            (
+                "[browser]\naction_timeout_ms = \"fast\"",
+                "browser.action_timeout_ms: invalid type: string \"fast\", expected u64 (for example `action_timeout_ms = 10`)",
+            ),
+            (
+                "[sessions]\nwarm = \"two\"\n",
+                "sessions.warm: invalid type: string \"two\", expected usize (for example `warm = 10`)",
+            ),
+            (
+                "[policy]\nallow_private = \"10.0.0.0/8\"",
+                "policy.allow_private: invalid type: string \"10.0.0.0/8\", expected a sequence",
+            ),
+        ] {
+            let err = load(text, &[]).unwrap_err().to_string();
+            assert!(err.contains(want), "{text:?} gave {err}");
+        }
     }
 
     #[test]
