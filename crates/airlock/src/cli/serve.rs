@@ -22,6 +22,7 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    let _data_dir = super::vault::hold_data_dir(&config.data_dir)?;
     let gateway = super::gateway(&config, vec![addr]).await?;
     // Host checking defends unauthenticated loopback servers against DNS rebinding;
     // a non-loopback server requires a token instead and answers to any host name.

@@ -13,6 +13,29 @@ use zeroize::Zeroizing;
 
 /// Name of the SQLite database in the data dir.
 pub(crate) const DB_FILE: &str = "airlock.db";
+/// Locked (shared) by every running gateway of a data dir, so a key rotation can tell
+/// it would pull the key from under one.
+const LOCK_FILE: &str = "airlock.lock";
+
+/// Marks the data dir as used by a running gateway until the returned file is
+/// dropped. Waits while a key rotation holds it.
+pub(crate) fn hold_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
+    let file = lock_file(dir)?;
+    file.lock_shared()
+        .with_context(|| format!("locking {}", dir.join(LOCK_FILE).display()))?;
+    Ok(file)
+}
+
+fn lock_file(dir: &Path) -> anyhow::Result<std::fs::File> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating the data dir {}", dir.display()))?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))
+        .with_context(|| format!("opening {}", dir.join(LOCK_FILE).display()))
+}
 
 /// Opens the store and vault of the configured data dir.
 /// The vault of `config`'s data dir, saying on stderr which one it is: a vault
@@ -201,6 +224,18 @@ pub(crate) async fn remove(config: &Config, tenant: &str, name: &str) -> anyhow:
 
 /// `vault rotate-key`: every record re-encrypted under a new key, atomically.
 pub(crate) async fn rotate(config: &Config) -> anyhow::Result<()> {
+    // A running gateway keeps the old key: every credential would fail there until
+    // it restarted, with a message that reads like tampering. Refuse instead.
+    let lock = lock_file(&config.data_dir)?;
+    if let Err(e) = lock.try_lock() {
+        return match e {
+            std::fs::TryLockError::WouldBlock => bail!(
+                "a gateway (airlock serve or airlock mcp) is running on {}; stop it, rotate, then start it again",
+                config.data_dir.display()
+            ),
+            std::fs::TryLockError::Error(e) => Err(e).context("locking the data dir"),
+        };
+    }
     let (vault, source) = open_for_cli(config).await?;
     let store = vault.store().clone();
     match source {

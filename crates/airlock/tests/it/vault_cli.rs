@@ -279,3 +279,39 @@ fn every_command_takes_the_data_dir_and_vault_commands_say_which_vault() {
     let doctor = airlock(&env_dir, &["doctor", "--data-dir", flag], "", &[]);
     assert!(doctor.stdout.contains(flag), "{}", doctor.stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotating_the_key_under_a_running_gateway_is_refused_and_said_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let set = airlock(
+        &data,
+        &[
+            "vault",
+            "set",
+            "app",
+            "--origin",
+            "https://app.example.com",
+            "--password-stdin",
+        ],
+        &format!("{PASSWORD}\n"),
+        &[],
+    );
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    let served = crate::server::serve(tmp.path(), None).await;
+    let refused = airlock(&data, &["vault", "rotate-key"], "", &[]);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("error: a gateway") && refused.stderr.contains("is running"),
+        "{}",
+        refused.stderr
+    );
+    crate::server::stop(served).await;
+    let rotated = airlock(&data, &["vault", "rotate-key"], "", &[]);
+    assert_eq!(rotated.code, 0, "{}", rotated.stderr);
+    assert!(
+        rotated.stdout.contains("re-encrypted 1 secret"),
+        "{}",
+        rotated.stdout
+    );
+}
