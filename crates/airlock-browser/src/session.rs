@@ -2029,10 +2029,16 @@ impl Session {
             {
                 Ok(reply) => {
                     seen = reply["v"].as_i64().unwrap_or(0);
-                    let page = self
-                        .redactor
-                        .redact(reply["text"].as_str().unwrap_or_default())
-                        .to_lowercase();
+                    let mut raw = reply["text"].as_str().unwrap_or_default();
+                    if reply["cut"].as_bool() == Some(true) {
+                        // Cut in the page: leave off what may be the start of a secret.
+                        let mut end = raw.len().saturating_sub(self.redactor.reach());
+                        while !raw.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        raw = &raw[..end];
+                    }
+                    let page = self.redactor.redact(raw).to_lowercase();
                     if page.contains(&wanted) != gone {
                         return Ok(());
                     }
@@ -2124,10 +2130,12 @@ impl Session {
         let _op = self.op.lock().await;
         let tab = self.tab().await?;
         let url = tab.state.read(|s| s.url.clone());
+        tab.state.with(|s| s.walk_truncated = None);
         let tree = match options.scope {
             None => self.walk_frame(&tab, 0, 0).await?,
             Some(scope) => self.walk_scope(&tab, scope).await?,
         };
+        let truncated = tab.state.with(|s| s.walk_truncated.take());
         let title = self.scrub(&tree.name);
         let all = airlock_snapshot::lines(&tree, &self.render_options(&url));
         let url = self.scrub(&url);
@@ -2159,8 +2167,12 @@ impl Session {
             options.max_nodes.max(1),
             options.max_bytes.max(256),
         );
+        let mut text = window.text;
+        if let Some(why) = truncated {
+            text.push_str(&walk_stopped(&why));
+        }
         Ok(Snapshot {
-            text: window.text,
+            text,
             url,
             title,
             total_lines: window.total,
@@ -2174,14 +2186,21 @@ impl Session {
         let _op = self.op.lock().await;
         let tab = self.tab().await?;
         let url = tab.state.read(|s| s.url.clone());
+        tab.state.with(|s| s.walk_truncated = None);
         let tree = self.walk_frame(&tab, 0, 0).await?;
+        let truncated = tab.state.with(|s| s.walk_truncated.take());
         let new = airlock_snapshot::lines(&tree, &self.render_options(&url));
         let old = tab.state.with(|s| s.last_snapshot.replace(new.clone()));
-        Ok(match old {
+        let changes = match old {
             Some(old) => airlock_snapshot::diff(&old, &new),
             None => {
                 Some(airlock_snapshot::window(&new, 0, usize::MAX, DEFAULT_SNAPSHOT_BYTES).text)
             }
+        };
+        Ok(match (changes, truncated) {
+            (changes, None) => changes,
+            (Some(text), Some(why)) => Some(text + &walk_stopped(&why)),
+            (None, Some(_)) => None,
         })
     }
 
@@ -2250,6 +2269,10 @@ impl Session {
                     f.next_ref = f.next_ref.max(next);
                 }
             });
+        }
+        if let Some(why) = walked.truncated {
+            tab.state
+                .with(|s| s.walk_truncated.get_or_insert(why).clone());
         }
         let mut tree = walked
             .tree
@@ -2331,8 +2354,26 @@ impl Session {
                 self.options.action_timeout,
             )
             .await?;
-        // Redacted whole before it is paged: no page may end or start inside a secret.
-        let text = self.scrub(value.as_str().unwrap_or_default());
+        let raw = value["text"].as_str().unwrap_or_default();
+        let mut text = match value["truncated"].as_str() {
+            // Cut in the page: the end may hold the start of a secret the redactor
+            // cannot recognise, so a redactor's reach is left off it.
+            Some(why) => {
+                let mut end = raw.len().saturating_sub(self.redactor.reach());
+                while !raw.is_char_boundary(end) {
+                    end -= 1;
+                }
+                let mut kept = self.scrub(&raw[..end]);
+                kept.push_str(&format!(
+                    "\n[the rest of the page's text is not read: {why}]"
+                ));
+                kept
+            }
+            // Redacted whole before it is paged: no page may end or start inside a
+            // secret.
+            None => self.scrub(raw),
+        };
+        text.shrink_to_fit();
         Ok(page_of(&text, offset, max_bytes.max(256)))
     }
 
@@ -2691,6 +2732,9 @@ pub(crate) struct WalkResult {
     pub(crate) tree: Option<Node>,
     pub(crate) next: Option<u64>,
     pub(crate) error: Option<String>,
+    /// Why the walk stopped early (a page too large, too deep or too slow to walk).
+    #[serde(default)]
+    pub(crate) truncated: Option<String>,
 }
 
 impl WalkResult {
@@ -2784,6 +2828,11 @@ fn key_event(kind: &str, key: &keys::Key, modifiers: u32, text: Option<&str>) ->
         event["unmodifiedText"] = json!(text);
     }
     event
+}
+
+// The line a snapshot ends with when the walk stopped early.
+fn walk_stopped(why: &str) -> String {
+    format!("\n[the page was too large to walk whole ({why}): the snapshot stops there]\n")
 }
 
 // Whitespace runs as one space (not trimmed): how page text is compared.

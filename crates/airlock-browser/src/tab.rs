@@ -146,6 +146,8 @@ pub(crate) struct TabInner {
     pub(crate) frame_sessions: HashMap<String, String>,
     pub(crate) frames: Vec<FrameEntry>,
     pub(crate) last_snapshot: Option<Vec<Line>>,
+    /// Why the current walk stopped early, if it did (any of its frames).
+    pub(crate) walk_truncated: Option<String>,
     /// A popup whose first real URL the guard has not judged yet.
     pub(crate) popup_unjudged: bool,
 }

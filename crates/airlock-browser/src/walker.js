@@ -644,15 +644,50 @@
   // fr: 1 for a frame owner}. Fields at their default are omitted to keep it small.
   // `hiddenHere` is true when the element whose children these are has
   // visibility:hidden: its own text is hidden, its children may show again.
+  // Bounds of one walk, so no page can make a snapshot fail or stall: past them the
+  // walk stops and says why (nodes, characters, time), or leaves out what is nested
+  // deeper. A text longer than `maxCut` is cut there, far beyond what Airlock shows.
+  const WALK_LIMITS = { nodes: 50000, depth: 256, nesting: 50, chars: 4000000, ms: 3000 };
+  let walkBudget = null;
+  let walkDepth = 0;
+  let emitDepth = 0;
+  function spent(chars) {
+    const b = walkBudget;
+    if (!b) return false;
+    if (b.stop) return true;
+    b.nodes += 1;
+    b.chars += chars;
+    if (b.nodes > WALK_LIMITS.nodes) b.stop = `it has more than ${WALK_LIMITS.nodes} nodes`;
+    else if (b.chars > WALK_LIMITS.chars) b.stop = `it has more than ${WALK_LIMITS.chars} characters of text`;
+    else if ((b.nodes & 127) === 0 && performance.now() > b.deadline) b.stop = `walking it took more than ${WALK_LIMITS.ms} ms`;
+    return !!b.stop;
+  }
+
   function walk(node, out, inLabel, hiddenHere) {
+    if (walkBudget && walkDepth >= WALK_LIMITS.depth) {
+      walkBudget.deep = true;
+      return;
+    }
+    walkDepth += 1;
+    try {
+      walkChildren(node, out, inLabel, hiddenHere);
+    } finally {
+      walkDepth -= 1;
+    }
+  }
+
+  function walkChildren(node, out, inLabel, hiddenHere) {
     forEachChild(node, (child) => {
       if (child.nodeType === Node.TEXT_NODE) {
         if (hiddenHere) return;
-        const text = collapse(child.data);
+        const data = child.data.length > maxCut ? child.data.slice(0, maxCut) + '…' : child.data;
+        if (spent(data.length)) return;
+        const text = collapse(data);
         if (text.trim()) out.push({ r: 'text', t: text });
         return;
       }
       if (child.nodeType !== Node.ELEMENT_NODE) return;
+      if (spent(0)) return;
       const el = child;
       if (SKIP_TAGS.has(el.localName)) return;
       if (el.getAttribute('aria-hidden') === 'true' || el.inert) return;
@@ -714,9 +749,20 @@
       if (role === 'LabelText' && el.control) node_.lc = 1;
       // A masked editable box's content is its value: never walked into.
       if (role !== 'Iframe' && el.localName !== 'select' && !(el.localName === 'input') && el.localName !== 'textarea' && !masked(el)) {
-        const kids = [];
-        walk(el, kids, inLabel || role === 'LabelText', false);
-        if (kids.length) node_.k = kids;
+        // Output nesting is bounded apart from the DOM's (folded wrappers add none):
+        // the tree crosses as JSON, and JSON nested past ~120 levels is refused.
+        if (walkBudget && emitDepth >= WALK_LIMITS.nesting) {
+          walkBudget.deep = true;
+        } else {
+          const kids = [];
+          emitDepth += 1;
+          try {
+            walk(el, kids, inLabel || role === 'LabelText', false);
+          } finally {
+            emitDepth -= 1;
+          }
+          if (kids.length) node_.k = kids;
+        }
       } else if (el.localName === 'select') {
         const kids = [];
         for (const opt of el.options) {
@@ -743,10 +789,18 @@
       if (!el) return JSON.stringify({ error: 'ref_not_found' });
       start = { childNodes: [el] };
     }
-    if (start) walk(start === document.body ? document.documentElement : start, root.k, false, false);
-    refAll = false;
+    walkBudget = { nodes: 0, chars: 0, deadline: performance.now() + WALK_LIMITS.ms, stop: null, deep: false };
+    walkDepth = 0;
+    emitDepth = 0;
+    try {
+      if (start) walk(start === document.body ? document.documentElement : start, root.k, false, false);
+    } finally {
+      refAll = false;
+    }
+    const truncated = walkBudget.stop || (walkBudget.deep ? `it nests deeper than ${WALK_LIMITS.nesting} levels of elements, or ${WALK_LIMITS.depth} of tags` : null);
+    walkBudget = null;
     // One JSON string crosses CDP far faster than a deep object returned by value.
-    return JSON.stringify({ tree: root, next: nextRef, url: location.href });
+    return JSON.stringify({ tree: root, next: nextRef, url: location.href, truncated });
   }
 
   // ---- targets ----------------------------------------------------------------------
@@ -1033,7 +1087,9 @@
   async function textAfter(seen, waitMs) {
     await changedSince(seen, waitMs);
     const body = document.body;
-    return { v: mutationCount, text: body ? collapse(body.innerText) : '' };
+    const text = body ? collapse(body.innerText) : '';
+    const cut = text.length > READ_LIMITS.chars;
+    return { v: mutationCount, text: cut ? text.slice(0, READ_LIMITS.chars) : text, cut };
   }
 
   // Roles Chromium names its own way, and the ARIA roles an agent would use for them.
@@ -1073,9 +1129,16 @@
 
   // ---- page text (markdown-ish) ---------------------------------------------------------
 
+  // The page's text, bounded like a walk: past READ_LIMITS it stops and says why.
+  const READ_LIMITS = { chars: 8000000, depth: 256, ms: 3000 };
   function readText() {
     const lines = [];
     let inline = '';
+    let taken = 0;
+    let elements = 0;
+    let depth = 0;
+    let stop = null;
+    const deadline = performance.now() + READ_LIMITS.ms;
     const flush = () => {
       const t = collapse(inline).trim();
       if (t) lines.push(t);
@@ -1084,9 +1147,26 @@
     const blank = () => { flush(); if (lines.length && lines[lines.length - 1] !== '') lines.push(''); };
     function cellText(el) { return collapse(el.innerText || '').trim().replace(/\|/g, '\\|'); }
     function visit(node, listDepth) {
+      if (stop) return;
+      if (depth >= READ_LIMITS.depth) { stop = `it nests deeper than ${READ_LIMITS.depth} levels`; return; }
+      depth += 1;
+      try { visitChildren(node, listDepth); } finally { depth -= 1; }
+    }
+    function visitChildren(node, listDepth) {
       for (const child of childNodesComposed(node)) {
-        if (child.nodeType === Node.TEXT_NODE) { inline += child.data; continue; }
+        if (stop) return;
+        if (child.nodeType === Node.TEXT_NODE) {
+          let data = child.data;
+          if (taken + data.length > READ_LIMITS.chars) {
+            data = data.slice(0, READ_LIMITS.chars - taken);
+            stop = `it has more than ${READ_LIMITS.chars} characters of text`;
+          }
+          taken += data.length;
+          inline += data;
+          continue;
+        }
         if (child.nodeType !== Node.ELEMENT_NODE) continue;
+        if ((++elements & 127) === 0 && performance.now() > deadline) { stop = `reading it took more than ${READ_LIMITS.ms} ms`; return; }
         const el = child;
         if (SKIP_TAGS.has(el.localName) || el.getAttribute('aria-hidden') === 'true') continue;
         const style = getComputedStyle(el);
@@ -1137,7 +1217,7 @@
     if (document.body) visit(document.body, 0);
     flush();
     while (lines.length && lines[lines.length - 1] === '') lines.pop();
-    return lines.join('\n');
+    return { text: lines.join('\n'), truncated: stop };
   }
 
   function frameOwnerOffset(ref) {

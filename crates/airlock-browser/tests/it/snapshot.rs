@@ -326,3 +326,53 @@ async fn a_page_of_unpaired_surrogates_still_reads_with_replacement_characters()
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_too_large_to_walk_gives_a_snapshot_that_says_where_it_stopped() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        for (kind, why) in [
+            ("deep", "nests deeper than"),
+            ("wide", "more than 50000 nodes"),
+            ("text", ""),
+        ] {
+            s.navigate(
+                &h.site.url(&format!("bomb.html?kind={kind}")),
+                WaitUntil::Load,
+            )
+            .await
+            .unwrap();
+            let snap = s
+                .snapshot(&SnapshotOptions::default())
+                .await
+                .unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert!(snap.text.contains("A page too large to walk"), "{kind}");
+            if why.is_empty() {
+                assert!(!snap.text.contains("too large to walk whole"), "{kind}");
+            } else {
+                assert!(
+                    snap.text.contains("too large to walk whole") && snap.text.contains(why),
+                    "{kind}: {}",
+                    &snap.text[snap.text.len().saturating_sub(300)..]
+                );
+            }
+            let page = s
+                .read_text(0, 40_000)
+                .await
+                .unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert!(
+                page.text.starts_with("# A page too large to walk"),
+                "{kind}"
+            );
+            if kind == "text" {
+                let last = s
+                    .read_text(page.total_bytes.saturating_sub(200), 40_000)
+                    .await
+                    .unwrap();
+                assert!(last.text.contains("is not read"), "{}", last.text);
+            }
+        }
+        s.close().await;
+    })
+    .await;
+}
