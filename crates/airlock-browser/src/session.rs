@@ -2901,8 +2901,12 @@ fn page_of(text: &str, offset: usize, max_bytes: usize) -> PageText {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
+    // End at a line break when one is in the page's second half; a page is not
+    // shortened to a few bytes because a long line follows.
     if end < total
-        && let Some(nl) = text[start..end].rfind('\n').filter(|&i| i > 0)
+        && let Some(nl) = text[start..end]
+            .rfind('\n')
+            .filter(|&i| i > 0 && i >= (end - start) / 2)
     {
         end = start + nl + 1;
     }
@@ -2962,6 +2966,10 @@ mod tests {
         let rest = page_of(text, 9, 1000);
         assert_eq!(rest.text, "line two\nline three\n");
         assert_eq!(rest.next_offset, None);
+        // A long line after a short one: the page is filled, not cut at the break.
+        let long = format!("# Big\n\n{}", "w".repeat(1000));
+        let first = page_of(&long, 0, 256);
+        assert_eq!(first.next_offset, Some(256));
         let multibyte = page_of("ééééé", 1, 3);
         assert!(multibyte.text.starts_with('é'));
     }
