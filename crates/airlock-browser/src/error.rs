@@ -27,6 +27,15 @@ pub enum Error {
     /// Airlock); the session goes on in its active tab.
     #[error("the tab was closed while the action ran; the next call uses the active tab")]
     TabClosed,
+    /// The page did not answer a command in time: a script of its is busy (an
+    /// endless loop). The next call stops its scripts, or replaces its tab.
+    #[error(
+        "the page did not answer within {ms} ms (a script of its is busy); the next call stops its scripts or replaces its tab"
+    )]
+    PageUnresponsive {
+        /// The budget it missed.
+        ms: u128,
+    },
     /// The session (or tab) was closed.
     #[error("this session is closed; open a new one")]
     SessionClosed,
@@ -106,7 +115,7 @@ impl HasErrorCode for Error {
             Error::RefNotFound { .. } => ErrorCode::RefNotFound,
             Error::ElementNotFound { .. } => ErrorCode::ElementNotFound,
             Error::NotActionable { .. } => ErrorCode::ElementNotActionable,
-            Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::Timeout { .. } | Error::PageUnresponsive { .. } => ErrorCode::Timeout,
             Error::NavigationFailed { .. } => ErrorCode::NavigationFailed,
             Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
             Error::TabNotFound { .. } | Error::TabClosed => ErrorCode::TabNotFound,

@@ -806,16 +806,61 @@ impl Session {
     // The active tab; when the session has none left (its last one closed, by its
     // page or by Airlock), a fresh blank one.
     async fn tab(&self) -> Result<Arc<Tab>> {
-        match self.active() {
+        let tab = match self.active() {
             Err(Error::SessionClosed)
                 if !self.closed.load(Ordering::Acquire)
                     && self.chromium.is_alive()
                     && lock(&self.registry).tabs.is_empty() =>
             {
-                self.create_tab().await
+                return self.create_tab().await;
             }
-            other => other,
+            other => other?,
+        };
+        if tab.state.read(|s| s.unresponsive) {
+            return self.revive(tab).await;
         }
+        Ok(tab)
+    }
+
+    // A tab whose page did not answer: its running script is stopped
+    // (`Runtime.terminateExecution` ends a busy loop at once); if it still does not
+    // answer, the tab is closed and a blank one takes its place. Either way the
+    // agent is told in the next outcome.
+    async fn revive(&self, tab: Arc<Tab>) -> Result<Arc<Tab>> {
+        let probe = Duration::from_secs(2);
+        tab.state.with(|s| s.unresponsive = false);
+        let _ = tab
+            .conn
+            .call(
+                Some(&tab.session),
+                "Runtime.terminateExecution",
+                json!({}),
+                probe,
+            )
+            .await;
+        if tab.eval(0, "true", false, probe).await.is_ok() {
+            self.guard.notify(
+                "the page did not answer, so the script it was running was stopped".to_owned(),
+            );
+            return Ok(tab);
+        }
+        let _ = self
+            .chromium
+            .conn
+            .call(
+                None,
+                "Target.closeTarget",
+                json!({ "targetId": tab.target_id }),
+                probe,
+            )
+            .await;
+        lock(&self.registry)
+            .tabs
+            .retain(|t| t.target_id != tab.target_id);
+        self.guard.notify(
+            "the page did not answer even with its scripts stopped: its tab was closed and a blank one opened in its place".to_owned(),
+        );
+        self.create_tab().await
     }
 
     fn active(&self) -> Result<Arc<Tab>> {

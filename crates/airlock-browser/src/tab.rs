@@ -89,7 +89,7 @@ impl NavGuard {
             .clone()
     }
 
-    fn notify(&self, notice: String) {
+    pub(crate) fn notify(&self, notice: String) {
         self.notices
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -148,6 +148,8 @@ pub(crate) struct TabInner {
     pub(crate) last_snapshot: Option<Vec<Line>>,
     /// Why the current walk stopped early, if it did (any of its frames).
     pub(crate) walk_truncated: Option<String>,
+    /// A command to the renderer timed out: the next call first stops its scripts.
+    pub(crate) unresponsive: bool,
     /// A popup whose first real URL the guard has not judged yet.
     pub(crate) popup_unjudged: bool,
 }
@@ -388,11 +390,23 @@ impl Tab {
         call: impl std::future::Future<Output = std::result::Result<T, CdpError>>,
     ) -> Result<T> {
         tokio::select! {
-            reply = call => Ok(reply?),
+            reply = call => reply.map_err(|e| self.missed(e)),
             () = self.state.lost() => {
                 self.check()?;
                 Err(Error::PageCrashed)
             }
+        }
+    }
+
+    // A CDP failure of this tab; a command the renderer did not answer in time marks
+    // the tab unresponsive, for the next call to deal with.
+    fn missed(&self, error: CdpError) -> Error {
+        match error {
+            CdpError::Timeout { ms, .. } => {
+                self.state.with(|s| s.unresponsive = true);
+                Error::PageUnresponsive { ms }
+            }
+            other => other.into(),
         }
     }
 
@@ -517,7 +531,7 @@ impl Tab {
                 }
                 Err(e) => {
                     self.check()?;
-                    return Err(e.into());
+                    return Err(self.missed(e));
                 }
             }
         }

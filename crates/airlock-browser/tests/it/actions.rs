@@ -828,3 +828,40 @@ async fn roles_match_without_case_and_by_their_aria_names() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_stuck_in_a_loop_is_stopped_and_the_session_goes_on() {
+    let config = BrowserConfig {
+        action_timeout: Duration::from_secs(2),
+        ..BrowserConfig::default()
+    };
+    with_browser_config(config, |h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("hang.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let err = s
+            .click(&role("button", "Hang"), &ClickOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Timeout, "{err}");
+        // The next call stops the loop and works; the page is still there.
+        let text = snap(&s).await.text;
+        assert!(text.contains("still here"), "{text}");
+        let out = s
+            .wait_for(&WaitCondition::Time(Duration::from_millis(1)), None)
+            .await
+            .unwrap();
+        assert!(
+            out.dialogs.iter().any(|d| d.contains("did not answer")),
+            "{:?}",
+            out.dialogs
+        );
+        // And a navigation away works.
+        s.navigate(&h.site.url("login.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        s.close().await;
+    })
+    .await;
+}
