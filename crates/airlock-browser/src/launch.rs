@@ -157,6 +157,11 @@ pub fn chromium_flags(kind: ChromiumKind, no_sandbox: bool) -> Vec<String> {
         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
         // Pages are created with Target.createTarget in their own contexts.
         "--no-startup-window",
+        // A page's JavaScript heap is bounded: a page that allocates without end runs
+        // its renderer out of memory (the session replaces the tab) long before the
+        // host's memory is gone. Native memory (canvas, images) is not bounded here:
+        // that needs a cgroup around Chromium (ARCHITECTURE.md, "Crashes").
+        "--js-flags=--max-old-space-size=1024",
     ]
     .into_iter()
     .map(str::to_owned)

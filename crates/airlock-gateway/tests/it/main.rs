@@ -1087,3 +1087,38 @@ async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_allocates_without_end_loses_its_tab_not_the_host() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("memory.html"))).await;
+        // The renderer's JavaScript heap is bounded: it runs out and crashes.
+        let out = agent
+            .call(ToolCall::Click {
+                target: airlock_browser::Target::Role {
+                    role: "button".into(),
+                    name: Some("Eat memory".into()),
+                    index: None,
+                },
+                options: Default::default(),
+            })
+            .await;
+        let mut out = out;
+        for _ in 0..100 {
+            if out.error == Some(ErrorCode::BrowserCrashed) {
+                break;
+            }
+            out = agent
+                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .await;
+        }
+        assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
+        assert!(out.text.contains("replaced by a blank one"), "{}", out.text);
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
