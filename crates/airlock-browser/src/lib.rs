@@ -28,5 +28,5 @@ pub use session::{
     ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Direction,
     ImageFormat, Injection, MAX_TABS, Modifier, MouseButton, PageText, Screenshot,
     ScreenshotOptions, Scroll, Session, SessionOptions, Snapshot, SnapshotOptions, TabInfo, Target,
-    TextPiece, TypedText, WaitCondition, WaitUntil,
+    TextPiece, TypedText, WaitCondition, WaitUntil, with_action_budget,
 };

@@ -41,6 +41,17 @@ pub const DEFAULT_SNAPSHOT_BYTES: usize = 40_000;
 /// Default page-text byte cap.
 pub const DEFAULT_TEXT_BYTES: usize = 40_000;
 
+tokio::task_local! {
+    // The action budget of the session calls made inside `with_action_budget`.
+    static ACTION_BUDGET: Duration;
+}
+
+/// Runs `action` with `budget` as the action budget of every session call it makes,
+/// instead of the pool's (a caller that knows its page is slow, or wants a quick no).
+pub async fn with_action_budget<F: std::future::Future>(budget: Duration, action: F) -> F::Output {
+    ACTION_BUDGET.scope(budget, action).await
+}
+
 /// Options for opening a session.
 #[derive(Clone, Default)]
 pub struct SessionOptions {
@@ -656,6 +667,13 @@ impl Session {
         }
     }
 
+    // This call's action budget: its caller's (`with_action_budget`), else the pool's.
+    fn budget(&self) -> Duration {
+        ACTION_BUDGET
+            .try_with(|b| *b)
+            .unwrap_or(self.options.action_timeout)
+    }
+
     /// The session's id.
     pub fn id(&self) -> &str {
         &self.id
@@ -713,7 +731,7 @@ impl Session {
                     None,
                     "Target.closeTarget",
                     json!({ "targetId": tab.target_id }),
-                    self.options.action_timeout,
+                    self.budget(),
                 )
                 .await;
         }
@@ -754,12 +772,7 @@ impl Session {
         let reply = self
             .chromium
             .conn
-            .call(
-                None,
-                "Target.getBrowserContexts",
-                json!({}),
-                self.options.action_timeout,
-            )
+            .call(None, "Target.getBrowserContexts", json!({}), self.budget())
             .await?;
         Ok(reply["browserContextIds"]
             .as_array()
@@ -791,7 +804,7 @@ impl Session {
                     None,
                     "Target.disposeBrowserContext",
                     json!({ "browserContextId": self.context_id }),
-                    self.options.action_timeout,
+                    self.budget(),
                 )
                 .await;
             tracing::debug!(session.id = %self.id, duration_ms = started.elapsed().as_millis() as u64, ok = disposed.is_ok(), "browser context disposed");
@@ -800,7 +813,7 @@ impl Session {
     }
 
     pub(crate) fn oracle_tab(&self) -> Result<(Arc<Tab>, Duration)> {
-        Ok((self.active()?, self.options.action_timeout))
+        Ok((self.active()?, self.budget()))
     }
 
     // The active tab; when the session has none left (its last one closed, by its
@@ -882,7 +895,7 @@ impl Session {
     }
 
     async fn create_tab(&self) -> Result<Arc<Tab>> {
-        let timeout = self.options.action_timeout;
+        let timeout = self.budget();
         let reply = self
             .chromium
             .conn
@@ -929,7 +942,7 @@ impl Session {
                 None,
                 "Target.getTargetInfo",
                 json!({ "targetId": tab.target_id }),
-                self.options.action_timeout,
+                self.budget(),
             )
             .await
             .unwrap_or_default();
@@ -1020,7 +1033,7 @@ impl Session {
                 0,
                 "(performance.getEntriesByType('navigation')[0] || {}).responseStatus || 0",
                 false,
-                self.options.action_timeout,
+                self.budget(),
             )
             .await
             .ok()?;
@@ -1162,7 +1175,7 @@ impl Session {
                     parent,
                     &format!("__airlock.frameOwnerOffset({owner})"),
                     false,
-                    self.options.action_timeout,
+                    self.budget(),
                 )
                 .await?;
             if v.get("error").is_some() {
@@ -1208,7 +1221,7 @@ impl Session {
             return Ok((0, located, target.clone()));
         }
         self.check_selector(target)?;
-        let budget = self.options.action_timeout;
+        let budget = self.budget();
         if let Target::Role {
             role,
             name: Some(name),
@@ -1308,10 +1321,7 @@ impl Session {
             let mut seen = -1;
             let mut ready = false;
             for frame in 0..frames {
-                let reply = match tab
-                    .eval(frame, &call, false, self.options.action_timeout)
-                    .await
-                {
+                let reply = match tab.eval(frame, &call, false, self.budget()).await {
                     Ok(reply) => reply,
                     // A child frame that went away, or the top frame between documents.
                     Err(Error::Protocol(_) | Error::RefNotFound { .. }) => continue,
@@ -1466,9 +1476,7 @@ impl Session {
 
     // Runs a walker helper that takes a target and returns `{ok…}` or `{error…}`.
     async fn helper(&self, tab: &Tab, frame: u32, call: &str, target: &Target) -> Result<Value> {
-        let value = tab
-            .eval(frame, call, false, self.options.action_timeout)
-            .await?;
+        let value = tab.eval(frame, call, false, self.budget()).await?;
         self.walker_error(&value, target)?;
         Ok(value)
     }
@@ -1498,12 +1506,8 @@ impl Session {
                 p.insert(k.clone(), v.clone());
             }
         }
-        tab.call(
-            "Input.dispatchMouseEvent",
-            params,
-            self.options.action_timeout,
-        )
-        .await?;
+        tab.call("Input.dispatchMouseEvent", params, self.budget())
+            .await?;
         Ok(())
     }
 
@@ -1630,12 +1634,8 @@ impl Session {
             match piece {
                 TextPiece::Plain(text) if text.is_empty() => {}
                 TextPiece::Plain(text) => {
-                    tab.call(
-                        "Input.insertText",
-                        json!({ "text": text }),
-                        self.options.action_timeout,
-                    )
-                    .await?;
+                    tab.call("Input.insertText", json!({ "text": text }), self.budget())
+                        .await?;
                 }
                 TextPiece::Secret { value, .. } if value.is_empty() => {}
                 TextPiece::Secret {
@@ -1684,7 +1684,7 @@ impl Session {
                 frame,
                 "function (target, text, origins) { return __airlock.typeSecret(target, text, origins); }",
                 &[target.walker_json(), Value::from(value), Value::from(origins.to_vec())],
-                self.options.action_timeout,
+                self.budget(),
             )
             .await?;
         self.walker_error(&reply, target)?;
@@ -1795,7 +1795,7 @@ impl Session {
     }
 
     async fn press_combo(&self, tab: &Tab, combo: &keys::Combo) -> Result<()> {
-        let timeout = self.options.action_timeout;
+        let timeout = self.budget();
         let mut held = 0;
         for (bit, key) in &combo.modifiers {
             held |= bit;
@@ -1980,7 +1980,7 @@ impl Session {
                         0,
                         "new Promise(r => requestAnimationFrame(() => r({x: Math.round(scrollX), y: Math.round(scrollY), h: document.documentElement.scrollHeight})))",
                         true,
-                        self.options.action_timeout,
+                        self.budget(),
                     )
                     .await?;
                 format!(
@@ -2003,7 +2003,7 @@ impl Session {
     ) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
         let tab = self.tab().await?;
-        let budget = timeout.unwrap_or(self.options.action_timeout);
+        let budget = timeout.unwrap_or(self.budget());
         let what = match condition {
             WaitCondition::Time(d) => {
                 if *d > MAX_FIXED_WAIT {
@@ -2268,7 +2268,7 @@ impl Session {
                     scope.node
                 ),
                 false,
-                self.options.action_timeout,
+                self.budget(),
             )
             .await?;
         let walked = WalkResult::decode(value)?;
@@ -2293,7 +2293,7 @@ impl Session {
                     frame,
                     &format!("__airlock.snapshot({{\"base\": {base}}})"),
                     false,
-                    self.options.action_timeout,
+                    self.budget(),
                 )
                 .await?;
             self.finish_walk(tab, frame, depth, WalkResult::decode(value)?)
@@ -2345,16 +2345,14 @@ impl Session {
 
     // Registers (or finds) the frame held by `<iframe>` ref `owner_ref` of `frame`.
     async fn child_frame(&self, tab: &Tab, frame: u32, owner_ref: u64) -> Result<Option<u32>> {
-        let (session, object) = tab
-            .object_of_ref(frame, owner_ref, self.options.action_timeout)
-            .await?;
+        let (session, object) = tab.object_of_ref(frame, owner_ref, self.budget()).await?;
         let described = tab
             .conn
             .call(
                 Some(&session),
                 "DOM.describeNode",
                 json!({ "objectId": object }),
-                self.options.action_timeout,
+                self.budget(),
             )
             .await?;
         let _ = tab
@@ -2363,7 +2361,7 @@ impl Session {
                 Some(&session),
                 "Runtime.releaseObject",
                 json!({ "objectId": object }),
-                self.options.action_timeout,
+                self.budget(),
             )
             .await;
         let Some(frame_id) = described["node"]["frameId"].as_str().map(str::to_owned) else {
@@ -2392,12 +2390,7 @@ impl Session {
         let _op = self.op.lock().await;
         let tab = self.tab().await?;
         let value = tab
-            .eval(
-                0,
-                "__airlock.readText()",
-                false,
-                self.options.action_timeout,
-            )
+            .eval(0, "__airlock.readText()", false, self.budget())
             .await?;
         let raw = value["text"].as_str().unwrap_or_default();
         let mut text = match value["truncated"].as_str() {
@@ -2426,7 +2419,7 @@ impl Session {
     pub async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
         let _op = self.op.lock().await;
         let tab = self.tab().await?;
-        let timeout = self.options.action_timeout;
+        let timeout = self.budget();
         let (format, mime, quality) = match options.format {
             ImageFormat::Png => ("png", "image/png", None),
             ImageFormat::Jpeg { quality } => {
@@ -2529,7 +2522,7 @@ impl Session {
                     None,
                     "Target.getTargetInfo",
                     json!({ "targetId": tab.target_id }),
-                    self.options.action_timeout,
+                    self.budget(),
                 )
                 .await
                 .unwrap_or_default();
@@ -2559,7 +2552,7 @@ impl Session {
                 return Err(Error::TabLimit { max: MAX_TABS });
             }
             let tab = self.create_tab().await?;
-            tab.call("Page.bringToFront", json!({}), self.options.action_timeout)
+            tab.call("Page.bringToFront", json!({}), self.budget())
                 .await?;
         }
         if let Some(url) = url {
@@ -2583,7 +2576,7 @@ impl Session {
             registry.active = index;
             tab
         };
-        tab.call("Page.bringToFront", json!({}), self.options.action_timeout)
+        tab.call("Page.bringToFront", json!({}), self.budget())
             .await?;
         self.list_tabs().await
     }
@@ -2611,12 +2604,10 @@ impl Session {
                 None,
                 "Target.closeTarget",
                 json!({ "targetId": tab.target_id }),
-                self.options.action_timeout,
+                self.budget(),
             )
             .await?;
-        tab.state
-            .wait(self.options.action_timeout, |s| s.detached)
-            .await;
+        tab.state.wait(self.budget(), |s| s.detached).await;
         {
             let mut registry = lock(&self.registry);
             let active_id = registry

@@ -105,6 +105,9 @@ pub enum ToolCall {
     SessionOpen(OpenOptions),
     /// `browser_session_close`.
     SessionClose,
+    /// Another call with its own action budget (`timeout_ms`): how long finding and
+    /// acting on its target may take.
+    Budgeted(Duration, Box<ToolCall>),
 }
 
 /// What `browser_session_open` asks for. Debug never shows the grant token.
@@ -136,6 +139,9 @@ impl ToolCall {
     /// Where a `{{secret:…}}` placeholder sits outside typed text (a URL, key,
     /// selector, option, wait text): the name of that parameter.
     pub fn misplaced_placeholder(&self) -> Option<&'static str> {
+        if let ToolCall::Budgeted(_, call) = self {
+            return call.misplaced_placeholder();
+        }
         let m = airlock_vault::placeholder::mentions;
         let target = |t: &Target| m(&format!("{t:?}"));
         match self {
@@ -163,6 +169,7 @@ impl ToolCall {
     /// The URL this call would navigate to, if it navigates.
     pub fn navigation_target(&self) -> Option<&str> {
         match self {
+            ToolCall::Budgeted(_, call) => call.navigation_target(),
             ToolCall::Navigate { url, .. } => Some(url),
             ToolCall::Tabs(TabAction::New(Some(url))) => Some(url),
             _ => None,
@@ -275,6 +282,10 @@ async fn execute(
     call: ToolCall,
 ) -> Result<ToolOutput, Error> {
     Ok(match call {
+        ToolCall::Budgeted(budget, call) => {
+            let inner = Box::pin(execute(session, proxy, fence, loaded, *call));
+            airlock_browser::with_action_budget(budget, inner).await?
+        }
         ToolCall::Navigate {
             url,
             wait_until,

@@ -22,6 +22,18 @@ fn bad<T>(message: impl Into<String>) -> Result<T, BadArgument> {
     Err(BadArgument(message.into()))
 }
 
+// `call` with its own action budget when the caller gave `timeout_ms`.
+fn budgeted(call: ToolCall, timeout_ms: Option<u64>) -> Result<ToolCall, BadArgument> {
+    match timeout_ms {
+        None => Ok(call),
+        Some(ms) if (100..=120_000).contains(&ms) => Ok(ToolCall::Budgeted(
+            std::time::Duration::from_millis(ms),
+            Box::new(call),
+        )),
+        Some(ms) => bad(format!("`timeout_ms` is 100 to 120000; got {ms}")),
+    }
+}
+
 /// What to act on: give exactly one of `ref`; `role` (with `name`, optionally
 /// `index`); `selector`; or `x` and `y`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -41,6 +53,9 @@ pub(crate) struct TargetParams {
     pub(crate) x: Option<f64>,
     /// Viewport point, CSS px (with `x`).
     pub(crate) y: Option<f64>,
+    /// How long finding and acting on the target may take, ms (100–120000; default:
+    /// the server's action budget).
+    pub(crate) timeout_ms: Option<u64>,
 }
 
 impl TargetParams {
@@ -246,14 +261,15 @@ impl ClickParams {
                 }
             });
         }
-        Ok(ToolCall::Click {
+        let call = ToolCall::Click {
             target: self.target.target()?,
             options: ClickOptions {
                 button,
                 double: self.double,
                 modifiers,
             },
-        })
+        };
+        budgeted(call, self.target.timeout_ms)
     }
 }
 
@@ -274,12 +290,13 @@ pub(crate) struct TypeParams {
 impl TypeParams {
     pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
         check_text(&self.text)?;
-        Ok(ToolCall::Type {
+        let call = ToolCall::Type {
             target: self.target.target()?,
             text: self.text,
             clear_first: self.clear_first,
             submit: self.submit,
-        })
+        };
+        budgeted(call, self.target.timeout_ms)
     }
 }
 
@@ -310,11 +327,13 @@ impl FillFormParams {
             return bad("`fields` must hold 1 to 100 fields");
         }
         let mut fields = Vec::with_capacity(self.fields.len());
+        // A field's `timeout_ms` sets the whole call's budget (the largest given).
+        let timeout_ms = self.fields.iter().filter_map(|f| f.target.timeout_ms).max();
         for field in self.fields {
             check_text(&field.value)?;
             fields.push((field.target.target()?, field.value));
         }
-        Ok(ToolCall::FillForm { fields })
+        budgeted(ToolCall::FillForm { fields }, timeout_ms)
     }
 }
 
@@ -347,10 +366,11 @@ impl SelectParams {
         if self.values.is_empty() {
             return bad("`values` must name at least one option");
         }
-        Ok(ToolCall::SelectOption {
+        let call = ToolCall::SelectOption {
             target: self.target.target()?,
             values: self.values,
-        })
+        };
+        budgeted(call, self.target.timeout_ms)
     }
 }
 
@@ -364,10 +384,11 @@ pub(crate) struct CheckParams {
 
 impl CheckParams {
     pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
-        Ok(ToolCall::Check {
+        let call = ToolCall::Check {
             target: self.target.target()?,
             checked: self.checked.unwrap_or(true),
-        })
+        };
+        budgeted(call, self.target.timeout_ms)
     }
 }
 
@@ -379,9 +400,10 @@ pub(crate) struct HoverParams {
 
 impl HoverParams {
     pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
-        Ok(ToolCall::Hover {
+        let call = ToolCall::Hover {
             target: self.target.target()?,
-        })
+        };
+        budgeted(call, self.target.timeout_ms)
     }
 }
 
@@ -400,7 +422,8 @@ pub(crate) struct ScrollParams {
 impl ScrollParams {
     pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
         if !self.target.is_empty() {
-            return Ok(ToolCall::Scroll(Scroll::IntoView(self.target.target()?)));
+            let call = ToolCall::Scroll(Scroll::IntoView(self.target.target()?));
+            return budgeted(call, self.target.timeout_ms);
         }
         let direction = match self.direction.as_deref() {
             None | Some("down") => Direction::Down,

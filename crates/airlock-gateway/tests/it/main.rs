@@ -1122,3 +1122,33 @@ async fn a_page_that_allocates_without_end_loses_its_tab_not_the_host() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_can_set_its_own_action_budget() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        // The page never stops changing, so only the budget ends the search.
+        agent.call(navigate(h.site.url("busy.html"))).await;
+        let click = ToolCall::Click {
+            target: airlock_browser::Target::Role {
+                role: "button".into(),
+                name: Some("Never there".into()),
+                index: None,
+            },
+            options: Default::default(),
+        };
+        let out = tokio::time::timeout(
+            Duration::from_secs(5),
+            agent.call(ToolCall::Budgeted(
+                Duration::from_millis(300),
+                Box::new(click),
+            )),
+        )
+        .await
+        .expect("the call's own 300 ms budget, not the server's 10 s, ended it");
+        assert_eq!(out.error, Some(ErrorCode::ElementNotFound), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}

@@ -121,6 +121,8 @@ async def flow(client, base):
     check("wrong type -> invalid_argument with structured content",
           r.is_error and text_of(r).startswith("invalid_argument:")
           and (r.structured_content or {}).get("error", {}).get("code") == "invalid_argument", text_of(r))
+    r = await client.call_tool("browser_click", {"role": "button", "name": "x", "timeout_ms": 5})
+    check("a timeout_ms out of range is refused", r.is_error and "timeout_ms" in text_of(r), text_of(r))
     r = await client.call_tool("browser_type", {"ref": "e1", "text": "x", "clearFirst": True})
     t = text_of(r)
     check("an unknown argument is refused, naming the allowed ones",
