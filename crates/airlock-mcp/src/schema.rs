@@ -15,6 +15,8 @@ pub(crate) fn compact(schema: &Map<String, Value>) -> Map<String, Value> {
 
 /// The parameters that name an element, the same in every tool that takes one.
 const TARGET_FIELDS: [&str; 7] = ["ref", "role", "name", "index", "selector", "x", "y"];
+/// Documented on `browser_click` too; present wherever the target fields are.
+const TARGET_EXTRAS: [&str; 1] = ["timeout_ms"];
 
 /// Drops the descriptions of the target parameters (documented once, on
 /// `browser_click`) from an object schema that has them all, and from each of its
@@ -36,8 +38,8 @@ fn undocument_targets(object: &mut Map<String, Value>) {
     if !TARGET_FIELDS.iter().all(|f| properties.contains_key(*f)) {
         return;
     }
-    for field in TARGET_FIELDS {
-        if let Some(Value::Object(p)) = properties.get_mut(field) {
+    for field in TARGET_FIELDS.iter().chain(TARGET_EXTRAS.iter()) {
+        if let Some(Value::Object(p)) = properties.get_mut(*field) {
             p.remove("description");
         }
     }
