@@ -663,6 +663,18 @@
     return !!b.stop;
   }
 
+  // The outermost element with a pointer cursor (its children inherit the cursor),
+  // not inside a link or other control, which have refs of their own.
+  function clickableRoot(el, style) {
+    if (style.cursor !== 'pointer') return false;
+    const parent = parentElementComposed(el);
+    if (parent && getComputedStyle(parent).cursor === 'pointer') return false;
+    for (let n = parent; n; n = parentElementComposed(n)) {
+      if (INTERACTIVE.has(roleOf(n))) return false;
+    }
+    return true;
+  }
+
   function walk(node, out, inLabel, hiddenHere) {
     if (walkBudget && walkDepth >= WALK_LIMITS.depth) {
       walkBudget.deep = true;
@@ -702,6 +714,23 @@
         return;
       }
       const role = roleOf(el);
+      if (role === 'generic' && !selfHidden(style) && clickableRoot(el, style)) {
+        // Not a control, but made to be clicked (a div with a click handler and a
+        // pointer): it gets a ref, so an agent can click what a person would.
+        const node_ = { r: 'generic', i: refFor(el), cp: 1 };
+        if (!(walkBudget && emitDepth >= WALK_LIMITS.nesting)) {
+          const kids = [];
+          emitDepth += 1;
+          try {
+            walk(el, kids, inLabel, false);
+          } finally {
+            emitDepth -= 1;
+          }
+          if (kids.length) node_.k = kids;
+        }
+        out.push(node_);
+        return;
+      }
       if (selfHidden(style) || role === 'none' || role === 'generic' || role === 'LineBreak') {
         // Not exposed itself; its children may be.
         const kids = [];

@@ -433,7 +433,7 @@ fn emit(
     out: &mut Vec<Line>,
 ) -> bool {
     let index = out.len();
-    let interactive = is(&node.role, INTERACTIVE);
+    let interactive = is(&node.role, INTERACTIVE) || node.clickable.is_some();
     out.push(Line {
         depth,
         parent,
@@ -503,6 +503,9 @@ fn line_text(node: &Node, context: &Emit<'_>) -> String {
             node: n,
         };
         let _ = write!(s, " [ref={reference}]");
+    }
+    if node.clickable.is_some() {
+        s.push_str(" [cursor=pointer]");
     }
     match node.checked.as_deref() {
         Some("true") => s.push_str(" [checked]"),

@@ -376,3 +376,39 @@ async fn a_page_too_large_to_walk_gives_a_snapshot_that_says_where_it_stopped() 
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_element_made_to_be_clicked_gets_a_ref() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("clickable.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let text = snap(&s).await.text;
+        let line = text
+            .lines()
+            .find(|l| l.contains("[cursor=pointer]"))
+            .unwrap_or_else(|| panic!("no clickable line in:\n{text}"));
+        assert!(
+            line.contains("generic [ref=") && line.contains("Open the menu"),
+            "{line}"
+        );
+        // One line: the card's spans and the link's text are not clickable roots.
+        assert_eq!(text.matches("[cursor=pointer]").count(), 1, "{text}");
+        let interactive = s
+            .snapshot(&SnapshotOptions {
+                interactive_only: true,
+                ..SnapshotOptions::default()
+            })
+            .await
+            .unwrap()
+            .text;
+        assert!(interactive.contains("[cursor=pointer]"), "{interactive}");
+        s.click(&ref_of(&text, "[cursor=pointer]"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(snap(&s).await.text.contains("menu opened"));
+        s.close().await;
+    })
+    .await;
+}
