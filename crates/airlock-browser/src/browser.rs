@@ -4,7 +4,7 @@
 //! browser context it belongs to (so popups become tabs of their session).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -36,6 +36,9 @@ pub struct BrowserOptions {
     pub viewport: (u32, u32),
     /// Isolation of sessions opened without an explicit choice.
     pub default_isolation: Isolation,
+    /// Bound on each Chromium's memory (all its processes), in bytes; kept by a cgroup
+    /// where the host allows one.
+    pub memory_limit: Option<u64>,
 }
 
 impl BrowserOptions {
@@ -54,6 +57,7 @@ impl BrowserOptions {
             launch_timeout: Duration::from_secs(20),
             viewport: config.viewport,
             default_isolation: config.isolation,
+            memory_limit: config.memory_limit,
         })
     }
 }
@@ -78,6 +82,7 @@ pub(crate) struct Chromium {
     pub(crate) conn: Connection,
     process: Mutex<Option<ChromiumProcess>>,
     pid: u32,
+    cgroup: Option<PathBuf>,
     version: String,
     // browserContextId -> the owning session's notice channel.
     contexts: Mutex<HashMap<String, mpsc::UnboundedSender<TargetNotice>>>,
@@ -96,9 +101,11 @@ impl Chromium {
             binary: options.binary.clone(),
             profile_parent: options.profile_parent.clone(),
             proxy_server: proxy_server.map(str::to_owned),
+            memory_limit: options.memory_limit,
         };
         let (process, conn) = launch::launch(&launch_options).await?;
         let pid = process.pid();
+        let cgroup = process.cgroup_dir().map(Path::to_owned);
         let version: Version = match conn
             .call_as(
                 None,
@@ -124,6 +131,7 @@ impl Chromium {
             conn: conn.clone(),
             process: Mutex::new(Some(process)),
             pid,
+            cgroup,
             version: version.product,
             contexts: Mutex::new(HashMap::new()),
             page_sessions: Mutex::new(HashMap::new()),
@@ -146,6 +154,10 @@ impl Chromium {
         .await?;
         tracing::info!(chromium.pid = pid, version = %chromium.version, "Chromium ready");
         Ok(chromium)
+    }
+
+    pub(crate) fn cgroup(&self) -> Option<&Path> {
+        self.cgroup.as_deref()
     }
 
     pub(crate) fn pid(&self) -> u32 {
@@ -266,6 +278,7 @@ pub struct Browsers {
     shared: tokio::sync::Mutex<Option<Arc<Chromium>>>,
     dedicated: Mutex<Vec<Weak<Chromium>>>,
     launched: Mutex<Vec<u32>>,
+    cgroups: Mutex<Vec<PathBuf>>,
     next_session: AtomicU64,
 }
 
@@ -279,6 +292,7 @@ impl Browsers {
             shared: tokio::sync::Mutex::new(None),
             dedicated: Mutex::new(Vec::new()),
             launched: Mutex::new(Vec::new()),
+            cgroups: Mutex::new(Vec::new()),
             next_session: AtomicU64::new(1),
         }
     }
@@ -303,7 +317,7 @@ impl Browsers {
                 // not even its default context has a way around it.
                 let chromium =
                     Chromium::launch(&self.options, options.proxy_server.as_deref()).await?;
-                lock(&self.launched).push(chromium.pid());
+                self.note_launch(&chromium);
                 lock(&self.dedicated).push(Arc::downgrade(&chromium));
                 let opened =
                     Session::open(id, chromium.clone(), true, self.options.clone(), options).await;
@@ -328,7 +342,7 @@ impl Browsers {
             chromium.shutdown().await;
         }
         let chromium = Chromium::launch(&self.options, None).await?;
-        lock(&self.launched).push(chromium.pid());
+        self.note_launch(&chromium);
         *shared = Some(chromium.clone());
         Ok(chromium)
     }
@@ -336,6 +350,19 @@ impl Browsers {
     /// PID of the shared Chromium, if one is running (tests kill it to prove crash handling).
     pub async fn shared_pid(&self) -> Option<u32> {
         self.shared.lock().await.as_ref().map(|c| c.pid())
+    }
+
+    fn note_launch(&self, chromium: &Chromium) {
+        lock(&self.launched).push(chromium.pid());
+        if let Some(dir) = chromium.cgroup() {
+            lock(&self.cgroups).push(dir.to_owned());
+        }
+    }
+
+    /// The memory cgroups of every Chromium this pool ever launched (none where the
+    /// host allows no cgroup, or no limit is set).
+    pub fn launched_cgroups(&self) -> Vec<PathBuf> {
+        lock(&self.cgroups).clone()
     }
 
     /// PIDs (and process-group ids) of every Chromium this pool ever launched.
@@ -357,11 +384,23 @@ impl Browsers {
 }
 
 /// Launches Chromium once, reads its version and stops it: `airlock doctor`'s check.
-pub async fn probe(options: &BrowserOptions) -> Result<String> {
+pub async fn probe(options: &BrowserOptions) -> Result<Probe> {
     let chromium = Chromium::launch(options, None).await?;
-    let version = chromium.version().to_owned();
+    let probe = Probe {
+        version: chromium.version().to_owned(),
+        cgroup: chromium.cgroup().map(Path::to_owned),
+    };
     chromium.shutdown().await;
-    Ok(version)
+    Ok(probe)
+}
+
+/// What [`probe`] learnt of one Chromium launch.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// Chromium's product string, e.g. `HeadlessChrome/156.0…`.
+    pub version: String,
+    /// The memory cgroup it ran in, if a limit is set and the host allowed one.
+    pub cgroup: Option<PathBuf>,
 }
 
 // Session ids are random so one client cannot guess another's.

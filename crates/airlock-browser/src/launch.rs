@@ -8,6 +8,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use command_fds::{CommandFdExt, FdMapping};
@@ -16,6 +17,7 @@ use nix::unistd::Pid;
 use tokio::net::unix::pipe;
 
 use crate::cdp::Connection;
+use crate::cgroup::MemoryCgroup;
 use crate::error::{Error, Result};
 
 /// Prefix of every profile directory Airlock creates.
@@ -126,6 +128,9 @@ pub(crate) struct LaunchOptions {
     pub(crate) profile_parent: PathBuf,
     /// A proxy for the whole browser (process isolation), loopback not bypassed.
     pub(crate) proxy_server: Option<String>,
+    /// Bound on the memory of Chromium and all its processes, in bytes, kept by a
+    /// cgroup where the host allows one.
+    pub(crate) memory_limit: Option<u64>,
 }
 
 /// The command-line flags Airlock starts Chromium with (without the profile dir).
@@ -159,8 +164,8 @@ pub fn chromium_flags(kind: ChromiumKind, no_sandbox: bool) -> Vec<String> {
         "--no-startup-window",
         // A page's JavaScript heap is bounded: a page that allocates without end runs
         // its renderer out of memory (the session replaces the tab) long before the
-        // host's memory is gone. Native memory (canvas, images) is not bounded here:
-        // that needs a cgroup around Chromium (ARCHITECTURE.md, "Crashes").
+        // host's memory is gone. Native memory (canvas, images) is bounded by the
+        // cgroup Chromium runs in where the host allows one (cgroup.rs).
         "--js-flags=--max-old-space-size=1024",
     ]
     .into_iter()
@@ -200,6 +205,7 @@ pub(crate) struct ChromiumProcess {
     child: tokio::process::Child,
     pid: u32,
     profile: Option<tempfile::TempDir>,
+    cgroup: Option<MemoryCgroup>,
 }
 
 impl ChromiumProcess {
@@ -209,6 +215,11 @@ impl ChromiumProcess {
 
     pub(crate) fn profile_dir(&self) -> Option<&Path> {
         self.profile.as_ref().map(|p| p.path())
+    }
+
+    /// The memory cgroup this Chromium runs in, if the host allowed one.
+    pub(crate) fn cgroup_dir(&self) -> Option<&Path> {
+        self.cgroup.as_ref().map(MemoryCgroup::dir)
     }
 
     /// Waits for the main process to exit (it does once the pipe is closed), up to
@@ -226,6 +237,9 @@ impl ChromiumProcess {
         self.kill_group();
         let _ = self.child.wait().await;
         self.remove_profile();
+        if let Some(cgroup) = self.cgroup.take() {
+            cgroup.remove(grace.max(Duration::from_secs(1))).await;
+        }
     }
 
     fn kill_group(&self) {
@@ -276,11 +290,40 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
     let (we_read, child_writes) =
         std::io::pipe().map_err(|e| unavailable(format!("cannot create a pipe: {e}")))?;
 
+    let cgroup = options.memory_limit.and_then(|limit| {
+        MemoryCgroup::create(limit)
+            .inspect_err(|reason| {
+                static SAID: AtomicBool = AtomicBool::new(false);
+                if !SAID.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        %reason,
+                        "Chromium's memory is not bounded: no cgroup could be made for it \
+                         (ARCHITECTURE.md, \"Crashes\")"
+                    );
+                }
+            })
+            .ok()
+    });
+
     let no_sandbox = needs_no_sandbox();
     if no_sandbox {
         tracing::warn!("running as root: Chromium starts with --no-sandbox");
     }
-    let mut command = tokio::process::Command::new(&options.binary.path);
+    // In a memory cgroup, Chromium is started by a shell that moves itself into the
+    // group and then becomes Chromium (`exec` keeps the PID and the pipe fds), so the
+    // group holds Chromium before its first fork, without unsafe code in the gateway.
+    let mut command = match &cgroup {
+        Some(cgroup) => {
+            let mut command = tokio::process::Command::new("/bin/sh");
+            command
+                .arg("-c")
+                .arg(r#"echo 0 > "$0" && exec "$@""#)
+                .arg(cgroup.procs())
+                .arg(&options.binary.path);
+            command
+        }
+        None => tokio::process::Command::new(&options.binary.path),
+    };
     command
         .args(chromium_flags(options.binary.kind, no_sandbox))
         .arg(format!("--user-data-dir={}", profile.path().display()))
@@ -322,6 +365,7 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
         child,
         pid,
         profile: Some(profile),
+        cgroup,
     };
 
     let to_browser = pipe::Sender::from_owned_fd(we_write.into())

@@ -9,6 +9,7 @@
 
 mod browser;
 mod cdp;
+mod cgroup;
 mod error;
 mod keys;
 mod launch;
@@ -17,7 +18,7 @@ mod outbound;
 mod session;
 mod tab;
 
-pub use browser::{BrowserOptions, Browsers, probe};
+pub use browser::{BrowserOptions, Browsers, Probe, probe};
 pub use error::{Error, Result};
 pub use launch::{
     ChromiumBinary, ChromiumKind, PROFILE_PREFIX, chromium_flags, find_chromium, needs_no_sandbox,

@@ -120,6 +120,9 @@ pub struct RawBrowser {
     pub viewport_width: Option<u32>,
     /// Viewport height in CSS pixels.
     pub viewport_height: Option<u32>,
+    /// Memory bound of each Chromium and all its processes, in MiB (default 4096;
+    /// 0 for none). Kept by a cgroup where the host allows one.
+    pub memory_limit_mb: Option<u64>,
 }
 
 /// Validated configuration.
@@ -228,6 +231,8 @@ pub struct BrowserConfig {
     pub navigation_timeout: Duration,
     /// Viewport in CSS pixels.
     pub viewport: (u32, u32),
+    /// Memory bound of each Chromium in bytes, `None` for none.
+    pub memory_limit: Option<u64>,
 }
 
 impl Default for BrowserConfig {
@@ -239,6 +244,7 @@ impl Default for BrowserConfig {
             action_timeout: Duration::from_secs(10),
             navigation_timeout: Duration::from_secs(30),
             viewport: (1280, 720),
+            memory_limit: Some(4096 << 20),
         }
     }
 }
@@ -378,6 +384,17 @@ impl Config {
                     defaults.viewport.1,
                 )?,
             ),
+            memory_limit: match b.memory_limit_mb {
+                None => defaults.memory_limit,
+                Some(0) => None,
+                Some(mb @ 256..=1_048_576) => Some(mb << 20),
+                Some(mb) => {
+                    return Err(Error::Invalid {
+                        key: "browser.memory_limit_mb".to_owned(),
+                        message: format!("{mb} is outside 256..=1048576 (or 0 for no bound)"),
+                    });
+                }
+            },
         };
 
         let api_key = env
@@ -508,6 +525,16 @@ mod tests {
     }
 
     #[test]
+    fn chromium_memory_is_bounded_unless_the_bound_is_zero() {
+        let config = load("", &[]).unwrap();
+        assert_eq!(config.browser.memory_limit, Some(4 << 30));
+        let config = load("[browser]\nmemory_limit_mb = 512", &[]).unwrap();
+        assert_eq!(config.browser.memory_limit, Some(512 << 20));
+        let config = load("[browser]\nmemory_limit_mb = 0", &[]).unwrap();
+        assert_eq!(config.browser.memory_limit, None);
+    }
+
+    #[test]
     fn errors_name_the_key() {
         let cases = [
             ("[browser]\nisolation = \"vm\"", "browser.isolation"),
@@ -516,6 +543,7 @@ mod tests {
                 "browser.action_timeout_ms",
             ),
             ("[browser]\nviewport_width = 5", "browser.viewport_width"),
+            ("[browser]\nmemory_limit_mb = 64", "browser.memory_limit_mb"),
             ("[server]\nlisten = \"nope\"", "server.listen"),
             ("[tools]\nprofile = \"shell\"", "tools.profile"),
             (

@@ -62,7 +62,12 @@ where
     // the teardown below still runs.
     let outcome = tokio::spawn(body(harness.clone())).await;
     harness.browsers.shutdown().await;
-    assert_no_leaks(parent.path(), &harness.browsers.launched_pids()).await;
+    assert_no_leaks(
+        parent.path(),
+        &harness.browsers.launched_pids(),
+        &harness.browsers.launched_cgroups(),
+    )
+    .await;
     drop(parent);
     if let Err(error) = outcome {
         if error.is_panic() {
@@ -72,7 +77,7 @@ where
     }
 }
 
-async fn assert_no_leaks(parent: &Path, groups: &[u32]) {
+async fn assert_no_leaks(parent: &Path, groups: &[u32], cgroups: &[PathBuf]) {
     // Processes killed by PID take a few milliseconds to disappear from /proc.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
@@ -81,11 +86,14 @@ async fn assert_no_leaks(parent: &Path, groups: &[u32]) {
         let dirs: Vec<_> = std::fs::read_dir(parent)
             .map(|d| d.flatten().map(|e| e.path()).collect())
             .unwrap_or_default();
-        if procs.is_empty() && dirs.is_empty() {
+        let cgroups: Vec<_> = cgroups.iter().filter(|d| d.exists()).collect();
+        if procs.is_empty() && dirs.is_empty() && cgroups.is_empty() {
             return;
         }
         if tokio::time::Instant::now() > deadline {
-            panic!("leaked after shutdown: processes {procs:?}, profile dirs {dirs:?}");
+            panic!(
+                "leaked after shutdown: processes {procs:?}, profile dirs {dirs:?}, cgroups {cgroups:?}"
+            );
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

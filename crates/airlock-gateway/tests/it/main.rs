@@ -6,10 +6,11 @@
 use std::time::Duration;
 
 use airlock_browser::{SnapshotOptions, WaitUntil};
+use airlock_config::BrowserConfig;
 use airlock_core::ErrorCode;
 use airlock_gateway::{Gateway, GatewayConfig, TabAction, ToolCall};
 use airlock_policy::{Policy, PolicyConfig};
-use airlock_test_support::{Harness, with_browser};
+use airlock_test_support::{Harness, with_browser, with_browser_config};
 
 mod credentials;
 mod leaks;
@@ -1116,6 +1117,64 @@ async fn a_page_that_allocates_without_end_loses_its_tab_not_the_host() {
         }
         assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
         assert!(out.text.contains("replaced by a blank one"), "{}", out.text);
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_fills_native_memory_loses_its_tab_and_the_session_beside_it_goes_on() {
+    // Canvas pixels live outside the JavaScript heap, so only the memory cgroup
+    // Chromium runs in bounds them. The page stops at 3 GiB: without the bound it
+    // ends painted and the test fails.
+    let browser = BrowserConfig {
+        memory_limit: Some(768 << 20),
+        ..BrowserConfig::default()
+    };
+    with_browser_config(browser, |h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let bystander = gateway.agent_session();
+        let out = bystander.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let cgroups = h.browsers.launched_cgroups();
+        assert_eq!(
+            cgroups.len(),
+            1,
+            "the shared Chromium runs in a memory cgroup"
+        );
+
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("canvas.html"))).await;
+        let mut out = agent
+            .call(ToolCall::Click {
+                target: airlock_browser::Target::Role {
+                    role: "button".into(),
+                    name: Some("Paint".into()),
+                    index: None,
+                },
+                options: Default::default(),
+            })
+            .await;
+        for _ in 0..100 {
+            if out.error == Some(ErrorCode::BrowserCrashed) {
+                break;
+            }
+            assert!(!out.text.contains("painted"), "{}", out.text);
+            out = agent
+                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .await;
+        }
+        assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
+        assert!(out.text.contains("replaced by a blank one"), "{}", out.text);
+
+        // The session beside it, in the same Chromium, lost nothing.
+        let out = bystander
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("Sign in"), "{}", out.text);
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         gateway.shutdown().await;

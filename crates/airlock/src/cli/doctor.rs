@@ -90,10 +90,33 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
             report.note("chromium flags", &shown.join(" "));
             let started = tokio::time::Instant::now();
             match airlock_browser::probe(&options).await {
-                Ok(version) => report.pass(
-                    "chromium starts headless",
-                    &format!("{version} in {} ms", started.elapsed().as_millis()),
-                ),
+                Ok(probe) => {
+                    report.pass(
+                        "chromium starts headless",
+                        &format!("{} in {} ms", probe.version, started.elapsed().as_millis()),
+                    );
+                    match (options.memory_limit, &probe.cgroup) {
+                        (None, _) => report.note(
+                            "chromium memory",
+                            "not bounded (browser.memory_limit_mb = 0)",
+                        ),
+                        (Some(limit), Some(cgroup)) => report.pass(
+                            "chromium memory",
+                            &format!(
+                                "bounded to {} MiB per Chromium by a cgroup under `{}`",
+                                limit >> 20,
+                                cgroup.parent().unwrap_or(cgroup).display()
+                            ),
+                        ),
+                        // A note, not a failure: the V8 heap bound still holds, and
+                        // many hosts give no cgroup to an unprivileged process.
+                        (Some(_), None) => report.note(
+                            "chromium memory",
+                            "NOT bounded: this process cannot make a memory cgroup \
+                             (run as root, or in a delegated systemd scope; see the README)",
+                        ),
+                    }
+                }
                 Err(e) => report.fail("chromium starts headless", &e.to_string()),
             }
         }
