@@ -372,8 +372,10 @@ async def measure(system, url, b, m, before):
             m["screenshot_ms"], m["screenshot_bytes"] = ms, image_bytes(res)
 
             for name, path in [("login", "login.html"), ("article", "article.html"), ("admin", "admin?rows=2000")]:
-                ms, _ = await timed(session, *system.navigate(url(path)))
+                ms, res = await timed(session, *system.navigate(url(path)))
                 m[f"navigate_{name}_ms"] = ms
+                # What a navigation's own result costs the agent's context.
+                m[f"navigate_{name}_result_tokens"] = COUNT(text_of(res))
             # The 2,000-row table: the default response, then the whole page (Airlock
             # pages onward from its cap; the peers return everything at once).
             ms, res = await timed(session, *system.snapshot())

@@ -143,7 +143,7 @@ pub(crate) struct NavigateParams {
     /// When the page counts as loaded (default `load`).
     #[schemars(extend("enum" = ["load", "domcontentloaded", "networkidle"]))]
     pub(crate) wait_until: Option<String>,
-    /// What of the new page the result shows (default `full`, capped).
+    /// What of the new page the result shows (default `full`, capped at 16,000 bytes).
     #[schemars(extend("enum" = ["full", "interactive", "none"]))]
     pub(crate) snapshot: Option<String>,
 }

@@ -1084,6 +1084,50 @@ async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
             .call(ToolCall::Snapshot(SnapshotOptions::default()))
             .await;
         assert!(snap.text.contains("paragraph"), "{}", snap.text);
+
+        // A large page: the navigation shows its first 16,000 bytes and where
+        // browser_snapshot goes on; browser_snapshot itself keeps its 40,000.
+        let nav = agent.call(navigate(h.site.url("admin?rows=2000"))).await;
+        assert_eq!(nav.error, None, "{}", nav.text);
+        let fenced = |text: &str| {
+            let start = text.find("<page-content").expect("fenced page");
+            text[start..].len()
+        };
+        assert!(fenced(&nav.text) <= 16_000 + 400, "{}", fenced(&nav.text));
+        let next: usize = nav
+            .text
+            .split("offset=")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no offset to go on from: {}", nav.text));
+        let last_row = nav
+            .text
+            .lines()
+            .filter_map(|l| l.split("user").nth(1))
+            .filter_map(|rest| {
+                rest.split(|c: char| !c.is_ascii_digit())
+                    .next()?
+                    .parse::<u32>()
+                    .ok()
+            })
+            .max()
+            .expect("rows in the navigation's snapshot");
+        let more = agent
+            .call(ToolCall::Snapshot(SnapshotOptions {
+                offset: next,
+                ..SnapshotOptions::default()
+            }))
+            .await;
+        assert!(
+            more.text.contains(&format!("user{}", last_row + 1)),
+            "the next page starts after row {last_row}: {}",
+            &more.text[..more.text.len().min(600)]
+        );
+        let whole = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        assert!(fenced(&whole.text) > 30_000, "{}", fenced(&whole.text));
         gateway.shutdown().await;
     })
     .await;
