@@ -1354,8 +1354,13 @@ impl Session {
                     .copied()
                     .ok_or_else(|| Error::ElementNotFound {
                         target: format!(
-                            "{what} #{i} ({} match(es); the index is 0-based)",
-                            matches.len()
+                            "{what} at index {i} (it has {} {}; index counts from 0)",
+                            matches.len(),
+                            if matches.len() == 1 {
+                                "match"
+                            } else {
+                                "matches"
+                            }
                         ),
                     }),
                 None if matches.len() == 1 => Ok(matches[0]),

@@ -888,7 +888,7 @@
     }
     if (target.index !== undefined && target.index !== null) {
       if (target.index >= matches.length) {
-        return { error: 'not_found', message: `${what} has ${matches.length} match(es); index ${target.index} is out of range` };
+        return { error: 'not_found', message: `${what} at index ${target.index} (it has ${matches.length} ${matches.length === 1 ? 'match' : 'matches'}; index counts from 0)` };
       }
       return { el: matches[target.index] };
     }

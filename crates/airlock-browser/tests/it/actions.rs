@@ -780,7 +780,30 @@ async fn a_target_that_waiting_cannot_help_fails_fast() {
                 .unwrap_or_else(|_| panic!("{target:?} waited out the action budget"))
                 .unwrap_err();
             assert_eq!(err.code(), code, "{target:?}: {err}");
+            if let airlock_browser::Target::Role { index: Some(_), .. } = target {
+                assert_eq!(
+                    err.to_string(),
+                    "no element matches button with the name given at index 3 \
+                     (it has 1 match; index counts from 0)"
+                );
+            }
         }
+        let err = s
+            .click(
+                &airlock_browser::Target::Role {
+                    role: "button".into(),
+                    name: None,
+                    index: Some(40),
+                },
+                &ClickOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("no element matches role button at index 40 (it has "),
+            "{err}"
+        );
         let err = tokio::time::timeout(
             fast,
             s.click(&role("button", "Never enabled"), &ClickOptions::default()),
