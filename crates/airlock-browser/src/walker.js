@@ -665,14 +665,24 @@
 
   // The outermost element with a pointer cursor (its children inherit the cursor),
   // not inside a link or other control, which have refs of their own.
+  // How an element that is no control shows it is made to be clicked: 1 for a
+  // pointer cursor, 2 for an `onclick` attribute (listeners added from script are
+  // invisible to this isolated world; the pointer is their usual sign). 0 when it is
+  // not, or when an ancestor already is (only the outermost gets the ref) or is a
+  // control.
+  function clickKind(el, style) {
+    return style.cursor === 'pointer' ? 1 : el.hasAttribute('onclick') ? 2 : 0;
+  }
+
   function clickableRoot(el, style) {
-    if (style.cursor !== 'pointer') return false;
+    const kind = clickKind(el, style);
+    if (!kind) return 0;
     const parent = parentElementComposed(el);
-    if (parent && getComputedStyle(parent).cursor === 'pointer') return false;
+    if (parent && clickKind(parent, getComputedStyle(parent))) return 0;
     for (let n = parent; n; n = parentElementComposed(n)) {
-      if (INTERACTIVE.has(roleOf(n))) return false;
+      if (INTERACTIVE.has(roleOf(n))) return 0;
     }
-    return true;
+    return kind;
   }
 
   function walk(node, out, inLabel, hiddenHere) {
@@ -714,10 +724,11 @@
         return;
       }
       const role = roleOf(el);
-      if (role === 'generic' && !selfHidden(style) && clickableRoot(el, style)) {
+      const clickable = role === 'generic' && !selfHidden(style) ? clickableRoot(el, style) : 0;
+      if (clickable) {
         // Not a control, but made to be clicked (a div with a click handler and a
         // pointer): it gets a ref, so an agent can click what a person would.
-        const node_ = { r: 'generic', i: refFor(el), cp: 1 };
+        const node_ = { r: 'generic', i: refFor(el), cp: clickable };
         if (!(walkBudget && emitDepth >= WALK_LIMITS.nesting)) {
           const kids = [];
           emitDepth += 1;

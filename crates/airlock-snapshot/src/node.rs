@@ -53,7 +53,8 @@ pub struct Node {
     /// A frame owner (`<iframe>`); the browser grafts the frame's tree as children.
     #[serde(rename = "fr", default)]
     pub frame_owner: Option<u8>,
-    /// Not a control, but made to be clicked (a pointer cursor): it has a ref.
+    /// Not a control, but made to be clicked: 1 for a pointer cursor, 2 for an
+    /// `onclick` attribute without one. It has a ref.
     #[serde(rename = "cp", default)]
     pub clickable: Option<u8>,
 }

@@ -504,8 +504,10 @@ fn line_text(node: &Node, context: &Emit<'_>) -> String {
         };
         let _ = write!(s, " [ref={reference}]");
     }
-    if node.clickable.is_some() {
-        s.push_str(" [cursor=pointer]");
+    match node.clickable {
+        Some(2) => s.push_str(" [onclick]"),
+        Some(_) => s.push_str(" [cursor=pointer]"),
+        None => {}
     }
     match node.checked.as_deref() {
         Some("true") => s.push_str(" [checked]"),

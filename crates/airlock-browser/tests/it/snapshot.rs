@@ -408,6 +408,18 @@ async fn an_element_made_to_be_clicked_gets_a_ref() {
             .await
             .unwrap();
         assert!(snap(&s).await.text.contains("menu opened"));
+        // An onclick attribute without a pointer also makes one.
+        let text = snap(&s).await.text;
+        let line = text
+            .lines()
+            .find(|l| l.contains("[onclick]"))
+            .unwrap_or_else(|| panic!("no onclick line in:\n{text}"));
+        assert!(line.contains("Tab two"), "{line}");
+        assert_eq!(text.matches("[onclick]").count(), 1, "{text}");
+        s.click(&ref_of(&text, "[onclick]"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(snap(&s).await.text.contains("tab two shown"));
         s.close().await;
     })
     .await;
