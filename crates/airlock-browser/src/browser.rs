@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use airlock_config::{BrowserConfig, Isolation};
+use airlock_core::sync::lock;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -204,12 +205,6 @@ impl Chromium {
             tracing::debug!(chromium.pid = self.pid, "Chromium stopped");
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 async fn route_targets(chromium: Weak<Chromium>, mut events: mpsc::UnboundedReceiver<Event>) {

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use airlock_core::sync::lock;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -184,14 +185,6 @@ impl Connection {
     pub(crate) fn forget_session(&self, session: &str) {
         lock(&self.inner.subscribers).remove(session);
     }
-}
-
-// A poisoned lock only means another task panicked mid-update of a plain map; the map
-// itself is still consistent, so keep going rather than spread the panic.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 async fn write_loop(mut pipe: pipe::Sender, mut outgoing: mpsc::UnboundedReceiver<Vec<u8>>) {

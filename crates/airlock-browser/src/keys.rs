@@ -1,5 +1,7 @@
 //! Key combos like `Control+A`, `Shift+Tab` or `Enter`, as CDP key events.
 
+use airlock_core::text::prefix;
+
 use crate::error::{Error, Result};
 
 /// One key of a US keyboard layout.
@@ -35,7 +37,7 @@ impl Combo {
 /// Parses `Control+Shift+ArrowLeft`. Modifier names: Control/Ctrl, Shift, Alt,
 /// Meta/Command/Cmd. A single `+` key is written `+` or `Shift+Equal`.
 pub(crate) fn parse_combo(text: &str) -> Result<Combo> {
-    let bad = |why: &str| Error::InvalidArgument(format!("key `{}`: {why}", shorten(text)));
+    let bad = |why: &str| Error::InvalidArgument(format!("key `{}`: {why}", prefix(text, 40)));
     if text.is_empty() {
         return Err(bad("empty"));
     }
@@ -61,10 +63,6 @@ pub(crate) fn parse_combo(text: &str) -> Result<Combo> {
     }
     let key = key(last).ok_or_else(|| bad(&format!("`{last}` is not a known key name")))?;
     Ok(Combo { modifiers, key })
-}
-
-fn shorten(text: &str) -> String {
-    text.chars().take(40).collect()
 }
 
 fn modifier(name: &str) -> Option<(u32, Key)> {

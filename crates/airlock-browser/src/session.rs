@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use airlock_config::Isolation;
+use airlock_core::sync::lock;
+use airlock_core::text::ellipsize;
 use airlock_core::{NoRedaction, NodeRef, Redact};
 use airlock_policy::Policy;
 use airlock_snapshot::{Node, RenderOptions};
@@ -492,10 +494,6 @@ pub struct Session {
     redactor: Arc<dyn Redact>,
     /// Requests the request guard refused, not yet reported.
     refused: Arc<AtomicU64>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[derive(Deserialize)]
@@ -999,7 +997,7 @@ impl Session {
             .await?;
         if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
             return Err(Error::NavigationFailed {
-                url: shorten(url, 200),
+                url: ellipsize(url, 200),
                 reason: error.to_owned(),
             });
         }
@@ -1016,7 +1014,7 @@ impl Session {
                 return Err(Error::Timeout {
                     what: format!(
                         "navigation to `{}` (waiting for {event})",
-                        shorten(url, 200)
+                        ellipsize(url, 200)
                     ),
                     ms: timeout.as_millis(),
                 });
@@ -1426,7 +1424,7 @@ impl Session {
 
     // What a page-derived description may show: redacted, then cut.
     fn shown(&self, text: &str) -> String {
-        shorten(&self.redactor.redact(text), 80)
+        ellipsize(&self.redactor.redact(text), 80)
     }
 
     // Everything else taken from a page or Chromium: redacted.
@@ -2920,14 +2918,6 @@ fn matches_part_of_attribute(selector: &str) -> bool {
         }
     }
     false
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_owned()
-    } else {
-        format!("{}…", text.chars().take(max).collect::<String>())
-    }
 }
 
 // Cuts `text` at `offset` into a page of at most `max_bytes`, on char boundaries,

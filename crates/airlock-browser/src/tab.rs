@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use airlock_core::Redact;
+use airlock_core::text::ellipsize;
 use airlock_policy::{Decision, DenyReason, Policy};
 use airlock_snapshot::Line;
 use serde::Deserialize;
@@ -684,14 +685,6 @@ fn evaluation_value(reply: Value) -> Result<Value> {
     Ok(reply["result"]["value"].clone())
 }
 
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(max).collect();
-    format!("{kept}…")
-}
-
 // Applies the tab's CDP events to its state. Ends when the session's events end
 // (the tab detached or the browser died).
 // Applies the session's navigation guard to a top-frame navigation to `url`, requested
@@ -712,7 +705,7 @@ fn guard_navigation(
         return;
     }
     let decision = policy.check_url(url).decision;
-    let shown = cut(&guard.redactor.redact(url), MAX_NOTICE_URL);
+    let shown = ellipsize(&guard.redactor.redact(url), MAX_NOTICE_URL);
     // Only a popup's first real URL is judged as a popup; `with` wakes waiters, so it
     // runs only for that one navigation.
     let popup =
@@ -890,7 +883,7 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             let kind = str_of(&p["type"]);
             // Redacted whole, then cut: a cut first could leave a piece of a secret
             // the redactor no longer recognises.
-            let message = cut(
+            let message = ellipsize(
                 &state.redactor.redact(&str_of(&p["message"])),
                 MAX_DIALOG_TEXT,
             );

@@ -8,6 +8,8 @@ mod error_code;
 mod node_ref;
 mod redact;
 mod role;
+pub mod sync;
+pub mod text;
 
 pub use error_code::{ErrorCode, HasErrorCode};
 pub use node_ref::{NodeRef, ParseNodeRefError};

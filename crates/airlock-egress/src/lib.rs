@@ -22,6 +22,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use airlock_core::sync::lock;
 use airlock_policy::{Decision, DenyReason, Policy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -224,10 +225,6 @@ pub fn summarize(blocked: &BTreeMap<DenyReason, u64>) -> Option<String> {
     let parts: Vec<String> = parts.iter().map(|(n, l)| format!("{n} {l}")).collect();
     let noun = if total == 1 { "request" } else { "requests" };
     Some(format!("blocked {total} {noun}: {}", parts.join(", ")))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 struct Head {

@@ -5,6 +5,15 @@
 //! This is the one place later layers hook into (policy, vault, approvals, audit):
 //! surfaces never call the browser directly. It knows nothing of MCP or HTTP.
 
+/// The action vocabulary surfaces build a [`ToolCall`] from: the browser layer's own
+/// types, named here so that surfaces depend on the engine alone.
+pub mod action {
+    pub use airlock_browser::{
+        ClickOptions, Direction, ImageFormat, Modifier, MouseButton, ScreenshotOptions, Scroll,
+        SnapshotOptions, Target, WaitCondition, WaitUntil,
+    };
+}
+
 mod content;
 mod credentials;
 mod session;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_core::ErrorCode;
+use airlock_core::sync::lock;
 use airlock_egress::{EgressProxy, Resolver, SystemResolver, summarize};
 use airlock_policy::{Decision, DenyReason, Policy};
 use tokio::task::JoinHandle;
@@ -343,10 +344,6 @@ impl Gateway {
         self.warm.stop().await;
         self.browsers.shutdown().await;
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A browser session and the egress proxy all its connections go through; they live

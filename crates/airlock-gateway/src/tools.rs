@@ -508,10 +508,7 @@ fn header(outcome: &ActionOutcome) -> String {
 // Quoted and escaped like snapshot names (`\"`, `\\`), cut with `…` like them too,
 // so the redactor recognises a secret in a title the same way.
 fn quote_title(title: &str) -> String {
-    let mut short: String = title.chars().take(120).collect();
-    if short.len() < title.len() {
-        short.push('…');
-    }
+    let short = airlock_core::text::ellipsize(title, 120);
     format!("\"{}\"", short.replace('\\', "\\\\").replace('"', "\\\""))
 }
 

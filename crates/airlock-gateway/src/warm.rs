@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_config::Isolation;
+use airlock_core::sync::lock;
 use airlock_egress::{EgressProxy, Resolver};
 use airlock_policy::Policy;
 use tokio::sync::Notify;
@@ -57,10 +58,6 @@ pub(crate) struct WarmPool {
     claimed: AtomicU64,
     // Woken whenever a warm-up ends, ready or not.
     settled: Notify,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl WarmPool {

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use airlock_browser::{
+use airlock_config::Isolation;
+use airlock_gateway::action::{
     ClickOptions, Direction, ImageFormat, Modifier, MouseButton, ScreenshotOptions, Scroll,
     SnapshotOptions, Target, WaitCondition, WaitUntil,
 };
-use airlock_config::Isolation;
 use airlock_gateway::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;

@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use airlock_browser::{
+use airlock_core::text::prefix;
+use airlock_gateway::action::{
     ClickOptions, ImageFormat, ScreenshotOptions, SnapshotOptions, Target, WaitCondition, WaitUntil,
 };
 use airlock_gateway::{ToolCall, ToolOutput};
@@ -166,7 +167,7 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
     if !SUBCOMMANDS.contains(&command) {
         return Err(format!(
             "`{}` is not allowed; argv[0] is one of {}",
-            cut(command),
+            prefix(command, 60),
             SUBCOMMANDS.join(", ")
         ));
     }
@@ -184,7 +185,7 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
         if !allowed_flags.contains(flag) {
             return Err(format!(
                 "flag `{}` is not allowed{}",
-                cut(flag),
+                prefix(flag, 60),
                 if allowed_flags.is_empty() {
                     String::new()
                 } else {
@@ -211,7 +212,7 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
             {
                 return Err(format!(
                     "open takes an absolute http(s) URL, got `{}`",
-                    cut(url)
+                    prefix(url, 60)
                 ));
             }
             ToolCall::Navigate {
@@ -321,7 +322,7 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
             need(0, "no arguments")?;
             ToolCall::SessionClose
         }
-        _ => return Err(format!("`{}` is not allowed", cut(command))),
+        _ => return Err(format!("`{}` is not allowed", prefix(command, 60))),
     };
     Ok(Invocation {
         session_id: id.clone(),
@@ -340,13 +341,12 @@ fn target(arg: &str) -> Result<Target, String> {
         return Ok(Target::Ref(reference));
     }
     if arg.starts_with('@') {
-        return Err(format!("`{}` is not a ref (expected @e12)", cut(arg)));
+        return Err(format!(
+            "`{}` is not a ref (expected @e12)",
+            prefix(arg, 60)
+        ));
     }
     Ok(Target::Selector(arg.to_owned()))
-}
-
-fn cut(text: &str) -> String {
-    text.chars().take(60).collect()
 }
 
 #[cfg(test)]

@@ -462,8 +462,12 @@ fn cut(text: &str) -> String {
     if count <= MAX_TEXT {
         return text.to_owned();
     }
-    let kept: String = text.chars().take(MAX_TEXT).collect();
-    format!("{kept}… [+{} chars]", count - MAX_TEXT)
+    // The common cut, with how much it left out.
+    format!(
+        "{} [+{} chars]",
+        airlock_core::text::ellipsize(text, MAX_TEXT),
+        count - MAX_TEXT
+    )
 }
 
 fn quoted(text: &str) -> String {
