@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use airlock_browser::{Injection, OutgoingRequest, RequestGuard, TextPiece, TypedText};
-use airlock_core::{ErrorCode, Redact, Role};
+use airlock_core::{Redact, Role};
 use airlock_vault::placeholder::{self, Segment};
 use airlock_vault::{Redactor, Secret, Vault, grant};
 use serde_json::json;
 use zeroize::Zeroizing;
 
-use crate::tools::ToolOutput;
+use crate::error::{Error, Result};
 
 /// Where credentials come from and who may use them.
 #[derive(Clone, Default)]
@@ -58,12 +58,9 @@ impl CredentialSource {
         &self,
         names: &[String],
         grant_token: Option<&str>,
-    ) -> Result<Outcome, ToolOutput> {
+    ) -> Result<Outcome> {
         let Some(vault) = &self.vault else {
-            return Err(ToolOutput::error(
-                ErrorCode::InvalidArgument,
-                "this Airlock has no vault configured, so no credentials can be used",
-            ));
+            return Err(Error::NoVault);
         };
         // Without authority, nothing is read: whether a name exists is not said.
         let operate = self.role >= Role::Operate;
@@ -88,17 +85,13 @@ impl CredentialSource {
                     return Ok(not_covered(name));
                 }
                 Err(airlock_vault::VaultError::NotFound(_)) => {
-                    return Err(ToolOutput::error(
-                        ErrorCode::NotFound,
-                        format!("there is no stored credential named `{name}`"),
-                    ));
+                    return Err(Error::CredentialUnknown { name: name.clone() });
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read a credential");
-                    return Err(ToolOutput::error(
-                        ErrorCode::Internal,
-                        format!("credential `{name}` could not be read"),
-                    ));
+                    return Err(Error::Internal(format!(
+                        "credential `{name}` could not be read"
+                    )));
                 }
             }
         }
@@ -117,10 +110,7 @@ impl CredentialSource {
                 Ok(Err(refusal)) => return Ok(Outcome::Refused(refusal.to_string())),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot check a grant");
-                    return Err(ToolOutput::error(
-                        ErrorCode::Internal,
-                        "the grant could not be checked",
-                    ));
+                    return Err(Error::Internal("the grant could not be checked".to_owned()));
                 }
             }
         }
@@ -130,7 +120,7 @@ impl CredentialSource {
                 .into_iter()
                 .map(move |v| (s.name.as_str(), v))
         }))
-        .map_err(|e| ToolOutput::error(ErrorCode::Internal, e))?;
+        .map_err(|e| Error::Internal(e.to_string()))?;
         let injection = injection(&secrets);
         Ok(Outcome::Loaded(
             Loaded {
@@ -235,25 +225,22 @@ impl Loaded {
 
     /// Typed text with placeholders resolved to loaded secrets (checked against the
     /// field's origin later, at keystroke time, by the browser layer).
-    pub(crate) fn typed(&self, text: &str) -> Result<TypedText, ToolOutput> {
+    pub(crate) fn typed(&self, text: &str) -> Result<TypedText> {
         if !placeholder::mentions(text) {
             return Ok(TypedText::plain(text));
         }
-        let segments = placeholder::parse(text)
-            .map_err(|e| ToolOutput::error(ErrorCode::InvalidArgument, e))?;
+        let segments =
+            placeholder::parse(text).map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let mut pieces = Vec::new();
         for segment in segments {
             match segment {
                 Segment::Text(t) => pieces.push(TextPiece::Plain(t)),
                 Segment::Secret { name, field } => {
-                    let secret = self.secrets.iter().find(|s| s.name == name).ok_or_else(|| {
-                        ToolOutput::error(
-                            ErrorCode::Forbidden,
-                            format!(
-                                "`{name}` is not loaded in this session; open it with browser_session_open {{credentials: [\"{name}\"]}}"
-                            ),
-                        )
-                    })?;
+                    let secret = self
+                        .secrets
+                        .iter()
+                        .find(|s| s.name == name)
+                        .ok_or_else(|| Error::CredentialNotLoaded { name: name.clone() })?;
                     let value = match field.as_str() {
                         "totp" => secret
                             .fields
@@ -266,11 +253,9 @@ impl Loaded {
                             .text(other)
                             .map(|v| Zeroizing::new(v.to_owned())),
                     }
-                    .ok_or_else(|| {
-                        ToolOutput::error(
-                            ErrorCode::InvalidArgument,
-                            format!("`{name}` has no {field}"),
-                        )
+                    .ok_or_else(|| Error::CredentialFieldMissing {
+                        name: name.clone(),
+                        field: field.clone(),
                     })?;
                     pieces.push(TextPiece::Secret {
                         label: format!("{name}.{field}"),

@@ -16,11 +16,13 @@ pub mod action {
 
 mod content;
 mod credentials;
+mod error;
 mod session;
 mod tools;
 mod warm;
 
 pub use content::PageFence;
 pub use credentials::CredentialSource;
+pub use error::{Error, Result};
 pub use session::{AgentSession, Gateway, GatewayConfig};
 pub use tools::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use airlock_browser::{Browsers, Session, SessionOptions};
-use airlock_core::ErrorCode;
 use airlock_core::sync::lock;
+use airlock_core::{ErrorCode, HasErrorCode};
 use airlock_egress::{EgressProxy, Resolver, SystemResolver, summarize};
 use airlock_policy::{Decision, DenyReason, Policy};
 use tokio::task::JoinHandle;
@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
+use crate::error::{Error, Result};
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
 use crate::warm::{Activity, WarmPool};
 
@@ -116,10 +117,7 @@ impl Gateway {
     // Loads the asked-for credentials (if authorized), starts the session's egress
     // proxy, then the browser session that must use it, credentials injected before
     // the agent's first action. Returns why credentials were refused, if they were.
-    async fn open_held(
-        &self,
-        options: OpenOptions,
-    ) -> Result<(Arc<Held>, Option<String>), ToolOutput> {
+    async fn open_held(&self, options: OpenOptions) -> Result<(Arc<Held>, Option<String>)> {
         let (loaded, injection, refused) = if options.credentials.is_empty() {
             (Loaded::default(), None, None)
         } else {
@@ -145,7 +143,7 @@ impl Gateway {
             let narrowed = self
                 .policy
                 .narrowed(&exact, &suffixes)
-                .map_err(|e| ToolOutput::error(ErrorCode::InvalidArgument, e.to_string()))?;
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
             Arc::new(narrowed)
         };
         let isolation = options
@@ -167,12 +165,7 @@ impl Gateway {
         }
         let proxy = EgressProxy::start(policy.clone(), self.resolver.clone())
             .await
-            .map_err(|e| {
-                ToolOutput::error(
-                    ErrorCode::Internal,
-                    format!("cannot start the egress proxy: {e}"),
-                )
-            })?;
+            .map_err(|e| Error::Internal(format!("cannot start the egress proxy: {e}")))?;
         let session = self
             .browsers
             .open_session(SessionOptions {
@@ -183,8 +176,7 @@ impl Gateway {
                 redactor: loaded.redactor(),
                 request_guard: loaded.request_guard(),
             })
-            .await
-            .map_err(|e| ToolOutput::from_error(&e))?;
+            .await?;
         Ok((
             Arc::new(Held {
                 session,
@@ -240,25 +232,20 @@ impl Gateway {
     /// `caller` (a digest of its credentials) can reach it by that handle alone: how a
     /// stateless client keeps one browser across calls. Another caller's request with
     /// the handle is answered as if it did not exist.
-    pub fn name_agent(&self, caller: &str, agent: Arc<AgentSession>) -> Result<String, ToolOutput> {
+    pub fn name_agent(&self, caller: &str, agent: Arc<AgentSession>) -> Result<String> {
         let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(|e| {
-            ToolOutput::error(
-                ErrorCode::Internal,
-                format!("no randomness for a session handle: {e}"),
-            )
-        })?;
+        getrandom::fill(&mut bytes)
+            .map_err(|e| Error::Internal(format!("no randomness for a session handle: {e}")))?;
         let handle: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         lock(&self.named).insert(handle.clone(), (caller.to_owned(), agent));
         Ok(handle)
     }
 
     /// The agent session `caller` named `handle`, if there is one.
-    pub fn named_agent(&self, caller: &str, handle: &str) -> Result<Arc<AgentSession>, ToolOutput> {
+    pub fn named_agent(&self, caller: &str, handle: &str) -> Result<Arc<AgentSession>> {
         match lock(&self.named).get(handle) {
             Some((owner, agent)) if owner == caller => Ok(agent.clone()),
-            _ => Err(ToolOutput::error(
-                ErrorCode::SessionExpired,
+            _ => Err(Error::SessionExpired(
                 "this session URL names no open browser session (it was closed for idleness, or never existed); call browser_session_open at the plain MCP URL for a new one",
             )),
         }
@@ -431,8 +418,55 @@ impl AgentSession {
     /// code, so every surface reports them the same way.
     pub async fn call(&self, call: ToolCall) -> ToolOutput {
         let _busy = BusyGuard::new(&self.inner);
-        // Navigation is checked here, before Chromium sees the URL: Page.navigate
-        // would load file:, chrome: and data: URLs and run javascript: ones.
+        if let Err(e) = self.admit(&call).await {
+            return ToolOutput::from_error(&e);
+        }
+        let held = match call {
+            ToolCall::SessionOpen(options) => {
+                return self
+                    .open(options)
+                    .await
+                    .unwrap_or_else(|e| ToolOutput::from_error(&e));
+            }
+            ToolCall::SessionClose => return self.close_browser().await,
+            _ => match self.browser_session().await {
+                Ok(held) => held,
+                Err(e) => return ToolOutput::from_error(&e),
+            },
+        };
+        let mut out =
+            match tools::run(&held, &held.proxy, &self.inner.fence, &held.loaded, call).await {
+                Ok(out) => out,
+                Err(e) => {
+                    let mut out = ToolOutput::from_error(&e);
+                    if e.code() == ErrorCode::BrowserCrashed {
+                        out.push_note(&self.recover(&held).await);
+                    }
+                    out
+                }
+            };
+        // What the page tried and the proxy, or the session's outbound protection,
+        // refused meanwhile.
+        let mut blocked = held.proxy.take_unreported();
+        let carried = held.session.take_refused_requests();
+        if carried > 0 {
+            *blocked.entry(DenyReason::CarriedSecret).or_default() += carried;
+        }
+        if let Some(summary) = summarize(&blocked) {
+            out.text.push('\n');
+            out.text.push_str(&summary);
+        }
+        // The browser session redacted everything it took from the page before using
+        // it; every output passes the redactor once more as a whole (it withholds all
+        // of a text if it ever fails).
+        out.redact_with(|text| held.loaded.redact(text));
+        out
+    }
+
+    // What is refused before any browser work: a navigation the policy denies (checked
+    // here, before Chromium sees the URL: Page.navigate would load file:, chrome: and
+    // data: URLs and run javascript: ones), and a placeholder outside typed text.
+    async fn admit(&self, call: &ToolCall) -> Result<()> {
         if let Some(url) = call.navigation_target()
             && let Some(policy) = self.policy().await
             && let Decision::Deny { reason, detail } = policy.check_url(url).decision
@@ -444,46 +478,14 @@ impl AgentSession {
                 } else {
                     "; give an absolute URL such as https://example.com/"
                 };
-                return ToolOutput::error(ErrorCode::InvalidArgument, format!("{detail}{hint}"));
+                return Err(Error::InvalidArgument(format!("{detail}{hint}")));
             }
-            return ToolOutput::error(ErrorCode::PolicyDenied, detail);
+            return Err(Error::PolicyDenied { detail });
         }
         if let Some(param) = call.misplaced_placeholder() {
-            return ToolOutput::error(
-                ErrorCode::SecretOriginMismatch,
-                format!("a secret placeholder may appear only in typed text, not in `{param}`"),
-            );
+            return Err(Error::PlaceholderMisplaced { param });
         }
-        match call {
-            ToolCall::SessionOpen(options) => self.open(options).await,
-            ToolCall::SessionClose => self.close_browser().await,
-            call => match self.browser_session().await {
-                Ok(held) => {
-                    let mut out =
-                        tools::run(&held, &held.proxy, &self.inner.fence, &held.loaded, call).await;
-                    if out.error == Some(ErrorCode::BrowserCrashed) {
-                        out.text.push_str(&self.recover(&held).await);
-                    }
-                    // What the page tried and the proxy, or the session's outbound
-                    // protection, refused meanwhile.
-                    let mut blocked = held.proxy.take_unreported();
-                    let carried = held.session.take_refused_requests();
-                    if carried > 0 {
-                        *blocked.entry(DenyReason::CarriedSecret).or_default() += carried;
-                    }
-                    if let Some(summary) = summarize(&blocked) {
-                        out.text.push('\n');
-                        out.text.push_str(&summary);
-                    }
-                    // The browser session redacted everything it took from the page
-                    // before using it; every output passes the redactor once more as
-                    // a whole (it withholds all of a text if it ever fails).
-                    out.text = held.loaded.redact(&out.text);
-                    out
-                }
-                Err(out) => out,
-            },
-        }
+        Ok(())
     }
 
     // After a crash, what the next call gets: a fresh blank tab in the same session
@@ -518,25 +520,14 @@ impl AgentSession {
         Some(self.inner.gateway.upgrade()?.policy.clone())
     }
 
-    async fn open(&self, options: OpenOptions) -> ToolOutput {
+    async fn open(&self, options: OpenOptions) -> Result<ToolOutput> {
         let mut slot = self.inner.slot.lock().await;
         if let Slot::Open(session) = &*slot {
             // Reporting success here would silently drop what was asked for (a
             // narrowing, credentials, an isolation mode).
-            return ToolOutput::error(
-                ErrorCode::SessionAlreadyOpen,
-                format!(
-                    "a browser session is already open ({}; a browser tool opens one when none is), so none of these options was applied; call browser_session_close first",
-                    describe(session)
-                ),
-            );
+            return Err(Error::SessionAlreadyOpen(describe(session)));
         }
-        let Some(gateway) = self.inner.gateway.upgrade() else {
-            return ToolOutput::error(
-                ErrorCode::BrowserUnavailable,
-                "the gateway is shutting down",
-            );
-        };
+        let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let narrowed = !options.allow_hosts.is_empty();
         match gateway.open_held(options).await {
             Ok((held, refused)) => {
@@ -555,9 +546,9 @@ impl AgentSession {
                     text.push_str(&format!("; opened WITHOUT credentials: {why}"));
                 }
                 *slot = Slot::Open(held);
-                ToolOutput::text(text)
+                Ok(ToolOutput::text(text))
             }
-            Err(out) => out,
+            Err(e) => Err(e),
         }
     }
 
@@ -576,25 +567,19 @@ impl AgentSession {
 
     // The open browser session, opening one lazily. A session the reaper closed is
     // reported once as expired, so the agent knows its logged-in state is gone.
-    async fn browser_session(&self) -> Result<Arc<Held>, ToolOutput> {
+    async fn browser_session(&self) -> Result<Arc<Held>> {
         let mut slot = self.inner.slot.lock().await;
         match &*slot {
             Slot::Open(session) => return Ok(session.clone()),
             Slot::Expired => {
                 *slot = Slot::Empty;
-                return Err(ToolOutput::error(
-                    ErrorCode::SessionExpired,
+                return Err(Error::SessionExpired(
                     "the browser session was closed after being idle; the next call opens a fresh one (cookies and tabs are gone)",
                 ));
             }
             Slot::Empty => {}
         }
-        let gateway = self.inner.gateway.upgrade().ok_or_else(|| {
-            ToolOutput::error(
-                ErrorCode::BrowserUnavailable,
-                "the gateway is shutting down",
-            )
-        })?;
+        let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let (session, _) = gateway.open_held(OpenOptions::default()).await?;
         tracing::info!(
             agent.id = self.inner.id,

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use airlock_browser::{
-    ActionOutcome, ClickOptions, DEFAULT_TEXT_BYTES, Error, ScreenshotOptions, Scroll, Session,
-    SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
+    ActionOutcome, ClickOptions, DEFAULT_TEXT_BYTES, Error as BrowserError, ScreenshotOptions,
+    Scroll, Session, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
 };
 use airlock_config::Isolation;
 use airlock_core::{ErrorCode, HasErrorCode};
@@ -13,6 +13,7 @@ use airlock_egress::EgressProxy;
 
 use crate::content::PageFence;
 use crate::credentials::Loaded;
+use crate::error::{Error, Result};
 
 /// One tool call, already validated into browser-layer types.
 #[derive(Debug, Clone)]
@@ -242,6 +243,9 @@ pub struct ToolOutput {
     pub image: Option<ToolImage>,
     /// The error code, when the call failed.
     pub error: Option<ErrorCode>,
+    /// The failure's message without the code, when the call failed (what a surface
+    /// puts in a structured error; already redacted like `text`).
+    pub message: Option<String>,
 }
 
 impl ToolOutput {
@@ -250,20 +254,40 @@ impl ToolOutput {
             text: text.into(),
             image: None,
             error: None,
+            message: None,
         }
     }
 
     /// A failure with `code` and a one-line message.
     pub fn error(code: ErrorCode, message: impl std::fmt::Display) -> ToolOutput {
+        let message = message.to_string();
         ToolOutput {
             text: format!("{code}: {message}"),
             image: None,
             error: Some(code),
+            message: Some(message),
         }
     }
 
-    pub(crate) fn from_error(error: &Error) -> ToolOutput {
+    /// The output of a failed call: the one place an error becomes words.
+    pub fn from_error(error: &Error) -> ToolOutput {
         ToolOutput::error(error.code(), error)
+    }
+
+    /// Adds to the message (a failure's too) what the agent should know next.
+    pub(crate) fn push_note(&mut self, note: &str) {
+        self.text.push_str(note);
+        if let Some(message) = &mut self.message {
+            message.push_str(note);
+        }
+    }
+
+    /// Passes every text of the output through `redact`.
+    pub(crate) fn redact_with(&mut self, redact: impl Fn(&str) -> String) {
+        self.text = redact(&self.text);
+        if let Some(message) = &mut self.message {
+            *message = redact(message);
+        }
     }
 }
 
@@ -273,11 +297,8 @@ pub(crate) async fn run(
     fence: &PageFence,
     loaded: &Loaded,
     call: ToolCall,
-) -> ToolOutput {
-    match execute(session, proxy, fence, loaded, call).await {
-        Ok(out) => out,
-        Err(e) => ToolOutput::from_error(&e),
-    }
+) -> Result<ToolOutput> {
+    execute(session, proxy, fence, loaded, call).await
 }
 
 async fn execute(
@@ -286,7 +307,7 @@ async fn execute(
     fence: &PageFence,
     loaded: &Loaded,
     call: ToolCall,
-) -> Result<ToolOutput, Error> {
+) -> Result<ToolOutput> {
     Ok(match call {
         ToolCall::Budgeted(budget, call) => {
             let inner = Box::pin(execute(session, proxy, fence, loaded, *call));
@@ -300,12 +321,12 @@ async fn execute(
             let outcome = match session.navigate(&url, wait_until).await {
                 // An https navigation the proxy could not carry out fails in Chromium
                 // (a tunnel error); the proxy knows why.
-                Err(Error::NavigationFailed { url: shown, reason }) => {
+                Err(BrowserError::NavigationFailed { url: shown, reason }) => {
                     let reason = match proxy_failure(proxy, &[&url]) {
                         Some(why) => format!("{why} ({reason})"),
                         None => reason,
                     };
-                    return Err(Error::NavigationFailed { url: shown, reason });
+                    return Err(BrowserError::NavigationFailed { url: shown, reason }.into());
                 }
                 other => other?,
             };
@@ -313,10 +334,11 @@ async fn execute(
             if outcome.status == Some(502)
                 && let Some(why) = proxy_failure(proxy, &[&outcome.url, &url])
             {
-                return Err(Error::NavigationFailed {
+                return Err(BrowserError::NavigationFailed {
                     url: url.chars().take(200).collect(),
                     reason: why,
-                });
+                }
+                .into());
             }
             // A new document: the whole (capped) snapshot says more than a diff.
             let mut text = header(&outcome);
@@ -361,10 +383,7 @@ async fn execute(
             clear_first,
             submit,
         } => {
-            let typed = match loaded.typed(&text) {
-                Ok(typed) => typed,
-                Err(out) => return Ok(out),
-            };
+            let typed = loaded.typed(&text)?;
             let mut outcome = session
                 .type_pieces(&target, &typed, clear_first, submit)
                 .await?;
@@ -379,10 +398,7 @@ async fn execute(
         ToolCall::FillForm { fields } => {
             let mut typed = Vec::with_capacity(fields.len());
             for (target, value) in fields {
-                match loaded.typed(&value) {
-                    Ok(t) => typed.push((target, t)),
-                    Err(out) => return Ok(out),
-                }
+                typed.push((target, loaded.typed(&value)?));
             }
             let outcome = session.fill_form_pieces(&typed).await?;
             after_action(session, fence, outcome).await?
@@ -421,6 +437,7 @@ async fn execute(
                     mime: shot.mime,
                 }),
                 error: None,
+                message: None,
             }
         }
         ToolCall::Read { format, offset } => {
@@ -464,7 +481,9 @@ async fn execute(
         }
         ToolCall::SessionOpen(_) | ToolCall::SessionClose => {
             // Handled by the agent session, which owns the browser session.
-            ToolOutput::error(ErrorCode::Internal, "session calls are not browser actions")
+            return Err(Error::Internal(
+                "session calls are not browser actions".to_owned(),
+            ));
         }
     })
 }
@@ -518,7 +537,7 @@ async fn after_action(
     session: &Session,
     fence: &PageFence,
     outcome: ActionOutcome,
-) -> Result<ToolOutput, Error> {
+) -> Result<ToolOutput> {
     if outcome.navigated {
         return after_navigation(session, fence, outcome).await;
     }
@@ -537,7 +556,7 @@ async fn after_navigation(
     session: &Session,
     fence: &PageFence,
     outcome: ActionOutcome,
-) -> Result<ToolOutput, Error> {
+) -> Result<ToolOutput> {
     let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
     let mut text = header(&outcome);
     text.push_str(&fence.wrap(&snapshot.text));
@@ -603,5 +622,37 @@ mod tests {
         let out = ToolOutput::error(ErrorCode::RefNotFound, "ref `e9` is gone");
         assert_eq!(out.text, "ref_not_found: ref `e9` is gone");
         assert_eq!(out.error, Some(ErrorCode::RefNotFound));
+        assert_eq!(out.message.as_deref(), Some("ref `e9` is gone"));
+    }
+
+    #[test]
+    fn gateway_errors_become_output_once_with_their_code_and_message() {
+        let cases = [
+            (
+                Error::PlaceholderMisplaced { param: "url" },
+                ErrorCode::SecretOriginMismatch,
+            ),
+            (
+                Error::CredentialNotLoaded { name: "app".into() },
+                ErrorCode::Forbidden,
+            ),
+            (Error::ShuttingDown, ErrorCode::BrowserUnavailable),
+            (
+                Error::Browser(BrowserError::RefNotFound {
+                    reference: "e9".into(),
+                }),
+                ErrorCode::RefNotFound,
+            ),
+        ];
+        for (error, code) in cases {
+            let mut out = ToolOutput::from_error(&error);
+            assert_eq!(out.error, Some(code));
+            let message = error.to_string();
+            assert_eq!(out.message.as_deref(), Some(message.as_str()));
+            assert_eq!(out.text, format!("{code}: {message}"));
+            out.push_note("; next");
+            out.redact_with(|t| t.replace("next", "[x]"));
+            assert!(out.text.ends_with("; [x]") && out.message.unwrap().ends_with("; [x]"));
+        }
     }
 }

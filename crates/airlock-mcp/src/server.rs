@@ -96,7 +96,7 @@ impl AirlockMcp {
         if let Some(handle) = session_handle(parts.uri.path()) {
             return match self.gateway.named_agent(&caller_key(parts), handle) {
                 Ok(agent) => Serving::Held(agent),
-                Err(refusal) => Serving::Refused(refusal),
+                Err(refusal) => Serving::Refused(ToolOutput::from_error(&refusal)),
             };
         }
         if parts.headers.contains_key("mcp-session-id") {
@@ -204,7 +204,7 @@ impl AirlockMcp {
                 }
                 Err(refusal) => {
                     agent.close().await;
-                    refusal
+                    ToolOutput::from_error(&refusal)
                 }
             };
         }
@@ -285,10 +285,7 @@ fn result(output: ToolOutput) -> CallToolResult {
         None => CallToolResult::success(content),
         Some(code) => {
             let mut result = CallToolResult::error(content);
-            let message = output
-                .text
-                .split_once(": ")
-                .map_or(output.text.as_str(), |(_, m)| m);
+            let message = output.message.as_deref().unwrap_or(output.text.as_str());
             result.structured_content =
                 Some(json!({ "error": { "code": code.as_str(), "message": message } }));
             result

@@ -45,3 +45,18 @@ pub enum VaultError {
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+impl airlock_core::HasErrorCode for VaultError {
+    fn code(&self) -> airlock_core::ErrorCode {
+        use airlock_core::ErrorCode;
+        match self {
+            VaultError::NotFound(_) => ErrorCode::NotFound,
+            VaultError::Invalid(_) => ErrorCode::InvalidArgument,
+            // The key, a record or the store failing is nothing a caller can fix.
+            VaultError::WrongKey
+            | VaultError::Key(_)
+            | VaultError::Crypto(_)
+            | VaultError::Store(_) => ErrorCode::Internal,
+        }
+    }
+}

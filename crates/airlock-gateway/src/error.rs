@@ -1,0 +1,91 @@
+//! The gateway's error: one variant per way a call fails here, each with its public
+//! code ([`HasErrorCode`]) and a one-line message. Stages return it as data; the
+//! [`ToolOutput`](crate::ToolOutput) an agent reads is made from it once, at the end of
+//! the call, so later stages (audit, approvals) see what failed, not prose.
+
+use airlock_core::{ErrorCode, HasErrorCode};
+
+/// Why a call failed in the gateway or below it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The browser layer failed (its own code).
+    #[error(transparent)]
+    Browser(#[from] airlock_browser::Error),
+    /// An argument that cannot be used as given.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The egress policy refuses the URL.
+    #[error("{detail}")]
+    PolicyDenied {
+        /// Which rule refused it, for the agent.
+        detail: String,
+    },
+    /// A `{{secret:…}}` placeholder outside typed text.
+    #[error("a secret placeholder may appear only in typed text, not in `{param}`")]
+    PlaceholderMisplaced {
+        /// The parameter that held it.
+        param: &'static str,
+    },
+    /// Credentials were asked for, but this gateway has no vault.
+    #[error("this Airlock has no vault configured, so no credentials can be used")]
+    NoVault,
+    /// No stored credential has that name (said only to callers with authority).
+    #[error("there is no stored credential named `{name}`")]
+    CredentialUnknown {
+        /// The name asked for.
+        name: String,
+    },
+    /// A placeholder names a credential the session did not load.
+    #[error(
+        "`{name}` is not loaded in this session; open it with browser_session_open {{credentials: [\"{name}\"]}}"
+    )]
+    CredentialNotLoaded {
+        /// The name in the placeholder.
+        name: String,
+    },
+    /// A placeholder names a field the credential does not have.
+    #[error("`{name}` has no {field}")]
+    CredentialFieldMissing {
+        /// The credential.
+        name: String,
+        /// The field asked for.
+        field: String,
+    },
+    /// The session named is gone (idle TTL, or never existed).
+    #[error("{0}")]
+    SessionExpired(&'static str),
+    /// `browser_session_open` while a session is open: nothing asked for was applied.
+    #[error(
+        "a browser session is already open ({0}; a browser tool opens one when none is), so none of these options was applied; call browser_session_close first"
+    )]
+    SessionAlreadyOpen(String),
+    /// The gateway is stopping.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
+    /// Something failed that the caller cannot fix; the details are in the log.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl HasErrorCode for Error {
+    fn code(&self) -> ErrorCode {
+        match self {
+            Error::Browser(e) => e.code(),
+            Error::InvalidArgument(_) | Error::NoVault | Error::CredentialFieldMissing { .. } => {
+                ErrorCode::InvalidArgument
+            }
+            Error::PolicyDenied { .. } => ErrorCode::PolicyDenied,
+            Error::PlaceholderMisplaced { .. } => ErrorCode::SecretOriginMismatch,
+            Error::CredentialUnknown { .. } => ErrorCode::NotFound,
+            Error::CredentialNotLoaded { .. } => ErrorCode::Forbidden,
+            Error::SessionExpired(_) => ErrorCode::SessionExpired,
+            Error::SessionAlreadyOpen(_) => ErrorCode::SessionAlreadyOpen,
+            Error::ShuttingDown => ErrorCode::BrowserUnavailable,
+            Error::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+/// The gateway's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
