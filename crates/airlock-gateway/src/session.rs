@@ -463,10 +463,13 @@ impl AgentSession {
         out
     }
 
-    // What is refused before any browser work: a navigation the policy denies (checked
-    // here, before Chromium sees the URL: Page.navigate would load file:, chrome: and
-    // data: URLs and run javascript: ones), and a placeholder outside typed text.
+    // What is refused before any browser work: a placeholder outside typed text, and
+    // a navigation the policy denies (checked here, before Chromium sees the URL:
+    // Page.navigate would load file:, chrome: and data: URLs and run javascript: ones).
     async fn admit(&self, call: &ToolCall) -> Result<()> {
+        if let Some(param) = call.misplaced_placeholder() {
+            return Err(Error::PlaceholderMisplaced { param });
+        }
         if let Some(url) = call.navigation_target()
             && let Some(policy) = self.policy().await
             && let Decision::Deny { reason, detail } = policy.check_url(url).decision
@@ -481,9 +484,6 @@ impl AgentSession {
                 return Err(Error::InvalidArgument(format!("{detail}{hint}")));
             }
             return Err(Error::PolicyDenied { detail });
-        }
-        if let Some(param) = call.misplaced_placeholder() {
-            return Err(Error::PlaceholderMisplaced { param });
         }
         Ok(())
     }

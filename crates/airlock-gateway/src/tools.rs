@@ -138,24 +138,38 @@ impl std::fmt::Debug for OpenOptions {
 
 impl ToolCall {
     /// Where a `{{secret:…}}` placeholder sits outside typed text (a URL, key,
-    /// selector, option, wait text): the name of that parameter.
+    /// target, option, wait text): the name of that parameter. Checked once, here,
+    /// over the call's typed fields, for every surface.
     pub fn misplaced_placeholder(&self) -> Option<&'static str> {
-        if let ToolCall::Budgeted(_, call) = self {
-            return call.misplaced_placeholder();
-        }
-        let m = airlock_vault::placeholder::mentions;
-        let target = |t: &Target| m(&format!("{t:?}"));
+        let m = |text: &str| airlock_vault::placeholder::mentions(text);
+        let target = |t: &Target| match t {
+            Target::Role { role, name, .. } => m(role) || name.as_deref().is_some_and(m),
+            Target::Selector(selector) => m(selector),
+            Target::Ref(_) | Target::Point { .. } => false,
+        };
         match self {
-            ToolCall::Navigate { url, .. } if m(url) => Some("url"),
-            ToolCall::Tabs(TabAction::New(Some(url))) if m(url) => Some("url"),
+            ToolCall::Budgeted(_, call) => call.misplaced_placeholder(),
+            ToolCall::Navigate { url, .. } | ToolCall::Tabs(TabAction::New(Some(url)))
+                if m(url) =>
+            {
+                Some("url")
+            }
             ToolCall::PressKey { key } if m(key) => Some("key"),
             ToolCall::SelectOption { values, .. } if values.iter().any(|v| m(v)) => Some("values"),
-            ToolCall::WaitFor { condition, .. } if m(&format!("{condition:?}")) => Some("text"),
-            ToolCall::Click { target: t, .. }
+            ToolCall::WaitFor {
+                condition: WaitCondition::Text(text) | WaitCondition::TextGone(text),
+                ..
+            } if m(text) => Some("text"),
+            ToolCall::WaitFor {
+                condition: WaitCondition::Target(t),
+                ..
+            }
+            | ToolCall::Click { target: t, .. }
             | ToolCall::Type { target: t, .. }
             | ToolCall::SelectOption { target: t, .. }
             | ToolCall::Check { target: t, .. }
             | ToolCall::Hover { target: t }
+            | ToolCall::Scroll(Scroll::IntoView(t))
                 if target(t) =>
             {
                 Some("target")
@@ -623,6 +637,78 @@ mod tests {
         assert_eq!(out.text, "ref_not_found: ref `e9` is gone");
         assert_eq!(out.error, Some(ErrorCode::RefNotFound));
         assert_eq!(out.message.as_deref(), Some("ref `e9` is gone"));
+    }
+
+    #[test]
+    fn placeholders_outside_typed_text_are_found_in_every_typed_field() {
+        let p = "{{secret:app.password}}";
+        let role = |name: &str| Target::Role {
+            role: "button".into(),
+            name: Some(name.into()),
+            index: None,
+        };
+        let cases = [
+            (
+                ToolCall::Navigate {
+                    url: format!("https://x.test/?q={p}"),
+                    wait_until: WaitUntil::Load,
+                    snapshot: PageView::Full,
+                },
+                Some("url"),
+            ),
+            (
+                ToolCall::Tabs(TabAction::New(Some(format!("https://x.test/{p}")))),
+                Some("url"),
+            ),
+            (ToolCall::PressKey { key: p.into() }, Some("key")),
+            (
+                ToolCall::WaitFor {
+                    condition: WaitCondition::TextGone(p.into()),
+                    timeout: None,
+                },
+                Some("text"),
+            ),
+            (
+                ToolCall::WaitFor {
+                    condition: WaitCondition::Target(Target::Selector(p.into())),
+                    timeout: None,
+                },
+                Some("target"),
+            ),
+            (ToolCall::Scroll(Scroll::IntoView(role(p))), Some("target")),
+            (
+                ToolCall::Budgeted(
+                    Duration::from_secs(1),
+                    Box::new(ToolCall::Hover { target: role(p) }),
+                ),
+                Some("target"),
+            ),
+            (
+                ToolCall::FillForm {
+                    fields: vec![(role(p), "x".into())],
+                },
+                Some("target"),
+            ),
+            // Typed text is where placeholders belong.
+            (
+                ToolCall::Type {
+                    target: role("Password"),
+                    text: p.into(),
+                    clear_first: false,
+                    submit: false,
+                },
+                None,
+            ),
+            (
+                ToolCall::FillForm {
+                    fields: vec![(role("Password"), p.into())],
+                },
+                None,
+            ),
+        ];
+        for (call, want) in cases {
+            assert_eq!(call.misplaced_placeholder(), want, "{call:?}");
+        }
     }
 
     #[test]

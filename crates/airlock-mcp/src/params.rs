@@ -88,7 +88,6 @@ impl TargetParams {
             }
         }
         if let Some(reference) = &self.reference {
-            check_no_placeholder("ref", reference)?;
             return reference
                 .trim()
                 .parse()
@@ -99,9 +98,6 @@ impl TargetParams {
             if role.is_empty() || role.len() > 64 {
                 return bad("`role` must be a role name such as `button`");
             }
-            if let Some(name) = &self.name {
-                check_no_placeholder("name", name)?;
-            }
             return Ok(Target::Role {
                 role: role.clone(),
                 name: self.name.clone(),
@@ -109,7 +105,6 @@ impl TargetParams {
             });
         }
         if let Some(selector) = &self.selector {
-            check_no_placeholder("selector", selector)?;
             if selector.is_empty() || selector.len() > 2_000 {
                 return bad("`selector` must be a CSS selector of at most 2000 characters");
             }
@@ -123,17 +118,6 @@ impl TargetParams {
             _ => bad("give both `x` and `y` as numbers"),
         }
     }
-}
-
-// Secrets may only appear in typed text (the vault issue resolves them there); a
-// placeholder anywhere else is refused so it can never leak into a selector or URL.
-fn check_no_placeholder(field: &str, value: &str) -> Result<(), BadArgument> {
-    if value.contains("{{secret:") {
-        return bad(format!(
-            "`{field}` may not contain a secret placeholder; placeholders are only accepted in typed text"
-        ));
-    }
-    Ok(())
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -150,7 +134,6 @@ pub(crate) struct NavigateParams {
 
 impl NavigateParams {
     pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
-        check_no_placeholder("url", &self.url)?;
         if self.url.len() > 8_192 {
             return bad("`url` is longer than 8192 characters");
         }
@@ -345,7 +328,6 @@ pub(crate) struct PressKeyParams {
 
 impl PressKeyParams {
     pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
-        check_no_placeholder("key", &self.key)?;
         if self.key.len() > 64 {
             return bad("`key` is a key name or combo such as `Control+A`");
         }
@@ -711,11 +693,6 @@ mod tests {
                 .unwrap_err()
                 .contains("not a snapshot ref")
         );
-        assert!(
-            target(r#"{"selector":"{{secret:gh.password}}"}"#)
-                .unwrap_err()
-                .contains("placeholder")
-        );
     }
 
     #[test]
@@ -740,8 +717,8 @@ mod tests {
         };
         assert!(view("none").is_ok() && view("interactive").is_ok());
         assert!(view("some").is_err());
-        assert!(p("https://x/{{secret:a.b}}", None).is_err());
-        // Schemes are judged by the policy in the gateway, with policy_denied.
+        // Placeholders and schemes are judged in the gateway, for every surface.
+        assert!(p("https://x/{{secret:a.b}}", None).is_ok());
         assert!(p("file:///etc/passwd", None).is_ok());
     }
 }
