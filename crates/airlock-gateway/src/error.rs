@@ -21,6 +21,16 @@ pub enum Error {
         /// Which rule refused it, for the agent.
         detail: String,
     },
+    /// The caller's role does not allow this tool.
+    #[error("`{tool}` needs the `{needs}` role; this caller has `{has}`")]
+    RoleTooLow {
+        /// The tool called.
+        tool: &'static str,
+        /// The least role it needs.
+        needs: &'static str,
+        /// The caller's.
+        has: &'static str,
+    },
     /// A `{{secret:…}}` placeholder outside typed text.
     #[error("a secret placeholder may appear only in typed text, not in `{param}`")]
     PlaceholderMisplaced {
@@ -76,6 +86,7 @@ impl HasErrorCode for Error {
                 ErrorCode::InvalidArgument
             }
             Error::PolicyDenied { .. } => ErrorCode::PolicyDenied,
+            Error::RoleTooLow { .. } => ErrorCode::Forbidden,
             Error::PlaceholderMisplaced { .. } => ErrorCode::SecretOriginMismatch,
             Error::CredentialUnknown { .. } => ErrorCode::NotFound,
             Error::CredentialNotLoaded { .. } => ErrorCode::Forbidden,

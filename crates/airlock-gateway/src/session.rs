@@ -417,6 +417,21 @@ impl AgentSession {
     /// Runs one tool call. Never fails: errors come back as a [`ToolOutput`] with a
     /// code, so every surface reports them the same way.
     pub async fn call(&self, call: ToolCall) -> ToolOutput {
+        let tool = call.tool_name();
+        let started = Instant::now();
+        let out = self.run(call).await;
+        // The one log line of a tool call, whichever surface it came from.
+        tracing::info!(
+            agent.id = self.inner.id,
+            tool.name = tool,
+            duration_ms = started.elapsed().as_millis() as u64,
+            error.code = out.error.map(ErrorCode::as_str),
+            "tool call"
+        );
+        out
+    }
+
+    async fn run(&self, call: ToolCall) -> ToolOutput {
         let _busy = BusyGuard::new(&self.inner);
         if let Err(e) = self.admit(&call).await {
             return ToolOutput::from_error(&e);
@@ -463,10 +478,21 @@ impl AgentSession {
         out
     }
 
-    // What is refused before any browser work: a placeholder outside typed text, and
+    // What is refused before any browser work: a role below the tool's, a placeholder
+    // outside typed text, and
     // a navigation the policy denies (checked here, before Chromium sees the URL:
     // Page.navigate would load file:, chrome: and data: URLs and run javascript: ones).
     async fn admit(&self, call: &ToolCall) -> Result<()> {
+        if let Some(gateway) = self.inner.gateway.upgrade() {
+            let has = gateway.config.credentials.role;
+            if has < call.min_role() {
+                return Err(Error::RoleTooLow {
+                    tool: call.tool_name(),
+                    needs: call.min_role().as_str(),
+                    has: has.as_str(),
+                });
+            }
+        }
         if let Some(param) = call.misplaced_placeholder() {
             return Err(Error::PlaceholderMisplaced { param });
         }

@@ -8,7 +8,7 @@ use airlock_browser::{
     Scroll, Session, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
 };
 use airlock_config::Isolation;
-use airlock_core::{ErrorCode, HasErrorCode};
+use airlock_core::{ErrorCode, HasErrorCode, Role};
 use airlock_egress::EgressProxy;
 
 use crate::content::PageFence;
@@ -137,6 +137,47 @@ impl std::fmt::Debug for OpenOptions {
 }
 
 impl ToolCall {
+    /// The tool's name as every surface, the audit log and approval rules know it.
+    pub fn tool_name(&self) -> &'static str {
+        match self {
+            ToolCall::Budgeted(_, call) => call.tool_name(),
+            ToolCall::Navigate { .. } => "browser_navigate",
+            ToolCall::Snapshot(_) => "browser_snapshot",
+            ToolCall::Click { .. } => "browser_click",
+            ToolCall::Type { .. } => "browser_type",
+            ToolCall::FillForm { .. } => "browser_fill_form",
+            ToolCall::PressKey { .. } => "browser_press_key",
+            ToolCall::SelectOption { .. } => "browser_select_option",
+            ToolCall::Check { .. } => "browser_check",
+            ToolCall::Hover { .. } => "browser_hover",
+            ToolCall::Scroll(_) => "browser_scroll",
+            ToolCall::WaitFor { .. } => "browser_wait_for",
+            ToolCall::Screenshot(_) => "browser_screenshot",
+            ToolCall::Read { .. } => "browser_read",
+            ToolCall::Tabs(_) => "browser_tabs",
+            ToolCall::Back => "browser_back",
+            ToolCall::Forward => "browser_forward",
+            ToolCall::Reload => "browser_reload",
+            ToolCall::SessionOpen(_) => "browser_session_open",
+            ToolCall::SessionClose => "browser_session_close",
+        }
+    }
+
+    /// The least role a caller needs for this call: `observe` may only look at the
+    /// page it is given; everything that moves, types or opens needs `act`. (Using
+    /// stored credentials needs more, checked where they are loaded.)
+    pub fn min_role(&self) -> Role {
+        match self {
+            ToolCall::Budgeted(_, call) => call.min_role(),
+            ToolCall::Snapshot(_)
+            | ToolCall::Screenshot(_)
+            | ToolCall::Read { .. }
+            | ToolCall::WaitFor { .. }
+            | ToolCall::Tabs(TabAction::List) => Role::Observe,
+            _ => Role::Act,
+        }
+    }
+
     /// Where a `{{secret:…}}` placeholder sits outside typed text (a URL, key,
     /// target, option, wait text): the name of that parameter. Checked once, here,
     /// over the call's typed fields, for every surface.

@@ -136,21 +136,15 @@ impl AirlockMcp {
         ext: &Extensions,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let output = match call {
-            Ok(call) => {
-                let started = tokio::time::Instant::now();
-                let output = match self.agent_for(ext) {
-                    Serving::Held(agent) => agent.call(call).await,
-                    Serving::Refused(refusal) => refusal,
-                    Serving::OneOff(agent, parts) => self.one_off(agent, &parts, call).await,
-                };
-                tracing::info!(
-                    tool.name = tool,
-                    duration_ms = started.elapsed().as_millis() as u64,
-                    error.code = output.error.map(ErrorCode::as_str),
-                    "tool call"
-                );
-                output
-            }
+            // The gateway logs the call; here only what never reached it.
+            Ok(call) => match self.agent_for(ext) {
+                Serving::Held(agent) => agent.call(call).await,
+                Serving::Refused(refusal) => {
+                    tracing::info!(tool.name = tool, "tool call for a session that is gone");
+                    refusal
+                }
+                Serving::OneOff(agent, parts) => self.one_off(agent, &parts, call).await,
+            },
             Err(BadArgument(message)) => ToolOutput::error(ErrorCode::InvalidArgument, message),
         };
         Ok(result(output))
@@ -673,11 +667,10 @@ impl AirlockMcp {
                 }
             }
         };
-        tracing::info!(
-            tool.name = "browser-shell",
+        tracing::debug!(
             command = p.argv.first().map(String::as_str),
             exit_code = result.exit_code,
-            "tool call"
+            "browser-shell command"
         );
         let value = serde_json::to_value(&result).unwrap_or_default();
         let mut content = vec![ContentBlock::text(value.to_string())];

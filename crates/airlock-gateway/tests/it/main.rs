@@ -1134,6 +1134,33 @@ async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_may_look_but_not_act() {
+    with_browser(|h| async move {
+        let observer = GatewayConfig {
+            credentials: airlock_gateway::CredentialSource {
+                role: airlock_core::Role::Observe,
+                ..Default::default()
+            },
+            ..config(&h)
+        };
+        let gateway = Gateway::new(h.browsers.clone(), observer);
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
+        assert_eq!(
+            out.message.as_deref(),
+            Some("`browser_navigate` needs the `act` role; this caller has `observe`")
+        );
+        let out = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_that_allocates_without_end_loses_its_tab_not_the_host() {
     with_browser(|h| async move {
         let gateway = Gateway::new(h.browsers.clone(), config(&h));
