@@ -7,6 +7,7 @@
 //! Chromium of its own. It knows nothing of policy, secrets or MCP: the gateway above
 //! it decides what may be done, this crate only does it.
 
+mod action;
 mod browser;
 mod cdp;
 mod cgroup;
@@ -18,6 +19,11 @@ mod outbound;
 mod session;
 mod tab;
 
+pub use action::{
+    ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Direction,
+    ImageFormat, Injection, Modifier, MouseButton, PageText, Screenshot, ScreenshotOptions, Scroll,
+    Snapshot, SnapshotOptions, TabInfo, Target, TextPiece, TypedText, WaitCondition, WaitUntil,
+};
 pub use browser::{BrowserOptions, Browsers, Probe, probe};
 pub use error::{Error, Result};
 pub use launch::{
@@ -25,9 +31,4 @@ pub use launch::{
 };
 pub use oracle::AxPair;
 pub use outbound::{OutgoingRequest, RequestGuard};
-pub use session::{
-    ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Direction,
-    ImageFormat, Injection, MAX_TABS, Modifier, MouseButton, PageText, Screenshot,
-    ScreenshotOptions, Scroll, Session, SessionOptions, Snapshot, SnapshotOptions, TabInfo, Target,
-    TextPiece, TypedText, WaitCondition, WaitUntil, with_action_budget,
-};
+pub use session::{MAX_TABS, Session, SessionOptions, with_action_budget};

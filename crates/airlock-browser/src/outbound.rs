@@ -12,8 +12,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::action::Injection;
 use crate::cdp::{Connection, Event};
-use crate::session::Injection;
 use crate::tab::NavGuard;
 
 /// Judges what a page is about to send.

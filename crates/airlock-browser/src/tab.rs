@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::action::Injection;
 use crate::cdp::{CdpError, Connection, Event};
 use crate::error::{Error, Result};
 use crate::outbound::{Requests, watch_worker};
-use crate::session::Injection;
 
 /// The walker, installed once per isolated world.
 const WALKER: &str = include_str!("walker.js");
@@ -221,7 +221,7 @@ impl TabState {
 /// One page target of a session.
 pub(crate) struct Tab {
     pub(crate) target_id: String,
-    pub(crate) session: String,
+    pub(crate) cdp_session: String,
     pub(crate) opener: Option<String>,
     pub(crate) conn: Connection,
     pub(crate) state: Arc<TabState>,
@@ -287,7 +287,7 @@ impl Tab {
         let pump = tokio::spawn(pump(conn.clone(), session.clone(), state.clone(), events));
         let tab = Tab {
             target_id,
-            session,
+            cdp_session: session,
             opener,
             conn,
             state,
@@ -332,15 +332,21 @@ impl Tab {
         if let Some(injection) = &injection {
             commands.extend(seeding_scripts(injection));
         }
-        let frame_tree = tab
-            .conn
-            .send(Some(&tab.session), "Page.getFrameTree", json!({}), timeout);
+        let frame_tree = tab.conn.send(
+            Some(&tab.cdp_session),
+            "Page.getFrameTree",
+            json!({}),
+            timeout,
+        );
         let mut replies: Vec<_> = commands
             .into_iter()
-            .map(|(method, params)| tab.conn.send(Some(&tab.session), method, params, timeout))
+            .map(|(method, params)| {
+                tab.conn
+                    .send(Some(&tab.cdp_session), method, params, timeout)
+            })
             .collect();
         replies.push(tab.conn.send(
-            Some(&tab.session),
+            Some(&tab.cdp_session),
             "Runtime.runIfWaitingForDebugger",
             json!({}),
             timeout,
@@ -380,8 +386,11 @@ impl Tab {
         timeout: Duration,
     ) -> Result<Value> {
         self.check()?;
-        self.unless_lost(self.conn.call(Some(&self.session), method, params, timeout))
-            .await
+        self.unless_lost(
+            self.conn
+                .call(Some(&self.cdp_session), method, params, timeout),
+        )
+        .await
     }
 
     // A call to the tab's renderer, given up as soon as the tab crashes or goes away
@@ -437,7 +446,7 @@ impl Tab {
                         .and_then(|f| f.parent_session.clone())
                 })
             })
-            .unwrap_or_else(|| self.session.clone())
+            .unwrap_or_else(|| self.cdp_session.clone())
     }
 
     /// Evaluates `expression` in Airlock's isolated world of frame number `frame`,

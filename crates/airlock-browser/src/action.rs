@@ -1,0 +1,390 @@
+//! The action vocabulary: what an agent asks of a session (targets, options, waits)
+//! and what comes back (outcomes, snapshots, screenshots, page text, tabs). Plain data;
+//! the session's methods take and return these.
+
+use std::time::Duration;
+
+use airlock_core::NodeRef;
+use serde_json::{Value, json};
+
+/// Default snapshot byte cap: about 10k tokens.
+pub const DEFAULT_SNAPSHOT_BYTES: usize = 40_000;
+/// Default page-text byte cap.
+pub const DEFAULT_TEXT_BYTES: usize = 40_000;
+
+/// Credentials a session starts with. Debug shows only what is there.
+#[derive(Clone, Default)]
+pub struct Injection {
+    /// Cookies in CDP's `Network.CookieParam` shape, set into the session's own
+    /// browser context.
+    pub cookies: Vec<Value>,
+    /// `(origin, key, value)`: written to the origin's localStorage (when absent) as
+    /// its documents start, before their scripts run.
+    pub storage: Vec<(String, String, zeroize::Zeroizing<String>)>,
+    /// `(origin, name, value)`: added to requests to exactly that origin, nowhere else.
+    pub headers: Vec<(String, String, zeroize::Zeroizing<String>)>,
+}
+
+impl std::fmt::Debug for Injection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Injection({} cookies, {} storage items, {} headers) [REDACTED]",
+            self.cookies.len(),
+            self.storage.len(),
+            self.headers.len()
+        )
+    }
+}
+
+/// Text to type: literal pieces and secret values. Debug never shows a value.
+#[derive(Clone, Default)]
+pub struct TypedText(pub Vec<TextPiece>);
+
+/// A piece of [`TypedText`].
+#[derive(Clone)]
+pub enum TextPiece {
+    /// Typed as is.
+    Plain(String),
+    /// A secret value, typed only into a focused field of one of `origins`.
+    Secret {
+        /// What to call it in messages (`app.password`).
+        label: String,
+        /// Canonical origins it is bound to (`https://app.example.com`).
+        origins: Vec<String>,
+        /// The value; zeroed on drop.
+        value: zeroize::Zeroizing<String>,
+    },
+}
+
+impl std::fmt::Debug for TypedText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut list = f.debug_list();
+        for piece in &self.0 {
+            match piece {
+                TextPiece::Plain(text) => list.entry(text),
+                TextPiece::Secret { label, .. } => list.entry(&format_args!("[secret {label}]")),
+            };
+        }
+        list.finish()
+    }
+}
+
+impl TypedText {
+    /// Plain text only.
+    pub fn plain(text: &str) -> TypedText {
+        TypedText(vec![TextPiece::Plain(text.to_owned())])
+    }
+
+    /// Whether any piece is a secret.
+    pub fn has_secret(&self) -> bool {
+        self.0.iter().any(|p| matches!(p, TextPiece::Secret { .. }))
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.iter().all(|p| match p {
+            TextPiece::Plain(t) => t.is_empty(),
+            TextPiece::Secret { value, .. } => value.is_empty(),
+        })
+    }
+
+    // The plain pieces joined (for checkboxes and selects, which take no secrets).
+    pub(crate) fn plain_text(&self) -> String {
+        self.0
+            .iter()
+            .filter_map(|p| match p {
+                TextPiece::Plain(t) => Some(t.as_str()),
+                TextPiece::Secret { .. } => None,
+            })
+            .collect()
+    }
+}
+
+/// When a navigation counts as finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WaitUntil {
+    /// The `load` event fired.
+    #[default]
+    Load,
+    /// `DOMContentLoaded` fired.
+    DomContentLoaded,
+    /// No network activity for 500 ms after load.
+    NetworkIdle,
+}
+
+impl WaitUntil {
+    pub(crate) fn lifecycle_name(self) -> &'static str {
+        match self {
+            WaitUntil::Load => "load",
+            WaitUntil::DomContentLoaded => "DOMContentLoaded",
+            WaitUntil::NetworkIdle => "networkIdle",
+        }
+    }
+}
+
+/// What an action is aimed at.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A ref from a snapshot (`e12`, `f1e3`).
+    Ref(NodeRef),
+    /// Role and accessible name as the snapshot shows them, plus a 0-based index
+    /// among several matches.
+    Role {
+        /// Role, e.g. `button`.
+        role: String,
+        /// Exact name (a case-insensitive substring matches when nothing is exact).
+        name: Option<String>,
+        /// Which match, when several.
+        index: Option<usize>,
+    },
+    /// A CSS selector (searched through open shadow roots too).
+    Selector(String),
+    /// A point in the viewport, CSS pixels.
+    Point {
+        /// From the left edge.
+        x: f64,
+        /// From the top edge.
+        y: f64,
+    },
+}
+
+impl Target {
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Target::Ref(r) => format!("ref `{r}`"),
+            // The name is the agent's own words, not echoed: whether an echo came back
+            // redacted would tell it whether its name was a secret.
+            Target::Role { role, name, index } => {
+                let mut s = role.clone();
+                if name.is_some() {
+                    s.push_str(" with the name given");
+                }
+                if let Some(i) = index {
+                    s.push_str(&format!(" #{i}"));
+                }
+                s
+            }
+            Target::Selector(sel) => {
+                format!("selector `{}`", sel.chars().take(80).collect::<String>())
+            }
+            Target::Point { x, y } => format!("point ({x}, {y})"),
+        }
+    }
+
+    pub(crate) fn walker_json(&self) -> Value {
+        match self {
+            Target::Ref(r) => json!({ "ref": r.node }),
+            Target::Role { role, name, index } => {
+                json!({ "role": role, "name": name, "index": index })
+            }
+            Target::Selector(sel) => json!({ "selector": sel }),
+            Target::Point { .. } => Value::Null,
+        }
+    }
+}
+
+/// A mouse button.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MouseButton {
+    /// Primary.
+    #[default]
+    Left,
+    /// Secondary (context menu).
+    Right,
+    /// Middle.
+    Middle,
+}
+
+/// A keyboard modifier held during a click.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Modifier {
+    /// Alt / Option.
+    Alt,
+    /// Control.
+    Control,
+    /// Meta / Command.
+    Meta,
+    /// Shift.
+    Shift,
+}
+
+/// How to click.
+#[derive(Debug, Clone, Default)]
+pub struct ClickOptions {
+    /// Which button.
+    pub button: MouseButton,
+    /// Double click.
+    pub double: bool,
+    /// Modifiers held.
+    pub modifiers: Vec<Modifier>,
+}
+
+/// What happened during an action, besides its own effect.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ActionOutcome {
+    /// URL of the active tab afterwards.
+    pub url: String,
+    /// Title of the active tab afterwards.
+    pub title: String,
+    /// One line per JavaScript dialog that was dismissed (or accepted) meanwhile.
+    pub dialogs: Vec<String>,
+    /// Tabs the page opened meanwhile (popups), as `[index] url`.
+    pub new_tabs: Vec<String>,
+    /// Whether the main frame navigated.
+    pub navigated: bool,
+    /// HTTP status of the main document, after a navigation.
+    pub status: Option<u16>,
+    /// A short note on the effect (`selected "Two"`, `already checked`).
+    pub detail: Option<String>,
+}
+
+/// Options of a snapshot.
+#[derive(Debug, Clone)]
+pub struct SnapshotOptions {
+    /// Only what can be acted on, plus locating headings and rows.
+    pub interactive_only: bool,
+    /// Most lines returned.
+    pub max_nodes: usize,
+    /// Most bytes returned.
+    pub max_bytes: usize,
+    /// First line to return (continues a truncated snapshot).
+    pub offset: usize,
+    /// Only this ref's subtree.
+    pub scope: Option<NodeRef>,
+    /// Only lines containing this text, with context.
+    pub find: Option<String>,
+}
+
+impl Default for SnapshotOptions {
+    fn default() -> Self {
+        SnapshotOptions {
+            interactive_only: false,
+            max_nodes: usize::MAX,
+            max_bytes: DEFAULT_SNAPSHOT_BYTES,
+            offset: 0,
+            scope: None,
+            find: None,
+        }
+    }
+}
+
+/// A rendered snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The text, with a truncation line when paged.
+    pub text: String,
+    /// Page URL.
+    pub url: String,
+    /// Page title.
+    pub title: String,
+    /// Lines in the whole (filtered) snapshot.
+    pub total_lines: usize,
+    /// Index one past the last line shown; pass it as `offset` to continue.
+    pub end: usize,
+}
+
+/// What to wait for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WaitCondition {
+    /// Text appears in the page.
+    Text(String),
+    /// Text is gone from the page.
+    TextGone(String),
+    /// A target exists and is visible.
+    Target(Target),
+    /// A fixed time (at most 60 s).
+    Time(Duration),
+}
+
+/// Scroll direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Towards the top.
+    Up,
+    /// Towards the bottom.
+    Down,
+    /// Towards the left.
+    Left,
+    /// Towards the right.
+    Right,
+}
+
+/// What to scroll.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scroll {
+    /// The page under the viewport centre, by `amount` CSS pixels (default: most of
+    /// a viewport).
+    Page {
+        /// Which way.
+        direction: Direction,
+        /// How far.
+        amount: Option<f64>,
+    },
+    /// Until the target is in view.
+    IntoView(Target),
+}
+
+/// Screenshot encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageFormat {
+    /// Lossless PNG.
+    #[default]
+    Png,
+    /// JPEG with quality 1–100.
+    Jpeg {
+        /// Quality.
+        quality: u8,
+    },
+}
+
+/// What to capture.
+#[derive(Debug, Clone, Default)]
+pub struct ScreenshotOptions {
+    /// The whole page rather than the viewport.
+    pub full_page: bool,
+    /// Only this element.
+    pub target: Option<Target>,
+    /// Encoding.
+    pub format: ImageFormat,
+}
+
+/// An encoded image.
+#[derive(Clone, PartialEq)]
+pub struct Screenshot {
+    /// Encoded bytes.
+    pub data: Vec<u8>,
+    /// `image/png` or `image/jpeg`.
+    pub mime: &'static str,
+}
+
+impl std::fmt::Debug for Screenshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Screenshot({}, {} bytes)", self.mime, self.data.len())
+    }
+}
+
+/// Page text, paged by bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageText {
+    /// The text of this page of output.
+    pub text: String,
+    /// Length of the whole text in bytes.
+    pub total_bytes: usize,
+    /// Where the next page starts, if there is more.
+    pub next_offset: Option<usize>,
+}
+
+/// One tab as listed to an agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TabInfo {
+    /// Position in the list.
+    pub index: usize,
+    /// Current URL.
+    pub url: String,
+    /// Current title.
+    pub title: String,
+    /// Whether actions go to this tab.
+    pub active: bool,
+    /// Whether the page opened it (a popup).
+    pub opened_by_page: bool,
+}

@@ -1,0 +1,698 @@
+//! Acting on the page: mouse, keyboard, typing (secrets checked against the field's
+//! origin), forms, options, checkboxes, scrolling and waiting.
+
+use super::*;
+
+impl Session {
+    // ---- mouse and keyboard -------------------------------------------------------
+
+    pub(super) async fn mouse(
+        &self,
+        tab: &Tab,
+        kind: &str,
+        x: f64,
+        y: f64,
+        extra: Value,
+    ) -> Result<()> {
+        let mut params = json!({ "type": kind, "x": x, "y": y });
+        if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                p.insert(k.clone(), v.clone());
+            }
+        }
+        tab.call("Input.dispatchMouseEvent", params, self.budget())
+            .await?;
+        Ok(())
+    }
+
+    /// Clicks the target.
+    pub async fn click(&self, target: &Target, options: &ClickOptions) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let (_, located, _) = self.locate(&tab, target, CLICKABLE).await?;
+        let before = Self::nav_counters(&tab);
+        let button = match options.button {
+            MouseButton::Left => "left",
+            MouseButton::Right => "right",
+            MouseButton::Middle => "middle",
+        };
+        let modifiers: u32 = options
+            .modifiers
+            .iter()
+            .map(|m| match m {
+                Modifier::Alt => keys::ALT,
+                Modifier::Control => keys::CONTROL,
+                Modifier::Meta => keys::META,
+                Modifier::Shift => keys::SHIFT,
+            })
+            .fold(0, |a, b| a | b);
+        let (x, y) = (located.x, located.y);
+        self.mouse(&tab, "mouseMoved", x, y, json!({ "modifiers": modifiers }))
+            .await?;
+        let clicks = if options.double { 2 } else { 1 };
+        for count in 1..=clicks {
+            let extra = json!({ "button": button, "clickCount": count, "modifiers": modifiers });
+            self.mouse(&tab, "mousePressed", x, y, extra.clone())
+                .await?;
+            self.mouse(&tab, "mouseReleased", x, y, extra).await?;
+        }
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("clicked {}", located.desc));
+        Ok(outcome)
+    }
+
+    /// Moves the mouse over the target.
+    pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let (_, located, _) = self.locate(&tab, target, HOVERABLE).await?;
+        let before = Self::nav_counters(&tab);
+        self.mouse(&tab, "mouseMoved", located.x, located.y, json!({}))
+            .await?;
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("hovering over {}", located.desc));
+        Ok(outcome)
+    }
+
+    /// Types `text` into the target field (replacing its content when `clear_first`),
+    /// then presses Enter when `submit`.
+    pub async fn type_text(
+        &self,
+        target: &Target,
+        text: &str,
+        clear_first: bool,
+        submit: bool,
+    ) -> Result<ActionOutcome> {
+        self.type_pieces(target, &TypedText::plain(text), clear_first, submit)
+            .await
+    }
+
+    /// Like [`Session::type_text`], with secret pieces: each is typed only if, right
+    /// before it is inserted, the target is still the focused element and its own
+    /// frame's origin is one the secret is bound to.
+    pub async fn type_pieces(
+        &self,
+        target: &Target,
+        text: &TypedText,
+        clear_first: bool,
+        submit: bool,
+    ) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let before = Self::nav_counters(&tab);
+        let desc = self.type_into(&tab, target, text, clear_first).await?;
+        let navigated = if submit {
+            self.press_combo(&tab, &keys::parse_combo("Enter")?).await?;
+            self.settle(&tab, before).await
+        } else {
+            // Input handlers ran during insertText; a task more lets what they queued
+            // run too. Typing alone starts no navigation, so no frame is waited for
+            // (~8 ms a call on average, half of what typing cost).
+            self.settle_with(&tab, before, TASK).await
+        };
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("typed into {desc}"));
+        Ok(outcome)
+    }
+
+    pub(super) async fn type_into(
+        &self,
+        tab: &Tab,
+        target: &Target,
+        text: &TypedText,
+        clear_first: bool,
+    ) -> Result<String> {
+        let (frame, located, target) = self.locate(tab, target, EDITABLE).await?;
+        let target = &target;
+        let call = format!(
+            "__airlock.focusForTyping({}, {clear_first})",
+            target.walker_json()
+        );
+        self.helper(tab, frame, &call, target).await?;
+        // Every secret is checked once before anything is typed, so a wrong origin
+        // types nothing at all …
+        for piece in &text.0 {
+            if let TextPiece::Secret { label, origins, .. } = piece {
+                let call = format!("__airlock.secretDestination({})", target.walker_json());
+                let found = self.helper(tab, frame, &call, target).await?;
+                self.judge_destination(&found, label, origins)?;
+            }
+        }
+        if text.is_empty() && clear_first {
+            self.press_combo(tab, &keys::parse_combo("Delete")?).await?;
+        }
+        let mut secret_typed = false;
+        for piece in &text.0 {
+            match piece {
+                TextPiece::Plain(text) if text.is_empty() => {}
+                TextPiece::Plain(text) => {
+                    tab.call("Input.insertText", json!({ "text": text }), self.budget())
+                        .await?;
+                }
+                TextPiece::Secret { value, .. } if value.is_empty() => {}
+                TextPiece::Secret {
+                    label,
+                    origins,
+                    value,
+                } => {
+                    // … and checked again in the same task as the insertion: the page
+                    // may have moved the focus or navigated meanwhile.
+                    self.insert_secret(tab, frame, target, label, origins, value)
+                        .await?;
+                    secret_typed = true;
+                }
+            }
+        }
+        if secret_typed {
+            self.secret_typed.store(true, Ordering::Release);
+        }
+        if secret_typed || clear_first {
+            // Replaced by plain text, a field is no longer masked; with a secret, it is.
+            let verb = if secret_typed {
+                "markSecret"
+            } else {
+                "unmarkSecret"
+            };
+            let call = format!("__airlock.{verb}({})", target.walker_json());
+            self.helper(tab, frame, &call, target).await?;
+        }
+        Ok(located.desc)
+    }
+
+    // Inserts a secret into the focused field, checking in the page, in the same task,
+    // that what receives the text is a text field inside the target, of a frame whose
+    // origin and every ancestor frame's origin the secret is bound to.
+    pub(super) async fn insert_secret(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        target: &Target,
+        label: &str,
+        origins: &[String],
+        value: &str,
+    ) -> Result<()> {
+        let reply = tab
+            .call_function(
+                frame,
+                "function (target, text, origins) { return __airlock.typeSecret(target, text, origins); }",
+                &[target.walker_json(), Value::from(value), Value::from(origins.to_vec())],
+                self.budget(),
+            )
+            .await?;
+        self.walker_error(&reply, target)?;
+        self.judge_destination(&reply, label, origins)?;
+        if reply["inserted"].as_bool() != Some(true) {
+            return Err(Error::NotActionable {
+                target: target.describe(),
+                why: "it did not take the typed text".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    // Whether a secret may go where `found` (from the walker's `secretDestination` or
+    // `typeSecret`) says keystrokes would go now.
+    pub(super) fn judge_destination(
+        &self,
+        found: &Value,
+        label: &str,
+        origins: &[String],
+    ) -> Result<()> {
+        let mismatch = |detail: String| Error::SecretOriginMismatch {
+            secret: label.to_owned(),
+            allowed: origins.join(", "),
+            detail: self.scrub(&detail),
+        };
+        let origin = found["origin"].as_str().unwrap_or_default();
+        if !origins.iter().any(|o| o == origin) {
+            return Err(mismatch(format!("the field is on {origin}")));
+        }
+        // A bound login framed by another site would capture the keystrokes for it.
+        for ancestor in found["ancestors"].as_array().into_iter().flatten() {
+            let ancestor = ancestor.as_str().unwrap_or("an unknown origin");
+            if !origins.iter().any(|o| o == ancestor) {
+                return Err(mismatch(format!(
+                    "the field's page is framed by {ancestor}"
+                )));
+            }
+        }
+        match found["focus"].as_str() {
+            Some("ok") => Ok(()),
+            Some(why) => Err(mismatch(why.to_owned())),
+            None => Err(mismatch(
+                "the field's focus could not be checked".to_owned(),
+            )),
+        }
+    }
+
+    /// Fills several fields: text fields are replaced, checkboxes take `true`/`false`,
+    /// selects take an option value or label.
+    pub async fn fill_form(&self, fields: &[(Target, String)]) -> Result<ActionOutcome> {
+        let typed: Vec<(Target, TypedText)> = fields
+            .iter()
+            .map(|(t, v)| (t.clone(), TypedText::plain(v)))
+            .collect();
+        self.fill_form_pieces(&typed).await
+    }
+
+    /// [`Session::fill_form`] with secret pieces in text fields (checkboxes and
+    /// selects take plain values only).
+    pub async fn fill_form_pieces(&self, fields: &[(Target, TypedText)]) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let before = Self::nav_counters(&tab);
+        let mut done = Vec::new();
+        for (target, value) in fields {
+            let (frame, located, target) = self.locate(&tab, target, EDITABLE).await?;
+            let target = &target;
+            let kind = self
+                .helper(
+                    &tab,
+                    frame,
+                    &format!("__airlock.fieldKind({})", target.walker_json()),
+                    target,
+                )
+                .await?;
+            let kind = kind["kind"].as_str().unwrap_or("text");
+            if kind != "text" && value.has_secret() {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is not a text field: a secret placeholder can only be typed",
+                    located.desc
+                )));
+            }
+            let plain = value.plain_text();
+            match kind {
+                "check" => {
+                    let want = match plain.as_str() {
+                        "true" | "on" | "checked" | "yes" => true,
+                        "false" | "off" | "unchecked" | "no" => false,
+                        _ => {
+                            return Err(Error::InvalidArgument(format!(
+                                "{} is a checkbox: give `true` or `false`",
+                                located.desc
+                            )));
+                        }
+                    };
+                    self.set_checked_in(&tab, target, want).await?;
+                }
+                "select" => {
+                    self.select_in(&tab, frame, target, std::slice::from_ref(&plain))
+                        .await?;
+                }
+                _ => {
+                    self.type_into(&tab, target, value, true).await?;
+                }
+            }
+            done.push(located.desc);
+        }
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("filled {}", done.join(", ")));
+        Ok(outcome)
+    }
+
+    pub(super) async fn press_combo(&self, tab: &Tab, combo: &keys::Combo) -> Result<()> {
+        let timeout = self.budget();
+        let mut held = 0;
+        for (bit, key) in &combo.modifiers {
+            held |= bit;
+            tab.call(
+                "Input.dispatchKeyEvent",
+                key_event("rawKeyDown", key, held, None),
+                timeout,
+            )
+            .await?;
+        }
+        let key = &combo.key;
+        // Text is produced only when no command modifier is held (Control+A selects
+        // all rather than typing "a").
+        let command = held & (keys::CONTROL | keys::ALT | keys::META) != 0;
+        let text = if command { None } else { key.text.clone() };
+        let down = if text.is_some() {
+            "keyDown"
+        } else {
+            "rawKeyDown"
+        };
+        tab.call(
+            "Input.dispatchKeyEvent",
+            key_event(down, key, held, text.as_deref()),
+            timeout,
+        )
+        .await?;
+        tab.call(
+            "Input.dispatchKeyEvent",
+            key_event("keyUp", key, held, None),
+            timeout,
+        )
+        .await?;
+        for (bit, key) in combo.modifiers.iter().rev() {
+            held &= !bit;
+            tab.call(
+                "Input.dispatchKeyEvent",
+                key_event("keyUp", key, held, None),
+                timeout,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Presses a key or combo (`Enter`, `Control+A`, `Shift+Tab`) in the focused element.
+    pub async fn press_key(&self, combo: &str) -> Result<ActionOutcome> {
+        let combo = keys::parse_combo(combo)?;
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let before = Self::nav_counters(&tab);
+        self.press_combo(&tab, &combo).await?;
+        let navigated = self.settle(&tab, before).await;
+        Ok(self.outcome(&tab, navigated).await)
+    }
+
+    /// Selects option(s) of a `<select>` by value or visible label.
+    pub async fn select_option(&self, target: &Target, values: &[String]) -> Result<ActionOutcome> {
+        if values.is_empty() {
+            return Err(Error::InvalidArgument(
+                "give at least one value to select".to_owned(),
+            ));
+        }
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let (frame, _, target) = self.locate(&tab, target, EDITABLE).await?;
+        let before = Self::nav_counters(&tab);
+        let selected = self.select_in(&tab, frame, &target, values).await?;
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(format!("selected {selected}"));
+        Ok(outcome)
+    }
+
+    pub(super) async fn select_in(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        target: &Target,
+        values: &[String],
+    ) -> Result<String> {
+        let call = format!(
+            "__airlock.selectOptions({}, {})",
+            target.walker_json(),
+            Value::from(values.to_vec())
+        );
+        let v = self.helper(tab, frame, &call, target).await?;
+        Ok(v["selected"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(|s| format!("\"{}\"", self.shown(s))))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default())
+    }
+
+    /// Checks (`true`) or unchecks a checkbox, radio or switch, by clicking it when its
+    /// state differs; verifies the state changed.
+    pub async fn set_checked(&self, target: &Target, checked: bool) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let before = Self::nav_counters(&tab);
+        let detail = self.set_checked_in(&tab, target, checked).await?;
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(detail);
+        Ok(outcome)
+    }
+
+    pub(super) async fn set_checked_in(
+        &self,
+        tab: &Tab,
+        target: &Target,
+        want: bool,
+    ) -> Result<String> {
+        let (frame, located, target) = self.locate(tab, target, CLICKABLE).await?;
+        let target = &target;
+        let read = format!("__airlock.checked({})", target.walker_json());
+        let state = self.helper(tab, frame, &read, target).await?;
+        let verb = if want { "checked" } else { "unchecked" };
+        if state["checked"].as_bool() == Some(want) {
+            return Ok(format!("{} was already {verb}", located.desc));
+        }
+        if !want && state["checked"].as_bool() == Some(true) {
+            // A checked radio cannot be unchecked by clicking it.
+            let role = located.desc.split(' ').next().unwrap_or_default();
+            if role == "radio" {
+                return Err(Error::NotActionable {
+                    target: located.desc,
+                    why: "a radio button is unchecked by checking another one of its group"
+                        .to_owned(),
+                });
+            }
+        }
+        let extra = json!({ "button": "left", "clickCount": 1 });
+        self.mouse(tab, "mouseMoved", located.x, located.y, json!({}))
+            .await?;
+        self.mouse(tab, "mousePressed", located.x, located.y, extra.clone())
+            .await?;
+        self.mouse(tab, "mouseReleased", located.x, located.y, extra)
+            .await?;
+        let after = self.helper(tab, frame, &read, target).await?;
+        if after["checked"].as_bool() != Some(want) {
+            return Err(Error::NotActionable {
+                target: located.desc,
+                why: format!("clicking it did not make it {verb}"),
+            });
+        }
+        Ok(format!("{verb} {}", located.desc))
+    }
+
+    /// Scrolls the page, or brings a target into view.
+    pub async fn scroll(&self, scroll: &Scroll) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let before = Self::nav_counters(&tab);
+        let detail = match scroll {
+            Scroll::IntoView(target) => {
+                let (_, located, _) = self.locate(&tab, target, VISIBLE).await?;
+                format!("scrolled {} into view", located.desc)
+            }
+            Scroll::Page { direction, amount } => {
+                let (w, h) = self.options.viewport;
+                let amount = amount.unwrap_or(f64::from(h) * 0.8);
+                if !amount.is_finite() || amount <= 0.0 || amount > 100_000.0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "scroll amount {amount} is outside 1..=100000"
+                    )));
+                }
+                let (dx, dy) = match direction {
+                    Direction::Up => (0.0, -amount),
+                    Direction::Down => (0.0, amount),
+                    Direction::Left => (-amount, 0.0),
+                    Direction::Right => (amount, 0.0),
+                };
+                self.mouse(
+                    &tab,
+                    "mouseWheel",
+                    f64::from(w) / 2.0,
+                    f64::from(h) / 2.0,
+                    json!({ "deltaX": dx, "deltaY": dy }),
+                )
+                .await?;
+                let pos = tab
+                    .eval(
+                        0,
+                        "new Promise(r => requestAnimationFrame(() => r({x: Math.round(scrollX), y: Math.round(scrollY), h: document.documentElement.scrollHeight})))",
+                        true,
+                        self.budget(),
+                    )
+                    .await?;
+                format!(
+                    "scrolled to x={} y={} of page height {}",
+                    pos["x"], pos["y"], pos["h"]
+                )
+            }
+        };
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.detail = Some(detail);
+        Ok(outcome)
+    }
+
+    /// Waits for text to appear or go, a target to appear, or a fixed time.
+    pub async fn wait_for(
+        &self,
+        condition: &WaitCondition,
+        timeout: Option<Duration>,
+    ) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let budget = timeout.unwrap_or(self.budget());
+        let what = match condition {
+            WaitCondition::Time(d) => {
+                if *d > MAX_FIXED_WAIT {
+                    return Err(Error::InvalidArgument(format!(
+                        "a fixed wait is at most {} ms",
+                        MAX_FIXED_WAIT.as_millis()
+                    )));
+                }
+                tokio::time::sleep(*d).await;
+                let mut outcome = self.outcome(&tab, false).await;
+                outcome.detail = Some(format!("waited {} ms", d.as_millis()));
+                return Ok(outcome);
+            }
+            WaitCondition::Text(text) => {
+                self.wait_for_text(&tab, text, false, budget).await?;
+                "the text given to appear".to_owned()
+            }
+            WaitCondition::TextGone(text) => {
+                self.wait_for_text(&tab, text, true, budget).await?;
+                "the text given to go".to_owned()
+            }
+            WaitCondition::Target(target) => {
+                let what = format!("{} to appear", target.describe());
+                self.wait_for_target(&tab, target, budget)
+                    .await
+                    .map_err(|e| match e {
+                        Error::Timeout { ms, .. } => Error::Timeout {
+                            what: format!("waiting for {what}"),
+                            ms,
+                        },
+                        other => other,
+                    })?;
+                what
+            }
+        };
+        let mut outcome = self.outcome(&tab, false).await;
+        outcome.detail = Some(format!("done waiting for {what}"));
+        Ok(outcome)
+    }
+
+    // Waits until the page's visible text (redacted, compared without case) holds
+    // `text`, or no longer does. The page is asked for its text each time its DOM
+    // changes (at least every quarter second) and the comparison is made here: made in
+    // the page, on raw text, it would answer yes or no about a secret the page shows.
+    pub(super) async fn wait_for_text(
+        &self,
+        tab: &Tab,
+        text: &str,
+        gone: bool,
+        budget: Duration,
+    ) -> Result<()> {
+        let wanted = collapse_runs(text).to_lowercase();
+        let deadline = tokio::time::Instant::now() + budget;
+        let mut seen: i64 = -1;
+        loop {
+            let now = tokio::time::Instant::now();
+            let wait = if seen < 0 {
+                Duration::ZERO
+            } else {
+                deadline
+                    .saturating_duration_since(now)
+                    .min(Duration::from_millis(250))
+            };
+            let call = format!("__airlock.textAfter({seen}, {})", wait.as_millis());
+            match tab
+                .eval(0, &call, true, wait + Duration::from_secs(2))
+                .await
+            {
+                Ok(reply) => {
+                    seen = reply["v"].as_i64().unwrap_or(0);
+                    let mut raw = reply["text"].as_str().unwrap_or_default();
+                    if reply["cut"].as_bool() == Some(true) {
+                        // Cut in the page: leave off what may be the start of a secret.
+                        let mut end = raw.len().saturating_sub(self.redactor.reach());
+                        while !raw.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        raw = &raw[..end];
+                    }
+                    let page = self.redactor.redact(raw).to_lowercase();
+                    if page.contains(&wanted) != gone {
+                        return Ok(());
+                    }
+                }
+                // The page navigated under the wait: try again in the new document.
+                Err(Error::Protocol(_) | Error::RefNotFound { .. }) if now < deadline => {
+                    seen = -1;
+                    tab.state
+                        .wait(Duration::from_millis(200), |s| {
+                            s.lifecycle.contains("DOMContentLoaded")
+                        })
+                        .await;
+                }
+                Err(e) => return Err(e),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let what = if gone { "go" } else { "appear" };
+                return Err(Error::Timeout {
+                    what: format!("waiting for the text given to {what}"),
+                    ms: budget.as_millis(),
+                });
+            }
+        }
+    }
+
+    // Waits until a target exists and is visible. A name is matched here (see
+    // `find_named`); what is left is waited for in the page.
+    pub(super) async fn wait_for_target(
+        &self,
+        tab: &Tab,
+        target: &Target,
+        budget: Duration,
+    ) -> Result<()> {
+        self.check_selector(target)?;
+        let deadline = tokio::time::Instant::now() + budget;
+        let (frame, target) = match target {
+            Target::Role {
+                role,
+                name: Some(name),
+                index,
+            } => {
+                let (frame, node) = self
+                    .find_named(tab, role, name, *index, deadline, false)
+                    .await
+                    .map_err(|e| match e {
+                        Error::ElementNotFound { .. } => Error::Timeout {
+                            what: String::new(),
+                            ms: budget.as_millis(),
+                        },
+                        other => other,
+                    })?;
+                (frame, Target::Ref(NodeRef { frame, node }))
+            }
+            Target::Ref(r) => (r.frame, target.clone()),
+            _ => (0, target.clone()),
+        };
+        let cond = json!({ "target": target.walker_json() });
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let call = format!("__airlock.waitFor({cond}, {})", left.as_millis());
+            match tab
+                .eval(frame, &call, true, left + Duration::from_secs(2))
+                .await
+            {
+                Ok(v) if v["ok"].as_bool() == Some(true) => return Ok(()),
+                Ok(v) => {
+                    self.walker_error(&v, &target)?;
+                    return Err(Error::Timeout {
+                        what: String::new(),
+                        ms: budget.as_millis(),
+                    });
+                }
+                // The page navigated under the wait: try again in the new document.
+                Err(Error::Protocol(_)) | Err(Error::RefNotFound { .. })
+                    if tokio::time::Instant::now() < deadline
+                        && !matches!(target, Target::Ref(_)) =>
+                {
+                    tab.state
+                        .wait(Duration::from_millis(200), |s| {
+                            s.lifecycle.contains("DOMContentLoaded")
+                        })
+                        .await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}

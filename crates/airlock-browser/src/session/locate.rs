@@ -1,0 +1,373 @@
+//! Finding a target: refs, role and name, selectors and points, in any frame; the
+//! walker's actionability checks and its errors.
+
+use super::*;
+
+impl Session {
+    // ---- targets ------------------------------------------------------------------
+
+    pub(super) async fn frame_chain(&self, tab: &Tab, frame: u32) -> Result<Vec<(u32, u64)>> {
+        let mut chain = Vec::new();
+        let mut current = frame;
+        while let Some(owner) = tab
+            .state
+            .read(|s| s.frames.get(current as usize).and_then(|f| f.owner))
+        {
+            chain.push(owner);
+            current = owner.0;
+            if chain.len() > MAX_FRAME_DEPTH + 1 {
+                break;
+            }
+        }
+        chain.reverse();
+        Ok(chain)
+    }
+
+    // Offset of frame `frame`'s viewport within the top viewport.
+    pub(super) async fn frame_offset(&self, tab: &Tab, frame: u32) -> Result<(f64, f64)> {
+        let mut x = 0.0;
+        let mut y = 0.0;
+        for (parent, owner) in self.frame_chain(tab, frame).await? {
+            let v = tab
+                .eval(
+                    parent,
+                    &format!("__airlock.frameOwnerOffset({owner})"),
+                    false,
+                    self.budget(),
+                )
+                .await?;
+            if v.get("error").is_some() {
+                return Err(Error::RefNotFound {
+                    reference: NodeRef { frame, node: 0 }.to_string(),
+                });
+            }
+            x += v["x"].as_f64().unwrap_or(0.0);
+            y += v["y"].as_f64().unwrap_or(0.0);
+        }
+        Ok((x, y))
+    }
+
+    // Finds the target, scrolls it (and the frames holding it) into view and waits
+    // until it is actionable. Returns its frame, its centre in top-viewport
+    // coordinates, and the element as a ref target, which the action's later steps use
+    // so they act on the element that was located.
+    pub(super) async fn locate(
+        &self,
+        tab: &Tab,
+        target: &Target,
+        prepare: Prepare,
+    ) -> Result<(u32, Located, Target)> {
+        if let Target::Point { x, y } = target {
+            let (w, h) = self.options.viewport;
+            if !(0.0..f64::from(w)).contains(x) || !(0.0..f64::from(h)).contains(y) {
+                return Err(Error::InvalidArgument(format!(
+                    "point ({x}, {y}) is outside the {w}x{h} viewport"
+                )));
+            }
+            let located = Located {
+                x: *x,
+                y: *y,
+                rect: Rect {
+                    x: *x,
+                    y: *y,
+                    w: 1.0,
+                    h: 1.0,
+                },
+                desc: target.describe(),
+                node: None,
+            };
+            return Ok((0, located, target.clone()));
+        }
+        self.check_selector(target)?;
+        let budget = self.budget();
+        if let Target::Role {
+            role,
+            name: Some(name),
+            index,
+        } = target
+        {
+            let deadline = tokio::time::Instant::now() + budget;
+            let (frame, node) = self
+                .find_named(tab, role, name, *index, deadline, true)
+                .await?;
+            let named = Target::Ref(NodeRef { frame, node });
+            let left = deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .max(Duration::from_millis(500));
+            let located = self
+                .prepare_in_frame(tab, frame, &named, prepare, true, left)
+                .await?;
+            let located = self.in_top_viewport(tab, frame, located).await?;
+            return Ok((frame, located, named));
+        }
+        let frames: Vec<u32> = match target {
+            Target::Ref(r) => vec![r.frame],
+            _ => {
+                let n = tab.state.read(|s| s.frames.len()) as u32;
+                (0..n.max(1)).collect()
+            }
+        };
+        let only_frame = frames.len() == 1;
+        let mut last_error = None;
+        for (pass, frame) in frames.iter().copied().chain(std::iter::once(0)).enumerate() {
+            // Pass 1 looks in every frame without waiting; the last pass waits in the
+            // top frame for the target to appear (pages that render late).
+            let last_pass = pass == frames.len();
+            if last_pass && only_frame {
+                break;
+            }
+            let wait = only_frame || last_pass;
+            match self
+                .prepare_in_frame(tab, frame, target, prepare, wait, budget)
+                .await
+            {
+                Ok(located) => {
+                    let located = self.in_top_viewport(tab, frame, located).await?;
+                    let resolved = located.target(frame, target);
+                    return Ok((frame, located, resolved));
+                }
+                Err(Error::ElementNotFound { .. }) if !only_frame && !last_pass => {}
+                Err(e) => {
+                    last_error = Some(e);
+                    break;
+                }
+            }
+        }
+        Err(last_error.unwrap_or_else(|| Error::ElementNotFound {
+            target: target.describe(),
+        }))
+    }
+
+    // A frame's located element, moved into top-viewport coordinates.
+    pub(super) async fn in_top_viewport(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        located: Located,
+    ) -> Result<Located> {
+        let (dx, dy) = self.frame_offset(tab, frame).await?;
+        Ok(Located {
+            x: located.x + dx,
+            y: located.y + dy,
+            rect: Rect {
+                x: located.rect.x + dx,
+                y: located.rect.y + dy,
+                ..located.rect
+            },
+            ..located
+        })
+    }
+
+    // A role target with a name. The elements of that role in every frame are matched
+    // here by the names the agent would be shown (redacted), exactly first, else as a
+    // case-insensitive substring: matched in the page, on raw names, a name holding a
+    // secret would answer yes or no to the agent's guesses. Waits for a match until
+    // `deadline` (pages that render late).
+    pub(super) async fn find_named(
+        &self,
+        tab: &Tab,
+        role: &str,
+        name: &str,
+        index: Option<usize>,
+        deadline: tokio::time::Instant,
+        fail_fast: bool,
+    ) -> Result<(u32, u64)> {
+        let wanted = collapse_ws(name);
+        let wanted_lower = wanted.to_lowercase();
+        let call = format!("__airlock.candidates({})", Value::from(role));
+        let what = format!("{role} with the name given");
+        // When the top document last changed, and its count of changes then.
+        let mut last_change = (tokio::time::Instant::now(), -1_i64);
+        loop {
+            let frames = tab.state.read(|s| s.frames.len()).max(1) as u32;
+            let (mut exact, mut loose) = (Vec::new(), Vec::new());
+            let mut seen = -1;
+            let mut ready = false;
+            for frame in 0..frames {
+                let reply = match tab.eval(frame, &call, false, self.budget()).await {
+                    Ok(reply) => reply,
+                    // A child frame that went away, or the top frame between documents.
+                    Err(Error::Protocol(_) | Error::RefNotFound { .. }) => continue,
+                    Err(e) => return Err(e),
+                };
+                if frame == 0 {
+                    seen = reply["v"].as_i64().unwrap_or(-1);
+                    ready = reply["ready"].as_bool() == Some(true);
+                }
+                for candidate in reply["list"].as_array().into_iter().flatten() {
+                    let Some(node) = candidate["ref"].as_u64() else {
+                        continue;
+                    };
+                    let shown = collapse_ws(
+                        &self
+                            .redactor
+                            .redact(candidate["name"].as_str().unwrap_or_default()),
+                    );
+                    if shown == wanted {
+                        exact.push((frame, node));
+                    } else if shown.to_lowercase().contains(&wanted_lower) {
+                        loose.push((frame, node));
+                    }
+                }
+            }
+            let matches = if exact.is_empty() { loose } else { exact };
+            let found = match index {
+                Some(i) => matches
+                    .get(i)
+                    .copied()
+                    .ok_or_else(|| Error::ElementNotFound {
+                        target: format!(
+                            "{what} at index {i} (it has {} {}; index counts from 0)",
+                            matches.len(),
+                            if matches.len() == 1 {
+                                "match"
+                            } else {
+                                "matches"
+                            }
+                        ),
+                    }),
+                None if matches.len() == 1 => Ok(matches[0]),
+                None if matches.is_empty() => Err(Error::ElementNotFound {
+                    target: what.clone(),
+                }),
+                None => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{what} matches {} elements; pass `index` (0-based) or a ref from browser_snapshot",
+                        matches.len()
+                    )));
+                }
+            };
+            let now = tokio::time::Instant::now();
+            if seen != last_change.1 {
+                last_change = (now, seen);
+            }
+            // A loaded page that has stayed still this long will not grow the target.
+            let settled = fail_fast && ready && now.duration_since(last_change.0) > IDLE;
+            match found {
+                Ok(found) => return Ok(found),
+                Err(e) if now >= deadline || settled => return Err(e),
+                Err(_) => {}
+            }
+            // Look again once the page has changed (or after a quarter second).
+            let wait = deadline
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(250));
+            let _ = tab
+                .eval(
+                    0,
+                    &format!("__airlock.changedSince({seen}, {})", wait.as_millis()),
+                    true,
+                    wait + Duration::from_secs(2),
+                )
+                .await;
+        }
+    }
+
+    // In a session holding secrets, a selector may not match part of an attribute
+    // (`[value^="a"]`): whether it matched would tell the agent, guess by guess, a
+    // secret a page put into an attribute. Exact matches stay allowed.
+    pub(super) fn check_selector(&self, target: &Target) -> Result<()> {
+        if let Target::Selector(selector) = target
+            && self.redactor.is_active()
+            && matches_part_of_attribute(selector)
+        {
+            return Err(Error::InvalidArgument(
+                "in a session holding secrets a selector may not match part of an attribute \
+                 (^=, $=, *=, |=); use a ref, a role and name, or an exact [attr=value]"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn render_options(&self, url: &str) -> RenderOptions {
+        RenderOptions {
+            page_url: Some(url.to_owned()),
+            redactor: self.redactor.is_active().then(|| self.redactor.clone()),
+        }
+    }
+
+    // What a page-derived description may show: redacted, then cut.
+    pub(super) fn shown(&self, text: &str) -> String {
+        ellipsize(&self.redactor.redact(text), 80)
+    }
+
+    // Everything else taken from a page or Chromium: redacted.
+    pub(super) fn scrub(&self, text: &str) -> String {
+        self.redactor.redact(text).into_owned()
+    }
+
+    pub(super) async fn prepare_in_frame(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        target: &Target,
+        prepare: Prepare,
+        wait_for_match: bool,
+        budget: Duration,
+    ) -> Result<Located> {
+        // The frames holding the target must be in view before the target can be.
+        for (parent, owner) in self.frame_chain(tab, frame).await? {
+            tab.eval(
+                parent,
+                &format!("__airlock.scrollIntoView({{\"ref\": {owner}}})"),
+                false,
+                budget,
+            )
+            .await?;
+        }
+        let opts = json!({
+            "timeoutMs": budget.as_millis() as u64,
+            "needEnabled": prepare.need_enabled,
+            "hitTest": prepare.hit_test,
+            "waitForMatch": wait_for_match,
+        });
+        let expression = format!("__airlock.prepare({}, {opts})", target.walker_json());
+        let value = tab
+            .eval(frame, &expression, true, budget + Duration::from_secs(2))
+            .await
+            .map_err(|e| match e {
+                Error::RefNotFound { .. } => Error::RefNotFound {
+                    reference: match target {
+                        Target::Ref(r) => r.to_string(),
+                        other => other.describe(),
+                    },
+                },
+                other => other,
+            })?;
+        self.walker_error(&value, target)?;
+        let mut located: Located = serde_json::from_value(value)
+            .map_err(|e| Error::Protocol(format!("bad prepare reply: {e}")))?;
+        located.desc = self.shown(&located.desc);
+        Ok(located)
+    }
+
+    // Runs a walker helper that takes a target and returns `{ok…}` or `{error…}`.
+    pub(super) async fn helper(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        call: &str,
+        target: &Target,
+    ) -> Result<Value> {
+        let value = tab.eval(frame, call, false, self.budget()).await?;
+        self.walker_error(&value, target)?;
+        Ok(value)
+    }
+
+    // The walker's `{error, message, desc}` as an error, its page-derived words
+    // redacted.
+    pub(super) fn walker_error(&self, value: &Value, target: &Target) -> Result<()> {
+        walker_error(value, target).map_err(|e| match e {
+            Error::NotActionable { target, why } => Error::NotActionable {
+                target: self.shown(&target),
+                why: self.scrub(&why),
+            },
+            Error::ElementNotFound { target } => Error::ElementNotFound {
+                target: self.scrub(&target),
+            },
+            Error::InvalidArgument(message) => Error::InvalidArgument(self.scrub(&message)),
+            other => other,
+        })
+    }
+}

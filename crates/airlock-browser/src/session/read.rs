@@ -1,0 +1,343 @@
+//! Reading the page: snapshots (frames grafted in), the changes since the last one,
+//! page text and screenshots.
+
+use super::*;
+
+impl Session {
+    // ---- reading --------------------------------------------------------------------
+
+    /// Takes an accessibility snapshot of the active tab and remembers it as the base
+    /// for [`Session::changes`].
+    pub async fn snapshot(&self, options: &SnapshotOptions) -> Result<Snapshot> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let url = tab.state.read(|s| s.url.clone());
+        tab.state.with(|s| s.walk_truncated = None);
+        let tree = match options.scope {
+            None => self.walk_frame(&tab, 0, 0).await?,
+            Some(scope) => self.walk_scope(&tab, scope).await?,
+        };
+        let truncated = tab.state.with(|s| s.walk_truncated.take());
+        let title = self.scrub(&tree.name);
+        let all = airlock_snapshot::lines(&tree, &self.render_options(&url));
+        let url = self.scrub(&url);
+        if options.scope.is_none() {
+            tab.state.with(|s| s.last_snapshot = Some(all.clone()));
+        }
+        let mut lines = all;
+        if options.interactive_only {
+            lines = airlock_snapshot::interactive_only(&lines);
+        }
+        if let Some(query) = options.find.as_deref().filter(|q| !q.is_empty()) {
+            // The lines are redacted already: a query can only find what it would show.
+            lines = airlock_snapshot::find(&lines, query);
+            if lines.is_empty() {
+                // The query is the agent's own; not echoed, so the answer is the same
+                // whatever it was.
+                return Ok(Snapshot {
+                    text: "no line of the snapshot contains the text given\n".to_owned(),
+                    url,
+                    title,
+                    total_lines: 0,
+                    end: 0,
+                });
+            }
+        }
+        let window = airlock_snapshot::window(
+            &lines,
+            options.offset,
+            options.max_nodes.max(1),
+            options.max_bytes.max(256),
+        );
+        let mut text = window.text;
+        if let Some(why) = truncated {
+            text.push_str(&walk_stopped(&why));
+        }
+        Ok(Snapshot {
+            text,
+            url,
+            title,
+            total_lines: window.total,
+            end: window.end,
+        })
+    }
+
+    /// What changed since the previous snapshot (or `changes` call) of the active tab,
+    /// or `None` when nothing did; the new state becomes the base of the next call.
+    pub async fn changes(&self) -> Result<Option<String>> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let url = tab.state.read(|s| s.url.clone());
+        tab.state.with(|s| s.walk_truncated = None);
+        let tree = self.walk_frame(&tab, 0, 0).await?;
+        let truncated = tab.state.with(|s| s.walk_truncated.take());
+        let new = airlock_snapshot::lines(&tree, &self.render_options(&url));
+        let old = tab.state.with(|s| s.last_snapshot.replace(new.clone()));
+        let changes = match old {
+            Some(old) => airlock_snapshot::diff(&old, &new),
+            None => {
+                Some(airlock_snapshot::window(&new, 0, usize::MAX, DEFAULT_SNAPSHOT_BYTES).text)
+            }
+        };
+        Ok(match (changes, truncated) {
+            (changes, None) => changes,
+            (Some(text), Some(why)) => Some(text + &walk_stopped(&why)),
+            (None, Some(_)) => None,
+        })
+    }
+
+    /// Forgets the base of [`Session::changes`]: the next call returns the page
+    /// whole (capped), as after a navigation whose snapshot nobody read.
+    pub async fn forget_changes(&self) -> Result<()> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        tab.state.with(|s| s.last_snapshot = None);
+        Ok(())
+    }
+
+    pub(super) async fn walk_scope(&self, tab: &Tab, scope: NodeRef) -> Result<Node> {
+        let base = frame_base(tab, scope.frame)?;
+        let value = tab
+            .eval(
+                scope.frame,
+                &format!(
+                    "__airlock.snapshot({{\"base\": {base}, \"scope\": {}}})",
+                    scope.node
+                ),
+                false,
+                self.budget(),
+            )
+            .await?;
+        let walked = WalkResult::decode(value)?;
+        if walked.error.is_some() {
+            return Err(Error::RefNotFound {
+                reference: scope.to_string(),
+            });
+        }
+        self.finish_walk(tab, scope.frame, 0, walked).await
+    }
+
+    pub(super) fn walk_frame<'a>(
+        &'a self,
+        tab: &'a Tab,
+        frame: u32,
+        depth: usize,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Node>> + Send + 'a>> {
+        Box::pin(async move {
+            let base = frame_base(tab, frame)?;
+            let value = tab
+                .eval(
+                    frame,
+                    &format!("__airlock.snapshot({{\"base\": {base}}})"),
+                    false,
+                    self.budget(),
+                )
+                .await?;
+            self.finish_walk(tab, frame, depth, WalkResult::decode(value)?)
+                .await
+        })
+    }
+
+    pub(super) async fn finish_walk(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        depth: usize,
+        walked: WalkResult,
+    ) -> Result<Node> {
+        if let Some(next) = walked.next {
+            tab.state.with(|s| {
+                if let Some(f) = s.frames.get_mut(frame as usize) {
+                    f.next_ref = f.next_ref.max(next);
+                }
+            });
+        }
+        if let Some(why) = walked.truncated {
+            tab.state
+                .with(|s| s.walk_truncated.get_or_insert(why).clone());
+        }
+        let mut tree = walked
+            .tree
+            .ok_or_else(|| Error::Protocol("the page helper returned no snapshot".to_owned()))?;
+        tree.set_frame(frame);
+        if depth >= MAX_FRAME_DEPTH {
+            return Ok(tree);
+        }
+        let mut owners = Vec::new();
+        collect_frame_owners(&tree, &mut Vec::new(), &mut owners);
+        for (path, owner_ref) in owners {
+            let child = match self.child_frame(tab, frame, owner_ref).await {
+                Ok(Some(index)) => self.walk_frame(tab, index, depth + 1).await.ok(),
+                _ => None,
+            };
+            if let Some(owner) = node_at(&mut tree, &path) {
+                match child {
+                    Some(child) => owner.children = child.children,
+                    None => owner.text = Some("(frame content not available)".to_owned()),
+                }
+            }
+        }
+        Ok(tree)
+    }
+
+    // Registers (or finds) the frame held by `<iframe>` ref `owner_ref` of `frame`.
+    pub(super) async fn child_frame(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        owner_ref: u64,
+    ) -> Result<Option<u32>> {
+        let (session, object) = tab.object_of_ref(frame, owner_ref, self.budget()).await?;
+        let described = tab
+            .conn
+            .call(
+                Some(&session),
+                "DOM.describeNode",
+                json!({ "objectId": object }),
+                self.budget(),
+            )
+            .await?;
+        let _ = tab
+            .conn
+            .call(
+                Some(&session),
+                "Runtime.releaseObject",
+                json!({ "objectId": object }),
+                self.budget(),
+            )
+            .await;
+        let Some(frame_id) = described["node"]["frameId"].as_str().map(str::to_owned) else {
+            return Ok(None);
+        };
+        Ok(Some(tab.state.with(|s| {
+            if let Some(i) = s.frames.iter().position(|f| f.frame_id == frame_id) {
+                s.frames[i].owner = Some((frame, owner_ref));
+                s.frames[i].parent_session = Some(session);
+                i as u32
+            } else {
+                s.frames.push(FrameEntry {
+                    frame_id,
+                    owner: Some((frame, owner_ref)),
+                    next_ref: 1,
+                    parent_session: Some(session),
+                });
+                (s.frames.len() - 1) as u32
+            }
+        })))
+    }
+
+    /// The page's text as markdown-ish lines (headings, lists, links, tables), paged
+    /// by bytes from `offset`.
+    pub async fn read_text(&self, offset: usize, max_bytes: usize) -> Result<PageText> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let value = tab
+            .eval(0, "__airlock.readText()", false, self.budget())
+            .await?;
+        let raw = value["text"].as_str().unwrap_or_default();
+        let mut text = match value["truncated"].as_str() {
+            // Cut in the page: the end may hold the start of a secret the redactor
+            // cannot recognise, so a redactor's reach is left off it.
+            Some(why) => {
+                let mut end = raw.len().saturating_sub(self.redactor.reach());
+                while !raw.is_char_boundary(end) {
+                    end -= 1;
+                }
+                let mut kept = self.scrub(&raw[..end]);
+                kept.push_str(&format!(
+                    "\n[the rest of the page's text is not read: {why}]"
+                ));
+                kept
+            }
+            // Redacted whole before it is paged: no page may end or start inside a
+            // secret.
+            None => self.scrub(raw),
+        };
+        text.shrink_to_fit();
+        Ok(page_of(&text, offset, max_bytes.max(256)))
+    }
+
+    /// Captures the viewport, the full page or one element.
+    pub async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let timeout = self.budget();
+        let (format, mime, quality) = match options.format {
+            ImageFormat::Png => ("png", "image/png", None),
+            ImageFormat::Jpeg { quality } => {
+                if !(1..=100).contains(&quality) {
+                    return Err(Error::InvalidArgument(format!(
+                        "JPEG quality {quality} is outside 1..=100"
+                    )));
+                }
+                ("jpeg", "image/jpeg", Some(quality))
+            }
+        };
+        let mut params = json!({ "format": format });
+        if let Some(q) = quality {
+            params["quality"] = json!(q);
+        }
+        if let Some(target) = &options.target {
+            let (_, located, _) = self.locate(&tab, target, VISIBLE).await?;
+            let metrics = tab
+                .call("Page.getLayoutMetrics", json!({}), timeout)
+                .await?;
+            let page_x = metrics["cssVisualViewport"]["pageX"]
+                .as_f64()
+                .unwrap_or(0.0);
+            let page_y = metrics["cssVisualViewport"]["pageY"]
+                .as_f64()
+                .unwrap_or(0.0);
+            let r = located.rect;
+            params["clip"] = json!({ "x": r.x + page_x, "y": r.y + page_y, "width": r.w.max(1.0), "height": r.h.max(1.0), "scale": 1 });
+            params["captureBeyondViewport"] = json!(true);
+        } else if options.full_page {
+            let metrics = tab
+                .call("Page.getLayoutMetrics", json!({}), timeout)
+                .await?;
+            let width = metrics["cssContentSize"]["width"]
+                .as_f64()
+                .unwrap_or(0.0)
+                .max(1.0);
+            let height = metrics["cssContentSize"]["height"]
+                .as_f64()
+                .unwrap_or(0.0)
+                .clamp(1.0, MAX_SCREENSHOT_HEIGHT);
+            params["clip"] =
+                json!({ "x": 0, "y": 0, "width": width, "height": height, "scale": 1 });
+            params["captureBeyondViewport"] = json!(true);
+        }
+        // Fields showing a secret are painted over for the capture, in every frame (a
+        // session that never typed a secret skips the round trips).
+        let frames = if self.secret_typed.load(Ordering::Acquire) {
+            tab.state.read(|s| s.frames.len()) as u32
+        } else {
+            0
+        };
+        for frame in 0..frames {
+            let masked = tab
+                .eval(frame, "__airlock.maskSecrets(true)", false, timeout)
+                .await;
+            if frame == 0 {
+                masked?;
+            }
+        }
+        let reply = tab
+            .call(
+                "Page.captureScreenshot",
+                params,
+                timeout.max(Duration::from_secs(20)),
+            )
+            .await;
+        for frame in 0..frames {
+            let _ = tab
+                .eval(frame, "__airlock.maskSecrets(false)", false, timeout)
+                .await;
+        }
+        let reply = reply?;
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(reply["data"].as_str().unwrap_or_default())
+            .map_err(|e| Error::Protocol(format!("screenshot was not base64: {e}")))?;
+        Ok(Screenshot { data, mime })
+    }
+}
