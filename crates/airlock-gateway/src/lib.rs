@@ -18,6 +18,7 @@ mod content;
 mod credentials;
 mod error;
 mod session;
+mod sessions;
 mod tools;
 mod warm;
 
@@ -25,4 +26,5 @@ pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};
 pub use session::{AgentSession, Gateway, GatewayConfig};
+pub use sessions::{LeaseInfo, Principal, SessionId};
 pub use tools::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::error::{Error, Result};
+use crate::sessions::{End, InUse, Lease, LeaseInfo, Principal, Sessions};
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
 use crate::warm::{Activity, WarmPool};
 
@@ -55,7 +56,8 @@ pub struct Gateway {
     config: GatewayConfig,
     policy: Arc<Policy>,
     resolver: Arc<dyn Resolver>,
-    agents: Mutex<Vec<Weak<AgentInner>>>,
+    // Every open browser session, as a lease with an id and an owner.
+    sessions: Arc<Sessions>,
     // Agent sessions of stateless callers (one per caller identity).
     callers: Mutex<std::collections::HashMap<String, Arc<AgentSession>>>,
     // Agent sessions named by a handle (a stateless client's session URL), with the
@@ -84,7 +86,7 @@ impl Gateway {
             browsers,
             policy: Arc::new(config.policy.clone()),
             resolver,
-            agents: Mutex::new(Vec::new()),
+            sessions: Arc::new(Sessions::default()),
             callers: Mutex::new(std::collections::HashMap::new()),
             named: Mutex::new(std::collections::HashMap::new()),
             next_agent: AtomicU64::new(1),
@@ -198,10 +200,28 @@ impl Gateway {
         (self.warm.ready(), self.warm.claimed())
     }
 
-    /// A new agent session with no browser session yet.
+    /// A new agent session with no browser session yet, for the gateway's configured
+    /// caller (its tenant and role).
     pub fn agent_session(self: &Arc<Self>) -> AgentSession {
+        self.agent_session_as(self.principal(None))
+    }
+
+    /// The gateway's configured caller, known by `key` (a digest of its credentials)
+    /// when it authenticated.
+    pub fn principal(&self, key: Option<&str>) -> Principal {
+        Principal {
+            tenant: self.config.credentials.tenant.clone(),
+            role: self.config.credentials.role,
+            key: key.map(str::to_owned),
+        }
+    }
+
+    /// A new agent session for `principal`, with no browser session yet.
+    pub fn agent_session_as(self: &Arc<Self>, principal: Principal) -> AgentSession {
         let inner = Arc::new(AgentInner {
             id: self.next_agent.fetch_add(1, Ordering::Relaxed),
+            principal,
+            sessions: self.sessions.clone(),
             gateway: Arc::downgrade(self),
             activity: self.activity.clone(),
             slot: tokio::sync::Mutex::new(Slot::Empty),
@@ -209,9 +229,6 @@ impl Gateway {
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
         });
-        let mut agents = lock(&self.agents);
-        agents.retain(|a| a.strong_count() > 0);
-        agents.push(Arc::downgrade(&inner));
         AgentSession { inner }
     }
 
@@ -251,63 +268,43 @@ impl Gateway {
         }
     }
 
-    /// Number of agent sessions holding an open browser session.
+    /// Number of open browser sessions (leases); never waits on one.
     pub async fn open_browser_sessions(&self) -> usize {
-        let agents: Vec<_> = lock(&self.agents)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        let mut n = 0;
-        for agent in agents {
-            if matches!(*agent.slot.lock().await, Slot::Open(_)) {
-                n += 1;
-            }
-        }
-        n
+        self.sessions.count()
+    }
+
+    /// Every open browser session: id, owner, age, idleness, calls in it.
+    pub fn leases(&self) -> Vec<LeaseInfo> {
+        self.sessions.list()
     }
 
     async fn reap_idle(&self) {
-        // Named sessions whose browser is gone and whose handle went unused for a TTL
-        // are forgotten (a handle names a browser, not a slot for ever).
         let ttl = self.config.idle_ttl;
-        lock(&self.named).retain(|_, (_, agent)| {
+        // Leases idle past the TTL with no call in them end; their agents say so once.
+        for (lease, idle) in self.sessions.expire_idle(ttl) {
+            tracing::info!(
+                session.id = %lease.id,
+                tenant = %lease.owner.tenant,
+                idle_ms = idle.as_millis() as u64,
+                "closing idle browser session"
+            );
+            lease.held.close().await;
+        }
+        // Agents reached by a handle or a caller key are forgotten once they hold no
+        // open lease and went unused for a TTL: a handle names a browser, not a slot
+        // for ever, and stateless callers must not accumulate.
+        let forget = |agent: &AgentSession| {
             let inner = &agent.inner;
             let open = inner
                 .slot
                 .try_lock()
-                .map_or(true, |slot| matches!(*slot, Slot::Open(_)));
-            open || inner.busy.load(Ordering::Acquire) > 0 || lock(&inner.last_used).elapsed() < ttl
-        });
-        let agents: Vec<_> = lock(&self.agents)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for agent in agents {
-            // A call in flight is not idleness, however long it takes.
-            if agent.busy.load(Ordering::Acquire) > 0 {
-                continue;
-            }
-            let idle = lock(&agent.last_used).elapsed();
-            if idle < self.config.idle_ttl {
-                continue;
-            }
-            // try_lock: an agent in the middle of a call is not idle.
-            let Ok(mut slot) = agent.slot.try_lock() else {
-                continue;
-            };
-            if !matches!(*slot, Slot::Open(_)) {
-                continue;
-            }
-            if let Slot::Open(session) = std::mem::replace(&mut *slot, Slot::Expired) {
-                tracing::info!(
-                    agent.id = agent.id,
-                    session.id = session.id(),
-                    idle_ms = idle.as_millis() as u64,
-                    "closing idle browser session"
-                );
-                session.close().await;
-            }
-        }
+                .map_or(true, |slot| slot.open_lease().is_some());
+            !open
+                && inner.busy.load(Ordering::Acquire) == 0
+                && lock(&inner.last_used).elapsed() >= ttl
+        };
+        lock(&self.named).retain(|_, (_, agent)| !forget(agent));
+        lock(&self.callers).retain(|_, agent| !forget(agent));
     }
 
     /// Closes every browser session and stops every Chromium.
@@ -318,15 +315,8 @@ impl Gateway {
         // Hold the stateless callers' sessions until they are closed below.
         let _callers: Vec<_> = lock(&self.callers).drain().map(|(_, a)| a).collect();
         let _named: Vec<_> = lock(&self.named).drain().map(|(_, (_, a))| a).collect();
-        let agents: Vec<_> = lock(&self.agents)
-            .drain(..)
-            .filter_map(|a| a.upgrade())
-            .collect();
-        for agent in agents {
-            let mut slot = agent.slot.lock().await;
-            if let Slot::Open(session) = std::mem::replace(&mut *slot, Slot::Empty) {
-                session.close().await;
-            }
+        for lease in self.sessions.drain() {
+            lease.held.close().await;
         }
         self.warm.stop().await;
         self.browsers.shutdown().await;
@@ -352,15 +342,26 @@ impl std::ops::Deref for Held {
     }
 }
 
+/// Which lease an agent names, if any. A lease that ended (idle, closed, lost) stays
+/// named until the agent's next call, which says so when it expired.
 pub(crate) enum Slot {
     Empty,
-    Open(Arc<Held>),
-    /// Closed for idleness; the next call says so once, then starts afresh.
-    Expired,
+    Leased(Arc<Lease>),
+}
+
+impl Slot {
+    fn open_lease(&self) -> Option<&Arc<Lease>> {
+        match self {
+            Slot::Leased(lease) if lease.ended().is_none() => Some(lease),
+            _ => None,
+        }
+    }
 }
 
 pub(crate) struct AgentInner {
     id: u64,
+    principal: Principal,
+    sessions: Arc<Sessions>,
     gateway: Weak<Gateway>,
     // The gateway's record of calls in flight (warm-ups keep out of their way).
     activity: Arc<Activity>,
@@ -391,14 +392,17 @@ impl Drop for BusyGuard<'_> {
 }
 
 impl Drop for AgentInner {
-    // The agent's MCP session ended without browser_session_close: close the browser
-    // session in the background (Drop cannot await).
+    // The agent's MCP session ended without browser_session_close: end its lease and
+    // close the browser session in the background (Drop cannot await).
     fn drop(&mut self) {
         let slot = std::mem::replace(self.slot.get_mut(), Slot::Empty);
-        if let Slot::Open(session) = slot
-            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        if let Slot::Leased(lease) = slot
+            && lease.end(End::Closed)
         {
-            handle.spawn(async move { session.close().await });
+            self.sessions.remove(&lease.id);
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move { lease.held.close().await });
+            }
         }
     }
 }
@@ -436,7 +440,7 @@ impl AgentSession {
         if let Err(e) = self.admit(&call).await {
             return ToolOutput::from_error(&e);
         }
-        let held = match call {
+        let lease = match call {
             ToolCall::SessionOpen(options) => {
                 return self
                     .open(options)
@@ -445,17 +449,18 @@ impl AgentSession {
             }
             ToolCall::SessionClose => return self.close_browser().await,
             _ => match self.browser_session().await {
-                Ok(held) => held,
+                Ok(lease) => lease,
                 Err(e) => return ToolOutput::from_error(&e),
             },
         };
+        let held = lease.held.clone();
         let mut out =
             match tools::run(&held, &held.proxy, &self.inner.fence, &held.loaded, call).await {
                 Ok(out) => out,
                 Err(e) => {
                     let mut out = ToolOutput::from_error(&e);
                     if e.code() == ErrorCode::BrowserCrashed {
-                        out.push_note(&self.recover(&held).await);
+                        out.push_note(&self.recover(lease).await);
                     }
                     out
                 }
@@ -517,7 +522,8 @@ impl AgentSession {
     // After a crash, what the next call gets: a fresh blank tab in the same session
     // when only a page's renderer died, a fresh session when the browser did. Says
     // which, for the failed call's message.
-    async fn recover(&self, held: &Arc<Held>) -> String {
+    async fn recover(&self, lease: InUse) -> String {
+        let held = lease.held.clone();
         if held.session.browser_alive() {
             match held.session.replace_lost_tabs().await {
                 Ok(_) => {
@@ -526,32 +532,37 @@ impl AgentSession {
                 Err(e) => tracing::warn!(error = %e, "could not replace a crashed tab"),
             }
         }
+        let id = lease.id.clone();
+        // Leave the lease first: its browser is closed whatever is in it, but the
+        // reaper must not count this call as using it.
+        drop(lease);
         let mut slot = self.inner.slot.lock().await;
-        if let Slot::Open(open) = &*slot
-            && Arc::ptr_eq(open, held)
+        if let Slot::Leased(open) = &*slot
+            && open.id == id
         {
+            let open = open.clone();
             *slot = Slot::Empty;
+            drop(slot);
+            self.inner.sessions.close(&open, End::Lost).await;
         }
-        drop(slot);
-        held.close().await;
         "; the browser session was lost with it: the next call opens a fresh one (cookies and tabs are gone)".to_owned()
     }
 
     // The policy the next navigation is held to: the open session's own, else the
     // tenant's (a session opened lazily gets that one).
     async fn policy(&self) -> Option<Arc<Policy>> {
-        if let Slot::Open(held) = &*self.inner.slot.lock().await {
-            return Some(held.policy.clone());
+        if let Some(lease) = self.inner.slot.lock().await.open_lease() {
+            return Some(lease.held.policy.clone());
         }
         Some(self.inner.gateway.upgrade()?.policy.clone())
     }
 
     async fn open(&self, options: OpenOptions) -> Result<ToolOutput> {
         let mut slot = self.inner.slot.lock().await;
-        if let Slot::Open(session) = &*slot {
+        if let Some(lease) = slot.open_lease() {
             // Reporting success here would silently drop what was asked for (a
             // narrowing, credentials, an isolation mode).
-            return Err(Error::SessionAlreadyOpen(describe(session)));
+            return Err(Error::SessionAlreadyOpen(describe(&lease.held)));
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let narrowed = !options.allow_hosts.is_empty();
@@ -571,7 +582,7 @@ impl AgentSession {
                 if let Some(why) = refused {
                     text.push_str(&format!("; opened WITHOUT credentials: {why}"));
                 }
-                *slot = Slot::Open(held);
+                *slot = Slot::Leased(self.lease(held).await?);
                 Ok(ToolOutput::text(text))
             }
             Err(e) => Err(e),
@@ -580,47 +591,69 @@ impl AgentSession {
 
     async fn close_browser(&self) -> ToolOutput {
         let mut slot = self.inner.slot.lock().await;
-        match std::mem::replace(&mut *slot, Slot::Empty) {
-            Slot::Open(session) => {
-                session.close().await;
-                ToolOutput::text(
-                    "closed the browser session; its cookies, storage and tabs are gone",
-                )
-            }
-            _ => ToolOutput::text("no browser session was open"),
+        if let Slot::Leased(lease) = std::mem::replace(&mut *slot, Slot::Empty)
+            && lease.ended().is_none()
+        {
+            self.inner.sessions.close(&lease, End::Closed).await;
+            return ToolOutput::text(
+                "closed the browser session; its cookies, storage and tabs are gone",
+            );
         }
+        ToolOutput::text("no browser session was open")
     }
 
-    // The open browser session, opening one lazily. A session the reaper closed is
-    // reported once as expired, so the agent knows its logged-in state is gone.
-    async fn browser_session(&self) -> Result<Arc<Held>> {
+    // The agent's open lease, entered for one call, opening one lazily. A lease the
+    // reaper ended is reported once as expired, so the agent knows its logged-in state
+    // is gone; one whose browser was lost is replaced without a word.
+    async fn browser_session(&self) -> Result<InUse> {
         let mut slot = self.inner.slot.lock().await;
-        match &*slot {
-            Slot::Open(session) => return Ok(session.clone()),
-            Slot::Expired => {
-                *slot = Slot::Empty;
-                return Err(Error::SessionExpired(
-                    "the browser session was closed after being idle; the next call opens a fresh one (cookies and tabs are gone)",
-                ));
+        if let Slot::Leased(lease) = &*slot {
+            match lease.enter() {
+                Ok(in_use) => return Ok(in_use),
+                Err(End::Expired) => {
+                    *slot = Slot::Empty;
+                    return Err(Error::SessionExpired(
+                        "the browser session was closed after being idle; the next call opens a fresh one (cookies and tabs are gone)",
+                    ));
+                }
+                Err(End::Closed | End::Lost) => *slot = Slot::Empty,
             }
-            Slot::Empty => {}
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
-        let (session, _) = gateway.open_held(OpenOptions::default()).await?;
+        let (held, _) = gateway.open_held(OpenOptions::default()).await?;
+        let lease = self.lease(held).await?;
         tracing::info!(
             agent.id = self.inner.id,
-            session.id = session.id(),
+            session.id = %lease.id,
             "browser session opened lazily"
         );
-        *slot = Slot::Open(session.clone());
-        Ok(session)
+        let in_use = lease
+            .enter()
+            .map_err(|_| Error::Internal("a new browser session ended at once".to_owned()))?;
+        *slot = Slot::Leased(lease);
+        Ok(in_use)
+    }
+
+    // Registers a freshly opened browser session as this agent's principal's lease.
+    async fn lease(&self, held: Arc<Held>) -> Result<Arc<Lease>> {
+        match self
+            .inner
+            .sessions
+            .insert(self.inner.principal.clone(), held.clone())
+        {
+            Ok(lease) => Ok(lease),
+            Err(e) => {
+                held.close().await;
+                Err(e)
+            }
+        }
     }
 
     /// Closes the browser session now (the surface calls this when its session ends).
     pub async fn close(&self) {
         let mut slot = self.inner.slot.lock().await;
-        if let Slot::Open(session) = std::mem::replace(&mut *slot, Slot::Empty) {
-            session.close().await;
+        if let Slot::Leased(lease) = std::mem::replace(&mut *slot, Slot::Empty) {
+            self.inner.sessions.close(&lease, End::Closed).await;
         }
     }
 }

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use airlock_browser::{SnapshotOptions, WaitUntil};
@@ -136,6 +137,55 @@ async fn chromiums_own_autofill_queries_are_off() {
         for text in [&out.text, &waited.text] {
             assert!(!text.contains("blocked"), "{text}");
         }
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_sessions_are_leases_with_an_id_and_an_owner() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                idle_ttl: Duration::from_millis(300),
+                ..config(&h)
+            },
+        );
+        assert!(gateway.leases().is_empty());
+        let agent = gateway.agent_session_as(gateway.principal(Some("caller-digest")));
+        agent.call(navigate(h.site.url("login.html"))).await;
+        let leases = gateway.leases();
+        assert_eq!(leases.len(), 1, "{leases:?}");
+        let lease = &leases[0];
+        assert_eq!(lease.id.as_str().len(), 32, "128 random bits in hex");
+        assert!(lease.id.as_str().bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(lease.owner.tenant, "default");
+        assert_eq!(lease.owner.key.as_deref(), Some("caller-digest"));
+        assert_eq!(lease.busy, 0);
+        // Closing ends the lease; a second agent's lease has another id.
+        agent.call(ToolCall::SessionClose).await;
+        assert!(gateway.leases().is_empty());
+        let other = gateway.agent_session();
+        other.call(navigate(h.site.url("login.html"))).await;
+        assert_ne!(gateway.leases()[0].id, lease.id);
+        drop(other);
+        assert!(
+            eventually!(gateway.leases().is_empty()),
+            "a dropped agent's lease ends"
+        );
+
+        // A stateless caller's agent is forgotten once its lease expired and it went
+        // unused for the TTL: callers no longer accumulate.
+        let first = gateway.caller_agent("shell-caller");
+        first
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        assert!(Arc::ptr_eq(&first, &gateway.caller_agent("shell-caller")));
+        assert!(
+            eventually!(!Arc::ptr_eq(&first, &gateway.caller_agent("shell-caller"))),
+            "an idle stateless caller was kept for ever"
+        );
         gateway.shutdown().await;
     })
     .await;
