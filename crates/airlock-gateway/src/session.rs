@@ -19,7 +19,7 @@ use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::error::{Error, Result};
 use crate::sessions::{End, InUse, Lease, LeaseInfo, Principal, Sessions};
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
-use crate::warm::{Activity, WarmPool};
+use crate::warm::{Activity, WarmPool, open_browser};
 
 /// Engine settings.
 #[derive(Debug, Clone)]
@@ -165,20 +165,20 @@ impl Gateway {
             };
             return Ok((Arc::new(held), refused));
         }
-        let proxy = EgressProxy::start(policy.clone(), self.resolver.clone())
-            .await
-            .map_err(|e| Error::Internal(format!("cannot start the egress proxy: {e}")))?;
-        let session = self
-            .browsers
-            .open_session(SessionOptions {
+        let (session, proxy) = open_browser(
+            &self.browsers,
+            self.resolver.clone(),
+            policy.clone(),
+            SessionOptions {
                 isolation: options.isolation,
-                proxy_server: Some(proxy.proxy_server()),
                 policy: Some(policy.clone()),
                 injection,
                 redactor: loaded.redactor(),
                 request_guard: loaded.request_guard(),
-            })
-            .await?;
+                ..SessionOptions::default()
+            },
+        )
+        .await?;
         Ok((
             Arc::new(Held {
                 session,

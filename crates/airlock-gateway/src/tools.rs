@@ -274,20 +274,8 @@ pub enum TabAction {
     Close(usize),
 }
 
-/// An image a tool returns.
-#[derive(Clone, PartialEq)]
-pub struct ToolImage {
-    /// Encoded bytes.
-    pub data: Vec<u8>,
-    /// MIME type.
-    pub mime: &'static str,
-}
-
-impl std::fmt::Debug for ToolImage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ToolImage({}, {} bytes)", self.mime, self.data.len())
-    }
-}
+/// An image a tool returns: the browser's encoded image, one type for both layers.
+pub use airlock_browser::Screenshot as ToolImage;
 
 /// A tool's result as every surface reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -487,10 +475,7 @@ async fn execute(
             let shot = session.screenshot(&options).await?;
             ToolOutput {
                 text: format!("screenshot ({}, {} bytes)", shot.mime, shot.data.len()),
-                image: Some(ToolImage {
-                    data: shot.data,
-                    mime: shot.mime,
-                }),
+                image: Some(shot),
                 error: None,
                 message: None,
             }

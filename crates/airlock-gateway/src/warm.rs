@@ -259,17 +259,38 @@ async fn warm_up(
     browsers: &Browsers,
     resolver: Arc<dyn Resolver>,
 ) -> Result<Warm, Box<dyn std::error::Error + Send + Sync>> {
-    let proxy = EgressProxy::start(Arc::new(Policy::deny_all()), resolver).await?;
+    // Denies everything until a claim arms it with the session's policy.
+    let (session, proxy) = open_browser(
+        browsers,
+        resolver,
+        Arc::new(Policy::deny_all()),
+        SessionOptions {
+            isolation: Some(Isolation::Context),
+            // Sessions with secrets never come from the pool.
+            ..SessionOptions::default()
+        },
+    )
+    .await?;
+    Ok(Warm { session, proxy })
+}
+
+/// The one way a browser session is opened: its egress proxy first (judging by
+/// `policy`), then the session, every connection of which goes through that proxy.
+/// The warm pool and a cold open both come here.
+pub(crate) async fn open_browser(
+    browsers: &Browsers,
+    resolver: Arc<dyn Resolver>,
+    policy: Arc<Policy>,
+    options: SessionOptions,
+) -> crate::error::Result<(Session, EgressProxy)> {
+    let proxy = EgressProxy::start(policy, resolver).await.map_err(|e| {
+        crate::error::Error::Internal(format!("cannot start the egress proxy: {e}"))
+    })?;
     let session = browsers
         .open_session(SessionOptions {
-            isolation: Some(Isolation::Context),
             proxy_server: Some(proxy.proxy_server()),
-            policy: None,
-            injection: None,
-            // Sessions with secrets never come from the pool.
-            redactor: None,
-            request_guard: None,
+            ..options
         })
         .await?;
-    Ok(Warm { session, proxy })
+    Ok((session, proxy))
 }
