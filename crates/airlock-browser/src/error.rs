@@ -79,7 +79,7 @@ pub enum Error {
     #[error("{0}")]
     InvalidArgument(String),
     /// A tab index that does not exist.
-    #[error("there is no tab {index}; call browser_tabs with action `list`")]
+    #[error("there is no tab {index}; list the tabs to see which there are")]
     TabNotFound {
         /// The index given.
         index: usize,

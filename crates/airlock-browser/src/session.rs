@@ -931,7 +931,7 @@ fn page_of(text: &str, offset: usize, max_bytes: usize) -> PageText {
     let next_offset = (end < total).then_some(end);
     if let Some(next) = next_offset {
         page.push_str(&format!(
-            "\n[text truncated: bytes {start}-{end} of {total} shown; call browser_read with offset={next} for more]"
+            "\n[text truncated: bytes {start}-{end} of {total} shown; read again with offset={next} for more]"
         ));
     }
     PageText {

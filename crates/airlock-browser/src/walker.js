@@ -905,7 +905,7 @@
     }
     if (matches.length === 0) return { error: 'not_found', message: what };
     if (matches.length > 1) {
-      return { error: 'invalid_argument', message: `${what} matches ${matches.length} elements; pass \`index\` (0-based) or a ref from browser_snapshot` };
+      return { error: 'invalid_argument', message: `${what} matches ${matches.length} elements; pass \`index\` (0-based) or a ref from a snapshot` };
     }
     return { el: matches[0] };
   }

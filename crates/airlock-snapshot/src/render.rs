@@ -166,7 +166,7 @@ pub fn window(lines: &[Line], offset: usize, max_nodes: usize, max_bytes: usize)
         if end < total {
             let _ = writeln!(
                 text,
-                "[snapshot truncated: lines {}-{} of {total} shown; call browser_snapshot with offset={end} for the next page, or narrow it with find, scope_ref or interactive_only]",
+                "[snapshot truncated: lines {}-{} of {total} shown; snapshot again with offset={end} for the next page, or narrow it with find, scope_ref or interactive_only]",
                 start + 1,
                 end
             );

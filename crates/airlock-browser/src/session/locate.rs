@@ -232,7 +232,7 @@ impl Session {
                 }),
                 None => {
                     return Err(Error::InvalidArgument(format!(
-                        "{what} matches {} elements; pass `index` (0-based) or a ref from browser_snapshot",
+                        "{what} matches {} elements; pass `index` (0-based) or a ref from a snapshot",
                         matches.len()
                     )));
                 }

@@ -56,3 +56,60 @@ fn every_rust_file_opens_with_a_module_doc() {
         "files without a `//!` opening line: {undocumented:?}"
     );
 }
+
+#[test]
+fn layers_below_the_engine_never_name_a_tool() {
+    // The browser and snapshot crates serve every surface; a message there naming an
+    // MCP tool tells a browser-shell user to call a tool it does not have.
+    let tools = [
+        "navigate",
+        "snapshot",
+        "click",
+        "type",
+        "fill_form",
+        "press_key",
+        "select_option",
+        "check",
+        "hover",
+        "scroll",
+        "wait_for",
+        "screenshot",
+        "read",
+        "tabs",
+        "back",
+        "forward",
+        "reload",
+        "session_open",
+        "session_close",
+    ];
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for krate in ["airlock-browser", "airlock-snapshot"] {
+        rust_files(&root.join("crates").join(krate).join("src"), &mut files);
+        files.push(root.join("crates").join(krate).join("src/walker.js"));
+    }
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| f.exists()) {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for tool in tools {
+                let name = format!("browser_{tool}");
+                // A tool name, not an identifier that starts like one (browser_alive).
+                if let Some(at) = line.find(&name) {
+                    let next = line[at + name.len()..].chars().next();
+                    if !next.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                        found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "tool names below the engine:\n{}",
+        found.join("\n")
+    );
+}
