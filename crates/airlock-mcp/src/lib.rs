@@ -11,6 +11,7 @@ mod params;
 mod schema;
 mod server;
 mod shell;
+mod tools;
 
 use std::sync::Arc;
 

@@ -1,0 +1,29 @@
+//! MCP tools of one family. The session's tabs.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, Extensions};
+use rmcp::{tool, tool_router};
+
+use crate::params::TabsParams;
+use crate::server::AirlockMcp;
+
+#[tool_router(router = tabs_router, vis = "pub(crate)")]
+impl AirlockMcp {
+    #[tool(
+        name = "browser_tabs",
+        description = "List, open (new, optional url), select or close tabs. Popups the page opens appear here.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn browser_tabs(
+        &self,
+        Parameters(p): Parameters<TabsParams>,
+        ext: Extensions,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.run("browser_tabs", p.call(), &ext).await
+    }
+}
