@@ -12,12 +12,63 @@ pub const DEFAULT_SNAPSHOT_BYTES: usize = 40_000;
 /// Default page-text byte cap.
 pub const DEFAULT_TEXT_BYTES: usize = 40_000;
 
+/// One cookie a session starts with. Debug never shows its value.
+#[derive(Clone, Default)]
+pub struct InjectedCookie {
+    /// Name.
+    pub name: String,
+    /// Value (secret).
+    pub value: zeroize::Zeroizing<String>,
+    /// Domain (`app.example.com`, or `.example.com` for subdomains too).
+    pub domain: String,
+    /// Path.
+    pub path: String,
+    /// Expiry, Unix seconds; a session cookie when absent.
+    pub expires: Option<f64>,
+    /// `HttpOnly`.
+    pub http_only: bool,
+    /// `Secure`.
+    pub secure: bool,
+    /// `Strict`, `Lax` or `None`.
+    pub same_site: Option<String>,
+}
+
+impl std::fmt::Debug for InjectedCookie {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "InjectedCookie({} on {}) [REDACTED]",
+            self.name, self.domain
+        )
+    }
+}
+
+impl InjectedCookie {
+    /// CDP's `Network.CookieParam` for it (only this crate speaks CDP).
+    pub(crate) fn cdp(&self) -> Value {
+        let mut param = json!({
+            "name": self.name,
+            "value": self.value.as_str(),
+            "domain": self.domain,
+            "path": self.path,
+            "httpOnly": self.http_only,
+            "secure": self.secure,
+        });
+        if let Some(expires) = self.expires {
+            param["expires"] = json!(expires);
+        }
+        if let Some(same_site) = &self.same_site {
+            param["sameSite"] = json!(same_site);
+        }
+        param
+    }
+}
+
 /// Credentials a session starts with. Debug shows only what is there.
 #[derive(Clone, Default)]
 pub struct Injection {
-    /// Cookies in CDP's `Network.CookieParam` shape, set into the session's own
-    /// browser context.
-    pub cookies: Vec<Value>,
+    /// Cookies set into the session's own browser context.
+    pub cookies: Vec<InjectedCookie>,
     /// `(origin, key, value)`: written to the origin's localStorage (when absent) as
     /// its documents start, before their scripts run.
     pub storage: Vec<(String, String, zeroize::Zeroizing<String>)>,

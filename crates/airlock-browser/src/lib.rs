@@ -21,8 +21,9 @@ mod tab;
 
 pub use action::{
     ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Direction,
-    ImageFormat, Injection, Modifier, MouseButton, PageText, Screenshot, ScreenshotOptions, Scroll,
-    Snapshot, SnapshotOptions, TabInfo, Target, TextPiece, TypedText, WaitCondition, WaitUntil,
+    ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, PageText, Screenshot,
+    ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo, Target, TextPiece, TypedText,
+    WaitCondition, WaitUntil,
 };
 pub use browser::{BrowserOptions, Browsers, Probe, probe};
 pub use error::{Error, Result};

@@ -271,7 +271,10 @@ impl Session {
                     .call(
                         None,
                         "Storage.setCookies",
-                        json!({ "cookies": injection.cookies, "browserContextId": session.context_id }),
+                        json!({
+                            "cookies": injection.cookies.iter().map(InjectedCookie::cdp).collect::<Vec<_>>(),
+                            "browserContextId": session.context_id,
+                        }),
                         timeout,
                     )
                     .await?;

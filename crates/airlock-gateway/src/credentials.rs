@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
-use airlock_browser::{Injection, OutgoingRequest, RequestGuard, TextPiece, TypedText};
+use airlock_browser::{
+    InjectedCookie, Injection, OutgoingRequest, RequestGuard, TextPiece, TypedText,
+};
 use airlock_core::{Redact, Role};
 use airlock_vault::placeholder::{self, Segment};
 use airlock_vault::{Redactor, Secret, Vault, grant};
-use serde_json::json;
 use zeroize::Zeroizing;
 
 use crate::error::{Error, Result};
@@ -148,21 +149,16 @@ fn injection(secrets: &[Secret]) -> Injection {
                 tracing::warn!(secret = %secret.name, cookie = %cookie.name, "cookie for an unbound domain skipped");
                 continue;
             }
-            let mut param = json!({
-                "name": cookie.name,
-                "value": cookie.value,
-                "domain": cookie.domain,
-                "path": cookie.path,
-                "httpOnly": cookie.http_only,
-                "secure": cookie.secure,
+            injection.cookies.push(InjectedCookie {
+                name: cookie.name.clone(),
+                value: Zeroizing::new(cookie.value.clone()),
+                domain: cookie.domain.clone(),
+                path: cookie.path.clone(),
+                expires: cookie.expires,
+                http_only: cookie.http_only,
+                secure: cookie.secure,
+                same_site: cookie.same_site.clone(),
             });
-            if let Some(expires) = cookie.expires {
-                param["expires"] = json!(expires);
-            }
-            if let Some(same_site) = &cookie.same_site {
-                param["sameSite"] = json!(same_site);
-            }
-            injection.cookies.push(param);
         }
         for item in &secret.fields.local_storage {
             let Ok(origin) = airlock_vault::canonical_origin(&item.origin) else {
