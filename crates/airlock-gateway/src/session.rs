@@ -9,7 +9,7 @@ use std::time::Duration;
 use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_core::sync::lock;
 use airlock_core::{ErrorCode, HasErrorCode};
-use airlock_egress::{EgressProxy, Resolver, SystemResolver, summarize};
+use airlock_egress::{Resolver, SystemResolver, summarize};
 use airlock_policy::{Decision, DenyReason, Policy};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -19,7 +19,7 @@ mod call;
 use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::error::{Error, Result};
-use crate::sessions::{End, InUse, Lease, LeaseInfo, Principal, Sessions};
+use crate::sessions::{End, Held, InUse, Lease, LeaseInfo, Principal, Sessions};
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
 use crate::warm::{Activity, WarmPool, open_browser};
 
@@ -322,25 +322,6 @@ impl Gateway {
         }
         self.warm.stop().await;
         self.browsers.shutdown().await;
-    }
-}
-
-/// A browser session and the egress proxy all its connections go through; they live
-/// and die together.
-pub(crate) struct Held {
-    session: Session,
-    proxy: EgressProxy,
-    /// The tenant policy, narrowed by the session's own allowlist if it gave one.
-    policy: Arc<Policy>,
-    /// Credentials the session loaded, and the redactor for its outputs.
-    loaded: Loaded,
-}
-
-impl std::ops::Deref for Held {
-    type Target = Session;
-
-    fn deref(&self) -> &Session {
-        &self.session
     }
 }
 

@@ -12,12 +12,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use airlock_browser::Session;
 use airlock_core::Role;
 use airlock_core::sync::lock;
+use airlock_egress::EgressProxy;
+use airlock_policy::Policy;
 use tokio::time::Instant;
 
+use crate::credentials::Loaded;
 use crate::error::{Error, Result};
-use crate::session::Held;
 
 /// A lease's id: 128 random bits in hex, unguessable, so an id names a session to
 /// whoever holds it and to nobody else.
@@ -56,6 +59,25 @@ pub struct Principal {
     /// A digest naming the caller's credentials (never the credentials), when it
     /// authenticated; `None` for the local stdio user.
     pub key: Option<String>,
+}
+
+/// A browser session and the egress proxy all its connections go through; they live
+/// and die together.
+pub(crate) struct Held {
+    pub(crate) session: Session,
+    pub(crate) proxy: EgressProxy,
+    /// The tenant policy, narrowed by the session's own allowlist if it gave one.
+    pub(crate) policy: Arc<Policy>,
+    /// Credentials the session loaded, and the redactor for its outputs.
+    pub(crate) loaded: Loaded,
+}
+
+impl std::ops::Deref for Held {
+    type Target = Session;
+
+    fn deref(&self) -> &Session {
+        &self.session
+    }
 }
 
 /// How a lease ended.
