@@ -11,9 +11,11 @@ mod action;
 mod browser;
 mod cdp;
 mod cgroup;
+mod chromium;
 mod error;
 mod keys;
 mod launch;
+mod options;
 mod oracle;
 mod outbound;
 mod session;
@@ -25,11 +27,12 @@ pub use action::{
     ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo, Target, TextPiece, TypedText,
     WaitCondition, WaitUntil,
 };
-pub use browser::{BrowserOptions, Browsers, Probe, probe};
+pub use browser::{Browsers, Probe, probe};
 pub use error::{Error, Result};
 pub use launch::{
     ChromiumBinary, ChromiumKind, PROFILE_PREFIX, chromium_flags, find_chromium, needs_no_sandbox,
 };
+pub use options::BrowserOptions;
 pub use oracle::AxPair;
 pub use outbound::{OutgoingRequest, RequestGuard};
 pub use session::{MAX_TABS, Session, SessionOptions, with_action_budget};

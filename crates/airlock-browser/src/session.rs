@@ -24,9 +24,10 @@ mod read;
 mod tabs;
 
 use crate::action::*;
-use crate::browser::{BrowserOptions, Chromium, TargetNotice};
+use crate::chromium::{Chromium, TargetNotice};
 use crate::error::{Error, Result};
 use crate::keys;
+use crate::options::BrowserOptions;
 use crate::outbound::{RequestGuard, Requests, watch_worker};
 use crate::tab::{FrameEntry, Hooks, NavGuard, Tab};
 
