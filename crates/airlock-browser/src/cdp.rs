@@ -95,6 +95,28 @@ impl Connection {
         self.send(session, method, params, timeout).await
     }
 
+    /// Closes a page target (a tab or a popup).
+    pub(crate) async fn close_target(&self, target_id: &str, timeout: Duration) -> Reply {
+        self.call(
+            None,
+            "Target.closeTarget",
+            json!({ "targetId": target_id }),
+            timeout,
+        )
+        .await
+    }
+
+    /// Lets a target that attached paused (`waitForDebuggerOnStart`) run.
+    pub(crate) async fn resume(&self, session: &str, timeout: Duration) -> Reply {
+        self.call(
+            Some(session),
+            "Runtime.runIfWaitingForDebugger",
+            json!({}),
+            timeout,
+        )
+        .await
+    }
+
     /// Sends a command now and returns the wait for its reply: commands sent one
     /// after another this way reach Chromium in that order without waiting for each
     /// other's replies.

@@ -193,14 +193,7 @@ async fn route_targets(chromium: Weak<Chromium>, mut events: mpsc::UnboundedRece
                     // so it does not hold Chromium up; its context is disposed anyway.
                     let conn = chromium.conn.clone();
                     tokio::spawn(async move {
-                        let _ = conn
-                            .call(
-                                Some(&session_id),
-                                "Runtime.runIfWaitingForDebugger",
-                                json!({}),
-                                Duration::from_secs(2),
-                            )
-                            .await;
+                        let _ = conn.resume(&session_id, Duration::from_secs(2)).await;
                     });
                 }
             }

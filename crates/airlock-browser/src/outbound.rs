@@ -207,14 +207,7 @@ pub(crate) async fn watch_worker(
             )
             .await;
     }
-    let _ = conn
-        .call(
-            Some(&session),
-            "Runtime.runIfWaitingForDebugger",
-            json!({}),
-            timeout,
-        )
-        .await;
+    let _ = conn.resume(&session, timeout).await;
     while let Some(Event { method, params, .. }) = events.recv().await {
         if method == "Fetch.requestPaused" {
             requests.on_paused(&conn, &session, &notices, &params);

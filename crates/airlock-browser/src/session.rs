@@ -355,12 +355,7 @@ impl Session {
             let _ = self
                 .chromium
                 .conn
-                .call(
-                    None,
-                    "Target.closeTarget",
-                    json!({ "targetId": tab.target_id }),
-                    self.budget(),
-                )
+                .close_target(&tab.target_id, self.budget())
                 .await;
         }
         if active_lost {
@@ -485,16 +480,7 @@ impl Session {
             );
             return Ok(tab);
         }
-        let _ = self
-            .chromium
-            .conn
-            .call(
-                None,
-                "Target.closeTarget",
-                json!({ "targetId": tab.target_id }),
-                probe,
-            )
-            .await;
+        let _ = self.chromium.conn.close_target(&tab.target_id, probe).await;
         lock(&self.registry)
             .tabs
             .retain(|t| t.target_id != tab.target_id);
@@ -673,14 +659,7 @@ async fn attach_tabs(
                         tokio::spawn(watch_worker(conn, session_id, requests, notices));
                     } else {
                         tokio::spawn(async move {
-                            let _ = conn
-                                .call(
-                                    Some(&session_id),
-                                    "Runtime.runIfWaitingForDebugger",
-                                    json!({}),
-                                    Duration::from_secs(5),
-                                )
-                                .await;
+                            let _ = conn.resume(&session_id, Duration::from_secs(5)).await;
                         });
                     }
                     continue;
@@ -693,22 +672,8 @@ async fn attach_tabs(
                     let conn = chromium.conn.clone();
                     let timeout = options.action_timeout;
                     tokio::spawn(async move {
-                        let _ = conn
-                            .call(
-                                Some(&session_id),
-                                "Runtime.runIfWaitingForDebugger",
-                                json!({}),
-                                timeout,
-                            )
-                            .await;
-                        let _ = conn
-                            .call(
-                                None,
-                                "Target.closeTarget",
-                                json!({ "targetId": target_id }),
-                                timeout,
-                            )
-                            .await;
+                        let _ = conn.resume(&session_id, timeout).await;
+                        let _ = conn.close_target(&target_id, timeout).await;
                     });
                     lock(&registry).refused_popups += 1;
                     changed.send_modify(|v| *v += 1);

@@ -739,14 +739,7 @@ fn guard_navigation(
         ));
         let target = state.target_id.clone();
         tokio::spawn(async move {
-            let _ = conn
-                .call(
-                    None,
-                    "Target.closeTarget",
-                    json!({ "targetId": target }),
-                    Duration::from_secs(5),
-                )
-                .await;
+            let _ = conn.close_target(&target, Duration::from_secs(5)).await;
         });
         return;
     }
@@ -941,14 +934,7 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                 tokio::spawn(async move {
                     // Closed, not stopped: a script stopped between two dialogs
                     // opens the next one before a navigation can commit.
-                    let _ = conn
-                        .call(
-                            None,
-                            "Target.closeTarget",
-                            json!({ "targetId": target }),
-                            Duration::from_secs(5),
-                        )
-                        .await;
+                    let _ = conn.close_target(&target, Duration::from_secs(5)).await;
                 });
             }
         }
@@ -1010,14 +996,7 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
             )
             .await;
     }
-    let _ = conn
-        .call(
-            Some(&child),
-            "Runtime.runIfWaitingForDebugger",
-            json!({}),
-            timeout,
-        )
-        .await;
+    let _ = conn.resume(&child, timeout).await;
     while let Some(event) = events.recv().await {
         match event.method.as_str() {
             "Target.attachedToTarget" | "Target.detachedFromTarget" => {

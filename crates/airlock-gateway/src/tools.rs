@@ -334,17 +334,8 @@ impl ToolOutput {
     }
 }
 
-pub(crate) async fn run(
-    session: &Session,
-    proxy: &EgressProxy,
-    fence: &PageFence,
-    loaded: &Loaded,
-    call: ToolCall,
-) -> Result<ToolOutput> {
-    execute(session, proxy, fence, loaded, call).await
-}
-
-async fn execute(
+/// Runs one browser call in `session` and words its result.
+pub(crate) async fn execute(
     session: &Session,
     proxy: &EgressProxy,
     fence: &PageFence,

@@ -104,12 +104,7 @@ impl Session {
         };
         self.chromium
             .conn
-            .call(
-                None,
-                "Target.closeTarget",
-                json!({ "targetId": tab.target_id }),
-                self.budget(),
-            )
+            .close_target(&tab.target_id, self.budget())
             .await?;
         tab.state.wait(self.budget(), |s| s.detached).await;
         {

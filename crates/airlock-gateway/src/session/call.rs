@@ -1,7 +1,7 @@
 //! The call pipeline: every tool call from every surface passes these stages in
 //! order, each a small method: admit (role, placeholders outside typed text, the
 //! policy on a navigation target) → the lease (entered for the call, opened lazily)
-//! → `tools::run` → crash recovery → what egress refused meanwhile → redaction → the
+//! → `tools::execute` → crash recovery → what egress refused meanwhile → redaction → the
 //! one log line. No stage holds a lock across the browser's work but the lease entry.
 
 use super::*;
@@ -44,7 +44,7 @@ impl AgentSession {
         };
         let held = lease.held.clone();
         let mut out =
-            match tools::run(&held, &held.proxy, &self.inner.fence, &held.loaded, call).await {
+            match tools::execute(&held, &held.proxy, &self.inner.fence, &held.loaded, call).await {
                 Ok(out) => out,
                 Err(e) => {
                     let mut out = ToolOutput::from_error(&e);

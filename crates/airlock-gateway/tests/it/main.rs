@@ -48,6 +48,38 @@ pub(crate) fn navigate(url: String) -> ToolCall {
     }
 }
 
+/// A click on the button named `name`.
+fn click_button(name: &str) -> ToolCall {
+    ToolCall::Click {
+        target: airlock_browser::Target::Role {
+            role: "button".into(),
+            name: Some(name.into()),
+            index: None,
+        },
+        options: Default::default(),
+    }
+}
+
+/// Clicks the button named `name` on a page that will crash its renderer, then reads
+/// until a call reports the crash; every output before it must pass `before`.
+async fn click_until_crashed(
+    agent: &airlock_gateway::AgentSession,
+    name: &str,
+    before: impl Fn(&airlock_gateway::ToolOutput),
+) -> airlock_gateway::ToolOutput {
+    let mut out = agent.call(click_button(name)).await;
+    for _ in 0..100 {
+        if out.error == Some(ErrorCode::BrowserCrashed) {
+            break;
+        }
+        before(&out);
+        out = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+    }
+    out
+}
+
 /// Polls until `$cond` holds or 5 s pass (idle expiry and background close have no
 /// event to await).
 macro_rules! eventually {
@@ -1217,25 +1249,7 @@ async fn a_page_that_allocates_without_end_loses_its_tab_not_the_host() {
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("memory.html"))).await;
         // The renderer's JavaScript heap is bounded: it runs out and crashes.
-        let out = agent
-            .call(ToolCall::Click {
-                target: airlock_browser::Target::Role {
-                    role: "button".into(),
-                    name: Some("Eat memory".into()),
-                    index: None,
-                },
-                options: Default::default(),
-            })
-            .await;
-        let mut out = out;
-        for _ in 0..100 {
-            if out.error == Some(ErrorCode::BrowserCrashed) {
-                break;
-            }
-            out = agent
-                .call(ToolCall::Snapshot(SnapshotOptions::default()))
-                .await;
-        }
+        let out = click_until_crashed(&agent, "Eat memory", |_| {}).await;
         assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
         assert!(out.text.contains("replaced by a blank one"), "{}", out.text);
         let out = agent.call(navigate(h.site.url("login.html"))).await;
@@ -1268,25 +1282,10 @@ async fn a_page_that_fills_native_memory_loses_its_tab_and_the_session_beside_it
 
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("canvas.html"))).await;
-        let mut out = agent
-            .call(ToolCall::Click {
-                target: airlock_browser::Target::Role {
-                    role: "button".into(),
-                    name: Some("Paint".into()),
-                    index: None,
-                },
-                options: Default::default(),
-            })
-            .await;
-        for _ in 0..100 {
-            if out.error == Some(ErrorCode::BrowserCrashed) {
-                break;
-            }
+        let out = click_until_crashed(&agent, "Paint", |out| {
             assert!(!out.text.contains("painted"), "{}", out.text);
-            out = agent
-                .call(ToolCall::Snapshot(SnapshotOptions::default()))
-                .await;
-        }
+        })
+        .await;
         assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
         assert!(out.text.contains("replaced by a blank one"), "{}", out.text);
 
@@ -1310,14 +1309,7 @@ async fn a_call_can_set_its_own_action_budget() {
         let agent = gateway.agent_session();
         // The page never stops changing, so only the budget ends the search.
         agent.call(navigate(h.site.url("busy.html"))).await;
-        let click = ToolCall::Click {
-            target: airlock_browser::Target::Role {
-                role: "button".into(),
-                name: Some("Never there".into()),
-                index: None,
-            },
-            options: Default::default(),
-        };
+        let click = click_button("Never there");
         let out = tokio::time::timeout(
             Duration::from_secs(5),
             agent.call(ToolCall::Budgeted(
