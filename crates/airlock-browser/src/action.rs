@@ -270,23 +270,103 @@ pub struct ClickOptions {
     pub modifiers: Vec<Modifier>,
 }
 
-/// What happened during an action, besides its own effect.
+/// What happened during an action: its effect, where the tab ended up and what the
+/// page did on the side, as data. The words an agent reads are composed at the edge.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ActionOutcome {
     /// URL of the active tab afterwards.
     pub url: String,
     /// Title of the active tab afterwards.
     pub title: String,
-    /// One line per JavaScript dialog that was dismissed (or accepted) meanwhile.
-    pub dialogs: Vec<String>,
-    /// Tabs the page opened meanwhile (popups), as `[index] url`.
-    pub new_tabs: Vec<String>,
+    /// The action's own effect; `None` for navigations, whose effect is the page.
+    pub effect: Option<Effect>,
+    /// JavaScript dialogs the page opened meanwhile, at most ten.
+    pub dialogs: Vec<Dialog>,
+    /// Dialogs past those listed, dismissed too.
+    pub dialogs_unlisted: u64,
+    /// What the browser did about the page on the side (a popup or a navigation it
+    /// stopped, a tab it closed), one sentence each.
+    pub notices: Vec<String>,
+    /// Tabs the page opened meanwhile (popups).
+    pub new_tabs: Vec<NewTab>,
     /// Whether the main frame navigated.
     pub navigated: bool,
     /// HTTP status of the main document, after a navigation.
     pub status: Option<u16>,
-    /// A short note on the effect (`selected "Two"`, `already checked`).
-    pub detail: Option<String>,
+}
+
+/// An action's own effect. Element descriptions (`button "Save"`) and option labels
+/// come from the page: redacted and cut like snapshot names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Clicked the element described.
+    Clicked(String),
+    /// The mouse is over the element described.
+    Hovered(String),
+    /// Typed into the field described.
+    Typed(String),
+    /// Filled the fields described, in order.
+    Filled(Vec<String>),
+    /// These options (labels) are now selected.
+    Selected(Vec<String>),
+    /// A checkbox, radio or switch is in the state asked for.
+    Checked {
+        /// The control, described.
+        target: String,
+        /// Its state now.
+        checked: bool,
+        /// False when it already was in that state.
+        changed: bool,
+    },
+    /// Pressed this key combination.
+    Pressed(String),
+    /// Scrolled the element described into view.
+    ScrolledIntoView(String),
+    /// Scrolled the page.
+    Scrolled {
+        /// Horizontal scroll position now, in CSS pixels.
+        x: i64,
+        /// Vertical scroll position now.
+        y: i64,
+        /// Height of the document.
+        page_height: i64,
+    },
+    /// Waited this many milliseconds.
+    Waited(u64),
+    /// The condition waited for holds.
+    WaitedFor(Waited),
+}
+
+/// A wait condition that held, as an outcome may tell it: never the text waited for,
+/// which the agent wrote and may be a guess about a secret.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Waited {
+    /// The text given appeared.
+    TextAppeared,
+    /// The text given went.
+    TextGone,
+    /// The target (as described) appeared.
+    Target(String),
+}
+
+/// A JavaScript dialog the page opened during an action.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dialog {
+    /// `alert`, `confirm`, `prompt` or `beforeunload`.
+    pub kind: String,
+    /// Its message, redacted and cut.
+    pub message: String,
+    /// Accepted (leaving a page) rather than dismissed.
+    pub accepted: bool,
+}
+
+/// A tab the page opened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTab {
+    /// Its index among the session's tabs.
+    pub index: usize,
+    /// Its URL, redacted.
+    pub url: String,
 }
 
 /// Options of a snapshot.

@@ -570,17 +570,20 @@ impl Session {
                         .tabs
                         .iter()
                         .position(|t| &t.target_id == id)
-                        .map(|i| {
-                            let url = registry.tabs[i].state.read(|s| s.url.clone());
-                            format!("[{i}] {}", self.scrub(&url))
+                        .map(|index| {
+                            let url = registry.tabs[index].state.read(|s| s.url.clone());
+                            NewTab {
+                                index,
+                                url: self.scrub(&url),
+                            }
                         })
                 })
                 .collect()
         };
-        let mut dialogs = tab.take_dialogs();
-        dialogs.append(&mut lock(&self.guard.notices));
+        let (dialogs, dialogs_unlisted) = tab.take_dialogs();
+        let mut notices = std::mem::take(&mut *lock(&self.guard.notices));
         if refused > 0 {
-            dialogs.push(format!(
+            notices.push(format!(
                 "closed {refused} popup(s) the page opened: a session has at most {MAX_TABS} tabs"
             ));
         }
@@ -593,11 +596,13 @@ impl Session {
                     .unwrap_or_else(|| tab.state.read(|s| s.url.clone())),
             ),
             title: self.scrub(info["targetInfo"]["title"].as_str().unwrap_or_default()),
+            effect: None,
             dialogs,
+            dialogs_unlisted,
+            notices,
             new_tabs,
             navigated,
             status: None,
-            detail: None,
         }
     }
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::action::Injection;
+use crate::action::{Dialog, Injection};
 use crate::cdp::{CdpError, Connection, Event};
 use crate::error::{Error, Result};
 use crate::outbound::{Requests, watch_worker};
@@ -134,7 +134,7 @@ pub(crate) struct TabInner {
     /// Main-frame navigations committed, cross- or same-document.
     pub(crate) navigations: u64,
     pub(crate) loading: bool,
-    pub(crate) dialogs: Vec<String>,
+    pub(crate) dialogs: Vec<Dialog>,
     /// Dialogs dismissed beyond `MAX_DIALOG_LINES`, not yet reported.
     pub(crate) dialogs_unlisted: u64,
     /// When the most recent dialogs opened (for `DIALOG_STORM`).
@@ -628,16 +628,14 @@ impl Tab {
         Ok(context)
     }
 
-    /// Takes the dialog reports collected since the last call (at most
-    /// `MAX_DIALOG_LINES`, then how many more there were).
-    pub(crate) fn take_dialogs(&self) -> Vec<String> {
+    /// Takes the dialogs collected since the last call (at most `MAX_DIALOG_LINES`)
+    /// and how many more there were.
+    pub(crate) fn take_dialogs(&self) -> (Vec<Dialog>, u64) {
         self.state.with(|s| {
-            let mut dialogs = std::mem::take(&mut s.dialogs);
-            let unlisted = std::mem::take(&mut s.dialogs_unlisted);
-            if unlisted > 0 {
-                dialogs.push(format!("… and {unlisted} more dialogs dismissed"));
-            }
-            dialogs
+            (
+                std::mem::take(&mut s.dialogs),
+                std::mem::take(&mut s.dialogs_unlisted),
+            )
         })
     }
 }
@@ -894,10 +892,12 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             let accept = kind == "beforeunload";
             let now = tokio::time::Instant::now();
             let storm = state.with(|s| {
-                let verb = if accept { "accepted" } else { "dismissed" };
                 if s.dialogs.len() < MAX_DIALOG_LINES {
-                    s.dialogs
-                        .push(format!("{kind} dialog {verb}: \"{message}\""));
+                    s.dialogs.push(Dialog {
+                        kind: kind.clone(),
+                        message,
+                        accepted: accept,
+                    });
                 } else {
                     s.dialogs_unlisted += 1;
                 }

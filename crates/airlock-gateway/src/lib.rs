@@ -9,8 +9,9 @@
 /// types, named here so that surfaces depend on the engine alone.
 pub mod action {
     pub use airlock_browser::{
-        ClickOptions, Direction, ImageFormat, Modifier, MouseButton, ScreenshotOptions, Scroll,
-        SnapshotOptions, Target, WaitCondition, WaitUntil,
+        ActionOutcome, ClickOptions, Dialog, Direction, Effect, ImageFormat, Modifier, MouseButton,
+        NewTab, ScreenshotOptions, Scroll, SnapshotOptions, Target, WaitCondition, WaitUntil,
+        Waited,
     };
 }
 

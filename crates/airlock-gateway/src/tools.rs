@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use airlock_browser::{
-    ActionOutcome, ClickOptions, DEFAULT_TEXT_BYTES, Error as BrowserError, ScreenshotOptions,
-    Scroll, Session, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
+    ActionOutcome, ClickOptions, DEFAULT_TEXT_BYTES, Effect, Error as BrowserError,
+    ScreenshotOptions, Scroll, Session, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
+    Waited,
 };
 use airlock_config::Isolation;
 use airlock_core::{ErrorCode, HasErrorCode, Role};
@@ -375,7 +376,7 @@ pub(crate) async fn execute(
                 .into());
             }
             // A new document: the whole (capped) snapshot says more than a diff.
-            let mut text = header(&outcome);
+            let mut text = header(&outcome, None);
             let options = match view {
                 PageView::Full => SnapshotOptions {
                     max_bytes: NAVIGATION_SNAPSHOT_BYTES,
@@ -409,7 +410,7 @@ pub(crate) async fn execute(
         }
         ToolCall::Click { target, options } => {
             let outcome = session.click(&target, &options).await?;
-            after_action(session, fence, outcome).await?
+            after_action(session, fence, outcome, None).await?
         }
         ToolCall::Type {
             target,
@@ -418,16 +419,12 @@ pub(crate) async fn execute(
             submit,
         } => {
             let typed = loaded.typed(&text)?;
-            let mut outcome = session
+            let outcome = session
                 .type_pieces(&target, &typed, clear_first, submit)
                 .await?;
             // The agent sees its own placeholder back, never the value it stood for.
-            if typed.has_secret()
-                && let Some(detail) = &mut outcome.detail
-            {
-                *detail = detail.replacen("typed into", &format!("typed {text} into"), 1);
-            }
-            after_action(session, fence, outcome).await?
+            let shown = typed.has_secret().then_some(text.as_str());
+            after_action(session, fence, outcome, shown).await?
         }
         ToolCall::FillForm { fields } => {
             let mut typed = Vec::with_capacity(fields.len());
@@ -435,32 +432,31 @@ pub(crate) async fn execute(
                 typed.push((target, loaded.typed(&value)?));
             }
             let outcome = session.fill_form_pieces(&typed).await?;
-            after_action(session, fence, outcome).await?
+            after_action(session, fence, outcome, None).await?
         }
         ToolCall::PressKey { key } => {
-            let mut outcome = session.press_key(&key).await?;
-            outcome.detail = Some(format!("pressed {key}"));
-            after_action(session, fence, outcome).await?
+            let outcome = session.press_key(&key).await?;
+            after_action(session, fence, outcome, None).await?
         }
         ToolCall::SelectOption { target, values } => {
             let outcome = session.select_option(&target, &values).await?;
-            after_action(session, fence, outcome).await?
+            after_action(session, fence, outcome, None).await?
         }
         ToolCall::Check { target, checked } => {
             let outcome = session.set_checked(&target, checked).await?;
-            after_action(session, fence, outcome).await?
+            after_action(session, fence, outcome, None).await?
         }
         ToolCall::Hover { target } => {
             let outcome = session.hover(&target).await?;
-            after_action(session, fence, outcome).await?
+            after_action(session, fence, outcome, None).await?
         }
         ToolCall::Scroll(scroll) => {
             let outcome = session.scroll(&scroll).await?;
-            after_action(session, fence, outcome).await?
+            after_action(session, fence, outcome, None).await?
         }
         ToolCall::WaitFor { condition, timeout } => {
             let outcome = session.wait_for(&condition, timeout).await?;
-            after_action(session, fence, outcome).await?
+            after_action(session, fence, outcome, None).await?
         }
         ToolCall::Screenshot(options) => {
             let shot = session.screenshot(&options).await?;
@@ -500,15 +496,15 @@ pub(crate) async fn execute(
         }
         ToolCall::Back => {
             let outcome = session.back().await?;
-            after_navigation(session, fence, outcome).await?
+            after_navigation(session, fence, outcome, None).await?
         }
         ToolCall::Forward => {
             let outcome = session.forward().await?;
-            after_navigation(session, fence, outcome).await?
+            after_navigation(session, fence, outcome, None).await?
         }
         ToolCall::Reload => {
             let outcome = session.reload().await?;
-            after_navigation(session, fence, outcome).await?
+            after_navigation(session, fence, outcome, None).await?
         }
         ToolCall::SessionOpen(_) | ToolCall::SessionClose => {
             // Handled by the agent session, which owns the browser session.
@@ -529,10 +525,11 @@ fn proxy_failure(proxy: &EgressProxy, urls: &[&str]) -> Option<String> {
 
 // What every action result starts with: its effect, where the tab is, and anything
 // that happened on the side (dialogs, popups).
-fn header(outcome: &ActionOutcome) -> String {
+// `typed` is what the agent wrote, shown back when it held a placeholder.
+fn header(outcome: &ActionOutcome, typed: Option<&str>) -> String {
     let mut text = String::new();
-    if let Some(detail) = &outcome.detail {
-        text.push_str(detail);
+    if let Some(effect) = &outcome.effect {
+        text.push_str(&effect_line(effect, typed));
         text.push('\n');
     }
     text.push_str(&format!(
@@ -545,14 +542,78 @@ fn header(outcome: &ActionOutcome) -> String {
     }
     text.push('\n');
     for dialog in &outcome.dialogs {
-        text.push_str(&format!("{dialog}\n"));
+        let verb = if dialog.accepted {
+            "accepted"
+        } else {
+            "dismissed"
+        };
+        text.push_str(&format!(
+            "{} dialog {verb}: \"{}\"\n",
+            dialog.kind, dialog.message
+        ));
+    }
+    if outcome.dialogs_unlisted > 0 {
+        text.push_str(&format!(
+            "… and {} more dialogs dismissed\n",
+            outcome.dialogs_unlisted
+        ));
+    }
+    for notice in &outcome.notices {
+        text.push_str(&format!("{notice}\n"));
     }
     for tab in &outcome.new_tabs {
         text.push_str(&format!(
-            "the page opened a new tab: {tab} (browser_tabs select to use it)\n"
+            "the page opened a new tab: [{}] {} (browser_tabs select to use it)\n",
+            tab.index, tab.url
         ));
     }
     text
+}
+
+// An action's effect in the words an agent reads.
+fn effect_line(effect: &Effect, typed: Option<&str>) -> String {
+    let quoted = |labels: &[String]| {
+        labels
+            .iter()
+            .map(|l| format!("\"{l}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match effect {
+        Effect::Clicked(target) => format!("clicked {target}"),
+        Effect::Hovered(target) => format!("hovering over {target}"),
+        Effect::Typed(target) => match typed {
+            Some(typed) => format!("typed {typed} into {target}"),
+            None => format!("typed into {target}"),
+        },
+        Effect::Filled(fields) => format!("filled {}", fields.join(", ")),
+        Effect::Selected(options) => format!("selected {}", quoted(options)),
+        Effect::Checked {
+            target,
+            checked,
+            changed,
+        } => {
+            let verb = if *checked { "checked" } else { "unchecked" };
+            if *changed {
+                format!("{verb} {target}")
+            } else {
+                format!("{target} was already {verb}")
+            }
+        }
+        Effect::Pressed(key) => format!("pressed {key}"),
+        Effect::ScrolledIntoView(target) => format!("scrolled {target} into view"),
+        Effect::Scrolled { x, y, page_height } => {
+            format!("scrolled to x={x} y={y} of page height {page_height}")
+        }
+        Effect::Waited(ms) => format!("waited {ms} ms"),
+        Effect::WaitedFor(Waited::TextAppeared) => {
+            "done waiting for the text given to appear".to_owned()
+        }
+        Effect::WaitedFor(Waited::TextGone) => "done waiting for the text given to go".to_owned(),
+        Effect::WaitedFor(Waited::Target(target)) => {
+            format!("done waiting for {target} to appear")
+        }
+    }
 }
 
 // Quoted and escaped like snapshot names (`\"`, `\\`), cut with `…` like them too,
@@ -564,15 +625,17 @@ fn quote_title(title: &str) -> String {
 
 // After an action: what changed on the page since the agent last saw it; after a
 // navigation it is a new page, so the (capped) snapshot instead.
+// `typed` as for `header`.
 async fn after_action(
     session: &Session,
     fence: &PageFence,
     outcome: ActionOutcome,
+    typed: Option<&str>,
 ) -> Result<ToolOutput> {
     if outcome.navigated {
-        return after_navigation(session, fence, outcome).await;
+        return after_navigation(session, fence, outcome, typed).await;
     }
-    let mut text = header(&outcome);
+    let mut text = header(&outcome, typed);
     match session.changes().await? {
         Some(diff) => {
             text.push_str("changes (+ new, ~ changed, - gone):\n");
@@ -587,9 +650,10 @@ async fn after_navigation(
     session: &Session,
     fence: &PageFence,
     outcome: ActionOutcome,
+    typed: Option<&str>,
 ) -> Result<ToolOutput> {
     let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
-    let mut text = header(&outcome);
+    let mut text = header(&outcome, typed);
     text.push_str(&fence.wrap(&snapshot.text));
     Ok(ToolOutput::text(text))
 }

@@ -58,7 +58,7 @@ impl Session {
         }
         let navigated = self.settle(&tab, before).await;
         let mut outcome = self.outcome(&tab, navigated).await;
-        outcome.detail = Some(format!("clicked {}", located.desc));
+        outcome.effect = Some(Effect::Clicked(located.desc));
         Ok(outcome)
     }
 
@@ -72,7 +72,7 @@ impl Session {
             .await?;
         let navigated = self.settle(&tab, before).await;
         let mut outcome = self.outcome(&tab, navigated).await;
-        outcome.detail = Some(format!("hovering over {}", located.desc));
+        outcome.effect = Some(Effect::Hovered(located.desc));
         Ok(outcome)
     }
 
@@ -113,7 +113,7 @@ impl Session {
             self.settle_with(&tab, before, TASK).await
         };
         let mut outcome = self.outcome(&tab, navigated).await;
-        outcome.detail = Some(format!("typed into {desc}"));
+        outcome.effect = Some(Effect::Typed(desc));
         Ok(outcome)
     }
 
@@ -309,7 +309,7 @@ impl Session {
         }
         let navigated = self.settle(&tab, before).await;
         let mut outcome = self.outcome(&tab, navigated).await;
-        outcome.detail = Some(format!("filled {}", done.join(", ")));
+        outcome.effect = Some(Effect::Filled(done));
         Ok(outcome)
     }
 
@@ -360,14 +360,16 @@ impl Session {
     }
 
     /// Presses a key or combo (`Enter`, `Control+A`, `Shift+Tab`) in the focused element.
-    pub async fn press_key(&self, combo: &str) -> Result<ActionOutcome> {
-        let combo = keys::parse_combo(combo)?;
+    pub async fn press_key(&self, key: &str) -> Result<ActionOutcome> {
+        let combo = keys::parse_combo(key)?;
         let _op = self.op.lock().await;
         let tab = self.tab().await?;
         let before = Self::nav_counters(&tab);
         self.press_combo(&tab, &combo).await?;
         let navigated = self.settle(&tab, before).await;
-        Ok(self.outcome(&tab, navigated).await)
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.effect = Some(Effect::Pressed(key.to_owned()));
+        Ok(outcome)
     }
 
     /// Selects option(s) of a `<select>` by value or visible label.
@@ -384,7 +386,7 @@ impl Session {
         let selected = self.select_in(&tab, frame, &target, values).await?;
         let navigated = self.settle(&tab, before).await;
         let mut outcome = self.outcome(&tab, navigated).await;
-        outcome.detail = Some(format!("selected {selected}"));
+        outcome.effect = Some(Effect::Selected(selected));
         Ok(outcome)
     }
 
@@ -394,7 +396,7 @@ impl Session {
         frame: u32,
         target: &Target,
         values: &[String],
-    ) -> Result<String> {
+    ) -> Result<Vec<String>> {
         let call = format!(
             "__airlock.selectOptions({}, {})",
             target.walker_json(),
@@ -403,13 +405,10 @@ impl Session {
         let v = self.helper(tab, frame, &call, target).await?;
         Ok(v["selected"]
             .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(|s| format!("\"{}\"", self.shown(s))))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default())
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(|s| self.shown(s)))
+            .collect())
     }
 
     /// Checks (`true`) or unchecks a checkbox, radio or switch, by clicking it when its
@@ -418,10 +417,10 @@ impl Session {
         let _op = self.op.lock().await;
         let tab = self.tab().await?;
         let before = Self::nav_counters(&tab);
-        let detail = self.set_checked_in(&tab, target, checked).await?;
+        let effect = self.set_checked_in(&tab, target, checked).await?;
         let navigated = self.settle(&tab, before).await;
         let mut outcome = self.outcome(&tab, navigated).await;
-        outcome.detail = Some(detail);
+        outcome.effect = Some(effect);
         Ok(outcome)
     }
 
@@ -430,14 +429,18 @@ impl Session {
         tab: &Tab,
         target: &Target,
         want: bool,
-    ) -> Result<String> {
+    ) -> Result<Effect> {
         let (frame, located, target) = self.locate(tab, target, CLICKABLE).await?;
         let target = &target;
         let read = format!("__airlock.checked({})", target.walker_json());
         let state = self.helper(tab, frame, &read, target).await?;
         let verb = if want { "checked" } else { "unchecked" };
         if state["checked"].as_bool() == Some(want) {
-            return Ok(format!("{} was already {verb}", located.desc));
+            return Ok(Effect::Checked {
+                target: located.desc,
+                checked: want,
+                changed: false,
+            });
         }
         if !want && state["checked"].as_bool() == Some(true) {
             // A checked radio cannot be unchecked by clicking it.
@@ -464,7 +467,11 @@ impl Session {
                 why: format!("clicking it did not make it {verb}"),
             });
         }
-        Ok(format!("{verb} {}", located.desc))
+        Ok(Effect::Checked {
+            target: located.desc,
+            checked: want,
+            changed: true,
+        })
     }
 
     /// Scrolls the page, or brings a target into view.
@@ -472,10 +479,10 @@ impl Session {
         let _op = self.op.lock().await;
         let tab = self.tab().await?;
         let before = Self::nav_counters(&tab);
-        let detail = match scroll {
+        let effect = match scroll {
             Scroll::IntoView(target) => {
                 let (_, located, _) = self.locate(&tab, target, VISIBLE).await?;
-                format!("scrolled {} into view", located.desc)
+                Effect::ScrolledIntoView(located.desc)
             }
             Scroll::Page { direction, amount } => {
                 let (w, h) = self.options.viewport;
@@ -507,15 +514,17 @@ impl Session {
                         self.budget(),
                     )
                     .await?;
-                format!(
-                    "scrolled to x={} y={} of page height {}",
-                    pos["x"], pos["y"], pos["h"]
-                )
+                let at = |k: &str| pos[k].as_f64().unwrap_or_default() as i64;
+                Effect::Scrolled {
+                    x: at("x"),
+                    y: at("y"),
+                    page_height: at("h"),
+                }
             }
         };
         let navigated = self.settle(&tab, before).await;
         let mut outcome = self.outcome(&tab, navigated).await;
-        outcome.detail = Some(detail);
+        outcome.effect = Some(effect);
         Ok(outcome)
     }
 
@@ -538,33 +547,32 @@ impl Session {
                 }
                 tokio::time::sleep(*d).await;
                 let mut outcome = self.outcome(&tab, false).await;
-                outcome.detail = Some(format!("waited {} ms", d.as_millis()));
+                outcome.effect = Some(Effect::Waited(d.as_millis() as u64));
                 return Ok(outcome);
             }
             WaitCondition::Text(text) => {
                 self.wait_for_text(&tab, text, false, budget).await?;
-                "the text given to appear".to_owned()
+                Waited::TextAppeared
             }
             WaitCondition::TextGone(text) => {
                 self.wait_for_text(&tab, text, true, budget).await?;
-                "the text given to go".to_owned()
+                Waited::TextGone
             }
             WaitCondition::Target(target) => {
-                let what = format!("{} to appear", target.describe());
                 self.wait_for_target(&tab, target, budget)
                     .await
                     .map_err(|e| match e {
                         Error::Timeout { ms, .. } => Error::Timeout {
-                            what: format!("waiting for {what}"),
+                            what: format!("waiting for {} to appear", target.describe()),
                             ms,
                         },
                         other => other,
                     })?;
-                what
+                Waited::Target(target.describe())
             }
         };
         let mut outcome = self.outcome(&tab, false).await;
-        outcome.detail = Some(format!("done waiting for {what}"));
+        outcome.effect = Some(Effect::WaitedFor(what));
         Ok(outcome)
     }
 

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use airlock_browser::{
-    ClickOptions, Direction, Modifier, MouseButton, Scroll, Target, WaitCondition, WaitUntil,
+    ClickOptions, Dialog, Direction, Effect, Modifier, MouseButton, Scroll, Target, WaitCondition,
+    WaitUntil,
 };
 use airlock_config::BrowserConfig;
 use airlock_core::{ErrorCode, HasErrorCode};
@@ -284,7 +285,10 @@ async fn select_check_and_uncheck() {
             .select_option(&role("combobox", "Fruit"), &["banana".to_owned()])
             .await
             .unwrap();
-        assert_eq!(out.detail.as_deref(), Some("selected \"Banana\""));
+        assert_eq!(
+            out.effect,
+            Some(Effect::Selected(vec!["Banana".to_owned()]))
+        );
         s.select_option(
             &role("listbox", "Colors"),
             &["r".to_owned(), "Blue".to_owned()],
@@ -314,7 +318,17 @@ async fn select_check_and_uncheck() {
             .set_checked(&role("checkbox", "I agree"), true)
             .await
             .unwrap();
-        assert!(again.detail.unwrap().contains("already checked"));
+        assert!(
+            matches!(
+                again.effect,
+                Some(Effect::Checked {
+                    checked: true,
+                    changed: false,
+                    ..
+                })
+            ),
+            "{again:?}"
+        );
         s.set_checked(&role("checkbox", "I agree"), false)
             .await
             .unwrap();
@@ -350,7 +364,10 @@ async fn scroll_page_and_into_view() {
             })
             .await
             .unwrap();
-        assert!(out.detail.as_deref().unwrap().contains("y=500"), "{out:?}");
+        assert!(
+            matches!(out.effect, Some(Effect::Scrolled { y: 500, .. })),
+            "{out:?}"
+        );
         let out = s
             .scroll(&Scroll::Page {
                 direction: Direction::Up,
@@ -358,12 +375,18 @@ async fn scroll_page_and_into_view() {
             })
             .await
             .unwrap();
-        assert!(out.detail.as_deref().unwrap().contains("y=0"), "{out:?}");
+        assert!(
+            matches!(out.effect, Some(Effect::Scrolled { y: 0, .. })),
+            "{out:?}"
+        );
         let out = s
             .scroll(&Scroll::IntoView(role("button", "Far away")))
             .await
             .unwrap();
-        assert!(out.detail.unwrap().contains("Far away"));
+        assert!(
+            matches!(&out.effect, Some(Effect::ScrolledIntoView(t)) if t.contains("Far away")),
+            "{out:?}"
+        );
         let err = s
             .scroll(&Scroll::Page {
                 direction: Direction::Down,
@@ -405,7 +428,7 @@ async fn wait_for_text_target_gone_and_time() {
             .wait_for(&WaitCondition::Time(Duration::from_millis(50)), None)
             .await
             .unwrap();
-        assert_eq!(out.detail.as_deref(), Some("waited 50 ms"));
+        assert_eq!(out.effect, Some(Effect::Waited(50)));
         let err = s
             .wait_for(&WaitCondition::Time(Duration::from_secs(61)), None)
             .await
@@ -442,7 +465,11 @@ async fn dialogs_are_dismissed_and_reported() {
             .unwrap();
         assert_eq!(
             out.dialogs,
-            vec!["alert dialog dismissed: \"Hello from alert\"".to_owned()]
+            vec![Dialog {
+                kind: "alert".to_owned(),
+                message: "Hello from alert".to_owned(),
+                accepted: false
+            }]
         );
         assert!(line_with(&s, "after alert").await.contains("paragraph"));
         let out = s
@@ -451,7 +478,11 @@ async fn dialogs_are_dismissed_and_reported() {
             .unwrap();
         assert_eq!(
             out.dialogs,
-            vec!["confirm dialog dismissed: \"Really delete?\"".to_owned()]
+            vec![Dialog {
+                kind: "confirm".to_owned(),
+                message: "Really delete?".to_owned(),
+                accepted: false
+            }]
         );
         assert!(
             line_with(&s, "confirm returned")
@@ -588,13 +619,13 @@ async fn tabs_are_capped_and_file_inputs_do_not_hang() {
             .await
             .unwrap();
         // Let every popup attach (or be refused), then read the outcomes.
-        let mut reported = clicked.dialogs;
+        let mut reported = clicked.notices;
         for _ in 0..100 {
             let out = s
                 .wait_for(&WaitCondition::Time(Duration::from_millis(50)), None)
                 .await
                 .unwrap();
-            reported.extend(out.dialogs);
+            reported.extend(out.notices);
             if reported.iter().any(|d| d.contains("closed"))
                 && s.tabs().await.unwrap().len() == airlock_browser::MAX_TABS
             {
@@ -657,8 +688,8 @@ async fn a_page_that_opens_dialogs_without_end_is_closed_and_reported_briefly() 
                 .await
             {
                 Ok(out) => {
-                    assert!(out.dialogs.len() <= 12, "{button}: {:?}", out.dialogs);
-                    out.dialogs
+                    assert!(out.dialogs.len() <= 10, "{button}: {:?}", out.dialogs);
+                    out.notices
                 }
                 Err(e) => {
                     assert_eq!(e.code(), ErrorCode::TabNotFound, "{button}: {e}");
@@ -678,8 +709,8 @@ async fn a_page_that_opens_dialogs_without_end_is_closed_and_reported_briefly() 
                 {
                     Ok(out) => {
                         // Ten dialogs a result at most, then how many more there were.
-                        assert!(out.dialogs.len() <= 12, "{button}: {:?}", out.dialogs);
-                        reported.extend(out.dialogs);
+                        assert!(out.dialogs.len() <= 10, "{button}: {:?}", out.dialogs);
+                        reported.extend(out.notices);
                     }
                     Err(e) => assert_eq!(e.code(), ErrorCode::TabNotFound, "{button}: {e}"),
                 }
@@ -876,9 +907,9 @@ async fn a_page_stuck_in_a_loop_is_stopped_and_the_session_goes_on() {
             .await
             .unwrap();
         assert!(
-            out.dialogs.iter().any(|d| d.contains("did not answer")),
+            out.notices.iter().any(|d| d.contains("did not answer")),
             "{:?}",
-            out.dialogs
+            out.notices
         );
         // And a navigation away works.
         s.navigate(&h.site.url("login.html"), WaitUntil::Load)
