@@ -47,9 +47,7 @@ pub enum Error {
         name: String,
     },
     /// A placeholder names a credential the session did not load.
-    #[error(
-        "`{name}` is not loaded in this session; open it with browser_session_open {{credentials: [\"{name}\"]}}"
-    )]
+    #[error("`{name}` is not loaded in this session")]
     CredentialNotLoaded {
         /// The name in the placeholder.
         name: String,
@@ -65,9 +63,9 @@ pub enum Error {
     /// The session named is gone (idle TTL, or never existed).
     #[error("{0}")]
     SessionExpired(&'static str),
-    /// `browser_session_open` while a session is open: nothing asked for was applied.
+    /// A session open was asked for while one is open: nothing asked for was applied.
     #[error(
-        "a browser session is already open ({0}; a browser tool opens one when none is), so none of these options was applied; call browser_session_close first"
+        "a browser session is already open ({0}; a browser tool opens one when none is), so none of these options was applied"
     )]
     SessionAlreadyOpen(String),
     /// The gateway is stopping.

@@ -20,12 +20,14 @@ mod credentials;
 mod error;
 mod session;
 mod sessions;
+mod surface;
 mod tools;
 mod warm;
 
 pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};
-pub use session::{AgentSession, Gateway, GatewayConfig};
+pub use session::{AgentSession, CallContext, CallObserver, CallRecord, Gateway, GatewayConfig};
 pub use sessions::{LeaseInfo, Principal, SessionId};
+pub use surface::Surface;
 pub use tools::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use airlock_browser::{Browsers, Session, SessionOptions};
+use airlock_core::HasErrorCode;
 use airlock_core::sync::lock;
-use airlock_core::{ErrorCode, HasErrorCode};
 use airlock_egress::{Resolver, SystemResolver, summarize};
 use airlock_policy::{Decision, DenyReason, Policy};
 use tokio::task::JoinHandle;
@@ -16,10 +16,13 @@ use tokio::time::Instant;
 
 mod call;
 
+pub use call::{CallContext, CallObserver, CallRecord};
+
 use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::error::{Error, Result};
 use crate::sessions::{End, Held, InUse, Lease, LeaseInfo, Principal, Sessions};
+use crate::surface::Surface;
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
 use crate::warm::{Activity, WarmPool, open_browser};
 
@@ -69,6 +72,8 @@ pub struct Gateway {
     reaper: Mutex<Option<JoinHandle<()>>>,
     warm: Arc<WarmPool>,
     activity: Arc<Activity>,
+    // Told of every finished call (metrics).
+    observers: std::sync::RwLock<Vec<Arc<dyn CallObserver>>>,
 }
 
 impl Gateway {
@@ -95,6 +100,7 @@ impl Gateway {
             reaper: Mutex::new(None),
             warm: WarmPool::new(config.warm_sessions),
             activity: Activity::new(),
+            observers: std::sync::RwLock::default(),
             config,
         });
         gateway
@@ -203,9 +209,24 @@ impl Gateway {
     }
 
     /// A new agent session with no browser session yet, for the gateway's configured
-    /// caller (its tenant and role).
+    /// caller (its tenant and role), serving the MCP tools.
     pub fn agent_session(self: &Arc<Self>) -> AgentSession {
-        self.agent_session_as(self.principal(None))
+        self.agent_session_as(self.principal(None), Surface::Mcp)
+    }
+
+    /// Tells `observer` of every call that finishes from now on.
+    pub fn observe(&self, observer: Arc<dyn CallObserver>) {
+        self.observers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(observer);
+    }
+
+    fn observers(&self) -> Vec<Arc<dyn CallObserver>> {
+        self.observers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The gateway's configured caller, known by `key` (a digest of its credentials)
@@ -218,33 +239,53 @@ impl Gateway {
         }
     }
 
-    /// A new agent session for `principal`, with no browser session yet.
-    pub fn agent_session_as(self: &Arc<Self>, principal: Principal) -> AgentSession {
+    /// A new agent session for `principal` on `surface`, with no browser session yet.
+    pub fn agent_session_as(
+        self: &Arc<Self>,
+        principal: Principal,
+        surface: Surface,
+    ) -> AgentSession {
+        self.agent_session_fenced(principal, surface, PageFence::new())
+    }
+
+    /// Like [`Gateway::agent_session_as`], fencing page content with `fence` (a
+    /// surface that announced its nonce before the agent session existed).
+    pub fn agent_session_fenced(
+        self: &Arc<Self>,
+        principal: Principal,
+        surface: Surface,
+        fence: PageFence,
+    ) -> AgentSession {
         let inner = Arc::new(AgentInner {
             id: self.next_agent.fetch_add(1, Ordering::Relaxed),
             principal,
+            surface,
             sessions: self.sessions.clone(),
             gateway: Arc::downgrade(self),
             activity: self.activity.clone(),
             slot: tokio::sync::Mutex::new(Slot::Empty),
-            fence: PageFence::new(),
+            fence,
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
         });
         AgentSession { inner }
     }
 
-    /// The agent session of a stateless caller (`key` identifies the caller), created on
-    /// first use; its browser session is closed by the idle TTL like any other.
-    pub fn caller_agent(self: &Arc<Self>, key: &str) -> Arc<AgentSession> {
-        if let Some(agent) = lock(&self.callers).get(key) {
+    /// The agent session `principal` names by `key` (within the principal's own
+    /// names), created on first use; its browser session is closed by the idle TTL
+    /// like any other, and the agent forgotten once idle.
+    pub fn caller_agent(
+        self: &Arc<Self>,
+        principal: &Principal,
+        key: &str,
+        surface: Surface,
+    ) -> Arc<AgentSession> {
+        let key = format!("{}/{key}", principal.caller());
+        if let Some(agent) = lock(&self.callers).get(&key) {
             return agent.clone();
         }
-        let agent = Arc::new(self.agent_session());
-        lock(&self.callers)
-            .entry(key.to_owned())
-            .or_insert(agent)
-            .clone()
+        let agent = Arc::new(self.agent_session_as(principal.clone(), surface));
+        lock(&self.callers).entry(key).or_insert(agent).clone()
     }
 
     /// Names `agent` with a new unguessable handle, so that later requests of the same
@@ -344,6 +385,7 @@ impl Slot {
 pub(crate) struct AgentInner {
     id: u64,
     principal: Principal,
+    surface: Surface,
     sessions: Arc<Sessions>,
     gateway: Weak<Gateway>,
     // The gateway's record of calls in flight (warm-ups keep out of their way).
@@ -399,6 +441,11 @@ impl AgentSession {
     /// This session's page-content fence.
     pub fn fence(&self) -> &PageFence {
         &self.inner.fence
+    }
+
+    /// Who this agent session acts for.
+    pub fn principal(&self) -> &Principal {
+        &self.inner.principal
     }
 
     async fn open(&self, options: OpenOptions) -> Result<ToolOutput> {

@@ -61,6 +61,18 @@ pub struct Principal {
     pub key: Option<String>,
 }
 
+impl Principal {
+    /// What names this caller among others: its tenant and key. Callers without a
+    /// key (no auth configured: the local user) are one caller per tenant.
+    pub fn caller(&self) -> String {
+        format!(
+            "{}/{}",
+            self.tenant,
+            self.key.as_deref().unwrap_or("anonymous")
+        )
+    }
+}
+
 /// A browser session and the egress proxy all its connections go through; they live
 /// and die together.
 pub(crate) struct Held {

@@ -15,6 +15,7 @@ use airlock_egress::EgressProxy;
 use crate::content::PageFence;
 use crate::credentials::Loaded;
 use crate::error::{Error, Result};
+use crate::surface::{Step, Surface};
 
 /// One tool call, already validated into browser-layer types.
 #[derive(Debug, Clone)]
@@ -341,11 +342,12 @@ pub(crate) async fn execute(
     proxy: &EgressProxy,
     fence: &PageFence,
     loaded: &Loaded,
+    surface: Surface,
     call: ToolCall,
 ) -> Result<ToolOutput> {
     Ok(match call {
         ToolCall::Budgeted(budget, call) => {
-            let inner = Box::pin(execute(session, proxy, fence, loaded, *call));
+            let inner = Box::pin(execute(session, proxy, fence, loaded, surface, *call));
             airlock_browser::with_action_budget(budget, inner).await?
         }
         ToolCall::Navigate {
@@ -376,7 +378,7 @@ pub(crate) async fn execute(
                 .into());
             }
             // A new document: the whole (capped) snapshot says more than a diff.
-            let mut text = header(&outcome, None);
+            let mut text = header(&outcome, surface, None);
             let options = match view {
                 PageView::Full => SnapshotOptions {
                     max_bytes: NAVIGATION_SNAPSHOT_BYTES,
@@ -390,7 +392,11 @@ pub(crate) async fn execute(
                 PageView::None => {
                     // The next action's changes start from this page, not the last.
                     session.forget_changes().await?;
-                    text.push_str("(no snapshot was asked for: browser_snapshot reads the page)");
+                    text.push_str("(no snapshot was asked for");
+                    if let Some(step) = surface.suggest(Step::Snapshot) {
+                        text.push_str(&format!(": {step}"));
+                    }
+                    text.push(')');
                     return Ok(ToolOutput::text(text));
                 }
             };
@@ -410,7 +416,7 @@ pub(crate) async fn execute(
         }
         ToolCall::Click { target, options } => {
             let outcome = session.click(&target, &options).await?;
-            after_action(session, fence, outcome, None).await?
+            after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Type {
             target,
@@ -424,7 +430,7 @@ pub(crate) async fn execute(
                 .await?;
             // The agent sees its own placeholder back, never the value it stood for.
             let shown = typed.has_secret().then_some(text.as_str());
-            after_action(session, fence, outcome, shown).await?
+            after_action(session, fence, surface, outcome, shown).await?
         }
         ToolCall::FillForm { fields } => {
             let mut typed = Vec::with_capacity(fields.len());
@@ -432,31 +438,31 @@ pub(crate) async fn execute(
                 typed.push((target, loaded.typed(&value)?));
             }
             let outcome = session.fill_form_pieces(&typed).await?;
-            after_action(session, fence, outcome, None).await?
+            after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::PressKey { key } => {
             let outcome = session.press_key(&key).await?;
-            after_action(session, fence, outcome, None).await?
+            after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::SelectOption { target, values } => {
             let outcome = session.select_option(&target, &values).await?;
-            after_action(session, fence, outcome, None).await?
+            after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Check { target, checked } => {
             let outcome = session.set_checked(&target, checked).await?;
-            after_action(session, fence, outcome, None).await?
+            after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Hover { target } => {
             let outcome = session.hover(&target).await?;
-            after_action(session, fence, outcome, None).await?
+            after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Scroll(scroll) => {
             let outcome = session.scroll(&scroll).await?;
-            after_action(session, fence, outcome, None).await?
+            after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::WaitFor { condition, timeout } => {
             let outcome = session.wait_for(&condition, timeout).await?;
-            after_action(session, fence, outcome, None).await?
+            after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Screenshot(options) => {
             let shot = session.screenshot(&options).await?;
@@ -496,15 +502,15 @@ pub(crate) async fn execute(
         }
         ToolCall::Back => {
             let outcome = session.back().await?;
-            after_navigation(session, fence, outcome, None).await?
+            after_navigation(session, fence, surface, outcome, None).await?
         }
         ToolCall::Forward => {
             let outcome = session.forward().await?;
-            after_navigation(session, fence, outcome, None).await?
+            after_navigation(session, fence, surface, outcome, None).await?
         }
         ToolCall::Reload => {
             let outcome = session.reload().await?;
-            after_navigation(session, fence, outcome, None).await?
+            after_navigation(session, fence, surface, outcome, None).await?
         }
         ToolCall::SessionOpen(_) | ToolCall::SessionClose => {
             // Handled by the agent session, which owns the browser session.
@@ -526,7 +532,7 @@ fn proxy_failure(proxy: &EgressProxy, urls: &[&str]) -> Option<String> {
 // What every action result starts with: its effect, where the tab is, and anything
 // that happened on the side (dialogs, popups).
 // `typed` is what the agent wrote, shown back when it held a placeholder.
-fn header(outcome: &ActionOutcome, typed: Option<&str>) -> String {
+fn header(outcome: &ActionOutcome, surface: Surface, typed: Option<&str>) -> String {
     let mut text = String::new();
     if let Some(effect) = &outcome.effect {
         text.push_str(&effect_line(effect, typed));
@@ -563,9 +569,13 @@ fn header(outcome: &ActionOutcome, typed: Option<&str>) -> String {
     }
     for tab in &outcome.new_tabs {
         text.push_str(&format!(
-            "the page opened a new tab: [{}] {} (browser_tabs select to use it)\n",
+            "the page opened a new tab: [{}] {}",
             tab.index, tab.url
         ));
+        if let Some(step) = surface.suggest(Step::SelectTab) {
+            text.push_str(&format!(" ({step})"));
+        }
+        text.push('\n');
     }
     text
 }
@@ -629,13 +639,14 @@ fn quote_title(title: &str) -> String {
 async fn after_action(
     session: &Session,
     fence: &PageFence,
+    surface: Surface,
     outcome: ActionOutcome,
     typed: Option<&str>,
 ) -> Result<ToolOutput> {
     if outcome.navigated {
-        return after_navigation(session, fence, outcome, typed).await;
+        return after_navigation(session, fence, surface, outcome, typed).await;
     }
-    let mut text = header(&outcome, typed);
+    let mut text = header(&outcome, surface, typed);
     match session.changes().await? {
         Some(diff) => {
             text.push_str("changes (+ new, ~ changed, - gone):\n");
@@ -649,11 +660,12 @@ async fn after_action(
 async fn after_navigation(
     session: &Session,
     fence: &PageFence,
+    surface: Surface,
     outcome: ActionOutcome,
     typed: Option<&str>,
 ) -> Result<ToolOutput> {
     let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
-    let mut text = header(&outcome, typed);
+    let mut text = header(&outcome, surface, typed);
     text.push_str(&fence.wrap(&snapshot.text));
     Ok(ToolOutput::text(text))
 }

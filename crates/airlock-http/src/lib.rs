@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use airlock_config::ApiKey;
-use airlock_gateway::Gateway;
+use airlock_gateway::{Gateway, Principal};
 use airlock_mcp::HttpOptions;
 use axum::Router;
 use axum::extract::{ConnectInfo, Request, State};
@@ -44,7 +44,7 @@ pub struct HttpConfig {
 /// The router with every endpoint this surface serves.
 pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
     let mcp = airlock_mcp::http_service(
-        gateway,
+        gateway.clone(),
         HttpOptions {
             profile: config.tool_profile,
             allowed_hosts: config.allowed_hosts.clone(),
@@ -52,8 +52,11 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
             max_body_bytes: MAX_MCP_BODY_BYTES,
         },
     );
+    // One key today, the default tenant's; keys of their own come with tenants.
+    let principal = gateway.principal(config.api_key.as_ref().map(|_| "api_key"));
     let auth = Arc::new(Auth {
         key: config.api_key,
+        principal,
         limiter: limit::AuthLimiter::default(),
     });
     Router::new()
@@ -90,10 +93,12 @@ const QUERY_CREDENTIALS: &[&str] = &[
 /// The bearer token `/mcp` requires, and the limiter of failed attempts.
 struct Auth {
     key: Option<ApiKey>,
+    // Who a request that passes is: the surfaces read it from the request.
+    principal: Principal,
     limiter: limit::AuthLimiter,
 }
 
-async fn authenticate(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
+async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next: Next) -> Response {
     // Tokens in URLs end up in logs and browser history; refuse them outright.
     if let Some(query) = request.uri().query() {
         let has_credential = query.split('&').any(|pair| {
@@ -178,6 +183,7 @@ async fn authenticate(State(auth): State<Arc<Auth>>, request: Request, next: Nex
             return response;
         }
     }
+    request.extensions_mut().insert(auth.principal.clone());
     next.run(request).await
 }
 

@@ -2,11 +2,11 @@
 //! MCP tool result. The tool methods (`tools/`, one file per family) are thin mappings
 //! from wire parameters to a gateway call.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use airlock_config::ToolProfile;
 use airlock_core::ErrorCode;
-use airlock_gateway::{AgentSession, Gateway, ToolCall, ToolOutput};
+use airlock_gateway::{AgentSession, Gateway, PageFence, Principal, Surface, ToolCall, ToolOutput};
 use base64::Engine as _;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -34,7 +34,10 @@ timeout, navigation_failed, invalid_argument, session_expired, browser_crashed â
 /// The MCP server of one MCP session (or stdio connection).
 #[derive(Clone)]
 pub struct AirlockMcp {
-    agent: Arc<AgentSession>,
+    // The agent session of this MCP session, made for the principal of its first
+    // call; its fence exists from the start (the instructions give its nonce).
+    agent: Arc<OnceLock<Arc<AgentSession>>>,
+    fence: PageFence,
     gateway: Arc<Gateway>,
     tool_router: ToolRouter<Self>,
 }
@@ -78,7 +81,8 @@ impl AirlockMcp {
             }
         }
         AirlockMcp {
-            agent: Arc::new(gateway.agent_session()),
+            agent: Arc::default(),
+            fence: PageFence::new(),
             gateway,
             tool_router,
         }
@@ -93,43 +97,89 @@ impl AirlockMcp {
     // - any other stateless request: the handler's own agent session, which rmcp makes
     //   afresh per stateless request, used once and closed.
     fn agent_for(&self, ext: &Extensions) -> Serving {
+        let principal = match self.principal(ext) {
+            Ok(principal) => principal,
+            Err(refusal) => return Serving::Refused(refusal),
+        };
         let Some(parts) = ext.get::<http::request::Parts>() else {
-            return Serving::Held(self.agent.clone());
+            return self.own_agent(principal, Serving::Held);
         };
         if let Some(handle) = session_handle(parts.uri.path()) {
-            return match self.gateway.named_agent(&caller_key(parts), handle) {
+            return match self.gateway.named_agent(&principal.caller(), handle) {
                 Ok(agent) => Serving::Held(agent),
                 Err(refusal) => Serving::Refused(ToolOutput::from_error(&refusal)),
             };
         }
         if parts.headers.contains_key("mcp-session-id") {
-            return Serving::Held(self.agent.clone());
+            return self.own_agent(principal, Serving::Held);
         }
-        Serving::OneOff(self.agent.clone(), parts.clone())
+        self.own_agent(principal, |agent| Serving::OneOff(agent, parts.clone()))
+    }
+
+    // Who is calling: the principal the HTTP auth layer found, or (stdio) the
+    // gateway's local user. An HTTP request the auth layer did not see is refused.
+    fn principal(&self, ext: &Extensions) -> Result<Principal, ToolOutput> {
+        match ext.get::<http::request::Parts>() {
+            None => Ok(self.gateway.principal(None)),
+            Some(parts) => parts.extensions.get::<Principal>().cloned().ok_or_else(|| {
+                tracing::error!("an MCP request reached the server without passing authentication");
+                ToolOutput::error(ErrorCode::Internal, "this request was not authenticated")
+            }),
+        }
+    }
+
+    // This MCP session's own agent session, made for the first caller; another
+    // caller (another key) never reaches it.
+    fn own_agent(
+        &self,
+        principal: Principal,
+        serve: impl FnOnce(Arc<AgentSession>) -> Serving,
+    ) -> Serving {
+        let agent = self.agent.get_or_init(|| {
+            Arc::new(self.gateway.agent_session_fenced(
+                principal.clone(),
+                Surface::Mcp,
+                self.fence.clone(),
+            ))
+        });
+        if agent.principal() != &principal {
+            return Serving::Refused(ToolOutput::error(
+                ErrorCode::Forbidden,
+                "this MCP session belongs to another caller",
+            ));
+        }
+        serve(agent.clone())
     }
 
     // browser-shell names its sessions by `session_id`, within what the request
     // belongs to: its MCP session, its session URL, or (stateless) its caller.
-    fn shell_agent(&self, ext: &Extensions, session_id: &str) -> Arc<AgentSession> {
+    fn shell_agent(
+        &self,
+        ext: &Extensions,
+        session_id: &str,
+    ) -> Result<Arc<AgentSession>, ToolOutput> {
+        let principal = self.principal(ext)?;
         let scope = match ext.get::<http::request::Parts>() {
             None => "stdio".to_owned(),
             Some(parts) => {
-                let caller = caller_key(parts);
                 if let Some(handle) = session_handle(parts.uri.path()) {
-                    format!("{caller}/url/{handle}")
+                    format!("url/{handle}")
                 } else if let Some(id) = parts
                     .headers
                     .get("mcp-session-id")
                     .and_then(|v| v.to_str().ok())
                 {
-                    format!("{caller}/mcp/{id}")
+                    format!("mcp/{id}")
                 } else {
-                    caller
+                    "stateless".to_owned()
                 }
             }
         };
-        self.gateway
-            .caller_agent(&format!("{scope}/shell/{session_id}"))
+        Ok(self.gateway.caller_agent(
+            &principal,
+            &format!("{scope}/shell/{session_id}"),
+            Surface::Shell,
+        ))
     }
 
     pub(crate) async fn run(
@@ -187,7 +237,10 @@ impl AirlockMcp {
             if out.error.is_some() {
                 return out;
             }
-            return match self.gateway.name_agent(&caller_key(parts), agent.clone()) {
+            return match self
+                .gateway
+                .name_agent(&agent.principal().caller(), agent.clone())
+            {
                 Ok(handle) => {
                     let host = parts
                         .headers
@@ -255,19 +308,6 @@ fn session_handle(path: &str) -> Option<&str> {
         .filter(|h| !h.is_empty() && !h.contains('/'))
 }
 
-// The caller's identity for stateless requests: a digest of its credentials, so the
-// token itself is not kept as a map key. Without auth (loopback) every caller is one.
-fn caller_key(parts: &http::request::Parts) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    parts
-        .headers
-        .get(http::header::AUTHORIZATION)
-        .map(|v| v.as_bytes())
-        .hash(&mut hasher);
-    format!("caller-{:016x}", hasher.finish())
-}
-
 // Failures are tool results with isError, text starting with the code, and the code
 // and message again as structured content for clients that parse.
 fn result(output: ToolOutput) -> CallToolResult {
@@ -309,19 +349,29 @@ impl AirlockMcp {
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let (result, image) = match shell::parse(&p) {
             Err(message) => (ShellResult::usage(&p.session_id, message), None),
-            Ok(invocation) => {
-                let agent = self.shell_agent(&ext, &invocation.session_id);
-                match tokio::time::timeout(invocation.timeout, agent.call(invocation.call)).await {
-                    Ok(output) => (
-                        ShellResult::from_output(&invocation.session_id, &output),
-                        output.image,
-                    ),
-                    Err(_) => (
-                        ShellResult::timeout(&invocation.session_id, invocation.timeout.as_secs()),
-                        None,
-                    ),
+            Ok(invocation) => match self.shell_agent(&ext, &invocation.session_id) {
+                Err(refusal) => (
+                    ShellResult::from_output(&invocation.session_id, &refusal),
+                    None,
+                ),
+                Ok(agent) => {
+                    match tokio::time::timeout(invocation.timeout, agent.call(invocation.call))
+                        .await
+                    {
+                        Ok(output) => (
+                            ShellResult::from_output(&invocation.session_id, &output),
+                            output.image,
+                        ),
+                        Err(_) => (
+                            ShellResult::timeout(
+                                &invocation.session_id,
+                                invocation.timeout.as_secs(),
+                            ),
+                            None,
+                        ),
+                    }
                 }
-            }
+            },
         };
         tracing::debug!(
             command = p.argv.first().map(String::as_str),
@@ -401,7 +451,7 @@ impl ServerHandler for AirlockMcp {
             .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "{INSTRUCTIONS} This session's page-content nonce is {}.",
-                self.agent.fence().nonce()
+                self.fence.nonce()
             ))
     }
 }

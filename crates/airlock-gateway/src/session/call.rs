@@ -1,70 +1,107 @@
 //! The call pipeline: every tool call from every surface passes these stages in
-//! order, each a small method: admit (role, placeholders outside typed text, the
-//! policy on a navigation target) → the lease (entered for the call, opened lazily)
-//! → `tools::execute` → crash recovery → what egress refused meanwhile → redaction → the
-//! one log line. No stage holds a lock across the browser's work but the lease entry.
+//! order, each a small method over one [`CallContext`]: admit (role, placeholders
+//! outside typed text, the policy on a navigation target) → enter the lease (opened
+//! lazily) → act (`tools::execute`) → crash recovery → what egress refused meanwhile →
+//! redaction → finish (the one log line, then every [`CallObserver`]). Only entering
+//! the lease may wait on a lock, and only on this agent's own; the browser's work
+//! waits on the page.
+
+use airlock_core::ErrorCode;
 
 use super::*;
+use crate::sessions::SessionId;
+use crate::surface::Surface;
+
+/// One call on its way through the pipeline: who made it, through which surface, and
+/// what the stages found. Later stages (risk, approval, audit) read and add to it.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The tool called (its MCP name, which is also its name in records).
+    pub tool: &'static str,
+    /// Who called.
+    pub principal: Principal,
+    /// Through which surface.
+    pub surface: Surface,
+    /// The agent session that made the call (process-local, for logs).
+    pub agent: u64,
+    /// The lease the call ran in, once it entered one.
+    pub session: Option<SessionId>,
+    /// Requests the egress proxy (or the session's outbound protection) refused while
+    /// the call ran.
+    pub blocked: u64,
+    /// When the call arrived.
+    pub started: Instant,
+}
+
+/// A finished call, as observers see it.
+#[derive(Debug)]
+pub struct CallRecord<'a> {
+    /// The call and what the stages found.
+    pub context: &'a CallContext,
+    /// How long it took, admission to redaction.
+    pub duration: Duration,
+    /// Its error code, if it failed.
+    pub error: Option<ErrorCode>,
+}
+
+/// Told of every finished call, after its result is final (metrics now; the audit
+/// record is a stage of its own). Called on the call's task: must not block.
+pub trait CallObserver: Send + Sync + 'static {
+    /// One call finished.
+    fn call_finished(&self, record: &CallRecord<'_>);
+}
 
 impl AgentSession {
     /// Runs one tool call. Never fails: errors come back as a [`ToolOutput`] with a
     /// code, so every surface reports them the same way.
     pub async fn call(&self, call: ToolCall) -> ToolOutput {
-        let tool = call.tool_name();
-        let started = Instant::now();
-        let out = self.run(call).await;
-        // The one log line of a tool call, whichever surface it came from.
-        tracing::info!(
-            agent.id = self.inner.id,
-            tool.name = tool,
-            duration_ms = started.elapsed().as_millis() as u64,
-            error.code = out.error.map(ErrorCode::as_str),
-            "tool call"
-        );
+        let mut context = CallContext {
+            tool: call.tool_name(),
+            principal: self.inner.principal.clone(),
+            surface: self.inner.surface,
+            agent: self.inner.id,
+            session: None,
+            blocked: 0,
+            started: Instant::now(),
+        };
+        let out = {
+            let _busy = BusyGuard::new(&self.inner);
+            self.run(&mut context, call).await
+        };
+        self.finish(&context, &out);
         out
     }
 
-    async fn run(&self, call: ToolCall) -> ToolOutput {
-        let _busy = BusyGuard::new(&self.inner);
+    async fn run(&self, context: &mut CallContext, call: ToolCall) -> ToolOutput {
         if let Err(e) = self.admit(&call).await {
-            return ToolOutput::from_error(&e);
+            return self.failure(context, &e);
         }
         let lease = match call {
             ToolCall::SessionOpen(options) => {
-                return self
-                    .open(options)
-                    .await
-                    .unwrap_or_else(|e| ToolOutput::from_error(&e));
+                return match self.open(options).await {
+                    Ok(out) => out,
+                    Err(e) => self.failure(context, &e),
+                };
             }
             ToolCall::SessionClose => return self.close_browser().await,
             _ => match self.browser_session().await {
                 Ok(lease) => lease,
-                Err(e) => return ToolOutput::from_error(&e),
+                Err(e) => return self.failure(context, &e),
             },
         };
+        context.session = Some(lease.id.clone());
         let held = lease.held.clone();
-        let mut out =
-            match tools::execute(&held, &held.proxy, &self.inner.fence, &held.loaded, call).await {
-                Ok(out) => out,
-                Err(e) => {
-                    let mut out = ToolOutput::from_error(&e);
-                    if e.code() == ErrorCode::BrowserCrashed {
-                        out.push_note(&self.recover(lease).await);
-                    }
-                    out
+        let mut out = match self.act(context, &held, call).await {
+            Ok(out) => out,
+            Err(e) => {
+                let mut out = self.failure(context, &e);
+                if e.code() == ErrorCode::BrowserCrashed {
+                    out.push_note(&self.recover(lease).await);
                 }
-            };
-        // What the page tried and the proxy, or the session's outbound protection,
-        // refused meanwhile.
-        let mut blocked = held.proxy.take_unreported();
-        let carried = held.session.take_refused_requests();
-        if carried > 0 {
-            *blocked.entry(DenyReason::CarriedSecret).or_default() += carried;
-        }
-        if let Some(summary) = summarize(&blocked) {
-            out.text.push('\n');
-            out.text.push_str(&summary);
-        }
+                out
+            }
+        };
+        self.egress_summary(context, &held, &mut out);
         // The browser session redacted everything it took from the page before using
         // it; every output passes the redactor once more as a whole (it withholds all
         // of a text if it ever fails).
@@ -72,20 +109,80 @@ impl AgentSession {
         out
     }
 
+    // The browser work itself.
+    async fn act(&self, context: &CallContext, held: &Held, call: ToolCall) -> Result<ToolOutput> {
+        tools::execute(
+            held,
+            &held.proxy,
+            &self.inner.fence,
+            &held.loaded,
+            context.surface,
+            call,
+        )
+        .await
+    }
+
+    // A failure in words, with the next step this surface offers, if any.
+    fn failure(&self, context: &CallContext, error: &Error) -> ToolOutput {
+        let mut out = ToolOutput::from_error(error);
+        if let Some(hint) = context.surface.hint(error) {
+            out.push_note(&hint);
+        }
+        out
+    }
+
+    // What the page tried and the proxy, or the session's outbound protection,
+    // refused meanwhile.
+    fn egress_summary(&self, context: &mut CallContext, held: &Held, out: &mut ToolOutput) {
+        let mut blocked = held.proxy.take_unreported();
+        let carried = held.session.take_refused_requests();
+        if carried > 0 {
+            *blocked.entry(DenyReason::CarriedSecret).or_default() += carried;
+        }
+        context.blocked = blocked.values().sum();
+        if let Some(summary) = summarize(&blocked) {
+            out.text.push('\n');
+            out.text.push_str(&summary);
+        }
+    }
+
+    // The one log line of a tool call, whichever surface it came from; then the
+    // gateway's observers.
+    fn finish(&self, context: &CallContext, out: &ToolOutput) {
+        let record = CallRecord {
+            context,
+            duration: context.started.elapsed(),
+            error: out.error,
+        };
+        tracing::info!(
+            agent.id = context.agent,
+            session.id = context.session.as_ref().map(tracing::field::display),
+            tenant = %context.principal.tenant,
+            tool.name = context.tool,
+            duration_ms = record.duration.as_millis() as u64,
+            blocked = context.blocked,
+            error.code = record.error.map(ErrorCode::as_str),
+            "tool call"
+        );
+        if let Some(gateway) = self.inner.gateway.upgrade() {
+            for observer in gateway.observers() {
+                observer.call_finished(&record);
+            }
+        }
+    }
+
     // What is refused before any browser work: a role below the tool's, a placeholder
     // outside typed text, and
     // a navigation the policy denies (checked here, before Chromium sees the URL:
     // Page.navigate would load file:, chrome: and data: URLs and run javascript: ones).
     async fn admit(&self, call: &ToolCall) -> Result<()> {
-        if let Some(gateway) = self.inner.gateway.upgrade() {
-            let has = gateway.config.credentials.role;
-            if has < call.min_role() {
-                return Err(Error::RoleTooLow {
-                    tool: call.tool_name(),
-                    needs: call.min_role().as_str(),
-                    has: has.as_str(),
-                });
-            }
+        let has = self.inner.principal.role;
+        if has < call.min_role() {
+            return Err(Error::RoleTooLow {
+                tool: call.tool_name(),
+                needs: call.min_role().as_str(),
+                has: has.as_str(),
+            });
         }
         if let Some(param) = call.misplaced_placeholder() {
             return Err(Error::PlaceholderMisplaced { param });

@@ -9,7 +9,9 @@ use std::time::Duration;
 use airlock_browser::{SnapshotOptions, WaitUntil};
 use airlock_config::BrowserConfig;
 use airlock_core::ErrorCode;
-use airlock_gateway::{Gateway, GatewayConfig, TabAction, ToolCall};
+use airlock_gateway::{
+    CallObserver, CallRecord, Gateway, GatewayConfig, Surface, TabAction, ToolCall,
+};
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{Harness, with_browser, with_browser_config};
 
@@ -185,7 +187,8 @@ async fn browser_sessions_are_leases_with_an_id_and_an_owner() {
             },
         );
         assert!(gateway.leases().is_empty());
-        let agent = gateway.agent_session_as(gateway.principal(Some("caller-digest")));
+        let agent =
+            gateway.agent_session_as(gateway.principal(Some("caller-digest")), Surface::Mcp);
         agent.call(navigate(h.site.url("login.html"))).await;
         let leases = gateway.leases();
         assert_eq!(leases.len(), 1, "{leases:?}");
@@ -209,13 +212,21 @@ async fn browser_sessions_are_leases_with_an_id_and_an_owner() {
 
         // A stateless caller's agent is forgotten once its lease expired and it went
         // unused for the TTL: callers no longer accumulate.
-        let first = gateway.caller_agent("shell-caller");
+        let caller = gateway.principal(Some("caller-digest"));
+        let named = |key: &str| gateway.caller_agent(&caller, key, Surface::Shell);
+        let first = named("shell-caller");
         first
             .call(ToolCall::Snapshot(SnapshotOptions::default()))
             .await;
-        assert!(Arc::ptr_eq(&first, &gateway.caller_agent("shell-caller")));
+        assert!(Arc::ptr_eq(&first, &named("shell-caller")));
+        // Another caller's same name is another agent.
+        let stranger = gateway.principal(Some("another-digest"));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &gateway.caller_agent(&stranger, "shell-caller", Surface::Shell)
+        ));
         assert!(
-            eventually!(!Arc::ptr_eq(&first, &gateway.caller_agent("shell-caller"))),
+            eventually!(!Arc::ptr_eq(&first, &named("shell-caller"))),
             "an idle stateless caller was kept for ever"
         );
         gateway.shutdown().await;
@@ -1320,6 +1331,98 @@ async fn a_call_can_set_its_own_action_budget() {
         .await
         .expect("the call's own 300 ms budget, not the server's 10 s, ended it");
         assert_eq!(out.error, Some(ErrorCode::ElementNotFound), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+// What an observer saw of one call.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    tool: &'static str,
+    caller: String,
+    session: Option<String>,
+    error: Option<ErrorCode>,
+}
+
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<Seen>>);
+
+impl CallObserver for Recorder {
+    fn call_finished(&self, record: &CallRecord<'_>) {
+        self.0.lock().unwrap().push(Seen {
+            tool: record.context.tool,
+            caller: record.context.principal.caller(),
+            session: record.context.session.as_ref().map(|s| s.to_string()),
+            error: record.error,
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_is_observed_once_with_its_caller_session_and_outcome() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let recorder = Arc::new(Recorder::default());
+        gateway.observe(recorder.clone());
+        let agent =
+            gateway.agent_session_as(gateway.principal(Some("caller-digest")), Surface::Mcp);
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        // Refused at admission: no lease is entered.
+        let out = agent.call(navigate("file:///etc/passwd".to_owned())).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        let lease = gateway.leases()[0].id.to_string();
+        let seen = recorder.0.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            vec![
+                Seen {
+                    tool: "browser_navigate",
+                    caller: "default/caller-digest".to_owned(),
+                    session: Some(lease),
+                    error: None,
+                },
+                Seen {
+                    tool: "browser_navigate",
+                    caller: "default/caller-digest".to_owned(),
+                    session: None,
+                    error: Some(ErrorCode::PolicyDenied),
+                },
+            ]
+        );
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hint_names_only_tools_the_callers_surface_has() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let typing = || ToolCall::Type {
+            target: airlock_gateway::action::Target::Selector("#user".to_owned()),
+            text: "{{secret:nowhere.password}}".to_owned(),
+            clear_first: true,
+            submit: false,
+        };
+        let mcp = gateway.agent_session_as(gateway.principal(None), Surface::Mcp);
+        let shell = gateway.agent_session_as(gateway.principal(None), Surface::Shell);
+        for agent in [&mcp, &shell] {
+            agent.call(navigate(h.site.url("login.html"))).await;
+        }
+        let out = mcp.call(typing()).await;
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
+        assert!(
+            out.text
+                .contains("browser_session_open {credentials: [\"nowhere\"]}"),
+            "{}",
+            out.text
+        );
+        let out = shell.call(typing()).await;
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
+        assert!(out.text.contains("`nowhere` is not loaded"), "{}", out.text);
+        assert!(!out.text.contains("browser_"), "{}", out.text);
         gateway.shutdown().await;
     })
     .await;
