@@ -360,6 +360,46 @@ pub struct Dialog {
     pub accepted: bool,
 }
 
+/// An element a target names, as the page has it now: what later stages (risk
+/// rules, approvals) judge, and how to act on that element and no other. Page-derived
+/// words are redacted like a snapshot's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// Names exactly this element: an action on it acts on this element, or fails
+    /// with `ref_not_found` once the page replaced it. A point stays a point (a click
+    /// lands where it was asked to); `node` says which element is there now.
+    pub target: Target,
+    /// The element's ref.
+    pub node: NodeRef,
+    /// Its role, as a snapshot shows it.
+    pub role: String,
+    /// Its accessible name.
+    pub name: String,
+    /// A password field, or a field that was one or looks like one.
+    pub password: bool,
+    /// Where the link around it goes, if it is in one.
+    pub href: Option<String>,
+    /// The URL of the document (frame) holding it.
+    pub frame_url: String,
+    /// That document's origin.
+    pub frame_origin: String,
+    /// Where it is in the viewport, in CSS pixels (for outlining it).
+    pub bounds: Bounds,
+}
+
+/// A rectangle in the top viewport, in CSS pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Bounds {
+    /// Left edge.
+    pub x: f64,
+    /// Top edge.
+    pub y: f64,
+    /// Width.
+    pub width: f64,
+    /// Height.
+    pub height: f64,
+}
+
 /// A tab the page opened.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTab {

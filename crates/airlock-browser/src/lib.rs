@@ -22,10 +22,10 @@ mod session;
 mod tab;
 
 pub use action::{
-    ActionOutcome, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Dialog, Direction,
-    Effect, ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NewTab, PageText,
-    Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo, Target, TextPiece,
-    TypedText, WaitCondition, WaitUntil, Waited,
+    ActionOutcome, Bounds, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Dialog,
+    Direction, Effect, ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NewTab,
+    PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo,
+    Target, TextPiece, TypedText, WaitCondition, WaitUntil, Waited,
 };
 pub use browser::{Browsers, Probe, probe};
 pub use error::{Error, Result};

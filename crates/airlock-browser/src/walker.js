@@ -1095,6 +1095,43 @@
     return { ok: true, desc: describe(found.el) };
   }
 
+  // What Airlock's rules judge of a target: its role and name as a snapshot shows
+  // them, whether it is (or was) a password field, where a link around it goes, and
+  // the document it is in. Its ref names exactly this element afterwards.
+  function inspect(target) {
+    const found = resolve(target);
+    if (found.error) return found;
+    const el = found.el;
+    const role = roleOf(el);
+    const link = el.closest('a[href], area[href]');
+    return {
+      ref: refFor(el), role, name: nameOf(el, role), password: masked(el),
+      href: link ? link.href : null, url: location.href, origin: location.origin, rect: rectOf(el),
+    };
+  }
+
+  const ACTING_ROLES = new Set([
+    'button', 'link', 'checkbox', 'radio', 'switch', 'menuitem', 'menuitemcheckbox',
+    'menuitemradio', 'tab', 'option', 'textbox', 'searchbox', 'combobox', 'slider',
+    'spinbutton', 'listbox', 'treeitem',
+  ]);
+
+  // The element a click at (x, y) acts on: the innermost one there (through open
+  // shadow roots), or the control holding it (the button around a label's span).
+  function inspectPoint(x, y) {
+    let hit = document.elementFromPoint(x, y);
+    while (hit && hit.shadowRoot) {
+      const inner = hit.shadowRoot.elementFromPoint(x, y);
+      if (!inner || inner === hit) break;
+      hit = inner;
+    }
+    if (!hit) return { error: 'not_found', message: `nothing at (${x}, ${y})` };
+    for (let n = hit; n; n = parentElementComposed(n)) {
+      if (ACTING_ROLES.has(roleOf(n))) return inspect({ ref: refFor(n) });
+    }
+    return inspect({ ref: refFor(hit) });
+  }
+
   // DOM changes, counted, so Airlock can wait for the next one instead of polling.
   let mutationCount = 0;
   let observer = null;
@@ -1274,6 +1311,7 @@
   globalThis.__airlock = {
     snapshot, resolve, prepare, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, maskSecrets, fieldKind, selectOptions, checked, scrollIntoView,
     waitFor, textAfter, changedSince, candidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
+    inspect, inspectPoint,
     init(base, cut) { if (nextRef < base) nextRef = base; if (cut > maxCut) maxCut = cut; },
   };
   return 'installed';

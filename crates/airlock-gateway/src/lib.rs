@@ -9,9 +9,9 @@
 /// types, named here so that surfaces depend on the engine alone.
 pub mod action {
     pub use airlock_browser::{
-        ActionOutcome, ClickOptions, Dialog, Direction, Effect, ImageFormat, Modifier, MouseButton,
-        NewTab, ScreenshotOptions, Scroll, SnapshotOptions, Target, WaitCondition, WaitUntil,
-        Waited,
+        ActionOutcome, Bounds, ClickOptions, Dialog, Direction, Effect, ImageFormat, Modifier,
+        MouseButton, NewTab, Resolved, ScreenshotOptions, Scroll, SnapshotOptions, Target,
+        WaitCondition, WaitUntil, Waited,
     };
 }
 

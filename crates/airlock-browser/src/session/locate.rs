@@ -138,6 +138,62 @@ impl Session {
         }))
     }
 
+    /// The element `target` names now, without acting on it: its role, name, frame
+    /// and link, and a target that names that element alone (see [`Resolved`]).
+    /// Waits for the target like an action does, and scrolls it into view.
+    pub async fn resolve(&self, target: &Target) -> Result<Resolved> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let (frame, located, named) = self.locate(&tab, target, VISIBLE).await?;
+        let (call, at) = match target {
+            Target::Point { x, y } => (format!("__airlock.inspectPoint({x}, {y})"), target),
+            _ => (
+                format!("__airlock.inspect({})", named.walker_json()),
+                &named,
+            ),
+        };
+        let v = self.helper(&tab, frame, &call, at).await?;
+        let node = NodeRef {
+            frame,
+            node: v["ref"]
+                .as_u64()
+                .ok_or_else(|| Error::Protocol("inspect returned no ref".to_owned()))?,
+        };
+        let text = |k: &str| self.scrub(v[k].as_str().unwrap_or_default());
+        let bounds = match target {
+            Target::Point { .. } => {
+                let r = &v["rect"];
+                let at = |k: &str| r[k].as_f64().unwrap_or_default();
+                Bounds {
+                    x: at("x"),
+                    y: at("y"),
+                    width: at("w"),
+                    height: at("h"),
+                }
+            }
+            _ => Bounds {
+                x: located.rect.x,
+                y: located.rect.y,
+                width: located.rect.w,
+                height: located.rect.h,
+            },
+        };
+        Ok(Resolved {
+            target: match target {
+                Target::Point { .. } => target.clone(),
+                _ => Target::Ref(node),
+            },
+            node,
+            role: v["role"].as_str().unwrap_or_default().to_owned(),
+            name: self.shown(v["name"].as_str().unwrap_or_default()),
+            password: v["password"].as_bool() == Some(true),
+            href: v["href"].as_str().map(|h| self.scrub(h)),
+            frame_url: text("url"),
+            frame_origin: text("origin"),
+            bounds,
+        })
+    }
+
     // A frame's located element, moved into top-viewport coordinates.
     pub(super) async fn in_top_viewport(
         &self,

@@ -919,3 +919,59 @@ async fn a_page_stuck_in_a_loop_is_stopped_and_the_session_goes_on() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resolved_target_says_what_it_is_and_acting_on_it_acts_on_that_element_only() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("resolve.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let origin = h.site.url("").trim_end_matches('/').to_owned();
+
+        let delete = s.resolve(&role("button", "Delete account")).await.unwrap();
+        assert_eq!(delete.role, "button");
+        assert_eq!(delete.name, "Delete account");
+        assert!(!delete.password);
+        assert_eq!(delete.href, None);
+        assert_eq!(delete.frame_origin, origin);
+        assert_eq!(delete.frame_url, h.site.url("resolve.html"));
+        assert_eq!(delete.target, Target::Ref(delete.node));
+        assert!(delete.bounds.width > 0.0 && delete.bounds.height > 0.0);
+
+        let field = s.resolve(&Target::Selector("#pw".into())).await.unwrap();
+        assert!(field.password, "{field:?}");
+
+        // A point on the link's inner span resolves to the link, and stays a point.
+        let link = s.resolve(&role("link", "Next page")).await.unwrap();
+        let (x, y) = (
+            link.bounds.x + link.bounds.width / 2.0,
+            link.bounds.y + link.bounds.height / 2.0,
+        );
+        let at = s.resolve(&Target::Point { x, y }).await.unwrap();
+        assert_eq!(at.role, "link", "{at:?}");
+        assert_eq!(at.node, link.node);
+        assert_eq!(at.href.as_deref(), Some(h.site.url("page2.html").as_str()));
+        assert_eq!(at.target, Target::Point { x, y });
+
+        // The resolved element is clicked; once the page replaced it with a look-alike,
+        // the resolved target fails instead of clicking the new one.
+        s.click(&delete.target, &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(line_with(&s, "deleted").await.contains("deleted 1"));
+        s.click(&role("button", "Swap"), &ClickOptions::default())
+            .await
+            .unwrap();
+        let err = s
+            .click(&delete.target, &ClickOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::RefNotFound, "{err}");
+        assert!(line_with(&s, "deleted").await.contains("deleted 1"));
+        let again = s.resolve(&role("button", "Delete account")).await.unwrap();
+        assert_ne!(again.node, delete.node);
+        s.close().await;
+    })
+    .await;
+}
