@@ -11,6 +11,7 @@ use airlock_core::HasErrorCode;
 use airlock_core::sync::lock;
 use airlock_egress::{Resolver, SystemResolver, summarize};
 use airlock_policy::{Decision, DenyReason, Policy};
+use airlock_store::Store;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -39,6 +40,9 @@ pub struct GatewayConfig {
     /// agent's first browser call) need not wait for a context and tab. 0 opens every
     /// session on demand, and Chromium only on the first one.
     pub warm_sessions: usize,
+    /// The store the binary opened (the vault holds another handle to it); `None`
+    /// runs without persistence (tests, stdio without a data dir).
+    pub store: Option<Store>,
 }
 
 impl Default for GatewayConfig {
@@ -51,6 +55,7 @@ impl Default for GatewayConfig {
                 ..CredentialSource::default()
             },
             warm_sessions: 0,
+            store: None,
         }
     }
 }
@@ -196,6 +201,11 @@ impl Gateway {
             }),
             refused,
         ))
+    }
+
+    /// The store lent to this gateway, if any.
+    pub fn store(&self) -> Option<&Store> {
+        self.config.store.as_ref()
     }
 
     /// The browser pool (diagnostics and tests).

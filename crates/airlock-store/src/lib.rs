@@ -36,6 +36,13 @@ pub enum StoreError {
     File(#[from] std::io::Error),
 }
 
+impl airlock_core::HasErrorCode for StoreError {
+    // Nothing a caller can fix: the details go to the operator's log.
+    fn code(&self) -> airlock_core::ErrorCode {
+        airlock_core::ErrorCode::Internal
+    }
+}
+
 type Result<T> = std::result::Result<T, StoreError>;
 
 /// The store. Cheap to clone (a pool handle).

@@ -55,8 +55,8 @@ impl airlock_core::HasErrorCode for VaultError {
             // The key, a record or the store failing is nothing a caller can fix.
             VaultError::WrongKey
             | VaultError::Key(_)
-            | VaultError::Crypto(_)
-            | VaultError::Store(_) => ErrorCode::Internal,
+            | VaultError::Crypto(_) => ErrorCode::Internal,
+            VaultError::Store(e) => e.code(),
         }
     }
 }

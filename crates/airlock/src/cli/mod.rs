@@ -340,7 +340,8 @@ pub(crate) async fn gateway(
     let options = airlock_browser::BrowserOptions::from_config(&config.browser)
         .context("finding Chromium")?;
     let browsers = std::sync::Arc::new(airlock_browser::Browsers::new(options));
-    let (vault, source) = vault::open_vault(config)
+    let store = vault::open_store(config).await?;
+    let (vault, source) = vault::open_vault_in(config, store.clone())
         .await
         .context("opening the vault")?;
     tracing::info!(key = %source, role = config.server.role.as_str(), "vault open");
@@ -355,6 +356,7 @@ pub(crate) async fn gateway(
                 role: config.server.role,
             },
             warm_sessions: config.sessions.warm,
+            store: Some(store),
         },
     ))
 }

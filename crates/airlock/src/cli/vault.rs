@@ -70,13 +70,26 @@ async fn open_existing_for_cli(config: &Config) -> anyhow::Result<Option<Vault>>
     Ok(Some(open_for_cli(config).await?.0))
 }
 
-pub(crate) async fn open_vault(config: &Config) -> anyhow::Result<(Vault, KeySource)> {
+/// The store under the data dir: built here, once per process, and lent to the vault
+/// and the gateway.
+pub(crate) async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let dir = &config.data_dir;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("creating the data dir {}", dir.display()))?;
-    let store = Store::open_sqlite(&dir.join(DB_FILE))
+    Store::open_sqlite(&dir.join(DB_FILE))
         .await
-        .with_context(|| format!("opening {}", dir.join(DB_FILE).display()))?;
+        .with_context(|| format!("opening {}", dir.join(DB_FILE).display()))
+}
+
+pub(crate) async fn open_vault(config: &Config) -> anyhow::Result<(Vault, KeySource)> {
+    open_vault_in(config, open_store(config).await?).await
+}
+
+pub(crate) async fn open_vault_in(
+    config: &Config,
+    store: Store,
+) -> anyhow::Result<(Vault, KeySource)> {
+    let dir = &config.data_dir;
     let env_key = Zeroizing::new(ProcessEnv.get(vars::MASTER_KEY));
     let (vault, source) = Vault::open_in(store, dir, env_key.as_deref())
         .await
