@@ -312,6 +312,8 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
     // In a memory cgroup, Chromium is started by a shell that moves itself into the
     // group and then becomes Chromium (`exec` keeps the PID and the pipe fds), so the
     // group holds Chromium before its first fork, without unsafe code in the gateway.
+    // The one place Airlock starts a process.
+    #[allow(clippy::disallowed_methods)]
     let mut command = match &cgroup {
         Some(cgroup) => {
             let mut command = tokio::process::Command::new("/bin/sh");

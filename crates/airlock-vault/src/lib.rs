@@ -53,9 +53,9 @@ impl airlock_core::HasErrorCode for VaultError {
             VaultError::NotFound(_) => ErrorCode::NotFound,
             VaultError::Invalid(_) => ErrorCode::InvalidArgument,
             // The key, a record or the store failing is nothing a caller can fix.
-            VaultError::WrongKey
-            | VaultError::Key(_)
-            | VaultError::Crypto(_) => ErrorCode::Internal,
+            VaultError::WrongKey | VaultError::Key(_) | VaultError::Crypto(_) => {
+                ErrorCode::Internal
+            }
             VaultError::Store(e) => e.code(),
         }
     }

@@ -149,6 +149,7 @@ async fn a_crash_fails_sessions_clearly_and_the_next_session_relaunches() {
 fn profiles_a_killed_gateway_left_are_swept_when_a_pool_starts() {
     let parent = tempfile::tempdir().unwrap();
     // A gateway that is gone (its PID is dead), and one that is alive (PID 1).
+    #[allow(clippy::disallowed_methods)] // a PID that is surely dead
     let dead = {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
