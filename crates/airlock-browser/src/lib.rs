@@ -13,6 +13,7 @@ mod cdp;
 mod cgroup;
 mod chromium;
 mod error;
+mod guard;
 mod keys;
 mod launch;
 mod options;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::action::Injection;
 use crate::cdp::{Connection, Event};
-use crate::tab::NavGuard;
+use crate::guard::NavGuard;
 
 /// Judges what a page is about to send.
 pub trait RequestGuard: Send + Sync {

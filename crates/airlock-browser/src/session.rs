@@ -26,10 +26,11 @@ mod tabs;
 use crate::action::*;
 use crate::chromium::{Chromium, TargetNotice};
 use crate::error::{Error, Result};
+use crate::guard::NavGuard;
 use crate::keys;
 use crate::options::BrowserOptions;
 use crate::outbound::{RequestGuard, Requests, watch_worker};
-use crate::tab::{FrameEntry, Hooks, NavGuard, Tab};
+use crate::tab::{FrameEntry, Hooks, Tab};
 
 /// Deepest nesting of frames a snapshot descends into.
 const MAX_FRAME_DEPTH: usize = 4;

@@ -3,12 +3,12 @@
 //! an isolated world per frame.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use airlock_core::Redact;
 use airlock_core::text::ellipsize;
-use airlock_policy::{Decision, DenyReason, Policy};
+use airlock_policy::{Decision, DenyReason};
 use airlock_snapshot::Line;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use crate::action::{Dialog, Injection};
 use crate::cdp::{CdpError, Connection, Event};
 use crate::error::{Error, Result};
+use crate::guard::NavGuard;
 use crate::outbound::{Requests, watch_worker};
 
 /// The walker, installed once per isolated world.
@@ -43,22 +44,6 @@ const DIALOG_STORM_WINDOW: Duration = Duration::from_secs(3);
 /// Longest URL quoted in a notice.
 const MAX_NOTICE_URL: usize = 120;
 
-/// Where pages may navigate by themselves. The egress proxy stops every network
-/// request; this stops what never reaches a network: a page moving its top frame to a
-/// `blob:` or `data:` URL, and popups opened to a URL the policy denies (closed rather
-/// than left showing the proxy's refusal).
-#[derive(Clone)]
-pub(crate) struct NavGuard {
-    /// `None` judges nothing (browser-layer tests; a pre-warmed session before it is
-    /// handed out, which has not left `about:blank`). Shared by the session's tabs.
-    pub(crate) policy: Arc<RwLock<Option<Arc<Policy>>>>,
-    /// What the guard did, for the next action's outcome (shared by the session's tabs,
-    /// so a closed popup's notice outlives its tab).
-    pub(crate) notices: Arc<Mutex<Vec<String>>>,
-    /// Notices quote page URLs: redacted before they are cut.
-    redactor: Arc<dyn Redact>,
-}
-
 /// What a session adds to each of its tabs.
 #[derive(Clone)]
 pub(crate) struct Hooks {
@@ -68,44 +53,6 @@ pub(crate) struct Hooks {
     pub(crate) requests: Requests,
     /// The session's redactor: dialog texts and notices pass it before they are cut.
     pub(crate) redactor: Arc<dyn Redact>,
-}
-
-impl NavGuard {
-    pub(crate) fn new(policy: Option<Arc<Policy>>, redactor: Arc<dyn Redact>) -> NavGuard {
-        NavGuard {
-            policy: Arc::new(RwLock::new(policy)),
-            notices: Arc::default(),
-            redactor,
-        }
-    }
-
-    pub(crate) fn set_policy(&self, policy: Arc<Policy>) {
-        *self.policy.write().unwrap_or_else(|p| p.into_inner()) = Some(policy);
-    }
-
-    fn policy(&self) -> Option<Arc<Policy>> {
-        self.policy
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    pub(crate) fn notify(&self, notice: String) {
-        self.notices
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(notice);
-    }
-
-    /// Like `notify`, unless the same notice is already waiting (a page repeating a
-    /// refused request is told once).
-    pub(crate) fn notify_once(&self, notice: String) {
-        let notice = self.redactor.redact(&notice).into_owned();
-        let mut notices = self.notices.lock().unwrap_or_else(|p| p.into_inner());
-        if !notices.contains(&notice) {
-            notices.push(notice);
-        }
-    }
 }
 
 /// A frame known to the tab, numbered in the order first seen (0 is the top frame).

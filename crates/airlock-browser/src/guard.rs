@@ -1,0 +1,63 @@
+//! The navigation guard a session's tabs share: the policy that judges where a page
+//! may go by itself, and the notices of what it stopped, for the next outcome. Its own
+//! room so that the tab (which judges navigations) and the outbound request hooks
+//! (which report refusals) both use it without depending on each other.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use airlock_core::Redact;
+use airlock_policy::Policy;
+
+/// Where pages may navigate by themselves. The egress proxy stops every network
+/// request; this stops what never reaches a network: a page moving its top frame to a
+/// `blob:` or `data:` URL, and popups opened to a URL the policy denies (closed rather
+/// than left showing the proxy's refusal).
+#[derive(Clone)]
+pub(crate) struct NavGuard {
+    /// `None` judges nothing (browser-layer tests; a pre-warmed session before it is
+    /// handed out, which has not left `about:blank`). Shared by the session's tabs.
+    pub(crate) policy: Arc<RwLock<Option<Arc<Policy>>>>,
+    /// What the guard did, for the next action's outcome (shared by the session's tabs,
+    /// so a closed popup's notice outlives its tab).
+    pub(crate) notices: Arc<Mutex<Vec<String>>>,
+    /// Notices quote page URLs: redacted before they are cut.
+    pub(crate) redactor: Arc<dyn Redact>,
+}
+
+impl NavGuard {
+    pub(crate) fn new(policy: Option<Arc<Policy>>, redactor: Arc<dyn Redact>) -> NavGuard {
+        NavGuard {
+            policy: Arc::new(RwLock::new(policy)),
+            notices: Arc::default(),
+            redactor,
+        }
+    }
+
+    pub(crate) fn set_policy(&self, policy: Arc<Policy>) {
+        *self.policy.write().unwrap_or_else(|p| p.into_inner()) = Some(policy);
+    }
+
+    pub(crate) fn policy(&self) -> Option<Arc<Policy>> {
+        self.policy
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn notify(&self, notice: String) {
+        self.notices
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(notice);
+    }
+
+    /// Like `notify`, unless the same notice is already waiting (a page repeating a
+    /// refused request is told once).
+    pub(crate) fn notify_once(&self, notice: String) {
+        let notice = self.redactor.redact(&notice).into_owned();
+        let mut notices = self.notices.lock().unwrap_or_else(|p| p.into_inner());
+        if !notices.contains(&notice) {
+            notices.push(notice);
+        }
+    }
+}
