@@ -50,6 +50,11 @@ pub enum ErrorCode {
     NotFound,
     /// A bug or an unexpected failure inside Airlock.
     Internal,
+    /// The session ran as many actions as its budget allows; a new session gets a
+    /// fresh budget.
+    BudgetExhausted,
+    /// An operator holds the session's page; retry once it is handed back.
+    SessionHeld,
 }
 
 impl ErrorCode {
@@ -76,6 +81,8 @@ impl ErrorCode {
         Self::Forbidden,
         Self::NotFound,
         Self::Internal,
+        Self::BudgetExhausted,
+        Self::SessionHeld,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -118,6 +125,8 @@ impl ErrorCode {
             Self::Forbidden => ("forbidden", 403, false),
             Self::NotFound => ("not_found", 404, false),
             Self::Internal => ("internal", 500, true),
+            Self::BudgetExhausted => ("budget_exhausted", 429, false),
+            Self::SessionHeld => ("session_held", 409, true),
         }
     }
 }

@@ -68,6 +68,20 @@ pub enum Error {
         "a browser session is already open ({0}; a browser tool opens one when none is), so none of these options was applied"
     )]
     SessionAlreadyOpen(String),
+    /// An operator holds the session's page.
+    #[error("an operator holds this browser session's page; call again once it is handed back")]
+    SessionHeld,
+    /// The session ran as many actions as its budget allows.
+    #[error(
+        "this browser session has used its budget of {budget} actions; a new browser session starts with a fresh one"
+    )]
+    BudgetExhausted {
+        /// The budget.
+        budget: u64,
+    },
+    /// No open browser session has the id given.
+    #[error("no open browser session has that id")]
+    NoSuchSession,
     /// The gateway is stopping.
     #[error("the gateway is shutting down")]
     ShuttingDown,
@@ -90,6 +104,9 @@ impl HasErrorCode for Error {
             Error::CredentialNotLoaded { .. } => ErrorCode::Forbidden,
             Error::SessionExpired(_) => ErrorCode::SessionExpired,
             Error::SessionAlreadyOpen(_) => ErrorCode::SessionAlreadyOpen,
+            Error::SessionHeld => ErrorCode::SessionHeld,
+            Error::BudgetExhausted { .. } => ErrorCode::BudgetExhausted,
+            Error::NoSuchSession => ErrorCode::NotFound,
             Error::ShuttingDown => ErrorCode::BrowserUnavailable,
             Error::Internal(_) => ErrorCode::Internal,
         }

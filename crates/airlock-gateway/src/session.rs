@@ -22,7 +22,9 @@ pub use call::{CallContext, CallObserver, CallRecord};
 use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::error::{Error, Result};
-use crate::sessions::{End, Held, InUse, Lease, LeaseInfo, Principal, Sessions};
+use crate::sessions::{
+    End, Held, InUse, Lease, LeaseInfo, LeaseTerms, Principal, Refusal, SessionId, Sessions,
+};
 use crate::surface::Surface;
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
 use crate::warm::{Activity, WarmPool, open_browser};
@@ -32,6 +34,10 @@ use crate::warm::{Activity, WarmPool, open_browser};
 pub struct GatewayConfig {
     /// A browser session idle this long is closed.
     pub idle_ttl: Duration,
+    /// A browser session open this long is closed, busy or not (`None`: no limit).
+    pub max_lifetime: Option<Duration>,
+    /// Most actions one browser session may run (`None`: no limit).
+    pub action_budget: Option<u64>,
     /// What the browser may reach.
     pub policy: Policy,
     /// Stored credentials and who may use them.
@@ -49,6 +55,8 @@ impl Default for GatewayConfig {
     fn default() -> Self {
         GatewayConfig {
             idle_ttl: Duration::from_secs(600),
+            max_lifetime: None,
+            action_budget: None,
             policy: Policy::public_only(),
             credentials: CredentialSource {
                 tenant: "default".to_owned(),
@@ -316,7 +324,7 @@ impl Gateway {
         match lock(&self.named).get(handle) {
             Some((owner, agent)) if owner == caller => Ok(agent.clone()),
             _ => Err(Error::SessionExpired(
-                "this session URL names no open browser session (it was closed for idleness, or never existed); call browser_session_open at the plain MCP URL for a new one",
+                "this session URL names no open browser session (it was closed for idleness, or never existed)",
             )),
         }
     }
@@ -326,20 +334,41 @@ impl Gateway {
         self.sessions.count()
     }
 
-    /// Every open browser session: id, owner, age, idleness, calls in it.
+    /// Every open browser session: id, owner, age, idleness, calls in it, actions,
+    /// refused requests, terms.
     pub fn leases(&self) -> Vec<LeaseInfo> {
         self.sessions.list()
     }
 
+    /// Holds a browser session for an operator (`true`: its agent's calls are refused
+    /// with `session_held` until it is handed back) or hands it back (`false`).
+    pub fn hold(&self, id: &SessionId, held: bool) -> Result<()> {
+        let lease = self.sessions.get(id).ok_or(Error::NoSuchSession)?;
+        lease.set_held(held);
+        tracing::info!(session.id = %id, held, "browser session hold changed");
+        Ok(())
+    }
+
+    // What a new lease may consume.
+    fn terms(&self) -> LeaseTerms {
+        LeaseTerms {
+            idle_ttl: self.config.idle_ttl,
+            max_lifetime: self.config.max_lifetime,
+            action_budget: self.config.action_budget,
+        }
+    }
+
     async fn reap_idle(&self) {
         let ttl = self.config.idle_ttl;
-        // Leases idle past the TTL with no call in them end; their agents say so once.
-        for (lease, idle) in self.sessions.expire_idle(ttl) {
+        // Leases past their idle TTL or lifetime with no call in them end; their
+        // agents say so once.
+        for (lease, end, idle) in self.sessions.expire_due() {
             tracing::info!(
                 session.id = %lease.id,
                 tenant = %lease.owner.tenant,
                 idle_ms = idle.as_millis() as u64,
-                "closing idle browser session"
+                reason = if end == End::OutLived { "lifetime" } else { "idle" },
+                "closing browser session"
             );
             lease.held.close().await;
         }
@@ -503,21 +532,35 @@ impl AgentSession {
         ToolOutput::text("no browser session was open")
     }
 
-    // The agent's open lease, entered for one call, opening one lazily. A lease the
-    // reaper ended is reported once as expired, so the agent knows its logged-in state
-    // is gone; one whose browser was lost is replaced without a word.
-    async fn browser_session(&self) -> Result<InUse> {
+    // The agent's open lease, entered for one call (`acts`: one counted against the
+    // action budget), opening one lazily. A lease the reaper or its lifetime ended is
+    // reported once as expired, so the agent knows its logged-in state is gone; one
+    // whose browser was lost is replaced without a word.
+    async fn browser_session(&self, acts: bool) -> Result<InUse> {
         let mut slot = self.inner.slot.lock().await;
         if let Slot::Leased(lease) = &*slot {
-            match lease.enter() {
+            match lease.enter(acts) {
                 Ok(in_use) => return Ok(in_use),
-                Err(End::Expired) => {
+                Err(Refusal::Ended(End::Expired)) => {
                     *slot = Slot::Empty;
                     return Err(Error::SessionExpired(
                         "the browser session was closed after being idle; the next call opens a fresh one (cookies and tabs are gone)",
                     ));
                 }
-                Err(End::Closed | End::Lost) => *slot = Slot::Empty,
+                Err(Refusal::Ended(End::OutLived)) => {
+                    let lease = lease.clone();
+                    *slot = Slot::Empty;
+                    drop(slot);
+                    self.inner.sessions.close(&lease, End::OutLived).await;
+                    return Err(Error::SessionExpired(
+                        "the browser session reached its maximum lifetime and was closed; the next call opens a fresh one (cookies and tabs are gone)",
+                    ));
+                }
+                Err(Refusal::Ended(End::Closed | End::Lost)) => *slot = Slot::Empty,
+                Err(Refusal::Held) => return Err(Error::SessionHeld),
+                Err(Refusal::BudgetSpent(budget)) => {
+                    return Err(Error::BudgetExhausted { budget });
+                }
             }
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
@@ -528,19 +571,27 @@ impl AgentSession {
             session.id = %lease.id,
             "browser session opened lazily"
         );
-        let in_use = lease
-            .enter()
-            .map_err(|_| Error::Internal("a new browser session ended at once".to_owned()))?;
+        let in_use = lease.enter(acts).map_err(|refusal| match refusal {
+            Refusal::BudgetSpent(budget) => Error::BudgetExhausted { budget },
+            _ => Error::Internal("a new browser session ended at once".to_owned()),
+        })?;
         *slot = Slot::Leased(lease);
         Ok(in_use)
     }
 
     // Registers a freshly opened browser session as this agent's principal's lease.
     async fn lease(&self, held: Arc<Held>) -> Result<Arc<Lease>> {
+        let terms = match self.inner.gateway.upgrade() {
+            Some(gateway) => gateway.terms(),
+            None => {
+                held.close().await;
+                return Err(Error::ShuttingDown);
+            }
+        };
         match self
             .inner
             .sessions
-            .insert(self.inner.principal.clone(), held.clone())
+            .insert(self.inner.principal.clone(), terms, held.clone())
         {
             Ok(lease) => Ok(lease),
             Err(e) => {

@@ -97,48 +97,140 @@ impl std::ops::Deref for Held {
 pub(crate) enum End {
     /// `browser_session_close`, the agent going away, or shutdown.
     Closed,
-    /// Idle past the TTL: the next call of its agent says so once.
+    /// Idle past its TTL: the next call of its agent says so once.
     Expired,
+    /// Open past its maximum lifetime, busy or not: said once too.
+    OutLived,
     /// Its browser died: the next call opens a fresh one.
     Lost,
+}
+
+/// Why a lease refused a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// It ended.
+    Ended(End),
+    /// An operator holds the page; the agent may call again once it is handed back.
+    Held,
+    /// It ran as many actions as its budget allows.
+    BudgetSpent(u64),
+}
+
+/// What a lease may consume. `None` is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseTerms {
+    /// Ended after this long with no call in it.
+    pub idle_ttl: Duration,
+    /// Ended this long after it opened, however busy.
+    pub max_lifetime: Option<Duration>,
+    /// Most actions (calls that need the `act` role) it may run.
+    pub action_budget: Option<u64>,
+}
+
+impl Default for LeaseTerms {
+    fn default() -> Self {
+        LeaseTerms {
+            idle_ttl: Duration::from_secs(600),
+            max_lifetime: None,
+            action_budget: None,
+        }
+    }
+}
+
+/// The (user, conversation) a backend leased a session for: the same key reaches the
+/// same session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConversationKey {
+    /// The backend's user.
+    pub user: String,
+    /// The conversation (or agent run) within the user's.
+    pub conversation: String,
 }
 
 struct State {
     busy: usize,
     last_used: Instant,
     ended: Option<End>,
+    actions: u64,
+    blocked: u64,
+    held: bool,
 }
 
-/// One open browser session, its owner and its use.
+/// One open browser session, its owner, its terms and its use.
 pub(crate) struct Lease {
     pub(crate) id: SessionId,
     pub(crate) owner: Principal,
+    pub(crate) conversation: Option<ConversationKey>,
+    pub(crate) terms: LeaseTerms,
     pub(crate) held: Arc<Held>,
     pub(crate) created: Instant,
     state: Mutex<State>,
 }
 
 impl Lease {
-    /// Enters the lease for one call: refused once it ended. The guard leaves it.
-    pub(crate) fn enter(self: &Arc<Self>) -> std::result::Result<InUse, End> {
+    /// Enters the lease for one call (`acts`: one that counts against the action
+    /// budget): refused once it ended, while an operator holds it, or when the budget
+    /// is spent. The guard leaves it.
+    pub(crate) fn enter(self: &Arc<Self>, acts: bool) -> std::result::Result<InUse, Refusal> {
         let mut state = lock(&self.state);
         if let Some(end) = state.ended {
-            return Err(end);
+            return Err(Refusal::Ended(end));
+        }
+        if self
+            .terms
+            .max_lifetime
+            .is_some_and(|most| self.created.elapsed() >= most)
+        {
+            // Not ended here: the caller closes it (`Sessions::close` ends it once).
+            return Err(Refusal::Ended(End::OutLived));
+        }
+        if state.held {
+            return Err(Refusal::Held);
+        }
+        if acts {
+            if let Some(budget) = self.terms.action_budget
+                && state.actions >= budget
+            {
+                return Err(Refusal::BudgetSpent(budget));
+            }
+            state.actions += 1;
         }
         state.busy += 1;
         state.last_used = Instant::now();
         Ok(InUse(self.clone()))
     }
 
-    /// Ends the lease if no call is in it (`None` when one is, or it already ended).
-    fn end_if_idle(&self, end: End, idle_for: Duration) -> Option<Duration> {
+    /// Ends the lease if no call is in it and it is past its idle TTL or lifetime
+    /// (`None` otherwise, or when it already ended).
+    fn end_if_due(&self) -> Option<(End, Duration)> {
         let mut state = lock(&self.state);
         let idle = state.last_used.elapsed();
-        if state.ended.is_some() || state.busy > 0 || idle < idle_for {
+        if state.ended.is_some() || state.busy > 0 {
             return None;
         }
+        let end = if idle >= self.terms.idle_ttl {
+            End::Expired
+        } else if self
+            .terms
+            .max_lifetime
+            .is_some_and(|most| self.created.elapsed() >= most)
+        {
+            End::OutLived
+        } else {
+            return None;
+        };
         state.ended = Some(end);
-        Some(idle)
+        Some((end, idle))
+    }
+
+    /// Counts requests refused while a call ran in it.
+    pub(crate) fn add_blocked(&self, blocked: u64) {
+        lock(&self.state).blocked += blocked;
+    }
+
+    /// Holds the lease for an operator (`true`) or hands it back.
+    pub(crate) fn set_held(&self, held: bool) {
+        lock(&self.state).held = held;
     }
 
     /// Ends the lease now, whatever is in it (a call in flight fails on its closed
@@ -169,6 +261,13 @@ impl std::ops::Deref for InUse {
     }
 }
 
+impl InUse {
+    /// The lease entered.
+    pub(crate) fn lease(&self) -> Arc<Lease> {
+        self.0.clone()
+    }
+}
+
 impl Drop for InUse {
     fn drop(&mut self) {
         let mut state = lock(&self.0.state);
@@ -192,6 +291,16 @@ pub struct LeaseInfo {
     pub busy: usize,
     /// Whether it runs in a Chromium of its own.
     pub dedicated: bool,
+    /// The (user, conversation) it was leased for, if any.
+    pub conversation: Option<ConversationKey>,
+    /// What it may consume.
+    pub terms: LeaseTerms,
+    /// Actions it ran (against `terms.action_budget`).
+    pub actions: u64,
+    /// Requests the egress proxy or the outbound protection refused in it.
+    pub blocked: u64,
+    /// Whether an operator holds it.
+    pub held: bool,
 }
 
 /// The registry: every open lease by id.
@@ -202,18 +311,28 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
-    /// Registers a new lease over `held`, owned by `owner`.
-    pub(crate) fn insert(&self, owner: Principal, held: Arc<Held>) -> Result<Arc<Lease>> {
+    /// Registers a new lease over `held`, owned by `owner`, under `terms`.
+    pub(crate) fn insert(
+        &self,
+        owner: Principal,
+        terms: LeaseTerms,
+        held: Arc<Held>,
+    ) -> Result<Arc<Lease>> {
         let now = Instant::now();
         let lease = Arc::new(Lease {
             id: SessionId::random()?,
             owner,
+            conversation: None,
+            terms,
             held,
             created: now,
             state: Mutex::new(State {
                 busy: 0,
                 last_used: now,
                 ended: None,
+                actions: 0,
+                blocked: 0,
+                held: false,
             }),
         });
         lock(&self.leases).insert(lease.id.clone(), lease.clone());
@@ -262,6 +381,11 @@ impl Sessions {
                     },
                     busy: state.busy,
                     dedicated: lease.held.is_dedicated(),
+                    conversation: lease.conversation.clone(),
+                    terms: lease.terms,
+                    actions: state.actions,
+                    blocked: state.blocked,
+                    held: state.held,
                 }
             })
             .collect();
@@ -269,21 +393,27 @@ impl Sessions {
         out
     }
 
-    /// Ends every lease idle for `ttl` with no call in it, and returns them (their
-    /// browsers are the caller's to close, outside any lock).
-    pub(crate) fn expire_idle(&self, ttl: Duration) -> Vec<(Arc<Lease>, Duration)> {
+    /// Ends every lease with no call in it that is past its idle TTL or lifetime,
+    /// and returns them with how and how long idle (their browsers are the caller's
+    /// to close, outside any lock).
+    pub(crate) fn expire_due(&self) -> Vec<(Arc<Lease>, End, Duration)> {
         let leases: Vec<Arc<Lease>> = lock(&self.leases).values().cloned().collect();
-        let expired: Vec<(Arc<Lease>, Duration)> = leases
+        let expired: Vec<(Arc<Lease>, End, Duration)> = leases
             .into_iter()
             .filter_map(|lease| {
-                let idle = lease.end_if_idle(End::Expired, ttl)?;
-                Some((lease, idle))
+                let (end, idle) = lease.end_if_due()?;
+                Some((lease, end, idle))
             })
             .collect();
-        for (lease, _) in &expired {
+        for (lease, _, _) in &expired {
             self.remove(&lease.id);
         }
         expired
+    }
+
+    /// The open lease with this id.
+    pub(crate) fn get(&self, id: &SessionId) -> Option<Arc<Lease>> {
+        lock(&self.leases).get(id).cloned()
     }
 
     /// Ends and removes every lease (shutdown).

@@ -50,7 +50,7 @@ impl Surface {
     pub(crate) fn hint(self, error: &Error) -> Option<String> {
         let step = match error {
             Error::CredentialNotLoaded { name } => Step::OpenWith(name),
-            Error::SessionAlreadyOpen(_) => Step::CloseSession,
+            Error::SessionAlreadyOpen(_) | Error::BudgetExhausted { .. } => Step::CloseSession,
             _ => return None,
         };
         self.suggest(step).map(|s| format!("; {s}"))

@@ -320,7 +320,7 @@ impl ToolOutput {
     }
 
     /// Adds to the message (a failure's too) what the agent should know next.
-    pub(crate) fn push_note(&mut self, note: &str) {
+    pub fn push_note(&mut self, note: &str) {
         self.text.push_str(note);
         if let Some(message) = &mut self.message {
             message.push_str(note);

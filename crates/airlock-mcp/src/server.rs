@@ -107,7 +107,11 @@ impl AirlockMcp {
         if let Some(handle) = session_handle(parts.uri.path()) {
             return match self.gateway.named_agent(&principal.caller(), handle) {
                 Ok(agent) => Serving::Held(agent),
-                Err(refusal) => Serving::Refused(ToolOutput::from_error(&refusal)),
+                Err(refusal) => {
+                    let mut out = ToolOutput::from_error(&refusal);
+                    out.push_note("; call browser_session_open at the plain MCP URL for a new one");
+                    Serving::Refused(out)
+                }
             };
         }
         if parts.headers.contains_key("mcp-session-id") {

@@ -6,7 +6,7 @@
 //! the lease may wait on a lock, and only on this agent's own; the browser's work
 //! waits on the page.
 
-use airlock_core::ErrorCode;
+use airlock_core::{ErrorCode, Role};
 
 use super::*;
 use crate::sessions::SessionId;
@@ -76,6 +76,7 @@ impl AgentSession {
         if let Err(e) = self.admit(&call).await {
             return self.failure(context, &e);
         }
+        let acts = call.min_role() >= Role::Act;
         let lease = match call {
             ToolCall::SessionOpen(options) => {
                 return match self.open(options).await {
@@ -84,12 +85,14 @@ impl AgentSession {
                 };
             }
             ToolCall::SessionClose => return self.close_browser().await,
-            _ => match self.browser_session().await {
+            _ => match self.browser_session(acts).await {
                 Ok(lease) => lease,
                 Err(e) => return self.failure(context, &e),
             },
         };
         context.session = Some(lease.id.clone());
+        // The lease itself, for counting after the call (recovery may leave it).
+        let entered = Some(lease.lease());
         let held = lease.held.clone();
         let mut out = match self.act(context, &held, call).await {
             Ok(out) => out,
@@ -102,6 +105,9 @@ impl AgentSession {
             }
         };
         self.egress_summary(context, &held, &mut out);
+        if let Some(lease) = &entered {
+            lease.add_blocked(context.blocked);
+        }
         // The browser session redacted everything it took from the page before using
         // it; every output passes the redactor once more as a whole (it withholds all
         // of a text if it ever fails).

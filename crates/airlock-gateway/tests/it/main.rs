@@ -1427,3 +1427,79 @@ async fn a_hint_names_only_tools_the_callers_surface_has() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_keeps_its_budget_lifetime_and_operator_hold() {
+    with_browser(|h| async move {
+        // The budget: actions count, looking does not.
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                action_budget: Some(2),
+                ..config(&h)
+            },
+        );
+        let agent = gateway.agent_session();
+        let look = || ToolCall::Snapshot(SnapshotOptions::default());
+        for call in [navigate(h.site.url("login.html")), look(), look()] {
+            let out = agent.call(call).await;
+            assert_eq!(out.error, None, "{}", out.text);
+        }
+        let out = agent.call(navigate(h.site.url("page2.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, Some(ErrorCode::BudgetExhausted), "{}", out.text);
+        assert!(out.text.contains("budget of 2 actions"), "{}", out.text);
+        assert_eq!(
+            agent.call(look()).await.error,
+            None,
+            "looking is not an action"
+        );
+        let lease = gateway.leases().remove(0);
+        assert_eq!(lease.actions, 2);
+        // A new session gets a fresh budget.
+        agent.call(ToolCall::SessionClose).await;
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+
+        // The hold: refused at once while an operator holds the page, then back.
+        let id = gateway.leases()[0].id.clone();
+        gateway.hold(&id, true).unwrap();
+        assert!(gateway.leases()[0].held);
+        let out = agent.call(look()).await;
+        assert_eq!(out.error, Some(ErrorCode::SessionHeld), "{}", out.text);
+        assert!(ErrorCode::SessionHeld.retryable());
+        gateway.hold(&id, false).unwrap();
+        assert_eq!(agent.call(look()).await.error, None);
+        gateway.shutdown().await;
+
+        // The lifetime: a busy session ends all the same, said once.
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                max_lifetime: Some(Duration::from_millis(400)),
+                ..config(&h)
+            },
+        );
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let mut ended: Option<(ErrorCode, String)>;
+        assert!(
+            eventually!({
+                let out = agent.call(look()).await;
+                ended = out.error.map(|code| (code, out.text));
+                ended.is_some()
+            }),
+            "the session outlived its lifetime"
+        );
+        let (code, text) = ended.unwrap();
+        assert_eq!(code, ErrorCode::SessionExpired, "{text}");
+        assert!(text.contains("maximum lifetime"), "{text}");
+        assert!(gateway.leases().is_empty());
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "a fresh session follows: {}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}

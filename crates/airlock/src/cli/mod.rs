@@ -349,6 +349,9 @@ pub(crate) async fn gateway(
         browsers,
         airlock_gateway::GatewayConfig {
             idle_ttl: config.sessions.idle_ttl,
+            // Limits per session come with their configuration (tenants and leasing).
+            max_lifetime: None,
+            action_budget: None,
             policy: config.policy.clone().with_airlock_addresses(own_addresses),
             credentials: airlock_gateway::CredentialSource {
                 vault: Some(std::sync::Arc::new(vault)),
