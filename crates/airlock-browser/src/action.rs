@@ -285,8 +285,8 @@ pub struct ActionOutcome {
     /// Dialogs past those listed, dismissed too.
     pub dialogs_unlisted: u64,
     /// What the browser did about the page on the side (a popup or a navigation it
-    /// stopped, a tab it closed), one sentence each.
-    pub notices: Vec<String>,
+    /// stopped, a tab it closed, a request it refused).
+    pub notices: Vec<Notice>,
     /// Tabs the page opened meanwhile (popups).
     pub new_tabs: Vec<NewTab>,
     /// Whether the main frame navigated.
@@ -347,6 +347,55 @@ pub enum Waited {
     TextGone,
     /// The target (as described) appeared.
     Target(String),
+}
+
+/// Something the browser did about the page on the side of an action. URLs, origins
+/// and reasons are redacted, and URLs cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// Closed a popup the page opened to a URL the policy denies.
+    PopupDenied {
+        /// Where the popup went.
+        url: String,
+        /// The policy's reason.
+        reason: String,
+    },
+    /// Stopped a navigation the page started to a URL of a denied scheme (`blob:`,
+    /// `data:`), or left it for `about:blank` when it had committed already.
+    NavigationStopped {
+        /// Where the page went.
+        url: String,
+        /// The policy's reason.
+        reason: String,
+        /// It had committed: the tab was sent to `about:blank`.
+        committed: bool,
+    },
+    /// Closed popups past the session's tab cap.
+    PopupsOverCap {
+        /// How many.
+        closed: u64,
+        /// The cap.
+        cap: usize,
+    },
+    /// Closed a tab whose page opened dialogs without end; a blank one took its place.
+    DialogStorm {
+        /// Dialogs seen.
+        dialogs: usize,
+        /// Within this many seconds.
+        within_secs: u64,
+    },
+    /// Stopped the script of a page that did not answer.
+    ScriptStopped,
+    /// Closed the tab of a page that did not answer even with its scripts stopped; a
+    /// blank one took its place.
+    UnresponsiveTabReplaced,
+    /// Refused a request the page made (the session's outbound protection).
+    RequestRefused {
+        /// The request's origin.
+        origin: String,
+        /// Why.
+        why: String,
+    },
 }
 
 /// A JavaScript dialog the page opened during an action.

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use airlock_core::Redact;
 use airlock_policy::Policy;
 
+use crate::action::Notice;
+
 /// Where pages may navigate by themselves. The egress proxy stops every network
 /// request; this stops what never reaches a network: a page moving its top frame to a
 /// `blob:` or `data:` URL, and popups opened to a URL the policy denies (closed rather
@@ -19,7 +21,7 @@ pub(crate) struct NavGuard {
     pub(crate) policy: Arc<RwLock<Option<Arc<Policy>>>>,
     /// What the guard did, for the next action's outcome (shared by the session's tabs,
     /// so a closed popup's notice outlives its tab).
-    pub(crate) notices: Arc<Mutex<Vec<String>>>,
+    pub(crate) notices: Arc<Mutex<Vec<Notice>>>,
     /// Notices quote page URLs: redacted before they are cut.
     pub(crate) redactor: Arc<dyn Redact>,
 }
@@ -44,7 +46,7 @@ impl NavGuard {
             .clone()
     }
 
-    pub(crate) fn notify(&self, notice: String) {
+    pub(crate) fn notify(&self, notice: Notice) {
         self.notices
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -52,9 +54,15 @@ impl NavGuard {
     }
 
     /// Like `notify`, unless the same notice is already waiting (a page repeating a
-    /// refused request is told once).
-    pub(crate) fn notify_once(&self, notice: String) {
-        let notice = self.redactor.redact(&notice).into_owned();
+    /// refused request is told once). Its words are redacted first.
+    pub(crate) fn notify_once(&self, notice: Notice) {
+        let notice = match notice {
+            Notice::RequestRefused { origin, why } => Notice::RequestRefused {
+                origin: self.redactor.redact(&origin).into_owned(),
+                why: self.redactor.redact(&why).into_owned(),
+            },
+            other => other,
+        };
         let mut notices = self.notices.lock().unwrap_or_else(|p| p.into_inner());
         if !notices.contains(&notice) {
             notices.push(notice);

@@ -25,8 +25,8 @@ mod tab;
 pub use action::{
     ActionOutcome, Bounds, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Dialog,
     Direction, Effect, ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NewTab,
-    PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo,
-    Target, TextPiece, TypedText, WaitCondition, WaitUntil, Waited,
+    Notice, PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions,
+    TabInfo, Target, TextPiece, TypedText, WaitCondition, WaitUntil, Waited,
 };
 pub use browser::{Browsers, Probe, probe};
 pub use error::{Error, Result};

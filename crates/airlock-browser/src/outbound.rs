@@ -12,7 +12,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::action::Injection;
+use crate::action::{Injection, Notice};
 use crate::cdp::{Connection, Event};
 use crate::guard::NavGuard;
 
@@ -134,9 +134,10 @@ impl Requests {
         {
             Some(why) => {
                 self.refused.fetch_add(1, Ordering::AcqRel);
-                notices.notify_once(format!(
-                    "refused a request the page made to {origin}: {why}"
-                ));
+                notices.notify_once(Notice::RequestRefused {
+                    origin: origin.clone(),
+                    why,
+                });
                 (
                     "Fetch.failRequest",
                     json!({ "requestId": id, "errorReason": "BlockedByClient" }),

@@ -476,18 +476,14 @@ impl Session {
             )
             .await;
         if tab.eval(0, "true", false, probe).await.is_ok() {
-            self.guard.notify(
-                "the page did not answer, so the script it was running was stopped".to_owned(),
-            );
+            self.guard.notify(Notice::ScriptStopped);
             return Ok(tab);
         }
         let _ = self.chromium.conn.close_target(&tab.target_id, probe).await;
         lock(&self.registry)
             .tabs
             .retain(|t| t.target_id != tab.target_id);
-        self.guard.notify(
-            "the page did not answer even with its scripts stopped: its tab was closed and a blank one opened in its place".to_owned(),
-        );
+        self.guard.notify(Notice::UnresponsiveTabReplaced);
         self.create_tab().await
     }
 
@@ -584,9 +580,10 @@ impl Session {
         let (dialogs, dialogs_unlisted) = tab.take_dialogs();
         let mut notices = std::mem::take(&mut *lock(&self.guard.notices));
         if refused > 0 {
-            notices.push(format!(
-                "closed {refused} popup(s) the page opened: a session has at most {MAX_TABS} tabs"
-            ));
+            notices.push(Notice::PopupsOverCap {
+                closed: refused as u64,
+                cap: MAX_TABS,
+            });
         }
         // Chromium's own words too: an error page's title is its URL, partly unescaped.
         ActionOutcome {

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::action::{Dialog, Injection};
+use crate::action::{Dialog, Injection, Notice};
 use crate::cdp::{CdpError, Connection, Event};
 use crate::error::{Error, Result};
 use crate::guard::NavGuard;
@@ -679,9 +679,10 @@ fn guard_navigation(
     if popup {
         // A popup to a denied URL is closed, whatever the reason (the proxy would
         // only have refused it; the agent need not see a tab of refusals).
-        guard.notify(format!(
-            "closed a popup the page opened to {shown}: {detail}"
-        ));
+        guard.notify(Notice::PopupDenied {
+            url: shown,
+            reason: detail,
+        });
         let target = state.target_id.clone();
         tokio::spawn(async move {
             let _ = conn.close_target(&target, Duration::from_secs(5)).await;
@@ -693,14 +694,16 @@ fn guard_navigation(
     if reason != DenyReason::Scheme || url.starts_with("chrome-error:") {
         return;
     }
-    let (verb, method, params) = if committed {
-        ("left", "Page.navigate", json!({ "url": "about:blank" }))
+    let (method, params) = if committed {
+        ("Page.navigate", json!({ "url": "about:blank" }))
     } else {
-        ("stopped", "Page.stopLoading", json!({}))
+        ("Page.stopLoading", json!({}))
     };
-    guard.notify(format!(
-        "{verb} a page-initiated navigation to {shown}: {detail}"
-    ));
+    guard.notify(Notice::NavigationStopped {
+        url: shown,
+        reason: detail,
+        committed,
+    });
     tokio::spawn(async move {
         let _ = conn
             .call(Some(&session), method, params, Duration::from_secs(5))
@@ -872,10 +875,10 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                 .await;
             if storm {
                 // Off the pump: stopping the page waits on events this pump reads.
-                state.guard.notify(format!(
-                    "the page opened {DIALOG_STORM} dialogs within {} s: its tab was closed and a blank one opened in its place",
-                    DIALOG_STORM_WINDOW.as_secs()
-                ));
+                state.guard.notify(Notice::DialogStorm {
+                    dialogs: DIALOG_STORM,
+                    within_secs: DIALOG_STORM_WINDOW.as_secs(),
+                });
                 let conn = conn.clone();
                 let target = state.target_id.clone();
                 tokio::spawn(async move {

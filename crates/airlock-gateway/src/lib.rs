@@ -10,7 +10,7 @@
 pub mod action {
     pub use airlock_browser::{
         ActionOutcome, Bounds, ClickOptions, Dialog, Direction, Effect, ImageFormat, Modifier,
-        MouseButton, NewTab, Resolved, ScreenshotOptions, Scroll, SnapshotOptions, Target,
+        MouseButton, NewTab, Notice, Resolved, ScreenshotOptions, Scroll, SnapshotOptions, Target,
         WaitCondition, WaitUntil, Waited,
     };
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use airlock_browser::{
-    ActionOutcome, ClickOptions, DEFAULT_TEXT_BYTES, Effect, Error as BrowserError,
+    ActionOutcome, ClickOptions, DEFAULT_TEXT_BYTES, Effect, Error as BrowserError, Notice,
     ScreenshotOptions, Scroll, Session, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
     Waited,
 };
@@ -565,7 +565,8 @@ fn header(outcome: &ActionOutcome, surface: Surface, typed: Option<&str>) -> Str
         ));
     }
     for notice in &outcome.notices {
-        text.push_str(&format!("{notice}\n"));
+        text.push_str(&notice_line(notice));
+        text.push('\n');
     }
     for tab in &outcome.new_tabs {
         text.push_str(&format!(
@@ -578,6 +579,39 @@ fn header(outcome: &ActionOutcome, surface: Surface, typed: Option<&str>) -> Str
         text.push('\n');
     }
     text
+}
+
+// What the browser did on the side, in the words an agent reads.
+fn notice_line(notice: &Notice) -> String {
+    match notice {
+        Notice::PopupDenied { url, reason } => {
+            format!("closed a popup the page opened to {url}: {reason}")
+        }
+        Notice::NavigationStopped {
+            url,
+            reason,
+            committed,
+        } => {
+            let verb = if *committed { "left" } else { "stopped" };
+            format!("{verb} a page-initiated navigation to {url}: {reason}")
+        }
+        Notice::PopupsOverCap { closed, cap } => {
+            format!("closed {closed} popup(s) the page opened: a session has at most {cap} tabs")
+        }
+        Notice::DialogStorm {
+            dialogs,
+            within_secs,
+        } => format!(
+            "the page opened {dialogs} dialogs within {within_secs} s: its tab was closed and a blank one opened in its place"
+        ),
+        Notice::ScriptStopped => {
+            "the page did not answer, so the script it was running was stopped".to_owned()
+        }
+        Notice::UnresponsiveTabReplaced => "the page did not answer even with its scripts stopped: its tab was closed and a blank one opened in its place".to_owned(),
+        Notice::RequestRefused { origin, why } => {
+            format!("refused a request the page made to {origin}: {why}")
+        }
+    }
 }
 
 // An action's effect in the words an agent reads.

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use airlock_browser::{
-    ClickOptions, Dialog, Direction, Effect, Modifier, MouseButton, Scroll, Target, WaitCondition,
-    WaitUntil,
+    ClickOptions, Dialog, Direction, Effect, Modifier, MouseButton, Notice, Scroll, Target,
+    WaitCondition, WaitUntil,
 };
 use airlock_config::BrowserConfig;
 use airlock_core::{ErrorCode, HasErrorCode};
@@ -626,7 +626,9 @@ async fn tabs_are_capped_and_file_inputs_do_not_hang() {
                 .await
                 .unwrap();
             reported.extend(out.notices);
-            if reported.iter().any(|d| d.contains("closed"))
+            if reported
+                .iter()
+                .any(|n| matches!(n, Notice::PopupsOverCap { .. }))
                 && s.tabs().await.unwrap().len() == airlock_browser::MAX_TABS
             {
                 break;
@@ -634,7 +636,9 @@ async fn tabs_are_capped_and_file_inputs_do_not_hang() {
         }
         assert_eq!(s.tabs().await.unwrap().len(), airlock_browser::MAX_TABS);
         assert!(
-            reported.iter().any(|d| d.contains("at most 10 tabs")),
+            reported
+                .iter()
+                .any(|n| matches!(n, Notice::PopupsOverCap { cap: 10, .. })),
             "{reported:?}"
         );
         let err = s.new_tab(None).await.unwrap_err();
@@ -715,15 +719,20 @@ async fn a_page_that_opens_dialogs_without_end_is_closed_and_reported_briefly() 
                     Err(e) => assert_eq!(e.code(), ErrorCode::TabNotFound, "{button}: {e}"),
                 }
                 tabs = s.tabs().await.unwrap_or_default();
-                if reported.iter().any(|d| d.contains("its tab was closed"))
-                    && tabs.len() == 1
+                if reported.contains(&Notice::DialogStorm {
+                    dialogs: 30,
+                    within_secs: 3,
+                }) && tabs.len() == 1
                     && tabs[0].url == "about:blank"
                 {
                     break;
                 }
             }
             assert!(
-                reported.iter().any(|d| d.contains("its tab was closed")),
+                reported.contains(&Notice::DialogStorm {
+                    dialogs: 30,
+                    within_secs: 3,
+                }),
                 "{button}: {reported:?}"
             );
             assert_eq!(tabs.len(), 1, "{button}: {tabs:?}");
@@ -907,7 +916,9 @@ async fn a_page_stuck_in_a_loop_is_stopped_and_the_session_goes_on() {
             .await
             .unwrap();
         assert!(
-            out.notices.iter().any(|d| d.contains("did not answer")),
+            out.notices
+                .iter()
+                .any(|n| matches!(n, Notice::ScriptStopped | Notice::UnresponsiveTabReplaced)),
             "{:?}",
             out.notices
         );
