@@ -240,6 +240,15 @@ impl Gateway {
             .push(observer);
     }
 
+    // Whether a call's target must be resolved before it acts.
+    fn wants_targets(&self) -> bool {
+        self.observers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|o| o.wants_targets())
+    }
+
     fn observers(&self) -> Vec<Arc<dyn CallObserver>> {
         self.observers
             .read()

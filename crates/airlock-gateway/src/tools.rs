@@ -224,6 +224,21 @@ impl ToolCall {
         }
     }
 
+    /// The one element this call acts on, if it acts on one (a form fill acts on
+    /// several, a wait looks for one that may not be there yet: neither).
+    pub fn target_mut(&mut self) -> Option<&mut Target> {
+        match self {
+            ToolCall::Budgeted(_, call) => call.target_mut(),
+            ToolCall::Click { target, .. }
+            | ToolCall::Type { target, .. }
+            | ToolCall::SelectOption { target, .. }
+            | ToolCall::Check { target, .. }
+            | ToolCall::Hover { target }
+            | ToolCall::Scroll(Scroll::IntoView(target)) => Some(target),
+            _ => None,
+        }
+    }
+
     /// The URL this call would navigate to, if it navigates.
     pub fn navigation_target(&self) -> Option<&str> {
         match self {

@@ -9,6 +9,7 @@
 use airlock_core::{ErrorCode, Role};
 
 use super::*;
+use crate::action::Resolved;
 use crate::sessions::SessionId;
 use crate::surface::Surface;
 
@@ -26,6 +27,9 @@ pub struct CallContext {
     pub agent: u64,
     /// The lease the call ran in, once it entered one.
     pub session: Option<SessionId>,
+    /// The element the call acts on, as the page had it right before (resolved only
+    /// when an observer asks for targets; risk rules and approvals will).
+    pub target: Option<Resolved>,
     /// Requests the egress proxy (or the session's outbound protection) refused while
     /// the call ran.
     pub blocked: u64,
@@ -49,6 +53,12 @@ pub struct CallRecord<'a> {
 pub trait CallObserver: Send + Sync + 'static {
     /// One call finished.
     fn call_finished(&self, record: &CallRecord<'_>);
+
+    /// Whether this observer needs the resolved target of each call (it costs a
+    /// round trip to the page per action).
+    fn wants_targets(&self) -> bool {
+        false
+    }
 }
 
 impl AgentSession {
@@ -61,6 +71,7 @@ impl AgentSession {
             surface: self.inner.surface,
             agent: self.inner.id,
             session: None,
+            target: None,
             blocked: 0,
             started: Instant::now(),
         };
@@ -72,7 +83,7 @@ impl AgentSession {
         out
     }
 
-    async fn run(&self, context: &mut CallContext, call: ToolCall) -> ToolOutput {
+    async fn run(&self, context: &mut CallContext, mut call: ToolCall) -> ToolOutput {
         if let Err(e) = self.admit(&call).await {
             return self.failure(context, &e);
         }
@@ -94,7 +105,11 @@ impl AgentSession {
         // The lease itself, for counting after the call (recovery may leave it).
         let entered = Some(lease.lease());
         let held = lease.held.clone();
-        let mut out = match self.act(context, &held, call).await {
+        let acted = match self.resolve_target(context, &held, &mut call).await {
+            Ok(()) => self.act(context, &held, call).await,
+            Err(e) => Err(e),
+        };
+        let mut out = match acted {
             Ok(out) => out,
             Err(e) => {
                 let mut out = self.failure(context, &e);
@@ -113,6 +128,29 @@ impl AgentSession {
         // of a text if it ever fails).
         out.redact_with(|text| held.loaded.redact(text));
         out
+    }
+
+    // The element the call names, as the page has it now; the call then acts on that
+    // element alone (a page swapping in a look-alike meanwhile makes it fail with
+    // `ref_not_found`). Only when someone needs the target: it costs a round trip.
+    async fn resolve_target(
+        &self,
+        context: &mut CallContext,
+        held: &Held,
+        call: &mut ToolCall,
+    ) -> Result<()> {
+        let wanted = self
+            .inner
+            .gateway
+            .upgrade()
+            .is_some_and(|gateway| gateway.wants_targets());
+        let Some(target) = call.target_mut().filter(|_| wanted) else {
+            return Ok(());
+        };
+        let resolved = held.session.resolve(target).await?;
+        *target = resolved.target.clone();
+        context.target = Some(resolved);
+        Ok(())
     }
 
     // The browser work itself.

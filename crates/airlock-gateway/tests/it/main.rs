@@ -1503,3 +1503,43 @@ async fn a_lease_keeps_its_budget_lifetime_and_operator_hold() {
     })
     .await;
 }
+
+// Records targets: the stage resolves them only for an observer that asks.
+#[derive(Default)]
+struct TargetRecorder(std::sync::Mutex<Vec<Option<airlock_gateway::action::Resolved>>>);
+
+impl CallObserver for TargetRecorder {
+    fn call_finished(&self, record: &CallRecord<'_>) {
+        self.0.lock().unwrap().push(record.context.target.clone());
+    }
+
+    fn wants_targets(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pipeline_resolves_the_target_and_acts_on_that_element() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let recorder = Arc::new(TargetRecorder::default());
+        gateway.observe(recorder.clone());
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("resolve.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent.call(click_button("Delete account")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("deleted 1"), "{}", out.text);
+        let seen = recorder.0.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2);
+        assert!(seen[0].is_none(), "a navigation has no element target");
+        let target = seen[1].as_ref().expect("the click's target was resolved");
+        assert_eq!(
+            (target.role.as_str(), target.name.as_str()),
+            ("button", "Delete account")
+        );
+        assert_eq!(target.frame_url, h.site.url("resolve.html"));
+        gateway.shutdown().await;
+    })
+    .await;
+}
