@@ -16,6 +16,7 @@ use airlock_core::Role;
 use serde::Deserialize;
 
 pub use airlock_policy::{Policy, PolicyConfig};
+pub use airlock_risk::{ApprovalsConfig, Rules};
 pub use env::{EnvSource, ProcessEnv, vars};
 pub use error::{Error, Result};
 
@@ -45,6 +46,9 @@ pub struct RawConfig {
     /// `[tools]`.
     #[serde(default)]
     pub tools: RawTools,
+    /// `[approvals]`: risk rules and how long a call waits for a decision.
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
 }
 
 /// `[tools]` as written.
@@ -140,7 +144,21 @@ pub struct Config {
     pub sessions: SessionsConfig,
     /// Which tools MCP offers.
     pub tool_profile: ToolProfile,
+    /// Risk rules and approvals.
+    pub approvals: Approvals,
 }
+
+/// Validated `[approvals]`.
+#[derive(Debug, Clone)]
+pub struct Approvals {
+    /// The rules in force (the operator's, then the defaults).
+    pub rules: Rules,
+    /// How long a call waits for a decision.
+    pub timeout: Duration,
+}
+
+/// How long a call waits for a decision unless `approvals.timeout_secs` says.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Validated `[server]`.
 #[derive(Debug, Clone)]
@@ -476,6 +494,23 @@ impl Config {
             }
         })?;
 
+        let approvals = Approvals {
+            rules: Rules::from_config(&raw.approvals).map_err(|e| Error::Invalid {
+                key: e.key,
+                message: e.why,
+            })?,
+            timeout: match raw.approvals.timeout_secs {
+                None => DEFAULT_APPROVAL_TIMEOUT,
+                Some(secs @ 1..=3_600) => Duration::from_secs(secs),
+                Some(secs) => {
+                    return Err(Error::Invalid {
+                        key: "approvals.timeout_secs".to_owned(),
+                        message: format!("{secs} is outside 1..=3600"),
+                    });
+                }
+            },
+        };
+
         Ok(Config {
             data_dir,
             server: ServerConfig {
@@ -488,6 +523,7 @@ impl Config {
             policy,
             sessions,
             tool_profile,
+            approvals,
         })
     }
 }
@@ -511,6 +547,33 @@ mod tests {
         assert_eq!(config.server.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(config.data_dir, PathBuf::from("./airlock-data"));
         assert_eq!(config.browser, BrowserConfig::default());
+    }
+
+    #[test]
+    fn approvals_rules_load_and_a_bad_one_names_its_key() {
+        let config = load(
+            "[approvals]\ntimeout_secs = 5\n[[approvals.rules]]\nname = \"x\"\ntools = [\"browser_click\"]\nrisk = \"high\"\naction = \"deny\"",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(config.approvals.timeout, Duration::from_secs(5));
+        // The operator's one rule, then the four built-in ones.
+        assert_eq!(config.approvals.rules.len(), 5);
+        assert_eq!(
+            Config::load(None, &HashMap::new())
+                .unwrap()
+                .approvals
+                .timeout,
+            DEFAULT_APPROVAL_TIMEOUT
+        );
+        let err = load(
+            "[approvals]\n[[approvals.rules]]\nurl = \"(\"\nrisk = \"high\"\naction = \"deny\"",
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("approvals.rules[0].url"), "{err}");
+        let err = load("[approvals]\ntimeout_secs = 0", &[]).unwrap_err();
+        assert!(err.to_string().contains("approvals.timeout_secs"), "{err}");
     }
 
     #[test]

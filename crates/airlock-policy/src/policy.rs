@@ -275,6 +275,11 @@ impl Policy {
         Ok(policy)
     }
 
+    /// Whether `trusted_domains` lists any domain (leaving them is a risk only then).
+    pub fn has_trusted_domains(&self) -> bool {
+        !self.trusted.is_empty()
+    }
+
     /// Whether `host` is under `trusted_domains`.
     pub fn is_trusted(&self, host: &str) -> bool {
         canonical_host(host).is_some_and(|h| self.trusted.matches(&h).is_some())

@@ -151,6 +151,9 @@ enum PolicyCommand {
         #[arg(long)]
         resolve: bool,
     },
+    /// Print which risk rule a call would fire, and why (exit 0: runs, 1: waits for
+    /// approval, 2: refused).
+    Explain(policy::ExplainArgs),
 }
 
 /// Runs the CLI and maps the outcome to an exit code.
@@ -183,6 +186,12 @@ pub(crate) fn main() -> ExitCode {
             };
             runtime.block_on(policy::check(&config, &url, resolve))
         }
+        Command::Policy {
+            command: PolicyCommand::Explain(args),
+        } => match config_or_exit(cli.config.as_deref()) {
+            Ok(config) => policy::explain(&config, &args),
+            Err(code) => code,
+        },
         Command::Vault { tenant, command } => {
             let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,

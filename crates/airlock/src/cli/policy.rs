@@ -1,4 +1,5 @@
-//! `airlock policy check URL [--resolve]`: what the policy decides, and why.
+//! `airlock policy check URL [--resolve]`: what the egress policy decides, and why;
+//! `airlock policy explain --tool …`: which risk rule a call fires, and why.
 
 #![allow(clippy::print_stdout)] // The CLI's output is its product.
 
@@ -83,5 +84,81 @@ pub(crate) async fn check(config: &Config, input: &str, resolve: bool) -> ExitCo
     match decision {
         Decision::Allow => ExitCode::SUCCESS,
         Decision::Deny { .. } => ExitCode::FAILURE,
+    }
+}
+
+/// The facts of a call, as `airlock policy explain` takes them.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExplainArgs {
+    /// The tool (browser_click, browser_type, browser_navigate, …).
+    #[arg(long)]
+    tool: String,
+    /// The target element's role (button, link, textbox, …).
+    #[arg(long)]
+    role: Option<String>,
+    /// The target element's accessible name, as a snapshot shows it.
+    #[arg(long)]
+    name: Option<String>,
+    /// The text typed (placeholders as written).
+    #[arg(long)]
+    text: Option<String>,
+    /// The page's URL (for browser_navigate and browser_tabs new: where it goes).
+    #[arg(long)]
+    url: Option<String>,
+    /// Where a clicked link goes.
+    #[arg(long)]
+    href: Option<String>,
+    /// The target is a password field.
+    #[arg(long)]
+    password: bool,
+}
+
+/// Exit 0 when the call would run, 1 when it would wait for approval, 2 when refused.
+pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> ExitCode {
+    let navigates = matches!(args.tool.as_str(), "browser_navigate" | "browser_tabs");
+    let secret = args
+        .text
+        .as_deref()
+        .is_some_and(|t| t.contains("{{secret:"));
+    let facts = airlock_risk::Facts {
+        tool: &args.tool,
+        role: args.role.as_deref(),
+        name: args.name.as_deref(),
+        password: args.password,
+        text: args.text.as_deref(),
+        secret,
+        page_url: args.url.as_deref().filter(|_| !navigates),
+        destination: if navigates {
+            args.url.as_deref()
+        } else {
+            args.href.as_deref()
+        },
+    };
+    match config.approvals.rules.classify(&facts, &config.policy) {
+        None => {
+            println!("rule:     none fires");
+            println!("risk:     low");
+            println!("action:   allow");
+            ExitCode::SUCCESS
+        }
+        Some(verdict) => {
+            let origin = if verdict.builtin {
+                "built in"
+            } else {
+                "config"
+            };
+            println!("rule:     {} ({origin})", verdict.rule);
+            println!("risk:     {}", verdict.risk.as_str());
+            println!("action:   {}", verdict.action.as_str());
+            println!("why:      {}", verdict.why);
+            if let Some(message) = &verdict.message {
+                println!("message:  {message}");
+            }
+            match verdict.action {
+                airlock_risk::Action::Allow => ExitCode::SUCCESS,
+                airlock_risk::Action::Approve => ExitCode::from(1),
+                airlock_risk::Action::Deny => ExitCode::from(2),
+            }
+        }
     }
 }

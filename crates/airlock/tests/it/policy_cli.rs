@@ -1,12 +1,20 @@
-//! `airlock policy check`: decisions, reasons and exit codes.
+//! `airlock policy check` and `explain`: decisions, reasons and exit codes.
 
 use crate::server::BIN;
 
 fn check(args: &[&str], config: Option<&str>) -> (i32, String) {
+    policy("check", args, config)
+}
+
+fn explain(args: &[&str], config: Option<&str>) -> (i32, String) {
+    policy("explain", args, config)
+}
+
+fn policy(verb: &str, args: &[&str], config: Option<&str>) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     let mut command = std::process::Command::new(BIN);
     command
-        .args(["policy", "check"])
+        .args(["policy", verb])
         .args(args)
         .env_remove("AIRLOCK_CONFIG");
     if let Some(text) = config {
@@ -125,4 +133,70 @@ fn a_private_refusal_says_how_to_allow_it_and_the_flag_does() {
         None,
     );
     assert_ne!(code, 0, "{out}");
+}
+
+#[test]
+fn explain_names_the_rule_a_call_fires_and_why() {
+    let click = |name: &str| {
+        explain(
+            &[
+                "--tool",
+                "browser_click",
+                "--role",
+                "button",
+                "--name",
+                name,
+                "--url",
+                "https://app.example.com/settings",
+            ],
+            None,
+        )
+    };
+    let (code, out) = click("Delete account");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("rule:     destructive (built in)"), "{out}");
+    assert!(out.contains("risk:     high"), "{out}");
+    assert!(out.contains("action:   approve"), "{out}");
+    assert!(out.contains("name \"Delete account\" matches"), "{out}");
+    let (code, out) = click("Save");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("rule:     none fires"), "{out}");
+
+    let (code, out) = explain(
+        &["--tool", "browser_type", "--password", "--text", "hunter22"],
+        None,
+    );
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("literal-password"), "{out}");
+    assert!(out.contains("{{secret:NAME.password}}"), "{out}");
+
+    // The operator's rules come first, from the config file.
+    let config = "[policy]\ntrusted_domains = [\"example.com\"]\n[approvals]\n[[approvals.rules]]\nname = \"settings are off limits\"\nurl = \"/settings\"\nrisk = \"high\"\naction = \"deny\"\nmessage = \"not there\"";
+    let (code, out) = explain(
+        &[
+            "--tool",
+            "browser_click",
+            "--name",
+            "Save",
+            "--url",
+            "https://app.example.com/settings",
+        ],
+        Some(config),
+    );
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("settings are off limits (config)"), "{out}");
+    let (code, out) = explain(
+        &[
+            "--tool",
+            "browser_navigate",
+            "--url",
+            "https://elsewhere.test/",
+        ],
+        Some(config),
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("elsewhere.test is outside policy.trusted_domains"),
+        "{out}"
+    );
 }
