@@ -1,3 +1,5 @@
+//! Table tests of the risk rules: the defaults, the operator's rules, bad rules.
+
 use airlock_policy::{Policy, PolicyConfig};
 
 use super::*;
