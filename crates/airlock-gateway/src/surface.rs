@@ -29,6 +29,14 @@ pub(crate) enum Step<'a> {
 }
 
 impl Surface {
+    /// Its name in logs and audit events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surface::Mcp => "mcp",
+            Surface::Shell => "browser-shell",
+        }
+    }
+
     /// How this surface's user takes `step`, if it can.
     pub(crate) fn suggest(self, step: Step<'_>) -> Option<String> {
         match (self, step) {

@@ -224,6 +224,66 @@ impl ToolCall {
         }
     }
 
+    /// The call's arguments as the audit log records them: targets as described,
+    /// URLs, keys, typed text and values as the agent wrote them (placeholders, never
+    /// what they stand for). The audit stage redacts every string once more.
+    pub fn audit_args(&self) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::{Value, json};
+        let value = match self {
+            ToolCall::Budgeted(budget, call) => {
+                let mut args = call.audit_args();
+                args.insert("timeout_ms".to_owned(), json!(budget.as_millis() as u64));
+                return args;
+            }
+            ToolCall::Navigate { url, .. } => json!({ "url": url }),
+            ToolCall::Click { target, options } => json!({
+                "target": target_json(target),
+                "double": options.double,
+            }),
+            ToolCall::Type {
+                target,
+                text,
+                submit,
+                ..
+            } => json!({ "target": target_json(target), "text": text, "submit": submit }),
+            ToolCall::FillForm { fields } => json!({
+                "fields": fields
+                    .iter()
+                    .map(|(t, v)| json!({ "target": target_json(t), "value": v }))
+                    .collect::<Vec<_>>(),
+            }),
+            ToolCall::PressKey { key } => json!({ "key": key }),
+            ToolCall::SelectOption { target, values } => {
+                json!({ "target": target_json(target), "values": values })
+            }
+            ToolCall::Check { target, checked } => {
+                json!({ "target": target_json(target), "checked": checked })
+            }
+            ToolCall::Hover { target } | ToolCall::Scroll(Scroll::IntoView(target)) => {
+                json!({ "target": target_json(target) })
+            }
+            ToolCall::WaitFor { condition, .. } => match condition {
+                WaitCondition::Text(text) => json!({ "text": text }),
+                WaitCondition::TextGone(text) => json!({ "text_gone": text }),
+                WaitCondition::Target(target) => json!({ "target": target_json(target) }),
+                WaitCondition::Time(d) => json!({ "ms": d.as_millis() as u64 }),
+            },
+            ToolCall::Tabs(TabAction::New(url)) => json!({ "new": url }),
+            ToolCall::Tabs(TabAction::Select(i)) => json!({ "select": i }),
+            ToolCall::Tabs(TabAction::Close(i)) => json!({ "close": i }),
+            ToolCall::SessionOpen(options) => json!({
+                "credentials": options.credentials,
+                "allow_hosts": options.allow_hosts,
+                "grant": options.grant.is_some(),
+            }),
+            _ => json!({}),
+        };
+        match value {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        }
+    }
+
     /// The one element this call acts on, if it acts on one (a form fill acts on
     /// several, a wait looks for one that may not be there yet: neither).
     pub fn target_mut(&mut self) -> Option<&mut Target> {
@@ -759,6 +819,17 @@ fn plain(markdown: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+// A target as the agent gave it, for the audit log (which no agent reads).
+fn target_json(target: &Target) -> serde_json::Value {
+    use serde_json::json;
+    match target {
+        Target::Ref(r) => json!({ "ref": r.to_string() }),
+        Target::Role { role, name, index } => json!({ "role": role, "name": name, "index": index }),
+        Target::Selector(selector) => json!({ "selector": selector }),
+        Target::Point { x, y } => json!({ "x": x, "y": y }),
+    }
 }
 
 #[cfg(test)]

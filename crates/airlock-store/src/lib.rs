@@ -12,9 +12,11 @@ use std::time::Duration;
 
 use sqlx::Row;
 
+mod audit;
 mod grants;
 mod secrets;
 
+pub use audit::AuditRecord;
 pub use grants::GrantRecord;
 pub use secrets::SecretRecord;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};

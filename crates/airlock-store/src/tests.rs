@@ -161,3 +161,49 @@ async fn racing_uses_of_a_single_use_grant_succeed_once() {
     assert_eq!(wins, 1);
     store.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_events_racing_from_two_handles_form_one_unbroken_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("airlock.db");
+    // Two pools on one file: a server and the CLI writing at once.
+    let (a, b) = (
+        Store::open_sqlite(&path).await.unwrap(),
+        Store::open_sqlite(&path).await.unwrap(),
+    );
+    let event = |i: usize| {
+        let serde_json::Value::Object(map) = serde_json::json!({
+            "tenant": "default", "time_ms": 1_000 + i, "kind": "tool_call",
+            "session": format!("s{}", i % 3), "tool": "browser_click",
+        }) else {
+            unreachable!()
+        };
+        map
+    };
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let fields = event(i);
+        tasks.push(tokio::spawn(
+            async move { store.append_audit(&fields).await },
+        ));
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let records = a.audit_events(0, 1_000).await.unwrap();
+    assert_eq!(records.len(), 40);
+    let rows: Vec<_> = records.iter().map(AuditRecord::row).collect();
+    assert_eq!(airlock_audit::verify(&rows, &[]).unwrap().events, 40);
+    let tail = b.audit_tail(5).await.unwrap();
+    assert_eq!(
+        tail.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![36, 37, 38, 39, 40]
+    );
+    assert_eq!(a.audit_events(38, 10).await.unwrap().len(), 2);
+    // An event without its tenant is refused, and nothing is written.
+    let mut bad = event(0);
+    bad.remove("tenant");
+    assert!(a.append_audit(&bad).await.is_err());
+    assert_eq!(a.audit_tail(1).await.unwrap()[0].seq, 40);
+}

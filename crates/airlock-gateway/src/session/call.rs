@@ -25,7 +25,8 @@ pub struct CallContext {
     pub surface: Surface,
     /// The agent session that made the call (process-local, for logs).
     pub agent: u64,
-    /// The lease the call ran in, once it entered one.
+    /// The agent's lease: the one the call ran in, or, for a call refused before it
+    /// entered one, the one open then (if any).
     pub session: Option<SessionId>,
     /// The element the call acts on, as the page had it right before (resolved only
     /// when an observer asks for targets; risk rules and approvals will).
@@ -75,25 +76,45 @@ impl AgentSession {
             blocked: 0,
             started: Instant::now(),
         };
-        let out = {
+        let args = call.audit_args();
+        let mut held = None;
+        let mut out = {
             let _busy = BusyGuard::new(&self.inner);
-            self.run(&mut context, call).await
+            self.run(&mut context, call, &mut held).await
         };
+        if let Err(e) = self.audit(&context, args, held.as_deref(), &out).await {
+            tracing::error!(error = %e, tool.name = context.tool, "the audit log refused a tool call");
+            out = ToolOutput::error(
+                ErrorCode::Internal,
+                "this call could not be recorded in the audit log, so its result is withheld; the operator's log says why",
+            );
+        }
         self.finish(&context, &out);
         out
     }
 
-    async fn run(&self, context: &mut CallContext, mut call: ToolCall) -> ToolOutput {
+    // `held` is set to the browser session the call ran in, once it entered one.
+    async fn run(
+        &self,
+        context: &mut CallContext,
+        mut call: ToolCall,
+        held_out: &mut Option<Arc<Held>>,
+    ) -> ToolOutput {
+        // The session the agent has open, for the record of a call refused before it
+        // enters one.
+        context.session = self.open_lease_id().await;
         if let Err(e) = self.admit(&call).await {
             return self.failure(context, &e);
         }
         let acts = call.min_role() >= Role::Act;
         let lease = match call {
             ToolCall::SessionOpen(options) => {
-                return match self.open(options).await {
+                let out = match self.open(options).await {
                     Ok(out) => out,
                     Err(e) => self.failure(context, &e),
                 };
+                context.session = self.open_lease_id().await;
+                return out;
             }
             ToolCall::SessionClose => return self.close_browser().await,
             _ => match self.browser_session(acts).await {
@@ -105,6 +126,7 @@ impl AgentSession {
         // The lease itself, for counting after the call (recovery may leave it).
         let entered = Some(lease.lease());
         let held = lease.held.clone();
+        *held_out = Some(held.clone());
         let acted = match self.resolve_target(context, &held, &mut call).await {
             Ok(()) => self.act(context, &held, call).await,
             Err(e) => Err(e),
@@ -128,6 +150,11 @@ impl AgentSession {
         // of a text if it ever fails).
         out.redact_with(|text| held.loaded.redact(text));
         out
+    }
+
+    async fn open_lease_id(&self) -> Option<SessionId> {
+        let slot = self.inner.slot.lock().await;
+        slot.open_lease().map(|lease| lease.id.clone())
     }
 
     // The element the call names, as the page has it now; the call then acts on that
@@ -188,6 +215,54 @@ impl AgentSession {
             out.text.push('\n');
             out.text.push_str(&summary);
         }
+    }
+
+    // The call's audit event, durable before the result returns, when the gateway
+    // has a store. Every string in it passes the session's redactor.
+    async fn audit(
+        &self,
+        context: &CallContext,
+        args: serde_json::Map<String, serde_json::Value>,
+        held: Option<&Held>,
+        out: &ToolOutput,
+    ) -> std::result::Result<(), airlock_store::StoreError> {
+        use serde_json::{Value, json};
+        let Some(gateway) = self.inner.gateway.upgrade() else {
+            return Ok(());
+        };
+        let Some(store) = gateway.store() else {
+            return Ok(());
+        };
+        let time_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let mut event = json!({
+            "kind": "tool_call",
+            "tenant": context.principal.tenant,
+            "caller": context.principal.caller(),
+            "role": context.principal.role.as_str(),
+            "surface": context.surface.as_str(),
+            "session": context.session.as_ref().map(ToString::to_string),
+            "tool": context.tool,
+            "args": Value::Object(args),
+            "target": context.target.as_ref().map(|t| json!({
+                "role": t.role,
+                "name": t.name,
+                "frame_url": t.frame_url,
+                "password": t.password,
+            })),
+            "error": out.error.map(ErrorCode::as_str),
+            "duration_ms": context.started.elapsed().as_millis() as u64,
+            "blocked": context.blocked,
+            "time_ms": time_ms,
+        });
+        if let Some(held) = held {
+            redact_strings(&mut event, &|text| held.loaded.redact(text));
+        }
+        let Value::Object(fields) = event else {
+            return Ok(());
+        };
+        store.append_audit(&fields).await.map(|_| ())
     }
 
     // The one log line of a tool call, whichever surface it came from; then the
@@ -285,5 +360,23 @@ impl AgentSession {
             return Some(lease.held.policy.clone());
         }
         Some(self.inner.gateway.upgrade()?.policy.clone())
+    }
+}
+
+// Every string inside `value`, redacted in place.
+fn redact_strings(value: &mut serde_json::Value, redact: &dyn Fn(&str) -> String) {
+    match value {
+        serde_json::Value::String(text) => *text = redact(text),
+        serde_json::Value::Array(items) => {
+            for item in items {
+                redact_strings(item, redact);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for item in map.values_mut() {
+                redact_strings(item, redact);
+            }
+        }
+        _ => {}
     }
 }

@@ -146,6 +146,8 @@ async fn gateway(h: &Harness, role: Role) -> (Arc<Gateway>, Arc<Vault>) {
             },
             // A warm session is ready, and sessions with credentials must not take it.
             warm_sessions: 1,
+            // Every call goes on the audit record in the vault's store.
+            store: Some(vault.store().clone()),
             ..GatewayConfig::default()
         },
     );
@@ -537,6 +539,61 @@ async fn credentials_need_operate_or_a_grant_and_sessions_never_share_them() {
         let out = call(&fresh, open_with(&["nope"], None)).await;
         assert_eq!(out.error, Some(ErrorCode::NotFound), "{}", out.text);
         operator.shutdown().await;
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
+    with_browser(|h| async move {
+        let (gateway, vault) = gateway(&h, Role::Operate).await;
+        let agent = gateway.agent_session();
+        call(&agent, open_with(&["login"], None)).await;
+        call(&agent, navigate(h.site.url("app/login.html"))).await;
+        let out = call(
+            &agent,
+            typing(role("textbox", "Password"), "{{secret:login.password}}"),
+        )
+        .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        // The agent guesses the value in a wait: the record must not keep the guess.
+        agent
+            .call(ToolCall::WaitFor {
+                condition: WaitCondition::Text(APP_PASSWORD.into()),
+                timeout: Some(Duration::from_millis(200)),
+            })
+            .await;
+        let out = call(&agent, navigate("file:///etc/passwd".to_owned())).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied));
+
+        let records = vault.store().audit_events(0, 100).await.unwrap();
+        let events: Vec<serde_json::Value> = records
+            .iter()
+            .map(|r| serde_json::from_str(&r.body).unwrap())
+            .collect();
+        let tools: Vec<&str> = events.iter().map(|e| e["tool"].as_str().unwrap()).collect();
+        assert_eq!(
+            tools,
+            [
+                "browser_session_open",
+                "browser_navigate",
+                "browser_type",
+                "browser_wait_for",
+                "browser_navigate"
+            ]
+        );
+        assert_eq!(events[0]["args"]["credentials"][0], "login");
+        assert_eq!(events[2]["args"]["text"], "{{secret:login.password}}");
+        assert_eq!(events[2]["args"]["target"]["name"], "Password");
+        assert_eq!(events[4]["error"], "policy_denied");
+        assert_eq!(events[4]["session"], events[1]["session"]);
+        assert_eq!(events[1]["caller"], "default/anonymous");
+        for record in &records {
+            assert_clean("audit event", &record.body);
+        }
+        let rows: Vec<_> = records.iter().map(|r| r.row()).collect();
+        assert_eq!(airlock_audit::verify(&rows, &[]).unwrap().events, 5);
         gateway.shutdown().await;
     })
     .await;

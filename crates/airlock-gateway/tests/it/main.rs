@@ -1369,7 +1369,8 @@ async fn every_call_is_observed_once_with_its_caller_session_and_outcome() {
             gateway.agent_session_as(gateway.principal(Some("caller-digest")), Surface::Mcp);
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
-        // Refused at admission: no lease is entered.
+        // Refused at admission, before entering the lease: recorded with the session
+        // that was open.
         let out = agent.call(navigate("file:///etc/passwd".to_owned())).await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
         let lease = gateway.leases()[0].id.to_string();
@@ -1380,13 +1381,13 @@ async fn every_call_is_observed_once_with_its_caller_session_and_outcome() {
                 Seen {
                     tool: "browser_navigate",
                     caller: "default/caller-digest".to_owned(),
-                    session: Some(lease),
+                    session: Some(lease.clone()),
                     error: None,
                 },
                 Seen {
                     tool: "browser_navigate",
                     caller: "default/caller-digest".to_owned(),
-                    session: None,
+                    session: Some(lease),
                     error: Some(ErrorCode::PolicyDenied),
                 },
             ]

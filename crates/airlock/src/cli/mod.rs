@@ -1,5 +1,6 @@
 //! Command-line entry: one module per subcommand, each with a `run`.
 
+mod audit;
 mod doctor;
 mod mcp;
 mod policy;
@@ -60,6 +61,11 @@ enum Command {
         #[command(subcommand)]
         command: VaultCommand,
     },
+    /// The audit log: check it has not been tampered with, read it.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// Grant tokens: short-lived authority for an agent to use credentials.
     Grant {
         /// Tenant the grant belongs to.
@@ -67,6 +73,19 @@ enum Command {
         tenant: String,
         #[command(subcommand)]
         command: GrantCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Recompute every event's hash and chain; print `ok: N events …` or the first
+    /// event that was edited, removed or moved (exit 1).
+    Verify,
+    /// Print the last events, one JSON line each.
+    Tail {
+        /// How many.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: u32,
     },
 }
 
@@ -236,6 +255,22 @@ pub(crate) fn main() -> ExitCode {
                 }
             };
             finish(runtime.block_on(run))
+        }
+        Command::Audit { command } => {
+            let config = match config_or_exit(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let run = async {
+                match command {
+                    AuditCommand::Verify => audit::verify(&config).await,
+                    AuditCommand::Tail { lines } => audit::tail(&config, lines).await,
+                }
+            };
+            match runtime.block_on(run) {
+                Ok(code) => code,
+                Err(e) => finish(Err(e)),
+            }
         }
         Command::Grant { tenant, command } => {
             let config = match config_or_exit(cli.config.as_deref()) {
