@@ -13,13 +13,14 @@ use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ed25519_dalek::{Signer as _, SigningKey, Verifier as _, VerifyingKey};
+use ed25519_dalek::{Signer as _, Verifier as _};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 pub mod merkle;
 
-pub use merkle::Hash;
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
+pub use merkle::{Frontier, Hash};
 
 #[cfg(test)]
 mod tests;
@@ -184,6 +185,29 @@ pub fn open_note(note: &str, name: &str, key: &VerifyingKey) -> Result<String, B
     } else {
         Err(bad("no valid signature by the audit key"))
     }
+}
+
+/// The signed notes of a file that holds several, one after another (each ends with
+/// its signature lines).
+pub fn split_notes(text: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut current = String::new();
+    let mut signed = false;
+    for line in text.split_inclusive('\n') {
+        let signature = line.starts_with("\u{2014} ");
+        if signed && !signature {
+            notes.push(std::mem::take(&mut current));
+            signed = false;
+        }
+        if signature && (signed || current.ends_with("\n\n")) {
+            signed = true;
+        }
+        current.push_str(line);
+    }
+    if !current.trim().is_empty() {
+        notes.push(current);
+    }
+    notes
 }
 
 /// The 4-byte key id C2SP signed notes give an Ed25519 key:

@@ -48,6 +48,47 @@ fn split(n: usize) -> usize {
     k
 }
 
+/// The tree grown one leaf at a time: the roots of its perfect subtrees, largest
+/// first, so appending and taking the root cost O(log n) without the old leaves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Frontier {
+    size: u64,
+    stack: Vec<Hash>,
+}
+
+impl Frontier {
+    /// Leaves in the tree.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Appends a leaf hash.
+    pub fn push(&mut self, leaf: Hash) {
+        let mut node = leaf;
+        let mut size = self.size;
+        // Each trailing one bit of the old size is a perfect subtree of the new leaf's
+        // height: merge them.
+        while size & 1 == 1 {
+            let Some(left) = self.stack.pop() else {
+                break;
+            };
+            node = node_hash(&left, &node);
+            size >>= 1;
+        }
+        self.stack.push(node);
+        self.size += 1;
+    }
+
+    /// The tree hash, as [`root`] computes it from every leaf.
+    pub fn root(&self) -> Hash {
+        let mut nodes = self.stack.iter().rev();
+        let Some(last) = nodes.next() else {
+            return root(&[]);
+        };
+        nodes.fold(*last, |right, left| node_hash(left, &right))
+    }
+}
+
 /// The audit path proving leaf `index` is in the tree of `leaves` (RFC 6962 §2.1.1),
 /// or `None` when `index` is outside it.
 pub fn inclusion_proof(index: usize, leaves: &[Hash]) -> Option<Vec<Hash>> {
@@ -144,6 +185,18 @@ mod tests {
             hex(&root(&[])),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+    }
+
+    #[test]
+    fn a_frontier_grown_leaf_by_leaf_has_the_roots_of_the_whole_tree() {
+        let leaves: Vec<Hash> = (0..70u8).map(|i| leaf_hash(&[i])).collect();
+        let mut frontier = Frontier::default();
+        assert_eq!(frontier.root(), root(&[]));
+        for (n, leaf) in leaves.iter().enumerate() {
+            frontier.push(*leaf);
+            assert_eq!(frontier.size(), n as u64 + 1);
+            assert_eq!(frontier.root(), root(&leaves[..=n]), "{} leaves", n + 1);
+        }
     }
 
     #[test]

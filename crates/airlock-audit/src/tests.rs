@@ -167,6 +167,28 @@ fn checkpoints_are_signed_notes_only_the_audit_key_opens() {
 }
 
 #[test]
+fn a_file_of_checkpoints_splits_into_its_notes() {
+    let key = SigningKey::from_bytes(&[7u8; 32]);
+    let rows = log(6);
+    let notes: Vec<String> = [2, 4, 6]
+        .iter()
+        .map(|&n| checkpoint(&rows, n).sign("airlock.test/audit", &key))
+        .collect();
+    let file = notes.concat();
+    assert_eq!(split_notes(&file), notes);
+    let opened: Vec<u64> = split_notes(&file)
+        .iter()
+        .map(|n| {
+            Checkpoint::open(n, "airlock.test/audit", &key.verifying_key())
+                .unwrap()
+                .size
+        })
+        .collect();
+    assert_eq!(opened, [2, 4, 6]);
+    assert!(split_notes("").is_empty());
+}
+
+#[test]
 fn a_note_signed_by_another_implementation_opens() {
     // The example key and note of the signed-note format's reference implementation
     // (golang.org/x/mod/sumdb/note), verified here by ours.

@@ -15,6 +15,7 @@ pub mod action {
     };
 }
 
+mod audit;
 mod content;
 mod credentials;
 mod error;
@@ -24,6 +25,7 @@ mod surface;
 mod tools;
 mod warm;
 
+pub use audit::Checkpoints;
 pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};

@@ -19,6 +19,7 @@ mod call;
 
 pub use call::{CallContext, CallObserver, CallRecord};
 
+use crate::audit::{Checkpoints, Trail};
 use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::error::{Error, Result};
@@ -49,6 +50,8 @@ pub struct GatewayConfig {
     /// The store the binary opened (the vault holds another handle to it); `None`
     /// runs without persistence (tests, stdio without a data dir).
     pub store: Option<Store>,
+    /// How audit checkpoints are signed and kept (needs `store`); `None`: none.
+    pub checkpoints: Option<Checkpoints>,
 }
 
 impl Default for GatewayConfig {
@@ -64,6 +67,7 @@ impl Default for GatewayConfig {
             },
             warm_sessions: 0,
             store: None,
+            checkpoints: None,
         }
     }
 }
@@ -87,6 +91,8 @@ pub struct Gateway {
     activity: Arc<Activity>,
     // Told of every finished call (metrics).
     observers: std::sync::RwLock<Vec<Arc<dyn CallObserver>>>,
+    // The audit log's tree, for signed checkpoints.
+    trail: Option<Trail>,
 }
 
 impl Gateway {
@@ -114,6 +120,7 @@ impl Gateway {
             warm: WarmPool::new(config.warm_sessions),
             activity: Activity::new(),
             observers: std::sync::RwLock::default(),
+            trail: config.checkpoints.clone().map(Trail::new),
             config,
         });
         gateway
@@ -367,7 +374,25 @@ impl Gateway {
         }
     }
 
+    // Takes in an audit event just written (checkpoints).
+    pub(crate) async fn audited(&self, store: &Store, record: &airlock_store::AuditRecord) {
+        if let Some(trail) = &self.trail
+            && let Err(e) = trail.appended(store, record).await
+        {
+            tracing::error!(error = %e, "could not write an audit checkpoint");
+        }
+    }
+
+    async fn settle_audit(&self, force: bool) {
+        if let (Some(trail), Some(store)) = (&self.trail, self.store())
+            && let Err(e) = trail.settle(store, force).await
+        {
+            tracing::error!(error = %e, "could not write an audit checkpoint");
+        }
+    }
+
     async fn reap_idle(&self) {
+        self.settle_audit(false).await;
         let ttl = self.config.idle_ttl;
         // Leases past their idle TTL or lifetime with no call in them end; their
         // agents say so once.
@@ -411,6 +436,7 @@ impl Gateway {
         }
         self.warm.stop().await;
         self.browsers.shutdown().await;
+        self.settle_audit(true).await;
     }
 }
 

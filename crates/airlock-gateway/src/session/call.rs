@@ -262,7 +262,9 @@ impl AgentSession {
         let Value::Object(fields) = event else {
             return Ok(());
         };
-        store.append_audit(&fields).await.map(|_| ())
+        let record = store.append_audit(&fields).await?;
+        gateway.audited(store, &record).await;
+        Ok(())
     }
 
     // The one log line of a tool call, whichever surface it came from; then the

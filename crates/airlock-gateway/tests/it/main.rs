@@ -1544,3 +1544,58 @@ async fn the_pipeline_resolves_the_target_and_acts_on_that_element() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() {
+    use airlock_audit::{Checkpoint, SigningKey};
+
+    with_browser(|h| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let store = airlock_vault::Store::open_sqlite(&dir.path().join("airlock.db"))
+            .await
+            .unwrap();
+        let key = SigningKey::from_bytes(&[5u8; 32]);
+        let path = dir.path().join("audit.checkpoints");
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                store: Some(store.clone()),
+                checkpoints: Some(airlock_gateway::Checkpoints {
+                    name: "airlock.test/audit".to_owned(),
+                    key: Arc::new(key.clone()),
+                    path: path.clone(),
+                    every: 2,
+                }),
+                ..config(&h)
+            },
+        );
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("login.html"))).await;
+        for _ in 0..4 {
+            agent
+                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .await;
+        }
+        gateway.shutdown().await;
+        let notes = airlock_audit::split_notes(&std::fs::read_to_string(&path).unwrap());
+        let checkpoints: Vec<Checkpoint> = notes
+            .iter()
+            .map(|n| Checkpoint::open(n, "airlock.test/audit", &key.verifying_key()).unwrap())
+            .collect();
+        assert_eq!(
+            checkpoints.iter().map(|c| c.size).collect::<Vec<_>>(),
+            [2, 4, 5],
+            "every 2 events, and the rest at shutdown"
+        );
+        let rows: Vec<_> = store
+            .audit_events(0, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.row())
+            .collect();
+        let verified = airlock_audit::verify(&rows, &checkpoints).unwrap();
+        assert_eq!((verified.events, verified.checkpoints), (5, 3));
+    })
+    .await;
+}

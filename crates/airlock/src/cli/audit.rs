@@ -1,16 +1,122 @@
-//! `airlock audit verify|tail`: the audit log of the data dir, checked and read.
+//! `airlock audit verify|tail`: the audit log of the data dir, checked and read; and
+//! the audit signing key the gateway signs checkpoints with.
 
 #![allow(clippy::print_stdout)] // The CLI's output is its product.
 
+use std::io::Write as _;
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use airlock_audit::{Checkpoint, SigningKey, VerifyingKey};
 use airlock_config::Config;
+use anyhow::{Context as _, bail};
+use base64::Engine as _;
+
+/// The Ed25519 key checkpoints are signed with, in the data dir (0600).
+pub(crate) const KEY_FILE: &str = "audit.key";
+/// Signed checkpoints, one note after another, beside the database.
+pub(crate) const CHECKPOINTS_FILE: &str = "audit.checkpoints";
+/// The log's name in its checkpoints.
+pub(crate) const LOG_NAME: &str = "airlock.local/audit";
+/// Events between checkpoints.
+const EVERY: u64 = 100;
+
+/// The signing key of `dir`, created (0600) if missing; one others can read is refused.
+pub(crate) fn signing_key(dir: &Path) -> anyhow::Result<SigningKey> {
+    let path = dir.join(KEY_FILE);
+    if let Some(key) = read_key(&path)? {
+        return Ok(key);
+    }
+    let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+    getrandom::fill(&mut *seed)
+        .map_err(|e| anyhow::anyhow!("no randomness for the audit key: {e}"))?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    let text = zeroize::Zeroizing::new(base64::engine::general_purpose::STANDARD.encode(*seed));
+    file.write_all(text.as_bytes())?;
+    file.write_all(b"\n")?;
+    file.sync_all()?;
+    Ok(SigningKey::from_bytes(&seed))
+}
+
+fn read_key(path: &Path) -> anyhow::Result<Option<SigningKey>> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if meta.permissions().mode() & 0o077 != 0 {
+        bail!(
+            "{} is readable by other users (mode {:o}); chmod 600 it",
+            path.display(),
+            meta.permissions().mode() & 0o777
+        );
+    }
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+    );
+    let bytes = zeroize::Zeroizing::new(
+        base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .ok()
+            .filter(|b| b.len() == 32)
+            .with_context(|| format!("{} is not a 32-byte base64 key", path.display()))?,
+    );
+    let mut seed = [0u8; 32];
+    seed.copy_from_slice(&bytes);
+    Ok(Some(SigningKey::from_bytes(&seed)))
+}
+
+/// How the gateway signs checkpoints under `config`'s data dir.
+pub(crate) fn checkpoints(config: &Config) -> anyhow::Result<airlock_gateway::Checkpoints> {
+    Ok(airlock_gateway::Checkpoints {
+        name: LOG_NAME.to_owned(),
+        key: Arc::new(signing_key(&config.data_dir)?),
+        path: config.data_dir.join(CHECKPOINTS_FILE),
+        every: EVERY,
+    })
+}
+
+/// The checkpoints in `dir`, each checked against `name`'s `key`.
+fn read_checkpoints(
+    dir: &Path,
+    name: &str,
+    key: &VerifyingKey,
+) -> Result<Vec<Checkpoint>, airlock_audit::Broken> {
+    let text = std::fs::read_to_string(dir.join(CHECKPOINTS_FILE)).unwrap_or_default();
+    airlock_audit::split_notes(&text)
+        .iter()
+        .map(|note| Checkpoint::open(note, name, key))
+        .collect()
+}
 
 /// Rows read from the store at a time.
 const PAGE: u32 = 10_000;
 
-/// Exit 0 when the log is intact, 1 at the first thing wrong (named).
-pub(crate) async fn verify(config: &Config) -> anyhow::Result<ExitCode> {
+/// Exit 0 when the log is intact, 1 at the first thing wrong (named). Checkpoints are
+/// checked with `public_key` (a C2SP verifier key), else with the data dir's key.
+pub(crate) async fn verify(config: &Config, public_key: Option<&str>) -> anyhow::Result<ExitCode> {
+    let key = match public_key {
+        Some(text) => Some(
+            airlock_audit::parse_verifier_key(text)
+                .context("--public-key is not a verifier key (name+keyid+base64)")?,
+        ),
+        None => read_key(&config.data_dir.join(KEY_FILE))?
+            .map(|key| (LOG_NAME.to_owned(), key.verifying_key())),
+    };
+    let has_checkpoints = config.data_dir.join(CHECKPOINTS_FILE).exists();
+    if key.is_none() && has_checkpoints {
+        bail!(
+            "no {KEY_FILE} in {}: give --public-key to check its checkpoints",
+            config.data_dir.display()
+        );
+    }
     let store = super::vault::open_store(config).await?;
     let mut rows = Vec::new();
     let mut after = 0;
@@ -22,10 +128,18 @@ pub(crate) async fn verify(config: &Config) -> anyhow::Result<ExitCode> {
         after = last.seq;
         rows.extend(page.iter().map(airlock_store::AuditRecord::row));
     }
-    match airlock_audit::verify(&rows, &[]) {
+    let checkpoints = match &key {
+        Some((name, key)) => read_checkpoints(&config.data_dir, name, key),
+        None => Ok(Vec::new()),
+    };
+    let checked = checkpoints.and_then(|checkpoints| airlock_audit::verify(&rows, &checkpoints));
+    match checked {
         Ok(verified) => {
             let root: String = verified.root.iter().map(|b| format!("{b:02x}")).collect();
-            println!("ok: {} events, tree root {root}", verified.events);
+            println!(
+                "ok: {} events, {} signed checkpoints, tree root {root}",
+                verified.events, verified.checkpoints
+            );
             Ok(ExitCode::SUCCESS)
         }
         Err(broken) => {
@@ -43,4 +157,18 @@ pub(crate) async fn tail(config: &Config, n: u32) -> anyhow::Result<ExitCode> {
         println!("{}", record.body);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The verifier key of the data dir's audit key (for `verify --public-key` elsewhere).
+pub(crate) fn public_key(config: &Config) -> anyhow::Result<ExitCode> {
+    match read_key(&config.data_dir.join(KEY_FILE))? {
+        Some(key) => {
+            println!(
+                "{}",
+                airlock_audit::verifier_key(LOG_NAME, &key.verifying_key())
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        None => bail!("no {KEY_FILE} in {} yet", config.data_dir.display()),
+    }
 }

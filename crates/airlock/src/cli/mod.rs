@@ -78,9 +78,17 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum AuditCommand {
-    /// Recompute every event's hash and chain; print `ok: N events …` or the first
-    /// event that was edited, removed or moved (exit 1).
-    Verify,
+    /// Recompute every event's hash and chain and check the signed checkpoints;
+    /// print `ok: N events …` or the first event edited, removed, moved or cut off
+    /// (exit 1).
+    Verify {
+        /// Check checkpoints with this verifier key (`airlock audit public-key`
+        /// prints it) instead of the data dir's own key.
+        #[arg(long)]
+        public_key: Option<String>,
+    },
+    /// Print the verifier key of this data dir's audit signing key.
+    PublicKey,
     /// Print the last events, one JSON line each.
     Tail {
         /// How many.
@@ -263,7 +271,10 @@ pub(crate) fn main() -> ExitCode {
             };
             let run = async {
                 match command {
-                    AuditCommand::Verify => audit::verify(&config).await,
+                    AuditCommand::Verify { public_key } => {
+                        audit::verify(&config, public_key.as_deref()).await
+                    }
+                    AuditCommand::PublicKey => audit::public_key(&config),
                     AuditCommand::Tail { lines } => audit::tail(&config, lines).await,
                 }
             };
@@ -404,6 +415,7 @@ pub(crate) async fn gateway(
             },
             warm_sessions: config.sessions.warm,
             store: Some(store),
+            checkpoints: Some(audit::checkpoints(config)?),
         },
     ))
 }

@@ -43,7 +43,10 @@ async fn verify_names_the_event_someone_edited_or_removed() {
     let store = written(dir.path(), &names).await;
     let (code, out) = airlock(dir.path(), &["audit", "verify"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.starts_with("ok: 5 events, tree root "), "{out}");
+    assert!(
+        out.starts_with("ok: 5 events, 0 signed checkpoints, tree root "),
+        "{out}"
+    );
 
     let pool = sqlx::SqlitePool::connect(&format!(
         "sqlite://{}",
@@ -97,4 +100,80 @@ async fn tail_prints_one_line_an_event_whatever_a_page_named_things() {
     );
     assert!(!out.contains('\u{1b}'), "{out:?}");
     assert!(lines[1].contains(r#""seq":3"#), "{out}");
+}
+
+#[tokio::test]
+async fn signed_checkpoints_catch_a_log_cut_short_and_a_foreign_key() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use airlock_audit::{Checkpoint, SigningKey, merkle};
+    use base64::Engine as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let key = SigningKey::from_bytes(&[42u8; 32]);
+    let key_path = dir.path().join("audit.key");
+    std::fs::write(
+        &key_path,
+        base64::engine::general_purpose::STANDARD.encode([42u8; 32]),
+    )
+    .unwrap();
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let store = written(dir.path(), &["a", "b", "c", "d", "e"]).await;
+    let records = store.audit_events(0, 10).await.unwrap();
+    let leaves: Vec<_> = records
+        .iter()
+        .map(|r| merkle::leaf_hash(r.body.as_bytes()))
+        .collect();
+    let mut notes = String::new();
+    for size in [3, 5] {
+        let checkpoint = Checkpoint {
+            origin: "airlock.local/audit".to_owned(),
+            size: size as u64,
+            root: merkle::root(&leaves[..size]),
+        };
+        notes.push_str(&checkpoint.sign("airlock.local/audit", &key));
+    }
+    std::fs::write(dir.path().join("audit.checkpoints"), notes).unwrap();
+
+    let (code, out) = airlock(dir.path(), &["audit", "verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("ok: 5 events, 2 signed checkpoints"),
+        "{out}"
+    );
+    let (code, vkey) = airlock(dir.path(), &["audit", "public-key"]);
+    assert_eq!(code, 0, "{vkey}");
+    assert!(vkey.starts_with("airlock.local/audit+"), "{vkey}");
+    let (code, out) = airlock(
+        dir.path(),
+        &["audit", "verify", "--public-key", vkey.trim()],
+    );
+    assert_eq!(code, 0, "{out}");
+
+    // Another key's verifier key does not open these checkpoints.
+    let other = airlock_audit::verifier_key(
+        "airlock.local/audit",
+        &SigningKey::from_bytes(&[9u8; 32]).verifying_key(),
+    );
+    let (code, out) = airlock(dir.path(), &["audit", "verify", "--public-key", &other]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("broken: bad checkpoint"), "{out}");
+
+    // The last event deleted, chain and all: only the checkpoint can tell.
+    let pool = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("airlock.db").display()
+    ))
+    .await
+    .unwrap();
+    sqlx::query("DELETE FROM audit_events WHERE seq = 5")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (code, out) = airlock(dir.path(), &["audit", "verify"]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out.trim(),
+        "broken: truncated: 4 events, but a checkpoint saw 5"
+    );
 }

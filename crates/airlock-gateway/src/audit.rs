@@ -1,0 +1,145 @@
+//! Signed checkpoints of the audit log: after every `every` events, after a quiet
+//! minute with new events, and at shutdown, the gateway signs (size, tree root) as a
+//! C2SP signed note and appends it to a file outside the database (and to its log), so
+//! that cutting events off the log's tail is caught too, not only edits.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_audit::{Checkpoint, Frontier, SigningKey, merkle};
+use airlock_store::{AuditRecord, Store, StoreError};
+use tokio::io::AsyncWriteExt as _;
+use tokio::time::Instant;
+
+/// Where and how checkpoints are signed.
+#[derive(Clone)]
+pub struct Checkpoints {
+    /// The log's name: the note's origin line and its signer.
+    pub name: String,
+    /// The signing key (`audit.key` in the data dir).
+    pub key: Arc<SigningKey>,
+    /// The file notes are appended to.
+    pub path: PathBuf,
+    /// Events between checkpoints.
+    pub every: u64,
+}
+
+impl fmt::Debug for Checkpoints {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Checkpoints")
+            .field("name", &self.name)
+            .field("path", &self.path)
+            .field("every", &self.every)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A log quiet this long with events since its last checkpoint gets one.
+const QUIET: Duration = Duration::from_secs(60);
+
+/// The tree the gateway grows as events are appended (by it or by another writer).
+pub(crate) struct Trail {
+    config: Checkpoints,
+    state: tokio::sync::Mutex<State>,
+}
+
+struct State {
+    tree: Frontier,
+    // Whether the tree was read from the store once (it starts empty).
+    synced: bool,
+    signed: u64,
+    last_signed: Instant,
+}
+
+impl Trail {
+    pub(crate) fn new(config: Checkpoints) -> Trail {
+        Trail {
+            config,
+            state: tokio::sync::Mutex::new(State {
+                tree: Frontier::default(),
+                synced: false,
+                signed: 0,
+                last_signed: Instant::now(),
+            }),
+        }
+    }
+
+    /// Takes in an event just appended (and any another writer appended before it);
+    /// signs a checkpoint when one is due.
+    pub(crate) async fn appended(
+        &self,
+        store: &Store,
+        record: &AuditRecord,
+    ) -> Result<(), StoreError> {
+        let mut state = self.state.lock().await;
+        if record.seq <= state.tree.size() && state.synced {
+            return Ok(());
+        }
+        catch_up(store, &mut state, record.seq - 1).await?;
+        if state.tree.size() + 1 == record.seq {
+            state.tree.push(merkle::leaf_hash(record.body.as_bytes()));
+        }
+        if state.tree.size() >= state.signed + self.config.every {
+            self.sign(&mut state).await?;
+        }
+        Ok(())
+    }
+
+    /// Signs a checkpoint if events came since the last and `force` or the log has
+    /// been quiet a while (the reaper's tick, and shutdown).
+    pub(crate) async fn settle(&self, store: &Store, force: bool) -> Result<(), StoreError> {
+        let mut state = self.state.lock().await;
+        if !force && state.last_signed.elapsed() < QUIET {
+            return Ok(());
+        }
+        let Some(last) = store.audit_tail(1).await?.pop() else {
+            return Ok(());
+        };
+        catch_up(store, &mut state, last.seq).await?;
+        if state.tree.size() > state.signed {
+            self.sign(&mut state).await?;
+        }
+        Ok(())
+    }
+
+    async fn sign(&self, state: &mut State) -> Result<(), StoreError> {
+        let checkpoint = Checkpoint {
+            origin: self.config.name.clone(),
+            size: state.tree.size(),
+            root: state.tree.root(),
+        };
+        let note = checkpoint.sign(&self.config.name, &self.config.key);
+        let mut file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&self.config.path)
+            .await?;
+        file.write_all(note.as_bytes()).await?;
+        file.sync_data().await?;
+        tracing::info!(size = checkpoint.size, note = %note, "audit checkpoint");
+        state.signed = checkpoint.size;
+        state.last_signed = Instant::now();
+        Ok(())
+    }
+}
+
+// Grows the tree with the store's events up to `seq` (the first time: all of them).
+async fn catch_up(store: &Store, state: &mut State, seq: u64) -> Result<(), StoreError> {
+    state.synced = true;
+    while state.tree.size() < seq {
+        let page = store.audit_events(state.tree.size(), 10_000).await?;
+        if page.is_empty() {
+            break;
+        }
+        for record in page {
+            if record.seq > seq {
+                break;
+            }
+            state.tree.push(merkle::leaf_hash(record.body.as_bytes()));
+        }
+    }
+    Ok(())
+}
