@@ -55,6 +55,10 @@ pub enum ErrorCode {
     BudgetExhausted,
     /// An operator holds the session's page; retry once it is handed back.
     SessionHeld,
+    /// Another call of the session waits for a human's approval.
+    ApprovalPending,
+    /// The page changed while the call waited for approval; nothing was done.
+    ApprovalStale,
 }
 
 impl ErrorCode {
@@ -83,6 +87,8 @@ impl ErrorCode {
         Self::Internal,
         Self::BudgetExhausted,
         Self::SessionHeld,
+        Self::ApprovalPending,
+        Self::ApprovalStale,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -127,6 +133,8 @@ impl ErrorCode {
             Self::Internal => ("internal", 500, true),
             Self::BudgetExhausted => ("budget_exhausted", 429, false),
             Self::SessionHeld => ("session_held", 409, true),
+            Self::ApprovalPending => ("approval_pending", 409, true),
+            Self::ApprovalStale => ("approval_stale", 409, false),
         }
     }
 }

@@ -79,6 +79,40 @@ pub enum Error {
         /// The budget.
         budget: u64,
     },
+    /// A risk rule refuses the call.
+    #[error("{message} (rule `{rule}`)")]
+    RuleDenied {
+        /// The rule.
+        rule: String,
+        /// What it says.
+        message: String,
+    },
+    /// Another call of this agent waits for approval.
+    #[error(
+        "another call of this session is waiting for a human's approval; wait for its result, then call again"
+    )]
+    ApprovalPending,
+    /// A human denied the call.
+    #[error("a human ({by}) denied this call{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    ApprovalDenied {
+        /// Who.
+        by: String,
+        /// Their reason, if they gave one.
+        reason: Option<String>,
+    },
+    /// Nobody decided in time.
+    #[error("nobody approved this call within {secs} s, so it was not run (rule `{rule}`)")]
+    ApprovalTimeout {
+        /// The wait.
+        secs: u64,
+        /// The rule that held it.
+        rule: String,
+    },
+    /// The page changed while the call waited.
+    #[error(
+        "the page changed while this call waited for approval (the element approved is gone or is another one now), so nothing was done; take a new snapshot"
+    )]
+    ApprovalStale,
     /// No open browser session has the id given.
     #[error("no open browser session has that id")]
     NoSuchSession,
@@ -107,6 +141,11 @@ impl HasErrorCode for Error {
             Error::SessionHeld => ErrorCode::SessionHeld,
             Error::BudgetExhausted { .. } => ErrorCode::BudgetExhausted,
             Error::NoSuchSession => ErrorCode::NotFound,
+            Error::RuleDenied { .. } => ErrorCode::PolicyDenied,
+            Error::ApprovalPending => ErrorCode::ApprovalPending,
+            Error::ApprovalDenied { .. } => ErrorCode::ApprovalDenied,
+            Error::ApprovalTimeout { .. } => ErrorCode::ApprovalTimeout,
+            Error::ApprovalStale => ErrorCode::ApprovalStale,
             Error::ShuttingDown => ErrorCode::BrowserUnavailable,
             Error::Internal(_) => ErrorCode::Internal,
         }

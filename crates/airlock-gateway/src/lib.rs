@@ -29,7 +29,9 @@ pub use audit::Checkpoints;
 pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};
-pub use session::{AgentSession, CallContext, CallObserver, CallRecord, Gateway, GatewayConfig};
+pub use session::{
+    AgentSession, CallContext, CallObserver, CallRecord, Gate, Gateway, GatewayConfig,
+};
 pub use sessions::{ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
 pub use surface::Surface;
 pub use tools::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 mod call;
 
-pub use call::{CallContext, CallObserver, CallRecord};
+pub use call::{CallContext, CallObserver, CallRecord, Gate};
 
 use crate::audit::{Checkpoints, Trail};
 use crate::content::PageFence;
@@ -52,6 +52,10 @@ pub struct GatewayConfig {
     pub store: Option<Store>,
     /// How audit checkpoints are signed and kept (needs `store`); `None`: none.
     pub checkpoints: Option<Checkpoints>,
+    /// Risk rules (empty: every call runs).
+    pub rules: airlock_risk::Rules,
+    /// How long a held call waits for a decision.
+    pub approval_timeout: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -68,6 +72,8 @@ impl Default for GatewayConfig {
             warm_sessions: 0,
             store: None,
             checkpoints: None,
+            rules: airlock_risk::Rules::default(),
+            approval_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -301,6 +307,7 @@ impl Gateway {
             fence,
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
+            waiting: std::sync::atomic::AtomicBool::new(false),
         });
         AgentSession { inner }
     }
@@ -469,6 +476,8 @@ pub(crate) struct AgentInner {
     last_used: Mutex<Instant>,
     // Calls in flight; the reaper never closes a session under a running call.
     busy: AtomicUsize,
+    // A call of this agent waits for approval.
+    pub(crate) waiting: std::sync::atomic::AtomicBool,
 }
 
 // Marks an agent busy for the life of one call, also if the call is cancelled.

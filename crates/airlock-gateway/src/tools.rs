@@ -284,6 +284,15 @@ impl ToolCall {
         }
     }
 
+    /// The text this call types, as the agent wrote it.
+    pub fn typed_text(&self) -> Option<&str> {
+        match self {
+            ToolCall::Budgeted(_, call) => call.typed_text(),
+            ToolCall::Type { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
     /// The one element this call acts on, if it acts on one (a form fill acts on
     /// several, a wait looks for one that may not be there yet: neither).
     pub fn target_mut(&mut self) -> Option<&mut Target> {

@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use sqlx::Row;
 
+mod approvals;
 mod audit;
 mod grants;
 mod secrets;
 
+pub use approvals::{ApprovalRecord, Decided};
 pub use audit::AuditRecord;
 pub use grants::GrantRecord;
 pub use secrets::SecretRecord;

@@ -9,6 +9,9 @@
 use airlock_core::{ErrorCode, Role};
 
 use super::*;
+use airlock_risk::{Action, Facts};
+use airlock_store::{ApprovalRecord, Store};
+
 use crate::action::Resolved;
 use crate::sessions::SessionId;
 use crate::surface::Surface;
@@ -31,11 +34,28 @@ pub struct CallContext {
     /// The element the call acts on, as the page had it right before (resolved only
     /// when an observer asks for targets; risk rules and approvals will).
     pub target: Option<Resolved>,
+    /// The risk rule that matched the call and what came of it, if one did.
+    pub gate: Option<Gate>,
     /// Requests the egress proxy (or the session's outbound protection) refused while
     /// the call ran.
     pub blocked: u64,
     /// When the call arrived.
     pub started: Instant,
+}
+
+/// What the risk and approval stages decided about a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    /// The rule that matched.
+    pub rule: String,
+    /// Its risk (`high` …).
+    pub risk: &'static str,
+    /// Its action (`allow`, `approve`, `deny`).
+    pub action: &'static str,
+    /// The approval asked for, if the rule asked for one.
+    pub approval: Option<String>,
+    /// Who approved it, if someone did.
+    pub approver: Option<String>,
 }
 
 /// A finished call, as observers see it.
@@ -73,6 +93,7 @@ impl AgentSession {
             agent: self.inner.id,
             session: None,
             target: None,
+            gate: None,
             blocked: 0,
             started: Instant::now(),
         };
@@ -103,6 +124,14 @@ impl AgentSession {
         // The session the agent has open, for the record of a call refused before it
         // enters one.
         context.session = self.open_lease_id().await;
+        // One call waits for a human at a time; another is refused, not queued.
+        if self
+            .inner
+            .waiting
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return self.failure(context, &Error::ApprovalPending);
+        }
         if let Err(e) = self.admit(&call).await {
             return self.failure(context, &e);
         }
@@ -128,7 +157,10 @@ impl AgentSession {
         let held = lease.held.clone();
         *held_out = Some(held.clone());
         let acted = match self.resolve_target(context, &held, &mut call).await {
-            Ok(()) => self.act(context, &held, call).await,
+            Ok(()) => match self.gate(context, &held, &call).await {
+                Ok(()) => self.act(context, &held, call).await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         let mut out = match acted {
@@ -166,17 +198,216 @@ impl AgentSession {
         held: &Held,
         call: &mut ToolCall,
     ) -> Result<()> {
+        // Risk rules judge the resolved element, so they want it too.
         let wanted = self
             .inner
             .gateway
             .upgrade()
-            .is_some_and(|gateway| gateway.wants_targets());
+            .is_some_and(|gateway| gateway.wants_targets() || !gateway.config.rules.is_empty());
         let Some(target) = call.target_mut().filter(|_| wanted) else {
             return Ok(());
         };
         let resolved = held.session.resolve(target).await?;
         *target = resolved.target.clone();
         context.target = Some(resolved);
+        Ok(())
+    }
+
+    // Risk, then approval: the first rule that matches the call (as resolved)
+    // decides; a call it holds waits for a human, holding no lock.
+    async fn gate(&self, context: &mut CallContext, held: &Held, call: &ToolCall) -> Result<()> {
+        let Some(gateway) = self.inner.gateway.upgrade() else {
+            return Ok(());
+        };
+        let rules = &gateway.config.rules;
+        if rules.is_empty() {
+            return Ok(());
+        }
+        let target = context.target.as_ref();
+        let text = call.typed_text();
+        let facts = Facts {
+            tool: context.tool,
+            role: target.map(|t| t.role.as_str()),
+            name: target.map(|t| t.name.as_str()),
+            password: target.is_some_and(|t| t.password),
+            text,
+            secret: text.is_some_and(|t| t.contains("{{secret:")),
+            page_url: target.map(|t| t.frame_url.as_str()),
+            destination: call
+                .navigation_target()
+                .or_else(|| target.and_then(|t| t.href.as_deref())),
+        };
+        let Some(verdict) = rules.classify(&facts, &held.policy) else {
+            return Ok(());
+        };
+        context.gate = Some(Gate {
+            rule: verdict.rule.clone(),
+            risk: verdict.risk.as_str(),
+            action: verdict.action.as_str(),
+            approval: None,
+            approver: None,
+        });
+        tracing::info!(
+            tool.name = context.tool,
+            rule = %verdict.rule,
+            risk = verdict.risk.as_str(),
+            action = verdict.action.as_str(),
+            why = %verdict.why,
+            "risk rule matched"
+        );
+        match verdict.action {
+            Action::Allow => Ok(()),
+            Action::Deny => Err(Error::RuleDenied {
+                message: verdict
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| "a risk rule refuses this call".to_owned()),
+                rule: verdict.rule,
+            }),
+            Action::Approve => {
+                let Some(store) = gateway.store() else {
+                    return Err(Error::RuleDenied {
+                        rule: verdict.rule,
+                        message: "this call needs a human's approval, and this gateway has no store to ask in"
+                            .to_owned(),
+                    });
+                };
+                self.await_approval(context, held, call, store, gateway.config.approval_timeout)
+                    .await
+            }
+        }
+    }
+
+    // Records the approval request, waits for its decision, and on approval checks
+    // that the element approved is still the one on the page.
+    async fn await_approval(
+        &self,
+        context: &mut CallContext,
+        held: &Held,
+        call: &ToolCall,
+        store: &Store,
+        timeout: Duration,
+    ) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.inner.waiting.swap(true, Ordering::AcqRel) {
+            return Err(Error::ApprovalPending);
+        }
+        let _waiting = Waiting(&self.inner.waiting);
+        let rule = context
+            .gate
+            .as_ref()
+            .map(|g| g.rule.clone())
+            .unwrap_or_default();
+        let risk = context.gate.as_ref().map_or("", |g| g.risk);
+        let redact = |text: &str| held.loaded.redact(text);
+        let mut args = serde_json::Value::Object(call.audit_args());
+        redact_strings(&mut args, &redact);
+        let target = context.target.as_ref().map(|t| {
+            let mut value = serde_json::json!({
+                "role": t.role, "name": t.name, "frame_url": t.frame_url,
+            });
+            redact_strings(&mut value, &redact);
+            value.to_string()
+        });
+        let session = context.session.as_ref().map(ToString::to_string);
+        let binding = {
+            use sha2::{Digest, Sha256};
+            let mut h = Sha256::new();
+            for part in [
+                session.as_deref().unwrap_or_default(),
+                &context.principal.caller(),
+                &args.to_string(),
+                target.as_deref().unwrap_or_default(),
+            ] {
+                h.update(part.as_bytes());
+                h.update([0u8]);
+            }
+            h.finalize().to_vec()
+        };
+        let now = now_ms();
+        let id = approval_id()?;
+        store
+            .insert_approval(&ApprovalRecord {
+                id: id.clone(),
+                tenant: context.principal.tenant.clone(),
+                caller: context.principal.caller(),
+                session,
+                tool: context.tool.to_owned(),
+                args: args.to_string(),
+                target,
+                page_url: context.target.as_ref().map(|t| redact(&t.frame_url)),
+                rule: rule.clone(),
+                risk: risk.to_owned(),
+                binding,
+                status: "pending".to_owned(),
+                created_ms: now,
+                expires_ms: now + timeout.as_millis() as i64,
+                decided_ms: None,
+                decided_by: None,
+                note: None,
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("could not record the approval request: {e}")))?;
+        if let Some(gate) = &mut context.gate {
+            gate.approval = Some(id.clone());
+        }
+        tracing::warn!(approval.id = %id, tool.name = context.tool, rule = %rule, "call held for a human's approval");
+        let deadline = Instant::now() + timeout;
+        let decided = loop {
+            let record = store
+                .approval(&id)
+                .await
+                .map_err(|e| Error::Internal(format!("could not read the approval: {e}")))?;
+            match record {
+                Some(r) if r.status != "pending" => break r,
+                _ if Instant::now() >= deadline => {
+                    let _ = store.expire_approval(&id, now_ms()).await;
+                    return Err(Error::ApprovalTimeout {
+                        secs: timeout.as_secs(),
+                        rule,
+                    });
+                }
+                _ => tokio::time::sleep(APPROVAL_POLL.min(deadline - Instant::now())).await,
+            }
+        };
+        let by = decided
+            .decided_by
+            .clone()
+            .unwrap_or_else(|| "someone".to_owned());
+        match decided.status.as_str() {
+            "approved" => {}
+            "denied" => {
+                return Err(Error::ApprovalDenied {
+                    by,
+                    reason: decided.note,
+                });
+            }
+            _ => {
+                return Err(Error::ApprovalTimeout {
+                    secs: timeout.as_secs(),
+                    rule,
+                });
+            }
+        }
+        if let Some(gate) = &mut context.gate {
+            gate.approver = Some(by);
+        }
+        // Still the same element: same node, role, name, frame and page.
+        if let Some(approved) = &context.target {
+            let now = held
+                .session
+                .resolve(&approved.target)
+                .await
+                .map_err(|_| Error::ApprovalStale)?;
+            if now.node != approved.node
+                || now.role != approved.role
+                || now.name != approved.name
+                || now.frame_origin != approved.frame_origin
+                || now.frame_url != approved.frame_url
+            {
+                return Err(Error::ApprovalStale);
+            }
+        }
         Ok(())
     }
 
@@ -254,6 +485,11 @@ impl AgentSession {
             "error": out.error.map(ErrorCode::as_str),
             "duration_ms": context.started.elapsed().as_millis() as u64,
             "blocked": context.blocked,
+            "rule": context.gate.as_ref().map(|g| g.rule.clone()),
+            "risk": context.gate.as_ref().map(|g| g.risk),
+            "decision": context.gate.as_ref().map(|g| g.action),
+            "approval": context.gate.as_ref().and_then(|g| g.approval.clone()),
+            "approver": context.gate.as_ref().and_then(|g| g.approver.clone()),
             "time_ms": time_ms,
         });
         if let Some(held) = held {
@@ -381,4 +617,33 @@ fn redact_strings(value: &mut serde_json::Value, redact: &dyn Fn(&str) -> String
         }
         _ => {}
     }
+}
+
+/// How often a held call looks for its decision: a decision unblocks it within this.
+const APPROVAL_POLL: Duration = Duration::from_millis(200);
+
+// Clears the agent's waiting flag when the wait ends, however it ends.
+struct Waiting<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Release);
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+// `apr_` and 96 random bits: unguessable, so knowing one's id is no way to decide it.
+fn approval_id() -> Result<String> {
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::Internal(format!("no randomness for an approval id: {e}")))?;
+    Ok(format!(
+        "apr_{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
 }

@@ -15,6 +15,7 @@ use airlock_gateway::{
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{Harness, with_browser, with_browser_config};
 
+mod approvals;
 mod credentials;
 mod leaks;
 

@@ -1,5 +1,6 @@
 //! Command-line entry: one module per subcommand, each with a `run`.
 
+mod approvals;
 mod audit;
 mod doctor;
 mod mcp;
@@ -61,6 +62,11 @@ enum Command {
         #[command(subcommand)]
         command: VaultCommand,
     },
+    /// Calls held for a human: list them, approve or deny one.
+    Approvals {
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
     /// The audit log: check it has not been tampered with, read it.
     Audit {
         #[command(subcommand)]
@@ -73,6 +79,35 @@ enum Command {
         tenant: String,
         #[command(subcommand)]
         command: GrantCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ApprovalsCommand {
+    /// Pending approvals (all with --all): id, status, risk, tool, target, rule.
+    List {
+        /// Decided and expired ones too.
+        #[arg(long)]
+        all: bool,
+        /// One JSON object a line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a held call run (it checks the element is still the one approved).
+    Approve {
+        /// The approval's id (`apr_…`).
+        id: String,
+        /// A note kept with the decision.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Refuse a held call; the agent is told, with the reason.
+    Deny {
+        /// The approval's id (`apr_…`).
+        id: String,
+        /// Why, for the agent and the record.
+        #[arg(long)]
+        reason: Option<String>,
     },
 }
 
@@ -264,6 +299,29 @@ pub(crate) fn main() -> ExitCode {
             };
             finish(runtime.block_on(run))
         }
+        Command::Approvals { command } => {
+            let config = match config_or_exit(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let run = async {
+                match command {
+                    ApprovalsCommand::List { all, json } => {
+                        approvals::list(&config, all, json).await
+                    }
+                    ApprovalsCommand::Approve { id, note } => {
+                        approvals::decide(&config, &id, true, note.as_deref()).await
+                    }
+                    ApprovalsCommand::Deny { id, reason } => {
+                        approvals::decide(&config, &id, false, reason.as_deref()).await
+                    }
+                }
+            };
+            match runtime.block_on(run) {
+                Ok(code) => code,
+                Err(e) => finish(Err(e)),
+            }
+        }
         Command::Audit { command } => {
             let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
@@ -416,6 +474,8 @@ pub(crate) async fn gateway(
             warm_sessions: config.sessions.warm,
             store: Some(store),
             checkpoints: Some(audit::checkpoints(config)?),
+            rules: config.approvals.rules.clone(),
+            approval_timeout: config.approvals.timeout,
         },
     ))
 }

@@ -92,7 +92,10 @@ async def flow(client, base):
 
     r = await client.call_tool("browser_type", {"ref": ref_of(snap, 'textbox "Password"'), "text": "pw-not-shown", "clear_first": True})
     t = text_of(r)
-    check("password value never returned", not r.is_error and "pw-not-shown" not in t, t)
+    # The built-in risk rule refuses literal text into a password field (a stored
+    # credential's placeholder is the way), and the refusal does not echo the text.
+    check("a literal password is refused and never returned",
+          r.is_error and t.startswith("policy_denied") and "literal-password" in t and "pw-not-shown" not in t, t)
 
     r = await client.call_tool("browser_press_key", {"key": "Enter"})
     t = text_of(r)

@@ -5,6 +5,7 @@
 // These tests run the airlock binary and the Python MCP client as processes.
 #![allow(clippy::disallowed_methods)]
 
+mod approvals_cli;
 mod audit_cli;
 mod http_safety;
 mod mcp_clients;

@@ -1,0 +1,233 @@
+//! Risk rules and approvals in the call pipeline, against real pages: a held call
+//! runs once approved and not otherwise, on the element that was approved and no
+//! other, while the session refuses other calls instead of queueing them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_core::ErrorCode;
+use airlock_gateway::{AgentSession, Gateway, GatewayConfig, ToolCall, ToolOutput};
+use airlock_risk::{ApprovalsConfig, Rules};
+use airlock_store::{ApprovalRecord, Decided};
+use airlock_test_support::{Harness, with_browser};
+use airlock_vault::Store;
+
+use crate::{click_button, config, navigate};
+
+async fn gateway(h: &Harness, timeout: Duration) -> (Arc<Gateway>, Store) {
+    let store = Store::open_in_memory().await.unwrap();
+    let gateway = Gateway::new(
+        h.browsers.clone(),
+        GatewayConfig {
+            store: Some(store.clone()),
+            rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
+            approval_timeout: timeout,
+            ..config(h)
+        },
+    );
+    (gateway, store)
+}
+
+// The one pending approval, once the held call has recorded it.
+async fn pending(store: &Store) -> ApprovalRecord {
+    for _ in 0..250 {
+        if let Some(a) = store.approvals(None, Some("pending")).await.unwrap().pop() {
+            return a;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no approval was asked for");
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn held(agent: &Arc<AgentSession>, call: ToolCall) -> tokio::task::JoinHandle<ToolOutput> {
+    let agent = agent.clone();
+    tokio::spawn(async move { agent.call(call).await })
+}
+
+async fn deleted(agent: &AgentSession) -> String {
+    let out = agent
+        .call(ToolCall::Snapshot(
+            airlock_browser::SnapshotOptions::default(),
+        ))
+        .await;
+    out.text
+        .lines()
+        .find(|l| l.contains("deleted "))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_click_runs_once_approved_and_never_when_denied() {
+    with_browser(|h| async move {
+        let (gateway, store) = gateway(&h, Duration::from_secs(30)).await;
+        let agent = Arc::new(gateway.agent_session());
+        agent.call(navigate(h.site.url("resolve.html"))).await;
+
+        let call = held(&agent, click_button("Delete account"));
+        let approval = pending(&store).await;
+        assert_eq!(
+            (
+                approval.tool.as_str(),
+                approval.rule.as_str(),
+                approval.risk.as_str()
+            ),
+            ("browser_click", "destructive", "high")
+        );
+        assert!(
+            approval
+                .target
+                .as_deref()
+                .unwrap()
+                .contains("Delete account")
+        );
+        assert_eq!(approval.page_url, Some(h.site.url("resolve.html")));
+        // While it waits, the session refuses other calls at once.
+        let out = agent.call(ToolCall::Snapshot(Default::default())).await;
+        assert_eq!(out.error, Some(ErrorCode::ApprovalPending), "{}", out.text);
+        assert_eq!(
+            store
+                .decide_approval(&approval.id, true, "test:alice", None, now_ms())
+                .await
+                .unwrap(),
+            Decided::Done
+        );
+        let out = call.await.unwrap();
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(deleted(&agent).await.contains("deleted 1"));
+        // Decided once: a second decision is refused.
+        assert_eq!(
+            store
+                .decide_approval(&approval.id, false, "test:bob", None, now_ms())
+                .await
+                .unwrap(),
+            Decided::Closed("approved".to_owned())
+        );
+
+        let call = held(&agent, click_button("Delete account"));
+        let approval = pending(&store).await;
+        store
+            .decide_approval(
+                &approval.id,
+                false,
+                "test:alice",
+                Some("not today"),
+                now_ms(),
+            )
+            .await
+            .unwrap();
+        let out = call.await.unwrap();
+        assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{}", out.text);
+        assert!(
+            out.text.contains("test:alice") && out.text.contains("not today"),
+            "{}",
+            out.text
+        );
+        assert!(
+            deleted(&agent).await.contains("deleted 1"),
+            "a denied click ran"
+        );
+
+        // The record says who approved what under which rule.
+        let events: Vec<serde_json::Value> = store
+            .audit_events(0, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_str(&r.body).unwrap())
+            .filter(|e: &serde_json::Value| e["tool"] == "browser_click")
+            .collect();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0]["rule"], "destructive");
+        assert_eq!(events[0]["approver"], "test:alice");
+        assert_eq!(events[0]["error"], serde_json::Value::Null);
+        assert_eq!(events[1]["error"], "approval_denied");
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_click_times_out_and_a_swapped_element_is_never_clicked() {
+    with_browser(|h| async move {
+        let (gateway, store) = gateway(&h, Duration::from_millis(500)).await;
+        let agent = Arc::new(gateway.agent_session());
+        agent.call(navigate(h.site.url("resolve.html"))).await;
+        let out = agent.call(click_button("Delete account")).await;
+        assert_eq!(out.error, Some(ErrorCode::ApprovalTimeout), "{}", out.text);
+        let expired = store.approvals(None, Some("expired")).await.unwrap();
+        assert_eq!(expired.len(), 1);
+        assert!(deleted(&agent).await.contains("deleted 0"));
+        gateway.shutdown().await;
+
+        // The page swaps in a look-alike 300 ms after "Swap later": approve after that.
+        let (gateway, store) = gateway_again(&h).await;
+        let agent = Arc::new(gateway.agent_session());
+        agent.call(navigate(h.site.url("resolve.html"))).await;
+        let out = agent.call(click_button("Swap later")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let call = held(&agent, click_button("Delete account"));
+        let approval = pending(&store).await;
+        // Outlasts the page's own 300 ms timer (the page gives no event to wait on).
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        store
+            .decide_approval(&approval.id, true, "test:alice", None, now_ms())
+            .await
+            .unwrap();
+        let out = call.await.unwrap();
+        assert_eq!(out.error, Some(ErrorCode::ApprovalStale), "{}", out.text);
+        assert!(
+            deleted(&agent).await.contains("deleted 0"),
+            "the swapped-in button's handler ran"
+        );
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+async fn gateway_again(h: &Harness) -> (Arc<Gateway>, Store) {
+    gateway(h, Duration::from_secs(30)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_literal_password_is_refused_and_a_placeholder_is_not() {
+    with_browser(|h| async move {
+        let (gateway, _store) = gateway(&h, Duration::from_secs(30)).await;
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("resolve.html"))).await;
+        let typing = |text: &str| ToolCall::Type {
+            target: airlock_gateway::action::Target::Selector("#pw".to_owned()),
+            text: text.to_owned(),
+            clear_first: true,
+            submit: false,
+        };
+        let out = agent.call(typing("hunter22")).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(
+            out.text.contains("{{secret:NAME.password}}"),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("literal-password"), "{}", out.text);
+        // Into an ordinary field, the same text is no risk.
+        let out = agent
+            .call(ToolCall::Type {
+                target: airlock_gateway::action::Target::Selector("#pw".to_owned()),
+                text: "{{secret:nowhere.password}}".to_owned(),
+                clear_first: true,
+                submit: false,
+            })
+            .await;
+        // Not held or refused by a rule: refused because nothing is loaded.
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}

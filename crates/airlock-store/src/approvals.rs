@@ -1,0 +1,181 @@
+//! Approvals as stored: a held call's record and its one decision. Any process with
+//! the database decides (the CLI today), and the waiting gateway reads the decision.
+
+use sqlx::Row as _;
+
+use crate::{Result, Store};
+
+/// One approval request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRecord {
+    /// Its id (`apr_…`).
+    pub id: String,
+    /// The caller's tenant.
+    pub tenant: String,
+    /// Who asked (tenant/key).
+    pub caller: String,
+    /// The browser session the call runs in.
+    pub session: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// The arguments as JSON, redacted.
+    pub args: String,
+    /// The resolved target as JSON, redacted.
+    pub target: Option<String>,
+    /// The page's URL when asked.
+    pub page_url: Option<String>,
+    /// The rule that held the call.
+    pub rule: String,
+    /// Its risk.
+    pub risk: String,
+    /// Hash binding the record to one call.
+    pub binding: Vec<u8>,
+    /// `pending`, `approved`, `denied` or `expired`.
+    pub status: String,
+    /// Unix milliseconds.
+    pub created_ms: i64,
+    /// Undecided by then, it expires.
+    pub expires_ms: i64,
+    /// When it was decided.
+    pub decided_ms: Option<i64>,
+    /// Who decided (an OS user, an admin key's name).
+    pub decided_by: Option<String>,
+    /// The approver's note or reason.
+    pub note: Option<String>,
+}
+
+/// What deciding did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decided {
+    /// The decision was recorded.
+    Done,
+    /// No approval has that id.
+    NotFound,
+    /// It was decided already, or expired: its status.
+    Closed(String),
+}
+
+impl Store {
+    /// Stores a new pending approval.
+    pub async fn insert_approval(&self, a: &ApprovalRecord) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO approvals (id, tenant, caller, session, tool, args, target, page_url, rule, risk,
+                binding, status, created_ms, expires_ms, decided_ms, decided_by, note)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&a.id)
+        .bind(&a.tenant)
+        .bind(&a.caller)
+        .bind(&a.session)
+        .bind(&a.tool)
+        .bind(&a.args)
+        .bind(&a.target)
+        .bind(&a.page_url)
+        .bind(&a.rule)
+        .bind(&a.risk)
+        .bind(&a.binding)
+        .bind(&a.status)
+        .bind(a.created_ms)
+        .bind(a.expires_ms)
+        .bind(a.decided_ms)
+        .bind(&a.decided_by)
+        .bind(&a.note)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The approval with this id.
+    pub async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>> {
+        let row = sqlx::query("SELECT * FROM approvals WHERE id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|r| approval_row(&r)).transpose()
+    }
+
+    /// Approvals, newest first, of one tenant (all when `None`) and status (all when
+    /// `None`).
+    pub async fn approvals(
+        &self,
+        tenant: Option<&str>,
+        status: Option<&str>,
+    ) -> Result<Vec<ApprovalRecord>> {
+        let rows = sqlx::query(
+            "SELECT * FROM approvals WHERE (?1 IS NULL OR tenant = ?1) AND (?2 IS NULL OR status = ?2)
+             ORDER BY created_ms DESC",
+        )
+        .bind(tenant)
+        .bind(status)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(approval_row).collect()
+    }
+
+    /// Records a decision on a pending approval that has not expired at `now_ms`: one
+    /// conditional update, so of two racing decisions exactly one counts.
+    pub async fn decide_approval(
+        &self,
+        id: &str,
+        approve: bool,
+        by: &str,
+        note: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Decided> {
+        let status = if approve { "approved" } else { "denied" };
+        let done = sqlx::query(
+            "UPDATE approvals SET status = ?, decided_ms = ?, decided_by = ?, note = ?
+             WHERE id = ? AND status = 'pending' AND expires_ms > ?",
+        )
+        .bind(status)
+        .bind(now_ms)
+        .bind(by)
+        .bind(note)
+        .bind(id)
+        .bind(now_ms)
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 1 {
+            return Ok(Decided::Done);
+        }
+        Ok(match self.approval(id).await? {
+            None => Decided::NotFound,
+            Some(a) if a.status == "pending" => Decided::Closed("expired".to_owned()),
+            Some(a) => Decided::Closed(a.status),
+        })
+    }
+
+    /// Marks a pending approval expired (its call stopped waiting).
+    pub async fn expire_approval(&self, id: &str, now_ms: i64) -> Result<()> {
+        sqlx::query(
+            "UPDATE approvals SET status = 'expired', decided_ms = ? WHERE id = ? AND status = 'pending'",
+        )
+        .bind(now_ms)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+}
+
+fn approval_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRecord> {
+    Ok(ApprovalRecord {
+        id: row.try_get("id")?,
+        tenant: row.try_get("tenant")?,
+        caller: row.try_get("caller")?,
+        session: row.try_get("session")?,
+        tool: row.try_get("tool")?,
+        args: row.try_get("args")?,
+        target: row.try_get("target")?,
+        page_url: row.try_get("page_url")?,
+        rule: row.try_get("rule")?,
+        risk: row.try_get("risk")?,
+        binding: row.try_get("binding")?,
+        status: row.try_get("status")?,
+        created_ms: row.try_get("created_ms")?,
+        expires_ms: row.try_get("expires_ms")?,
+        decided_ms: row.try_get("decided_ms")?,
+        decided_by: row.try_get("decided_by")?,
+        note: row.try_get("note")?,
+    })
+}

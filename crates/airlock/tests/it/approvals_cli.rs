@@ -1,0 +1,115 @@
+//! A call held for approval in a running gateway, decided from a second process with
+//! `airlock approvals …` through the shared store, as an operator in another terminal.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_gateway::action::Target;
+use airlock_gateway::{Gateway, GatewayConfig, ToolCall};
+use airlock_policy::{Policy, PolicyConfig};
+use airlock_risk::{ApprovalsConfig, Rules};
+use airlock_store::Store;
+use airlock_test_support::with_browser;
+
+use crate::server::BIN;
+
+fn airlock(data: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("AIRLOCK_CONFIG")
+        .env("AIRLOCK_DATA_DIR", data)
+        .env("USER", "operator-7")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_approves_a_held_click_from_another_process() {
+    with_browser(|h| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("airlock.db"))
+            .await
+            .unwrap();
+        let policy = Policy::from_config(&PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+            ..PolicyConfig::default()
+        })
+        .unwrap();
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                policy,
+                store: Some(store.clone()),
+                rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
+                ..GatewayConfig::default()
+            },
+        );
+        let agent = Arc::new(gateway.agent_session());
+        let out = agent
+            .call(ToolCall::Navigate {
+                url: h.site.url("resolve.html"),
+                wait_until: airlock_gateway::action::WaitUntil::Load,
+                snapshot: airlock_gateway::PageView::None,
+            })
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let clicking = {
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                agent
+                    .call(ToolCall::Click {
+                        target: Target::Role {
+                            role: "button".to_owned(),
+                            name: Some("Delete account".to_owned()),
+                            index: None,
+                        },
+                        options: Default::default(),
+                    })
+                    .await
+            })
+        };
+        // The operator's terminal: list (JSON) until the request shows, then approve.
+        let mut listed = String::new();
+        for _ in 0..100 {
+            let (code, out, err) = airlock(dir.path(), &["approvals", "list", "--json"]);
+            assert_eq!(code, 0, "{err}");
+            if !out.trim().is_empty() {
+                listed = out;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let request: serde_json::Value = serde_json::from_str(listed.trim()).unwrap();
+        assert_eq!(request["rule"], "destructive");
+        assert_eq!(request["target"]["name"], "Delete account");
+        let id = request["id"].as_str().unwrap().to_owned();
+        let (code, out, err) = airlock(dir.path(), &["approvals", "approve", &id, "--note", "ok"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out.trim(), format!("approved {id}"));
+
+        let out = clicking.await.unwrap();
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("deleted 1"), "{}", out.text);
+        let record = store.approval(&id).await.unwrap().unwrap();
+        assert_eq!(record.decided_by.as_deref(), Some("cli:operator-7"));
+
+        // Decided once; an unknown id is said to be unknown.
+        let (code, _, err) = airlock(dir.path(), &["approvals", "deny", &id]);
+        assert_eq!(code, 1);
+        assert!(err.contains("approved already"), "{err}");
+        let (code, _, err) = airlock(dir.path(), &["approvals", "approve", "apr_nope"]);
+        assert_eq!(code, 1);
+        assert!(err.contains("no approval has the id"), "{err}");
+        let (code, out, _) = airlock(dir.path(), &["approvals", "list"]);
+        assert_eq!((code, out.trim()), (0, "no pending approvals"));
+        gateway.shutdown().await;
+    })
+    .await;
+}
