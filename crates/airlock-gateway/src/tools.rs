@@ -284,6 +284,15 @@ impl ToolCall {
         }
     }
 
+    /// The fields and values of a form fill.
+    pub fn form_fields(&self) -> Option<&[(Target, String)]> {
+        match self {
+            ToolCall::Budgeted(_, call) => call.form_fields(),
+            ToolCall::FillForm { fields } => Some(fields),
+            _ => None,
+        }
+    }
+
     /// The text this call types, as the agent wrote it.
     pub fn typed_text(&self) -> Option<&str> {
         match self {

@@ -223,21 +223,38 @@ impl AgentSession {
         if rules.is_empty() {
             return Ok(());
         }
-        let target = context.target.as_ref();
-        let text = call.typed_text();
-        let facts = Facts {
-            tool: context.tool,
-            role: target.map(|t| t.role.as_str()),
-            name: target.map(|t| t.name.as_str()),
-            password: target.is_some_and(|t| t.password),
-            text,
-            secret: text.is_some_and(|t| t.contains("{{secret:")),
-            page_url: target.map(|t| t.frame_url.as_str()),
-            destination: call
-                .navigation_target()
-                .or_else(|| target.and_then(|t| t.href.as_deref())),
+        let verdict = match call.form_fields() {
+            // A form: each field is judged as the typing it is; the first that a rule
+            // holds or refuses decides, and is the call's target from then on.
+            Some(fields) => {
+                let mut found = None;
+                for (target, value) in fields {
+                    let resolved = held.session.resolve(target).await?;
+                    let verdict = rules
+                        .classify(
+                            &facts_of(context.tool, Some(&resolved), Some(value), None),
+                            &held.policy,
+                        )
+                        .filter(|v| v.action != Action::Allow);
+                    if let Some(verdict) = verdict {
+                        context.target = Some(resolved);
+                        found = Some(verdict);
+                        break;
+                    }
+                }
+                found
+            }
+            None => rules.classify(
+                &facts_of(
+                    context.tool,
+                    context.target.as_ref(),
+                    call.typed_text(),
+                    call.navigation_target(),
+                ),
+                &held.policy,
+            ),
         };
-        let Some(verdict) = rules.classify(&facts, &held.policy) else {
+        let Some(verdict) = verdict else {
             return Ok(());
         };
         context.gate = Some(Gate {
@@ -646,4 +663,24 @@ fn approval_id() -> Result<String> {
         "apr_{}",
         bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
     ))
+}
+
+// What the rules are told of a call acting on `target` (resolved), typing `text`,
+// going to `destination` (else where the target's link goes).
+fn facts_of<'a>(
+    tool: &'a str,
+    target: Option<&'a Resolved>,
+    text: Option<&'a str>,
+    destination: Option<&'a str>,
+) -> Facts<'a> {
+    Facts {
+        tool,
+        role: target.map(|t| t.role.as_str()),
+        name: target.map(|t| t.name.as_str()),
+        password: target.is_some_and(|t| t.password),
+        text,
+        secret: text.is_some_and(|t| t.contains("{{secret:")),
+        page_url: target.map(|t| t.frame_url.as_str()),
+        destination: destination.or_else(|| target.and_then(|t| t.href.as_deref())),
+    }
 }

@@ -216,7 +216,18 @@ async fn a_literal_password_is_refused_and_a_placeholder_is_not() {
             out.text
         );
         assert!(out.text.contains("literal-password"), "{}", out.text);
-        // Into an ordinary field, the same text is no risk.
+        // The same through a form fill, beside an ordinary field.
+        let out = agent
+            .call(ToolCall::FillForm {
+                fields: vec![(
+                    airlock_gateway::action::Target::Selector("#pw".to_owned()),
+                    "hunter22".to_owned(),
+                )],
+            })
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("literal-password"), "{}", out.text);
+        // A placeholder is no risk to the rules.
         let out = agent
             .call(ToolCall::Type {
                 target: airlock_gateway::action::Target::Selector("#pw".to_owned()),
