@@ -172,3 +172,27 @@ pub(crate) fn public_key(config: &Config) -> anyhow::Result<ExitCode> {
         None => bail!("no {KEY_FILE} in {} yet", config.data_dir.display()),
     }
 }
+
+/// Every event after `since` (of one session, if given), one canonical JSON line
+/// each: what `verify` checks, for an auditor's own tools.
+pub(crate) async fn export(
+    config: &Config,
+    since: u64,
+    session: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let store = super::vault::open_store(config).await?;
+    let mut after = since;
+    loop {
+        let page = store.audit_events(after, PAGE).await?;
+        let Some(last) = page.last() else {
+            break;
+        };
+        after = last.seq;
+        for record in &page {
+            if session.is_none_or(|s| record.session.as_deref() == Some(s)) {
+                println!("{}", record.body);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -124,6 +124,15 @@ enum AuditCommand {
     },
     /// Print the verifier key of this data dir's audit signing key.
     PublicKey,
+    /// Print events as JSON lines, oldest first.
+    Export {
+        /// Only events after this sequence number.
+        #[arg(long, default_value_t = 0)]
+        since: u64,
+        /// Only events of this browser session.
+        #[arg(long)]
+        session: Option<String>,
+    },
     /// Print the last events, one JSON line each.
     Tail {
         /// How many.
@@ -333,6 +342,9 @@ pub(crate) fn main() -> ExitCode {
                         audit::verify(&config, public_key.as_deref()).await
                     }
                     AuditCommand::PublicKey => audit::public_key(&config),
+                    AuditCommand::Export { since, session } => {
+                        audit::export(&config, since, session.as_deref()).await
+                    }
                     AuditCommand::Tail { lines } => audit::tail(&config, lines).await,
                 }
             };

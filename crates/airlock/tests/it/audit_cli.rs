@@ -100,6 +100,20 @@ async fn tail_prints_one_line_an_event_whatever_a_page_named_things() {
     );
     assert!(!out.contains('\u{1b}'), "{out:?}");
     assert!(lines[1].contains(r#""seq":3"#), "{out}");
+
+    let (code, out) = airlock(dir.path(), &["audit", "export", "--since", "1"]);
+    assert_eq!(code, 0, "{out}");
+    let seqs: Vec<u64> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(seqs, [2, 3]);
+    let (_, out) = airlock(dir.path(), &["audit", "export", "--session", "nope"]);
+    assert_eq!(out, "");
 }
 
 #[tokio::test]
