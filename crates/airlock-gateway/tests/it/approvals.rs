@@ -142,7 +142,9 @@ async fn a_held_click_runs_once_approved_and_never_when_denied() {
             .unwrap()
             .iter()
             .map(|r| serde_json::from_str(&r.body).unwrap())
-            .filter(|e: &serde_json::Value| e["tool"] == "browser_click")
+            .filter(|e: &serde_json::Value| {
+                e["tool"] == "browser_click" && e["kind"] == "tool_call"
+            })
             .collect();
         assert_eq!(events.len(), 2);
         assert_eq!(events[0]["rule"], "destructive");

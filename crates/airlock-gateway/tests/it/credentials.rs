@@ -572,6 +572,15 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
             .iter()
             .map(|r| serde_json::from_str(&r.body).unwrap())
             .collect();
+        // Each action's intent is on the record before the action ran.
+        let intents: Vec<&str> = events
+            .iter()
+            .filter(|e| e["kind"] == "tool_intent")
+            .map(|e| e["tool"].as_str().unwrap())
+            .collect();
+        assert_eq!(intents, ["browser_navigate", "browser_type"]);
+        let events: Vec<&serde_json::Value> =
+            events.iter().filter(|e| e["kind"] == "tool_call").collect();
         let tools: Vec<&str> = events.iter().map(|e| e["tool"].as_str().unwrap()).collect();
         assert_eq!(
             tools,
@@ -593,7 +602,7 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
             assert_clean("audit event", &record.body);
         }
         let rows: Vec<_> = records.iter().map(|r| r.row()).collect();
-        assert_eq!(airlock_audit::verify(&rows, &[]).unwrap().events, 5);
+        assert_eq!(airlock_audit::verify(&rows, &[]).unwrap().events, 7);
         gateway.shutdown().await;
     })
     .await;

@@ -1572,7 +1572,7 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
         );
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("login.html"))).await;
-        for _ in 0..4 {
+        for _ in 0..5 {
             agent
                 .call(ToolCall::Snapshot(SnapshotOptions::default()))
                 .await;
@@ -1585,8 +1585,8 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
             .collect();
         assert_eq!(
             checkpoints.iter().map(|c| c.size).collect::<Vec<_>>(),
-            [2, 4, 5],
-            "every 2 events, and the rest at shutdown"
+            [2, 4, 6, 7],
+            "every 2 events (the navigation's intent and result, five snapshots), and the rest at shutdown"
         );
         let rows: Vec<_> = store
             .audit_events(0, 100)
@@ -1596,7 +1596,7 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
             .map(|r| r.row())
             .collect();
         let verified = airlock_audit::verify(&rows, &checkpoints).unwrap();
-        assert_eq!((verified.events, verified.checkpoints), (5, 3));
+        assert_eq!((verified.events, verified.checkpoints), (7, 4));
     })
     .await;
 }
