@@ -24,7 +24,8 @@ use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::error::{Error, Result};
 use crate::sessions::{
-    End, Held, InUse, Lease, LeaseInfo, LeaseTerms, Principal, Refusal, SessionId, Sessions,
+    End, Held, InUse, Journal, Lease, LeaseInfo, LeaseTerms, Principal, Refusal, SessionId,
+    Sessions,
 };
 use crate::surface::Surface;
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
@@ -114,11 +115,17 @@ impl Gateway {
         config: GatewayConfig,
         resolver: Arc<dyn Resolver>,
     ) -> Arc<Gateway> {
+        // Session events go to the audit log through one writer, in order.
+        let (journal, journal_rx) = tokio::sync::mpsc::unbounded_channel();
+        let sessions = match &config.store {
+            Some(_) => Sessions::journaled(journal),
+            None => Sessions::default(),
+        };
         let gateway = Arc::new(Gateway {
             browsers,
             policy: Arc::new(config.policy.clone()),
             resolver,
-            sessions: Arc::new(Sessions::default()),
+            sessions: Arc::new(sessions),
             callers: Mutex::new(std::collections::HashMap::new()),
             named: Mutex::new(std::collections::HashMap::new()),
             next_agent: AtomicU64::new(1),
@@ -132,6 +139,9 @@ impl Gateway {
         gateway
             .warm
             .refill(&gateway.browsers, &gateway.resolver, None);
+        if let Some(store) = gateway.config.store.clone() {
+            tokio::spawn(write_journal(store, Arc::downgrade(&gateway), journal_rx));
+        }
         let weak = Arc::downgrade(&gateway);
         let period =
             (gateway.config.idle_ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(15));
@@ -443,6 +453,7 @@ impl Gateway {
         }
         self.warm.stop().await;
         self.browsers.shutdown().await;
+        self.sessions.flush().await;
         self.settle_audit(true).await;
     }
 }
@@ -659,5 +670,28 @@ fn describe(session: &Session) -> String {
         "isolation: process, its own Chromium".to_owned()
     } else {
         "isolation: context, a fresh browser context".to_owned()
+    }
+}
+
+// Writes the registry's session events to the audit log, in the order they happened.
+async fn write_journal(
+    store: Store,
+    gateway: Weak<Gateway>,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<Journal>,
+) {
+    while let Some(item) = events.recv().await {
+        match item {
+            Journal::Event(fields) => match store.append_audit(&fields).await {
+                Ok(record) => {
+                    if let Some(gateway) = gateway.upgrade() {
+                        gateway.audited(&store, &record).await;
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "could not record a session event"),
+            },
+            Journal::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
     }
 }

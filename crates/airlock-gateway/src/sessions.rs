@@ -303,14 +303,65 @@ pub struct LeaseInfo {
     pub held: bool,
 }
 
+/// What the registry tells the audit log: a session opened or ended.
+pub(crate) enum Journal {
+    /// An event to append.
+    Event(serde_json::Map<String, serde_json::Value>),
+    /// Answered once every event sent before it is written.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 /// The registry: every open lease by id.
 #[derive(Default)]
 pub(crate) struct Sessions {
     leases: Mutex<HashMap<SessionId, Arc<Lease>>>,
     open: AtomicUsize,
+    // Where session events go (the gateway's audit writer), if anywhere.
+    journal: Option<tokio::sync::mpsc::UnboundedSender<Journal>>,
 }
 
 impl Sessions {
+    /// A registry that tells `journal` of every session opened and ended.
+    pub(crate) fn journaled(journal: tokio::sync::mpsc::UnboundedSender<Journal>) -> Sessions {
+        Sessions {
+            journal: Some(journal),
+            ..Sessions::default()
+        }
+    }
+
+    // A session event for the audit log (never blocks; written in order).
+    fn note(&self, kind: &str, lease: &Lease, reason: Option<&str>) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        let time_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let event = serde_json::json!({
+            "kind": kind,
+            "tenant": lease.owner.tenant,
+            "caller": lease.owner.caller(),
+            "session": lease.id.to_string(),
+            "isolation": if lease.held.is_dedicated() { "process" } else { "context" },
+            "credentials": lease.held.loaded.names(),
+            "reason": reason,
+            "time_ms": time_ms,
+        });
+        if let serde_json::Value::Object(fields) = event {
+            let _ = journal.send(Journal::Event(fields));
+        }
+    }
+
+    /// Resolves once every session event sent so far is written.
+    pub(crate) async fn flush(&self) {
+        if let Some(journal) = &self.journal {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            if journal.send(Journal::Flush(tx)).is_ok() {
+                let _ = rx.await;
+            }
+        }
+    }
+
     /// Registers a new lease over `held`, owned by `owner`, under `terms`.
     pub(crate) fn insert(
         &self,
@@ -337,6 +388,7 @@ impl Sessions {
         });
         lock(&self.leases).insert(lease.id.clone(), lease.clone());
         self.open.fetch_add(1, Ordering::AcqRel);
+        self.note("session_open", &lease, None);
         Ok(lease)
     }
 
@@ -344,8 +396,15 @@ impl Sessions {
     /// is the caller's.
     pub(crate) fn remove(&self, id: &SessionId) -> Option<Arc<Lease>> {
         let removed = lock(&self.leases).remove(id);
-        if removed.is_some() {
+        if let Some(lease) = &removed {
             self.open.fetch_sub(1, Ordering::AcqRel);
+            let reason = match lease.ended() {
+                Some(End::Closed) | None => "closed",
+                Some(End::Expired) => "idle",
+                Some(End::OutLived) => "lifetime",
+                Some(End::Lost) => "browser lost",
+            };
+            self.note("session_close", lease, Some(reason));
         }
         removed
     }
@@ -422,6 +481,7 @@ impl Sessions {
         self.open.store(0, Ordering::Release);
         for lease in &leases {
             lease.end(End::Closed);
+            self.note("session_close", lease, Some("shutdown"));
         }
         leases
     }

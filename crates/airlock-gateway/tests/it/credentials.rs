@@ -566,12 +566,30 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
             .await;
         let out = call(&agent, navigate("file:///etc/passwd".to_owned())).await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied));
+        // Shutdown closes the session and writes every event still on its way.
+        gateway.shutdown().await;
 
         let records = vault.store().audit_events(0, 100).await.unwrap();
         let events: Vec<serde_json::Value> = records
             .iter()
             .map(|r| serde_json::from_str(&r.body).unwrap())
             .collect();
+        let sessions: Vec<(&str, &str)> = events
+            .iter()
+            .filter(|e| e["kind"] == "session_open" || e["kind"] == "session_close")
+            .map(|e| {
+                (
+                    e["kind"].as_str().unwrap(),
+                    e["reason"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sessions,
+            [("session_open", ""), ("session_close", "shutdown")]
+        );
+        let opened = events.iter().find(|e| e["kind"] == "session_open").unwrap();
+        assert_eq!(opened["credentials"][0], "login");
         // Each action's intent is on the record before the action ran.
         let intents: Vec<&str> = events
             .iter()
@@ -602,8 +620,7 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
             assert_clean("audit event", &record.body);
         }
         let rows: Vec<_> = records.iter().map(|r| r.row()).collect();
-        assert_eq!(airlock_audit::verify(&rows, &[]).unwrap().events, 7);
-        gateway.shutdown().await;
+        assert_eq!(airlock_audit::verify(&rows, &[]).unwrap().events, 9);
     })
     .await;
 }
