@@ -388,7 +388,12 @@ impl AgentSession {
                         rule,
                     });
                 }
-                _ => tokio::time::sleep(APPROVAL_POLL.min(deadline - Instant::now())).await,
+                _ => {
+                    tokio::time::sleep(
+                        APPROVAL_POLL.min(deadline.saturating_duration_since(Instant::now())),
+                    )
+                    .await
+                }
             }
         };
         let by = decided
