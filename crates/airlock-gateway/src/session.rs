@@ -391,6 +391,28 @@ impl Gateway {
         }
     }
 
+    /// Appends an event that is no tool call (an authentication failure on a
+    /// surface) to the audit log, when the gateway has one. `fields` must hold `kind`;
+    /// tenant and time are added when missing.
+    pub async fn record_event(&self, mut fields: serde_json::Map<String, serde_json::Value>) {
+        let Some(store) = self.store() else {
+            return;
+        };
+        fields
+            .entry("tenant")
+            .or_insert_with(|| self.config.credentials.tenant.clone().into());
+        fields.entry("time_ms").or_insert_with(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+                .into()
+        });
+        match store.append_audit(&fields).await {
+            Ok(record) => self.audited(store, &record).await,
+            Err(e) => tracing::error!(error = %e, "could not record an audit event"),
+        }
+    }
+
     // Takes in an audit event just written (checkpoints).
     pub(crate) async fn audited(&self, store: &Store, record: &airlock_store::AuditRecord) {
         if let Some(trail) = &self.trail

@@ -57,6 +57,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
     let auth = Arc::new(Auth {
         key: config.api_key,
         principal,
+        gateway: gateway.clone(),
         limiter: limit::AuthLimiter::default(),
     });
     Router::new()
@@ -95,6 +96,8 @@ struct Auth {
     key: Option<ApiKey>,
     // Who a request that passes is: the surfaces read it from the request.
     principal: Principal,
+    // Failures go on its audit record.
+    gateway: Arc<Gateway>,
     limiter: limit::AuthLimiter,
 }
 
@@ -163,14 +166,27 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next:
             }
         }
         if !ok {
-            tracing::warn!(
-                reason = if presented.is_some() {
-                    "wrong token"
-                } else {
-                    "no token"
-                },
-                "unauthorized /mcp request"
-            );
+            let reason = if presented.is_some() {
+                "wrong token"
+            } else {
+                "no token"
+            };
+            tracing::warn!(reason, "unauthorized /mcp request");
+            // On the audit record too (never the token); off the response's path. The
+            // limiter above bounds how many a client can cause.
+            let gateway = auth.gateway.clone();
+            let client = client.map(|c| c.to_string());
+            tokio::spawn(async move {
+                let serde_json::Value::Object(fields) = serde_json::json!({
+                    "kind": "auth_failure",
+                    "surface": "mcp",
+                    "reason": reason,
+                    "client": client,
+                }) else {
+                    return;
+                };
+                gateway.record_event(fields).await;
+            });
             let mut response = (
                 StatusCode::UNAUTHORIZED,
                 "unauthorized: send Authorization: Bearer <api key>\n",

@@ -222,6 +222,24 @@ async fn bearer_token_is_required_when_configured() {
     );
     let right = initialize(&url, &[format!("Authorization: Bearer {token}")]).await;
     assert_eq!(right.status, 200, "{}", right.head);
+    // Both refusals are on the audit record, without the token tried.
+    let mut exported = String::new();
+    for _ in 0..100 {
+        let out = std::process::Command::new(crate::server::BIN)
+            .args(["audit", "export", "--data-dir"])
+            .arg(tmp.path().join("data"))
+            .env_remove("AIRLOCK_CONFIG")
+            .output()
+            .unwrap();
+        exported = String::from_utf8_lossy(&out.stdout).into_owned();
+        if exported.matches("auth_failure").count() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(exported.contains(r#""reason":"no token""#), "{exported}");
+    assert!(exported.contains(r#""reason":"wrong token""#), "{exported}");
+    assert!(!exported.contains("wrong-token-0123456789") && !exported.contains(token));
     // Health stays open for probes.
     let health = reqwest_free_get(&url, "/healthz").await;
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
