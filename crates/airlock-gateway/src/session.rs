@@ -16,8 +16,11 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 mod call;
+mod gate;
+mod record;
 
-pub use call::{CallContext, CallObserver, CallRecord, Gate};
+pub use call::{CallContext, CallObserver, CallRecord};
+pub use gate::Gate;
 
 use crate::audit::{Checkpoints, Trail};
 use crate::content::PageFence;

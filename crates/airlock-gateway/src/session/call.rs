@@ -1,17 +1,18 @@
 //! The call pipeline: every tool call from every surface passes these stages in
 //! order, each a small method over one [`CallContext`]: admit (role, placeholders
 //! outside typed text, the policy on a navigation target) → enter the lease (opened
-//! lazily) → act (`tools::execute`) → crash recovery → what egress refused meanwhile →
-//! redaction → finish (the one log line, then every [`CallObserver`]). Only entering
-//! the lease may wait on a lock, and only on this agent's own; the browser's work
-//! waits on the page.
+//! lazily; its terms and hold) → resolve the target → risk and approval (`gate.rs`)
+//! → the intent on the audit record (`record.rs`) → act (`tools::execute`) → crash
+//! recovery → what egress refused meanwhile → redaction → the outcome on the audit
+//! record → finish (the one log line, then every [`CallObserver`]). Only entering the
+//! lease waits on a lock, and only on this agent's own; an approval waits on a
+//! person, holding none; the browser's work waits on the page.
 
 use airlock_core::{ErrorCode, Role};
 
 use super::*;
-use airlock_risk::{Action, Facts};
-use airlock_store::{ApprovalRecord, Store};
 
+use super::gate::Gate;
 use crate::action::Resolved;
 use crate::sessions::SessionId;
 use crate::surface::Surface;
@@ -41,21 +42,6 @@ pub struct CallContext {
     pub blocked: u64,
     /// When the call arrived.
     pub started: Instant,
-}
-
-/// What the risk and approval stages decided about a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Gate {
-    /// The rule that matched.
-    pub rule: String,
-    /// Its risk (`high` …).
-    pub risk: &'static str,
-    /// Its action (`allow`, `approve`, `deny`).
-    pub action: &'static str,
-    /// The approval asked for, if the rule asked for one.
-    pub approval: Option<String>,
-    /// Who approved it, if someone did.
-    pub approver: Option<String>,
 }
 
 /// A finished call, as observers see it.
@@ -217,226 +203,6 @@ impl AgentSession {
         Ok(())
     }
 
-    // Risk, then approval: the first rule that matches the call (as resolved)
-    // decides; a call it holds waits for a human, holding no lock.
-    async fn gate(&self, context: &mut CallContext, held: &Held, call: &ToolCall) -> Result<()> {
-        let Some(gateway) = self.inner.gateway.upgrade() else {
-            return Ok(());
-        };
-        let rules = &gateway.config.rules;
-        if rules.is_empty() {
-            return Ok(());
-        }
-        let verdict = match call.form_fields() {
-            // A form: each field is judged as the typing it is; the first that a rule
-            // holds or refuses decides, and is the call's target from then on.
-            Some(fields) => {
-                let mut found = None;
-                for (target, value) in fields {
-                    let resolved = held.session.resolve(target).await?;
-                    let verdict = rules
-                        .classify(
-                            &facts_of(context.tool, Some(&resolved), Some(value), None),
-                            &held.policy,
-                        )
-                        .filter(|v| v.action != Action::Allow);
-                    if let Some(verdict) = verdict {
-                        context.target = Some(resolved);
-                        found = Some(verdict);
-                        break;
-                    }
-                }
-                found
-            }
-            None => rules.classify(
-                &facts_of(
-                    context.tool,
-                    context.target.as_ref(),
-                    call.typed_text(),
-                    call.navigation_target(),
-                ),
-                &held.policy,
-            ),
-        };
-        let Some(verdict) = verdict else {
-            return Ok(());
-        };
-        context.gate = Some(Gate {
-            rule: verdict.rule.clone(),
-            risk: verdict.risk.as_str(),
-            action: verdict.action.as_str(),
-            approval: None,
-            approver: None,
-        });
-        tracing::info!(
-            tool.name = context.tool,
-            rule = %verdict.rule,
-            risk = verdict.risk.as_str(),
-            action = verdict.action.as_str(),
-            why = %verdict.why,
-            "risk rule matched"
-        );
-        match verdict.action {
-            Action::Allow => Ok(()),
-            Action::Deny => Err(Error::RuleDenied {
-                message: verdict
-                    .message
-                    .clone()
-                    .unwrap_or_else(|| "a risk rule refuses this call".to_owned()),
-                rule: verdict.rule,
-            }),
-            Action::Approve => {
-                let Some(store) = gateway.store() else {
-                    return Err(Error::RuleDenied {
-                        rule: verdict.rule,
-                        message: "this call needs a human's approval, and this gateway has no store to ask in"
-                            .to_owned(),
-                    });
-                };
-                self.await_approval(context, held, call, store, gateway.config.approval_timeout)
-                    .await
-            }
-        }
-    }
-
-    // Records the approval request, waits for its decision, and on approval checks
-    // that the element approved is still the one on the page.
-    async fn await_approval(
-        &self,
-        context: &mut CallContext,
-        held: &Held,
-        call: &ToolCall,
-        store: &Store,
-        timeout: Duration,
-    ) -> Result<()> {
-        use std::sync::atomic::Ordering;
-        if self.inner.waiting.swap(true, Ordering::AcqRel) {
-            return Err(Error::ApprovalPending);
-        }
-        let _waiting = Waiting(&self.inner.waiting);
-        let rule = context
-            .gate
-            .as_ref()
-            .map(|g| g.rule.clone())
-            .unwrap_or_default();
-        let risk = context.gate.as_ref().map_or("", |g| g.risk);
-        let redact = |text: &str| held.loaded.redact(text);
-        let mut args = serde_json::Value::Object(call.audit_args());
-        redact_strings(&mut args, &redact);
-        let target = context.target.as_ref().map(|t| {
-            let mut value = serde_json::json!({
-                "role": t.role, "name": t.name, "frame_url": t.frame_url,
-            });
-            redact_strings(&mut value, &redact);
-            value.to_string()
-        });
-        let session = context.session.as_ref().map(ToString::to_string);
-        let binding = {
-            use sha2::{Digest, Sha256};
-            let mut h = Sha256::new();
-            for part in [
-                session.as_deref().unwrap_or_default(),
-                &context.principal.caller(),
-                &args.to_string(),
-                target.as_deref().unwrap_or_default(),
-            ] {
-                h.update(part.as_bytes());
-                h.update([0u8]);
-            }
-            h.finalize().to_vec()
-        };
-        let now = now_ms();
-        let id = approval_id()?;
-        store
-            .insert_approval(&ApprovalRecord {
-                id: id.clone(),
-                tenant: context.principal.tenant.clone(),
-                caller: context.principal.caller(),
-                session,
-                tool: context.tool.to_owned(),
-                args: args.to_string(),
-                target,
-                page_url: context.target.as_ref().map(|t| redact(&t.frame_url)),
-                rule: rule.clone(),
-                risk: risk.to_owned(),
-                binding,
-                status: "pending".to_owned(),
-                created_ms: now,
-                expires_ms: now + timeout.as_millis() as i64,
-                decided_ms: None,
-                decided_by: None,
-                note: None,
-            })
-            .await
-            .map_err(|e| Error::Internal(format!("could not record the approval request: {e}")))?;
-        if let Some(gate) = &mut context.gate {
-            gate.approval = Some(id.clone());
-        }
-        tracing::warn!(approval.id = %id, tool.name = context.tool, rule = %rule, "call held for a human's approval");
-        let deadline = Instant::now() + timeout;
-        let decided = loop {
-            let record = store
-                .approval(&id)
-                .await
-                .map_err(|e| Error::Internal(format!("could not read the approval: {e}")))?;
-            match record {
-                Some(r) if r.status != "pending" => break r,
-                _ if Instant::now() >= deadline => {
-                    let _ = store.expire_approval(&id, now_ms()).await;
-                    return Err(Error::ApprovalTimeout {
-                        secs: timeout.as_secs(),
-                        rule,
-                    });
-                }
-                _ => {
-                    tokio::time::sleep(
-                        APPROVAL_POLL.min(deadline.saturating_duration_since(Instant::now())),
-                    )
-                    .await
-                }
-            }
-        };
-        let by = decided
-            .decided_by
-            .clone()
-            .unwrap_or_else(|| "someone".to_owned());
-        match decided.status.as_str() {
-            "approved" => {}
-            "denied" => {
-                return Err(Error::ApprovalDenied {
-                    by,
-                    reason: decided.note,
-                });
-            }
-            _ => {
-                return Err(Error::ApprovalTimeout {
-                    secs: timeout.as_secs(),
-                    rule,
-                });
-            }
-        }
-        if let Some(gate) = &mut context.gate {
-            gate.approver = Some(by);
-        }
-        // Still the same element: same node, role, name, frame and page.
-        if let Some(approved) = &context.target {
-            let now = held
-                .session
-                .resolve(&approved.target)
-                .await
-                .map_err(|_| Error::ApprovalStale)?;
-            if now.node != approved.node
-                || now.role != approved.role
-                || now.name != approved.name
-                || now.frame_origin != approved.frame_origin
-                || now.frame_url != approved.frame_url
-            {
-                return Err(Error::ApprovalStale);
-            }
-        }
-        Ok(())
-    }
-
     // The browser work itself.
     async fn act(&self, context: &CallContext, held: &Held, call: ToolCall) -> Result<ToolOutput> {
         tools::execute(
@@ -472,65 +238,6 @@ impl AgentSession {
             out.text.push('\n');
             out.text.push_str(&summary);
         }
-    }
-
-    // The call's audit event, durable before the result returns, when the gateway
-    // has a store. Every string in it passes the session's redactor.
-    async fn audit(
-        &self,
-        context: &CallContext,
-        args: serde_json::Map<String, serde_json::Value>,
-        held: Option<&Held>,
-        out: &ToolOutput,
-    ) -> std::result::Result<(), airlock_store::StoreError> {
-        let mut event = call_event(context, "tool_call", args);
-        event.insert("error".to_owned(), out.error.map(ErrorCode::as_str).into());
-        event.insert(
-            "duration_ms".to_owned(),
-            (context.started.elapsed().as_millis() as u64).into(),
-        );
-        event.insert("blocked".to_owned(), context.blocked.into());
-        self.record(event, held).await
-    }
-
-    // Before a call acts on the browser: what it is about to do, durable first, so no
-    // action runs unrecorded (a failed write stops it).
-    async fn record_intent(
-        &self,
-        context: &CallContext,
-        held: &Held,
-        call: &ToolCall,
-    ) -> Result<()> {
-        let event = call_event(context, "tool_intent", call.audit_args());
-        self.record(event, Some(held)).await.map_err(|e| {
-            tracing::error!(error = %e, tool.name = context.tool, "the audit log refused a call's intent");
-            Error::Internal(
-                "this call could not be recorded in the audit log, so it was not run".to_owned(),
-            )
-        })
-    }
-
-    async fn record(
-        &self,
-        fields: serde_json::Map<String, serde_json::Value>,
-        held: Option<&Held>,
-    ) -> std::result::Result<(), airlock_store::StoreError> {
-        let Some(gateway) = self.inner.gateway.upgrade() else {
-            return Ok(());
-        };
-        let Some(store) = gateway.store() else {
-            return Ok(());
-        };
-        let mut event = serde_json::Value::Object(fields);
-        if let Some(held) = held {
-            redact_strings(&mut event, &|text| held.loaded.redact(text));
-        }
-        let serde_json::Value::Object(fields) = event else {
-            return Ok(());
-        };
-        let record = store.append_audit(&fields).await?;
-        gateway.audited(store, &record).await;
-        Ok(())
     }
 
     // The one log line of a tool call, whichever surface it came from; then the
@@ -628,107 +335,5 @@ impl AgentSession {
             return Some(lease.held.policy.clone());
         }
         Some(self.inner.gateway.upgrade()?.policy.clone())
-    }
-}
-
-// Every string inside `value`, redacted in place.
-fn redact_strings(value: &mut serde_json::Value, redact: &dyn Fn(&str) -> String) {
-    match value {
-        serde_json::Value::String(text) => *text = redact(text),
-        serde_json::Value::Array(items) => {
-            for item in items {
-                redact_strings(item, redact);
-            }
-        }
-        serde_json::Value::Object(map) => {
-            for item in map.values_mut() {
-                redact_strings(item, redact);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// How often a held call looks for its decision: a decision unblocks it within this.
-const APPROVAL_POLL: Duration = Duration::from_millis(200);
-
-// Clears the agent's waiting flag when the wait ends, however it ends.
-struct Waiting<'a>(&'a std::sync::atomic::AtomicBool);
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, std::sync::atomic::Ordering::Release);
-    }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-// `apr_` and 96 random bits: unguessable, so knowing one's id is no way to decide it.
-fn approval_id() -> Result<String> {
-    let mut bytes = [0u8; 12];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| Error::Internal(format!("no randomness for an approval id: {e}")))?;
-    Ok(format!(
-        "apr_{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    ))
-}
-
-// What the rules are told of a call acting on `target` (resolved), typing `text`,
-// going to `destination` (else where the target's link goes).
-fn facts_of<'a>(
-    tool: &'a str,
-    target: Option<&'a Resolved>,
-    text: Option<&'a str>,
-    destination: Option<&'a str>,
-) -> Facts<'a> {
-    Facts {
-        tool,
-        role: target.map(|t| t.role.as_str()),
-        name: target.map(|t| t.name.as_str()),
-        password: target.is_some_and(|t| t.password),
-        text,
-        secret: text.is_some_and(|t| t.contains("{{secret:")),
-        page_url: target.map(|t| t.frame_url.as_str()),
-        destination: destination.or_else(|| target.and_then(|t| t.href.as_deref())),
-    }
-}
-
-// The fields every event about a call has: who, where, what, and what the gate said.
-fn call_event(
-    context: &CallContext,
-    kind: &str,
-    args: serde_json::Map<String, serde_json::Value>,
-) -> serde_json::Map<String, serde_json::Value> {
-    use serde_json::{Value, json};
-    let event = json!({
-        "kind": kind,
-        "tenant": context.principal.tenant,
-        "caller": context.principal.caller(),
-        "role": context.principal.role.as_str(),
-        "surface": context.surface.as_str(),
-        "session": context.session.as_ref().map(ToString::to_string),
-        "tool": context.tool,
-        "args": Value::Object(args),
-        "target": context.target.as_ref().map(|t| json!({
-            "role": t.role,
-            "name": t.name,
-            "frame_url": t.frame_url,
-            "password": t.password,
-        })),
-        "rule": context.gate.as_ref().map(|g| g.rule.clone()),
-        "risk": context.gate.as_ref().map(|g| g.risk),
-        "decision": context.gate.as_ref().map(|g| g.action),
-        "approval": context.gate.as_ref().and_then(|g| g.approval.clone()),
-        "approver": context.gate.as_ref().and_then(|g| g.approver.clone()),
-        "time_ms": now_ms(),
-    });
-    match event {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
     }
 }
