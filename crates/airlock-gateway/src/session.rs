@@ -19,8 +19,7 @@ mod call;
 mod gate;
 mod record;
 
-pub use call::{CallContext, CallObserver, CallRecord};
-pub use gate::Gate;
+pub use call::{CallContext, CallObserver, CallRecord, Gate};
 
 use crate::audit::{Checkpoints, Trail};
 use crate::content::PageFence;

@@ -12,7 +12,6 @@ use airlock_core::{ErrorCode, Role};
 
 use super::*;
 
-use super::gate::Gate;
 use crate::action::Resolved;
 use crate::sessions::SessionId;
 use crate::surface::Surface;
@@ -42,6 +41,21 @@ pub struct CallContext {
     pub blocked: u64,
     /// When the call arrived.
     pub started: Instant,
+}
+
+/// What the risk and approval stages decided about a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    /// The rule that matched.
+    pub rule: String,
+    /// Its risk (`high` …).
+    pub risk: &'static str,
+    /// Its action (`allow`, `approve`, `deny`).
+    pub action: &'static str,
+    /// The approval asked for, if the rule asked for one.
+    pub approval: Option<String>,
+    /// Who approved it, if someone did.
+    pub approver: Option<String>,
 }
 
 /// A finished call, as observers see it.

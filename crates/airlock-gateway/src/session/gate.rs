@@ -5,25 +5,10 @@
 use airlock_risk::{Action, Facts};
 use airlock_store::{ApprovalRecord, Store};
 
-use super::call::CallContext;
+use super::call::{CallContext, Gate};
 use super::record::{now_ms, redact_strings};
 use super::*;
 use crate::action::Resolved;
-
-/// What the risk and approval stages decided about a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Gate {
-    /// The rule that matched.
-    pub rule: String,
-    /// Its risk (`high` …).
-    pub risk: &'static str,
-    /// Its action (`allow`, `approve`, `deny`).
-    pub action: &'static str,
-    /// The approval asked for, if the rule asked for one.
-    pub approval: Option<String>,
-    /// Who approved it, if someone did.
-    pub approver: Option<String>,
-}
 
 impl AgentSession {
     // Risk, then approval: the first rule that matches the call (as resolved)
