@@ -83,13 +83,13 @@ pub(crate) fn checkpoints(config: &Config) -> anyhow::Result<airlock_gateway::Ch
     })
 }
 
-/// The checkpoints in `dir`, each checked against `name`'s `key`.
+/// The checkpoints in the file at `path`, each checked against `name`'s `key`.
 fn read_checkpoints(
-    dir: &Path,
+    path: &Path,
     name: &str,
     key: &VerifyingKey,
 ) -> Result<Vec<Checkpoint>, airlock_audit::Broken> {
-    let text = std::fs::read_to_string(dir.join(CHECKPOINTS_FILE)).unwrap_or_default();
+    let text = std::fs::read_to_string(path).unwrap_or_default();
     airlock_audit::split_notes(&text)
         .iter()
         .map(|note| Checkpoint::open(note, name, key))
@@ -101,7 +101,17 @@ const PAGE: u32 = 10_000;
 
 /// Exit 0 when the log is intact, 1 at the first thing wrong (named). Checkpoints are
 /// checked with `public_key` (a C2SP verifier key), else with the data dir's key.
-pub(crate) async fn verify(config: &Config, public_key: Option<&str>) -> anyhow::Result<ExitCode> {
+/// With `export`, checks that file (`audit export` output from the first event) instead
+/// of the database, against `checkpoints` (default: the data dir's).
+pub(crate) async fn verify(
+    config: &Config,
+    public_key: Option<&str>,
+    export: Option<&Path>,
+    checkpoints: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let checkpoints_path = checkpoints
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| config.data_dir.join(CHECKPOINTS_FILE));
     let key = match public_key {
         Some(text) => Some(
             airlock_audit::parse_verifier_key(text)
@@ -110,26 +120,18 @@ pub(crate) async fn verify(config: &Config, public_key: Option<&str>) -> anyhow:
         None => read_key(&config.data_dir.join(KEY_FILE))?
             .map(|key| (LOG_NAME.to_owned(), key.verifying_key())),
     };
-    let has_checkpoints = config.data_dir.join(CHECKPOINTS_FILE).exists();
-    if key.is_none() && has_checkpoints {
+    if key.is_none() && checkpoints_path.exists() {
         bail!(
             "no {KEY_FILE} in {}: give --public-key to check its checkpoints",
             config.data_dir.display()
         );
     }
-    let store = super::vault::open_store(config).await?;
-    let mut rows = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store.audit_events(after, PAGE).await?;
-        let Some(last) = page.last() else {
-            break;
-        };
-        after = last.seq;
-        rows.extend(page.iter().map(airlock_store::AuditRecord::row));
-    }
+    let rows = match export {
+        Some(path) => exported_rows(path)?,
+        None => stored_rows(config).await?,
+    };
     let checkpoints = match &key {
-        Some((name, key)) => read_checkpoints(&config.data_dir, name, key),
+        Some((name, key)) => read_checkpoints(&checkpoints_path, name, key),
         None => Ok(Vec::new()),
     };
     let checked = checkpoints.and_then(|checkpoints| airlock_audit::verify(&rows, &checkpoints));
@@ -195,4 +197,45 @@ pub(crate) async fn export(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn stored_rows(config: &Config) -> anyhow::Result<Vec<airlock_audit::Row>> {
+    let store = super::vault::open_store(config).await?;
+    let mut rows = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.audit_events(after, PAGE).await?;
+        let Some(last) = page.last() else {
+            break;
+        };
+        after = last.seq;
+        rows.extend(page.iter().map(airlock_store::AuditRecord::row));
+    }
+    Ok(rows)
+}
+
+// An export's lines as rows: the chain is recomputed from the bodies (an export does
+// not carry it), so what catches an edit there is the signed checkpoints.
+fn exported_rows(path: &Path) -> anyhow::Result<Vec<airlock_audit::Row>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut previous = [0u8; 32];
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().filter(|l| !l.is_empty()).enumerate() {
+        let seq = serde_json::from_str::<serde_json::Value>(line)
+            .ok()
+            .and_then(|v| v["seq"].as_u64())
+            .unwrap_or(i as u64 + 1);
+        let chain = airlock_audit::chain(
+            &previous,
+            &airlock_audit::merkle::leaf_hash(line.as_bytes()),
+        );
+        previous = chain;
+        rows.push(airlock_audit::Row {
+            seq,
+            body: line.to_owned(),
+            chain,
+        });
+    }
+    Ok(rows)
 }

@@ -121,6 +121,13 @@ enum AuditCommand {
         /// prints it) instead of the data dir's own key.
         #[arg(long)]
         public_key: Option<String>,
+        /// Check this `audit export` file (from the first event) instead of the
+        /// database: offline, with --public-key and --checkpoints.
+        #[arg(long)]
+        export: Option<PathBuf>,
+        /// The signed checkpoints to check against (default: the data dir's).
+        #[arg(long)]
+        checkpoints: Option<PathBuf>,
     },
     /// Print the verifier key of this data dir's audit signing key.
     PublicKey,
@@ -338,8 +345,18 @@ pub(crate) fn main() -> ExitCode {
             };
             let run = async {
                 match command {
-                    AuditCommand::Verify { public_key } => {
-                        audit::verify(&config, public_key.as_deref()).await
+                    AuditCommand::Verify {
+                        public_key,
+                        export,
+                        checkpoints,
+                    } => {
+                        audit::verify(
+                            &config,
+                            public_key.as_deref(),
+                            export.as_deref(),
+                            checkpoints.as_deref(),
+                        )
+                        .await
                     }
                     AuditCommand::PublicKey => audit::public_key(&config),
                     AuditCommand::Export { since, session } => {

@@ -164,6 +164,46 @@ async fn signed_checkpoints_catch_a_log_cut_short_and_a_foreign_key() {
     );
     assert_eq!(code, 0, "{out}");
 
+    // Offline: an export, the checkpoints and the public key, elsewhere.
+    let away = tempfile::tempdir().unwrap();
+    let (code, exported) = airlock(dir.path(), &["audit", "export"]);
+    assert_eq!(code, 0);
+    let export = away.path().join("events.jsonl");
+    std::fs::write(&export, &exported).unwrap();
+    let copied = away.path().join("checkpoints");
+    std::fs::copy(dir.path().join("audit.checkpoints"), &copied).unwrap();
+    let offline = |export: &Path| {
+        airlock(
+            away.path(),
+            &[
+                "audit",
+                "verify",
+                "--export",
+                export.to_str().unwrap(),
+                "--checkpoints",
+                copied.to_str().unwrap(),
+                "--public-key",
+                vkey.trim(),
+            ],
+        )
+    };
+    let (code, out) = offline(&export);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("ok: 5 events, 2 signed checkpoints"),
+        "{out}"
+    );
+    // An edited line in the export: the chain is recomputed, the checkpoint is not.
+    let edited = away.path().join("edited.jsonl");
+    std::fs::write(
+        &edited,
+        exported.replacen(r#""name":"b""#, r#""name":"x""#, 1),
+    )
+    .unwrap();
+    let (code, out) = offline(&edited);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("the checkpoint at 3 does not match"), "{out}");
+
     // Another key's verifier key does not open these checkpoints.
     let other = airlock_audit::verifier_key(
         "airlock.local/audit",
