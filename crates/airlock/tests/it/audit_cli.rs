@@ -21,6 +21,13 @@ fn airlock(data: &Path, args: &[&str]) -> (i32, String) {
     )
 }
 
+// The database as someone with the file opens it, around Airlock.
+async fn by_hand(data: &Path) -> sqlx::SqlitePool {
+    sqlx::SqlitePool::connect(&format!("sqlite://{}", data.join("airlock.db").display()))
+        .await
+        .unwrap()
+}
+
 async fn written(data: &Path, names: &[&str]) -> Store {
     let store = Store::open_sqlite(&data.join("airlock.db")).await.unwrap();
     for (i, name) in names.iter().enumerate() {
@@ -48,12 +55,7 @@ async fn verify_names_the_event_someone_edited_or_removed() {
         "{out}"
     );
 
-    let pool = sqlx::SqlitePool::connect(&format!(
-        "sqlite://{}",
-        dir.path().join("airlock.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = by_hand(dir.path()).await;
     sqlx::query("UPDATE audit_events SET body = replace(body, 'Item 3', 'Item 9') WHERE seq = 3")
         .execute(&pool)
         .await
@@ -67,12 +69,7 @@ async fn verify_names_the_event_someone_edited_or_removed() {
 
     let other = tempfile::tempdir().unwrap();
     written(other.path(), &names).await;
-    let pool = sqlx::SqlitePool::connect(&format!(
-        "sqlite://{}",
-        other.path().join("airlock.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = by_hand(other.path()).await;
     sqlx::query("DELETE FROM audit_events WHERE seq = 2")
         .execute(&pool)
         .await
@@ -214,12 +211,7 @@ async fn signed_checkpoints_catch_a_log_cut_short_and_a_foreign_key() {
     assert!(out.starts_with("broken: bad checkpoint"), "{out}");
 
     // The last event deleted, chain and all: only the checkpoint can tell.
-    let pool = sqlx::SqlitePool::connect(&format!(
-        "sqlite://{}",
-        dir.path().join("airlock.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = by_hand(dir.path()).await;
     sqlx::query("DELETE FROM audit_events WHERE seq = 5")
         .execute(&pool)
         .await
