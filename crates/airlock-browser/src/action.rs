@@ -566,6 +566,9 @@ pub struct ScreenshotOptions {
     pub target: Option<Target>,
     /// Encoding.
     pub format: ImageFormat,
+    /// A box drawn around this rectangle of the viewport for the capture (an approver
+    /// sees which element a held call acts on).
+    pub outline: Option<Bounds>,
 }
 
 /// An encoded image.

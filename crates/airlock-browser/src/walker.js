@@ -524,6 +524,19 @@
     return { ok: true, count: masks.length };
   }
 
+  // A red frame around one rectangle of the viewport, for the length of a screenshot.
+  let outlined = null;
+  function outline(x, y, w, h) {
+    if (outlined) outlined.remove();
+    outlined = null;
+    if (x === null) return { ok: true };
+    const box = document.createElement('div');
+    box.style.cssText = `position:fixed;left:${x - 3}px;top:${y - 3}px;width:${w}px;height:${h}px;border:3px solid #e0115f;box-shadow:0 0 0 2px #fff;z-index:2147483647;pointer-events:none;margin:0;padding:0;background:transparent;box-sizing:content-box`;
+    document.documentElement.appendChild(box);
+    outlined = box;
+    return { ok: true };
+  }
+
   function embeddedControlText(el, role, visiting) {
     const aria = el.getAttribute('aria-label');
     if (aria && aria.trim()) return aria;
@@ -1309,7 +1322,7 @@
   }
 
   globalThis.__airlock = {
-    snapshot, resolve, prepare, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, maskSecrets, fieldKind, selectOptions, checked, scrollIntoView,
+    snapshot, resolve, prepare, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, maskSecrets, outline, fieldKind, selectOptions, checked, scrollIntoView,
     waitFor, textAfter, changedSince, candidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
     inspect, inspectPoint,
     init(base, cut) { if (nextRef < base) nextRef = base; if (cut > maxCut) maxCut = cut; },

@@ -17,6 +17,10 @@ pub mod vars {
 
     /// Bearer token required on `/mcp`.
     pub const API_KEY: &str = "AIRLOCK_API_KEY";
+    /// Bearer token of approvers and operators on `/api/v1` (never the agent's key).
+    pub const ADMIN_KEY: &str = "AIRLOCK_ADMIN_KEY";
+    /// The key approval webhooks are signed with.
+    pub const WEBHOOK_SECRET: &str = "AIRLOCK_WEBHOOK_SECRET";
     /// The vault's master key (base64 of 32 bytes); else a key file in the data dir.
     pub const MASTER_KEY: &str = "AIRLOCK_MASTER_KEY";
     /// The new master key `airlock vault rotate-key` moves to when the key is in the
@@ -31,12 +35,20 @@ pub mod vars {
         LISTEN,
         ALLOW_PRIVATE,
         API_KEY,
+        ADMIN_KEY,
+        WEBHOOK_SECRET,
         MASTER_KEY,
         NEW_MASTER_KEY,
     ];
 
     /// Variables whose values are secrets.
-    pub const SECRET: &[&str] = &[API_KEY, MASTER_KEY, NEW_MASTER_KEY];
+    pub const SECRET: &[&str] = &[
+        API_KEY,
+        ADMIN_KEY,
+        WEBHOOK_SECRET,
+        MASTER_KEY,
+        NEW_MASTER_KEY,
+    ];
 }
 
 /// Where configuration strings come from; tests pass a map instead of the process env.

@@ -77,6 +77,8 @@ pub struct RawServer {
     pub listen: Option<String>,
     /// Bearer token required on `/mcp` (`AIRLOCK_API_KEY` beats it).
     pub api_key: Option<String>,
+    /// Bearer token of approvers on `/api/v1` (`AIRLOCK_ADMIN_KEY` beats it).
+    pub admin_key: Option<String>,
     /// Extra `Origin` values allowed to call `/mcp` from a browser.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
@@ -91,7 +93,6 @@ impl std::fmt::Debug for RawServer {
             .field("listen", &self.listen)
             .field("allowed_origins", &self.allowed_origins)
             .field("role", &self.role)
-            .field("allowed_origins", &self.allowed_origins)
             .finish()
     }
 }
@@ -155,6 +156,17 @@ pub struct Approvals {
     pub rules: Rules,
     /// How long a call waits for a decision.
     pub timeout: Duration,
+    /// Where requests and decisions are announced, if anywhere.
+    pub webhook: Option<Webhook>,
+}
+
+/// An approval webhook: an `http(s)` URL and the key its bodies are signed with.
+#[derive(Debug, Clone)]
+pub struct Webhook {
+    /// Where to POST.
+    pub url: url::Url,
+    /// HMAC-SHA256 key.
+    pub secret: ApiKey,
 }
 
 /// How long a call waits for a decision unless `approvals.timeout_secs` says.
@@ -167,6 +179,8 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Bearer token required on `/mcp`; `None` means no auth (loopback only).
     pub api_key: Option<ApiKey>,
+    /// Bearer token of approvers on `/api/v1`; `None`: the API is off.
+    pub admin_key: Option<ApiKey>,
     /// Extra browser origins allowed on `/mcp`.
     pub allowed_origins: Vec<String>,
     /// Role of callers.
@@ -428,6 +442,27 @@ impl Config {
                 message: "must be at least 16 characters".to_owned(),
             });
         }
+        let admin_key = env
+            .get(vars::ADMIN_KEY)
+            .or(raw.server.admin_key)
+            .filter(|k| !k.is_empty())
+            .map(ApiKey);
+        if let Some(key) = &admin_key {
+            if key.0.len() < 16 {
+                return Err(Error::Invalid {
+                    key: "server.admin_key".to_owned(),
+                    message: "must be at least 16 characters".to_owned(),
+                });
+            }
+            // An agent holding the approver's key could approve its own calls.
+            if api_key.as_ref() == Some(key) {
+                return Err(Error::Invalid {
+                    key: "server.admin_key".to_owned(),
+                    message: "must differ from server.api_key: the agent's key must never approve"
+                        .to_owned(),
+                });
+            }
+        }
         let role = match raw.server.role.as_deref() {
             None => Role::default(),
             Some(text) => Role::parse(text).ok_or_else(|| Error::Invalid {
@@ -509,6 +544,7 @@ impl Config {
                     });
                 }
             },
+            webhook: webhook(&raw.approvals, env.get(vars::WEBHOOK_SECRET))?,
         };
 
         Ok(Config {
@@ -516,6 +552,7 @@ impl Config {
             server: ServerConfig {
                 listen,
                 api_key,
+                admin_key,
                 allowed_origins: raw.server.allowed_origins,
                 role,
             },
@@ -526,6 +563,48 @@ impl Config {
             approvals,
         })
     }
+}
+
+// `[approvals] webhook_url` and its signing key (`AIRLOCK_WEBHOOK_SECRET` beats the
+// file): unsigned announcements could be forged by anyone who can reach the receiver.
+fn webhook(raw: &ApprovalsConfig, env_secret: Option<String>) -> Result<Option<Webhook>, Error> {
+    let Some(text) = raw.webhook_url.as_deref().filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    let invalid = |message: String| Error::Invalid {
+        key: "approvals.webhook_url".to_owned(),
+        message,
+    };
+    let url = url::Url::parse(text).map_err(|e| invalid(format!("not a URL: {e}")))?;
+    match url.scheme() {
+        "http" | "https" => {}
+        other => return Err(invalid(format!("`{other}` is not http or https"))),
+    }
+    if url.host_str().is_none() || !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid(
+            "needs a host and no user or password in the URL".to_owned(),
+        ));
+    }
+    let secret = env_secret
+        .or_else(|| raw.webhook_secret.clone())
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| Error::Invalid {
+            key: "approvals.webhook_secret".to_owned(),
+            message: format!(
+                "a webhook needs a signing key: set it here or in {}",
+                vars::WEBHOOK_SECRET
+            ),
+        })?;
+    if secret.len() < 16 {
+        return Err(Error::Invalid {
+            key: "approvals.webhook_secret".to_owned(),
+            message: "must be at least 16 characters".to_owned(),
+        });
+    }
+    Ok(Some(Webhook {
+        url,
+        secret: ApiKey(secret),
+    }))
 }
 
 #[cfg(test)]
@@ -595,6 +674,56 @@ mod tests {
         assert_eq!(config.browser.memory_limit, Some(512 << 20));
         let config = load("[browser]\nmemory_limit_mb = 0", &[]).unwrap();
         assert_eq!(config.browser.memory_limit, None);
+    }
+
+    #[test]
+    fn the_approvers_key_is_its_own_and_the_webhook_is_signed() {
+        let agent = "agent-key-0123456789";
+        let config = load(
+            &format!("[server]\napi_key = \"{agent}\"\nadmin_key = \"admin-key-0123456789\""),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            config.server.admin_key.as_ref().unwrap().expose(),
+            "admin-key-0123456789"
+        );
+        let err = load(
+            &format!("[server]\napi_key = \"{agent}\"\nadmin_key = \"{agent}\""),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("server.admin_key") && err.contains("differ"),
+            "{err}"
+        );
+        let err = load(
+            "[approvals]\nwebhook_url = \"https://hooks.example.com/a\"",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("approvals.webhook_secret"), "{err}");
+        let err = load(
+            "[approvals]\nwebhook_url = \"ftp://x/\"\nwebhook_secret = \"0123456789abcdef\"",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("approvals.webhook_url"), "{err}");
+        let config = load(
+            "[approvals]\nwebhook_url = \"https://hooks.example.com/a\"\nwebhook_secret = \"file-secret-0123456789\"",
+            &[(vars::WEBHOOK_SECRET, "env-secret-0123456789")],
+        )
+        .unwrap();
+        let hook = config.approvals.webhook.as_ref().unwrap();
+        assert_eq!(hook.secret.expose(), "env-secret-0123456789");
+        let printed = format!("{config:?}");
+        assert!(
+            !printed.contains("env-secret") && !printed.contains("file-secret"),
+            "{printed}"
+        );
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub enum ErrorCode {
     ApprovalPending,
     /// The page changed while the call waited for approval; nothing was done.
     ApprovalStale,
+    /// An approval was decided already or expired; a second decision changes nothing.
+    ApprovalClosed,
 }
 
 impl ErrorCode {
@@ -89,6 +91,7 @@ impl ErrorCode {
         Self::SessionHeld,
         Self::ApprovalPending,
         Self::ApprovalStale,
+        Self::ApprovalClosed,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -135,6 +138,7 @@ impl ErrorCode {
             Self::SessionHeld => ("session_held", 409, true),
             Self::ApprovalPending => ("approval_pending", 409, true),
             Self::ApprovalStale => ("approval_stale", 409, false),
+            Self::ApprovalClosed => ("approval_closed", 409, false),
         }
     }
 }

@@ -116,6 +116,10 @@ pub enum Error {
     /// No open browser session has the id given.
     #[error("no open browser session has that id")]
     NoSuchSession,
+    /// An approval (or another operator-facing record) that does not exist for the
+    /// asker: missing and another tenant's read the same.
+    #[error("{0}")]
+    NotFound(String),
     /// The gateway is stopping.
     #[error("the gateway is shutting down")]
     ShuttingDown,
@@ -140,7 +144,7 @@ impl HasErrorCode for Error {
             Error::SessionAlreadyOpen(_) => ErrorCode::SessionAlreadyOpen,
             Error::SessionHeld => ErrorCode::SessionHeld,
             Error::BudgetExhausted { .. } => ErrorCode::BudgetExhausted,
-            Error::NoSuchSession => ErrorCode::NotFound,
+            Error::NoSuchSession | Error::NotFound(_) => ErrorCode::NotFound,
             Error::RuleDenied { .. } => ErrorCode::PolicyDenied,
             Error::ApprovalPending => ErrorCode::ApprovalPending,
             Error::ApprovalDenied { .. } => ErrorCode::ApprovalDenied,

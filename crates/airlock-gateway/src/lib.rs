@@ -15,6 +15,7 @@ pub mod action {
     };
 }
 
+mod approvals;
 mod audit;
 mod content;
 mod credentials;
@@ -25,6 +26,8 @@ mod surface;
 mod tools;
 mod warm;
 
+pub use airlock_store::{ApprovalRecord, AuditRecord};
+pub use approvals::{Decision, FeedEvent};
 pub use audit::Checkpoints;
 pub use content::PageFence;
 pub use credentials::CredentialSource;

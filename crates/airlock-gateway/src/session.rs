@@ -20,6 +20,7 @@ mod gate;
 mod record;
 
 pub use call::{CallContext, CallObserver, CallRecord, Gate};
+pub(crate) use record::now_ms;
 
 use crate::audit::{Checkpoints, Trail};
 use crate::content::PageFence;
@@ -102,6 +103,10 @@ pub struct Gateway {
     observers: std::sync::RwLock<Vec<Arc<dyn CallObserver>>>,
     // The audit log's tree, for signed checkpoints.
     trail: Option<Trail>,
+    // Every audit event as it is written, for live readers (SSE, webhook, console).
+    pub(crate) feed: tokio::sync::broadcast::Sender<crate::approvals::FeedEvent>,
+    // Set once the gateway stops: long-lived readers (event streams) end.
+    pub(crate) stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl Gateway {
@@ -136,6 +141,8 @@ impl Gateway {
             activity: Activity::new(),
             observers: std::sync::RwLock::default(),
             trail: config.checkpoints.clone().map(Trail::new),
+            feed: tokio::sync::broadcast::channel(crate::approvals::FEED_DEPTH).0,
+            stopping: tokio::sync::watch::Sender::new(false),
             config,
         });
         gateway
@@ -291,6 +298,16 @@ impl Gateway {
         }
     }
 
+    /// Who an operator holding the approver's key (`key` names it) is: the admin of
+    /// the default tenant, until keys of their own come with tenants.
+    pub fn operator(&self, key: &str) -> Principal {
+        Principal {
+            tenant: self.config.credentials.tenant.clone(),
+            role: airlock_core::Role::Admin,
+            key: Some(key.to_owned()),
+        }
+    }
+
     /// A new agent session for `principal` on `surface`, with no browser session yet.
     pub fn agent_session_as(
         self: &Arc<Self>,
@@ -410,13 +427,17 @@ impl Gateway {
                 .into()
         });
         match store.append_audit(&fields).await {
-            Ok(record) => self.audited(store, &record).await,
+            Ok(record) => self.audited(store, record).await,
             Err(e) => tracing::error!(error = %e, "could not record an audit event"),
         }
     }
 
     // Takes in an audit event just written (checkpoints).
-    pub(crate) async fn audited(&self, store: &Store, record: &airlock_store::AuditRecord) {
+    pub(crate) async fn audited(&self, store: &Store, record: airlock_store::AuditRecord) {
+        let record = Arc::new(record);
+        // No reader is no error: the feed is for whoever listens now.
+        let _ = self.feed.send(record.clone());
+        let record = &*record;
         if let Some(trail) = &self.trail
             && let Err(e) = trail.appended(store, record).await
         {
@@ -466,6 +487,7 @@ impl Gateway {
 
     /// Closes every browser session and stops every Chromium.
     pub async fn shutdown(&self) {
+        self.stop_streams();
         if let Some(reaper) = lock(&self.reaper).take() {
             reaper.abort();
         }
@@ -708,7 +730,7 @@ async fn write_journal(
             Journal::Event(fields) => match store.append_audit(&fields).await {
                 Ok(record) => {
                     if let Some(gateway) = gateway.upgrade() {
-                        gateway.audited(&store, &record).await;
+                        gateway.audited(&store, record).await;
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "could not record a session event"),

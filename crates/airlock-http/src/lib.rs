@@ -1,13 +1,15 @@
 //! Airlock's HTTP surface, on axum: MCP Streamable HTTP at `/mcp` (POST, GET for the
 //! SSE stream, DELETE to end the session) and at `/mcp/s/<handle>` (a stateless
-//! client's named browser session), `/healthz` and `/readyz`. Later issues add
-//! `/api/v1`, the console and `/metrics` here. Only this crate knows axum.
+//! client's named browser session), `/api/v1` (the operator's API: approvals and the
+//! live event stream, see [`api`]), `/healthz` and `/readyz`. Later issues add the
+//! console and `/metrics` here. Only this crate knows axum.
 //!
 //! `/mcp` checks, in order: no credentials in the query string (400), the bearer token
 //! when one is configured (401 with `WWW-Authenticate`), then rmcp checks `Host`
 //! against the bound names and `Origin` against the allowed origins (403) and caps the
 //! body (413).
 
+mod api;
 mod limit;
 
 use std::future::Future;
@@ -39,6 +41,8 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<String>,
     /// Which MCP tools to offer.
     pub tool_profile: airlock_config::ToolProfile,
+    /// Bearer token of approvers on `/api/v1`; `None`: the API answers 403.
+    pub admin_key: Option<ApiKey>,
 }
 
 /// The router with every endpoint this surface serves.
@@ -54,6 +58,15 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
     );
     // One key today, the default tenant's; keys of their own come with tenants.
     let principal = gateway.principal(config.api_key.as_ref().map(|_| "api_key"));
+    let api = api::routes(
+        gateway.clone(),
+        api::ApiAuth {
+            admin: config.admin_key,
+            agent: config.api_key.clone(),
+            gateway: gateway.clone(),
+            limiter: limit::AuthLimiter::default(),
+        },
+    );
     let auth = Arc::new(Auth {
         key: config.api_key,
         principal,
@@ -68,6 +81,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .route_layer(middleware::from_fn(parse_json_body))
         .route_layer(middleware::from_fn(deleted_is_no_content))
         .route_layer(middleware::from_fn_with_state(auth, authenticate))
+        .merge(api)
         .route("/", get(index))
         .route("/healthz", get(healthz))
         .route("/readyz", get(healthz))
@@ -102,60 +116,16 @@ struct Auth {
 }
 
 async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next: Next) -> Response {
-    // Tokens in URLs end up in logs and browser history; refuse them outright.
-    if let Some(query) = request.uri().query() {
-        let has_credential = query.split('&').any(|pair| {
-            let name = pair
-                .split('=')
-                .next()
-                .unwrap_or_default()
-                .to_ascii_lowercase();
-            QUERY_CREDENTIALS.contains(&name.as_str())
-        });
-        if has_credential {
-            return (StatusCode::BAD_REQUEST, "credentials are not accepted in the query string; send an Authorization: Bearer header\n").into_response();
-        }
+    if let Some(refused) = refuse_query_credentials(&request) {
+        return refused;
     }
     if let Some(key) = auth.key.as_ref() {
-        // The client's address (absent only when the router is used without a socket).
-        let client = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip());
+        let client = client_addr(&request);
         let now = tokio::time::Instant::now();
-        if let Some(addr) = client
-            && let limit::Admission::Refused { retry_after, first } = auth.limiter.admit(addr, now)
-        {
-            if first {
-                tracing::warn!(
-                    client = %addr,
-                    failures = limit::MAX_FAILURES,
-                    window_s = limit::WINDOW.as_secs(),
-                    "too many failed authentications: refusing this address until its window ends"
-                );
-            }
-            let seconds = retry_after.as_secs().max(1);
-            let mut response = (
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "too many failed authentications from this address; retry in {seconds} s\n"
-                ),
-            )
-                .into_response();
-            if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
-            return response;
+        if let Some(refused) = refuse_if_limited(&auth.limiter, client, now) {
+            return refused;
         }
-        let presented = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim);
+        let presented = bearer(&request);
         let ok = presented
             .is_some_and(|token| constant_time_eq(token.as_bytes(), key.expose().as_bytes()));
         if let Some(addr) = client {
@@ -174,19 +144,7 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next:
             tracing::warn!(reason, "unauthorized /mcp request");
             // On the audit record too (never the token); off the response's path. The
             // limiter above bounds how many a client can cause.
-            let gateway = auth.gateway.clone();
-            let client = client.map(|c| c.to_string());
-            tokio::spawn(async move {
-                let serde_json::Value::Object(fields) = serde_json::json!({
-                    "kind": "auth_failure",
-                    "surface": "mcp",
-                    "reason": reason,
-                    "client": client,
-                }) else {
-                    return;
-                };
-                gateway.record_event(fields).await;
-            });
+            record_auth_failure(&auth.gateway, "mcp", reason, client);
             let mut response = (
                 StatusCode::UNAUTHORIZED,
                 "unauthorized: send Authorization: Bearer <api key>\n",
@@ -201,6 +159,100 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next:
     }
     request.extensions_mut().insert(auth.principal.clone());
     next.run(request).await
+}
+
+// Tokens in URLs end up in logs and browser history; refuse them outright.
+fn refuse_query_credentials(request: &Request) -> Option<Response> {
+    let query = request.uri().query()?;
+    let has_credential = query.split('&').any(|pair| {
+        let name = pair
+            .split('=')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        QUERY_CREDENTIALS.contains(&name.as_str())
+    });
+    has_credential.then(|| {
+        (
+            StatusCode::BAD_REQUEST,
+            "credentials are not accepted in the query string; send an Authorization: Bearer header\n",
+        )
+            .into_response()
+    })
+}
+
+// 429 for an address that failed authentication too often lately.
+fn refuse_if_limited(
+    limiter: &limit::AuthLimiter,
+    client: Option<std::net::IpAddr>,
+    now: tokio::time::Instant,
+) -> Option<Response> {
+    let addr = client?;
+    let limit::Admission::Refused { retry_after, first } = limiter.admit(addr, now) else {
+        return None;
+    };
+    if first {
+        tracing::warn!(
+            client = %addr,
+            failures = limit::MAX_FAILURES,
+            window_s = limit::WINDOW.as_secs(),
+            "too many failed authentications: refusing this address until its window ends"
+        );
+    }
+    let seconds = retry_after.as_secs().max(1);
+    let mut response = (
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("too many failed authentications from this address; retry in {seconds} s\n"),
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    Some(response)
+}
+
+// The bearer token a request presents, if any.
+fn bearer(request: &Request) -> Option<&str> {
+    request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+}
+
+// An authentication failure on the audit record (why and from where, never the token
+// tried), written off the response's path.
+fn record_auth_failure(
+    gateway: &Arc<Gateway>,
+    surface: &'static str,
+    reason: &'static str,
+    client: Option<std::net::IpAddr>,
+) {
+    let gateway = gateway.clone();
+    let client = client.map(|c| c.to_string());
+    tokio::spawn(async move {
+        let serde_json::Value::Object(fields) = serde_json::json!({
+            "kind": "auth_failure",
+            "surface": surface,
+            "reason": reason,
+            "client": client,
+        }) else {
+            return;
+        };
+        gateway.record_event(fields).await;
+    });
+}
+
+// The client's address (absent only when the router is used without a socket).
+fn client_addr(request: &Request) -> Option<std::net::IpAddr> {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
 }
 
 // rmcp answers a DELETE that ended a session with 202 Accepted, which clients read as

@@ -517,6 +517,7 @@ impl ScreenshotParams {
             full_page: self.full_page,
             target,
             format,
+            outline: None,
         }))
     }
 }

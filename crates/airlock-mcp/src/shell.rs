@@ -316,6 +316,7 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
                 full_page: has(&["--full", "-f"]),
                 target: None,
                 format: ImageFormat::Png,
+                outline: None,
             })
         }
         "close" => {

@@ -103,7 +103,7 @@ pub struct RuleConfig {
 }
 
 /// `[approvals]` as written.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsConfig {
     /// How long a call waits for a decision, in seconds (default 60).
@@ -113,6 +113,10 @@ pub struct ApprovalsConfig {
     /// The operator's rules, first match wins.
     #[serde(default)]
     pub rules: Vec<RuleConfig>,
+    /// Where approval requests and decisions are POSTed, signed.
+    pub webhook_url: Option<String>,
+    /// The HMAC-SHA256 key the webhook's body is signed with (a secret).
+    pub webhook_secret: Option<String>,
 }
 
 impl Default for ApprovalsConfig {
@@ -121,7 +125,22 @@ impl Default for ApprovalsConfig {
             timeout_secs: None,
             defaults: Some(true),
             rules: Vec::new(),
+            webhook_url: None,
+            webhook_secret: None,
         }
+    }
+}
+
+// The webhook's key is a secret: never printed.
+impl fmt::Debug for ApprovalsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalsConfig")
+            .field("timeout_secs", &self.timeout_secs)
+            .field("defaults", &self.defaults)
+            .field("rules", &self.rules)
+            .field("webhook_url", &self.webhook_url)
+            .field("webhook_signed", &self.webhook_secret.is_some())
+            .finish()
     }
 }
 

@@ -24,6 +24,8 @@ pub struct ApprovalRecord {
     pub target: Option<String>,
     /// The page's URL when asked.
     pub page_url: Option<String>,
+    /// The page's title when asked.
+    pub page_title: Option<String>,
     /// The rule that held the call.
     pub rule: String,
     /// Its risk.
@@ -56,12 +58,18 @@ pub enum Decided {
 }
 
 impl Store {
-    /// Stores a new pending approval.
-    pub async fn insert_approval(&self, a: &ApprovalRecord) -> Result<()> {
+    /// Stores a new pending approval, with the screenshot (MIME type, bytes) an
+    /// approver is shown.
+    pub async fn insert_approval(
+        &self,
+        a: &ApprovalRecord,
+        screenshot: Option<(&str, &[u8])>,
+    ) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
         sqlx::query(
             "INSERT INTO approvals (id, tenant, caller, session, tool, args, target, page_url, rule, risk,
-                binding, status, created_ms, expires_ms, decided_ms, decided_by, note)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                binding, status, created_ms, expires_ms, decided_ms, decided_by, note, page_title)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&a.id)
         .bind(&a.tenant)
@@ -80,9 +88,29 @@ impl Store {
         .bind(a.decided_ms)
         .bind(&a.decided_by)
         .bind(&a.note)
-        .execute(self.pool())
+        .bind(&a.page_title)
+        .execute(&mut *tx)
         .await?;
+        if let Some((mime, data)) = screenshot {
+            sqlx::query("INSERT INTO approval_screenshots (id, mime, data) VALUES (?, ?, ?)")
+                .bind(&a.id)
+                .bind(mime)
+                .bind(data)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
         Ok(())
+    }
+
+    /// The screenshot stored with an approval: its MIME type and bytes.
+    pub async fn approval_screenshot(&self, id: &str) -> Result<Option<(String, Vec<u8>)>> {
+        let row = sqlx::query("SELECT mime, data FROM approval_screenshots WHERE id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|r| Ok((r.try_get("mime")?, r.try_get("data")?)))
+            .transpose()
     }
 
     /// The approval with this id.
@@ -168,6 +196,7 @@ fn approval_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRecord> {
         args: row.try_get("args")?,
         target: row.try_get("target")?,
         page_url: row.try_get("page_url")?,
+        page_title: row.try_get("page_title")?,
         rule: row.try_get("rule")?,
         risk: row.try_get("risk")?,
         binding: row.try_get("binding")?,

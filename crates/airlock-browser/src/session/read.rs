@@ -322,6 +322,21 @@ impl Session {
                 masked?;
             }
         }
+        if let Some(b) = options.outline {
+            let finite = [b.x, b.y, b.width, b.height].iter().all(|v| v.is_finite());
+            if finite {
+                tab.eval(
+                    0,
+                    &format!(
+                        "__airlock.outline({}, {}, {}, {})",
+                        b.x, b.y, b.width, b.height
+                    ),
+                    false,
+                    timeout,
+                )
+                .await?;
+            }
+        }
         let reply = tab
             .call(
                 "Page.captureScreenshot",
@@ -329,6 +344,9 @@ impl Session {
                 timeout.max(Duration::from_secs(20)),
             )
             .await;
+        if options.outline.is_some() {
+            let _ = tab.eval(0, "__airlock.outline(null)", false, timeout).await;
+        }
         for frame in 0..frames {
             let _ = tab
                 .eval(frame, "__airlock.maskSecrets(false)", false, timeout)

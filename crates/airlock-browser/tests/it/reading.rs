@@ -102,3 +102,43 @@ async fn page_text_is_markdown_ish_and_paged() {
     })
     .await;
 }
+
+/// The RGB of the PNG pixel at CSS (x, y) (device scale 1).
+fn pixel(png_bytes: &[u8], x: u32, y: u32) -> [u8; 3] {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let i = (y as usize * info.width as usize + x as usize) * channels;
+    [buf[i], buf[i + 1], buf[i + 2]]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outlined_screenshot_frames_the_resolved_element_and_only_for_that_capture() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("resolve.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let target = s.resolve(&role("button", "Delete account")).await.unwrap();
+        let b = target.bounds;
+        assert!(b.width > 10.0 && b.height > 10.0, "{b:?}");
+        let framed = s
+            .screenshot(&ScreenshotOptions {
+                outline: Some(b),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        // The frame's left edge, 3 px wide just outside the element, halfway down.
+        let (x, y) = ((b.x - 2.0) as u32, (b.y + b.height / 2.0) as u32);
+        let red = [0xe0, 0x11, 0x5f];
+        assert_eq!(pixel(&framed.data, x, y), red);
+        // Gone again: the next capture shows the page as it is.
+        let plain = s.screenshot(&ScreenshotOptions::default()).await.unwrap();
+        assert_ne!(pixel(&plain.data, x, y), red);
+        s.close().await;
+    })
+    .await;
+}

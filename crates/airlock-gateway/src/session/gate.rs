@@ -8,7 +8,7 @@ use airlock_store::{ApprovalRecord, Store};
 use super::call::{CallContext, Gate};
 use super::record::{now_ms, redact_strings};
 use super::*;
-use crate::action::Resolved;
+use crate::action::{ImageFormat, Resolved, ScreenshotOptions};
 
 impl AgentSession {
     // Risk, then approval: the first rule that matches the call (as resolved)
@@ -144,32 +144,91 @@ impl AgentSession {
             }
             h.finalize().to_vec()
         };
+        // What the approver is shown besides the arguments: the page, and the viewport
+        // with the target outlined (secret fields painted over, as in every capture).
+        let page = held
+            .session
+            .tabs()
+            .await
+            .ok()
+            .and_then(|tabs| tabs.into_iter().find(|t| t.active));
+        let screenshot = held
+            .session
+            .screenshot(&ScreenshotOptions {
+                format: ImageFormat::Jpeg { quality: 80 },
+                outline: context.target.as_ref().map(|t| t.bounds),
+                ..ScreenshotOptions::default()
+            })
+            .await
+            .inspect_err(|e| tracing::warn!(error = %e, "no screenshot for the approval request"))
+            .ok();
+        let shot_hash = screenshot.as_ref().map(|s| {
+            use sha2::{Digest, Sha256};
+            Sha256::digest(&s.data)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        });
         let now = now_ms();
         let id = approval_id()?;
+        let record = ApprovalRecord {
+            id: id.clone(),
+            tenant: context.principal.tenant.clone(),
+            caller: context.principal.caller(),
+            session,
+            tool: context.tool.to_owned(),
+            args: args.to_string(),
+            target,
+            page_url: page
+                .as_ref()
+                .map(|p| redact(&p.url))
+                .or_else(|| context.target.as_ref().map(|t| redact(&t.frame_url))),
+            page_title: page.as_ref().map(|p| redact(&p.title)),
+            rule: rule.clone(),
+            risk: risk.to_owned(),
+            binding: binding.clone(),
+            status: "pending".to_owned(),
+            created_ms: now,
+            expires_ms: now + timeout.as_millis() as i64,
+            decided_ms: None,
+            decided_by: None,
+            note: None,
+        };
         store
-            .insert_approval(&ApprovalRecord {
-                id: id.clone(),
-                tenant: context.principal.tenant.clone(),
-                caller: context.principal.caller(),
-                session,
-                tool: context.tool.to_owned(),
-                args: args.to_string(),
-                target,
-                page_url: context.target.as_ref().map(|t| redact(&t.frame_url)),
-                rule: rule.clone(),
-                risk: risk.to_owned(),
-                binding,
-                status: "pending".to_owned(),
-                created_ms: now,
-                expires_ms: now + timeout.as_millis() as i64,
-                decided_ms: None,
-                decided_by: None,
-                note: None,
-            })
+            .insert_approval(&record, screenshot.as_ref().map(|s| (s.mime, &s.data[..])))
             .await
             .map_err(|e| Error::Internal(format!("could not record the approval request: {e}")))?;
         if let Some(gate) = &mut context.gate {
             gate.approval = Some(id.clone());
+        }
+        // On the record (and the live feed) before anyone can decide it.
+        let requested = serde_json::json!({
+            "kind": "approval_requested",
+            "approval": id,
+            "tenant": record.tenant,
+            "caller": record.caller,
+            "session": record.session,
+            "tool": record.tool,
+            "args": args,
+            "target": context.target.as_ref().map(|t| serde_json::json!({
+                "role": t.role, "name": t.name, "frame_url": t.frame_url,
+            })),
+            "page_url": record.page_url,
+            "page_title": record.page_title,
+            "rule": rule,
+            "risk": risk,
+            "expires_ms": record.expires_ms,
+            "screenshot_sha256": shot_hash,
+            "time_ms": now,
+        });
+        if let serde_json::Value::Object(fields) = requested {
+            self.record(fields, Some(held)).await.map_err(|e| {
+                tracing::error!(error = %e, "the audit log refused an approval request");
+                Error::Internal(
+                    "this call's approval request could not be recorded in the audit log, so it was not run"
+                        .to_owned(),
+                )
+            })?;
         }
         tracing::warn!(approval.id = %id, tool.name = context.tool, rule = %rule, "call held for a human's approval");
         let deadline = Instant::now() + timeout;
@@ -182,6 +241,8 @@ impl AgentSession {
                 Some(r) if r.status != "pending" => break r,
                 _ if Instant::now() >= deadline => {
                     let _ = store.expire_approval(&id, now_ms()).await;
+                    self.record_decision(context, &id, "expired", None, None, held)
+                        .await;
                     return Err(Error::ApprovalTimeout {
                         secs: timeout.as_secs(),
                         rule,
@@ -195,10 +256,25 @@ impl AgentSession {
                 }
             }
         };
+        self.record_decision(
+            context,
+            &id,
+            &decided.status,
+            decided.decided_by.as_deref(),
+            decided.note.as_deref(),
+            held,
+        )
+        .await;
         let by = decided
             .decided_by
             .clone()
             .unwrap_or_else(|| "someone".to_owned());
+        // The decision is for exactly this call: a record whose binding changed in the
+        // store (edited by hand) approves nothing.
+        if decided.binding != binding {
+            tracing::error!(approval.id = %id, "an approval's binding changed in the store; refusing the call");
+            return Err(Error::ApprovalStale);
+        }
         match decided.status.as_str() {
             "approved" => {}
             "denied" => {
@@ -234,6 +310,37 @@ impl AgentSession {
             }
         }
         Ok(())
+    }
+}
+
+impl AgentSession {
+    // The decision as the waiting call saw it, on the record. A failure here is
+    // logged, not fatal: the decision itself is in the store's approvals table.
+    async fn record_decision(
+        &self,
+        context: &CallContext,
+        id: &str,
+        status: &str,
+        by: Option<&str>,
+        note: Option<&str>,
+        held: &Held,
+    ) {
+        let event = serde_json::json!({
+            "kind": "approval_decided",
+            "approval": id,
+            "tenant": context.principal.tenant,
+            "session": context.session.as_ref().map(ToString::to_string),
+            "tool": context.tool,
+            "status": status,
+            "by": by,
+            "note": note,
+            "time_ms": now_ms(),
+        });
+        if let serde_json::Value::Object(fields) = event
+            && let Err(e) = self.record(fields, Some(held)).await
+        {
+            tracing::error!(error = %e, approval.id = %id, "could not record an approval's decision");
+        }
     }
 }
 

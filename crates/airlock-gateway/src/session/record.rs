@@ -44,7 +44,7 @@ impl AgentSession {
         })
     }
 
-    async fn record(
+    pub(super) async fn record(
         &self,
         fields: serde_json::Map<String, serde_json::Value>,
         held: Option<&Held>,
@@ -63,7 +63,7 @@ impl AgentSession {
             return Ok(());
         };
         let record = store.append_audit(&fields).await?;
-        gateway.audited(store, &record).await;
+        gateway.audited(store, record).await;
         Ok(())
     }
 }
@@ -86,7 +86,7 @@ pub(super) fn redact_strings(value: &mut serde_json::Value, redact: &dyn Fn(&str
     }
 }
 
-pub(super) fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

@@ -50,10 +50,18 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
             allowed_hosts,
             allowed_origins,
             tool_profile: config.tool_profile,
+            admin_key: config.server.admin_key.clone(),
         },
     );
     tracing::info!(%addr, data_dir = %config.data_dir.display(), auth = config.server.api_key.is_some(), "Airlock listening; MCP endpoint: http://{addr}/mcp");
-    let served = airlock_http::serve(listener, router, shutdown_signal()).await;
+    // Event streams never end by themselves: they are ended first, or the graceful
+    // shutdown would wait on them forever.
+    let stopping = gateway.clone();
+    let served = airlock_http::serve(listener, router, async move {
+        shutdown_signal().await;
+        stopping.stop_streams();
+    })
+    .await;
     gateway.shutdown().await;
     served.context("serving HTTP")?;
     tracing::info!("Airlock stopped");

@@ -6,6 +6,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod approvals_cli;
+mod approvals_rest;
 mod audit_cli;
 mod http_safety;
 mod mcp_clients;

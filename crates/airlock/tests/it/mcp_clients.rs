@@ -12,11 +12,11 @@ use crate::server::{serve_with, stop};
 
 use crate::server::BIN;
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let path = std::env::var_os("AIRLOCK_TEST_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join(".venv/bin/python"));
@@ -58,7 +58,7 @@ async fn run_flow_with(args: &[&str], tmp: &Path, env: &[(&str, &Path)]) {
 /// be running from it or left in it.
 /// A config that lets the browser reach the fixture site's first port (loopback is
 /// denied by default) and nothing else on loopback.
-fn fixture_config(tmp: &Path, site: &FixtureSite, extra: &str) -> PathBuf {
+pub(crate) fn fixture_config(tmp: &Path, site: &FixtureSite, extra: &str) -> PathBuf {
     let path = tmp.join("airlock.toml");
     std::fs::write(
         &path,

@@ -1,0 +1,161 @@
+//! What operators see and decide, scoped to their tenant: held calls (with the
+//! outlined screenshot an approver is shown) and the live feed of audit events. The
+//! REST API, the console and a webhook read these; the CLI reads the store directly.
+//!
+//! Every lookup is by (tenant, id): another tenant's approval answers exactly like one
+//! that does not exist.
+
+use airlock_store::{ApprovalRecord, AuditRecord, Decided};
+use tokio::sync::broadcast;
+
+use crate::error::{Error, Result};
+use crate::session::Gateway;
+
+/// How many events a slow feed reader may fall behind before it is told it missed
+/// some (it can read them from the store by `seq`).
+pub(crate) const FEED_DEPTH: usize = 1024;
+
+/// An audit event as the feed carries it: already redacted, in the log's order.
+pub type FeedEvent = std::sync::Arc<AuditRecord>;
+
+/// What a decision did, for the decider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Recorded; the waiting call sees it within its poll interval.
+    Recorded,
+    /// Decided already, or expired: its status.
+    Closed(String),
+}
+
+impl Gateway {
+    /// Audit events as they are written, from now on. A reader that falls more than
+    /// [`FEED_DEPTH`] behind gets `Lagged` and may fill the gap from the store.
+    pub fn feed(&self) -> broadcast::Receiver<FeedEvent> {
+        self.feed.subscribe()
+    }
+
+    /// Resolves once the gateway stops (or [`Gateway::stop_streams`] is called): a
+    /// long-lived reader ends then, so a server's graceful shutdown does not wait on it.
+    pub async fn stopped(&self) {
+        let mut rx = self.stopping.subscribe();
+        let _ = rx.wait_for(|stopping| *stopping).await;
+    }
+
+    /// Ends every long-lived reader (event streams) now: the first step of a graceful
+    /// shutdown, before the server waits for its connections to close.
+    pub fn stop_streams(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Up to `limit` audit events after `seq`, oldest first, and of those the
+    /// tenant's: a feed reader catching up (the seq read up to moves past other
+    /// tenants' events too). `None` when there were none after `seq`.
+    pub async fn events_after(
+        &self,
+        tenant: &str,
+        seq: u64,
+        limit: u32,
+    ) -> Result<Option<(u64, Vec<FeedEvent>)>> {
+        let store = self.approver_store()?;
+        let events = store.audit_events(seq, limit).await.map_err(internal)?;
+        let Some(last) = events.last().map(|e| e.seq) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            last,
+            events
+                .into_iter()
+                .filter(|e| e.tenant == tenant)
+                .map(std::sync::Arc::new)
+                .collect(),
+        )))
+    }
+
+    /// The newest audit event's seq (0 for an empty log): a feed reader that wants no
+    /// history starts after it.
+    pub async fn last_event_seq(&self) -> Result<u64> {
+        let store = self.approver_store()?;
+        let tail = store.audit_tail(1).await.map_err(internal)?;
+        Ok(tail.last().map_or(0, |e| e.seq))
+    }
+
+    /// The tenant's approvals, newest first, of one status (all when `None`).
+    pub async fn approvals(
+        &self,
+        tenant: &str,
+        status: Option<&str>,
+    ) -> Result<Vec<ApprovalRecord>> {
+        self.approver_store()?
+            .approvals(Some(tenant), status)
+            .await
+            .map_err(internal)
+    }
+
+    /// One of the tenant's approvals.
+    pub async fn approval(&self, tenant: &str, id: &str) -> Result<ApprovalRecord> {
+        match self
+            .approver_store()?
+            .approval(id)
+            .await
+            .map_err(internal)?
+        {
+            Some(a) if a.tenant == tenant => Ok(a),
+            _ => Err(no_such_approval(id)),
+        }
+    }
+
+    /// The screenshot an approver is shown (MIME type, bytes), if one was taken.
+    pub async fn approval_screenshot(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<(String, Vec<u8>)>> {
+        self.approval(tenant, id).await?;
+        self.approver_store()?
+            .approval_screenshot(id)
+            .await
+            .map_err(internal)
+    }
+
+    /// Approves or denies one of the tenant's pending approvals, as `by` (the
+    /// decider's name, on the record), with a note or reason.
+    pub async fn decide(
+        &self,
+        tenant: &str,
+        id: &str,
+        approve: bool,
+        by: &str,
+        note: Option<&str>,
+    ) -> Result<Decision> {
+        self.approval(tenant, id).await?;
+        let now = crate::session::now_ms();
+        match self
+            .approver_store()?
+            .decide_approval(id, approve, by, note, now)
+            .await
+            .map_err(internal)?
+        {
+            Decided::Done => {
+                tracing::info!(approval.id = %id, by, approve, "approval decided");
+                Ok(Decision::Recorded)
+            }
+            Decided::NotFound => Err(no_such_approval(id)),
+            Decided::Closed(status) => Ok(Decision::Closed(status)),
+        }
+    }
+
+    fn approver_store(&self) -> Result<&airlock_store::Store> {
+        self.store().ok_or_else(|| {
+            Error::Internal("this gateway keeps no store, so it has no approvals".to_owned())
+        })
+    }
+}
+
+fn no_such_approval(id: &str) -> Error {
+    Error::NotFound(format!("no approval has the id {id:?}"))
+}
+
+fn internal(e: airlock_store::StoreError) -> Error {
+    tracing::error!(error = %e, "the store failed an approvals request");
+    Error::Internal("the store could not answer".to_owned())
+}
