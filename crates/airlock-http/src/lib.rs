@@ -11,6 +11,7 @@
 
 mod api;
 mod limit;
+pub mod webhook;
 
 use std::future::Future;
 use std::net::SocketAddr;

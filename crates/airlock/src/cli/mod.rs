@@ -487,7 +487,7 @@ pub(crate) async fn gateway(
         .await
         .context("opening the vault")?;
     tracing::info!(key = %source, role = config.server.role.as_str(), "vault open");
-    Ok(airlock_gateway::Gateway::new(
+    let gateway = airlock_gateway::Gateway::new(
         browsers,
         airlock_gateway::GatewayConfig {
             idle_ttl: config.sessions.idle_ttl,
@@ -506,7 +506,12 @@ pub(crate) async fn gateway(
             rules: config.approvals.rules.clone(),
             approval_timeout: config.approvals.timeout,
         },
-    ))
+    );
+    if let Some(hook) = config.approvals.webhook.clone() {
+        tracing::info!(url = %hook.url, "approval requests and decisions are announced to a webhook");
+        airlock_http::webhook::spawn(&gateway, hook);
+    }
+    Ok(gateway)
 }
 
 /// The process environment, with `--allow-private` entries added to
