@@ -1,4 +1,4 @@
-//! `airlock approvals list|approve|deny`: calls held for a human, decided from a
+//! `airlock approvals list|approve|deny|watch`: calls held for a human, decided from a
 //! second terminal through the data dir's store (a running `serve` or `mcp` sees the
 //! decision within a fraction of a second).
 
@@ -26,12 +26,12 @@ pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Resu
                 "created_ms": a.created_ms, "expires_ms": a.expires_ms,
                 "decided_by": a.decided_by, "note": a.note,
             });
-            println!("{line}");
+            println!("{}", super::audit::terminal_safe(&line.to_string()));
         } else {
             let target = a.target.as_deref().unwrap_or("-");
             let left = (a.expires_ms - now).max(0) / 1000;
             // Debug-quoted: a page-controlled name cannot break the line or the terminal.
-            println!(
+            let line = format!(
                 "{}  {:<8}  {:<6}  {:<22}  {target:?}  rule {:?}  {}",
                 a.id,
                 a.status,
@@ -44,12 +44,68 @@ pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Resu
                     a.decided_by.clone().unwrap_or_default()
                 }
             );
+            println!("{}", super::audit::terminal_safe(&line));
         }
     }
     if approvals.is_empty() && !json {
         println!("no {}approvals", if all { "" } else { "pending " });
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints pending approvals, then every request and decision as the audit log gets
+/// it (a running gateway writes it), until Ctrl-C.
+pub(crate) async fn watch(config: &Config, json: bool) -> anyhow::Result<ExitCode> {
+    use super::audit::{FOLLOW_POLL, terminal_safe};
+    let store = super::vault::open_store(config).await?;
+    // Where the log ends now: what was pending is listed, what comes after is followed.
+    let mut last = store.audit_tail(1).await?.last().map_or(0, |r| r.seq);
+    list(config, false, json).await?;
+    let mut tick = tokio::time::interval(FOLLOW_POLL);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+        }
+        for record in store.audit_events(last, 500).await? {
+            last = record.seq;
+            if !matches!(
+                record.kind.as_str(),
+                "approval_requested" | "approval_decided"
+            ) {
+                continue;
+            }
+            if json {
+                println!("{}", terminal_safe(&record.body));
+                continue;
+            }
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(&record.body) else {
+                continue;
+            };
+            let text = |key: &str| event[key].as_str().unwrap_or_default().to_owned();
+            let line = if record.kind == "approval_requested" {
+                format!(
+                    "requested {}  {:<6}  {:<22}  {:?}  rule {:?}  on {:?}",
+                    text("approval"),
+                    text("risk"),
+                    text("tool"),
+                    event["target"]["name"].as_str().unwrap_or("-"),
+                    text("rule"),
+                    text("page_url"),
+                )
+            } else {
+                let mut line = format!("{} {}", text("status"), text("approval"));
+                if let Some(by) = event["by"].as_str() {
+                    line.push_str(&format!("  by {by:?}"));
+                }
+                if let Some(note) = event["note"].as_str() {
+                    line.push_str(&format!("  {note:?}"));
+                }
+                line
+            };
+            println!("{}", terminal_safe(&line));
+        }
+    }
 }
 
 /// Approves or denies one approval; the decider is the OS user.

@@ -153,12 +153,51 @@ pub(crate) async fn verify(
 
 /// The last `n` events, one canonical JSON line each: a page's title or name cannot
 /// start a line or send an escape sequence (control characters stay escaped).
-pub(crate) async fn tail(config: &Config, n: u32) -> anyhow::Result<ExitCode> {
+pub(crate) async fn tail(config: &Config, n: u32, follow: bool) -> anyhow::Result<ExitCode> {
     let store = super::vault::open_store(config).await?;
+    let mut last = 0;
     for record in store.audit_tail(n).await? {
-        println!("{}", record.body);
+        println!("{}", terminal_safe(&record.body));
+        last = record.seq;
     }
-    Ok(ExitCode::SUCCESS)
+    if !follow {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if last == 0 {
+        last = store.audit_tail(1).await?.last().map_or(0, |r| r.seq);
+    }
+    // Another process (a running gateway) writes; the store is the meeting point.
+    let mut tick = tokio::time::interval(FOLLOW_POLL);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+        }
+        for record in store.audit_events(last, PAGE).await? {
+            println!("{}", terminal_safe(&record.body));
+            last = record.seq;
+        }
+    }
+}
+
+/// How often `--follow` and `watch` look for new events.
+pub(crate) const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A JSON line made safe for a terminal: JSON already escapes C0 controls (newlines,
+/// ESC); this also escapes DEL, C1 controls (a lone U+009B is a CSI to some
+/// terminals) and the bidirectional overrides that make text read other than it is.
+/// Inside a JSON string the escape is the same character, so the line stays JSON.
+pub(crate) fn terminal_safe(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        let hostile = matches!(c, '\u{7f}'..='\u{9f}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if hostile {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The verifier key of the data dir's audit key (for `verify --public-key` elsewhere).
@@ -192,6 +231,7 @@ pub(crate) async fn export(
         after = last.seq;
         for record in &page {
             if session.is_none_or(|s| record.session.as_deref() == Some(s)) {
+                // Verbatim: verify --export hashes these bytes.
                 println!("{}", record.body);
             }
         }

@@ -109,6 +109,13 @@ enum ApprovalsCommand {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Print requests as they arrive and decisions as they are made, until Ctrl-C
+    /// (pending ones first).
+    Watch {
+        /// One JSON object a line.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -145,6 +152,9 @@ enum AuditCommand {
         /// How many.
         #[arg(short = 'n', long, default_value_t = 20)]
         lines: u32,
+        /// Keep printing events as they are written, until Ctrl-C.
+        #[arg(short = 'f', long)]
+        follow: bool,
     },
 }
 
@@ -331,6 +341,7 @@ pub(crate) fn main() -> ExitCode {
                     ApprovalsCommand::Deny { id, reason } => {
                         approvals::decide(&config, &id, false, reason.as_deref()).await
                     }
+                    ApprovalsCommand::Watch { json } => approvals::watch(&config, json).await,
                 }
             };
             match runtime.block_on(run) {
@@ -362,7 +373,9 @@ pub(crate) fn main() -> ExitCode {
                     AuditCommand::Export { since, session } => {
                         audit::export(&config, since, session.as_deref()).await
                     }
-                    AuditCommand::Tail { lines } => audit::tail(&config, lines).await,
+                    AuditCommand::Tail { lines, follow } => {
+                        audit::tail(&config, lines, follow).await
+                    }
                 }
             };
             match runtime.block_on(run) {

@@ -12,6 +12,7 @@ use airlock_policy::{Policy, PolicyConfig};
 use airlock_risk::{ApprovalsConfig, Rules};
 use airlock_store::Store;
 use airlock_test_support::with_browser;
+use tokio::io::AsyncBufReadExt as _;
 
 use crate::server::BIN;
 
@@ -51,6 +52,24 @@ async fn an_operator_approves_a_held_click_from_another_process() {
                 ..GatewayConfig::default()
             },
         );
+        // A third terminal watches requests and decisions as they happen.
+        let mut watch = tokio::process::Command::new(BIN)
+            .args(["approvals", "watch"])
+            .env_remove("AIRLOCK_CONFIG")
+            .env("AIRLOCK_DATA_DIR", dir.path())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut watched = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+        let mut next_watched = async move || {
+            tokio::time::timeout(Duration::from_secs(20), watched.next_line())
+                .await
+                .expect("watch prints within 20 s")
+                .unwrap()
+                .expect("watch still runs")
+        };
+        assert_eq!(next_watched().await, "no pending approvals");
         let agent = Arc::new(gateway.agent_session());
         let out = agent
             .call(ToolCall::Navigate {
@@ -97,6 +116,26 @@ async fn an_operator_approves_a_held_click_from_another_process() {
         let out = clicking.await.unwrap();
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("deleted 1"), "{}", out.text);
+        let line = next_watched().await;
+        assert!(
+            line.starts_with(&format!("requested {id}  high    browser_click")),
+            "{line}"
+        );
+        assert!(
+            line.contains(r#""Delete account"  rule "destructive"  on "http://127.0.0.1:"#)
+                && line.ends_with(r#"/resolve.html""#),
+            "{line}"
+        );
+        assert_eq!(
+            next_watched().await,
+            format!(r#"approved {id}  by "cli:operator-7"  "ok""#)
+        );
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(watch.id().unwrap() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        assert!(watch.wait().await.unwrap().success());
         let record = store.approval(&id).await.unwrap().unwrap();
         assert_eq!(record.decided_by.as_deref(), Some("cli:operator-7"));
 

@@ -113,6 +113,61 @@ async fn tail_prints_one_line_an_event_whatever_a_page_named_things() {
     assert_eq!(out, "");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_follow_prints_new_events_as_they_are_written_and_defuses_terminal_tricks() {
+    use tokio::io::AsyncBufReadExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = written(dir.path(), &["Open"]).await;
+    let mut follow = tokio::process::Command::new(BIN)
+        .args(["audit", "tail", "-n", "1", "--follow"])
+        .env_remove("AIRLOCK_CONFIG")
+        .env("AIRLOCK_DATA_DIR", dir.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(follow.stdout.take().unwrap()).lines();
+    let next = async |lines: &mut tokio::io::Lines<_>| {
+        tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("a line within 20 s")
+            .unwrap()
+            .expect("still running")
+    };
+    let first: String = next(&mut lines).await;
+    assert!(first.contains(r#""seq":1"#), "{first}");
+    // Written while it follows, by another handle (as a running gateway would): a
+    // C1 CSI (U+009B) and a right-to-left override, which JSON leaves raw.
+    let hostile = "Pay\u{9b}31m \u{202e}yap";
+    let serde_json::Value::Object(fields) = serde_json::json!({
+        "tenant": "default", "time_ms": 1_700_000_000_500_i64,
+        "kind": "tool_call", "tool": "browser_click",
+        "target": {"role": "button", "name": hostile},
+    }) else {
+        unreachable!()
+    };
+    store.append_audit(&fields).await.unwrap();
+    let second: String = next(&mut lines).await;
+    assert!(second.contains(r#""seq":2"#), "{second}");
+    assert!(second.contains(r"Pay\u009b31m \u202eyap"), "{second}");
+    assert!(
+        !second.contains('\u{9b}') && !second.contains('\u{202e}'),
+        "{second:?}"
+    );
+    // Still JSON, naming the same string.
+    let parsed: serde_json::Value = serde_json::from_str(&second).unwrap();
+    assert_eq!(parsed["target"]["name"], hostile);
+    let pid = nix::unistd::Pid::from_raw(follow.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), follow.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    store.close().await;
+}
+
 #[tokio::test]
 async fn signed_checkpoints_catch_a_log_cut_short_and_a_foreign_key() {
     use std::os::unix::fs::PermissionsExt as _;
