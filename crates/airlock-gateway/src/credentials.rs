@@ -40,6 +40,8 @@ impl std::fmt::Debug for CredentialSource {
 pub(crate) struct Loaded {
     secrets: Vec<Secret>,
     redactor: Arc<Redactor>,
+    // The grant redeemed to load them, if one was (its id, never the token).
+    grant: Option<String>,
 }
 
 /// What loading credentials came to: secrets to use, or a reason the session opens
@@ -96,6 +98,7 @@ impl CredentialSource {
                 }
             }
         }
+        let mut grant_id = None;
         if let (false, Some(token)) = (operate, grant_token) {
             let hosts: Vec<String> = secrets
                 .iter()
@@ -103,7 +106,7 @@ impl CredentialSource {
                 .filter_map(|o| url::Url::parse(o).ok()?.host_str().map(str::to_owned))
                 .collect();
             match grant::redeem(vault.store(), &self.tenant, token, &hosts).await {
-                Ok(Ok(_)) => {}
+                Ok(Ok(grant)) => grant_id = Some(grant.id),
                 // Which host is out of scope would say where a credential is bound.
                 Ok(Err(grant::GrantRefusal::OutOfScope(_))) => {
                     return Ok(not_covered(&names.join("`, `")));
@@ -127,6 +130,7 @@ impl CredentialSource {
             Loaded {
                 secrets,
                 redactor: Arc::new(redactor),
+                grant: grant_id,
             },
             injection,
         ))
@@ -189,6 +193,11 @@ impl Loaded {
     /// Names of the loaded secrets.
     pub(crate) fn names(&self) -> Vec<&str> {
         self.secrets.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// The id of the grant redeemed to load them, if one was.
+    pub(crate) fn grant(&self) -> Option<&str> {
+        self.grant.as_deref()
     }
 
     /// Redacts one output text (a failing redactor withholds all of it).

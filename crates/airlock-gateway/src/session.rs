@@ -597,6 +597,7 @@ impl AgentSession {
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let narrowed = !options.allow_hosts.is_empty();
+        let asked = options.credentials.clone();
         match gateway.open_held(options).await {
             Ok((held, refused)) => {
                 let mut text = format!("opened browser session ({})", describe(&held));
@@ -612,6 +613,20 @@ impl AgentSession {
                 }
                 if let Some(why) = refused {
                     text.push_str(&format!("; opened WITHOUT credentials: {why}"));
+                    // A refused grant or role is worth finding without reading calls.
+                    let event = serde_json::json!({
+                        "kind": "credential_refusal",
+                        "tenant": self.inner.principal.tenant,
+                        "caller": self.inner.principal.caller(),
+                        "credentials": asked,
+                        "reason": why,
+                        "time_ms": now_ms(),
+                    });
+                    if let serde_json::Value::Object(fields) = event
+                        && let Err(e) = self.record(fields, None).await
+                    {
+                        tracing::error!(error = %e, "could not record a credential refusal");
+                    }
                 }
                 *slot = Slot::Leased(self.lease(held).await?);
                 Ok(ToolOutput::text(text))

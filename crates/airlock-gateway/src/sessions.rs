@@ -344,6 +344,7 @@ impl Sessions {
             "session": lease.id.to_string(),
             "isolation": if lease.held.is_dedicated() { "process" } else { "context" },
             "credentials": lease.held.loaded.names(),
+            "grant": lease.held.loaded.grant(),
             "reason": reason,
             "time_ms": time_ms,
         });

@@ -39,6 +39,8 @@ pub struct CallContext {
     /// Requests the egress proxy (or the session's outbound protection) refused while
     /// the call ran.
     pub blocked: u64,
+    /// Those requests by why they were refused.
+    pub blocked_by: std::collections::BTreeMap<&'static str, u64>,
     /// When the call arrived.
     pub started: Instant,
 }
@@ -95,6 +97,7 @@ impl AgentSession {
             target: None,
             gate: None,
             blocked: 0,
+            blocked_by: Default::default(),
             started: Instant::now(),
         };
         let args = call.audit_args();
@@ -248,6 +251,7 @@ impl AgentSession {
             *blocked.entry(DenyReason::CarriedSecret).or_default() += carried;
         }
         context.blocked = blocked.values().sum();
+        context.blocked_by = blocked.iter().map(|(r, n)| (r.label(), *n)).collect();
         if let Some(summary) = summarize(&blocked) {
             out.text.push('\n');
             out.text.push_str(&summary);

@@ -17,6 +17,28 @@ impl AgentSession {
         held: Option<&Held>,
         out: &ToolOutput,
     ) -> std::result::Result<(), airlock_store::StoreError> {
+        // A refusal is an event of its own, so an auditor finds them without reading
+        // every call; a secret sent where it does not belong is flagged suspicious.
+        let refusal = match out.error {
+            Some(ErrorCode::PolicyDenied) => Some(("policy_refusal", false)),
+            Some(ErrorCode::SecretOriginMismatch) => Some(("secret_refusal", true)),
+            _ => None,
+        };
+        if let Some((kind, suspicious)) = refusal {
+            let mut event = call_event(context, kind, args.clone());
+            event.insert("error".to_owned(), out.error.map(ErrorCode::as_str).into());
+            event.insert(
+                "reason".to_owned(),
+                out.message
+                    .clone()
+                    .unwrap_or_else(|| out.text.clone())
+                    .into(),
+            );
+            if suspicious {
+                event.insert("suspicious".to_owned(), true.into());
+            }
+            self.record(event, held).await?;
+        }
         let mut event = call_event(context, "tool_call", args);
         event.insert("error".to_owned(), out.error.map(ErrorCode::as_str).into());
         event.insert(
@@ -24,6 +46,12 @@ impl AgentSession {
             (context.started.elapsed().as_millis() as u64).into(),
         );
         event.insert("blocked".to_owned(), context.blocked.into());
+        if !context.blocked_by.is_empty() {
+            event.insert(
+                "blocked_by".to_owned(),
+                serde_json::to_value(&context.blocked_by).unwrap_or_default(),
+            );
+        }
         self.record(event, held).await
     }
 

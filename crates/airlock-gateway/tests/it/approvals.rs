@@ -244,3 +244,45 @@ async fn a_literal_password_is_refused_and_a_placeholder_is_not() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_the_page_made_and_the_proxy_refused_are_on_the_record_by_reason() {
+    with_browser(|h| async move {
+        let (gateway, store) = gateway(&h, Duration::from_secs(30)).await;
+        let agent = gateway.agent_session();
+        // Port b is not allowed: every request the probe fires at it is refused.
+        let target = format!("http://127.0.0.1:{}", h.site.b.port());
+        let out = agent
+            .call(navigate(format!(
+                "{}?target={target}",
+                h.site.url("egress.html")
+            )))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent
+            .call(ToolCall::WaitFor {
+                condition: airlock_browser::WaitCondition::Text("done".into()),
+                timeout: Some(Duration::from_secs(20)),
+            })
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        gateway.shutdown().await;
+        assert_eq!(h.site.b.connections(), 0);
+        let calls: Vec<serde_json::Value> = store
+            .audit_events(0, 100)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|r| r.kind == "tool_call")
+            .map(|r| serde_json::from_str(&r.body).unwrap())
+            .collect();
+        let blocked: u64 = calls.iter().map(|c| c["blocked"].as_u64().unwrap()).sum();
+        let by_reason: u64 = calls
+            .iter()
+            .filter_map(|c| c["blocked_by"]["private address"].as_u64())
+            .sum();
+        assert!(blocked > 3, "{calls:?}");
+        assert_eq!(by_reason, blocked, "{calls:?}");
+    })
+    .await;
+}

@@ -540,6 +540,42 @@ async fn credentials_need_operate_or_a_grant_and_sessions_never_share_them() {
         assert_eq!(out.error, Some(ErrorCode::NotFound), "{}", out.text);
         operator.shutdown().await;
         gateway.shutdown().await;
+
+        // On the record: each refusal, and the one redemption by the grant's id (no
+        // token anywhere).
+        let records = vault.store().audit_events(0, 200).await.unwrap();
+        let events: Vec<serde_json::Value> = records
+            .iter()
+            .map(|r| serde_json::from_str(&r.body).unwrap())
+            .collect();
+        let refusals = events
+            .iter()
+            .filter(|e| e["kind"] == "credential_refusal")
+            .count();
+        assert_eq!(refusals, 6);
+        let grants: Vec<&str> = events
+            .iter()
+            .filter(|e| e["kind"] == "session_open")
+            .filter_map(|e| e["grant"].as_str())
+            .collect();
+        // Two grants were made; only the one for 127.0.0.1 was used.
+        let used: Vec<String> = vault
+            .store()
+            .grants("default")
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|g| g.used_at.is_some())
+            .map(|g| g.id)
+            .collect();
+        assert_eq!(grants, used);
+        for record in &records {
+            assert!(
+                !record.body.contains(token.expose()) && !record.body.contains(wrong.expose()),
+                "{}",
+                record.body
+            );
+        }
     })
     .await;
 }
@@ -566,6 +602,20 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
             .await;
         let out = call(&agent, navigate("file:///etc/passwd".to_owned())).await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied));
+        // The placeholder aimed at another origin: refused, and flagged.
+        call(&agent, navigate(h.site.other_site("app/login.html"))).await;
+        let out = agent
+            .call(typing(
+                role("textbox", "Password"),
+                "{{secret:login.password}}",
+            ))
+            .await;
+        assert_eq!(
+            out.error,
+            Some(ErrorCode::SecretOriginMismatch),
+            "{}",
+            out.text
+        );
         // Shutdown closes the session and writes every event still on its way.
         gateway.shutdown().await;
 
@@ -596,7 +646,42 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
             .filter(|e| e["kind"] == "tool_intent")
             .map(|e| e["tool"].as_str().unwrap())
             .collect();
-        assert_eq!(intents, ["browser_navigate", "browser_type"]);
+        assert_eq!(
+            intents,
+            [
+                "browser_navigate",
+                "browser_type",
+                "browser_navigate",
+                "browser_type"
+            ]
+        );
+        // Refusals are events of their own; a secret aimed elsewhere is suspicious.
+        let refusals: Vec<(&str, &str, bool)> = events
+            .iter()
+            .filter(|e| e["kind"] == "policy_refusal" || e["kind"] == "secret_refusal")
+            .map(|e| {
+                (
+                    e["kind"].as_str().unwrap(),
+                    e["error"].as_str().unwrap(),
+                    e["suspicious"] == true,
+                )
+            })
+            .collect();
+        assert_eq!(
+            refusals,
+            [
+                ("policy_refusal", "policy_denied", false),
+                ("secret_refusal", "secret_origin_mismatch", true)
+            ]
+        );
+        let refused = events
+            .iter()
+            .find(|e| e["kind"] == "policy_refusal")
+            .unwrap();
+        assert!(
+            refused["reason"].as_str().unwrap().contains("file:"),
+            "{refused}"
+        );
         let events: Vec<&serde_json::Value> =
             events.iter().filter(|e| e["kind"] == "tool_call").collect();
         let tools: Vec<&str> = events.iter().map(|e| e["tool"].as_str().unwrap()).collect();
@@ -607,7 +692,9 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
                 "browser_navigate",
                 "browser_type",
                 "browser_wait_for",
-                "browser_navigate"
+                "browser_navigate",
+                "browser_navigate",
+                "browser_type"
             ]
         );
         assert_eq!(events[0]["args"]["credentials"][0], "login");
@@ -620,7 +707,7 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
             assert_clean("audit event", &record.body);
         }
         let rows: Vec<_> = records.iter().map(|r| r.row()).collect();
-        assert_eq!(airlock_audit::verify(&rows, &[]).unwrap().events, 9);
+        assert_eq!(airlock_audit::verify(&rows, &[]).unwrap().events, 15);
     })
     .await;
 }

@@ -116,12 +116,7 @@ pub(crate) async fn decide(
     note: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let store = super::vault::open_store(config).await?;
-    let by = format!(
-        "cli:{}",
-        std::env::var("USER")
-            .or_else(|_| std::env::var("LOGNAME"))
-            .unwrap_or_else(|_| "unknown".to_owned())
-    );
+    let by = super::os_user();
     match store
         .decide_approval(id, approve, &by, note, now_ms())
         .await?

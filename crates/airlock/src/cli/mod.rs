@@ -527,6 +527,16 @@ pub(crate) async fn gateway(
     Ok(gateway)
 }
 
+/// Who runs this CLI command, as decisions and changes are recorded: `cli:$USER`.
+pub(crate) fn os_user() -> String {
+    format!(
+        "cli:{}",
+        std::env::var("USER")
+            .or_else(|_| std::env::var("LOGNAME"))
+            .unwrap_or_else(|_| "unknown".to_owned())
+    )
+}
+
 /// The process environment, with `--allow-private` entries added to
 /// AIRLOCK_ALLOW_PRIVATE (so the config loader validates and names them alike).
 struct CliEnv<'a>(&'a [String]);

@@ -149,7 +149,33 @@ pub(crate) async fn set(
             value: value.to_string(),
         });
     }
-    store_fields(config, tenant, name, origins, fields).await
+    store_fields(config, tenant, name, origins, fields, "set").await
+}
+
+/// Puts a change made from the CLI on the audit record: what was done, to which
+/// names, by which OS user; never a value.
+pub(crate) async fn record_change(
+    store: &Store,
+    tenant: &str,
+    action: &str,
+    detail: serde_json::Value,
+) -> anyhow::Result<()> {
+    let serde_json::Value::Object(mut fields) = detail else {
+        bail!("an audit detail is an object");
+    };
+    fields.insert("kind".to_owned(), "vault_change".into());
+    fields.insert("action".to_owned(), action.into());
+    fields.insert("tenant".to_owned(), tenant.into());
+    fields.insert("by".to_owned(), super::os_user().into());
+    fields.insert(
+        "time_ms".to_owned(),
+        chrono::Utc::now().timestamp_millis().into(),
+    );
+    store
+        .append_audit(&fields)
+        .await
+        .context("the change was made, but the audit log could not record it")?;
+    Ok(())
 }
 
 async fn store_fields(
@@ -158,6 +184,7 @@ async fn store_fields(
     name: &str,
     origins: Vec<String>,
     fields: Fields,
+    action: &str,
 ) -> anyhow::Result<()> {
     let (vault, _) = open_for_cli(config).await?;
     let existing = match vault.get(tenant, name).await {
@@ -186,6 +213,17 @@ async fn store_fields(
         }
     };
     vault.set(&secret).await?;
+    record_change(
+        vault.store(),
+        tenant,
+        action,
+        serde_json::json!({
+            "name": name,
+            "origins": secret.origins,
+            "fields": secret.fields.present(),
+        }),
+    )
+    .await?;
     println!(
         "stored `{name}` for {} (fields: {})",
         secret
@@ -227,6 +265,15 @@ pub(crate) async fn list(config: &Config, tenant: &str) -> anyhow::Result<()> {
 pub(crate) async fn remove(config: &Config, tenant: &str, name: &str) -> anyhow::Result<()> {
     let (vault, _) = open_for_cli(config).await?;
     let removed = vault.remove(tenant, name).await?;
+    if removed {
+        record_change(
+            vault.store(),
+            tenant,
+            "rm",
+            serde_json::json!({ "name": name }),
+        )
+        .await?;
+    }
     vault.store().close().await;
     if !removed {
         bail!("no secret named `{name}` for tenant `{tenant}`");
@@ -254,6 +301,13 @@ pub(crate) async fn rotate(config: &Config) -> anyhow::Result<()> {
     match source {
         KeySource::File(_) => {
             let (_, n) = vault.rotate_key_file(&config.data_dir).await?;
+            record_change(
+                &store,
+                "default",
+                "rotate-key",
+                serde_json::json!({ "secrets": n }),
+            )
+            .await?;
             println!(
                 "re-encrypted {n} secret(s) under a new key in {}",
                 config.data_dir.join(airlock_vault::KEY_FILE).display()
@@ -269,6 +323,13 @@ pub(crate) async fn rotate(config: &Config) -> anyhow::Result<()> {
             })?);
             let key = airlock_vault::MasterKey::from_base64(&new)?;
             let (_, n) = vault.rotate(key).await?;
+            record_change(
+                &store,
+                "default",
+                "rotate-key",
+                serde_json::json!({ "secrets": n }),
+            )
+            .await?;
             println!(
                 "re-encrypted {n} secret(s); set {} to the value of {} from now on",
                 vars::MASTER_KEY,
@@ -388,7 +449,7 @@ pub(crate) async fn import(
         ))?,
         _ => bail!("give exactly one of --storage-state and --cookies-txt"),
     };
-    store_fields(config, tenant, name, origins, fields).await
+    store_fields(config, tenant, name, origins, fields, "import").await
 }
 
 /// `grant create`: prints the token once.
@@ -402,6 +463,16 @@ pub(crate) async fn grant_create(
     let ttl = grant::parse_ttl(ttl)?;
     let (vault, _) = open_for_cli(config).await?;
     let (token, record) = grant::create(vault.store(), tenant, domains, ttl, reusable).await?;
+    record_change(
+        vault.store(),
+        tenant,
+        "grant-create",
+        serde_json::json!({
+            "grant": record.id, "domains": record.domains,
+            "expires_at": record.expires_at, "reusable": reusable,
+        }),
+    )
+    .await?;
     println!("{}", token.expose());
     eprintln_note(&format!(
         "grant {} for {} expires at {} ({}); the token above is shown only now",
@@ -460,6 +531,15 @@ fn date(seconds: i64) -> String {
 pub(crate) async fn grant_revoke(config: &Config, tenant: &str, id: &str) -> anyhow::Result<()> {
     let (vault, _) = open_for_cli(config).await?;
     let revoked = grant::revoke(vault.store(), tenant, id).await?;
+    if revoked {
+        record_change(
+            vault.store(),
+            tenant,
+            "grant-revoke",
+            serde_json::json!({ "grant": id }),
+        )
+        .await?;
+    }
     vault.store().close().await;
     if !revoked {
         bail!("no live grant `{id}` for tenant `{tenant}`");

@@ -239,6 +239,121 @@ fn grant_tokens_print_once_and_revoke() {
 }
 
 #[test]
+fn every_vault_and_grant_change_is_on_the_audit_record_by_name_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let env = [("USER", "sam")];
+    let run = |args: &[&str], stdin: &str| {
+        let run = airlock(data, args, stdin, &env);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        run
+    };
+    let origin = ["--origin", "https://app.example.com"];
+    run(
+        &[
+            "vault",
+            "set",
+            "app",
+            origin[0],
+            origin[1],
+            "--password-stdin",
+        ],
+        &format!("{PASSWORD}\n"),
+    );
+    let state = data.join("state.json");
+    std::fs::write(
+        &state,
+        r#"{"cookies":[{"name":"sid","value":"cookie-value-789","domain":"app.example.com","path":"/"}]}"#,
+    )
+    .unwrap();
+    run(
+        &[
+            "vault",
+            "import",
+            "web",
+            origin[0],
+            origin[1],
+            "--storage-state",
+            state.to_str().unwrap(),
+        ],
+        "",
+    );
+    let token = run(
+        &[
+            "grant",
+            "create",
+            "--domains",
+            "app.example.com",
+            "--ttl",
+            "15m",
+        ],
+        "",
+    )
+    .stdout
+    .trim()
+    .to_owned();
+    let id = run(&["grant", "list"], "")
+        .stdout
+        .split('\t')
+        .next()
+        .unwrap()
+        .to_owned();
+    run(&["grant", "revoke", &id], "");
+    run(&["vault", "rm", "web"], "");
+    run(&["vault", "rotate-key"], "");
+
+    let export = run(&["audit", "export"], "");
+    let events: Vec<serde_json::Value> = export
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(String, String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap().to_owned(),
+                e["action"].as_str().unwrap().to_owned(),
+                e["name"]
+                    .as_str()
+                    .or(e["grant"].as_str())
+                    .unwrap_or("")
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let change = |action: &str, name: &str| {
+        (
+            "vault_change".to_owned(),
+            action.to_owned(),
+            name.to_owned(),
+        )
+    };
+    assert_eq!(
+        seen,
+        [
+            change("set", "app"),
+            change("import", "web"),
+            change("grant-create", &id),
+            change("grant-revoke", &id),
+            change("rm", "web"),
+            change("rotate-key", ""),
+        ]
+    );
+    assert!(events.iter().all(|e| e["by"] == "cli:sam"), "{events:?}");
+    assert_eq!(events[0]["fields"], serde_json::json!(["password"]));
+    for value in [PASSWORD, "cookie-value-789", token.as_str()] {
+        assert!(!export.stdout.contains(value), "{value} is on the record");
+    }
+    let verify = run(&["audit", "verify"], "");
+    assert!(
+        verify.stdout.starts_with("ok: 6 events"),
+        "{}",
+        verify.stdout
+    );
+}
+
+#[test]
 fn every_command_takes_the_data_dir_and_vault_commands_say_which_vault() {
     let dir = tempfile::tempdir().unwrap();
     let env_dir = dir.path().join("from-env");
