@@ -41,7 +41,14 @@ async fn request(
         .next()
         .unwrap()
         .to_owned();
-    let mut stream = TcpStream::connect(&authority).await.unwrap();
+    // A server that is gone answers status 0.
+    let Ok(mut stream) = TcpStream::connect(&authority).await else {
+        return Reply {
+            status: 0,
+            head: String::new(),
+            body: String::new(),
+        };
+    };
     let mut head = format!(
         "{method} /mcp{path_suffix} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
         body.len()
@@ -394,4 +401,87 @@ async fn failed_authentication_is_limited_per_address() {
     let health = reqwest_free_get(&url, "/healthz").await;
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     stop(served).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_killed_mid_write_leaves_a_log_that_verifies_to_its_last_durable_event() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let served = serve(tmp.path(), None).await;
+    let url = served.url.clone();
+    let init = initialize(&url, &[]).await;
+    let session = init.header("mcp-session-id").expect("a session id");
+    let header = [format!("Mcp-Session-Id: {session}")];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    request(&url, "POST", "", &header, initialized.as_bytes()).await;
+    // An agent calling as fast as it can: each call is an audit write (and every
+    // hundredth a signed checkpoint) when the gateway is killed.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let stop_calling = Arc::new(AtomicBool::new(false));
+    let agent = {
+        let (url, header, calls, stop_calling) =
+            (url.clone(), header.clone(), calls.clone(), stop_calling.clone());
+        tokio::spawn(async move {
+            let mut id = 10;
+            while !stop_calling.load(Ordering::Acquire) {
+                id += 1;
+                let call = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"browser_tabs","arguments":{{"action":"list"}}}}}}"#
+                );
+                let reply = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    request(&url, "POST", "", &header, call.as_bytes()),
+                )
+                .await;
+                match reply {
+                    // Answered: the result arrived (a stream the kill cut is not).
+                    Ok(r) if r.body.contains(r#""isError":false"#) => {
+                        calls.fetch_add(1, Ordering::AcqRel);
+                    }
+                    Ok(r) if r.status == 200 && r.body.contains(r#""result""#) => {
+                        panic!("a call failed: {}", r.body)
+                    }
+                    _ => break,
+                }
+            }
+        })
+    };
+    while calls.load(Ordering::Acquire) < 230 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let pid = nix::unistd::Pid::from_raw(served.child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let mut child = served.child;
+    child.wait().await.unwrap();
+    stop_calling.store(true, Ordering::Release);
+    agent.await.unwrap();
+    // Its Chromium reads EOF on the DevTools pipe and exits by itself.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !airlock_test_support::chromium_processes_under(tmp.path()).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "Chromium outlived its killed gateway"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let out = std::process::Command::new(BIN)
+        .args(["audit", "verify"])
+        .env_remove("AIRLOCK_CONFIG")
+        .env("AIRLOCK_DATA_DIR", tmp.path().join("data"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let events: u64 = text
+        .strip_prefix("ok: ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    // Every call answered was on the record before its answer (plus the session
+    // opening); nothing durable was lost or left half-written.
+    assert!(events > 230, "{text}");
+    assert!(text.contains("checkpoint"), "{text}");
 }
