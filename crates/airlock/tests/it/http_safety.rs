@@ -421,8 +421,12 @@ async fn a_gateway_killed_mid_write_leaves_a_log_that_verifies_to_its_last_durab
     let calls = Arc::new(AtomicUsize::new(0));
     let stop_calling = Arc::new(AtomicBool::new(false));
     let agent = {
-        let (url, header, calls, stop_calling) =
-            (url.clone(), header.clone(), calls.clone(), stop_calling.clone());
+        let (url, header, calls, stop_calling) = (
+            url.clone(),
+            header.clone(),
+            calls.clone(),
+            stop_calling.clone(),
+        );
         tokio::spawn(async move {
             let mut id = 10;
             while !stop_calling.load(Ordering::Acquire) {
@@ -474,7 +478,11 @@ async fn a_gateway_killed_mid_write_leaves_a_log_that_verifies_to_its_last_durab
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let events: u64 = text
         .strip_prefix("ok: ")
         .and_then(|rest| rest.split_whitespace().next())
