@@ -569,6 +569,9 @@ pub struct ScreenshotOptions {
     /// A box drawn around this rectangle of the viewport for the capture (an approver
     /// sees which element a held call acts on).
     pub outline: Option<Bounds>,
+    /// Encode for speed over size (about half the time on a small page; PNGs come
+    /// out larger): for captures Airlock keeps itself, such as session recordings.
+    pub fast: bool,
 }
 
 /// An encoded image.

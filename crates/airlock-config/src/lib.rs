@@ -49,6 +49,71 @@ pub struct RawConfig {
     /// `[approvals]`: risk rules and how long a call waits for a decision.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// `[recording]`: what sessions keep of their steps.
+    #[serde(default)]
+    pub recording: RawRecording,
+}
+
+/// `[recording]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRecording {
+    /// `off`, `transient` (default) or `audit`: what a session keeps unless it asks.
+    pub mode: Option<String>,
+    /// Days an `audit` recording's screenshots are kept (default 30).
+    pub retention_days: Option<u64>,
+}
+
+/// What a session keeps of its steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecordMode {
+    /// Nothing.
+    Off,
+    /// The last steps' screenshots, in memory, dropped when the session closes.
+    #[default]
+    Transient,
+    /// A screenshot of every state-changing step, stored under the data dir, its
+    /// SHA-256 in the step's audit event.
+    Audit,
+}
+
+impl RecordMode {
+    /// Parses `off`, `transient` or `audit`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "off" => Some(Self::Off),
+            "transient" => Some(Self::Transient),
+            "audit" => Some(Self::Audit),
+            _ => None,
+        }
+    }
+
+    /// The name it is written as.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Transient => "transient",
+            Self::Audit => "audit",
+        }
+    }
+}
+
+/// Validated `[recording]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordingConfig {
+    /// The mode of sessions that do not ask for one.
+    pub mode: RecordMode,
+    /// How long stored screenshots are kept.
+    pub retention: Duration,
+}
+
+impl Default for RecordingConfig {
+    fn default() -> Self {
+        RecordingConfig {
+            mode: RecordMode::default(),
+            retention: Duration::from_secs(30 * 86_400),
+        }
+    }
 }
 
 /// `[tools]` as written.
@@ -147,6 +212,8 @@ pub struct Config {
     pub tool_profile: ToolProfile,
     /// Risk rules and approvals.
     pub approvals: Approvals,
+    /// Session recording.
+    pub recording: RecordingConfig,
 }
 
 /// Validated `[approvals]`.
@@ -547,6 +614,26 @@ impl Config {
             webhook: webhook(&raw.approvals, env.get(vars::WEBHOOK_SECRET))?,
         };
 
+        let recording = RecordingConfig {
+            mode: match raw.recording.mode.as_deref() {
+                None => RecordMode::default(),
+                Some(text) => RecordMode::parse(text).ok_or_else(|| Error::Invalid {
+                    key: "recording.mode".to_owned(),
+                    message: format!("`{text}` is not one of off, transient, audit"),
+                })?,
+            },
+            retention: match raw.recording.retention_days {
+                None => RecordingConfig::default().retention,
+                Some(days @ 1..=3_650) => Duration::from_secs(days * 86_400),
+                Some(days) => {
+                    return Err(Error::Invalid {
+                        key: "recording.retention_days".to_owned(),
+                        message: format!("{days} is outside 1..=3650"),
+                    });
+                }
+            },
+        };
+
         Ok(Config {
             data_dir,
             server: ServerConfig {
@@ -561,6 +648,7 @@ impl Config {
             sessions,
             tool_profile,
             approvals,
+            recording,
         })
     }
 }
@@ -745,6 +833,11 @@ mod tests {
             ("[browser]\nmemory_limit_mb = 64", "browser.memory_limit_mb"),
             ("[server]\nlisten = \"nope\"", "server.listen"),
             ("[tools]\nprofile = \"shell\"", "tools.profile"),
+            ("[recording]\nmode = \"video\"", "recording.mode"),
+            (
+                "[recording]\nretention_days = 0",
+                "recording.retention_days",
+            ),
             (
                 "[policy]\nallow_private = [\"10.0.0.0/40\"]",
                 "policy.allow_private[0]",

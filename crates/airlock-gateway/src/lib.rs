@@ -20,6 +20,7 @@ mod audit;
 mod content;
 mod credentials;
 mod error;
+mod recording;
 mod session;
 mod sessions;
 mod surface;
@@ -32,6 +33,7 @@ pub use audit::Checkpoints;
 pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};
+pub use recording::{Step as RecordedStep, TRANSIENT_STEPS};
 pub use session::{
     AgentSession, CallContext, CallObserver, CallRecord, Gate, Gateway, GatewayConfig,
 };

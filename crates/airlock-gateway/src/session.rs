@@ -60,6 +60,12 @@ pub struct GatewayConfig {
     pub rules: airlock_risk::Rules,
     /// How long a held call waits for a decision.
     pub approval_timeout: Duration,
+    /// What sessions that do not ask keep of their steps.
+    pub recording: airlock_config::RecordMode,
+    /// Where `audit` recordings are stored; `None`: that mode is refused.
+    pub recordings_dir: Option<std::path::PathBuf>,
+    /// How long stored recordings are kept.
+    pub recording_retention: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -78,6 +84,9 @@ impl Default for GatewayConfig {
             checkpoints: None,
             rules: airlock_risk::Rules::default(),
             approval_timeout: Duration::from_secs(60),
+            recording: airlock_config::RecordMode::Off,
+            recordings_dir: None,
+            recording_retention: Duration::from_secs(30 * 86_400),
         }
     }
 }
@@ -107,6 +116,8 @@ pub struct Gateway {
     pub(crate) feed: tokio::sync::broadcast::Sender<crate::approvals::FeedEvent>,
     // Set once the gateway stops: long-lived readers (event streams) end.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
+    // When stored recordings were last pruned.
+    pruned: Mutex<Option<Instant>>,
 }
 
 impl Gateway {
@@ -143,6 +154,7 @@ impl Gateway {
             trail: config.checkpoints.clone().map(Trail::new),
             feed: tokio::sync::broadcast::channel(crate::approvals::FEED_DEPTH).0,
             stopping: tokio::sync::watch::Sender::new(false),
+            pruned: Mutex::new(None),
             config,
         });
         gateway
@@ -173,6 +185,13 @@ impl Gateway {
     // proxy, then the browser session that must use it, credentials injected before
     // the agent's first action. Returns why credentials were refused, if they were.
     async fn open_held(&self, options: OpenOptions) -> Result<(Arc<Held>, Option<String>)> {
+        let record = options.record.unwrap_or(self.config.recording);
+        if record == airlock_config::RecordMode::Audit && self.config.recordings_dir.is_none() {
+            return Err(Error::InvalidArgument(
+                "this gateway stores no recordings; record `transient` or `off`".to_owned(),
+            ));
+        }
+        let recorder = Arc::new(crate::recording::Recorder::new(record));
         let (loaded, injection, refused) = if options.credentials.is_empty() {
             (Loaded::default(), None, None)
         } else {
@@ -215,6 +234,7 @@ impl Gateway {
                 proxy: warm.proxy,
                 policy,
                 loaded,
+                recorder,
             };
             return Ok((Arc::new(held), refused));
         }
@@ -238,6 +258,7 @@ impl Gateway {
                 proxy,
                 policy,
                 loaded,
+                recorder,
             }),
             refused,
         ))
@@ -401,6 +422,42 @@ impl Gateway {
         Ok(())
     }
 
+    /// The screenshots a `transient` recording keeps of one of `tenant`'s sessions,
+    /// oldest first (another tenant's session is no such session).
+    pub fn recorded_steps(
+        &self,
+        tenant: &str,
+        id: &SessionId,
+    ) -> Result<Vec<crate::recording::Step>> {
+        let lease = self
+            .sessions
+            .get(id)
+            .filter(|lease| lease.owner.tenant == tenant)
+            .ok_or(Error::NoSuchSession)?;
+        Ok(lease.held.recorder.steps())
+    }
+
+    // Stored recordings past their retention go, at most once an hour (off the
+    // reaper's tick: a slow disk never delays it).
+    fn prune_recordings(&self) {
+        let Some(dir) = self.config.recordings_dir.clone() else {
+            return;
+        };
+        {
+            let mut last = lock(&self.pruned);
+            if last.is_some_and(|t| t.elapsed() < Duration::from_secs(3_600)) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        let retention = self.config.recording_retention;
+        tokio::task::spawn_blocking(move || match crate::recording::prune(&dir, retention) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(files = n, "pruned recordings past their retention"),
+            Err(e) => tracing::warn!(error = %e, "could not prune recordings"),
+        });
+    }
+
     // What a new lease may consume.
     fn terms(&self) -> LeaseTerms {
         LeaseTerms {
@@ -455,6 +512,7 @@ impl Gateway {
 
     async fn reap_idle(&self) {
         self.settle_audit(false).await;
+        self.prune_recordings();
         let ttl = self.config.idle_ttl;
         // Leases past their idle TTL or lifetime with no call in them end; their
         // agents say so once.

@@ -82,6 +82,8 @@ pub(crate) struct Held {
     pub(crate) policy: Arc<Policy>,
     /// Credentials the session loaded, and the redactor for its outputs.
     pub(crate) loaded: Loaded,
+    /// What the session keeps of its steps.
+    pub(crate) recorder: Arc<crate::recording::Recorder>,
 }
 
 impl std::ops::Deref for Held {
@@ -345,6 +347,7 @@ impl Sessions {
             "isolation": if lease.held.is_dedicated() { "process" } else { "context" },
             "credentials": lease.held.loaded.names(),
             "grant": lease.held.loaded.grant(),
+            "record": lease.held.recorder.mode().as_str(),
             "reason": reason,
             "time_ms": time_ms,
         });

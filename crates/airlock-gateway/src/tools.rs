@@ -8,7 +8,7 @@ use airlock_browser::{
     ScreenshotOptions, Scroll, Session, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
     Waited,
 };
-use airlock_config::Isolation;
+use airlock_config::{Isolation, RecordMode};
 use airlock_core::{ErrorCode, HasErrorCode, Role};
 use airlock_egress::EgressProxy;
 
@@ -125,6 +125,8 @@ pub struct OpenOptions {
     pub credentials: Vec<String>,
     /// A grant token authorizing them (callers without the `operate` role).
     pub grant: Option<String>,
+    /// What to keep of the session's steps; the gateway's default when `None`.
+    pub record: Option<RecordMode>,
 }
 
 impl std::fmt::Debug for OpenOptions {
@@ -134,6 +136,7 @@ impl std::fmt::Debug for OpenOptions {
             .field("allow_hosts", &self.allow_hosts)
             .field("credentials", &self.credentials)
             .field("grant", &self.grant.as_ref().map(|_| "[REDACTED]"))
+            .field("record", &self.record)
             .finish()
     }
 }
@@ -275,6 +278,7 @@ impl ToolCall {
                 "credentials": options.credentials,
                 "allow_hosts": options.allow_hosts,
                 "grant": options.grant.is_some(),
+                "record": options.record.map(RecordMode::as_str),
             }),
             _ => json!({}),
         };

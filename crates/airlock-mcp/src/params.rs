@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use airlock_config::Isolation;
+use airlock_config::{Isolation, RecordMode};
 use airlock_gateway::action::{
     ClickOptions, Direction, ImageFormat, Modifier, MouseButton, ScreenshotOptions, Scroll,
     SnapshotOptions, Target, WaitCondition, WaitUntil,
@@ -518,6 +518,7 @@ impl ScreenshotParams {
             target,
             format,
             outline: None,
+            fast: false,
         }))
     }
 }
@@ -596,8 +597,10 @@ pub(crate) struct SessionOpenParams {
     pub(crate) credentials: Vec<String>,
     /// Grant token authorizing the credentials (`airlock grant create`).
     pub(crate) grant: Option<String>,
-    /// Session recording: only `off` in this build.
-    #[schemars(extend("enum" = ["off"]))]
+    /// Keep screenshots of your steps: `off`, `transient` (last 50, in memory) or
+    /// `audit` (each state-changing step, stored with the audit log). The server's
+    /// default when omitted.
+    #[schemars(extend("enum" = ["off", "transient", "audit"]))]
     pub(crate) record: Option<String>,
     /// `context` (default, fast) or `process` (own Chromium).
     #[schemars(extend("enum" = ["context", "process"]))]
@@ -621,9 +624,12 @@ impl std::fmt::Debug for SessionOpenParams {
 
 impl SessionOpenParams {
     pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
-        if self.record.as_deref().is_some_and(|r| r != "off") {
-            return bad("`record` supports only `off` in this build");
-        }
+        let record = match self.record.as_deref() {
+            None => None,
+            Some(text) => Some(RecordMode::parse(text).ok_or_else(|| {
+                BadArgument(format!("`record` is off, transient or audit; got `{text}`"))
+            })?),
+        };
         let isolation = match self.isolation.as_deref() {
             None => None,
             Some(text) => Some(Isolation::parse(text).ok_or_else(|| {
@@ -635,6 +641,7 @@ impl SessionOpenParams {
             allow_hosts: self.allow_hosts,
             credentials: self.credentials,
             grant: self.grant,
+            record,
         }))
     }
 }

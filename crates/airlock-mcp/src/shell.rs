@@ -317,6 +317,7 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
                 target: None,
                 format: ImageFormat::Png,
                 outline: None,
+                fast: false,
             })
         }
         "close" => {

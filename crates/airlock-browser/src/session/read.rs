@@ -274,6 +274,9 @@ impl Session {
             }
         };
         let mut params = json!({ "format": format });
+        if options.fast {
+            params["optimizeForSpeed"] = json!(true);
+        }
         if let Some(q) = quality {
             params["quality"] = json!(q);
         }

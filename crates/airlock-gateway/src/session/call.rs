@@ -41,6 +41,10 @@ pub struct CallContext {
     pub blocked: u64,
     /// Those requests by why they were refused.
     pub blocked_by: std::collections::BTreeMap<&'static str, u64>,
+    /// Whether the call changed the page (an action that ran without error).
+    pub acted: bool,
+    /// The step's stored screenshot, in an `audit` recording.
+    pub(crate) recorded: Option<std::result::Result<crate::recording::Recorded, String>>,
     /// When the call arrived.
     pub started: Instant,
 }
@@ -98,6 +102,8 @@ impl AgentSession {
             gate: None,
             blocked: 0,
             blocked_by: Default::default(),
+            acted: false,
+            recorded: None,
             started: Instant::now(),
         };
         let args = call.audit_args();
@@ -112,6 +118,14 @@ impl AgentSession {
                 ErrorCode::Internal,
                 "this call could not be recorded in the audit log, so its result is withheld; the operator's log says why",
             );
+        }
+        // A transient recording captures the step after its result is final, so the
+        // call does not wait for the capture.
+        if let Some(held) = held
+            && context.acted
+            && held.recorder.mode() == airlock_config::RecordMode::Transient
+        {
+            held.recorder.clone().keep_step(held.clone(), context.tool);
         }
         self.finish(&context, &out);
         out
@@ -162,7 +176,14 @@ impl AgentSession {
         let acted = match self.resolve_target(context, &held, &mut call).await {
             Ok(()) => match self.gate(context, &held, &call).await {
                 Ok(()) if acts => match self.record_intent(context, &held, &call).await {
-                    Ok(()) => self.act(context, &held, call).await,
+                    Ok(()) => {
+                        let acted = self.act(context, &held, call).await;
+                        if acted.is_ok() {
+                            context.acted = true;
+                            self.record_step(context, &held).await;
+                        }
+                        acted
+                    }
                     Err(e) => Err(e),
                 },
                 Ok(()) => self.act(context, &held, call).await,

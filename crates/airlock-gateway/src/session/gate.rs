@@ -157,6 +157,7 @@ impl AgentSession {
             .screenshot(&ScreenshotOptions {
                 format: ImageFormat::Jpeg { quality: 80 },
                 outline: context.target.as_ref().map(|t| t.bounds),
+                fast: true,
                 ..ScreenshotOptions::default()
             })
             .await

@@ -46,6 +46,18 @@ impl AgentSession {
             (context.started.elapsed().as_millis() as u64).into(),
         );
         event.insert("blocked".to_owned(), context.blocked.into());
+        match &context.recorded {
+            Some(Ok(r)) => {
+                event.insert(
+                    "recording".to_owned(),
+                    serde_json::json!({ "step": r.step, "sha256": r.sha256, "file": r.file }),
+                );
+            }
+            Some(Err(e)) => {
+                event.insert("recording".to_owned(), serde_json::json!({ "error": e }));
+            }
+            None => {}
+        }
         if !context.blocked_by.is_empty() {
             event.insert(
                 "blocked_by".to_owned(),
@@ -53,6 +65,29 @@ impl AgentSession {
             );
         }
         self.record(event, held).await
+    }
+
+    // An `audit` recording: the page after the step, stored before the step's event
+    // (which carries its hash). A failed capture is on the event, not the call's
+    // failure: the step has happened.
+    pub(super) async fn record_step(&self, context: &mut CallContext, held: &Held) {
+        if held.recorder.mode() != airlock_config::RecordMode::Audit {
+            return;
+        }
+        let Some(gateway) = self.inner.gateway.upgrade() else {
+            return;
+        };
+        let (Some(dir), Some(session)) = (&gateway.config.recordings_dir, &context.session) else {
+            return;
+        };
+        let stored = held
+            .recorder
+            .store_step(&held.session, dir, &session.to_string(), context.tool)
+            .await;
+        if let Err(e) = &stored {
+            tracing::error!(error = %e, tool.name = context.tool, "a step of an audit recording was not stored");
+        }
+        context.recorded = Some(stored);
     }
 
     // Before a call acts on the browser: what it is about to do, durable first, so no

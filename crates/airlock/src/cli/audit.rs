@@ -22,6 +22,10 @@ pub(crate) const CHECKPOINTS_FILE: &str = "audit.checkpoints";
 pub(crate) const LOG_NAME: &str = "airlock.local/audit";
 /// Events between checkpoints.
 const EVERY: u64 = 100;
+/// Where `audit` recordings keep their screenshots, in the data dir.
+pub(crate) const RECORDINGS_DIR: &str = "recordings";
+
+pub(crate) use super::replay::replay;
 
 /// The signing key of `dir`, created (0600) if missing; one others can read is refused.
 pub(crate) fn signing_key(dir: &Path) -> anyhow::Result<SigningKey> {

@@ -5,6 +5,7 @@ mod audit;
 mod doctor;
 mod mcp;
 mod policy;
+mod replay;
 mod serve;
 mod vault;
 
@@ -146,6 +147,15 @@ enum AuditCommand {
         /// Only events of this browser session.
         #[arg(long)]
         session: Option<String>,
+    },
+    /// Write a self-contained HTML page of one session's steps (actions, decisions,
+    /// blocked requests, the screenshots of an `audit` recording) into a directory.
+    Replay {
+        /// The browser session's id (as in its events' `session`).
+        session: String,
+        /// Directory to write `index.html` into (created if missing).
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Print the last events, one JSON line each.
     Tail {
@@ -373,6 +383,9 @@ pub(crate) fn main() -> ExitCode {
                     AuditCommand::Export { since, session } => {
                         audit::export(&config, since, session.as_deref()).await
                     }
+                    AuditCommand::Replay { session, out } => {
+                        audit::replay(&config, &session, &out).await
+                    }
                     AuditCommand::Tail { lines, follow } => {
                         audit::tail(&config, lines, follow).await
                     }
@@ -518,6 +531,9 @@ pub(crate) async fn gateway(
             checkpoints: Some(audit::checkpoints(config)?),
             rules: config.approvals.rules.clone(),
             approval_timeout: config.approvals.timeout,
+            recording: config.recording.mode,
+            recordings_dir: Some(config.data_dir.join(audit::RECORDINGS_DIR)),
+            recording_retention: config.recording.retention,
         },
     );
     if let Some(hook) = config.approvals.webhook.clone() {

@@ -68,7 +68,7 @@ async def flow(client, base):
     props = by_name["browser_click"].input_schema.get("properties", {})
     check("allowed values are enums", props.get("button", {}).get("enum") == ["left", "right", "middle"], str(props.get("button")))
     record = by_name["browser_session_open"].input_schema.get("properties", {}).get("record", {})
-    check("the schema offers only the recording modes this build takes", record.get("enum") == ["off"], str(record))
+    check("the schema offers only the recording modes this build takes", record.get("enum") == ["off", "transient", "audit"], str(record))
 
     r = await client.call_tool("browser_navigate", {"url": base + "/login.html"})
     t = text_of(r)

@@ -11,6 +11,7 @@ mod audit_cli;
 mod http_safety;
 mod mcp_clients;
 mod policy_cli;
+mod replay_cli;
 mod server;
 mod tidy;
 mod vault_cli;

@@ -1,0 +1,217 @@
+//! Session recording: a screenshot after each state-changing step. `transient` keeps
+//! the last [`TRANSIENT_STEPS`] in memory (taken after the result is returned, so the
+//! call does not wait for it), dropped when the session closes; `audit` stores each
+//! under the data dir before the step's audit event is written, with its SHA-256 in
+//! that event, and the reaper prunes them after the retention period. Screenshots
+//! paint over fields showing a secret, as every capture does.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use airlock_browser::{ImageFormat, ScreenshotOptions, Session};
+use airlock_config::RecordMode;
+use airlock_core::sync::lock;
+
+/// Steps a transient recording keeps.
+pub const TRANSIENT_STEPS: usize = 50;
+
+/// JPEG quality of recorded steps: legible text at a tenth of a PNG's size.
+const QUALITY: u8 = 70;
+
+/// One recorded step.
+#[derive(Clone)]
+pub struct Step {
+    /// Its number in the session, from 1.
+    pub step: u64,
+    /// The tool that made it.
+    pub tool: &'static str,
+    /// When, in Unix milliseconds.
+    pub time_ms: i64,
+    /// `image/jpeg`.
+    pub mime: &'static str,
+    /// The image.
+    pub data: Arc<Vec<u8>>,
+    /// Its SHA-256, hex.
+    pub sha256: String,
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Step")
+            .field("step", &self.step)
+            .field("tool", &self.tool)
+            .field("bytes", &self.data.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a step's audit event says of its recording.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorded {
+    pub(crate) step: u64,
+    pub(crate) sha256: String,
+    /// The file, relative to the recordings directory.
+    pub(crate) file: String,
+}
+
+/// A session's recorder.
+pub(crate) struct Recorder {
+    mode: RecordMode,
+    next: AtomicU64,
+    steps: std::sync::Mutex<VecDeque<Step>>,
+    // A transient capture is under way: a step that finishes meanwhile is not also
+    // captured (the next capture shows its result).
+    capturing: AtomicBool,
+}
+
+impl Recorder {
+    pub(crate) fn new(mode: RecordMode) -> Recorder {
+        Recorder {
+            mode,
+            next: AtomicU64::new(1),
+            steps: std::sync::Mutex::new(VecDeque::new()),
+            capturing: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn mode(&self) -> RecordMode {
+        self.mode
+    }
+
+    /// The transient steps kept, oldest first.
+    pub(crate) fn steps(&self) -> Vec<Step> {
+        lock(&self.steps).iter().cloned().collect()
+    }
+
+    /// Audit mode: captures the page now and stores it as
+    /// `dir/<session>/<step>.jpg` (0600), before the step's event is written.
+    pub(crate) async fn store_step(
+        &self,
+        session: &Session,
+        dir: &Path,
+        session_id: &str,
+        tool: &'static str,
+    ) -> Result<Recorded, String> {
+        let step = self.capture(session, tool).await?;
+        let relative = format!("{session_id}/{:06}.jpg", step.step);
+        let path = dir.join(&relative);
+        let data = step.data.clone();
+        tokio::task::spawn_blocking(move || write_private(&path, &data))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("could not store the step's screenshot: {e}"))?;
+        Ok(Recorded {
+            step: step.step,
+            sha256: step.sha256,
+            file: relative,
+        })
+    }
+
+    /// Transient mode: captures the page in the background and keeps the last
+    /// [`TRANSIENT_STEPS`] captures.
+    pub(crate) fn keep_step(
+        self: &Arc<Self>,
+        held: Arc<crate::sessions::Held>,
+        tool: &'static str,
+    ) {
+        if self.capturing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let recorder = self.clone();
+        tokio::spawn(async move {
+            let captured = recorder.capture(&held.session, tool).await;
+            recorder.capturing.store(false, Ordering::Release);
+            match captured {
+                Ok(step) => {
+                    let mut steps = lock(&recorder.steps);
+                    if steps.len() == TRANSIENT_STEPS {
+                        steps.pop_front();
+                    }
+                    steps.push_back(step);
+                }
+                Err(e) => tracing::debug!(error = %e, "no transient recording of a step"),
+            }
+        });
+    }
+
+    async fn capture(&self, session: &Session, tool: &'static str) -> Result<Step, String> {
+        let shot = session
+            .screenshot(&ScreenshotOptions {
+                format: ImageFormat::Jpeg { quality: QUALITY },
+                fast: true,
+                ..ScreenshotOptions::default()
+            })
+            .await
+            .map_err(|e| format!("could not capture the step: {e}"))?;
+        let sha256 = {
+            use sha2::{Digest, Sha256};
+            Sha256::digest(&shot.data)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        Ok(Step {
+            step: self.next.fetch_add(1, Ordering::AcqRel),
+            tool,
+            time_ms: crate::session::now_ms(),
+            mime: shot.mime,
+            data: Arc::new(shot.data),
+            sha256,
+        })
+    }
+}
+
+fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    if let Some(parent) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(data)?;
+    file.sync_data()
+}
+
+/// Removes stored step screenshots older than `retention`, and session directories
+/// left empty. Returns how many files went.
+pub(crate) fn prune(dir: &Path, retention: Duration) -> std::io::Result<usize> {
+    let Some(cutoff) = std::time::SystemTime::now().checked_sub(retention) else {
+        return Ok(0);
+    };
+    let mut removed = 0;
+    let sessions = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    for session in sessions.flatten() {
+        let path: PathBuf = session.path();
+        // Never follow a link out of the recordings directory.
+        if !session.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        for file in std::fs::read_dir(&path)?.flatten() {
+            let old = file
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < cutoff);
+            if old && file.file_type().is_ok_and(|t| t.is_file()) {
+                std::fs::remove_file(file.path())?;
+                removed += 1;
+            }
+        }
+        // Fails, harmlessly, while files remain.
+        let _ = std::fs::remove_dir(&path);
+    }
+    Ok(removed)
+}

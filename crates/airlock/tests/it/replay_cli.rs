@@ -1,0 +1,180 @@
+//! `airlock audit replay`: a session recorded in `audit` mode, with a secret typed
+//! into a page that reflects it every way it can, becomes one HTML page with every
+//! step and its screenshot, no form of the secret, and markup from the agent or the
+//! page as text; an image altered after the fact is named, not shown.
+
+use std::sync::Arc;
+
+use airlock_config::RecordMode;
+use airlock_core::Role;
+use airlock_gateway::action::{Target, WaitUntil};
+use airlock_gateway::{CredentialSource, Gateway, GatewayConfig, OpenOptions, PageView, ToolCall};
+use airlock_policy::{Policy, PolicyConfig};
+use airlock_test_support::with_browser;
+use airlock_vault::{Fields, MasterKey, Secret, Store, Vault};
+use base64::Engine as _;
+
+use crate::server::BIN;
+
+// Quote, ampersand, angle brackets, slash and plus: each encoding changes it.
+const SECRET: &str = "s3\"cr&<Pw>/+9";
+
+// The forms a page can give the secret, computed here, not by Airlock.
+fn forms() -> Vec<String> {
+    let url: String = SECRET
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("user:{SECRET}"));
+    let html = SECRET
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    let json = SECRET.replace('"', "\\\"");
+    vec![
+        SECRET.to_owned(),
+        url,
+        b64,
+        html,
+        json,
+        "cr&<Pw>".to_owned(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_page_shows_every_step_and_no_secret_in_any_form() {
+    with_browser(|h| async move {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let store = Store::open_sqlite(&data.join("airlock.db")).await.unwrap();
+        let vault = Vault::open(store.clone(), MasterKey::generate().unwrap())
+            .await
+            .unwrap();
+        let origin = format!("http://127.0.0.1:{}", h.site.a.port());
+        let mut fields = Fields::default();
+        fields.password = Some(SECRET.to_owned());
+        vault
+            .set(&Secret {
+                tenant: "default".into(),
+                name: "login".into(),
+                origins: vec![origin.clone()],
+                fields,
+            })
+            .await
+            .unwrap();
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                policy: Policy::from_config(&PolicyConfig {
+                    allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+                    ..PolicyConfig::default()
+                })
+                .unwrap(),
+                credentials: CredentialSource {
+                    vault: Some(Arc::new(vault)),
+                    tenant: "default".into(),
+                    role: Role::Operate,
+                },
+                store: Some(store.clone()),
+                recording: RecordMode::Audit,
+                recordings_dir: Some(data.join("recordings")),
+                ..GatewayConfig::default()
+            },
+        );
+        let agent = gateway.agent_session();
+        let run = async |call: ToolCall| {
+            let out = agent.call(call).await;
+            assert_eq!(out.error, None, "{}", out.text);
+        };
+        run(ToolCall::SessionOpen(OpenOptions {
+            credentials: vec!["login".into()],
+            ..OpenOptions::default()
+        }))
+        .await;
+        let field = || Target::Role {
+            role: "textbox".into(),
+            name: Some("Anything".into()),
+            index: None,
+        };
+        let typing = |text: &str| ToolCall::Type {
+            target: field(),
+            text: text.into(),
+            clear_first: true,
+            submit: false,
+        };
+        run(ToolCall::Navigate {
+            url: h.site.url("app/reflect.html"),
+            wait_until: WaitUntil::Load,
+            snapshot: PageView::None,
+        })
+        .await;
+        // The page reflects it raw, URL-encoded, base64, HTML- and JSON-escaped, into
+        // its title, body and URL.
+        run(typing("{{secret:login.password}}")).await;
+        // Markup from the agent, and then from the page's title.
+        run(typing("<script>alert('agent')</script>")).await;
+        let id = gateway.leases()[0].id.to_string();
+        gateway.shutdown().await;
+        store.close().await;
+
+        let out_dir = tmp.path().join("replay");
+        let replay = |dir: &std::path::Path| {
+            std::process::Command::new(BIN)
+                .args(["audit", "replay", &id, "--out"])
+                .arg(dir)
+                .env_remove("AIRLOCK_CONFIG")
+                .env_remove("AIRLOCK_MASTER_KEY")
+                .env("AIRLOCK_DATA_DIR", &data)
+                .output()
+                .unwrap()
+        };
+        let out = replay(&out_dir);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let page = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
+        // Three steps changed the page, each with its screenshot embedded.
+        assert_eq!(page.matches("<img alt=\"step ").count(), 3, "{page}");
+        assert_eq!(page.matches("src=\"data:image/jpeg;base64,").count(), 3);
+        for tool in ["browser_navigate", "browser_type", "browser_session_open"] {
+            assert!(page.contains(tool), "{tool}");
+        }
+        assert!(page.contains("{{secret:login.password}}"));
+        assert!(!page.contains("<script"), "markup went through");
+        assert!(page.contains("&lt;script&gt;alert(&#39;agent&#39;)&lt;/script&gt;"));
+        assert!(page.contains("default-src 'none'"));
+        for form in forms() {
+            assert!(!page.contains(&form), "`{form}` is in the replay page");
+        }
+
+        // A stored image changed afterwards is named, not shown, and the command fails.
+        let recordings = data.join("recordings").join(&id);
+        let first = std::fs::read_dir(&recordings)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut image = std::fs::read(&first).unwrap();
+        let last = image.len() - 3;
+        image[last] ^= 0xff;
+        std::fs::write(&first, image).unwrap();
+        let altered_dir = tmp.path().join("replay2");
+        let out = replay(&altered_dir);
+        assert_eq!(out.status.code(), Some(1));
+        let page = std::fs::read_to_string(altered_dir.join("index.html")).unwrap();
+        assert!(page.contains("image altered"), "{page}");
+        assert_eq!(page.matches("<img alt=\"step ").count(), 2);
+    })
+    .await;
+}
