@@ -225,6 +225,8 @@ pub struct Approvals {
     pub timeout: Duration,
     /// Where requests and decisions are announced, if anywhere.
     pub webhook: Option<Webhook>,
+    /// Whether a held call is also put to the agent's own client (elicitation).
+    pub in_client: bool,
 }
 
 /// An approval webhook: an `http(s)` URL and the key its bodies are signed with.
@@ -612,6 +614,7 @@ impl Config {
                 }
             },
             webhook: webhook(&raw.approvals, env.get(vars::WEBHOOK_SECRET))?,
+            in_client: raw.approvals.in_client.unwrap_or(false),
         };
 
         let recording = RecordingConfig {

@@ -18,6 +18,46 @@ pub(crate) const FEED_DEPTH: usize = 1024;
 /// An audit event as the feed carries it: already redacted, in the log's order.
 pub type FeedEvent = std::sync::Arc<AuditRecord>;
 
+/// What an approver is asked, in the client (the agent's own MCP client): the held
+/// call as the approval record has it, redacted.
+#[derive(Debug, Clone)]
+pub struct ApprovalPrompt {
+    /// The approval's id.
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// The rule that held it, and its risk.
+    pub rule: String,
+    /// `low` … `critical`.
+    pub risk: String,
+    /// The target's role and name, if the call has one.
+    pub target: Option<String>,
+    /// The page.
+    pub page_url: Option<String>,
+    /// How long the call waits.
+    pub timeout: std::time::Duration,
+}
+
+/// An in-client answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Run it.
+    Approve,
+    /// Do not, with the person's reason if they gave one.
+    Deny(Option<String>),
+}
+
+/// A surface's way of asking the person at the agent's client (MCP elicitation).
+/// `None` when it could not ask or the person dismissed the question: the other
+/// channels (CLI, REST, webhook) still decide.
+pub trait ApprovalAsker: Send + Sync + 'static {
+    /// Asks; resolves with the answer, if one came.
+    fn ask(
+        &self,
+        prompt: ApprovalPrompt,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Answer>> + Send>>;
+}
+
 /// What a decision did, for the decider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {

@@ -28,7 +28,7 @@ mod tools;
 mod warm;
 
 pub use airlock_store::{ApprovalRecord, AuditRecord};
-pub use approvals::{Decision, FeedEvent};
+pub use approvals::{Answer, ApprovalAsker, ApprovalPrompt, Decision, FeedEvent};
 pub use audit::Checkpoints;
 pub use content::PageFence;
 pub use credentials::CredentialSource;

@@ -66,6 +66,10 @@ pub struct GatewayConfig {
     pub recordings_dir: Option<std::path::PathBuf>,
     /// How long stored recordings are kept.
     pub recording_retention: Duration,
+    /// Whether a held call may also be put to the person at the agent's own client
+    /// (MCP elicitation), when the client can ask. Off by default: a headless
+    /// client could answer for itself.
+    pub in_client_approval: bool,
 }
 
 impl Default for GatewayConfig {
@@ -87,6 +91,7 @@ impl Default for GatewayConfig {
             recording: airlock_config::RecordMode::Off,
             recordings_dir: None,
             recording_retention: Duration::from_secs(30 * 86_400),
+            in_client_approval: false,
         }
     }
 }
@@ -262,6 +267,11 @@ impl Gateway {
             }),
             refused,
         ))
+    }
+
+    /// Whether held calls may be put to the agent's own client as well.
+    pub fn in_client_approval(&self) -> bool {
+        self.config.in_client_approval
     }
 
     /// The store lent to this gateway, if any.

@@ -7,6 +7,7 @@
 //! [`ToolOutput`](airlock_gateway::ToolOutput) becomes the tool result. Only this crate
 //! knows rmcp.
 
+mod elicit;
 mod params;
 mod schema;
 mod server;

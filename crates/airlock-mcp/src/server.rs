@@ -195,7 +195,7 @@ impl AirlockMcp {
         let output = match call {
             // The gateway logs the call; here only what never reached it.
             Ok(call) => match self.agent_for(ext) {
-                Serving::Held(agent) => agent.call(call).await,
+                Serving::Held(agent) => agent.call_asking(call, self.asker(ext)).await,
                 Serving::Refused(refusal) => {
                     tracing::info!(tool.name = tool, "tool call for a session that is gone");
                     refusal
@@ -205,6 +205,18 @@ impl AirlockMcp {
             Err(BadArgument(message)) => ToolOutput::error(ErrorCode::InvalidArgument, message),
         };
         Ok(result(output))
+    }
+}
+
+impl AirlockMcp {
+    // The person at this client, as one more approver of a held call: only when the
+    // operator allows it (the elicitation itself checks the client can ask).
+    fn asker(&self, ext: &Extensions) -> Option<Arc<dyn airlock_gateway::ApprovalAsker>> {
+        if !self.gateway.in_client_approval() {
+            return None;
+        }
+        let peer = ext.get::<rmcp::service::Peer<RoleServer>>()?.clone();
+        Some(Arc::new(crate::elicit::ElicitAsker(peer)))
     }
 }
 
@@ -409,8 +421,11 @@ impl ServerHandler for AirlockMcp {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        // The tools reach the client through the request's peer (in-client approval).
+        let peer = context.peer.clone();
+        context.extensions.insert(peer);
         let Some(tool) = self.tool_router.get(&request.name).cloned() else {
             // An unknown tool stays a JSON-RPC error (-32602), as the protocol says.
             let tcc = ToolCallContext::new(self, request, context);

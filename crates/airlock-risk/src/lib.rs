@@ -117,6 +117,9 @@ pub struct ApprovalsConfig {
     pub webhook_url: Option<String>,
     /// The HMAC-SHA256 key the webhook's body is signed with (a secret).
     pub webhook_secret: Option<String>,
+    /// Whether a held call is also put to the person at the agent's own MCP client
+    /// (elicitation), when the client can ask (default false).
+    pub in_client: Option<bool>,
 }
 
 impl Default for ApprovalsConfig {
@@ -127,6 +130,7 @@ impl Default for ApprovalsConfig {
             rules: Vec::new(),
             webhook_url: None,
             webhook_secret: None,
+            in_client: None,
         }
     }
 }
@@ -140,6 +144,7 @@ impl fmt::Debug for ApprovalsConfig {
             .field("rules", &self.rules)
             .field("webhook_url", &self.webhook_url)
             .field("webhook_signed", &self.webhook_secret.is_some())
+            .field("in_client", &self.in_client)
             .finish()
     }
 }

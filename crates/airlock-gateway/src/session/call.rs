@@ -45,6 +45,8 @@ pub struct CallContext {
     pub acted: bool,
     /// The step's stored screenshot, in an `audit` recording.
     pub(crate) recorded: Option<std::result::Result<crate::recording::Recorded, String>>,
+    /// Who to ask in the client when the call is held (when the gateway allows it).
+    pub(crate) asker: Option<Asker>,
     /// When the call arrived.
     pub started: Instant,
 }
@@ -88,10 +90,31 @@ pub trait CallObserver: Send + Sync + 'static {
     }
 }
 
+/// A surface's in-client approver, carried by the call it may be asked about.
+#[derive(Clone)]
+pub(crate) struct Asker(pub(crate) Arc<dyn crate::approvals::ApprovalAsker>);
+
+impl std::fmt::Debug for Asker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Asker")
+    }
+}
+
 impl AgentSession {
     /// Runs one tool call. Never fails: errors come back as a [`ToolOutput`] with a
     /// code, so every surface reports them the same way.
     pub async fn call(&self, call: ToolCall) -> ToolOutput {
+        self.call_asking(call, None).await
+    }
+
+    /// [`AgentSession::call`], with a way to ask the person at the agent's client
+    /// should a risk rule hold the call (used only when the gateway's
+    /// `in_client_approval` is on; the out-of-band channels stay open meanwhile).
+    pub async fn call_asking(
+        &self,
+        call: ToolCall,
+        asker: Option<Arc<dyn crate::approvals::ApprovalAsker>>,
+    ) -> ToolOutput {
         let mut context = CallContext {
             tool: call.tool_name(),
             principal: self.inner.principal.clone(),
@@ -104,6 +127,7 @@ impl AgentSession {
             blocked_by: Default::default(),
             acted: false,
             recorded: None,
+            asker: asker.map(Asker),
             started: Instant::now(),
         };
         let args = call.audit_args();

@@ -232,6 +232,11 @@ impl AgentSession {
             })?;
         }
         tracing::warn!(approval.id = %id, tool.name = context.tool, rule = %rule, "call held for a human's approval");
+        // The person at the agent's client is one more decider, when allowed: their
+        // answer is written to the store like any other, and the wait below reads it.
+        let _asking = self
+            .ask_in_client(context, &record, store, timeout)
+            .map(AbortOnDrop);
         let deadline = Instant::now() + timeout;
         let decided = loop {
             let record = store
@@ -315,6 +320,51 @@ impl AgentSession {
 }
 
 impl AgentSession {
+    // Puts the held call to the client's person, if the gateway allows it and the
+    // surface can ask; their answer is decided in the store as `client:<caller>`.
+    fn ask_in_client(
+        &self,
+        context: &CallContext,
+        record: &ApprovalRecord,
+        store: &Store,
+        timeout: Duration,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let gateway = self.inner.gateway.upgrade()?;
+        if !gateway.config.in_client_approval {
+            return None;
+        }
+        let asker = context.asker.clone()?;
+        let prompt = crate::approvals::ApprovalPrompt {
+            id: record.id.clone(),
+            tool: record.tool.clone(),
+            rule: record.rule.clone(),
+            risk: record.risk.clone(),
+            target: context
+                .target
+                .as_ref()
+                .map(|t| format!("{} {:?}", t.role, record_name(record))),
+            page_url: record.page_url.clone(),
+            timeout,
+        };
+        let store = store.clone();
+        let by = format!("client:{}", record.caller);
+        Some(tokio::spawn(async move {
+            let Some(answer) = asker.0.ask(prompt.clone()).await else {
+                return;
+            };
+            let (approve, note) = match answer {
+                crate::approvals::Answer::Approve => (true, None),
+                crate::approvals::Answer::Deny(reason) => (false, reason),
+            };
+            if let Err(e) = store
+                .decide_approval(&prompt.id, approve, &by, note.as_deref(), now_ms())
+                .await
+            {
+                tracing::error!(error = %e, approval.id = %prompt.id, "could not record an in-client decision");
+            }
+        }))
+    }
+
     // The decision as the waiting call saw it, on the record. A failure here is
     // logged, not fatal: the decision itself is in the store's approvals table.
     async fn record_decision(
@@ -347,6 +397,25 @@ impl AgentSession {
 
 /// How often a held call looks for its decision: a decision unblocks it within this.
 const APPROVAL_POLL: Duration = Duration::from_millis(200);
+
+// The target's name as the approval record has it (redacted), for the prompt.
+fn record_name(record: &ApprovalRecord) -> String {
+    record
+        .target
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+        .and_then(|t| t["name"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+// Stops an in-client question when the wait ends, however it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 // Clears the agent's waiting flag when the wait ends, however it ends.
 struct Waiting<'a>(&'a std::sync::atomic::AtomicBool);

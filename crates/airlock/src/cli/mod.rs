@@ -534,6 +534,7 @@ pub(crate) async fn gateway(
             recording: config.recording.mode,
             recordings_dir: Some(config.data_dir.join(audit::RECORDINGS_DIR)),
             recording_retention: config.recording.retention,
+            in_client_approval: config.approvals.in_client,
         },
     );
     if let Some(hook) = config.approvals.webhook.clone() {

@@ -35,6 +35,13 @@ def text_of(result):
 
 
 DELETE = {"role": "button", "name": "Delete account"}
+# In-client approval is off here: a client that could answer is never asked.
+questions = []
+
+
+async def never_asked(context, params):
+    questions.append(params)
+    return None
 
 
 async def pending(api, call, tries=200):
@@ -84,7 +91,8 @@ async def main():
     watcher = asyncio.create_task(watch(admin, seen))
 
     async with httpx2.AsyncClient(headers=agent_headers, timeout=httpx2.Timeout(60.0, read=300.0)) as http:
-        async with Client(streamable_http_client(mcp_url, http_client=http), mode="legacy") as agent:
+        async with Client(streamable_http_client(mcp_url, http_client=http), mode="legacy",
+                          elicitation_callback=never_asked) as agent:
             r = await agent.call_tool("browser_navigate", {"url": f"{base}/resolve.html"})
             check("navigate", not r.is_error, text_of(r))
 
@@ -162,6 +170,7 @@ async def main():
         await watcher
     except (asyncio.CancelledError, Exception):
         pass
+    check("with in_client off, the agent's client is never asked", questions == [], questions)
     check("/api/v1/events is an SSE stream", seen and seen[0][1] == 200 and seen[0][2].startswith("text/event-stream"), seen[:1])
     requested = [e["approval"] for k, e in seen[1:] if k == "approval_requested"]
     decided = [(e["approval"], e["status"]) for k, e in seen[1:] if k == "approval_decided"]

@@ -231,3 +231,42 @@ impl Receiver {
         })
     }
 }
+
+/// In-client approval, opt-in: the official Python SDK answers the elicitation, over
+/// stdio and over Streamable HTTP (see `clients/elicit.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_at_the_agents_client_approves_when_the_operator_allows_it() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let config = fixture_config(
+        tmp.path(),
+        &site,
+        "[approvals]\ntimeout_secs = 3\nin_client = true\n",
+    );
+    let run = async |args: &[&str]| {
+        let out = Command::new(python())
+            .arg(root().join("crates/airlock/tests/clients/elicit.py"))
+            .args(args)
+            .env("TMPDIR", tmp.path())
+            .env("AIRLOCK_DATA_DIR", tmp.path().join("data"))
+            .env("AIRLOCK_CONFIG", &config)
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(120), out)
+            .await
+            .expect("the elicitation flow finished within 2 minutes")
+            .expect("python runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(" passed, 0 failed"),
+            "elicitation flow {args:?} failed:\n{stdout}\n--- stderr ---\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&["stdio", BIN, &base]).await;
+    let served = serve_with(tmp.path(), None, Some(&config)).await;
+    run(&["http", &served.url, &base]).await;
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+}
