@@ -56,6 +56,20 @@ pub trait ApprovalAsker: Send + Sync + 'static {
         &self,
         prompt: ApprovalPrompt,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Answer>> + Send>>;
+
+    /// Whether the question goes back in the call's own result (a stateless client,
+    /// which answers by retrying the call): the call then ends at once with
+    /// `approval_pending`, its record open, rather than waiting.
+    fn defers(&self) -> bool {
+        false
+    }
+
+    /// The approval a retried call answers (already decided in the store by the
+    /// surface, or still open for the other channels): the call waits on that record
+    /// instead of opening another.
+    fn resumes(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What a decision did, for the decider.

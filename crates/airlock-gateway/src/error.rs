@@ -113,6 +113,17 @@ pub enum Error {
         "the page changed while this call waited for approval (the element approved is gone or is another one now), so nothing was done; take a new snapshot"
     )]
     ApprovalStale,
+    /// The question went back to a stateless client, which answers by retrying.
+    #[error(
+        "this call waits for an answer in your client (approval {id}); retry it with the answer"
+    )]
+    ApprovalDeferred {
+        /// The approval.
+        id: String,
+    },
+    /// The approval this call answers was used by an earlier run.
+    #[error("this approval was used already: an approval lets one call run once")]
+    ApprovalUsed,
     /// No open browser session has the id given.
     #[error("no open browser session has that id")]
     NoSuchSession,
@@ -150,6 +161,8 @@ impl HasErrorCode for Error {
             Error::ApprovalDenied { .. } => ErrorCode::ApprovalDenied,
             Error::ApprovalTimeout { .. } => ErrorCode::ApprovalTimeout,
             Error::ApprovalStale => ErrorCode::ApprovalStale,
+            Error::ApprovalDeferred { .. } => ErrorCode::ApprovalPending,
+            Error::ApprovalUsed => ErrorCode::ApprovalClosed,
             Error::ShuttingDown => ErrorCode::BrowserUnavailable,
             Error::Internal(_) => ErrorCode::Internal,
         }

@@ -210,13 +210,71 @@ impl AirlockMcp {
 
 impl AirlockMcp {
     // The person at this client, as one more approver of a held call: only when the
-    // operator allows it (the elicitation itself checks the client can ask).
+    // operator allows it and the client can ask.
     fn asker(&self, ext: &Extensions) -> Option<Arc<dyn airlock_gateway::ApprovalAsker>> {
         if !self.gateway.in_client_approval() {
             return None;
         }
+        let in_client = ext.get::<crate::elicit::InClient>()?;
+        if in_client.stateless {
+            if !in_client.can_elicit && in_client.resume.is_none() {
+                return None;
+            }
+            return Some(Arc::new(crate::elicit::DeferAsker(in_client.clone())));
+        }
         let peer = ext.get::<rmcp::service::Peer<RoleServer>>()?.clone();
         Some(Arc::new(crate::elicit::ElicitAsker(peer)))
+    }
+
+    // A stateless retry: its `requestState` must be one we sealed for this caller and
+    // this exact call; its answer (if any) is decided in the store before the call
+    // runs again on that approval. The approval's id, or the refusal to return.
+    async fn answered(
+        &self,
+        request: &CallToolRequestParams,
+        ext: &Extensions,
+        sealed: &str,
+    ) -> Result<String, ToolOutput> {
+        let refused = || {
+            ToolOutput::error(
+                ErrorCode::InvalidArgument,
+                "requestState is not one this server issued for this call, or it expired; call again without it",
+            )
+        };
+        if !self.gateway.in_client_approval() {
+            return Err(refused());
+        }
+        let principal = self.principal(ext)?;
+        let bound = crate::elicit::bound_to(
+            &principal.caller(),
+            &request.name,
+            request.arguments.as_ref(),
+        );
+        let id = crate::elicit::seal()
+            .and_then(|seal| seal.open(sealed, &bound))
+            .ok_or_else(refused)?;
+        let answer = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get("approval"))
+            .and_then(crate::elicit::answer_of);
+        if let Some(answer) = answer {
+            let (approve, note) = match answer {
+                airlock_gateway::Answer::Approve => (true, None),
+                airlock_gateway::Answer::Deny(reason) => (false, reason),
+            };
+            let by = format!("client:{}", principal.caller());
+            // Decided already (by an operator, or an earlier retry): that decision
+            // stands, and the call reads it.
+            if let Err(e) = self
+                .gateway
+                .decide(&principal.tenant, &id, approve, &by, note.as_deref())
+                .await
+            {
+                return Err(ToolOutput::from_error(&e));
+            }
+        }
+        Ok(id)
     }
 }
 
@@ -425,7 +483,61 @@ impl ServerHandler for AirlockMcp {
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
         // The tools reach the client through the request's peer (in-client approval).
         let peer = context.peer.clone();
+        // The stateless era forbids server-to-client requests: questions go back in
+        // the result (ISO dates compare as text).
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|v| v.to_string().as_str() >= "2026-07-28");
+        let can_elicit = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
         context.extensions.insert(peer);
+        let resume = match request.request_state.as_deref() {
+            None => None,
+            Some(sealed) => match self.answered(&request, &context.extensions, sealed).await {
+                Ok(id) => Some(id),
+                Err(refusal) => return Ok(result(refusal).into()),
+            },
+        };
+        let deferred = Arc::new(std::sync::Mutex::new(None));
+        context.extensions.insert(crate::elicit::InClient {
+            stateless,
+            can_elicit,
+            resume,
+            deferred: deferred.clone(),
+        });
+        let bound = self.principal(&context.extensions).ok().map(|p| {
+            crate::elicit::bound_to(&p.caller(), &request.name, request.arguments.as_ref())
+        });
+        let response = self.dispatch(request, context).await;
+        // A stateless call that a rule held ends with the question, sealed.
+        let prompt = deferred.lock().ok().and_then(|mut slot| slot.take());
+        if let (Some(prompt), Some(bound), Some(seal)) = (prompt, bound, crate::elicit::seal()) {
+            let state = seal.seal(&prompt.id, &bound, prompt.timeout);
+            if let Some(question) = crate::elicit::input_required(&prompt, state) {
+                return Ok(CallToolResponse::InputRequired(question));
+            }
+        }
+        response
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "{INSTRUCTIONS} This session's page-content nonce is {}.",
+                self.fence.nonce()
+            ))
+    }
+}
+
+impl AirlockMcp {
+    // The router's dispatch with the argument checks (see `call_tool`).
+    async fn dispatch(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
         let Some(tool) = self.tool_router.get(&request.name).cloned() else {
             // An unknown tool stays a JSON-RPC error (-32602), as the protocol says.
             let tcc = ToolCallContext::new(self, request, context);
@@ -463,14 +575,5 @@ impl ServerHandler for AirlockMcp {
             }
             other => other,
         }
-    }
-
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "{INSTRUCTIONS} This session's page-content nonce is {}.",
-                self.fence.nonce()
-            ))
     }
 }

@@ -44,6 +44,8 @@ pub struct ApprovalRecord {
     pub decided_by: Option<String>,
     /// The approver's note or reason.
     pub note: Option<String>,
+    /// When the approved call ran on it (an approval is used once).
+    pub used_ms: Option<i64>,
 }
 
 /// What deciding did.
@@ -173,6 +175,19 @@ impl Store {
         })
     }
 
+    /// Uses an approved approval for the one run it allows: true for the first
+    /// caller, false for any other (it was used, or is not approved).
+    pub async fn use_approval(&self, id: &str, now_ms: i64) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE approvals SET used_ms = ? WHERE id = ? AND status = 'approved' AND used_ms IS NULL",
+        )
+        .bind(now_ms)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Marks a pending approval expired (its call stopped waiting).
     pub async fn expire_approval(&self, id: &str, now_ms: i64) -> Result<()> {
         sqlx::query(
@@ -206,5 +221,6 @@ fn approval_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRecord> {
         decided_ms: row.try_get("decided_ms")?,
         decided_by: row.try_get("decided_by")?,
         note: row.try_get("note")?,
+        used_ms: row.try_get("used_ms")?,
     })
 }

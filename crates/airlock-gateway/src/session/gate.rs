@@ -144,100 +144,139 @@ impl AgentSession {
             }
             h.finalize().to_vec()
         };
-        // What the approver is shown besides the arguments: the page, and the viewport
-        // with the target outlined (secret fields painted over, as in every capture).
-        let page = held
-            .session
-            .tabs()
-            .await
-            .ok()
-            .and_then(|tabs| tabs.into_iter().find(|t| t.active));
-        let screenshot = held
-            .session
-            .screenshot(&ScreenshotOptions {
-                format: ImageFormat::Jpeg { quality: 80 },
-                outline: context.target.as_ref().map(|t| t.bounds),
-                fast: true,
-                ..ScreenshotOptions::default()
-            })
-            .await
-            .inspect_err(|e| tracing::warn!(error = %e, "no screenshot for the approval request"))
-            .ok();
-        let shot_hash = screenshot.as_ref().map(|s| {
-            use sha2::{Digest, Sha256};
-            Sha256::digest(&s.data)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        });
-        let now = now_ms();
-        let id = approval_id()?;
-        let record = ApprovalRecord {
-            id: id.clone(),
-            tenant: context.principal.tenant.clone(),
-            caller: context.principal.caller(),
-            session,
-            tool: context.tool.to_owned(),
-            args: args.to_string(),
-            target,
-            page_url: page
-                .as_ref()
-                .map(|p| redact(&p.url))
-                .or_else(|| context.target.as_ref().map(|t| redact(&t.frame_url))),
-            page_title: page.as_ref().map(|p| redact(&p.title)),
-            rule: rule.clone(),
-            risk: risk.to_owned(),
-            binding: binding.clone(),
-            status: "pending".to_owned(),
-            created_ms: now,
-            expires_ms: now + timeout.as_millis() as i64,
-            decided_ms: None,
-            decided_by: None,
-            note: None,
+        // The client's asker, when the gateway allows in-client approval.
+        let asker = self.in_client_asker(context);
+        // A stateless client's retry answers the approval its first try opened: that
+        // record, if it is for exactly this call, and not one of its own.
+        let resumed = match asker.as_ref().and_then(|a| a.0.resumes()) {
+            Some(id) => Some(resume(store, &id, &binding).await?),
+            None => None,
         };
-        store
-            .insert_approval(&record, screenshot.as_ref().map(|s| (s.mime, &s.data[..])))
-            .await
-            .map_err(|e| Error::Internal(format!("could not record the approval request: {e}")))?;
-        if let Some(gate) = &mut context.gate {
-            gate.approval = Some(id.clone());
-        }
-        // On the record (and the live feed) before anyone can decide it.
-        let requested = serde_json::json!({
-            "kind": "approval_requested",
-            "approval": id,
-            "tenant": record.tenant,
-            "caller": record.caller,
-            "session": record.session,
-            "tool": record.tool,
-            "args": args,
-            "target": context.target.as_ref().map(|t| serde_json::json!({
-                "role": t.role, "name": t.name, "frame_url": t.frame_url,
-            })),
-            "page_url": record.page_url,
-            "page_title": record.page_title,
-            "rule": rule,
-            "risk": risk,
-            "expires_ms": record.expires_ms,
-            "screenshot_sha256": shot_hash,
-            "time_ms": now,
-        });
-        if let serde_json::Value::Object(fields) = requested {
-            self.record(fields, Some(held)).await.map_err(|e| {
+        let mut _asking = None;
+        let (id, expires_ms) = match resumed {
+            Some(record) => {
+                if let Some(gate) = &mut context.gate {
+                    gate.approval = Some(record.id.clone());
+                }
+                (record.id, record.expires_ms)
+            }
+            None => {
+                // What the approver is shown besides the arguments: the page, and the viewport
+                // with the target outlined (secret fields painted over, as in every capture).
+                let page = held
+                    .session
+                    .tabs()
+                    .await
+                    .ok()
+                    .and_then(|tabs| tabs.into_iter().find(|t| t.active));
+                let screenshot = held
+                    .session
+                    .screenshot(&ScreenshotOptions {
+                        format: ImageFormat::Jpeg { quality: 80 },
+                        outline: context.target.as_ref().map(|t| t.bounds),
+                        fast: true,
+                        ..ScreenshotOptions::default()
+                    })
+                    .await
+                    .inspect_err(
+                        |e| tracing::warn!(error = %e, "no screenshot for the approval request"),
+                    )
+                    .ok();
+                let shot_hash = screenshot.as_ref().map(|s| {
+                    use sha2::{Digest, Sha256};
+                    Sha256::digest(&s.data)
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<String>()
+                });
+                let now = now_ms();
+                let id = approval_id()?;
+                let record = ApprovalRecord {
+                    id: id.clone(),
+                    tenant: context.principal.tenant.clone(),
+                    caller: context.principal.caller(),
+                    session,
+                    tool: context.tool.to_owned(),
+                    args: args.to_string(),
+                    target,
+                    page_url: page
+                        .as_ref()
+                        .map(|p| redact(&p.url))
+                        .or_else(|| context.target.as_ref().map(|t| redact(&t.frame_url))),
+                    page_title: page.as_ref().map(|p| redact(&p.title)),
+                    rule: rule.clone(),
+                    risk: risk.to_owned(),
+                    binding: binding.clone(),
+                    status: "pending".to_owned(),
+                    created_ms: now,
+                    expires_ms: now + timeout.as_millis() as i64,
+                    decided_ms: None,
+                    decided_by: None,
+                    note: None,
+                    used_ms: None,
+                };
+                store
+                    .insert_approval(&record, screenshot.as_ref().map(|s| (s.mime, &s.data[..])))
+                    .await
+                    .map_err(|e| {
+                        Error::Internal(format!("could not record the approval request: {e}"))
+                    })?;
+                if let Some(gate) = &mut context.gate {
+                    gate.approval = Some(id.clone());
+                }
+                // On the record (and the live feed) before anyone can decide it.
+                let requested = serde_json::json!({
+                    "kind": "approval_requested",
+                    "approval": id,
+                    "tenant": record.tenant,
+                    "caller": record.caller,
+                    "session": record.session,
+                    "tool": record.tool,
+                    "args": args,
+                    "target": context.target.as_ref().map(|t| serde_json::json!({
+                        "role": t.role, "name": t.name, "frame_url": t.frame_url,
+                    })),
+                    "page_url": record.page_url,
+                    "page_title": record.page_title,
+                    "rule": rule,
+                    "risk": risk,
+                    "expires_ms": record.expires_ms,
+                    "screenshot_sha256": shot_hash,
+                    "time_ms": now,
+                });
+                if let serde_json::Value::Object(fields) = requested {
+                    self.record(fields, Some(held)).await.map_err(|e| {
                 tracing::error!(error = %e, "the audit log refused an approval request");
                 Error::Internal(
                     "this call's approval request could not be recorded in the audit log, so it was not run"
                         .to_owned(),
                 )
             })?;
-        }
-        tracing::warn!(approval.id = %id, tool.name = context.tool, rule = %rule, "call held for a human's approval");
-        // The person at the agent's client is one more decider, when allowed: their
-        // answer is written to the store like any other, and the wait below reads it.
-        let _asking = self
-            .ask_in_client(context, &record, store, timeout)
-            .map(AbortOnDrop);
-        let deadline = Instant::now() + timeout;
+                }
+                tracing::warn!(approval.id = %id, tool.name = context.tool, rule = %rule, "call held for a human's approval");
+                // The person at the agent's client is one more decider, when allowed: their
+                // answer is written to the store like any other, and the wait below reads it.
+                match &asker {
+                    // A stateless client is asked in the result, and answers in a retry.
+                    Some(asker) if asker.0.defers() => {
+                        asker.0.ask(prompt_of(context, &record, timeout)).await;
+                        return Err(Error::ApprovalDeferred { id });
+                    }
+                    Some(asker) => {
+                        _asking = Some(AbortOnDrop(ask_in_client(
+                            asker.clone(),
+                            prompt_of(context, &record, timeout),
+                            store.clone(),
+                            format!("client:{}", record.caller),
+                        )));
+                    }
+                    None => {}
+                }
+                (id, record.expires_ms)
+            }
+        };
+        let deadline = Instant::now()
+            + Duration::from_millis(u64::try_from(expires_ms - now_ms()).unwrap_or(0));
         let decided = loop {
             let record = store
                 .approval(&id)
@@ -299,6 +338,14 @@ impl AgentSession {
         if let Some(gate) = &mut context.gate {
             gate.approver = Some(by);
         }
+        // One approval, one run: a replayed retry finds it used.
+        let first = store
+            .use_approval(&id, now_ms())
+            .await
+            .map_err(|e| Error::Internal(format!("could not use the approval: {e}")))?;
+        if !first {
+            return Err(Error::ApprovalUsed);
+        }
         // Still the same element: same node, role, name, frame and page.
         if let Some(approved) = &context.target {
             let now = held
@@ -320,49 +367,13 @@ impl AgentSession {
 }
 
 impl AgentSession {
-    // Puts the held call to the client's person, if the gateway allows it and the
-    // surface can ask; their answer is decided in the store as `client:<caller>`.
-    fn ask_in_client(
-        &self,
-        context: &CallContext,
-        record: &ApprovalRecord,
-        store: &Store,
-        timeout: Duration,
-    ) -> Option<tokio::task::JoinHandle<()>> {
+    // The surface's asker, when the gateway allows in-client approval.
+    fn in_client_asker(&self, context: &CallContext) -> Option<super::call::Asker> {
         let gateway = self.inner.gateway.upgrade()?;
         if !gateway.config.in_client_approval {
             return None;
         }
-        let asker = context.asker.clone()?;
-        let prompt = crate::approvals::ApprovalPrompt {
-            id: record.id.clone(),
-            tool: record.tool.clone(),
-            rule: record.rule.clone(),
-            risk: record.risk.clone(),
-            target: context
-                .target
-                .as_ref()
-                .map(|t| format!("{} {:?}", t.role, record_name(record))),
-            page_url: record.page_url.clone(),
-            timeout,
-        };
-        let store = store.clone();
-        let by = format!("client:{}", record.caller);
-        Some(tokio::spawn(async move {
-            let Some(answer) = asker.0.ask(prompt.clone()).await else {
-                return;
-            };
-            let (approve, note) = match answer {
-                crate::approvals::Answer::Approve => (true, None),
-                crate::approvals::Answer::Deny(reason) => (false, reason),
-            };
-            if let Err(e) = store
-                .decide_approval(&prompt.id, approve, &by, note.as_deref(), now_ms())
-                .await
-            {
-                tracing::error!(error = %e, approval.id = %prompt.id, "could not record an in-client decision");
-            }
-        }))
+        context.asker.clone()
     }
 
     // The decision as the waiting call saw it, on the record. A failure here is
@@ -397,6 +408,68 @@ impl AgentSession {
 
 /// How often a held call looks for its decision: a decision unblocks it within this.
 const APPROVAL_POLL: Duration = Duration::from_millis(200);
+
+// The record a stateless client's retry answers: refused unless it was made for
+// exactly this call (same session, caller, arguments and target) and not used yet.
+async fn resume(store: &Store, id: &str, binding: &[u8]) -> Result<ApprovalRecord> {
+    let record = store
+        .approval(id)
+        .await
+        .map_err(|e| Error::Internal(format!("could not read the approval: {e}")))?
+        .ok_or(Error::ApprovalStale)?;
+    if record.binding != binding {
+        return Err(Error::ApprovalStale);
+    }
+    if record.used_ms.is_some() {
+        return Err(Error::ApprovalUsed);
+    }
+    Ok(record)
+}
+
+// What the client's person is asked: the record, redacted.
+fn prompt_of(
+    context: &CallContext,
+    record: &ApprovalRecord,
+    timeout: Duration,
+) -> crate::approvals::ApprovalPrompt {
+    crate::approvals::ApprovalPrompt {
+        id: record.id.clone(),
+        tool: record.tool.clone(),
+        rule: record.rule.clone(),
+        risk: record.risk.clone(),
+        target: context
+            .target
+            .as_ref()
+            .map(|t| format!("{} {:?}", t.role, record_name(record))),
+        page_url: record.page_url.clone(),
+        timeout,
+    }
+}
+
+// Puts the held call to the client's person; their answer is decided in the store
+// as `by`, like any other decider's, and the waiting call reads it.
+fn ask_in_client(
+    asker: super::call::Asker,
+    prompt: crate::approvals::ApprovalPrompt,
+    store: Store,
+    by: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let Some(answer) = asker.0.ask(prompt.clone()).await else {
+            return;
+        };
+        let (approve, note) = match answer {
+            crate::approvals::Answer::Approve => (true, None),
+            crate::approvals::Answer::Deny(reason) => (false, reason),
+        };
+        if let Err(e) = store
+            .decide_approval(&prompt.id, approve, &by, note.as_deref(), now_ms())
+            .await
+        {
+            tracing::error!(error = %e, approval.id = %prompt.id, "could not record an in-client decision");
+        }
+    })
+}
 
 // The target's name as the approval record has it (redacted), for the prompt.
 fn record_name(record: &ApprovalRecord) -> String {

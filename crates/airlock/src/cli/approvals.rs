@@ -57,6 +57,7 @@ pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Resu
 /// it (a running gateway writes it), until Ctrl-C.
 pub(crate) async fn watch(config: &Config, json: bool) -> anyhow::Result<ExitCode> {
     use super::audit::{FOLLOW_POLL, terminal_safe};
+    let mut interrupted = super::audit::interrupts()?;
     let store = super::vault::open_store(config).await?;
     // Where the log ends now: what was pending is listed, what comes after is followed.
     let mut last = store.audit_tail(1).await?.last().map_or(0, |r| r.seq);
@@ -65,7 +66,7 @@ pub(crate) async fn watch(config: &Config, json: bool) -> anyhow::Result<ExitCod
     loop {
         tokio::select! {
             _ = tick.tick() => {}
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            _ = interrupted.recv() => return Ok(ExitCode::SUCCESS),
         }
         for record in store.audit_events(last, 500).await? {
             last = record.seq;

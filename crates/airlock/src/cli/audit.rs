@@ -158,6 +158,7 @@ pub(crate) async fn verify(
 /// The last `n` events, one canonical JSON line each: a page's title or name cannot
 /// start a line or send an escape sequence (control characters stay escaped).
 pub(crate) async fn tail(config: &Config, n: u32, follow: bool) -> anyhow::Result<ExitCode> {
+    let mut interrupted = interrupts()?;
     let store = super::vault::open_store(config).await?;
     let mut last = 0;
     for record in store.audit_tail(n).await? {
@@ -175,13 +176,20 @@ pub(crate) async fn tail(config: &Config, n: u32, follow: bool) -> anyhow::Resul
     loop {
         tokio::select! {
             _ = tick.tick() => {}
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            _ = interrupted.recv() => return Ok(ExitCode::SUCCESS),
         }
         for record in store.audit_events(last, PAGE).await? {
             println!("{}", terminal_safe(&record.body));
             last = record.seq;
         }
     }
+}
+
+/// Ctrl-C (SIGINT), caught from now on: registered before anything is printed, so
+/// an interrupt between polls is never lost (nor does it kill the process mid-line).
+pub(crate) fn interrupts() -> anyhow::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("listening for Ctrl-C")
 }
 
 /// How often `--follow` and `watch` look for new events.

@@ -3,8 +3,10 @@
 elicitation callback: approve, deny with a reason, decline, and dismiss.
 
 Run by crates/airlock/tests/it/approvals_rest.rs:
-  elicit.py stdio AIRLOCK_BINARY FIXTURE_BASE_URL
-  elicit.py http  MCP_URL        FIXTURE_BASE_URL
+  elicit.py stdio AIRLOCK_BINARY FIXTURE_BASE_URL MODE
+  elicit.py http  MCP_URL        FIXTURE_BASE_URL MODE
+MODE is "legacy" (2025-11-25: an elicitation/create request while the call waits)
+or "2026-07-28" (stateless: an input-required result the SDK answers by retrying).
 Prints one line per check and exits non-zero on failure.
 """
 
@@ -83,19 +85,61 @@ async def flow(client, base):
     check("asked once per held call", len(asked) == 4, len(asked))
 
 
+async def attacks(client):
+    """The stateless era's requestState, attacked by a client driving rounds itself."""
+    approve = {"approval": {"action": "accept", "content": {"approve": True}}}
+    first = await client.session.call_tool("browser_click", DELETE, allow_input_required=True)
+    state = getattr(first, "request_state", None)
+    check("a held call ends with an input-required result and a sealed state",
+          state is not None and "approval" in (getattr(first, "input_requests", None) or {}), first)
+
+    async def retry(args, responses, state):
+        return await client.session.call_tool("browser_click", args, input_responses=responses,
+                                              request_state=state, allow_input_required=True)
+
+    forged = state[:-2] + ("A" if state[-2] != "A" else "B") + state[-1]
+    r = await retry(DELETE, approve, forged)
+    check("a tampered requestState -> invalid_argument", getattr(r, "is_error", False)
+          and text_of(r).startswith("invalid_argument"), r)
+    swap = {"role": "button", "name": "Swap"}
+    r = await retry(swap, approve, state)
+    check("the state of one call approves no other -> invalid_argument",
+          getattr(r, "is_error", False) and text_of(r).startswith("invalid_argument"), r)
+    r = await retry(DELETE, approve, state)
+    check("the real answer runs the click once", getattr(r, "is_error", True) is False
+          and "deleted 2" in text_of(r), r)
+    r = await retry(DELETE, approve, state)
+    check("replayed -> approval_closed, nothing clicked",
+          getattr(r, "is_error", False) and text_of(r).startswith("approval_closed"), r)
+    # An answer sent without the state approves nothing: the call is held again.
+    r = await retry(DELETE, approve, None)
+    check("answers without the state approve nothing: asked again",
+          getattr(r, "request_state", None) is not None and not getattr(r, "is_error", False), r)
+    r = await client.call_tool("browser_snapshot", {})
+    check("the page counted two clicks in all", "deleted 2" in text_of(r), text_of(r))
+
+
 async def main():
-    kind, target, base = sys.argv[1:4]
+    kind, target, base, mode = sys.argv[1:5]
     if kind == "stdio":
         server = StdioServerParameters(command=target, args=["mcp"], env=dict(os.environ))
-        async with Client(server, mode="legacy", elicitation_callback=on_elicit) as client:
+        async with Client(server, mode=mode, elicitation_callback=on_elicit) as client:
             await flow(client, base)
     else:
+        import re
         from mcp.client.streamable_http import streamable_http_client
 
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(60.0, read=300.0)) as http:
-            async with Client(streamable_http_client(target, http_client=http), mode="legacy",
+            if mode != "legacy":
+                # A stateless client keeps its browser at the URL browser_session_open gives.
+                async with Client(streamable_http_client(target, http_client=http), mode=mode) as client:
+                    r = await client.call_tool("browser_session_open", {})
+                    target = re.search(r"mcp_url: (\S+)", text_of(r)).group(1)
+            async with Client(streamable_http_client(target, http_client=http), mode=mode,
                               elicitation_callback=on_elicit) as client:
                 await flow(client, base)
+                if mode != "legacy":
+                    await attacks(client)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

@@ -135,7 +135,11 @@ async fn an_operator_approves_a_held_click_from_another_process() {
             nix::sys::signal::Signal::SIGINT,
         )
         .unwrap();
-        assert!(watch.wait().await.unwrap().success());
+        let status = tokio::time::timeout(Duration::from_secs(10), watch.wait())
+            .await
+            .expect("watch ends on Ctrl-C")
+            .unwrap();
+        assert!(status.success(), "{status:?}");
         let record = store.approval(&id).await.unwrap().unwrap();
         assert_eq!(record.decided_by.as_deref(), Some("cli:operator-7"));
 

@@ -233,7 +233,7 @@ impl Receiver {
 }
 
 /// In-client approval, opt-in: the official Python SDK answers the elicitation, over
-/// stdio and over Streamable HTTP (see `clients/elicit.py`).
+/// stdio and over Streamable HTTP, in both protocol eras (see `clients/elicit.py`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_person_at_the_agents_client_approves_when_the_operator_allows_it() {
     let site = FixtureSite::start().await;
@@ -264,9 +264,13 @@ async fn the_person_at_the_agents_client_approves_when_the_operator_allows_it() 
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    run(&["stdio", BIN, &base]).await;
+    for mode in ["legacy", "2026-07-28"] {
+        run(&["stdio", BIN, &base, mode]).await;
+    }
     let served = serve_with(tmp.path(), None, Some(&config)).await;
-    run(&["http", &served.url, &base]).await;
+    for mode in ["legacy", "2026-07-28"] {
+        run(&["http", &served.url, &base, mode]).await;
+    }
     stop(served).await;
     assert_clean(tmp.path()).await;
 }
