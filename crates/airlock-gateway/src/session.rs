@@ -468,6 +468,39 @@ impl Gateway {
         });
     }
 
+    // Approvals nobody waits on any more (a stateless client that never retried, a
+    // gateway that stopped mid-wait) expire, on the record, a while after their time:
+    // a waiting call expires its own within a poll.
+    async fn expire_overdue_approvals(&self) {
+        let Some(store) = self.store() else {
+            return;
+        };
+        let now = now_ms();
+        let overdue = match store.expire_overdue(now - 5_000, now).await {
+            Ok(overdue) => overdue,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not expire overdue approvals");
+                return;
+            }
+        };
+        for approval in overdue {
+            let event = serde_json::json!({
+                "kind": "approval_decided",
+                "approval": approval.id,
+                "tenant": approval.tenant,
+                "session": approval.session,
+                "tool": approval.tool,
+                "status": "expired",
+                "by": null,
+                "note": "nobody was waiting for it any more",
+                "time_ms": now,
+            });
+            if let serde_json::Value::Object(fields) = event {
+                self.record_event(fields).await;
+            }
+        }
+    }
+
     // What a new lease may consume.
     fn terms(&self) -> LeaseTerms {
         LeaseTerms {
@@ -523,6 +556,7 @@ impl Gateway {
     async fn reap_idle(&self) {
         self.settle_audit(false).await;
         self.prune_recordings();
+        self.expire_overdue_approvals().await;
         let ttl = self.config.idle_ttl;
         // Leases past their idle TTL or lifetime with no call in them end; their
         // agents say so once.

@@ -188,6 +188,21 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Expires every approval still pending though it expired before `before_ms`
+    /// (nobody waits on it any more: a stateless client that never came back, a
+    /// gateway that stopped). Returns them as they are now.
+    pub async fn expire_overdue(&self, before_ms: i64, now_ms: i64) -> Result<Vec<ApprovalRecord>> {
+        let rows = sqlx::query(
+            "UPDATE approvals SET status = 'expired', decided_ms = ?
+             WHERE status = 'pending' AND expires_ms < ? RETURNING *",
+        )
+        .bind(now_ms)
+        .bind(before_ms)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(approval_row).collect()
+    }
+
     /// Marks a pending approval expired (its call stopped waiting).
     pub async fn expire_approval(&self, id: &str, now_ms: i64) -> Result<()> {
         sqlx::query(

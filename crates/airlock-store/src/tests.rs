@@ -207,3 +207,81 @@ async fn audit_events_racing_from_two_handles_form_one_unbroken_chain() {
     assert!(a.append_audit(&bad).await.is_err());
     assert_eq!(a.audit_tail(1).await.unwrap()[0].seq, 40);
 }
+
+fn approval(id: &str, expires_ms: i64) -> crate::ApprovalRecord {
+    crate::ApprovalRecord {
+        id: id.to_owned(),
+        tenant: "default".to_owned(),
+        caller: "default/k".to_owned(),
+        session: Some("s1".to_owned()),
+        tool: "browser_click".to_owned(),
+        args: "{}".to_owned(),
+        target: None,
+        page_url: None,
+        page_title: None,
+        rule: "destructive".to_owned(),
+        risk: "high".to_owned(),
+        binding: vec![1, 2, 3],
+        status: "pending".to_owned(),
+        created_ms: expires_ms - 60_000,
+        expires_ms,
+        decided_ms: None,
+        decided_by: None,
+        note: None,
+        used_ms: None,
+    }
+}
+
+#[tokio::test]
+async fn an_approval_is_decided_once_used_once_and_expires_when_nobody_waits() {
+    let store = Store::open_in_memory().await.unwrap();
+    let now = 1_800_000_000_000;
+    store
+        .insert_approval(
+            &approval("apr_old", now - 10_000),
+            Some(("image/jpeg", b"\xff\xd8")),
+        )
+        .await
+        .unwrap();
+    store
+        .insert_approval(&approval("apr_new", now + 60_000), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.approval_screenshot("apr_old").await.unwrap(),
+        Some(("image/jpeg".to_owned(), b"\xff\xd8".to_vec()))
+    );
+    assert_eq!(store.approval_screenshot("apr_new").await.unwrap(), None);
+    // Overdue by more than the grace: expired; the live one is left alone.
+    let expired = store.expire_overdue(now - 5_000, now).await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(
+        (expired[0].id.as_str(), expired[0].status.as_str()),
+        ("apr_old", "expired")
+    );
+    assert_eq!(
+        store
+            .decide_approval("apr_old", true, "x", None, now)
+            .await
+            .unwrap(),
+        crate::Decided::Closed("expired".to_owned())
+    );
+    // Not approved yet: nothing to use.
+    assert!(!store.use_approval("apr_new", now).await.unwrap());
+    assert_eq!(
+        store
+            .decide_approval("apr_new", true, "x", None, now)
+            .await
+            .unwrap(),
+        crate::Decided::Done
+    );
+    assert!(store.use_approval("apr_new", now).await.unwrap());
+    assert!(
+        !store.use_approval("apr_new", now).await.unwrap(),
+        "used twice"
+    );
+    assert_eq!(
+        store.approval("apr_new").await.unwrap().unwrap().used_ms,
+        Some(now)
+    );
+}

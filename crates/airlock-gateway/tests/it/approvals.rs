@@ -286,3 +286,131 @@ async fn requests_the_page_made_and_the_proxy_refused_are_on_the_record_by_reaso
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_default_rule_fires_however_the_agent_names_the_target() {
+    use airlock_gateway::action::Target;
+    use airlock_policy::{Policy, PolicyConfig};
+
+    with_browser(|h| async move {
+        let store = Store::open_in_memory().await.unwrap();
+        let policy = Policy::from_config(&PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+            trusted_domains: vec!["127.0.0.1".to_owned()],
+            ..PolicyConfig::default()
+        })
+        .unwrap();
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                policy,
+                store: Some(store.clone()),
+                rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
+                approval_timeout: Duration::from_secs(30),
+                ..config(&h)
+            },
+        );
+        let agent = Arc::new(gateway.agent_session());
+        let out = agent.call(navigate(h.site.url("risky.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let snapshot = agent
+            .call(ToolCall::Snapshot(
+                airlock_browser::SnapshotOptions::default(),
+            ))
+            .await
+            .text;
+        let ref_of = |needle: &str| -> Target {
+            let line = snapshot
+                .lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle} in {snapshot}"));
+            let start = line.find("[ref=").unwrap() + 5;
+            let end = start + line[start..].find(']').unwrap();
+            Target::Ref(line[start..end].parse().unwrap())
+        };
+        // Three ways to name each element: its ref, its role and name, a point on it.
+        let forms = |role: &str, name: &str, y: f64| {
+            [
+                ("ref", ref_of(&format!("{role} \"{name}\""))),
+                (
+                    "role",
+                    Target::Role {
+                        role: role.to_owned(),
+                        name: Some(name.to_owned()),
+                        index: None,
+                    },
+                ),
+                ("point", Target::Point { x: 120.0, y }),
+            ]
+        };
+        for (role, name, y, rule, risk) in [
+            ("button", "Delete account", 40.0, "destructive", "high"),
+            ("button", "Pay now", 100.0, "payment", "critical"),
+            (
+                "link",
+                "Partner offer",
+                160.0,
+                "leaves-trusted-domains",
+                "medium",
+            ),
+        ] {
+            for (form, target) in forms(role, name, y) {
+                let call = held(
+                    &agent,
+                    ToolCall::Click {
+                        target,
+                        options: Default::default(),
+                    },
+                );
+                let approval = pending(&store).await;
+                assert_eq!(
+                    (approval.rule.as_str(), approval.risk.as_str()),
+                    (rule, risk),
+                    "{name} by {form}"
+                );
+                assert!(
+                    approval.target.as_deref().unwrap_or("").contains(name),
+                    "{name} by {form}: {:?}",
+                    approval.target
+                );
+                store
+                    .decide_approval(&approval.id, false, "test", None, now_ms())
+                    .await
+                    .unwrap();
+                let out = call.await.unwrap();
+                assert_eq!(
+                    out.error,
+                    Some(ErrorCode::ApprovalDenied),
+                    "{name} by {form}: {}",
+                    out.text
+                );
+            }
+        }
+        // Literal text into the password field: refused outright, however named.
+        for (form, target) in forms("textbox", "Password", 220.0) {
+            let out = agent
+                .call(ToolCall::Type {
+                    target,
+                    text: "hunter22".to_owned(),
+                    clear_first: true,
+                    submit: false,
+                })
+                .await;
+            assert_eq!(
+                out.error,
+                Some(ErrorCode::PolicyDenied),
+                "password by {form}: {}",
+                out.text
+            );
+            assert!(out.text.contains("literal-password"), "{}", out.text);
+        }
+        let out = agent
+            .call(ToolCall::Snapshot(
+                airlock_browser::SnapshotOptions::default(),
+            ))
+            .await;
+        assert!(out.text.contains("hits none"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
