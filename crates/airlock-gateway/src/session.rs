@@ -240,6 +240,7 @@ impl Gateway {
                 policy,
                 loaded,
                 recorder,
+                warm: true,
             };
             return Ok((Arc::new(held), refused));
         }
@@ -264,6 +265,7 @@ impl Gateway {
                 policy,
                 loaded,
                 recorder,
+                warm: false,
             }),
             refused,
         ))

@@ -84,6 +84,8 @@ pub(crate) struct Held {
     pub(crate) loaded: Loaded,
     /// What the session keeps of its steps.
     pub(crate) recorder: Arc<crate::recording::Recorder>,
+    /// Handed out from the warm pool (else opened for this lease).
+    pub(crate) warm: bool,
 }
 
 impl std::ops::Deref for Held {
@@ -348,6 +350,7 @@ impl Sessions {
             "credentials": lease.held.loaded.names(),
             "grant": lease.held.loaded.grant(),
             "record": lease.held.recorder.mode().as_str(),
+            "start": if lease.held.warm { "warm" } else { "cold" },
             "reason": reason,
             "time_ms": time_ms,
         });

@@ -248,7 +248,15 @@ async fn a_literal_password_is_refused_and_a_placeholder_is_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_the_page_made_and_the_proxy_refused_are_on_the_record_by_reason() {
     with_browser(|h| async move {
-        let (gateway, store) = gateway(&h, Duration::from_secs(30)).await;
+        let store = Store::open_in_memory().await.unwrap();
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                store: Some(store.clone()),
+                warm_sessions: 1,
+                ..config(&h)
+            },
+        );
         let agent = gateway.agent_session();
         // Port b is not allowed: every request the probe fires at it is refused.
         let target = format!("http://127.0.0.1:{}", h.site.b.port());
@@ -276,6 +284,15 @@ async fn requests_the_page_made_and_the_proxy_refused_are_on_the_record_by_reaso
             .filter(|r| r.kind == "tool_call")
             .map(|r| serde_json::from_str(&r.body).unwrap())
             .collect();
+        let opened = store
+            .audit_events(0, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| r.kind == "session_open")
+            .unwrap();
+        let opened: serde_json::Value = serde_json::from_str(&opened.body).unwrap();
+        assert_eq!(opened["start"], "warm", "{opened}");
         let blocked: u64 = calls.iter().map(|c| c["blocked"].as_u64().unwrap()).sum();
         let by_reason: u64 = calls
             .iter()

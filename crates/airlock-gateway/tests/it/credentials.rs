@@ -653,6 +653,8 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
         );
         let opened = events.iter().find(|e| e["kind"] == "session_open").unwrap();
         assert_eq!(opened["credentials"][0], "login");
+        // A session with credentials never takes a warm one: injection comes first.
+        assert_eq!(opened["start"], "cold");
         // Each action's intent is on the record before the action ran.
         let intents: Vec<&str> = events
             .iter()
