@@ -111,7 +111,9 @@ async fn post(hook: &Webhook, event: &FeedEvent, body: &str) -> Result<u16, Stri
     }
     let host = url.host_str().ok_or("the URL has no host")?;
     let port = url.port_or_known_default().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((host, port))
+    // An IPv6 literal connects without its URL brackets.
+    let connect_host = host.trim_start_matches('[').trim_end_matches(']');
+    let stream = tokio::net::TcpStream::connect((connect_host, port))
         .await
         .map_err(|e| format!("could not connect: {e}"))?;
     let (mut sender, connection) =
