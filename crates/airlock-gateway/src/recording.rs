@@ -18,6 +18,10 @@ use airlock_core::sync::lock;
 /// Steps a transient recording keeps.
 pub const TRANSIENT_STEPS: usize = 50;
 
+/// How long a transient capture waits for the page to settle (and for the agent's
+/// next call, which it then gives way to).
+pub(crate) const SETTLE: Duration = Duration::from_millis(150);
+
 /// JPEG quality of recorded steps: legible text at a tenth of a PNG's size.
 const QUALITY: u8 = 70;
 
@@ -65,6 +69,9 @@ pub(crate) struct Recorder {
     // A transient capture is under way: a step that finishes meanwhile is not also
     // captured (the next capture shows its result).
     capturing: AtomicBool,
+    // Calls that entered the session: a transient capture waits for the page to
+    // settle and gives way to a call that starts meanwhile.
+    calls: AtomicU64,
 }
 
 impl Recorder {
@@ -74,7 +81,13 @@ impl Recorder {
             next: AtomicU64::new(1),
             steps: std::sync::Mutex::new(VecDeque::new()),
             capturing: AtomicBool::new(false),
+            calls: AtomicU64::new(0),
         }
+    }
+
+    /// A call entered the session.
+    pub(crate) fn call_started(&self) {
+        self.calls.fetch_add(1, Ordering::AcqRel);
     }
 
     pub(crate) fn mode(&self) -> RecordMode {
@@ -110,8 +123,11 @@ impl Recorder {
         })
     }
 
-    /// Transient mode: captures the page in the background and keeps the last
-    /// [`TRANSIENT_STEPS`] captures.
+    /// Transient mode: once the page has had [`SETTLE`] to settle, captures it in
+    /// the background and keeps the last [`TRANSIENT_STEPS`] captures. A call that
+    /// starts meanwhile goes first and the capture is skipped (that call's own step,
+    /// if it acts, is captured after it): an agent calling back to back never waits
+    /// on a capture.
     pub(crate) fn keep_step(
         self: &Arc<Self>,
         held: Arc<crate::sessions::Held>,
@@ -121,7 +137,13 @@ impl Recorder {
             return;
         }
         let recorder = self.clone();
+        let calls = self.calls.load(Ordering::Acquire);
         tokio::spawn(async move {
+            tokio::time::sleep(SETTLE).await;
+            if recorder.calls.load(Ordering::Acquire) != calls {
+                recorder.capturing.store(false, Ordering::Release);
+                return;
+            }
             let captured = recorder.capture(&held.session, tool).await;
             recorder.capturing.store(false, Ordering::Release);
             match captured {

@@ -196,6 +196,7 @@ impl AgentSession {
         // The lease itself, for counting after the call (recovery may leave it).
         let entered = Some(lease.lease());
         let held = lease.held.clone();
+        held.recorder.call_started();
         *held_out = Some(held.clone());
         let acted = match self.resolve_target(context, &held, &mut call).await {
             Ok(()) => match self.gate(context, &held, &call).await {

@@ -836,11 +836,12 @@ async fn a_transient_recording_keeps_the_last_steps_in_memory_and_off_keeps_none
         let agent = gateway.agent_session();
         call(&agent, navigate(h.site.url("clickable.html"))).await;
         let id = gateway.leases()[0].id.clone();
-        // Each step's capture is taken after its result; wait for it before the next.
+        // Each step's capture is taken after its result, once the page settled, and
+        // gives way to a call that starts first: wait for step n before the next call.
         let steps = async |n: usize| {
             for _ in 0..500 {
                 let steps = gateway.recorded_steps("default", &id).unwrap();
-                if steps.len() >= n {
+                if steps.last().is_some_and(|s| s.step >= n as u64) {
                     return steps;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -858,13 +859,28 @@ async fn a_transient_recording_keeps_the_last_steps_in_memory_and_off_keeps_none
             )
             .await;
             assert_eq!(out.error, None, "{}", out.text);
-            steps(n.min(airlock_gateway::TRANSIENT_STEPS)).await;
+            steps(n).await;
         }
         let kept = gateway.recorded_steps("default", &id).unwrap();
         assert_eq!(kept.len(), airlock_gateway::TRANSIENT_STEPS);
         assert!(kept.windows(2).all(|w| w[0].step < w[1].step));
-        assert!(kept[0].step > 1, "the oldest steps were dropped");
+        assert_eq!(kept[0].step, 4, "the oldest steps were dropped");
         assert!(kept.iter().all(|s| s.data.starts_with(b"\xff\xd8\xff")));
+        // Calls back to back never wait on a capture: each gives way to the next call,
+        // so of five quick steps the last (after which the agent paused) is captured,
+        // and at most one more where a call took longer than the settle time.
+        for _ in 0..5 {
+            call(
+                &agent,
+                ToolCall::Scroll(airlock_gateway::action::Scroll::Page {
+                    direction: airlock_gateway::action::Direction::Up,
+                    amount: Some(1.0),
+                }),
+            )
+            .await;
+        }
+        let last = steps(airlock_gateway::TRANSIENT_STEPS + 4).await;
+        assert!(last.last().unwrap().step <= airlock_gateway::TRANSIENT_STEPS as u64 + 5);
         // Another tenant asks for it: no such session.
         assert!(gateway.recorded_steps("other", &id).is_err());
         // Nothing transient touches the disk.

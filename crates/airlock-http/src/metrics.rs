@@ -1,0 +1,259 @@
+//! `/metrics`: Prometheus (OpenMetrics text) figures an operator can graph and alert
+//! on, with `prometheus-client`. Tool calls come from the gateway as a
+//! [`CallObserver`] (never blocking the call); sessions, approvals and
+//! authentication failures from its audit feed; live sessions and pending approvals
+//! are read at scrape time. Every label has a bounded set of values (tool names,
+//! error codes, refusal reasons, statuses); no tenant, URL or name is a label.
+
+use std::sync::Arc;
+
+use airlock_gateway::{CallObserver, CallRecord, Gateway};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    tool: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabel {
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpenLabels {
+    isolation: String,
+    start: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RiskLabel {
+    risk: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SurfaceLabel {
+    surface: String,
+}
+
+/// The gateway's figures.
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    latency: Family<ToolLabel, Histogram>,
+    egress_refused: Family<ReasonLabel, Counter>,
+    sessions_opened: Family<OpenLabels, Counter>,
+    sessions_closed: Family<ReasonLabel, Counter>,
+    sessions_live: Gauge,
+    approvals_requested: Family<RiskLabel, Counter>,
+    approvals_decided: Family<StatusLabel, Counter>,
+    approvals_pending: Gauge,
+    auth_failures: Family<SurfaceLabel, Counter>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Metrics {
+    /// Registers the figures, observes the gateway's calls and follows its feed
+    /// until it stops.
+    pub fn install(gateway: &Arc<Gateway>) -> Arc<Metrics> {
+        let mut registry = Registry::with_prefix("airlock");
+        let calls = Family::<CallLabels, Counter>::default();
+        registry.register(
+            "tool_calls",
+            "Tool calls finished, by tool and outcome (ok or the error code)",
+            calls.clone(),
+        );
+        // 5 ms to ~80 s: a snapshot, a click, a navigation, an approval's wait.
+        let latency = Family::<ToolLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.005, 2.0, 15))
+        });
+        registry.register(
+            "tool_call_duration_seconds",
+            "How long tool calls took, admission to result, by tool",
+            latency.clone(),
+        );
+        let egress_refused = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "egress_refused_requests",
+            "Requests of pages the egress policy (or the outbound secret guard) refused, by reason",
+            egress_refused.clone(),
+        );
+        let sessions_opened = Family::<OpenLabels, Counter>::default();
+        registry.register(
+            "sessions_opened",
+            "Browser sessions opened, by isolation and whether the pool had one warm",
+            sessions_opened.clone(),
+        );
+        let sessions_closed = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "sessions_closed",
+            "Browser sessions ended, by reason (closed, idle, lifetime, browser lost, shutdown)",
+            sessions_closed.clone(),
+        );
+        let sessions_live = Gauge::default();
+        registry.register(
+            "sessions_live",
+            "Browser sessions open now",
+            sessions_live.clone(),
+        );
+        let approvals_requested = Family::<RiskLabel, Counter>::default();
+        registry.register(
+            "approvals_requested",
+            "Calls held for a human's approval, by risk",
+            approvals_requested.clone(),
+        );
+        let approvals_decided = Family::<StatusLabel, Counter>::default();
+        registry.register(
+            "approvals_decided",
+            "Approval requests ended, by status (approved, denied, expired)",
+            approvals_decided.clone(),
+        );
+        let approvals_pending = Gauge::default();
+        registry.register(
+            "approvals_pending",
+            "Approval requests waiting for a decision now",
+            approvals_pending.clone(),
+        );
+        let auth_failures = Family::<SurfaceLabel, Counter>::default();
+        registry.register(
+            "auth_failures",
+            "Requests refused for a missing or wrong credential, by surface",
+            auth_failures.clone(),
+        );
+        let metrics = Arc::new(Metrics {
+            registry,
+            calls,
+            latency,
+            egress_refused,
+            sessions_opened,
+            sessions_closed,
+            sessions_live,
+            approvals_requested,
+            approvals_decided,
+            approvals_pending,
+            auth_failures,
+        });
+        gateway.observe(Arc::new(Observer(metrics.clone())));
+        tokio::spawn(follow(gateway.clone(), metrics.clone()));
+        metrics
+    }
+
+    /// The figures now, as OpenMetrics text.
+    pub async fn render(&self, gateway: &Gateway) -> String {
+        self.sessions_live.set(gateway.leases().len() as i64);
+        let tenant = gateway.principal(None).tenant;
+        if let Ok(pending) = gateway.approvals(&tenant, Some("pending")).await {
+            self.approvals_pending.set(pending.len() as i64);
+        }
+        let mut text = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::error!(error = %e, "could not encode the metrics");
+        }
+        text
+    }
+}
+
+struct Observer(Arc<Metrics>);
+
+impl CallObserver for Observer {
+    fn call_finished(&self, record: &CallRecord<'_>) {
+        let tool = record.context.tool.to_owned();
+        let outcome = record.error.map_or("ok", |e| e.as_str()).to_owned();
+        self.0
+            .calls
+            .get_or_create(&CallLabels {
+                tool: tool.clone(),
+                outcome,
+            })
+            .inc();
+        self.0
+            .latency
+            .get_or_create(&ToolLabel { tool })
+            .observe(record.duration.as_secs_f64());
+        for (reason, n) in &record.context.blocked_by {
+            self.0
+                .egress_refused
+                .get_or_create(&ReasonLabel {
+                    reason: (*reason).to_owned(),
+                })
+                .inc_by(*n);
+        }
+    }
+}
+
+// Counts what the audit feed announces; ends when the gateway stops.
+async fn follow(gateway: Arc<Gateway>, metrics: Arc<Metrics>) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut feed = gateway.feed();
+    loop {
+        let event = tokio::select! {
+            event = feed.recv() => event,
+            () = gateway.stopped() => return,
+        };
+        let event = match event {
+            Ok(event) => event,
+            Err(RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "metrics fell behind the audit feed");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        let Ok(body) = serde_json::from_str::<serde_json::Value>(&event.body) else {
+            continue;
+        };
+        let text = |key: &str| body[key].as_str().unwrap_or("unknown").to_owned();
+        match event.kind.as_str() {
+            "session_open" => {
+                let labels = OpenLabels {
+                    isolation: text("isolation"),
+                    start: text("start"),
+                };
+                metrics.sessions_opened.get_or_create(&labels).inc();
+            }
+            "session_close" => {
+                let labels = ReasonLabel {
+                    reason: text("reason"),
+                };
+                metrics.sessions_closed.get_or_create(&labels).inc();
+            }
+            "approval_requested" => {
+                let labels = RiskLabel { risk: text("risk") };
+                metrics.approvals_requested.get_or_create(&labels).inc();
+            }
+            "approval_decided" => {
+                let labels = StatusLabel {
+                    status: text("status"),
+                };
+                metrics.approvals_decided.get_or_create(&labels).inc();
+            }
+            "auth_failure" => {
+                let labels = SurfaceLabel {
+                    surface: text("surface"),
+                };
+                metrics.auth_failures.get_or_create(&labels).inc();
+            }
+            _ => {}
+        };
+    }
+}
