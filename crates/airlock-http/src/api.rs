@@ -1,5 +1,6 @@
 //! `/api/v1`: the operator's API. Approvals (list, read, screenshot, approve, deny)
-//! and the live event stream (`/api/v1/events`, server-sent events).
+//! and the live event stream (`/api/v1/events`, server-sent events); and `/metrics`
+//! (see [`crate::metrics`]), which needs the same key once any key is configured.
 //!
 //! It needs the approver's key (`[server] admin_key`), never the agent's: the agent's
 //! own key answers 403, so an agent cannot approve what it asked for. Every lookup is
@@ -37,9 +38,26 @@ pub(crate) struct ApiAuth {
     pub(crate) limiter: AuthLimiter,
 }
 
-/// The `/api/v1` routes.
-pub(crate) fn routes(gateway: Arc<Gateway>, auth: ApiAuth) -> Router {
+/// The `/api/v1` routes, and `/metrics` behind the same key.
+pub(crate) fn routes(
+    gateway: Arc<Gateway>,
+    auth: ApiAuth,
+    metrics: Arc<crate::metrics::Metrics>,
+) -> Router {
+    let scrape = get(move |State(gateway): State<Arc<Gateway>>| {
+        let metrics = metrics.clone();
+        async move {
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                )],
+                metrics.render(&gateway).await,
+            )
+        }
+    });
     Router::new()
+        .route("/metrics", scrape)
         .route("/api/v1/approvals", get(list))
         .route("/api/v1/approvals/{id}", get(one))
         .route("/api/v1/approvals/{id}/screenshot", get(screenshot))
@@ -52,7 +70,8 @@ pub(crate) fn routes(gateway: Arc<Gateway>, auth: ApiAuth) -> Router {
 }
 
 // The approver's key, or 401 (no or a wrong key) / 403 (the agent's key, or no
-// approver key configured at all).
+// approver key configured at all). `/metrics` is open only where nothing is
+// authenticated (a loopback server without keys).
 async fn authenticate(
     State(auth): State<Arc<ApiAuth>>,
     mut request: Request,
@@ -60,6 +79,9 @@ async fn authenticate(
 ) -> Response {
     if let Some(refused) = crate::refuse_query_credentials(&request) {
         return refused;
+    }
+    if request.uri().path() == "/metrics" && auth.agent.is_none() && auth.admin.is_none() {
+        return next.run(request).await;
     }
     let Some(admin) = auth.admin.as_ref() else {
         return error_response(

@@ -11,6 +11,7 @@
 
 mod api;
 mod limit;
+mod metrics;
 pub mod webhook;
 
 use std::future::Future;
@@ -67,6 +68,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
             gateway: gateway.clone(),
             limiter: limit::AuthLimiter::default(),
         },
+        metrics::Metrics::install(&gateway),
     );
     let auth = Arc::new(Auth {
         key: config.api_key,

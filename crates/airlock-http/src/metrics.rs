@@ -53,7 +53,7 @@ struct SurfaceLabel {
 }
 
 /// The gateway's figures.
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     calls: Family<CallLabels, Counter>,
     latency: Family<ToolLabel, Histogram>,
@@ -76,7 +76,7 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Registers the figures, observes the gateway's calls and follows its feed
     /// until it stops.
-    pub fn install(gateway: &Arc<Gateway>) -> Arc<Metrics> {
+    pub(crate) fn install(gateway: &Arc<Gateway>) -> Arc<Metrics> {
         let mut registry = Registry::with_prefix("airlock");
         let calls = Family::<CallLabels, Counter>::default();
         registry.register(
@@ -160,7 +160,7 @@ impl Metrics {
     }
 
     /// The figures now, as OpenMetrics text.
-    pub async fn render(&self, gateway: &Gateway) -> String {
+    pub(crate) async fn render(&self, gateway: &Gateway) -> String {
         self.sessions_live.set(gateway.leases().len() as i64);
         let tenant = gateway.principal(None).tenant;
         if let Ok(pending) = gateway.approvals(&tenant, Some("pending")).await {

@@ -493,3 +493,114 @@ async fn a_gateway_killed_mid_write_leaves_a_log_that_verifies_to_its_last_durab
     assert!(events > 230, "{text}");
     assert!(text.contains("checkpoint"), "{text}");
 }
+
+// A GET with extra header lines, the raw response back.
+async fn get_with(url: &str, path: &str, headers: &[&str]) -> String {
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut stream = TcpStream::connect(&authority).await.unwrap();
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.unwrap();
+    raw
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_calls_sessions_and_refusals_by_bounded_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = serve(tmp.path(), None).await;
+    let url = served.url.clone();
+    let init = initialize(&url, &[]).await;
+    let session = init.header("mcp-session-id").expect("a session id");
+    let header = [format!("Mcp-Session-Id: {session}")];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    request(&url, "POST", "", &header, initialized.as_bytes()).await;
+    let call = |id: u32, name: &str, args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{args}}}}}"#
+        )
+    };
+    for (id, name, args) in [
+        (2, "browser_tabs", r#"{"action":"list"}"#),
+        (3, "browser_tabs", r#"{"action":"list"}"#),
+        (4, "browser_navigate", r#"{"url":"file:///etc/passwd"}"#),
+    ] {
+        let reply = request(&url, "POST", "", &header, call(id, name, args).as_bytes()).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    }
+    // Session events reach the figures through the audit feed: wait for them.
+    let mut text = String::new();
+    for _ in 0..200 {
+        text = get_with(&url, "/metrics", &[]).await;
+        if text.contains("airlock_sessions_opened_total{") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.contains("content-type: application/openmetrics-text"),
+        "{text}"
+    );
+    for line in [
+        r#"airlock_tool_calls_total{tool="browser_tabs",outcome="ok"} 2"#,
+        r#"airlock_tool_calls_total{tool="browser_navigate",outcome="policy_denied"} 1"#,
+        r#"airlock_tool_call_duration_seconds_count{tool="browser_tabs"} 2"#,
+        r#"airlock_sessions_opened_total{isolation="context",start="warm"} 1"#,
+        "airlock_sessions_live 1",
+        "airlock_approvals_pending 0",
+    ] {
+        assert!(text.contains(line), "no `{line}` in:\n{text}");
+    }
+    // No page, URL or tenant becomes a label.
+    assert!(
+        !text.contains("passwd") && !text.contains("tenant="),
+        "{text}"
+    );
+    stop(served).await;
+
+    // Once keys are configured, the figures need the approver's key.
+    let tmp = tempfile::tempdir().unwrap();
+    let admin = "admin-key-0123456789abcdef";
+    let agent = "agent-key-0123456789abcdef";
+    let config = tmp.path().join("airlock.toml");
+    std::fs::write(&config, format!("[server]\nadmin_key = \"{admin}\"\n")).unwrap();
+    let served = crate::server::serve_with(tmp.path(), Some(agent), Some(&config)).await;
+    let status = |raw: &str| raw.split_whitespace().nth(1).unwrap_or("").to_owned();
+    let none = get_with(&served.url, "/metrics", &[]).await;
+    assert_eq!(status(&none), "401", "{none}");
+    let by_agent = get_with(
+        &served.url,
+        "/metrics",
+        &[&format!("Authorization: Bearer {agent}")],
+    )
+    .await;
+    assert_eq!(status(&by_agent), "403", "{by_agent}");
+    let bearer = format!("Authorization: Bearer {admin}");
+    let by_admin = get_with(&served.url, "/metrics", &[&bearer]).await;
+    assert_eq!(status(&by_admin), "200", "{by_admin}");
+    // The two refusals are on the record, and so in the figures (through the feed).
+    let mut text = by_admin;
+    for _ in 0..200 {
+        if text.contains("airlock_auth_failures_total{surface=\"api\"} 2") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        text = get_with(&served.url, "/metrics", &[&bearer]).await;
+    }
+    assert!(
+        text.contains("airlock_auth_failures_total{surface=\"api\"} 2"),
+        "{text}"
+    );
+    stop(served).await;
+}
