@@ -191,6 +191,7 @@ impl Gateway {
         {
             Decided::Done => {
                 tracing::info!(approval.id = %id, by, approve, "approval decided");
+                self.decided.notify_waiters();
                 Ok(Decision::Recorded)
             }
             Decided::NotFound => Err(no_such_approval(id)),

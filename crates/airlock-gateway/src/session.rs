@@ -123,6 +123,8 @@ pub struct Gateway {
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
     // When stored recordings were last pruned.
     pruned: Mutex<Option<Instant>>,
+    // Told of every decision made in this process: waiting calls look at once.
+    pub(crate) decided: Arc<tokio::sync::Notify>,
 }
 
 impl Gateway {
@@ -160,6 +162,7 @@ impl Gateway {
             feed: tokio::sync::broadcast::channel(crate::approvals::FEED_DEPTH).0,
             stopping: tokio::sync::watch::Sender::new(false),
             pruned: Mutex::new(None),
+            decided: Arc::new(tokio::sync::Notify::new()),
             config,
         });
         gateway

@@ -124,6 +124,16 @@ impl Store {
         row.map(|r| approval_row(&r)).transpose()
     }
 
+    /// The approval with this id if it is `tenant`'s (another tenant's reads as none).
+    pub async fn tenant_approval(&self, tenant: &str, id: &str) -> Result<Option<ApprovalRecord>> {
+        let row = sqlx::query("SELECT * FROM approvals WHERE id = ? AND tenant = ?")
+            .bind(id)
+            .bind(tenant)
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|r| approval_row(&r)).transpose()
+    }
+
     /// Approvals, newest first, of one tenant (all when `None`) and status (all when
     /// `None`).
     pub async fn approvals(

@@ -252,6 +252,21 @@ async fn an_approval_is_decided_once_used_once_and_expires_when_nobody_waits() {
         Some(("image/jpeg".to_owned(), b"\xff\xd8".to_vec()))
     );
     assert_eq!(store.approval_screenshot("apr_new").await.unwrap(), None);
+    // Scoped by tenant in the query itself: another tenant's id reads as none.
+    assert!(
+        store
+            .tenant_approval("default", "apr_new")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .tenant_approval("acme", "apr_new")
+            .await
+            .unwrap()
+            .is_none()
+    );
     // Overdue by more than the grace: expired; the live one is left alone.
     let expired = store.expire_overdue(now - 5_000, now).await.unwrap();
     assert_eq!(expired.len(), 1);

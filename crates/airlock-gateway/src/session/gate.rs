@@ -268,6 +268,7 @@ impl AgentSession {
                             prompt_of(context, &record, timeout),
                             store.clone(),
                             format!("client:{}", record.caller),
+                            gateway_decided(&self.inner.gateway).unwrap_or_default(),
                         )));
                     }
                     None => {}
@@ -294,10 +295,21 @@ impl AgentSession {
                     });
                 }
                 _ => {
-                    tokio::time::sleep(
+                    // A decision made in this process (REST, the client) wakes the
+                    // wait at once; one from another process (the CLI) within a poll.
+                    let decided = gateway_decided(&self.inner.gateway);
+                    let nap = tokio::time::sleep(
                         APPROVAL_POLL.min(deadline.saturating_duration_since(Instant::now())),
-                    )
-                    .await
+                    );
+                    match decided {
+                        Some(decided) => {
+                            tokio::select! {
+                                () = nap => {}
+                                () = decided.notified() => {}
+                            }
+                        }
+                        None => nap.await,
+                    }
                 }
             }
         };
@@ -406,6 +418,13 @@ impl AgentSession {
     }
 }
 
+// The gateway's "a decision was made" signal, if the gateway is still there.
+fn gateway_decided(
+    gateway: &std::sync::Weak<crate::session::Gateway>,
+) -> Option<Arc<tokio::sync::Notify>> {
+    gateway.upgrade().map(|g| g.decided.clone())
+}
+
 /// How often a held call looks for its decision: a decision unblocks it within this.
 const APPROVAL_POLL: Duration = Duration::from_millis(200);
 
@@ -453,6 +472,7 @@ fn ask_in_client(
     prompt: crate::approvals::ApprovalPrompt,
     store: Store,
     by: String,
+    decided: Arc<tokio::sync::Notify>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let Some(answer) = asker.0.ask(prompt.clone()).await else {
@@ -462,11 +482,14 @@ fn ask_in_client(
             crate::approvals::Answer::Approve => (true, None),
             crate::approvals::Answer::Deny(reason) => (false, reason),
         };
-        if let Err(e) = store
+        match store
             .decide_approval(&prompt.id, approve, &by, note.as_deref(), now_ms())
             .await
         {
-            tracing::error!(error = %e, approval.id = %prompt.id, "could not record an in-client decision");
+            Ok(_) => decided.notify_waiters(),
+            Err(e) => {
+                tracing::error!(error = %e, approval.id = %prompt.id, "could not record an in-client decision")
+            }
         }
     })
 }
