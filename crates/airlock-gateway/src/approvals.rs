@@ -5,72 +5,13 @@
 //! Every lookup is by (tenant, id): another tenant's approval answers exactly like one
 //! that does not exist.
 
-use airlock_store::{ApprovalRecord, AuditRecord, Decided};
+use airlock_store::{ApprovalRecord, Decided};
+
+use crate::audit::FeedEvent;
 use tokio::sync::broadcast;
 
 use crate::error::{Error, Result};
 use crate::session::Gateway;
-
-/// How many events a slow feed reader may fall behind before it is told it missed
-/// some (it can read them from the store by `seq`).
-pub(crate) const FEED_DEPTH: usize = 1024;
-
-/// An audit event as the feed carries it: already redacted, in the log's order.
-pub type FeedEvent = std::sync::Arc<AuditRecord>;
-
-/// What an approver is asked, in the client (the agent's own MCP client): the held
-/// call as the approval record has it, redacted.
-#[derive(Debug, Clone)]
-pub struct ApprovalPrompt {
-    /// The approval's id.
-    pub id: String,
-    /// The tool.
-    pub tool: String,
-    /// The rule that held it, and its risk.
-    pub rule: String,
-    /// `low` … `critical`.
-    pub risk: String,
-    /// The target's role and name, if the call has one.
-    pub target: Option<String>,
-    /// The page.
-    pub page_url: Option<String>,
-    /// How long the call waits.
-    pub timeout: std::time::Duration,
-}
-
-/// An in-client answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// Run it.
-    Approve,
-    /// Do not, with the person's reason if they gave one.
-    Deny(Option<String>),
-}
-
-/// A surface's way of asking the person at the agent's client (MCP elicitation).
-/// `None` when it could not ask or the person dismissed the question: the other
-/// channels (CLI, REST, webhook) still decide.
-pub trait ApprovalAsker: Send + Sync + 'static {
-    /// Asks; resolves with the answer, if one came.
-    fn ask(
-        &self,
-        prompt: ApprovalPrompt,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Answer>> + Send>>;
-
-    /// Whether the question goes back in the call's own result (a stateless client,
-    /// which answers by retrying the call): the call then ends at once with
-    /// `approval_pending`, its record open, rather than waiting.
-    fn defers(&self) -> bool {
-        false
-    }
-
-    /// The approval a retried call answers (already decided in the store by the
-    /// surface, or still open for the other channels): the call waits on that record
-    /// instead of opening another.
-    fn resumes(&self) -> Option<String> {
-        None
-    }
-}
 
 /// What a decision did, for the decider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +24,7 @@ pub enum Decision {
 
 impl Gateway {
     /// Audit events as they are written, from now on. A reader that falls more than
-    /// [`FEED_DEPTH`] behind gets `Lagged` and may fill the gap from the store.
+    /// 1,024 events behind gets `Lagged` and may fill the gap from the store.
     pub fn feed(&self) -> broadcast::Receiver<FeedEvent> {
         self.feed.subscribe()
     }
@@ -182,7 +123,7 @@ impl Gateway {
         note: Option<&str>,
     ) -> Result<Decision> {
         self.approval(tenant, id).await?;
-        let now = crate::session::now_ms();
+        let now = crate::clock::now_ms();
         match self
             .approver_store()?
             .decide_approval(id, approve, by, note, now)

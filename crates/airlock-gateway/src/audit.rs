@@ -13,6 +13,14 @@ use airlock_store::{AuditRecord, Store, StoreError};
 use tokio::io::AsyncWriteExt as _;
 use tokio::time::Instant;
 
+/// How many events a slow feed reader may fall behind before it is told it missed
+/// some (it can read them from the store by `seq`).
+pub(crate) const FEED_DEPTH: usize = 1024;
+
+/// An audit event as the gateway's live feed carries it: already redacted, in the
+/// log's order.
+pub type FeedEvent = Arc<AuditRecord>;
+
 /// Where and how checkpoints are signed.
 #[derive(Clone)]
 pub struct Checkpoints {

@@ -16,7 +16,9 @@ pub mod action {
 }
 
 mod approvals;
+mod asking;
 mod audit;
+mod clock;
 mod content;
 mod credentials;
 mod error;
@@ -28,8 +30,9 @@ mod tools;
 mod warm;
 
 pub use airlock_store::{ApprovalRecord, AuditRecord};
-pub use approvals::{Answer, ApprovalAsker, ApprovalPrompt, Decision, FeedEvent};
-pub use audit::Checkpoints;
+pub use approvals::Decision;
+pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};
+pub use audit::{Checkpoints, FeedEvent};
 pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};

@@ -130,7 +130,7 @@ impl Recorder {
     /// on a capture.
     pub(crate) fn keep_step(
         self: &Arc<Self>,
-        held: Arc<crate::sessions::Held>,
+        held: Arc<dyn AsRef<Session> + Send + Sync>,
         tool: &'static str,
     ) {
         if self.capturing.swap(true, Ordering::AcqRel) {
@@ -144,7 +144,7 @@ impl Recorder {
                 recorder.capturing.store(false, Ordering::Release);
                 return;
             }
-            let captured = recorder.capture(&held.session, tool).await;
+            let captured = recorder.capture((*held).as_ref(), tool).await;
             recorder.capturing.store(false, Ordering::Release);
             match captured {
                 Ok(step) => {
@@ -178,7 +178,7 @@ impl Recorder {
         Ok(Step {
             step: self.next.fetch_add(1, Ordering::AcqRel),
             tool,
-            time_ms: crate::session::now_ms(),
+            time_ms: crate::clock::now_ms(),
             mime: shot.mime,
             data: Arc::new(shot.data),
             sha256,

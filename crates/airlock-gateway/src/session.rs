@@ -118,7 +118,7 @@ pub struct Gateway {
     // The audit log's tree, for signed checkpoints.
     trail: Option<Trail>,
     // Every audit event as it is written, for live readers (SSE, webhook, console).
-    pub(crate) feed: tokio::sync::broadcast::Sender<crate::approvals::FeedEvent>,
+    pub(crate) feed: tokio::sync::broadcast::Sender<crate::audit::FeedEvent>,
     // Set once the gateway stops: long-lived readers (event streams) end.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
     // When stored recordings were last pruned.
@@ -159,7 +159,7 @@ impl Gateway {
             activity: Activity::new(),
             observers: std::sync::RwLock::default(),
             trail: config.checkpoints.clone().map(Trail::new),
-            feed: tokio::sync::broadcast::channel(crate::approvals::FEED_DEPTH).0,
+            feed: tokio::sync::broadcast::channel(crate::audit::FEED_DEPTH).0,
             stopping: tokio::sync::watch::Sender::new(false),
             pruned: Mutex::new(None),
             decided: Arc::new(tokio::sync::Notify::new()),

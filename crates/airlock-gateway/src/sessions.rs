@@ -88,6 +88,12 @@ pub(crate) struct Held {
     pub(crate) warm: bool,
 }
 
+impl AsRef<Session> for Held {
+    fn as_ref(&self) -> &Session {
+        &self.session
+    }
+}
+
 impl std::ops::Deref for Held {
     type Target = Session;
 

@@ -92,7 +92,7 @@ pub trait CallObserver: Send + Sync + 'static {
 
 /// A surface's in-client approver, carried by the call it may be asked about.
 #[derive(Clone)]
-pub(crate) struct Asker(pub(crate) Arc<dyn crate::approvals::ApprovalAsker>);
+pub(crate) struct Asker(pub(crate) Arc<dyn crate::asking::ApprovalAsker>);
 
 impl std::fmt::Debug for Asker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -113,7 +113,7 @@ impl AgentSession {
     pub async fn call_asking(
         &self,
         call: ToolCall,
-        asker: Option<Arc<dyn crate::approvals::ApprovalAsker>>,
+        asker: Option<Arc<dyn crate::asking::ApprovalAsker>>,
     ) -> ToolOutput {
         let mut context = CallContext {
             tool: call.tool_name(),

@@ -450,8 +450,8 @@ fn prompt_of(
     context: &CallContext,
     record: &ApprovalRecord,
     timeout: Duration,
-) -> crate::approvals::ApprovalPrompt {
-    crate::approvals::ApprovalPrompt {
+) -> crate::asking::ApprovalPrompt {
+    crate::asking::ApprovalPrompt {
         id: record.id.clone(),
         tool: record.tool.clone(),
         rule: record.rule.clone(),
@@ -469,7 +469,7 @@ fn prompt_of(
 // as `by`, like any other decider's, and the waiting call reads it.
 fn ask_in_client(
     asker: super::call::Asker,
-    prompt: crate::approvals::ApprovalPrompt,
+    prompt: crate::asking::ApprovalPrompt,
     store: Store,
     by: String,
     decided: Arc<tokio::sync::Notify>,
@@ -479,8 +479,8 @@ fn ask_in_client(
             return;
         };
         let (approve, note) = match answer {
-            crate::approvals::Answer::Approve => (true, None),
-            crate::approvals::Answer::Deny(reason) => (false, reason),
+            crate::asking::Answer::Approve => (true, None),
+            crate::asking::Answer::Deny(reason) => (false, reason),
         };
         match store
             .decide_approval(&prompt.id, approve, &by, note.as_deref(), now_ms())

@@ -149,11 +149,7 @@ pub(super) fn redact_strings(value: &mut serde_json::Value, redact: &dyn Fn(&str
     }
 }
 
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub(crate) use crate::clock::now_ms;
 
 // The fields every event about a call has: who, where, what, and what the gate said.
 fn call_event(
