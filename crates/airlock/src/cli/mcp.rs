@@ -6,8 +6,24 @@ use anyhow::Context as _;
 
 pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     let _data_dir = super::vault::hold_data_dir(&config.data_dir)?;
+    // Registered before the first session opens: a SIGTERM or Ctrl-C from then on
+    // closes every session (no Chromium, no profile directory left) and exits 0.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("listening for Ctrl-C")?;
     let gateway = super::gateway(&config, Vec::new()).await?;
-    let served = airlock_mcp::serve_stdio(gateway.clone(), config.tool_profile).await;
+    let served = tokio::select! {
+        served = airlock_mcp::serve_stdio(gateway.clone(), config.tool_profile) => served,
+        _ = term.recv() => {
+            tracing::info!("SIGTERM: closing every session");
+            Ok(())
+        }
+        _ = interrupt.recv() => {
+            tracing::info!("interrupted: closing every session");
+            Ok(())
+        }
+    };
     gateway.shutdown().await;
     served.context("serving MCP over stdio")
 }

@@ -419,13 +419,18 @@ pub(crate) fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            match runtime.block_on(mcp::run(config)) {
+            let code = match runtime.block_on(mcp::run(config)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     report_error(&e);
                     ExitCode::FAILURE
                 }
-            }
+            };
+            // Reading stdin occupies a blocking thread until the client closes it; a
+            // server stopped by a signal must not wait for that (everything it owns
+            // is closed already).
+            runtime.shutdown_background();
+            code
         }
         Command::Serve { listen } => {
             let config = match config_or_exit(cli.config.as_deref()) {

@@ -212,3 +212,61 @@ async fn browser_shell_profile_over_stdio() {
     .await;
     assert_clean(tmp.path()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_closes_every_session_of_a_stdio_server_and_leaves_nothing() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+    let site = FixtureSite::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let config = fixture_config(tmp.path(), &site, "");
+    let mut child = Command::new(BIN)
+        .arg("mcp")
+        .env("TMPDIR", tmp.path())
+        .env("AIRLOCK_DATA_DIR", tmp.path().join("data"))
+        .env("AIRLOCK_CONFIG", &config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = format!("http://127.0.0.1:{}/login.html", site.a.port());
+    for message in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"browser_navigate","arguments":{{"url":"{url}"}}}}}}"#
+        ),
+    ] {
+        stdin.write_all(message.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
+    }
+    // The navigation's answer: a browser session is open now.
+    let answered = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains(r#""id":2"#) {
+                return line;
+            }
+        }
+        panic!("airlock mcp closed its output");
+    })
+    .await
+    .expect("the navigation answered within 30 s");
+    assert!(answered.contains(r#""isError":false"#), "{answered}");
+    assert!(!chromium_processes_under(tmp.path()).is_empty());
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("airlock mcp stops on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_clean(tmp.path()).await;
+}
