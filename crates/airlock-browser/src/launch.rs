@@ -379,8 +379,6 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
     Ok((process, connection))
 }
 
-/// Removes profile directories left by gateways that no longer run (killed with
-/// SIGKILL, say). Chromium itself exits when its pipe closes, so only files remain.
 /// Removes the profile directories a gateway that died (its PID is in their name)
 /// left in `parent`, and says what it did: each one removed, or why one could not be.
 pub(crate) fn sweep_stale_profiles(parent: &Path) {
@@ -397,6 +395,9 @@ pub(crate) fn sweep_stale_profiles(parent: &Path) {
         };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
             let path = entry.path();
+            // A Chromium of the dead gateway may still be exiting (or, stuck, not
+            // exiting) and writing into the profile: stop it first, by PID.
+            stop_processes_using(&path);
             // A Chromium of the dead gateway may still be writing as it exits: a
             // second try catches what it added during the first.
             let removed = std::fs::remove_dir_all(&path)
@@ -411,6 +412,42 @@ pub(crate) fn sweep_stale_profiles(parent: &Path) {
                 }
             }
         }
+    }
+}
+
+// Kills every process whose command line names `profile` (the Chromium processes of
+// a gateway that died) and waits, briefly, until they are gone.
+fn stop_processes_using(profile: &Path) {
+    let needle = format!("--user-data-dir={}", profile.display());
+    let using = || -> Vec<i32> {
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        procs
+            .flatten()
+            .filter_map(|p| p.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|cmd| cmd.split(|b| *b == 0).any(|arg| arg == needle.as_bytes()))
+            })
+            .collect()
+    };
+    // At most ~3 s, once, at start-up and only when a dead gateway left processes.
+    for _ in 0..150 {
+        let pids = using();
+        if pids.is_empty() {
+            return;
+        }
+        for pid in &pids {
+            tracing::info!(
+                pid,
+                "stopping a Chromium process a dead gateway left running"
+            );
+            let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        // Reaped by init, not by us: poll until /proc no longer lists them.
+        #[allow(clippy::disallowed_methods)] // Start-up, before any session exists.
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

@@ -14,6 +14,7 @@ mod cgroup;
 mod chromium;
 mod error;
 mod guard;
+pub mod host;
 mod keys;
 mod launch;
 mod options;

@@ -170,6 +170,21 @@ pub struct RawSessions {
     pub idle_ttl_secs: Option<u64>,
     /// Context sessions kept ready ahead of demand (default 1; 0 to 16).
     pub warm: Option<usize>,
+    /// Close a browser session this many seconds after it opened, busy or not
+    /// (default 0: no limit).
+    pub max_lifetime_secs: Option<u64>,
+    /// Most actions one browser session may run (default 100; 0: unlimited).
+    pub action_budget: Option<u64>,
+    /// Most live leased sessions per user of a tenant (default 3; 0: no cap).
+    pub max_per_user: Option<usize>,
+    /// Most live sessions per tenant (default 0: no cap but the global one).
+    pub max_per_tenant: Option<usize>,
+    /// Most live sessions in this gateway (default 0: derived from the machine's
+    /// memory and `[browser] isolation`; `airlock doctor` prints it).
+    pub max_total: Option<usize>,
+    /// Refuse new sessions while the machine has less memory available than this,
+    /// in MiB (default 512; 0: never).
+    pub min_free_memory_mb: Option<u64>,
 }
 
 /// `[browser]` as written.
@@ -285,6 +300,18 @@ pub struct SessionsConfig {
     pub idle_ttl: Duration,
     /// Context sessions kept ready ahead of demand.
     pub warm: usize,
+    /// A browser session open this long is closed, busy or not.
+    pub max_lifetime: Option<Duration>,
+    /// Most actions one browser session may run.
+    pub action_budget: Option<u64>,
+    /// Most live leased sessions per user of a tenant.
+    pub max_per_user: Option<usize>,
+    /// Most live sessions per tenant.
+    pub max_per_tenant: Option<usize>,
+    /// Most live sessions in the gateway; `None`: derived from the machine.
+    pub max_total: Option<usize>,
+    /// Memory the machine must have available for a new session, in MiB (0: none).
+    pub min_free_memory_mb: u64,
 }
 
 impl Default for SessionsConfig {
@@ -292,6 +319,12 @@ impl Default for SessionsConfig {
         SessionsConfig {
             idle_ttl: Duration::from_secs(600),
             warm: 1,
+            max_lifetime: None,
+            action_budget: Some(100),
+            max_per_user: Some(3),
+            max_per_tenant: None,
+            max_total: None,
+            min_free_memory_mb: 512,
         }
     }
 }
@@ -555,6 +588,28 @@ impl Config {
                     });
                 }
             },
+            // 0 means "no limit" for each of these, as the file documents.
+            max_lifetime: raw
+                .sessions
+                .max_lifetime_secs
+                .filter(|s| *s > 0)
+                .map(Duration::from_secs),
+            action_budget: match raw.sessions.action_budget {
+                None => SessionsConfig::default().action_budget,
+                Some(0) => None,
+                Some(n) => Some(n),
+            },
+            max_per_user: match raw.sessions.max_per_user {
+                None => SessionsConfig::default().max_per_user,
+                Some(0) => None,
+                Some(n) => Some(n),
+            },
+            max_per_tenant: raw.sessions.max_per_tenant.filter(|n| *n > 0),
+            max_total: raw.sessions.max_total.filter(|n| *n > 0),
+            min_free_memory_mb: raw
+                .sessions
+                .min_free_memory_mb
+                .unwrap_or(SessionsConfig::default().min_free_memory_mb),
         };
 
         let tool_profile = match raw.tools.profile.as_deref() {

@@ -19,9 +19,10 @@ use crate::error::{Error, Result};
 pub struct CredentialSource {
     /// The vault; `None` means no credentials can be used.
     pub vault: Option<Arc<Vault>>,
-    /// Tenant of every caller of this gateway.
+    /// Tenant of the gateway's configured caller (the `default` tenant's key, the
+    /// local stdio user); callers with keys of their own act in their key's tenant.
     pub tenant: String,
-    /// The callers' role (credential use needs `operate`, or a grant token).
+    /// The configured caller's role (credential use needs `operate`, or a grant token).
     pub role: Role,
 }
 
@@ -59,18 +60,20 @@ impl CredentialSource {
     /// not (the session opens clean and says why).
     pub(crate) async fn load(
         &self,
+        caller: &crate::sessions::Principal,
         names: &[String],
         grant_token: Option<&str>,
     ) -> Result<Outcome> {
+        let (tenant, role) = (caller.tenant.as_str(), caller.role);
         let Some(vault) = &self.vault else {
             return Err(Error::NoVault);
         };
         // Without authority, nothing is read: whether a name exists is not said.
-        let operate = self.role >= Role::Operate;
+        let operate = role >= Role::Operate;
         if !operate && grant_token.is_none() {
             return Ok(Outcome::Refused(format!(
                 "using credentials needs the `operate` role or a grant token (this caller has `{}`)",
-                self.role.as_str()
+                role.as_str()
             )));
         }
         // With a grant, a name that does not exist and one the grant does not cover
@@ -82,7 +85,7 @@ impl CredentialSource {
         };
         let mut secrets = Vec::new();
         for name in names {
-            match vault.get(&self.tenant, name).await {
+            match vault.get(tenant, name).await {
                 Ok(secret) => secrets.push(secret),
                 Err(airlock_vault::VaultError::NotFound(_)) if !operate => {
                     return Ok(not_covered(name));
@@ -105,7 +108,7 @@ impl CredentialSource {
                 .flat_map(|s| s.origins.iter())
                 .filter_map(|o| url::Url::parse(o).ok()?.host_str().map(str::to_owned))
                 .collect();
-            match grant::redeem(vault.store(), &self.tenant, token, &hosts).await {
+            match grant::redeem(vault.store(), tenant, token, &hosts).await {
                 Ok(Ok(grant)) => grant_id = Some(grant.id),
                 // Which host is out of scope would say where a credential is bound.
                 Ok(Err(grant::GrantRefusal::OutOfScope(_))) => {

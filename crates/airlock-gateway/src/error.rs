@@ -79,6 +79,15 @@ pub enum Error {
         /// The budget.
         budget: u64,
     },
+    /// A cap on live sessions (the user's, the tenant's, the gateway's) or the
+    /// machine's free memory refuses a new session.
+    #[error("{message}; try again in {retry_after_secs} s, or end a session you hold")]
+    QuotaExceeded {
+        /// Which limit, in words.
+        message: String,
+        /// When trying again may succeed.
+        retry_after_secs: u64,
+    },
     /// A risk rule refuses the call.
     #[error("{message} (rule `{rule}`)")]
     RuleDenied {
@@ -154,6 +163,7 @@ impl HasErrorCode for Error {
             Error::SessionExpired(_) => ErrorCode::SessionExpired,
             Error::SessionAlreadyOpen(_) => ErrorCode::SessionAlreadyOpen,
             Error::SessionHeld => ErrorCode::SessionHeld,
+            Error::QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
             Error::BudgetExhausted { .. } => ErrorCode::BudgetExhausted,
             Error::NoSuchSession | Error::NotFound(_) => ErrorCode::NotFound,
             Error::RuleDenied { .. } => ErrorCode::PolicyDenied,
@@ -165,6 +175,18 @@ impl HasErrorCode for Error {
             Error::ApprovalUsed => ErrorCode::ApprovalClosed,
             Error::ShuttingDown => ErrorCode::BrowserUnavailable,
             Error::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl Error {
+    /// When a retry may succeed, for an error that says so (`quota_exceeded`).
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Error::QuotaExceeded {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            _ => None,
         }
     }
 }

@@ -22,10 +22,12 @@ mod clock;
 mod content;
 mod credentials;
 mod error;
+mod leasing;
 mod recording;
 mod session;
 mod sessions;
 mod surface;
+mod tenants;
 mod tools;
 mod warm;
 
@@ -36,10 +38,11 @@ pub use audit::{Checkpoints, FeedEvent};
 pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};
+pub use leasing::{LeaseRequest, Leased, MAX_LEASE_TTL};
 pub use recording::{Step as RecordedStep, TRANSIENT_STEPS};
 pub use session::{
     AgentSession, CallContext, CallObserver, CallRecord, Gate, Gateway, GatewayConfig,
 };
-pub use sessions::{ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
+pub use sessions::{Caps, ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
 pub use surface::Surface;
 pub use tools::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};

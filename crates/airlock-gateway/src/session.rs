@@ -27,8 +27,8 @@ use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::error::{Error, Result};
 use crate::sessions::{
-    End, Held, InUse, Journal, Lease, LeaseInfo, LeaseTerms, Principal, Refusal, SessionId,
-    Sessions,
+    ConversationKey, End, Held, InUse, Journal, Lease, LeaseInfo, LeaseTerms, Principal, Refusal,
+    SessionId, Sessions,
 };
 use crate::surface::Surface;
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
@@ -43,6 +43,8 @@ pub struct GatewayConfig {
     pub max_lifetime: Option<Duration>,
     /// Most actions one browser session may run (`None`: no limit).
     pub action_budget: Option<u64>,
+    /// Caps on live sessions, and the memory a new one needs (default: none).
+    pub caps: crate::sessions::Caps,
     /// What the browser may reach.
     pub policy: Policy,
     /// Stored credentials and who may use them.
@@ -78,6 +80,7 @@ impl Default for GatewayConfig {
             idle_ttl: Duration::from_secs(600),
             max_lifetime: None,
             action_budget: None,
+            caps: crate::sessions::Caps::default(),
             policy: Policy::public_only(),
             credentials: CredentialSource {
                 tenant: "default".to_owned(),
@@ -103,7 +106,9 @@ pub struct Gateway {
     policy: Arc<Policy>,
     resolver: Arc<dyn Resolver>,
     // Every open browser session, as a lease with an id and an owner.
-    sessions: Arc<Sessions>,
+    pub(crate) sessions: Arc<Sessions>,
+    // Which session each leased (tenant, user, conversation) names.
+    pub(crate) conversations: crate::leasing::ConversationSlots,
     // Agent sessions of stateless callers (one per caller identity).
     callers: Mutex<std::collections::HashMap<String, Arc<AgentSession>>>,
     // Agent sessions named by a handle (a stateless client's session URL), with the
@@ -125,6 +130,8 @@ pub struct Gateway {
     pruned: Mutex<Option<Instant>>,
     // Told of every decision made in this process: waiting calls look at once.
     pub(crate) decided: Arc<tokio::sync::Notify>,
+    // A live API key was seen in the store: callers must authenticate.
+    pub(crate) keys_seen: std::sync::atomic::AtomicBool,
 }
 
 impl Gateway {
@@ -151,6 +158,7 @@ impl Gateway {
             policy: Arc::new(config.policy.clone()),
             resolver,
             sessions: Arc::new(sessions),
+            conversations: Default::default(),
             callers: Mutex::new(std::collections::HashMap::new()),
             named: Mutex::new(std::collections::HashMap::new()),
             next_agent: AtomicU64::new(1),
@@ -163,6 +171,7 @@ impl Gateway {
             stopping: tokio::sync::watch::Sender::new(false),
             pruned: Mutex::new(None),
             decided: Arc::new(tokio::sync::Notify::new()),
+            keys_seen: std::sync::atomic::AtomicBool::new(false),
             config,
         });
         gateway
@@ -192,7 +201,11 @@ impl Gateway {
     // Loads the asked-for credentials (if authorized), starts the session's egress
     // proxy, then the browser session that must use it, credentials injected before
     // the agent's first action. Returns why credentials were refused, if they were.
-    async fn open_held(&self, options: OpenOptions) -> Result<(Arc<Held>, Option<String>)> {
+    async fn open_held(
+        &self,
+        caller: &Principal,
+        options: OpenOptions,
+    ) -> Result<(Arc<Held>, Option<String>)> {
         let record = options.record.unwrap_or(self.config.recording);
         if record == airlock_config::RecordMode::Audit && self.config.recordings_dir.is_none() {
             return Err(Error::InvalidArgument(
@@ -206,7 +219,7 @@ impl Gateway {
             match self
                 .config
                 .credentials
-                .load(&options.credentials, options.grant.as_deref())
+                .load(caller, &options.credentials, options.grant.as_deref())
                 .await?
             {
                 Outcome::Loaded(loaded, injection) => (loaded, Some(Arc::new(injection)), None),
@@ -272,6 +285,41 @@ impl Gateway {
             }),
             refused,
         ))
+    }
+
+    // Opens a browser session for `caller` and registers it as a lease: a place under
+    // the caps first (nothing launches over a cap), then the browser, then the lease.
+    // Returns why credentials were refused, if they were.
+    pub(crate) async fn open_lease(
+        &self,
+        caller: &Principal,
+        options: OpenOptions,
+        conversation: Option<ConversationKey>,
+        terms: LeaseTerms,
+    ) -> Result<(Arc<Lease>, Option<String>)> {
+        let user = conversation.as_ref().map(|c| c.user.as_str());
+        let reservation = self
+            .sessions
+            .reserve(&caller.tenant, user, &self.config.caps)
+            .inspect_err(|e| {
+                if let Error::QuotaExceeded { message, .. } = e {
+                    tracing::warn!(tenant = %caller.tenant, %message, "new browser session refused");
+                }
+            })?;
+        let (held, refused) = self.open_held(caller, options).await?;
+        match self.sessions.insert(
+            caller.clone(),
+            conversation,
+            terms,
+            held.clone(),
+            reservation,
+        ) {
+            Ok(lease) => Ok((lease, refused)),
+            Err(e) => {
+                held.close().await;
+                Err(e)
+            }
+        }
     }
 
     /// Whether held calls may be put to the agent's own client as well.
@@ -394,6 +442,28 @@ impl Gateway {
         lock(&self.callers).entry(key).or_insert(agent).clone()
     }
 
+    /// The agent through which `principal` drives the leased session `lease`: made
+    /// on first use, one per caller and lease (each call is judged by its caller's
+    /// role), and never ending the lease itself (that is the lease's terms' job, or a
+    /// `DELETE`, or `browser_session_close`).
+    pub(crate) fn pinned_agent(
+        self: &Arc<Self>,
+        principal: &Principal,
+        lease: Arc<Lease>,
+        surface: Surface,
+    ) -> Arc<AgentSession> {
+        let key = format!("{}/lease/{}", principal.caller(), lease.id);
+        if let Some(agent) = lock(&self.callers).get(&key) {
+            return agent.clone();
+        }
+        let agent = Arc::new(self.agent_session_as(principal.clone(), surface));
+        // Not yet shared with anyone: the slot is free.
+        if let Ok(mut slot) = agent.inner.slot.try_lock() {
+            *slot = Slot::Pinned(lease);
+        }
+        lock(&self.callers).entry(key).or_insert(agent).clone()
+    }
+
     /// Names `agent` with a new unguessable handle, so that later requests of the same
     /// `caller` (a digest of its credentials) can reach it by that handle alone: how a
     /// stateless client keeps one browser across calls. Another caller's request with
@@ -507,7 +577,7 @@ impl Gateway {
     }
 
     // What a new lease may consume.
-    fn terms(&self) -> LeaseTerms {
+    pub(crate) fn terms(&self) -> LeaseTerms {
         LeaseTerms {
             idle_ttl: self.config.idle_ttl,
             max_lifetime: self.config.max_lifetime,
@@ -560,6 +630,7 @@ impl Gateway {
 
     async fn reap_idle(&self) {
         self.settle_audit(false).await;
+        self.forget_ended_conversations();
         self.prune_recordings();
         self.expire_overdue_approvals().await;
         let ttl = self.config.idle_ttl;
@@ -616,16 +687,22 @@ impl Gateway {
 pub(crate) enum Slot {
     Empty,
     Leased(Arc<Lease>),
+    /// A leased session some backend holds: the agent drives it and never replaces
+    /// or ends it by going away.
+    Pinned(Arc<Lease>),
 }
 
 impl Slot {
     fn open_lease(&self) -> Option<&Arc<Lease>> {
         match self {
-            Slot::Leased(lease) if lease.ended().is_none() => Some(lease),
+            Slot::Leased(lease) | Slot::Pinned(lease) if lease.ended().is_none() => Some(lease),
             _ => None,
         }
     }
 }
+
+/// Said to an agent whose leased session ended.
+const LEASE_ENDED: &str = "this leased browser session has ended (idle past its TTL, past its lifetime, or ended by its backend); lease a new one and use its mcp_url";
 
 pub(crate) struct AgentInner {
     id: u64,
@@ -702,12 +779,20 @@ impl AgentSession {
             // narrowing, credentials, an isolation mode).
             return Err(Error::SessionAlreadyOpen(describe(&lease.held)));
         }
+        if matches!(&*slot, Slot::Pinned(_)) {
+            return Err(Error::SessionExpired(LEASE_ENDED));
+        }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let narrowed = !options.allow_hosts.is_empty();
         let asked = options.credentials.clone();
-        match gateway.open_held(options).await {
-            Ok((held, refused)) => {
-                let mut text = format!("opened browser session ({})", describe(&held));
+        let terms = gateway.terms();
+        match gateway
+            .open_lease(&self.inner.principal, options, None, terms)
+            .await
+        {
+            Ok((lease, refused)) => {
+                let held = &lease.held;
+                let mut text = format!("opened browser session ({})", describe(held));
                 if narrowed {
                     text.push_str("; this session may reach only the hosts it listed");
                 }
@@ -735,7 +820,7 @@ impl AgentSession {
                         tracing::error!(error = %e, "could not record a credential refusal");
                     }
                 }
-                *slot = Slot::Leased(self.lease(held).await?);
+                *slot = Slot::Leased(lease);
                 Ok(ToolOutput::text(text))
             }
             Err(e) => Err(e),
@@ -744,6 +829,16 @@ impl AgentSession {
 
     async fn close_browser(&self) -> ToolOutput {
         let mut slot = self.inner.slot.lock().await;
+        if let Slot::Pinned(lease) = &*slot {
+            // Closing a leased session ends the lease, for its backend too.
+            if lease.ended().is_none() {
+                self.inner.sessions.close(lease, End::Closed).await;
+                return ToolOutput::text(
+                    "ended the leased browser session; its cookies, storage and tabs are gone",
+                );
+            }
+            return ToolOutput::text("no browser session was open");
+        }
         if let Slot::Leased(lease) = std::mem::replace(&mut *slot, Slot::Empty)
             && lease.ended().is_none()
         {
@@ -761,11 +856,29 @@ impl AgentSession {
     // whose browser was lost is replaced without a word.
     async fn browser_session(&self, acts: bool) -> Result<InUse> {
         let mut slot = self.inner.slot.lock().await;
+        if let Slot::Pinned(lease) = &*slot {
+            // A leased session is never replaced: when it ends, it stays ended.
+            return match lease.enter(acts) {
+                Ok(in_use) => Ok(in_use),
+                Err(Refusal::Ended(end @ (End::OutLived | End::Expired))) => {
+                    let lease = lease.clone();
+                    drop(slot);
+                    self.inner.sessions.close(&lease, end).await;
+                    Err(Error::SessionExpired(LEASE_ENDED))
+                }
+                Err(Refusal::Ended(_)) => Err(Error::SessionExpired(LEASE_ENDED)),
+                Err(Refusal::Held) => Err(Error::SessionHeld),
+                Err(Refusal::BudgetSpent(budget)) => Err(Error::BudgetExhausted { budget }),
+            };
+        }
         if let Slot::Leased(lease) = &*slot {
             match lease.enter(acts) {
                 Ok(in_use) => return Ok(in_use),
                 Err(Refusal::Ended(End::Expired)) => {
+                    let lease = lease.clone();
                     *slot = Slot::Empty;
+                    drop(slot);
+                    self.inner.sessions.close(&lease, End::Expired).await;
                     return Err(Error::SessionExpired(
                         "the browser session was closed after being idle; the next call opens a fresh one (cookies and tabs are gone)",
                     ));
@@ -787,8 +900,10 @@ impl AgentSession {
             }
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
-        let (held, _) = gateway.open_held(OpenOptions::default()).await?;
-        let lease = self.lease(held).await?;
+        let terms = gateway.terms();
+        let (lease, _) = gateway
+            .open_lease(&self.inner.principal, OpenOptions::default(), None, terms)
+            .await?;
         tracing::info!(
             agent.id = self.inner.id,
             session.id = %lease.id,
@@ -802,32 +917,13 @@ impl AgentSession {
         Ok(in_use)
     }
 
-    // Registers a freshly opened browser session as this agent's principal's lease.
-    async fn lease(&self, held: Arc<Held>) -> Result<Arc<Lease>> {
-        let terms = match self.inner.gateway.upgrade() {
-            Some(gateway) => gateway.terms(),
-            None => {
-                held.close().await;
-                return Err(Error::ShuttingDown);
-            }
-        };
-        match self
-            .inner
-            .sessions
-            .insert(self.inner.principal.clone(), terms, held.clone())
-        {
-            Ok(lease) => Ok(lease),
-            Err(e) => {
-                held.close().await;
-                Err(e)
-            }
-        }
-    }
-
     /// Closes the browser session now (the surface calls this when its session ends).
+    /// A leased session outlives the connection: it is left to its lease's terms.
     pub async fn close(&self) {
         let mut slot = self.inner.slot.lock().await;
-        if let Slot::Leased(lease) = std::mem::replace(&mut *slot, Slot::Empty) {
+        if let Slot::Leased(lease) = &*slot {
+            let lease = lease.clone();
+            *slot = Slot::Empty;
             self.inner.sessions.close(&lease, End::Closed).await;
         }
     }
@@ -841,6 +937,34 @@ fn describe(session: &Session) -> String {
     }
 }
 
+// Keeps `live_sessions` in step with the session events: what a gateway that dies
+// leaves open is found and cleaned up by the next one.
+async fn note_live(store: &Store, fields: &serde_json::Map<String, serde_json::Value>) {
+    let text = |key: &str| fields.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    let Some(id) = text("session") else {
+        return;
+    };
+    let done = match fields.get("kind").and_then(|k| k.as_str()) {
+        Some("session_open") => {
+            store
+                .insert_live_session(&airlock_store::LiveSessionRecord {
+                    id,
+                    tenant: text("tenant").unwrap_or_default(),
+                    user_id: text("user"),
+                    conversation: text("conversation"),
+                    gateway_pid: i64::from(std::process::id()),
+                    opened_ms: fields.get("time_ms").and_then(|t| t.as_i64()).unwrap_or(0),
+                })
+                .await
+        }
+        Some("session_close") => store.remove_live_session(&id).await,
+        _ => return,
+    };
+    if let Err(e) = done {
+        tracing::warn!(error = %e, "could not note a live session");
+    }
+}
+
 // Writes the registry's session events to the audit log, in the order they happened.
 async fn write_journal(
     store: Store,
@@ -851,6 +975,7 @@ async fn write_journal(
         match item {
             Journal::Event(fields) => match store.append_audit(&fields).await {
                 Ok(record) => {
+                    note_live(&store, &fields).await;
                     if let Some(gateway) = gateway.upgrade() {
                         gateway.audited(&store, record).await;
                     }

@@ -194,6 +194,11 @@ impl Lease {
             // Not ended here: the caller closes it (`Sessions::close` ends it once).
             return Err(Refusal::Ended(End::OutLived));
         }
+        if state.busy == 0 && state.last_used.elapsed() >= self.terms.idle_ttl {
+            // Past its idle TTL before the reaper came by: as expired as if it had.
+            // Not ended here either: the caller closes it.
+            return Err(Refusal::Ended(End::Expired));
+        }
         if state.held {
             return Err(Refusal::Held);
         }
@@ -258,6 +263,33 @@ impl Lease {
     pub(crate) fn ended(&self) -> Option<End> {
         lock(&self.state).ended
     }
+
+    /// How long until it ends if nothing uses it (idle TTL or lifetime, whichever
+    /// comes first); `None` while a call is in it.
+    pub(crate) fn expires_in(&self) -> Option<Duration> {
+        let state = lock(&self.state);
+        if state.busy > 0 || state.ended.is_some() {
+            return None;
+        }
+        let idle_left = self
+            .terms
+            .idle_ttl
+            .saturating_sub(state.last_used.elapsed());
+        let life_left = self
+            .terms
+            .max_lifetime
+            .map(|most| most.saturating_sub(self.created.elapsed()));
+        Some(life_left.map_or(idle_left, |life| life.min(idle_left)))
+    }
+
+    /// Marks it used now, as a call leaving it does: its idle TTL starts over.
+    pub(crate) fn touch(&self) -> Option<End> {
+        let mut state = lock(&self.state);
+        if state.ended.is_none() {
+            state.last_used = Instant::now();
+        }
+        state.ended
+    }
 }
 
 /// A call inside a lease; leaving marks the lease used now.
@@ -311,6 +343,10 @@ pub struct LeaseInfo {
     pub blocked: u64,
     /// Whether an operator holds it.
     pub held: bool,
+    /// Until it ends if nothing uses it; `None` while a call is in it.
+    pub expires_in: Option<Duration>,
+    /// What it keeps of its steps.
+    pub record: airlock_config::RecordMode,
 }
 
 /// What the registry tells the audit log: a session opened or ended.
@@ -321,10 +357,43 @@ pub(crate) enum Journal {
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
+/// Caps on live sessions (`None`: no cap), and the memory a new one needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Caps {
+    /// Live leased sessions per user of a tenant.
+    pub per_user: Option<usize>,
+    /// Live sessions per tenant.
+    pub per_tenant: Option<usize>,
+    /// Live sessions in the gateway.
+    pub total: Option<usize>,
+    /// Memory the machine must have available for a new session, in MiB (0: none).
+    pub min_free_memory_mib: u64,
+}
+
+// Whether a session of (tenant, user) counts against a cap.
+type InScope<'a> = dyn Fn(&str, Option<&str>) -> bool + 'a;
+
+/// A place for one session under the caps, held while it opens; dropping it (the
+/// open failed) gives the place back.
+pub(crate) struct Reservation {
+    sessions: Arc<Sessions>,
+    token: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        lock(&self.sessions.reserved).remove(&self.token);
+    }
+}
+
 /// The registry: every open lease by id.
 #[derive(Default)]
 pub(crate) struct Sessions {
     leases: Mutex<HashMap<SessionId, Arc<Lease>>>,
+    // Places taken by sessions being opened (tenant, user), counted against the caps
+    // with the open ones. Locked after `leases`, never before.
+    reserved: Mutex<HashMap<u64, (String, Option<String>)>>,
+    next_reservation: std::sync::atomic::AtomicU64,
     open: AtomicUsize,
     // Where session events go (the gateway's audit writer), if anywhere.
     journal: Option<tokio::sync::mpsc::UnboundedSender<Journal>>,
@@ -357,6 +426,8 @@ impl Sessions {
             "grant": lease.held.loaded.grant(),
             "record": lease.held.recorder.mode().as_str(),
             "start": if lease.held.warm { "warm" } else { "cold" },
+            "user": lease.conversation.as_ref().map(|c| c.user.as_str()),
+            "conversation": lease.conversation.as_ref().map(|c| c.conversation.as_str()),
             "reason": reason,
             "time_ms": time_ms,
         });
@@ -375,18 +446,105 @@ impl Sessions {
         }
     }
 
-    /// Registers a new lease over `held`, owned by `owner`, under `terms`.
+    /// Takes a place for a new session of `tenant` (leased for `user`, if it is)
+    /// under `caps`, or says which cap refuses it and when a place may free up (the
+    /// soonest an idle session of that scope expires).
+    pub(crate) fn reserve(
+        self: &Arc<Self>,
+        tenant: &str,
+        user: Option<&str>,
+        caps: &Caps,
+    ) -> Result<Reservation> {
+        if caps.min_free_memory_mib > 0
+            && let Some(memory) = airlock_browser::host::memory()
+            && memory.available_mib < caps.min_free_memory_mib
+        {
+            return Err(Error::QuotaExceeded {
+                message: format!(
+                    "the gateway's machine has {} MiB of memory available, under the {} MiB a new browser session needs",
+                    memory.available_mib, caps.min_free_memory_mib
+                ),
+                retry_after_secs: 30,
+            });
+        }
+        let leases = lock(&self.leases);
+        let mut reserved = lock(&self.reserved);
+        let open = || {
+            leases
+                .values()
+                .filter(|l| l.ended().is_none() && l.expires_in() != Some(Duration::ZERO))
+                .map(|l| {
+                    (
+                        l.owner.tenant.as_str(),
+                        l.conversation.as_ref().map(|c| c.user.as_str()),
+                        Some(l),
+                    )
+                })
+                .chain(
+                    reserved
+                        .values()
+                        .map(|(t, u)| (t.as_str(), u.as_deref(), None)),
+                )
+        };
+        let scopes: [(Option<usize>, &InScope<'_>, &str); 3] = [
+            (
+                caps.per_user.filter(|_| user.is_some()),
+                &|t, u| t == tenant && u.is_some() && u == user,
+                "this user has {n} live browser sessions, the most allowed per user (sessions.max_per_user)",
+            ),
+            (
+                caps.per_tenant,
+                &|t, _| t == tenant,
+                "this tenant has {n} live browser sessions, the most allowed per tenant (sessions.max_per_tenant)",
+            ),
+            (
+                caps.total,
+                &|_, _| true,
+                "the gateway has {n} live browser sessions, the most it holds (sessions.max_total)",
+            ),
+        ];
+        for (cap, in_scope, words) in scopes {
+            let Some(cap) = cap else { continue };
+            let in_it: Vec<Option<&Arc<Lease>>> = open()
+                .filter(|(t, u, _)| in_scope(t, *u))
+                .map(|(_, _, l)| l)
+                .collect();
+            if in_it.len() >= cap {
+                let soonest = in_it
+                    .iter()
+                    .flatten()
+                    .filter_map(|l| l.expires_in())
+                    .min()
+                    .unwrap_or(Duration::from_secs(30));
+                return Err(Error::QuotaExceeded {
+                    message: words.replace("{n}", &in_it.len().to_string()),
+                    retry_after_secs: soonest.as_secs().clamp(1, 3_600),
+                });
+            }
+        }
+        let token = self.next_reservation.fetch_add(1, Ordering::Relaxed);
+        reserved.insert(token, (tenant.to_owned(), user.map(str::to_owned)));
+        Ok(Reservation {
+            sessions: self.clone(),
+            token,
+        })
+    }
+
+    /// Registers a new lease over `held`, owned by `owner`, under `terms`, in the
+    /// place `reservation` took.
     pub(crate) fn insert(
         &self,
         owner: Principal,
+        conversation: Option<ConversationKey>,
         terms: LeaseTerms,
         held: Arc<Held>,
+        reservation: Reservation,
     ) -> Result<Arc<Lease>> {
         let now = Instant::now();
         let lease = Arc::new(Lease {
             id: SessionId::random()?,
             owner,
-            conversation: None,
+            conversation,
             terms,
             held,
             created: now,
@@ -400,6 +558,8 @@ impl Sessions {
             }),
         });
         lock(&self.leases).insert(lease.id.clone(), lease.clone());
+        // Counted as open now: the place it reserved is given back.
+        drop(reservation);
         self.open.fetch_add(1, Ordering::AcqRel);
         self.note("session_open", &lease, None);
         Ok(lease)
@@ -435,34 +595,42 @@ impl Sessions {
         self.open.load(Ordering::Acquire)
     }
 
-    /// Every open lease, as seen now.
+    /// Every open lease, as seen now, oldest first.
     pub(crate) fn list(&self) -> Vec<LeaseInfo> {
         let leases: Vec<Arc<Lease>> = lock(&self.leases).values().cloned().collect();
-        let mut out: Vec<LeaseInfo> = leases
-            .iter()
-            .map(|lease| {
-                let state = lock(&lease.state);
-                LeaseInfo {
-                    id: lease.id.clone(),
-                    owner: lease.owner.clone(),
-                    age: lease.created.elapsed(),
-                    idle: if state.busy > 0 {
-                        Duration::ZERO
-                    } else {
-                        state.last_used.elapsed()
-                    },
-                    busy: state.busy,
-                    dedicated: lease.held.is_dedicated(),
-                    conversation: lease.conversation.clone(),
-                    terms: lease.terms,
-                    actions: state.actions,
-                    blocked: state.blocked,
-                    held: state.held,
-                }
-            })
-            .collect();
+        let mut out: Vec<LeaseInfo> = leases.iter().map(|lease| self.info(lease)).collect();
         out.sort_by_key(|lease| std::cmp::Reverse(lease.age));
         out
+    }
+
+    /// One lease as seen now.
+    pub(crate) fn info(&self, lease: &Lease) -> LeaseInfo {
+        let expires_in = lease.expires_in();
+        let state = lock(&lease.state);
+        LeaseInfo {
+            id: lease.id.clone(),
+            owner: lease.owner.clone(),
+            age: lease.created.elapsed(),
+            idle: if state.busy > 0 {
+                Duration::ZERO
+            } else {
+                state.last_used.elapsed()
+            },
+            busy: state.busy,
+            dedicated: lease.held.is_dedicated(),
+            conversation: lease.conversation.clone(),
+            terms: lease.terms,
+            actions: state.actions,
+            blocked: state.blocked,
+            held: state.held,
+            expires_in,
+            record: lease.held.recorder.mode(),
+        }
+    }
+
+    /// The open lease whose id reads `id`.
+    pub(crate) fn find(&self, id: &str) -> Option<Arc<Lease>> {
+        lock(&self.leases).get(&SessionId(id.to_owned())).cloned()
     }
 
     /// Ends every lease with no call in it that is past its idle TTL or lifetime,

@@ -388,6 +388,8 @@ pub struct ToolOutput {
     /// The failure's message without the code, when the call failed (what a surface
     /// puts in a structured error; already redacted like `text`).
     pub message: Option<String>,
+    /// When a retry may succeed (`quota_exceeded`).
+    pub retry_after_secs: Option<u64>,
 }
 
 impl ToolOutput {
@@ -397,6 +399,7 @@ impl ToolOutput {
             image: None,
             error: None,
             message: None,
+            retry_after_secs: None,
         }
     }
 
@@ -408,12 +411,15 @@ impl ToolOutput {
             image: None,
             error: Some(code),
             message: Some(message),
+            retry_after_secs: None,
         }
     }
 
     /// The output of a failed call: the one place an error becomes words.
     pub fn from_error(error: &Error) -> ToolOutput {
-        ToolOutput::error(error.code(), error)
+        let mut out = ToolOutput::error(error.code(), error);
+        out.retry_after_secs = error.retry_after_secs();
+        out
     }
 
     /// Adds to the message (a failure's too) what the agent should know next.
@@ -568,6 +574,7 @@ pub(crate) async fn execute(
                 image: Some(shot),
                 error: None,
                 message: None,
+                retry_after_secs: None,
             }
         }
         ToolCall::Read { format, offset } => {

@@ -10,10 +10,12 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use airlock_config::ApiKey;
-use airlock_gateway::{ApprovalRecord, Decision, Error, FeedEvent, Gateway, Principal};
+use airlock_core::Role;
+use airlock_gateway::{ApprovalRecord, Decision, FeedEvent, Gateway, Principal};
+
+use crate::leases::gateway_error;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -22,26 +24,16 @@ use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::limit::AuthLimiter;
-
 /// Longest note or reason an approver may attach.
 const MAX_NOTE_CHARS: usize = 1_000;
 
 /// Largest request body `/api/v1` reads.
 const MAX_API_BODY_BYTES: usize = 16 * 1024;
 
-/// What `/api/v1` checks callers against.
-pub(crate) struct ApiAuth {
-    pub(crate) admin: Option<ApiKey>,
-    pub(crate) agent: Option<ApiKey>,
-    pub(crate) gateway: Arc<Gateway>,
-    pub(crate) limiter: AuthLimiter,
-}
-
 /// The `/api/v1` routes, and `/metrics` behind the same key.
 pub(crate) fn routes(
     gateway: Arc<Gateway>,
-    auth: ApiAuth,
+    auth: Arc<crate::auth::Authenticator>,
     metrics: Arc<crate::metrics::Metrics>,
 ) -> Router {
     let scrape = get(move |State(gateway): State<Arc<Gateway>>| {
@@ -64,80 +56,48 @@ pub(crate) fn routes(
         .route("/api/v1/approvals/{id}/approve", post(approve))
         .route("/api/v1/approvals/{id}/deny", post(deny))
         .route("/api/v1/events", get(events))
+        .merge(crate::leases::routes())
         .layer(axum::extract::DefaultBodyLimit::max(MAX_API_BODY_BYTES))
-        .route_layer(middleware::from_fn_with_state(Arc::new(auth), authenticate))
+        .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .with_state(gateway)
 }
 
-// The approver's key, or 401 (no or a wrong key) / 403 (the agent's key, or no
-// approver key configured at all). `/metrics` is open only where nothing is
-// authenticated (a loopback server without keys).
+// A key of the role the route needs (`admin` for approvals, events and metrics), or
+// 401 (no or a wrong key) / 403 (a key of a lower role, e.g. the agent's own: an
+// agent cannot approve what it asked for). Where no key is configured at all, the
+// local caller may use `/metrics` but not the operator's routes.
 async fn authenticate(
-    State(auth): State<Arc<ApiAuth>>,
+    State(auth): State<Arc<crate::auth::Authenticator>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    if let Some(refused) = crate::refuse_query_credentials(&request) {
-        return refused;
-    }
-    if request.uri().path() == "/metrics" && auth.agent.is_none() && auth.admin.is_none() {
-        return next.run(request).await;
-    }
-    let Some(admin) = auth.admin.as_ref() else {
-        return error_response(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "the operator API is off: set [server] admin_key (or AIRLOCK_ADMIN_KEY) to an approver's key",
-        );
+    use crate::auth::Identity;
+    // Leasing is for the backend that runs agents (`act`); the rest is the operator's.
+    let leasing = request.uri().path().starts_with("/api/v1/sessions");
+    let needed = if leasing { Role::Act } else { Role::Admin };
+    let principal = match auth.identify(&request, "api").await {
+        Identity::Refused(response) => return response,
+        Identity::Local(_) if request.uri().path() == "/metrics" => {
+            return next.run(request).await;
+        }
+        Identity::Local(principal) if leasing => principal,
+        Identity::Local(_) => {
+            return error_response(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "the operator API is off: set [server] admin_key (or AIRLOCK_ADMIN_KEY), or create an admin key with `airlock key create --role admin`",
+            );
+        }
+        Identity::Known(principal) => principal,
     };
     let client = crate::client_addr(&request);
-    let now = tokio::time::Instant::now();
-    if let Some(refused) = crate::refuse_if_limited(&auth.limiter, client, now) {
+    if let Some(refused) =
+        crate::auth::refuse_below(&auth.gateway, &principal, needed, "api", client)
+    {
         return refused;
     }
-    let presented = crate::bearer(&request);
-    let matches = |key: &ApiKey| {
-        presented
-            .is_some_and(|token| crate::constant_time_eq(token.as_bytes(), key.expose().as_bytes()))
-    };
-    if matches(admin) {
-        if let Some(addr) = client {
-            auth.limiter.succeeded(addr);
-        }
-        let operator: Principal = auth.gateway.operator("admin_key");
-        request.extensions_mut().insert(operator);
-        return next.run(request).await;
-    }
-    if let Some(addr) = client {
-        auth.limiter.failed(addr, now);
-    }
-    if auth.agent.as_ref().is_some_and(matches) {
-        // An agent reaching for the approver's API is worth a line on the record.
-        tracing::warn!("the agent's key was presented to the operator API");
-        crate::record_auth_failure(&auth.gateway, "api", "agent key", client);
-        return error_response(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "the agent's key cannot use the operator API; approvals need the approver's key",
-        );
-    }
-    let reason = if presented.is_some() {
-        "wrong token"
-    } else {
-        "no token"
-    };
-    tracing::warn!(reason, "unauthorized /api/v1 request");
-    crate::record_auth_failure(&auth.gateway, "api", reason, client);
-    let mut response = error_response(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-        "send Authorization: Bearer <admin key>",
-    );
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"airlock-api\""),
-    );
-    response
+    request.extensions_mut().insert(principal);
+    next.run(request).await
 }
 
 #[derive(Deserialize)]
@@ -413,15 +373,7 @@ fn approval_json(a: &ApprovalRecord) -> Value {
     })
 }
 
-fn gateway_error(e: &Error) -> Response {
-    use airlock_core::HasErrorCode as _;
-    let code = e.code();
-    let status =
-        StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    error_response(status, code.as_str(), &e.to_string())
-}
-
-fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
+pub(crate) fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
     (
         status,
         Json(json!({ "error": { "code": code, "message": message } })),

@@ -10,6 +10,8 @@
 //! body (413).
 
 mod api;
+mod auth;
+mod leases;
 mod limit;
 mod metrics;
 pub mod webhook;
@@ -19,7 +21,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use airlock_config::ApiKey;
-use airlock_gateway::{Gateway, Principal};
+use airlock_gateway::Gateway;
 use airlock_mcp::HttpOptions;
 use axum::Router;
 use axum::extract::{ConnectInfo, Request, State};
@@ -58,24 +60,18 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
             max_body_bytes: MAX_MCP_BODY_BYTES,
         },
     );
-    // One key today, the default tenant's; keys of their own come with tenants.
-    let principal = gateway.principal(config.api_key.as_ref().map(|_| "api_key"));
-    let api = api::routes(
-        gateway.clone(),
-        api::ApiAuth {
-            admin: config.admin_key,
-            agent: config.api_key.clone(),
-            gateway: gateway.clone(),
-            limiter: limit::AuthLimiter::default(),
-        },
-        metrics::Metrics::install(&gateway),
-    );
-    let auth = Arc::new(Auth {
-        key: config.api_key,
-        principal,
+    // One authenticator (and one limiter of failures) for every route.
+    let auth = Arc::new(auth::Authenticator {
+        api_key: config.api_key,
+        admin_key: config.admin_key,
         gateway: gateway.clone(),
         limiter: limit::AuthLimiter::default(),
     });
+    let api = api::routes(
+        gateway.clone(),
+        auth.clone(),
+        metrics::Metrics::install(&gateway),
+    );
     Router::new()
         // A stateless client's named browser session: the same MCP service, which
         // reads the handle from the path.
@@ -108,60 +104,20 @@ const QUERY_CREDENTIALS: &[&str] = &[
     "authorization",
 ];
 
-/// The bearer token `/mcp` requires, and the limiter of failed attempts.
-struct Auth {
-    key: Option<ApiKey>,
-    // Who a request that passes is: the surfaces read it from the request.
-    principal: Principal,
-    // Failures go on its audit record.
-    gateway: Arc<Gateway>,
-    limiter: limit::AuthLimiter,
-}
-
-async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next: Next) -> Response {
-    if let Some(refused) = refuse_query_credentials(&request) {
-        return refused;
+async fn authenticate(
+    State(auth): State<Arc<auth::Authenticator>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match auth.identify(&request, "mcp").await {
+        auth::Identity::Known(principal) | auth::Identity::Local(principal) => {
+            // The surfaces read who calls from the request; the gateway's admission
+            // checks each tool against the caller's role.
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        auth::Identity::Refused(response) => response,
     }
-    if let Some(key) = auth.key.as_ref() {
-        let client = client_addr(&request);
-        let now = tokio::time::Instant::now();
-        if let Some(refused) = refuse_if_limited(&auth.limiter, client, now) {
-            return refused;
-        }
-        let presented = bearer(&request);
-        let ok = presented
-            .is_some_and(|token| constant_time_eq(token.as_bytes(), key.expose().as_bytes()));
-        if let Some(addr) = client {
-            if ok {
-                auth.limiter.succeeded(addr);
-            } else {
-                auth.limiter.failed(addr, now);
-            }
-        }
-        if !ok {
-            let reason = if presented.is_some() {
-                "wrong token"
-            } else {
-                "no token"
-            };
-            tracing::warn!(reason, "unauthorized /mcp request");
-            // On the audit record too (never the token); off the response's path. The
-            // limiter above bounds how many a client can cause.
-            record_auth_failure(&auth.gateway, "mcp", reason, client);
-            let mut response = (
-                StatusCode::UNAUTHORIZED,
-                "unauthorized: send Authorization: Bearer <api key>\n",
-            )
-                .into_response();
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"airlock\""),
-            );
-            return response;
-        }
-    }
-    request.extensions_mut().insert(auth.principal.clone());
-    next.run(request).await
 }
 
 // Tokens in URLs end up in logs and browser history; refuse them outright.

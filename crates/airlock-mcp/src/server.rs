@@ -105,11 +105,13 @@ impl AirlockMcp {
             return self.own_agent(principal, Serving::Held);
         };
         if let Some(handle) = session_handle(parts.uri.path()) {
-            return match self.gateway.named_agent(&principal.caller(), handle) {
+            return match self.gateway.session_agent(&principal, handle) {
                 Ok(agent) => Serving::Held(agent),
                 Err(refusal) => {
                     let mut out = ToolOutput::from_error(&refusal);
-                    out.push_note("; call browser_session_open at the plain MCP URL for a new one");
+                    out.push_note(
+                        " (or call browser_session_open at the plain MCP URL for a session of your own)",
+                    );
                     Serving::Refused(out)
                 }
             };
@@ -397,8 +399,11 @@ fn result(output: ToolOutput) -> CallToolResult {
         Some(code) => {
             let mut result = CallToolResult::error(content);
             let message = output.message.as_deref().unwrap_or(output.text.as_str());
-            result.structured_content =
-                Some(json!({ "error": { "code": code.as_str(), "message": message } }));
+            let mut error = json!({ "code": code.as_str(), "message": message });
+            if let Some(secs) = output.retry_after_secs {
+                error["retry_after_secs"] = json!(secs);
+            }
+            result.structured_content = Some(json!({ "error": error }));
             result
         }
     }

@@ -16,12 +16,14 @@ mod approvals;
 mod audit;
 mod grants;
 mod secrets;
+mod tenants;
 
 pub use approvals::{ApprovalRecord, Decided};
 pub use audit::AuditRecord;
 pub use grants::GrantRecord;
 pub use secrets::SecretRecord;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+pub use tenants::{KeyRecord, LiveSessionRecord, TenantRecord};
 
 /// Store failures.
 #[derive(Debug, thiserror::Error)]

@@ -300,3 +300,58 @@ async fn an_approval_is_decided_once_used_once_and_expires_when_nobody_waits() {
         Some(now)
     );
 }
+
+#[tokio::test]
+async fn keys_belong_to_a_tenant_are_found_by_hash_and_revoked_once() {
+    let store = Store::open_in_memory().await.unwrap();
+    assert!(store.create_tenant("acme", 1).await.unwrap());
+    assert!(
+        !store.create_tenant("acme", 2).await.unwrap(),
+        "names are unique"
+    );
+    let key = KeyRecord {
+        id: "key_1".into(),
+        tenant: "acme".into(),
+        role: "act".into(),
+        name: Some("ci".into()),
+        key_hash: vec![7; 32],
+        created_ms: 5,
+        revoked_ms: None,
+    };
+    store.insert_key(&key).await.unwrap();
+    // A key of a tenant that does not exist is refused by the database.
+    let orphan = KeyRecord {
+        id: "key_2".into(),
+        tenant: "nobody".into(),
+        key_hash: vec![8; 32],
+        ..key.clone()
+    };
+    assert!(store.insert_key(&orphan).await.is_err());
+    assert_eq!(
+        store.key_by_hash(&[7; 32]).await.unwrap(),
+        Some(key.clone())
+    );
+    assert_eq!(store.key_by_hash(&[9; 32]).await.unwrap(), None);
+    assert_eq!(store.keys(Some("other")).await.unwrap(), vec![]);
+    assert!(store.revoke_key("key_1", 10).await.unwrap());
+    assert!(!store.revoke_key("key_1", 11).await.unwrap());
+    let revoked = store.key_by_hash(&[7; 32]).await.unwrap().unwrap();
+    assert_eq!(revoked.revoked_ms, Some(10));
+}
+
+#[tokio::test]
+async fn live_sessions_are_noted_and_forgotten() {
+    let store = Store::open_in_memory().await.unwrap();
+    let live = LiveSessionRecord {
+        id: "s1".into(),
+        tenant: "default".into(),
+        user_id: Some("u".into()),
+        conversation: None,
+        gateway_pid: 42,
+        opened_ms: 3,
+    };
+    store.insert_live_session(&live).await.unwrap();
+    assert_eq!(store.live_sessions().await.unwrap(), vec![live]);
+    store.remove_live_session("s1").await.unwrap();
+    assert!(store.live_sessions().await.unwrap().is_empty());
+}

@@ -6,6 +6,7 @@
 //! Values leave this crate only to be injected into a browser or typed into a page;
 //! every type holding one zeroizes on drop and prints `[REDACTED]`.
 
+pub mod apikey;
 pub mod grant;
 mod key;
 pub mod placeholder;

@@ -381,6 +381,15 @@ impl AgentSession {
         // reaper must not count this call as using it.
         drop(lease);
         let mut slot = self.inner.slot.lock().await;
+        if let Slot::Pinned(open) = &*slot
+            && open.id == id
+        {
+            // A leased session stays named, ended: its backend leases a new one.
+            let open = open.clone();
+            drop(slot);
+            self.inner.sessions.close(&open, End::Lost).await;
+            return "; the leased browser session was lost with it: lease a new one".to_owned();
+        }
         if let Slot::Leased(open) = &*slot
             && open.id == id
         {

@@ -18,6 +18,7 @@ use airlock_test_support::{Harness, with_browser, with_browser_config};
 mod approvals;
 mod credentials;
 mod leaks;
+mod leasing;
 
 /// The policy tests run under: public addresses plus the fixture site's one port.
 fn fixture_policy(h: &Harness) -> Policy {
@@ -85,6 +86,7 @@ async fn click_until_crashed(
 
 /// Polls until `$cond` holds or 5 s pass (idle expiry and background close have no
 /// event to await).
+#[macro_export]
 macro_rules! eventually {
     ($cond:expr) => {{
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);

@@ -7,6 +7,7 @@ mod mcp;
 mod policy;
 mod replay;
 mod serve;
+mod tenant;
 mod vault;
 
 use std::path::{Path, PathBuf};
@@ -72,6 +73,16 @@ enum Command {
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
+    },
+    /// Tenants: each has its own sessions, secrets, grants, approvals and audit events.
+    Tenant {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+    /// API keys: each acts in one tenant with one role.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
     },
     /// Grant tokens: short-lived authority for an agent to use credentials.
     Grant {
@@ -240,6 +251,45 @@ enum GrantCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum TenantCommand {
+    /// Create a tenant (names: a-z, 0-9, `-`, `_`, `.`).
+    Create {
+        /// The tenant's name.
+        name: String,
+    },
+    /// List tenants.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyCommand {
+    /// Create an API key and print it (once).
+    Create {
+        /// The tenant it acts in (`default` always exists).
+        #[arg(long)]
+        tenant: String,
+        /// observe (read pages), act (drive the browser), operate (also use stored
+        /// credentials), admin (also approvals, audit and sessions over /api/v1).
+        #[arg(long)]
+        role: String,
+        /// A label for listings.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List keys: id, tenant, role, label, state (never the key).
+    List {
+        /// Only this tenant's.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
+    /// Revoke a key by id (`key_…`); requests with it are refused from then on.
+    Revoke {
+        /// The key's id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum PolicyCommand {
     /// Print the decision and reason for URL under the loaded policy.
     Check {
@@ -396,6 +446,35 @@ pub(crate) fn main() -> ExitCode {
                 Err(e) => finish(Err(e)),
             }
         }
+        Command::Tenant { command } => {
+            let config = match config_or_exit(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            finish(runtime.block_on(async {
+                match command {
+                    TenantCommand::Create { name } => tenant::create_tenant(&config, &name).await,
+                    TenantCommand::List => tenant::list_tenants(&config).await,
+                }
+            }))
+        }
+        Command::Key { command } => {
+            let config = match config_or_exit(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            finish(runtime.block_on(async {
+                match command {
+                    KeyCommand::Create { tenant, role, name } => {
+                        tenant::create_key(&config, &tenant, &role, name.as_deref()).await
+                    }
+                    KeyCommand::List { tenant } => {
+                        tenant::list_keys(&config, tenant.as_deref()).await
+                    }
+                    KeyCommand::Revoke { id } => tenant::revoke_key(&config, &id).await,
+                }
+            }))
+        }
         Command::Grant { tenant, command } => {
             let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
@@ -522,9 +601,9 @@ pub(crate) async fn gateway(
         browsers,
         airlock_gateway::GatewayConfig {
             idle_ttl: config.sessions.idle_ttl,
-            // Limits per session come with their configuration (tenants and leasing).
-            max_lifetime: None,
-            action_budget: None,
+            max_lifetime: config.sessions.max_lifetime,
+            action_budget: config.sessions.action_budget,
+            caps: session_caps(config),
             policy: config.policy.clone().with_airlock_addresses(own_addresses),
             credentials: airlock_gateway::CredentialSource {
                 vault: Some(std::sync::Arc::new(vault)),
@@ -542,11 +621,29 @@ pub(crate) async fn gateway(
             in_client_approval: config.approvals.in_client,
         },
     );
+    // Sessions a killed gateway of this data dir left open end on the record now.
+    gateway
+        .end_orphaned_sessions()
+        .await
+        .context("ending sessions a stopped gateway left open")?;
     if let Some(hook) = config.approvals.webhook.clone() {
         tracing::info!(url = %hook.url, "approval requests and decisions are announced to a webhook");
         airlock_http::webhook::spawn(&gateway, hook);
     }
     Ok(gateway)
+}
+
+/// The caps on live sessions: as configured, the global one derived from the
+/// machine's memory when not set.
+pub(crate) fn session_caps(config: &Config) -> airlock_gateway::Caps {
+    airlock_gateway::Caps {
+        per_user: config.sessions.max_per_user,
+        per_tenant: config.sessions.max_per_tenant,
+        total: Some(config.sessions.max_total.unwrap_or_else(|| {
+            airlock_browser::host::default_session_cap(config.browser.isolation)
+        })),
+        min_free_memory_mib: config.sessions.min_free_memory_mb,
+    }
 }
 
 /// Who runs this CLI command, as decisions and changes are recorded: `cli:$USER`.

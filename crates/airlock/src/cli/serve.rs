@@ -53,12 +53,13 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
             admin_key: config.server.admin_key.clone(),
         },
     );
+    let signalled = shutdown_signal()?;
     tracing::info!(%addr, data_dir = %config.data_dir.display(), auth = config.server.api_key.is_some(), "Airlock listening; MCP endpoint: http://{addr}/mcp");
     // Event streams never end by themselves: they are ended first, or the graceful
     // shutdown would wait on them forever.
     let stopping = gateway.clone();
     let served = airlock_http::serve(listener, router, async move {
-        shutdown_signal().await;
+        signalled.await;
         stopping.stop_streams();
     })
     .await;
@@ -68,18 +69,17 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+// SIGTERM or SIGINT, registered when called: a signal that arrives once the server
+// said it listens is never lost (one before registration would kill the process
+// without cleanup).
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("registering for SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("registering for SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = ctrl_c => {}
-        () = term => {}
-    }
+    })
 }

@@ -9,6 +9,7 @@ mod approvals_cli;
 mod approvals_rest;
 mod audit_cli;
 mod http_safety;
+mod leasing;
 mod mcp_clients;
 mod policy_cli;
 mod replay_cli;

@@ -1,0 +1,262 @@
+//! Leasing: a backend gets (or creates) the browser session of a (user,
+//! conversation) of its tenant, keeps it alive with heartbeats, lists and ends its
+//! sessions, and hands the session's MCP URL to whichever agent run comes next. Any
+//! key of the tenant reaches a leased session; each call is judged by that key's role.
+//!
+//! Every lookup is scoped to the caller's tenant: another tenant's session answers
+//! exactly like one that does not exist.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_core::sync::lock;
+
+use crate::error::{Error, Result};
+use crate::session::{AgentSession, Gateway};
+use crate::sessions::{ConversationKey, LeaseInfo, Principal, SessionId};
+use crate::surface::Surface;
+use crate::tools::OpenOptions;
+
+/// Longest idle TTL a lease may ask for.
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Longest user or conversation id.
+const MAX_KEY_CHARS: usize = 200;
+
+/// A backend's request for the session of one (user, conversation).
+#[derive(Debug, Default)]
+pub struct LeaseRequest {
+    /// The backend's user.
+    pub user: String,
+    /// The conversation (or agent run) of that user.
+    pub conversation: String,
+    /// Idle TTL of a new session (the gateway's default when `None`).
+    pub ttl: Option<Duration>,
+    /// How a new session opens; ignored when the session exists.
+    pub options: OpenOptions,
+}
+
+/// A leased session and whether this request created it.
+#[derive(Debug, Clone)]
+pub struct Leased {
+    /// The session as it is now.
+    pub info: LeaseInfo,
+    /// Created by this request (else it existed).
+    pub created: bool,
+    /// Why its credentials were refused, if they were (it opened without them).
+    pub credentials_refused: Option<String>,
+}
+
+// One (tenant, user, conversation) and the session it names. Racing requests for the
+// same key wait on its lock, so exactly one creates the session.
+pub(crate) type ConversationSlots =
+    std::sync::Mutex<std::collections::HashMap<(String, ConversationKey), ConversationSlot>>;
+pub(crate) type ConversationSlot = Arc<tokio::sync::Mutex<Option<SessionId>>>;
+
+fn valid_key(what: &str, text: &str) -> Result<()> {
+    if text.trim().is_empty()
+        || text.chars().count() > MAX_KEY_CHARS
+        || text.chars().any(char::is_control)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{what} must be 1–{MAX_KEY_CHARS} characters with no control characters"
+        )));
+    }
+    Ok(())
+}
+
+impl Gateway {
+    /// The session of `request`'s (user, conversation) within `caller`'s tenant:
+    /// the open one, or a new one. A hundred racing requests for one key get one
+    /// session (one browser context is opened).
+    pub async fn lease(&self, caller: &Principal, request: LeaseRequest) -> Result<Leased> {
+        valid_key("user_id", &request.user)?;
+        valid_key("conversation_id", &request.conversation)?;
+        let ttl = match request.ttl {
+            Some(ttl) if ttl.is_zero() || ttl > MAX_LEASE_TTL => {
+                return Err(Error::InvalidArgument(format!(
+                    "ttl_secs must be between 1 and {}",
+                    MAX_LEASE_TTL.as_secs()
+                )));
+            }
+            Some(ttl) => ttl,
+            None => self.terms().idle_ttl,
+        };
+        let key = ConversationKey {
+            user: request.user,
+            conversation: request.conversation,
+        };
+        let slot = lock(&self.conversations)
+            .entry((caller.tenant.clone(), key.clone()))
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().await;
+        if let Some(id) = slot.as_ref()
+            && let Some(lease) = self.sessions.get(id)
+            && lease.ended().is_none()
+            && lease.expires_in() != Some(Duration::ZERO)
+        {
+            return Ok(Leased {
+                info: self.sessions.info(&lease),
+                created: false,
+                credentials_refused: None,
+            });
+        }
+        let terms = crate::sessions::LeaseTerms {
+            idle_ttl: ttl,
+            ..self.terms()
+        };
+        let (lease, refused) = self
+            .open_lease(caller, request.options, Some(key), terms)
+            .await?;
+        *slot = Some(lease.id.clone());
+        // On the record (and in `live_sessions`) before the backend hears of it: a
+        // gateway killed a moment later still leaves a trace the next start ends.
+        self.sessions.flush().await;
+        tracing::info!(
+            session.id = %lease.id,
+            tenant = %caller.tenant,
+            "browser session leased"
+        );
+        Ok(Leased {
+            info: self.sessions.info(&lease),
+            created: true,
+            credentials_refused: refused,
+        })
+    }
+
+    /// One of `tenant`'s open sessions.
+    pub fn session_info(&self, tenant: &str, id: &str) -> Result<LeaseInfo> {
+        let lease = self.tenant_lease(tenant, id)?;
+        Ok(self.sessions.info(&lease))
+    }
+
+    /// Extends the idle TTL of one of `tenant`'s sessions from now.
+    pub fn heartbeat(&self, tenant: &str, id: &str) -> Result<LeaseInfo> {
+        let lease = self.tenant_lease(tenant, id)?;
+        if lease.touch().is_some() {
+            return Err(Error::NoSuchSession);
+        }
+        Ok(self.sessions.info(&lease))
+    }
+
+    /// Ends one of `tenant`'s sessions now (a call in it fails on the closed browser).
+    pub async fn end_session(&self, tenant: &str, id: &str) -> Result<()> {
+        let lease = self.tenant_lease(tenant, id)?;
+        self.sessions
+            .close(&lease, crate::sessions::End::Closed)
+            .await;
+        Ok(())
+    }
+
+    /// `tenant`'s open sessions (of one user, if given), oldest first.
+    pub fn tenant_sessions(&self, tenant: &str, user: Option<&str>) -> Vec<LeaseInfo> {
+        self.sessions
+            .list()
+            .into_iter()
+            .filter(|l| l.owner.tenant == tenant)
+            .filter(|l| {
+                user.is_none_or(|user| l.conversation.as_ref().is_some_and(|c| c.user == user))
+            })
+            .collect()
+    }
+
+    /// The agent through which `caller` drives the session `handle` names: a
+    /// stateless client's own named session, or a leased session of the caller's
+    /// tenant. Anything else — another caller's handle, another tenant's session, an
+    /// ended one — answers `session_expired`, all alike.
+    pub fn session_agent(
+        self: &Arc<Self>,
+        caller: &Principal,
+        handle: &str,
+    ) -> Result<Arc<AgentSession>> {
+        if let Ok(agent) = self.named_agent(&caller.caller(), handle) {
+            return Ok(agent);
+        }
+        let gone = || {
+            Error::SessionExpired(
+                "this session URL names no open browser session (it ended, or never existed); lease a new one",
+            )
+        };
+        let lease = self
+            .tenant_lease(&caller.tenant, handle)
+            .map_err(|_| gone())?;
+        if lease.conversation.is_none() {
+            // An agent's own session is reached through its agent only.
+            return Err(gone());
+        }
+        Ok(self.pinned_agent(caller, lease, Surface::Mcp))
+    }
+
+    fn tenant_lease(&self, tenant: &str, id: &str) -> Result<Arc<crate::sessions::Lease>> {
+        self.sessions
+            .find(id)
+            .filter(|lease| {
+                // One past its idle TTL that the reaper has yet to close is gone too.
+                lease.owner.tenant == tenant
+                    && lease.ended().is_none()
+                    && lease.expires_in() != Some(Duration::ZERO)
+            })
+            .ok_or(Error::NoSuchSession)
+    }
+
+    // Conversation slots whose session ended go (the reaper's tick).
+    pub(crate) fn forget_ended_conversations(&self) {
+        lock(&self.conversations).retain(|_, slot| match slot.try_lock() {
+            // Being created or looked up now: keep.
+            Err(_) => true,
+            Ok(id) => id
+                .as_ref()
+                .and_then(|id| self.sessions.get(id))
+                .is_some_and(|lease| lease.ended().is_none()),
+        });
+    }
+}
+
+impl Gateway {
+    /// Ends, on the record, the sessions the store shows open for gateway processes
+    /// that no longer run (killed before they could close them): their Chromium went
+    /// with its pipe, and the browser pool removes their profile directories. Returns
+    /// how many there were. Rows of a gateway still running are left to it.
+    pub async fn end_orphaned_sessions(&self) -> Result<usize> {
+        let Some(store) = self.store() else {
+            return Ok(0);
+        };
+        let live = store
+            .live_sessions()
+            .await
+            .map_err(|e| Error::Internal(format!("cannot read live sessions: {e}")))?;
+        let mine = i64::from(std::process::id());
+        let mut ended = 0;
+        for row in live {
+            let running = row.gateway_pid == mine
+                || std::path::Path::new(&format!("/proc/{}", row.gateway_pid)).exists();
+            if running {
+                continue;
+            }
+            let event = serde_json::json!({
+                "kind": "session_close",
+                "tenant": row.tenant,
+                "session": row.id,
+                "user": row.user_id,
+                "conversation": row.conversation,
+                "reason": "gateway gone",
+                "gateway_pid": row.gateway_pid,
+            });
+            if let serde_json::Value::Object(fields) = event {
+                self.record_event(fields).await;
+            }
+            store
+                .remove_live_session(&row.id)
+                .await
+                .map_err(|e| Error::Internal(format!("cannot forget a live session: {e}")))?;
+            ended += 1;
+        }
+        if ended > 0 {
+            tracing::warn!(
+                sessions = ended,
+                "ended browser sessions left open by a gateway that stopped without closing them"
+            );
+        }
+        Ok(ended)
+    }
+}

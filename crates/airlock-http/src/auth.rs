@@ -1,0 +1,180 @@
+//! Who a request is: one authenticator for every route. A bearer token is the
+//! configured agent key (`[server] api_key`: the `default` tenant, `[server] role`),
+//! the configured approver key (`[server] admin_key`: `default`, `admin`), or an API
+//! key of the store (`airlock key create`: its tenant and role). Each route then asks
+//! for the role it needs; below it is `403`, on the audit record.
+
+use std::sync::Arc;
+
+use airlock_config::ApiKey;
+use airlock_core::Role;
+use airlock_gateway::{Gateway, Principal};
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::limit::AuthLimiter;
+
+/// The keys requests are checked against, and the limiter of failed attempts.
+pub(crate) struct Authenticator {
+    pub(crate) api_key: Option<ApiKey>,
+    pub(crate) admin_key: Option<ApiKey>,
+    pub(crate) gateway: Arc<Gateway>,
+    pub(crate) limiter: AuthLimiter,
+}
+
+/// What a request's credentials came to.
+pub(crate) enum Identity {
+    /// A key authenticated: this caller.
+    Known(Principal),
+    /// No key is required here and none authenticated: the gateway's local caller.
+    Local(Principal),
+    /// Refused with this response (401 or 429).
+    Refused(Response),
+}
+
+impl Authenticator {
+    // Whether callers must authenticate: a key is configured, or the store holds
+    // keys of tenants (then an anonymous caller would act in `default` beside them).
+    async fn required(&self) -> bool {
+        self.api_key.is_some() || self.admin_key.is_some() || self.gateway.has_api_keys().await
+    }
+
+    /// Who `request` is, or the response refusing it. `surface` names the route
+    /// family on the audit record.
+    pub(crate) fn identify(
+        &self,
+        request: &Request,
+        surface: &'static str,
+    ) -> impl std::future::Future<Output = Identity> + Send + '_ {
+        let refused = crate::refuse_query_credentials(request);
+        // Taken out of the request first: the body is not `Sync`, so no borrow of the
+        // request may live across an await.
+        let client = crate::client_addr(request);
+        let presented = crate::bearer(request).map(str::to_owned);
+        async move {
+            if let Some(refused) = refused {
+                return Identity::Refused(refused);
+            }
+            self.identify_token(presented.as_deref(), client, surface)
+                .await
+        }
+    }
+
+    async fn identify_token(
+        &self,
+        presented: Option<&str>,
+        client: Option<std::net::IpAddr>,
+        surface: &'static str,
+    ) -> Identity {
+        let now = tokio::time::Instant::now();
+        let required = self.required().await;
+        if !required && presented.is_none() {
+            return Identity::Local(self.gateway.principal(None));
+        }
+        if let Some(refused) = crate::refuse_if_limited(&self.limiter, client, now) {
+            return Identity::Refused(refused);
+        }
+        let known = match presented {
+            Some(token) => self.principal_of(token).await,
+            None => None,
+        };
+        match known {
+            Some(principal) => {
+                if let Some(addr) = client {
+                    self.limiter.succeeded(addr);
+                }
+                Identity::Known(principal)
+            }
+            None if !required => Identity::Local(self.gateway.principal(None)),
+            None => {
+                if let Some(addr) = client {
+                    self.limiter.failed(addr, now);
+                }
+                let reason = if presented.is_some() {
+                    "wrong token"
+                } else {
+                    "no token"
+                };
+                tracing::warn!(reason, surface, "unauthorized request");
+                // On the audit record too (never the token); the limiter above bounds
+                // how many a client can cause.
+                crate::record_auth_failure(&self.gateway, surface, reason, client);
+                Identity::Refused(unauthorized(surface))
+            }
+        }
+    }
+
+    async fn principal_of(&self, token: &str) -> Option<Principal> {
+        let matches =
+            |key: &ApiKey| crate::constant_time_eq(token.as_bytes(), key.expose().as_bytes());
+        if self.admin_key.as_ref().is_some_and(matches) {
+            return Some(self.gateway.operator("admin_key"));
+        }
+        if self.api_key.as_ref().is_some_and(matches) {
+            return Some(self.gateway.principal(Some("api_key")));
+        }
+        match self.gateway.authenticate_key(token).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot check an API key");
+                None
+            }
+        }
+    }
+}
+
+/// Refuses `principal` below `needed` (403, on the audit record), else `None`.
+pub(crate) fn refuse_below(
+    gateway: &Arc<Gateway>,
+    principal: &Principal,
+    needed: Role,
+    surface: &'static str,
+    client: Option<std::net::IpAddr>,
+) -> Option<Response> {
+    if principal.role >= needed {
+        return None;
+    }
+    tracing::warn!(
+        caller = %principal.caller(),
+        role = principal.role.as_str(),
+        needed = needed.as_str(),
+        surface,
+        "a caller reached above its role"
+    );
+    crate::record_auth_failure(gateway, surface, "role", client);
+    Some(crate::api::error_response(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        &format!(
+            "this needs the `{}` role; this key has `{}`",
+            needed.as_str(),
+            principal.role.as_str()
+        ),
+    ))
+}
+
+fn unauthorized(surface: &str) -> Response {
+    let mut response = if surface == "mcp" {
+        (
+            StatusCode::UNAUTHORIZED,
+            "unauthorized: send Authorization: Bearer <api key>\n",
+        )
+            .into_response()
+    } else {
+        crate::api::error_response(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "send Authorization: Bearer <key>",
+        )
+    };
+    let realm = if surface == "mcp" {
+        "Bearer realm=\"airlock\""
+    } else {
+        "Bearer realm=\"airlock-api\""
+    };
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(realm));
+    response
+}
