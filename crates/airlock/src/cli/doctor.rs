@@ -123,6 +123,27 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
         Err(e) => report.fail("chromium found", &e.to_string()),
     }
 
+    let caps = super::session_caps(&config);
+    let show = |cap: Option<usize>| cap.map_or("none".to_owned(), |n| n.to_string());
+    let memory = airlock_browser::host::memory().map_or("unknown".to_owned(), |m| {
+        format!("{} of {} MiB available", m.available_mib, m.total_mib)
+    });
+    report.note(
+        "session caps",
+        &format!(
+            "{} live sessions in all{} ({} isolation), {} per tenant, {} per user; none opens under {} MiB available (now: {memory})",
+            show(caps.total),
+            if config.sessions.max_total.is_none() { " (derived from memory)" } else { "" },
+            match config.browser.isolation {
+                airlock_config::Isolation::Context => "context",
+                airlock_config::Isolation::Process => "process",
+            },
+            show(caps.per_tenant),
+            show(caps.per_user),
+            caps.min_free_memory_mib,
+        ),
+    );
+
     match check_writable(&config.data_dir) {
         Ok(()) => report.pass("data dir writable", &config.data_dir.display().to_string()),
         Err(e) => report.fail(
