@@ -21,6 +21,8 @@ pub mod vars {
     pub const ADMIN_KEY: &str = "AIRLOCK_ADMIN_KEY";
     /// The key approval webhooks are signed with.
     pub const WEBHOOK_SECRET: &str = "AIRLOCK_WEBHOOK_SECRET";
+    /// The shared HS256 secret of service callers' JWTs.
+    pub const JWT_SECRET: &str = "AIRLOCK_JWT_SECRET";
     /// The vault's master key (base64 of 32 bytes); else a key file in the data dir.
     pub const MASTER_KEY: &str = "AIRLOCK_MASTER_KEY";
     /// The new master key `airlock vault rotate-key` moves to when the key is in the
@@ -37,6 +39,7 @@ pub mod vars {
         API_KEY,
         ADMIN_KEY,
         WEBHOOK_SECRET,
+        JWT_SECRET,
         MASTER_KEY,
         NEW_MASTER_KEY,
     ];
@@ -46,6 +49,7 @@ pub mod vars {
         API_KEY,
         ADMIN_KEY,
         WEBHOOK_SECRET,
+        JWT_SECRET,
         MASTER_KEY,
         NEW_MASTER_KEY,
     ];

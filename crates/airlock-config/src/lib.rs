@@ -150,6 +150,56 @@ pub struct RawServer {
     /// Role of callers (the API key holder, the stdio user): `observe`, `act`
     /// (default), `operate` (may use stored credentials without a grant), `admin`.
     pub role: Option<String>,
+    /// `[server.jwt]`: bearer JWTs of service callers.
+    pub jwt: Option<RawJwt>,
+}
+
+/// `[server.jwt]` as written.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawJwt {
+    /// The `iss` every token must carry.
+    pub issuer: Option<String>,
+    /// The `aud` every token must carry.
+    pub audience: Option<String>,
+    /// A shared HS256 secret (`AIRLOCK_JWT_SECRET` beats it).
+    pub hs256_secret: Option<String>,
+    /// A JWKS file of the issuer's public keys (RS256, ES256, EdDSA).
+    pub jwks_file: Option<PathBuf>,
+    /// Clock skew tolerated on `exp` and `nbf`, in seconds (default 60, at most 300).
+    pub leeway_secs: Option<u64>,
+}
+
+impl std::fmt::Debug for RawJwt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawJwt")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .field("jwks_file", &self.jwks_file)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Validated `[server.jwt]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JwtConfig {
+    /// The required `iss`.
+    pub issuer: String,
+    /// The required `aud`.
+    pub audience: String,
+    /// Where the verification keys come from.
+    pub keys: JwtKeys,
+    /// Clock skew tolerated.
+    pub leeway: Duration,
+}
+
+/// Where JWT verification keys come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwtKeys {
+    /// A shared HS256 secret.
+    Hs256(ApiKey),
+    /// A JWKS file (read by the binary at start-up).
+    JwksFile(PathBuf),
 }
 
 impl std::fmt::Debug for RawServer {
@@ -269,6 +319,8 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Role of callers.
     pub role: Role,
+    /// Bearer JWTs of service callers, when configured.
+    pub jwt: Option<JwtConfig>,
 }
 
 /// A bearer token; never printed.
@@ -565,6 +617,11 @@ impl Config {
                 });
             }
         }
+        let jwt_secret = env.get(vars::JWT_SECRET).filter(|k| !k.is_empty());
+        let jwt = match (raw.server.jwt.clone(), jwt_secret) {
+            (None, None) => None,
+            (raw_jwt, secret) => Some(jwt_config(raw_jwt.unwrap_or_default(), secret)?),
+        };
         let role = match raw.server.role.as_deref() {
             None => Role::default(),
             Some(text) => Role::parse(text).ok_or_else(|| Error::Invalid {
@@ -700,6 +757,7 @@ impl Config {
                 admin_key,
                 allowed_origins: raw.server.allowed_origins,
                 role,
+                jwt,
             },
             browser,
             policy,
@@ -758,6 +816,52 @@ fn webhook(raw: &ApprovalsConfig, env_secret: Option<String>) -> Result<Option<W
         url,
         secret: ApiKey(secret),
     }))
+}
+
+// `[server.jwt]`, checked: issuer and audience required, exactly one key source.
+fn jwt_config(raw: RawJwt, env_secret: Option<String>) -> Result<JwtConfig, Error> {
+    let invalid = |key: &str, message: &str| Error::Invalid {
+        key: format!("server.jwt.{key}"),
+        message: message.to_owned(),
+    };
+    let issuer = raw
+        .issuer
+        .filter(|i| !i.trim().is_empty())
+        .ok_or_else(|| invalid("issuer", "is required: the `iss` every token must carry"))?;
+    let audience = raw
+        .audience
+        .filter(|a| !a.trim().is_empty())
+        .ok_or_else(|| invalid("audience", "is required: the `aud` every token must carry"))?;
+    let secret = env_secret.or(raw.hs256_secret).filter(|s| !s.is_empty());
+    let keys = match (secret, raw.jwks_file) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "hs256_secret",
+                "give either hs256_secret (or AIRLOCK_JWT_SECRET) or jwks_file, not both",
+            ));
+        }
+        (Some(secret), None) if secret.len() < 32 => {
+            return Err(invalid("hs256_secret", "must be at least 32 characters"));
+        }
+        (Some(secret), None) => JwtKeys::Hs256(ApiKey(secret)),
+        (None, Some(path)) => JwtKeys::JwksFile(path),
+        (None, None) => {
+            return Err(invalid(
+                "jwks_file",
+                "give jwks_file or hs256_secret (or AIRLOCK_JWT_SECRET)",
+            ));
+        }
+    };
+    let leeway = raw.leeway_secs.unwrap_or(60);
+    if leeway > 300 {
+        return Err(invalid("leeway_secs", "is at most 300"));
+    }
+    Ok(JwtConfig {
+        issuer,
+        audience,
+        keys,
+        leeway: Duration::from_secs(leeway),
+    })
 }
 
 #[cfg(test)]

@@ -14,4 +14,4 @@ pub mod text;
 pub use error_code::{ErrorCode, HasErrorCode};
 pub use node_ref::{NodeRef, ParseNodeRefError};
 pub use redact::{NoRedaction, Redact};
-pub use role::Role;
+pub use role::{Role, valid_tenant_name};

@@ -37,6 +37,20 @@ impl Role {
     }
 }
 
+/// Whether `name` may name a tenant: 1–64 of `a-z 0-9 - _ .`, starting with a letter
+/// or digit. Tenant names end up in labels, paths and log lines, so nothing else.
+pub fn valid_tenant_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && name.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.')
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

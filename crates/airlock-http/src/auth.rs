@@ -19,6 +19,7 @@ use crate::limit::AuthLimiter;
 pub(crate) struct Authenticator {
     pub(crate) api_key: Option<ApiKey>,
     pub(crate) admin_key: Option<ApiKey>,
+    pub(crate) jwt: Option<Arc<crate::jwt::JwtVerifier>>,
     pub(crate) gateway: Arc<Gateway>,
     pub(crate) limiter: AuthLimiter,
 }
@@ -36,8 +37,16 @@ pub(crate) enum Identity {
 impl Authenticator {
     // Whether callers must authenticate: a key is configured, or the store holds
     // keys of tenants (then an anonymous caller would act in `default` beside them).
-    async fn required(&self) -> bool {
-        self.api_key.is_some() || self.admin_key.is_some() || self.gateway.has_api_keys().await
+    pub(crate) async fn required(&self) -> bool {
+        self.api_key.is_some()
+            || self.admin_key.is_some()
+            || self.jwt.is_some()
+            || self.gateway.has_api_keys().await
+    }
+
+    /// The issuer of the JWTs accepted, if any (RFC 9728 names it).
+    pub(crate) fn jwt_issuer(&self) -> Option<&str> {
+        self.jwt.as_ref().map(|j| j.issuer())
     }
 
     /// Who `request` is, or the response refusing it. `surface` names the route
@@ -52,11 +61,17 @@ impl Authenticator {
         // request may live across an await.
         let client = crate::client_addr(request);
         let presented = crate::bearer(request).map(str::to_owned);
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("127.0.0.1")
+            .to_owned();
         async move {
             if let Some(refused) = refused {
                 return Identity::Refused(refused);
             }
-            self.identify_token(presented.as_deref(), client, surface)
+            self.identify_token(presented.as_deref(), client, surface, &host)
                 .await
         }
     }
@@ -66,6 +81,7 @@ impl Authenticator {
         presented: Option<&str>,
         client: Option<std::net::IpAddr>,
         surface: &'static str,
+        host: &str,
     ) -> Identity {
         let now = tokio::time::Instant::now();
         let required = self.required().await;
@@ -77,48 +93,50 @@ impl Authenticator {
         }
         let known = match presented {
             Some(token) => self.principal_of(token).await,
-            None => None,
+            None => Err("no token"),
         };
         match known {
-            Some(principal) => {
+            Ok(principal) => {
                 if let Some(addr) = client {
                     self.limiter.succeeded(addr);
                 }
                 Identity::Known(principal)
             }
-            None if !required => Identity::Local(self.gateway.principal(None)),
-            None => {
+            Err(_) if !required => Identity::Local(self.gateway.principal(None)),
+            Err(reason) => {
                 if let Some(addr) = client {
                     self.limiter.failed(addr, now);
                 }
-                let reason = if presented.is_some() {
-                    "wrong token"
-                } else {
-                    "no token"
-                };
                 tracing::warn!(reason, surface, "unauthorized request");
                 // On the audit record too (never the token); the limiter above bounds
                 // how many a client can cause.
                 crate::record_auth_failure(&self.gateway, surface, reason, client);
-                Identity::Refused(unauthorized(surface))
+                Identity::Refused(unauthorized(surface, host))
             }
         }
     }
 
-    async fn principal_of(&self, token: &str) -> Option<Principal> {
+    // Who `token` is, or why it is nobody (for the log and the audit record).
+    async fn principal_of(&self, token: &str) -> Result<Principal, &'static str> {
         let matches =
             |key: &ApiKey| crate::constant_time_eq(token.as_bytes(), key.expose().as_bytes());
         if self.admin_key.as_ref().is_some_and(matches) {
-            return Some(self.gateway.operator("admin_key"));
+            return Ok(self.gateway.operator("admin_key"));
         }
         if self.api_key.as_ref().is_some_and(matches) {
-            return Some(self.gateway.principal(Some("api_key")));
+            return Ok(self.gateway.principal(Some("api_key")));
+        }
+        if let Some(jwt) = &self.jwt
+            && crate::jwt::JwtVerifier::looks_like_jwt(token)
+        {
+            return jwt.verify(token).map_err(|refusal| refusal.reason());
         }
         match self.gateway.authenticate_key(token).await {
-            Ok(found) => found,
+            Ok(Some(principal)) => Ok(principal),
+            Ok(None) => Err("wrong token"),
             Err(e) => {
                 tracing::error!(error = %e, "cannot check an API key");
-                None
+                Err("key check failed")
             }
         }
     }
@@ -154,7 +172,11 @@ pub(crate) fn refuse_below(
     ))
 }
 
-fn unauthorized(surface: &str) -> Response {
+/// Where a client reads how this resource is protected (RFC 9728).
+pub(crate) const RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource";
+
+// 401 with `WWW-Authenticate`, naming the protected-resource metadata (RFC 9728).
+fn unauthorized(surface: &str, host: &str) -> Response {
     let mut response = if surface == "mcp" {
         (
             StatusCode::UNAUTHORIZED,
@@ -169,12 +191,23 @@ fn unauthorized(surface: &str) -> Response {
         )
     };
     let realm = if surface == "mcp" {
-        "Bearer realm=\"airlock\""
+        "airlock"
     } else {
-        "Bearer realm=\"airlock-api\""
+        "airlock-api"
     };
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(realm));
+    // A Host that is not a plain host[:port] is left out of the header.
+    let plain = host
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    let value = if plain {
+        format!("Bearer realm=\"{realm}\", resource_metadata=\"http://{host}{RESOURCE_METADATA}\"")
+    } else {
+        format!("Bearer realm=\"{realm}\"")
+    };
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
     response
 }

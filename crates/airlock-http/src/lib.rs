@@ -11,6 +11,7 @@
 
 mod api;
 mod auth;
+pub mod jwt;
 mod leases;
 mod limit;
 mod metrics;
@@ -47,6 +48,8 @@ pub struct HttpConfig {
     pub tool_profile: airlock_config::ToolProfile,
     /// Bearer token of approvers on `/api/v1`; `None`: the API answers 403.
     pub admin_key: Option<ApiKey>,
+    /// Bearer JWTs of service callers, when configured.
+    pub jwt: Option<Arc<jwt::JwtVerifier>>,
 }
 
 /// The router with every endpoint this surface serves.
@@ -64,6 +67,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
     let auth = Arc::new(auth::Authenticator {
         api_key: config.api_key,
         admin_key: config.admin_key,
+        jwt: config.jwt,
         gateway: gateway.clone(),
         limiter: limit::AuthLimiter::default(),
     });
@@ -72,6 +76,13 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         auth.clone(),
         metrics::Metrics::install(&gateway),
     );
+    let metadata = Router::new()
+        .route(auth::RESOURCE_METADATA, get(protected_resource))
+        .route(
+            &format!("{}/mcp", auth::RESOURCE_METADATA),
+            get(protected_resource),
+        )
+        .with_state(auth.clone());
     Router::new()
         // A stateless client's named browser session: the same MCP service, which
         // reads the handle from the path.
@@ -81,9 +92,35 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .route_layer(middleware::from_fn(deleted_is_no_content))
         .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .merge(api)
+        .merge(metadata)
         .route("/", get(index))
         .route("/healthz", get(healthz))
         .route("/readyz", get(healthz))
+}
+
+// RFC 9728 protected-resource metadata: what this resource is, how a token is sent,
+// and (with JWTs) which issuer's tokens it takes. Served only when callers must
+// authenticate; otherwise there is nothing to describe.
+async fn protected_resource(
+    State(auth): State<Arc<auth::Authenticator>>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if !auth.required().await {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    let mut body = serde_json::json!({
+        "resource": format!("http://{host}/mcp"),
+        "resource_name": "Airlock",
+        "bearer_methods_supported": ["header"],
+    });
+    if let Some(issuer) = auth.jwt_issuer() {
+        body["authorization_servers"] = serde_json::json!([issuer]);
+    }
+    axum::Json(body).into_response()
 }
 
 async fn index() -> &'static str {

@@ -40,15 +40,7 @@ pub struct KeyHolder {
 /// A tenant name: 1–64 of `a-z 0-9 - _ .`, starting with a letter or digit. It ends up
 /// in labels, paths and log lines, so nothing else.
 pub fn valid_tenant(name: &str) -> Result<(), VaultError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && name.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.')
-        });
+    let ok = airlock_core::valid_tenant_name(name);
     if ok {
         Ok(())
     } else {

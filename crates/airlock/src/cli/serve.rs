@@ -10,9 +10,9 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
         config.server.listen = listen;
     }
     let loopback = config.server.listen.ip().is_loopback();
-    if !loopback && config.server.api_key.is_none() {
+    if !loopback && config.server.api_key.is_none() && config.server.jwt.is_none() {
         anyhow::bail!(
-            "refusing to listen on {} without authentication; set AIRLOCK_API_KEY (or server.api_key) or bind 127.0.0.1",
+            "refusing to listen on {} without authentication; set AIRLOCK_API_KEY (or server.api_key) or [server.jwt], or bind 127.0.0.1",
             config.server.listen
         );
     }
@@ -23,6 +23,7 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     let _data_dir = super::vault::hold_data_dir(&config.data_dir)?;
+    let jwt = jwt_verifier(&config)?;
     let gateway = super::gateway(&config, vec![addr]).await?;
     // Host checking defends unauthenticated loopback servers against DNS rebinding;
     // a non-loopback server requires a token instead and answers to any host name.
@@ -51,6 +52,7 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
             allowed_origins,
             tool_profile: config.tool_profile,
             admin_key: config.server.admin_key.clone(),
+            jwt,
         },
     );
     let signalled = shutdown_signal()?;
@@ -67,6 +69,26 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
     served.context("serving HTTP")?;
     tracing::info!("Airlock stopped");
     Ok(())
+}
+
+// The JWT verifier `[server.jwt]` describes (its JWKS file read now), if any.
+fn jwt_verifier(
+    config: &Config,
+) -> anyhow::Result<Option<std::sync::Arc<airlock_http::jwt::JwtVerifier>>> {
+    let Some(jwt) = &config.server.jwt else {
+        return Ok(None);
+    };
+    let jwks = match &jwt.keys {
+        airlock_config::JwtKeys::JwksFile(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading server.jwt.jwks_file {}", path.display()))?,
+        ),
+        airlock_config::JwtKeys::Hs256(_) => None,
+    };
+    let verifier = airlock_http::jwt::JwtVerifier::new(jwt, jwks.as_deref())
+        .map_err(|e| anyhow::anyhow!("server.jwt: {e}"))?;
+    tracing::info!(issuer = %jwt.issuer, audience = %jwt.audience, "accepting bearer JWTs");
+    Ok(Some(std::sync::Arc::new(verifier)))
 }
 
 // SIGTERM or SIGINT, registered when called: a signal that arrives once the server

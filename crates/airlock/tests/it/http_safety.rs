@@ -204,9 +204,13 @@ async fn bearer_token_is_required_when_configured() {
 
     let missing = initialize(&url, &[]).await;
     assert_eq!(missing.status, 401, "{}", missing.head);
+    // RFC 9728: the challenge names where the resource describes itself.
+    let root = url.trim_end_matches("/mcp");
     assert_eq!(
-        missing.header("www-authenticate").as_deref(),
-        Some("Bearer realm=\"airlock\"")
+        missing.header("www-authenticate"),
+        Some(format!(
+            "Bearer realm=\"airlock\", resource_metadata=\"{root}/.well-known/oauth-protected-resource\""
+        ))
     );
     let wrong = initialize(
         &url,

@@ -179,3 +179,132 @@ async fn http(url: &str, token: &str, method: &str, body: &str) -> (u16, String)
         .unwrap_or_default();
     (status, body)
 }
+
+// An HS256 JWT over `claims`, made here with HMAC-SHA256 (not with the code under test).
+fn jwt(secret: &str, claims: &serde_json::Value) -> String {
+    use base64::Engine as _;
+    use hmac::{KeyInit as _, Mac as _};
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let signing_input = format!(
+        "{}.{}",
+        b64(br#"{"alg":"HS256","typ":"JWT"}"#),
+        b64(claims.to_string().as_bytes())
+    );
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(signing_input.as_bytes());
+    format!("{signing_input}.{}", b64(&mac.finalize().into_bytes()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_leases_with_a_jwt_and_the_resource_describes_itself() {
+    let site = FixtureSite::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = "jwt-secret-0123456789abcdef-0123456789";
+    let config = fixture_config(
+        tmp.path(),
+        &site,
+        &format!(
+            "[sessions]\nwarm = 0\n[server.jwt]\nissuer = \"https://backend.test\"\naudience = \"airlock\"\nhs256_secret = \"{secret}\"\nleeway_secs = 5\n"
+        ),
+    );
+    let served = serve_with(tmp.path(), None, Some(&config)).await;
+    let root_url = served.url.trim_end_matches("/mcp").to_owned();
+    let sessions = format!("{root_url}/api/v1/sessions");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let claims = |tenant: Option<&str>, aud: &str, exp: i64| {
+        let mut c = serde_json::json!({
+            "iss": "https://backend.test", "aud": aud, "sub": "svc", "exp": exp, "role": "act",
+        });
+        if let Some(t) = tenant {
+            c["tenant"] = serde_json::json!(t);
+        }
+        c
+    };
+    let body = r#"{"user_id":"u","conversation_id":"c"}"#;
+    let good = jwt(secret, &claims(Some("acme"), "airlock", now + 300));
+    let (status, text) = http_post(&sessions, &good, body).await;
+    assert_eq!(status, 201, "{text}");
+    let leased: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // The session is the JWT's tenant's: listed for it, not for another tenant.
+    let (_, listed) = http(&sessions, &good, "GET", "").await;
+    assert!(
+        listed.contains(leased["session_id"].as_str().unwrap()),
+        "{listed}"
+    );
+    let other = jwt(secret, &claims(Some("beta"), "airlock", now + 300));
+    let (_, listed) = http(&sessions, &other, "GET", "").await;
+    assert_eq!(listed, r#"{"sessions":[]}"#);
+    for (token, why) in [
+        (
+            jwt(
+                "another-secret-0123456789abcdef-012345",
+                &claims(Some("acme"), "airlock", now + 300),
+            ),
+            "bad signature",
+        ),
+        (
+            jwt(secret, &claims(Some("acme"), "someone-else", now + 300)),
+            "wrong audience",
+        ),
+        (
+            jwt(secret, &claims(Some("acme"), "airlock", now - 60)),
+            "expired",
+        ),
+        (
+            jwt(secret, &claims(None, "airlock", now + 300)),
+            "missing tenant",
+        ),
+    ] {
+        let (head, _) = http_head(&sessions, &token, "GET").await;
+        assert!(head.starts_with("HTTP/1.1 401"), "{why}: {head}");
+        assert!(
+            head.contains(&format!(
+                "resource_metadata=\"{root_url}/.well-known/oauth-protected-resource\""
+            )),
+            "{why}: {head}"
+        );
+    }
+    // RFC 9728: what this resource is and whose tokens it takes.
+    let (status, metadata) = http(
+        &format!("{root_url}/.well-known/oauth-protected-resource"),
+        "",
+        "GET",
+        "",
+    )
+    .await;
+    assert_eq!(status, 200, "{metadata}");
+    let metadata: serde_json::Value = serde_json::from_str(&metadata).unwrap();
+    assert_eq!(metadata["resource"], format!("{root_url}/mcp"));
+    assert_eq!(metadata["authorization_servers"][0], "https://backend.test");
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+    // Each refusal is on the record with its reason.
+    let events = cli(tmp.path(), &["audit", "export"]).await;
+    for reason in [
+        "jwt bad signature",
+        "jwt wrong audience",
+        "jwt expired",
+        "jwt missing tenant",
+    ] {
+        assert!(events.contains(reason), "{reason}: {events}");
+    }
+}
+
+// The status line and headers of one request.
+async fn http_head(url: &str, token: &str, method: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let request = format!(
+        "{method} /{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (head.to_owned(), body.to_owned())
+}
