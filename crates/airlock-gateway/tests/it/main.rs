@@ -19,6 +19,7 @@ mod approvals;
 mod credentials;
 mod leaks;
 mod leasing;
+mod roles;
 
 /// The policy tests run under: public addresses plus the fixture site's one port.
 fn fixture_policy(h: &Harness) -> Policy {

@@ -1,0 +1,217 @@
+//! The role matrix: every tool for every role, against a real page. A call above
+//! the caller's role is `forbidden`, runs nothing, and is on the audit record; one
+//! within it is never refused for its role.
+
+use std::time::Duration;
+
+use airlock_browser::{
+    Direction, ScreenshotOptions, Scroll, SnapshotOptions, Target, WaitCondition, WaitUntil,
+};
+use airlock_core::{ErrorCode, Role};
+use airlock_gateway::{
+    Gateway, GatewayConfig, OpenOptions, PageView, Principal, ReadFormat, Surface, TabAction,
+    ToolCall,
+};
+use airlock_test_support::with_browser;
+use airlock_vault::Store;
+
+use crate::config;
+
+fn field(name: &str) -> Target {
+    Target::Role {
+        role: "textbox".into(),
+        name: Some(name.into()),
+        index: None,
+    }
+}
+
+// One call of every tool (and the role it needs, written out here, not read from the
+// code under test).
+fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
+    let button = Target::Role {
+        role: "button".into(),
+        name: Some("Sign in".into()),
+        index: None,
+    };
+    vec![
+        (
+            "snapshot",
+            ToolCall::Snapshot(SnapshotOptions::default()),
+            Role::Observe,
+        ),
+        (
+            "screenshot",
+            ToolCall::Screenshot(ScreenshotOptions::default()),
+            Role::Observe,
+        ),
+        (
+            "read",
+            ToolCall::Read {
+                format: ReadFormat::Text,
+                offset: 0,
+            },
+            Role::Observe,
+        ),
+        (
+            "wait_for",
+            ToolCall::WaitFor {
+                condition: WaitCondition::Time(Duration::from_millis(1)),
+                timeout: None,
+            },
+            Role::Observe,
+        ),
+        ("tabs list", ToolCall::Tabs(TabAction::List), Role::Observe),
+        (
+            "navigate",
+            ToolCall::Navigate {
+                url: url.to_owned(),
+                wait_until: WaitUntil::Load,
+                snapshot: PageView::None,
+            },
+            Role::Act,
+        ),
+        (
+            "click",
+            ToolCall::Click {
+                target: button.clone(),
+                options: Default::default(),
+            },
+            Role::Act,
+        ),
+        (
+            "type",
+            ToolCall::Type {
+                target: field("Username"),
+                text: "bob".into(),
+                clear_first: true,
+                submit: false,
+            },
+            Role::Act,
+        ),
+        (
+            "fill_form",
+            ToolCall::FillForm {
+                fields: vec![(field("Username"), "eve".into())],
+            },
+            Role::Act,
+        ),
+        (
+            "press_key",
+            ToolCall::PressKey { key: "Tab".into() },
+            Role::Act,
+        ),
+        (
+            "select_option",
+            ToolCall::SelectOption {
+                target: field("Username"),
+                values: vec!["x".into()],
+            },
+            Role::Act,
+        ),
+        (
+            "check",
+            ToolCall::Check {
+                target: Target::Role {
+                    role: "checkbox".into(),
+                    name: Some("Remember me".into()),
+                    index: None,
+                },
+                checked: true,
+            },
+            Role::Act,
+        ),
+        ("hover", ToolCall::Hover { target: button }, Role::Act),
+        (
+            "scroll",
+            ToolCall::Scroll(Scroll::Page {
+                direction: Direction::Down,
+                amount: None,
+            }),
+            Role::Act,
+        ),
+        ("tabs new", ToolCall::Tabs(TabAction::New(None)), Role::Act),
+        (
+            "tabs select",
+            ToolCall::Tabs(TabAction::Select(0)),
+            Role::Act,
+        ),
+        ("tabs close", ToolCall::Tabs(TabAction::Close(1)), Role::Act),
+        ("back", ToolCall::Back, Role::Act),
+        ("forward", ToolCall::Forward, Role::Act),
+        ("reload", ToolCall::Reload, Role::Act),
+        (
+            "session_open",
+            ToolCall::SessionOpen(OpenOptions::default()),
+            Role::Act,
+        ),
+        ("session_close", ToolCall::SessionClose, Role::Act),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
+    with_browser(|h| async move {
+        let store = Store::open_in_memory().await.unwrap();
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                store: Some(store.clone()),
+                ..config(&h)
+            },
+        );
+        let url = h.site.url("login.html");
+        let mut refused = 0;
+        for role in [Role::Observe, Role::Act, Role::Operate, Role::Admin] {
+            let agent = gateway.agent_session_as(
+                Principal {
+                    tenant: "acme".into(),
+                    role,
+                    key: Some(format!("key_{}", role.as_str())),
+                },
+                Surface::Mcp,
+            );
+            for (name, call, needs) in every_tool(&url) {
+                let out = agent.call(call).await;
+                if role < needs {
+                    refused += 1;
+                    assert_eq!(
+                        out.error,
+                        Some(ErrorCode::Forbidden),
+                        "{name} as {}: {}",
+                        role.as_str(),
+                        out.text
+                    );
+                    assert!(out.text.contains(needs.as_str()), "{name}: {}", out.text);
+                } else {
+                    assert_ne!(
+                        out.error,
+                        Some(ErrorCode::Forbidden),
+                        "{name} as {}: {}",
+                        role.as_str(),
+                        out.text
+                    );
+                }
+                // Leave the session on the page for the next call.
+                if role >= Role::Act && (name == "session_close" || name == "tabs close") {
+                    let _ = agent
+                        .call(ToolCall::Navigate {
+                            url: url.clone(),
+                            wait_until: WaitUntil::Load,
+                            snapshot: PageView::None,
+                        })
+                        .await;
+                }
+            }
+        }
+        // An observer may do nothing but look: 17 of the 22 tools are refused.
+        assert_eq!(refused, 17);
+        gateway.shutdown().await;
+        let events = store.audit_events(0, 10_000).await.unwrap();
+        let forbidden = events
+            .iter()
+            .filter(|e| e.kind == "tool_call" && e.body.contains("\"error\":\"forbidden\""))
+            .count();
+        assert_eq!(forbidden, refused, "every refusal is on the record");
+    })
+    .await;
+}
