@@ -83,6 +83,8 @@ pub enum Error {
     /// machine's free memory refuses a new session.
     #[error("{message}; try again in {retry_after_secs} s, or end a session you hold")]
     QuotaExceeded {
+        /// Which limit: `user`, `tenant`, `total` or `memory`.
+        scope: &'static str,
         /// Which limit, in words.
         message: String,
         /// When trying again may succeed.

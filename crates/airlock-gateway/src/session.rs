@@ -132,6 +132,8 @@ pub struct Gateway {
     pub(crate) decided: Arc<tokio::sync::Notify>,
     // A live API key was seen in the store: callers must authenticate.
     pub(crate) keys_seen: std::sync::atomic::AtomicBool,
+    // New sessions refused over a cap, by scope.
+    quota_refused: Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 impl Gateway {
@@ -172,6 +174,7 @@ impl Gateway {
             pruned: Mutex::new(None),
             decided: Arc::new(tokio::sync::Notify::new()),
             keys_seen: std::sync::atomic::AtomicBool::new(false),
+            quota_refused: Mutex::default(),
             config,
         });
         gateway
@@ -257,6 +260,7 @@ impl Gateway {
                 loaded,
                 recorder,
                 warm: true,
+                opened_in: std::sync::OnceLock::new(),
             };
             return Ok((Arc::new(held), refused));
         }
@@ -282,6 +286,7 @@ impl Gateway {
                 loaded,
                 recorder,
                 warm: false,
+                opened_in: std::sync::OnceLock::new(),
             }),
             refused,
         ))
@@ -302,11 +307,14 @@ impl Gateway {
             .sessions
             .reserve(&caller.tenant, user, &self.config.caps)
             .inspect_err(|e| {
-                if let Error::QuotaExceeded { message, .. } = e {
+                if let Error::QuotaExceeded { scope, message, .. } = e {
                     tracing::warn!(tenant = %caller.tenant, %message, "new browser session refused");
+                    *lock(&self.quota_refused).entry(scope).or_default() += 1;
                 }
             })?;
+        let started = Instant::now();
         let (held, refused) = self.open_held(caller, options).await?;
+        held.opened_in.set(started.elapsed()).ok();
         match self.sessions.insert(
             caller.clone(),
             conversation,
@@ -320,6 +328,15 @@ impl Gateway {
                 Err(e)
             }
         }
+    }
+
+    /// New sessions refused over a cap so far, by scope (`user`, `tenant`, `total`,
+    /// `memory`).
+    pub fn quota_refusals(&self) -> Vec<(&'static str, u64)> {
+        lock(&self.quota_refused)
+            .iter()
+            .map(|(scope, n)| (*scope, *n))
+            .collect()
     }
 
     /// Whether held calls may be put to the agent's own client as well.

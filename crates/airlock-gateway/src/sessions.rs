@@ -86,6 +86,8 @@ pub(crate) struct Held {
     pub(crate) recorder: Arc<crate::recording::Recorder>,
     /// Handed out from the warm pool (else opened for this lease).
     pub(crate) warm: bool,
+    /// How long opening it took (credentials, proxy, browser context and tab).
+    pub(crate) opened_in: std::sync::OnceLock<Duration>,
 }
 
 impl AsRef<Session> for Held {
@@ -426,6 +428,7 @@ impl Sessions {
             "grant": lease.held.loaded.grant(),
             "record": lease.held.recorder.mode().as_str(),
             "start": if lease.held.warm { "warm" } else { "cold" },
+            "open_ms": lease.held.opened_in.get().map(|d| d.as_millis() as u64),
             "user": lease.conversation.as_ref().map(|c| c.user.as_str()),
             "conversation": lease.conversation.as_ref().map(|c| c.conversation.as_str()),
             "reason": reason,
@@ -460,6 +463,7 @@ impl Sessions {
             && memory.available_mib < caps.min_free_memory_mib
         {
             return Err(Error::QuotaExceeded {
+                scope: "memory",
                 message: format!(
                     "the gateway's machine has {} MiB of memory available, under the {} MiB a new browser session needs",
                     memory.available_mib, caps.min_free_memory_mib
@@ -486,24 +490,27 @@ impl Sessions {
                         .map(|(t, u)| (t.as_str(), u.as_deref(), None)),
                 )
         };
-        let scopes: [(Option<usize>, &InScope<'_>, &str); 3] = [
+        let scopes: [(&'static str, Option<usize>, &InScope<'_>, &str); 3] = [
             (
+                "user",
                 caps.per_user.filter(|_| user.is_some()),
                 &|t, u| t == tenant && u.is_some() && u == user,
                 "this user has {n} live browser sessions, the most allowed per user (sessions.max_per_user)",
             ),
             (
+                "tenant",
                 caps.per_tenant,
                 &|t, _| t == tenant,
                 "this tenant has {n} live browser sessions, the most allowed per tenant (sessions.max_per_tenant)",
             ),
             (
+                "total",
                 caps.total,
                 &|_, _| true,
                 "the gateway has {n} live browser sessions, the most it holds (sessions.max_total)",
             ),
         ];
-        for (cap, in_scope, words) in scopes {
+        for (scope, cap, in_scope, words) in scopes {
             let Some(cap) = cap else { continue };
             let in_it: Vec<Option<&Arc<Lease>>> = open()
                 .filter(|(t, u, _)| in_scope(t, *u))
@@ -517,6 +524,7 @@ impl Sessions {
                     .min()
                     .unwrap_or(Duration::from_secs(30));
                 return Err(Error::QuotaExceeded {
+                    scope,
                     message: words.replace("{n}", &in_it.len().to_string()),
                     retry_after_secs: soonest.as_secs().clamp(1, 3_600),
                 });

@@ -38,6 +38,22 @@ struct ReasonLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CloseLabels {
+    reason: String,
+    isolation: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StartLabel {
+    start: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ScopeLabel {
+    scope: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RiskLabel {
     risk: String,
 }
@@ -52,6 +68,12 @@ struct SurfaceLabel {
     surface: String,
 }
 
+#[derive(Default)]
+struct Seen {
+    launches: u64,
+    quota: std::collections::BTreeMap<&'static str, u64>,
+}
+
 /// The gateway's figures.
 pub(crate) struct Metrics {
     registry: Registry,
@@ -59,8 +81,15 @@ pub(crate) struct Metrics {
     latency: Family<ToolLabel, Histogram>,
     egress_refused: Family<ReasonLabel, Counter>,
     sessions_opened: Family<OpenLabels, Counter>,
-    sessions_closed: Family<ReasonLabel, Counter>,
+    sessions_closed: Family<CloseLabels, Counter>,
     sessions_live: Gauge,
+    session_open: Family<StartLabel, Histogram>,
+    browser_launches: Counter,
+    browser_crashes: Counter,
+    quota_refusals: Family<ScopeLabel, Counter>,
+    // What the gateway's own counts were at the last scrape (counters grow by the
+    // difference).
+    seen: std::sync::Mutex<Seen>,
     approvals_requested: Family<RiskLabel, Counter>,
     approvals_decided: Family<StatusLabel, Counter>,
     approvals_pending: Gauge,
@@ -105,11 +134,38 @@ impl Metrics {
             "Browser sessions opened, by isolation and whether the pool had one warm",
             sessions_opened.clone(),
         );
-        let sessions_closed = Family::<ReasonLabel, Counter>::default();
+        let sessions_closed = Family::<CloseLabels, Counter>::default();
         registry.register(
             "sessions_closed",
-            "Browser sessions ended, by reason (closed, idle, lifetime, browser lost, shutdown)",
+            "Browser sessions ended, by reason (closed, idle, lifetime, browser lost, shutdown, gateway gone) and isolation",
             sessions_closed.clone(),
+        );
+        // 1 ms (warm) to ~16 s (a cold Chromium on a loaded machine).
+        let session_open = Family::<StartLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.001, 2.0, 15))
+        });
+        registry.register(
+            "session_open_duration_seconds",
+            "How long opening a browser session took, by start (warm from the pool, or cold)",
+            session_open.clone(),
+        );
+        let browser_launches = Counter::default();
+        registry.register(
+            "browser_launches",
+            "Chromium processes launched (the shared one, relaunches, one per process session)",
+            browser_launches.clone(),
+        );
+        let browser_crashes = Counter::default();
+        registry.register(
+            "browser_crashes",
+            "Calls that found their tab's renderer or their Chromium crashed",
+            browser_crashes.clone(),
+        );
+        let quota_refusals = Family::<ScopeLabel, Counter>::default();
+        registry.register(
+            "quota_refusals",
+            "New browser sessions refused over a cap, by scope (user, tenant, total, memory)",
+            quota_refusals.clone(),
         );
         let sessions_live = Gauge::default();
         registry.register(
@@ -149,6 +205,11 @@ impl Metrics {
             sessions_opened,
             sessions_closed,
             sessions_live,
+            session_open,
+            browser_launches,
+            browser_crashes,
+            quota_refusals,
+            seen: std::sync::Mutex::default(),
             approvals_requested,
             approvals_decided,
             approvals_pending,
@@ -162,6 +223,21 @@ impl Metrics {
     /// The figures now, as OpenMetrics text.
     pub(crate) async fn render(&self, gateway: &Gateway) -> String {
         self.sessions_live.set(gateway.leases().len() as i64);
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            let launches = gateway.browsers().launched_pids().len() as u64;
+            self.browser_launches
+                .inc_by(launches.saturating_sub(seen.launches));
+            seen.launches = launches;
+            for (scope, n) in gateway.quota_refusals() {
+                let before = seen.quota.insert(scope, n).unwrap_or(0);
+                self.quota_refusals
+                    .get_or_create(&ScopeLabel {
+                        scope: scope.to_owned(),
+                    })
+                    .inc_by(n.saturating_sub(before));
+            }
+        }
         let tenant = gateway.principal(None).tenant;
         if let Ok(pending) = gateway.approvals(&tenant, Some("pending")).await {
             self.approvals_pending.set(pending.len() as i64);
@@ -180,6 +256,9 @@ impl CallObserver for Observer {
     fn call_finished(&self, record: &CallRecord<'_>) {
         let tool = record.context.tool.to_owned();
         let outcome = record.error.map_or("ok", |e| e.as_str()).to_owned();
+        if record.error == Some(airlock_core::ErrorCode::BrowserCrashed) {
+            self.0.browser_crashes.inc();
+        }
         self.0
             .calls
             .get_or_create(&CallLabels {
@@ -230,10 +309,19 @@ async fn follow(gateway: Arc<Gateway>, metrics: Arc<Metrics>) {
                     start: text("start"),
                 };
                 metrics.sessions_opened.get_or_create(&labels).inc();
+                if let Some(ms) = body["open_ms"].as_u64() {
+                    metrics
+                        .session_open
+                        .get_or_create(&StartLabel {
+                            start: text("start"),
+                        })
+                        .observe(ms as f64 / 1000.0);
+                }
             }
             "session_close" => {
-                let labels = ReasonLabel {
+                let labels = CloseLabels {
                     reason: text("reason"),
+                    isolation: text("isolation"),
                 };
                 metrics.sessions_closed.get_or_create(&labels).inc();
             }

@@ -32,6 +32,7 @@ fn quota(result: Result<airlock_gateway::Leased, Error>) -> (String, u64) {
         Err(Error::QuotaExceeded {
             message,
             retry_after_secs,
+            ..
         }) => (message, retry_after_secs),
         Err(other) => panic!("expected quota_exceeded, got {other}"),
         Ok(leased) => panic!("expected quota_exceeded, got session {}", leased.info.id),
@@ -82,6 +83,11 @@ async fn each_cap_refuses_a_new_session_with_a_time_to_retry() {
             .unwrap();
         gateway.lease(&acme, request("u1", "b")).await.unwrap();
         assert_eq!(gateway.open_browser_sessions().await, 3);
+        // Each refusal is counted by its scope (for /metrics).
+        assert_eq!(
+            gateway.quota_refusals(),
+            vec![("tenant", 1), ("total", 2), ("user", 1)]
+        );
         gateway.shutdown().await;
 
         // Below the memory floor, nothing opens (a floor no machine has).

@@ -563,6 +563,8 @@ async fn metrics_count_calls_sessions_and_refusals_by_bounded_labels() {
         r#"airlock_sessions_opened_total{isolation="context",start="warm"} 1"#,
         "airlock_sessions_live 1",
         "airlock_approvals_pending 0",
+        "airlock_browser_launches_total 1",
+        r#"airlock_session_open_duration_seconds_count{start="warm"} 1"#,
     ] {
         assert!(text.contains(line), "no `{line}` in:\n{text}");
     }
