@@ -8,6 +8,8 @@ DATA_DIR ?= ./airlock-data
 
 # The official MCP Python SDK, an independent client the tests drive Airlock with.
 MCP_PY_VERSION := 2.3.0
+# Property-based testing of /api/v1 against its OpenAPI document.
+SCHEMATHESIS_VERSION := 4.32.5
 
 ## Build and start the gateway on $(LISTEN) with state under $(DATA_DIR).
 run: chromium
@@ -24,13 +26,18 @@ test: chromium pyclient
 	@leaked=$$(pgrep -f '[u]ser-data-dir=.*airlock-chromium-' || true); \
 	if [ -n "$$leaked" ]; then echo "leaked Chromium processes after the tests: $$leaked"; exit 1; fi
 
-## A virtualenv with the official MCP Python SDK (independent client for the tests).
-pyclient: .venv/.mcp-$(MCP_PY_VERSION)
+## A virtualenv with the official MCP Python SDK (independent client for the tests)
+## and schemathesis (the /api/v1 fuzz run).
+pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION)
 
 .venv/.mcp-$(MCP_PY_VERSION):
 	@command -v python3 >/dev/null 2>&1 || { echo "the MCP client tests need python3: run 'sudo apt-get install python3 python3-venv'"; exit 1; }
 	python3 -m venv .venv
 	.venv/bin/pip install -q --disable-pip-version-check "mcp==$(MCP_PY_VERSION)"
+	@touch $@
+
+.venv/.schemathesis-$(SCHEMATHESIS_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
+	.venv/bin/pip install -q --disable-pip-version-check "schemathesis==$(SCHEMATHESIS_VERSION)"
 	@touch $@
 
 ## The official MCP conformance suite against a real `airlock serve` (also part of `test`).

@@ -53,9 +53,7 @@ pub(crate) type ConversationSlots =
 pub(crate) type ConversationSlot = Arc<tokio::sync::Mutex<Option<SessionId>>>;
 
 fn valid_key(what: &str, text: &str) -> Result<()> {
-    if text.trim().is_empty()
-        || text.chars().count() > MAX_KEY_CHARS
-        || text.chars().any(char::is_control)
+    if text.is_empty() || text.chars().count() > MAX_KEY_CHARS || text.chars().any(char::is_control)
     {
         return Err(Error::InvalidArgument(format!(
             "{what} must be 1–{MAX_KEY_CHARS} characters with no control characters"

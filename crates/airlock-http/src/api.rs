@@ -14,6 +14,7 @@ use airlock_core::Role;
 use airlock_gateway::{ApprovalRecord, Decision, FeedEvent, Gateway, Principal};
 
 use crate::leases::gateway_error;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -21,14 +22,16 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
 
 /// Longest note or reason an approver may attach.
 const MAX_NOTE_CHARS: usize = 1_000;
 
-/// Largest request body `/api/v1` reads.
-const MAX_API_BODY_BYTES: usize = 16 * 1024;
+/// Largest request body `/api/v1` reads: room for the longest notes a decision may
+/// carry, however escaped.
+const MAX_API_BODY_BYTES: usize = 64 * 1024;
 
 /// The `/api/v1` routes, and `/metrics` behind the same key.
 pub(crate) fn routes(
@@ -100,16 +103,118 @@ async fn authenticate(
     next.run(request).await
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
+/// A failure: a code an agent or operator can act on, and a one-line message.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorBody {
+    error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorDetail {
+    /// `invalid_argument`, `not_found`, `forbidden`, `quota_exceeded` …
+    code: String,
+    /// One line for a person.
+    message: String,
+    /// Over a cap: seconds until a retry may succeed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_after_secs: Option<u64>,
+}
+
+impl ErrorBody {
+    pub(crate) fn new(code: &str, message: &str, retry_after_secs: Option<u64>) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: code.to_owned(),
+                message: message.to_owned(),
+                retry_after_secs,
+            },
+        }
+    }
+}
+
+/// A call held for a human, as an operator reads it (redacted).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApprovalView {
+    /// `apr_…`.
+    id: String,
+    /// `pending`, `approved`, `denied` or `expired`.
+    status: String,
+    tenant: String,
+    /// Who made the call (tenant and key id).
+    caller: String,
+    /// The browser session, if one was open.
+    session: Option<String>,
+    /// The tool called.
+    tool: String,
+    /// The arguments as the agent gave them, redacted.
+    #[schema(value_type = Object)]
+    args: Value,
+    /// The element the call would act on (role, name, frame), redacted.
+    #[schema(value_type = Option<Object>)]
+    target: Option<Value>,
+    page_url: Option<String>,
+    page_title: Option<String>,
+    /// The rule that held it.
+    rule: String,
+    /// `low`, `medium`, `high` or `critical`.
+    risk: String,
+    created_ms: i64,
+    expires_ms: i64,
+    decided_ms: Option<i64>,
+    decided_by: Option<String>,
+    note: Option<String>,
+    /// Where its outlined screenshot is.
+    screenshot: String,
+}
+
+/// Approvals, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApprovalList {
+    approvals: Vec<ApprovalView>,
+}
+
+/// What a decision recorded.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct DecisionView {
+    id: String,
+    /// `approved` or `denied`.
+    status: &'static str,
+    decided_by: String,
+}
+
+/// Which approvals to list.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// `pending`, `approved`, `denied`, `expired` or `all` (default: all).
+    #[param(pattern = "^(pending|approved|denied|expired|all)$")]
     status: Option<String>,
 }
 
-async fn list(
+/// The tenant's approvals.
+#[utoipa::path(
+    get,
+    path = "/api/v1/approvals",
+    tag = "approvals",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "Newest first", body = ApprovalList),
+        (status = 400, description = "A bad status", body = ErrorBody),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 403, description = "A key below `admin`", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn list(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
-    Query(query): Query<ListQuery>,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Response {
+    let query = match query {
+        Ok(Query(query)) => query,
+        Err(e) => return bad_query(&e),
+    };
     let status = query.status.as_deref().filter(|s| *s != "all");
     if let Some(s) = status
         && !matches!(s, "pending" | "approved" | "denied" | "expired")
@@ -121,26 +226,54 @@ async fn list(
         );
     }
     match gateway.approvals(&operator.tenant, status).await {
-        Ok(approvals) => Json(json!({
-            "approvals": approvals.iter().map(approval_json).collect::<Vec<_>>(),
-        }))
+        Ok(approvals) => Json(ApprovalList {
+            approvals: approvals.iter().map(approval_view).collect(),
+        })
         .into_response(),
         Err(e) => gateway_error(&e),
     }
 }
 
-async fn one(
+/// One approval.
+#[utoipa::path(
+    get,
+    path = "/api/v1/approvals/{id}",
+    tag = "approvals",
+    params(("id" = String, Path, description = "The approval's id")),
+    responses(
+        (status = 200, description = "The approval", body = ApprovalView),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 403, description = "A key below `admin`", body = ErrorBody),
+        (status = 404, description = "No such approval (or another tenant's)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn one(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
     match gateway.approval(&operator.tenant, &id).await {
-        Ok(a) => Json(approval_json(&a)).into_response(),
+        Ok(a) => Json(approval_view(&a)).into_response(),
         Err(e) => gateway_error(&e),
     }
 }
 
-async fn screenshot(
+/// The viewport when the call was held, the target outlined (JPEG).
+#[utoipa::path(
+    get,
+    path = "/api/v1/approvals/{id}/screenshot",
+    tag = "approvals",
+    params(("id" = String, Path, description = "The approval's id")),
+    responses(
+        (status = 200, description = "The image", content_type = "image/jpeg", body = Vec<u8>),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 403, description = "A key below `admin`", body = ErrorBody),
+        (status = 404, description = "No such approval, or no screenshot", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn screenshot(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
     Path(id): Path<String>,
@@ -164,14 +297,37 @@ async fn screenshot(
     }
 }
 
-#[derive(Deserialize, Default)]
+/// A decision's note (approve) or reason (deny); the body may also be empty.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct DecideBody {
+pub(crate) struct DecideBody {
+    /// Kept with the decision.
+    #[schema(max_length = 1000)]
     note: Option<String>,
+    /// Told to the agent (a denial).
+    #[schema(max_length = 1000)]
     reason: Option<String>,
 }
 
-async fn approve(
+/// Lets the held call run (once, on the element approved).
+#[utoipa::path(
+    post,
+    path = "/api/v1/approvals/{id}/approve",
+    tag = "approvals",
+    params(("id" = String, Path, description = "The approval's id")),
+    request_body(content = Option<DecideBody>, description = "Optional note"),
+    responses(
+        (status = 200, description = "Recorded", body = DecisionView),
+        (status = 400, description = "A bad body", body = ErrorBody),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 403, description = "A key below `admin`", body = ErrorBody),
+        (status = 404, description = "No such approval (or another tenant's)", body = ErrorBody),
+        (status = 409, description = "Decided or expired already", body = ErrorBody),
+        (status = 413, description = "A body over 64 KiB"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn approve(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
     Path(id): Path<String>,
@@ -180,7 +336,25 @@ async fn approve(
     decide(&gateway, &operator, &id, true, &body).await
 }
 
-async fn deny(
+/// Refuses the held call; the agent is told, with the reason.
+#[utoipa::path(
+    post,
+    path = "/api/v1/approvals/{id}/deny",
+    tag = "approvals",
+    params(("id" = String, Path, description = "The approval's id")),
+    request_body(content = Option<DecideBody>, description = "Optional reason"),
+    responses(
+        (status = 200, description = "Recorded", body = DecisionView),
+        (status = 400, description = "A bad body", body = ErrorBody),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 403, description = "A key below `admin`", body = ErrorBody),
+        (status = 404, description = "No such approval (or another tenant's)", body = ErrorBody),
+        (status = 409, description = "Decided or expired already", body = ErrorBody),
+        (status = 413, description = "A body over 64 KiB"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn deny(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
     Path(id): Path<String>,
@@ -200,8 +374,8 @@ async fn decide(
     let parsed = if body.iter().all(u8::is_ascii_whitespace) {
         DecideBody::default()
     } else {
-        match serde_json::from_slice::<DecideBody>(body) {
-            Ok(b) => b,
+        match serde_json::from_slice::<Option<DecideBody>>(body) {
+            Ok(b) => b.unwrap_or_default(),
             Err(e) => {
                 return error_response(
                     StatusCode::BAD_REQUEST,
@@ -227,11 +401,11 @@ async fn decide(
         .decide(&operator.tenant, id, approve, &by, note.as_deref())
         .await
     {
-        Ok(Decision::Recorded) => Json(json!({
-            "id": id,
-            "status": if approve { "approved" } else { "denied" },
-            "decided_by": by,
-        }))
+        Ok(Decision::Recorded) => Json(DecisionView {
+            id: id.to_owned(),
+            status: if approve { "approved" } else { "denied" },
+            decided_by: by,
+        })
         .into_response(),
         Ok(Decision::Closed(status)) => error_response(
             StatusCode::CONFLICT,
@@ -242,8 +416,12 @@ async fn decide(
     }
 }
 
-#[derive(Deserialize)]
-struct EventsQuery {
+/// Where to resume the event stream.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct EventsQuery {
+    /// Send events after this sequence number (else only new ones; `Last-Event-ID`
+    /// does the same).
     after: Option<u64>,
 }
 
@@ -305,12 +483,30 @@ impl Cursor {
 // event (`id` its seq, `event` its kind, `data` its canonical JSON). A reader that
 // gives `?after=SEQ` or `Last-Event-ID` first gets what it missed, from the store;
 // one that falls behind, or sees a gap, catches up the same way: no event is skipped.
-async fn events(
+/// The tenant's audit events as they are written (server-sent events: `id` the seq,
+/// `event` the kind, `data` the canonical JSON).
+#[utoipa::path(
+    get,
+    path = "/api/v1/events",
+    tag = "events",
+    params(EventsQuery),
+    responses(
+        (status = 200, description = "An endless event stream", content_type = "text/event-stream", body = String),
+        (status = 401, description = "No or a wrong key", body = ErrorBody),
+        (status = 403, description = "A key below `admin`", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn events(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
-    Query(query): Query<EventsQuery>,
+    query: Result<Query<EventsQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Response {
+    let query = match query {
+        Ok(Query(query)) => query,
+        Err(e) => return bad_query(&e),
+    };
     let resume = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -349,34 +545,39 @@ fn sse_event(event: &FeedEvent) -> Event {
         .data(event.body.as_str())
 }
 
-fn approval_json(a: &ApprovalRecord) -> Value {
+fn approval_view(a: &ApprovalRecord) -> ApprovalView {
     let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-    json!({
-        "id": a.id,
-        "status": a.status,
-        "tenant": a.tenant,
-        "caller": a.caller,
-        "session": a.session,
-        "tool": a.tool,
-        "args": parse(&a.args),
-        "target": a.target.as_deref().map(parse),
-        "page_url": a.page_url,
-        "page_title": a.page_title,
-        "rule": a.rule,
-        "risk": a.risk,
-        "created_ms": a.created_ms,
-        "expires_ms": a.expires_ms,
-        "decided_ms": a.decided_ms,
-        "decided_by": a.decided_by,
-        "note": a.note,
-        "screenshot": format!("/api/v1/approvals/{}/screenshot", a.id),
-    })
+    ApprovalView {
+        id: a.id.clone(),
+        status: a.status.clone(),
+        tenant: a.tenant.clone(),
+        caller: a.caller.clone(),
+        session: a.session.clone(),
+        tool: a.tool.clone(),
+        args: parse(&a.args),
+        target: a.target.as_deref().map(parse),
+        page_url: a.page_url.clone(),
+        page_title: a.page_title.clone(),
+        rule: a.rule.clone(),
+        risk: a.risk.clone(),
+        created_ms: a.created_ms,
+        expires_ms: a.expires_ms,
+        decided_ms: a.decided_ms,
+        decided_by: a.decided_by.clone(),
+        note: a.note.clone(),
+        screenshot: format!("/api/v1/approvals/{}/screenshot", a.id),
+    }
+}
+
+// A query string that does not parse, as a JSON error like every other.
+pub(crate) fn bad_query(rejection: &QueryRejection) -> Response {
+    error_response(
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        &rejection.body_text(),
+    )
 }
 
 pub(crate) fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
-    (
-        status,
-        Json(json!({ "error": { "code": code, "message": message } })),
-    )
-        .into_response()
+    (status, Json(ErrorBody::new(code, message, None))).into_response()
 }

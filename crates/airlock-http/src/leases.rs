@@ -12,8 +12,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::api::error_response;
 
@@ -25,23 +25,128 @@ pub(crate) fn routes() -> Router<Arc<Gateway>> {
         .route("/api/v1/sessions/{id}/heartbeat", post(heartbeat))
 }
 
-/// `POST /api/v1/sessions`.
-#[derive(Debug, Deserialize)]
+/// A lease request: the session of this (user, conversation), opened as asked if
+/// there is none yet (the options are ignored when it exists).
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LeaseBody {
+    /// The backend's user.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+    )]
     user_id: String,
+    /// The conversation (or agent run) of that user.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+    )]
     conversation_id: String,
-    ttl_secs: Option<u64>,
+    /// Idle seconds before the session ends (default: the gateway's idle TTL).
+    // Read as a number: JSON Schema counts 900.0 as an integer, so must we.
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 86400)]
+    ttl_secs: Option<f64>,
+    /// What the session keeps of its steps.
+    #[schema(value_type = Option<String>, pattern = "^(off|transient|audit)$")]
     record: Option<String>,
+    /// A browser context in the shared Chromium, or a Chromium of its own.
+    #[schema(value_type = Option<String>, pattern = "^(context|process)$")]
     isolation: Option<String>,
+    /// Stored credentials to log the session in with (needs `operate`, or `grant`).
     #[serde(default)]
+    #[schema(max_items = 16, inline, value_type = Vec<CredentialName>)]
     credentials: Vec<String>,
+    /// A grant token authorizing `credentials`.
     grant: Option<String>,
+    /// Narrows the egress policy to these hosts (`*.example.com` for a domain).
     #[serde(default)]
+    #[schema(max_items = 64, inline, value_type = Vec<HostName>)]
     allow_hosts: Vec<String>,
 }
 
-async fn lease(
+/// A stored credential's name.
+#[derive(ToSchema)]
+#[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
+#[allow(dead_code)] // A schema only.
+pub(crate) struct CredentialName(String);
+
+/// A host name, or `*.` and a domain (the ASCII forms; an IDN host is accepted too).
+#[derive(ToSchema)]
+#[schema(
+    pattern = "^(\\*\\.)?([A-Za-z0-9]+(-[A-Za-z0-9]+)*\\.)*[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*$"
+)]
+#[allow(dead_code)] // A schema only.
+pub(crate) struct HostName(String);
+
+/// A leased browser session as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SessionView {
+    /// Its id (128 random bits in hex).
+    session_id: String,
+    /// The MCP endpoint that drives it (any key of the tenant).
+    mcp_url: String,
+    /// `active`, `busy` (a call is in it) or `held` (an operator holds the page).
+    status: &'static str,
+    /// The user it was leased for (none for an agent's own session).
+    user_id: Option<String>,
+    /// The conversation it was leased for.
+    conversation_id: Option<String>,
+    /// `context` or `process`.
+    isolation: &'static str,
+    /// `off`, `transient` or `audit`.
+    record: &'static str,
+    /// Seconds since it opened.
+    age_secs: u64,
+    /// Seconds since a call last left it.
+    idle_secs: u64,
+    /// Its idle TTL.
+    ttl_secs: u64,
+    /// When it ends if unused (RFC 3339, UTC); none while a call is in it.
+    expires_at: Option<String>,
+    /// Actions it ran.
+    actions: u64,
+    /// Most actions it may run (none: unlimited).
+    action_budget: Option<u64>,
+    /// Requests the egress policy refused in it.
+    blocked_requests: u64,
+    /// Set on a lease: whether this request created it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created: Option<bool>,
+    /// Set on a lease whose credentials were refused: why (it opened without them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    credentials_refused: Option<String>,
+}
+
+/// A tenant's sessions.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SessionList {
+    /// Oldest first.
+    sessions: Vec<SessionView>,
+}
+
+/// Gets or creates the session of a (user, conversation).
+#[utoipa::path(
+    post,
+    path = "/api/v1/sessions",
+    tag = "sessions",
+    request_body = LeaseBody,
+    responses(
+        (status = 201, description = "A new session", body = SessionView),
+        (status = 200, description = "The open session of this key", body = SessionView),
+        (status = 400, description = "A bad request", body = crate::api::ErrorBody),
+        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
+        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
+        (status = 404, description = "A credential that does not exist", body = crate::api::ErrorBody),
+        (status = 413, description = "A body over 64 KiB"),
+        (status = 429, description = "Over a cap (see Retry-After)", body = crate::api::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until a place may free up"))),
+        (status = 503, description = "The browser could not start", body = crate::api::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn lease(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     headers: HeaderMap,
@@ -75,13 +180,20 @@ async fn lease(
             ));
         }
     };
+    let ttl = match body.ttl_secs {
+        None => None,
+        Some(secs) if secs.fract() == 0.0 && (1.0..=86_400.0).contains(&secs) => {
+            Some(Duration::from_secs(secs as u64))
+        }
+        Some(_) => return bad("ttl_secs is a whole number of seconds from 1 to 86400"),
+    };
     if body.credentials.len() > 16 || body.allow_hosts.len() > 64 {
         return bad("at most 16 credentials and 64 allow_hosts");
     }
     let request = LeaseRequest {
         user: body.user_id,
         conversation: body.conversation_id,
-        ttl: body.ttl_secs.map(Duration::from_secs),
+        ttl,
         options: OpenOptions {
             isolation,
             allow_hosts: body.allow_hosts,
@@ -92,11 +204,9 @@ async fn lease(
     };
     match gateway.lease(&caller, request).await {
         Ok(leased) => {
-            let mut out = session_json(&leased.info, &headers);
-            out["created"] = json!(leased.created);
-            if let Some(why) = leased.credentials_refused {
-                out["credentials_refused"] = json!(why);
-            }
+            let mut out = session_view(&leased.info, &headers);
+            out.created = Some(leased.created);
+            out.credentials_refused = leased.credentials_refused;
             let status = if leased.created {
                 StatusCode::CREATED
             } else {
@@ -108,51 +218,114 @@ async fn lease(
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// Which sessions to list.
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ListQuery {
+    /// Only this user's.
     user_id: Option<String>,
 }
 
-async fn list(
+/// The tenant's open sessions.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions",
+    tag = "sessions",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "Oldest first", body = SessionList),
+        (status = 400, description = "A bad query", body = crate::api::ErrorBody),
+        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
+        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn list(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
-    Query(query): Query<ListQuery>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
 ) -> Response {
-    let sessions: Vec<Value> = gateway
+    let query = match query {
+        Ok(Query(query)) => query,
+        Err(e) => return crate::api::bad_query(&e),
+    };
+    let sessions = gateway
         .tenant_sessions(&caller.tenant, query.user_id.as_deref())
         .iter()
-        .map(|info| session_json(info, &headers))
+        .map(|info| session_view(info, &headers))
         .collect();
-    Json(json!({ "sessions": sessions })).into_response()
+    Json(SessionList { sessions }).into_response()
 }
 
-async fn one(
+/// One of the tenant's sessions.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{id}",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session's id")),
+    responses(
+        (status = 200, description = "The session", body = SessionView),
+        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
+        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
+        (status = 404, description = "No such session (or another tenant's)", body = crate::api::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn one(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
     match gateway.session_info(&caller.tenant, &id) {
-        Ok(info) => Json(session_json(&info, &headers)).into_response(),
+        Ok(info) => Json(session_view(&info, &headers)).into_response(),
         Err(e) => gateway_error(&e),
     }
 }
 
-async fn heartbeat(
+/// Starts the session's idle TTL over.
+#[utoipa::path(
+    post,
+    path = "/api/v1/sessions/{id}/heartbeat",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session's id")),
+    responses(
+        (status = 200, description = "The session, idle from now", body = SessionView),
+        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
+        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
+        (status = 404, description = "No such session (or another tenant's)", body = crate::api::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn heartbeat(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
     match gateway.heartbeat(&caller.tenant, &id) {
-        Ok(info) => Json(session_json(&info, &headers)).into_response(),
+        Ok(info) => Json(session_view(&info, &headers)).into_response(),
         Err(e) => gateway_error(&e),
     }
 }
 
-async fn end(
+/// Ends the session now.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/sessions/{id}",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session's id")),
+    responses(
+        (status = 204, description = "Ended"),
+        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
+        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
+        (status = 404, description = "No such session (or another tenant's)", body = crate::api::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn end(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
@@ -168,7 +341,7 @@ fn bad(message: &str) -> Response {
 }
 
 // A session as the API shows it. `mcp_url` is on the host the caller reached.
-fn session_json(info: &LeaseInfo, headers: &HeaderMap) -> Value {
+fn session_view(info: &LeaseInfo, headers: &HeaderMap) -> SessionView {
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
@@ -184,22 +357,24 @@ fn session_json(info: &LeaseInfo, headers: &HeaderMap) -> Value {
         let at = chrono::Utc::now() + chrono::Duration::from_std(left).unwrap_or_default();
         at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     });
-    json!({
-        "session_id": info.id.as_str(),
-        "mcp_url": format!("http://{host}/mcp/s/{}", info.id),
-        "status": status,
-        "user_id": info.conversation.as_ref().map(|c| c.user.as_str()),
-        "conversation_id": info.conversation.as_ref().map(|c| c.conversation.as_str()),
-        "isolation": if info.dedicated { "process" } else { "context" },
-        "record": info.record.as_str(),
-        "age_secs": info.age.as_secs(),
-        "idle_secs": info.idle.as_secs(),
-        "ttl_secs": info.terms.idle_ttl.as_secs(),
-        "expires_at": expires_at,
-        "actions": info.actions,
-        "action_budget": info.terms.action_budget,
-        "blocked_requests": info.blocked,
-    })
+    SessionView {
+        session_id: info.id.to_string(),
+        mcp_url: format!("http://{host}/mcp/s/{}", info.id),
+        status,
+        user_id: info.conversation.as_ref().map(|c| c.user.clone()),
+        conversation_id: info.conversation.as_ref().map(|c| c.conversation.clone()),
+        isolation: if info.dedicated { "process" } else { "context" },
+        record: info.record.as_str(),
+        age_secs: info.age.as_secs(),
+        idle_secs: info.idle.as_secs(),
+        ttl_secs: info.terms.idle_ttl.as_secs(),
+        expires_at,
+        actions: info.actions,
+        action_budget: info.terms.action_budget,
+        blocked_requests: info.blocked,
+        created: None,
+        credentials_refused: None,
+    }
 }
 
 // A gateway error as JSON with its HTTP status; over a cap, 429 with `Retry-After`.
@@ -208,20 +383,12 @@ pub(crate) fn gateway_error(e: &Error) -> Response {
     let code = e.code();
     let status =
         StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = error_response(status, code.as_str(), &e.to_string());
-    if let Some(secs) = e.retry_after_secs() {
-        response = (
-            status,
-            Json(json!({ "error": {
-                "code": code.as_str(),
-                "message": e.to_string(),
-                "retry_after_secs": secs,
-            }})),
-        )
-            .into_response();
-        if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
-        }
+    let body = crate::api::ErrorBody::new(code.as_str(), &e.to_string(), e.retry_after_secs());
+    let mut response = (status, Json(body)).into_response();
+    if let Some(secs) = e.retry_after_secs()
+        && let Ok(value) = HeaderValue::from_str(&secs.to_string())
+    {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
     }
     response
 }

@@ -15,6 +15,7 @@ pub mod jwt;
 mod leases;
 mod limit;
 mod metrics;
+mod openapi;
 pub mod webhook;
 
 use std::future::Future;
@@ -93,6 +94,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .merge(api)
         .merge(metadata)
+        .route("/api/v1/openapi.json", get(openapi_json))
         .route("/", get(index))
         .route("/healthz", get(healthz))
         .route("/readyz", get(healthz))
@@ -121,6 +123,14 @@ async fn protected_resource(
         body["authorization_servers"] = serde_json::json!([issuer]);
     }
     axum::Json(body).into_response()
+}
+
+async fn openapi_json() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        openapi::document(),
+    )
+        .into_response()
 }
 
 async fn index() -> &'static str {

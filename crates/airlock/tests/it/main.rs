@@ -5,6 +5,7 @@
 // These tests run the airlock binary and the Python MCP client as processes.
 #![allow(clippy::disallowed_methods)]
 
+mod api_fuzz;
 mod approvals_cli;
 mod approvals_rest;
 mod audit_cli;
