@@ -966,3 +966,41 @@ async fn audit_recordings_need_a_place_and_go_after_their_retention() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_reads_only_its_own_tenants_credentials() {
+    with_browser(|h| async move {
+        // The secrets are the `default` tenant's.
+        let (gateway, vault) = gateway(&h, Role::Act).await;
+        let caller = |tenant: &str| airlock_gateway::Principal {
+            tenant: tenant.to_owned(),
+            role: Role::Operate,
+            key: Some(format!("key_{tenant}")),
+        };
+        let other = gateway.agent_session_as(caller("beta"), airlock_gateway::Surface::Mcp);
+        let out = call(&other, open_with(&["login"], None)).await;
+        assert_eq!(out.error, Some(ErrorCode::NotFound), "{}", out.text);
+        // Nor through another tenant's grant for the same domain: it names nothing.
+        let grant = single_use_grant(&vault, "127.0.0.1").await;
+        let granted = gateway.agent_session_as(
+            airlock_gateway::Principal {
+                role: Role::Act,
+                ..caller("beta")
+            },
+            airlock_gateway::Surface::Mcp,
+        );
+        let out = call(
+            &granted,
+            open_with(&["login"], Some(grant.expose().to_owned())),
+        )
+        .await;
+        assert!(out.text.contains("WITHOUT credentials"), "{}", out.text);
+        // The owner's caller, with its own key and role, logs in.
+        let owner = gateway.agent_session_as(caller("default"), airlock_gateway::Surface::Mcp);
+        let out = call(&owner, open_with(&["login"], None)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("logged in with login"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}

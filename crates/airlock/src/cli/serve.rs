@@ -5,6 +5,9 @@ use std::net::SocketAddr;
 use airlock_config::Config;
 use anyhow::Context as _;
 
+/// How long calls in flight may take to finish once a stop is asked for.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyhow::Result<()> {
     if let Some(listen) = listen {
         config.server.listen = listen;
@@ -60,11 +63,32 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
     // Event streams never end by themselves: they are ended first, or the graceful
     // shutdown would wait on them forever.
     let stopping = gateway.clone();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let served = airlock_http::serve(listener, router, async move {
         signalled.await;
+        tracing::info!("stopping: no new connections; letting calls in flight finish");
         stopping.stop_streams();
-    })
-    .await;
+        let _ = stop_tx.send(());
+    });
+    // Calls in flight get a bounded grace; then their connections are dropped (the
+    // calls fail on closed browsers) and every session closes all the same.
+    let grace = async {
+        if stop_rx.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let served = tokio::select! {
+        served = served => served,
+        () = grace => {
+            tracing::warn!(
+                grace_s = SHUTDOWN_GRACE.as_secs(),
+                "calls still in flight after the grace period; ending them"
+            );
+            Ok(())
+        }
+    };
     gateway.shutdown().await;
     served.context("serving HTTP")?;
     tracing::info!("Airlock stopped");

@@ -66,3 +66,53 @@ pub(crate) async fn stop(mut served: Served) {
         .unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_lets_calls_finish_closes_every_session_and_leaves_nothing() {
+    let site = airlock_test_support::FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let config = crate::mcp_clients::fixture_config(tmp.path(), &site, "");
+    let served = serve_with(tmp.path(), None, Some(&config)).await;
+    let mut load = Command::new(crate::mcp_clients::python())
+        .arg(crate::mcp_clients::root().join("crates/airlock/tests/clients/busy.py"))
+        .args([&served.url, &base, "6"])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(load.stdout.take().unwrap()).lines();
+    let busy = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
+        .await
+        .expect("six agents finished a round within 2 minutes")
+        .unwrap();
+    assert_eq!(busy.as_deref(), Some("busy"));
+    // SIGTERM while six agents are mid-call: exit 0, in time, nothing left behind.
+    let started = tokio::time::Instant::now();
+    stop(served).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    crate::mcp_clients::assert_clean(tmp.path()).await;
+    let stopped = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the agents noticed the server stopped")
+        .unwrap();
+    assert_eq!(stopped.as_deref(), Some("stopped 6"));
+    let _ = load.wait().await;
+    // Every session the agents had open is closed on the record.
+    let out = Command::new(BIN)
+        .args(["audit", "export", "--data-dir"])
+        .arg(tmp.path().join("data"))
+        .env_remove("AIRLOCK_CONFIG")
+        .output()
+        .await
+        .unwrap();
+    let events = String::from_utf8_lossy(&out.stdout);
+    let opened = events.matches("\"kind\":\"session_open\"").count();
+    let closed = events.matches("\"kind\":\"session_close\"").count();
+    assert!(opened >= 6, "{events}");
+    assert_eq!(opened, closed, "{events}");
+}
