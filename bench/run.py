@@ -28,6 +28,7 @@ from mcp.client.stdio import stdio_client
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 import floors  # noqa: E402 - bench/floors.py, found through the line above
+import load  # noqa: E402 - bench/load.py, likewise
 SITE = ROOT / "crates/airlock-test-support/fixtures/site"
 BENCH = ROOT / "bench"
 CHROMIUM = os.environ.get("AIRLOCK_CHROME", "/usr/bin/chromium")
@@ -513,6 +514,8 @@ async def main():
     parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure 10 concurrent sessions over Streamable HTTP")
     parser.add_argument("--airlock-warm", type=int, help="Airlock's [sessions] warm (default: its own)")
+    parser.add_argument("--load", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run Airlock's load run (20 leased sessions x 20 actions) and idle capacity")
     parser.add_argument("--floors", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure raw-CDP floors (Chromium alone, Airlock's flags)")
     args = parser.parse_args()
@@ -549,6 +552,19 @@ async def main():
                             if name == "airlock":
                                 raise  # Airlock's own harness must not rot quietly.
                     runs.append(m)
+            if name == "airlock" and args.load:
+                loads = []
+                for i in range(min(args.runs, 3)):
+                    loads.append(await asyncio.wait_for(
+                        load.leased_load(AIRLOCK_BINARY[0], ports[0]), timeout=600))
+                # Once: it fills the machine's memory budget.
+                capacity = await asyncio.to_thread(
+                    load.idle_capacity, AIRLOCK_BINARY[0], ports[0], descendants, pss_mib)
+                for i, r in enumerate(runs):
+                    if i < len(loads):
+                        r.update(loads[i])
+                    if i == 0:
+                        r.update(capacity)
             metrics = sorted({k for r in runs for k in r})
             results[name] = {k: summarize([r.get(k) for r in runs]) for k in metrics}
             results[name]["runs"] = len(runs)

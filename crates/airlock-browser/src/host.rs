@@ -5,8 +5,8 @@
 use airlock_config::Isolation;
 
 /// What a context session (a browser context and one tab in a shared Chromium)
-/// costs, in MiB of proportional set size, rounded up from `make bench`'s idle
-/// sessions figure.
+/// costs, in MiB of proportional set size: `make bench` measures ~21 MiB for an idle
+/// one on a small page; real pages weigh more.
 pub const CONTEXT_SESSION_MIB: u64 = 30;
 /// What a process session (a Chromium of its own) costs, in MiB.
 pub const PROCESS_SESSION_MIB: u64 = 160;
@@ -42,14 +42,19 @@ fn parse_meminfo(text: &str) -> Option<Memory> {
 }
 
 /// How many live sessions this machine holds by default: its memory, less a reserve,
-/// over what one session of `isolation` costs (at least one).
-pub fn default_session_cap(isolation: Isolation) -> usize {
+/// over what one session of `isolation` costs (at least one). Context sessions share
+/// one Chromium, whose own bound (`chromium_limit_mib`, its cgroup) kills them all at
+/// once when passed, so they are held under that bound too.
+pub fn default_session_cap(isolation: Isolation, chromium_limit_mib: Option<u64>) -> usize {
     let total = memory().map_or(4096, |m| m.total_mib);
-    let each = match isolation {
-        Isolation::Context => CONTEXT_SESSION_MIB,
-        Isolation::Process => PROCESS_SESSION_MIB,
+    let room = total.saturating_sub(RESERVED_MIB);
+    let cap = match isolation {
+        Isolation::Context => {
+            room.min(chromium_limit_mib.unwrap_or(u64::MAX)) / CONTEXT_SESSION_MIB
+        }
+        Isolation::Process => room / PROCESS_SESSION_MIB,
     };
-    (total.saturating_sub(RESERVED_MIB) / each).max(1) as usize
+    cap.max(1) as usize
 }
 
 #[cfg(test)]
@@ -71,7 +76,17 @@ mod tests {
 
     #[test]
     fn the_default_cap_follows_isolation() {
-        assert!(default_session_cap(Isolation::Context) > default_session_cap(Isolation::Process));
-        assert!(default_session_cap(Isolation::Process) >= 1);
+        let context = default_session_cap(Isolation::Context, None);
+        assert!(context > default_session_cap(Isolation::Process, None));
+        assert!(default_session_cap(Isolation::Process, None) >= 1);
+        // The shared Chromium's bound holds context sessions, never process ones.
+        assert_eq!(
+            default_session_cap(Isolation::Context, Some(4096)),
+            context.min(4096 / CONTEXT_SESSION_MIB as usize)
+        );
+        assert_eq!(
+            default_session_cap(Isolation::Process, Some(4096)),
+            default_session_cap(Isolation::Process, None)
+        );
     }
 }

@@ -133,7 +133,7 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
         &format!(
             "{} live sessions in all{} ({} isolation), {} per tenant, {} per user; none opens under {} MiB available (now: {memory})",
             show(caps.total),
-            if config.sessions.max_total.is_none() { " (derived from memory)" } else { "" },
+            if config.sessions.max_total.is_none() { " (derived from memory and browser.memory_limit_mb)" } else { "" },
             match config.browser.isolation {
                 airlock_config::Isolation::Context => "context",
                 airlock_config::Isolation::Process => "process",

@@ -640,7 +640,10 @@ pub(crate) fn session_caps(config: &Config) -> airlock_gateway::Caps {
         per_user: config.sessions.max_per_user,
         per_tenant: config.sessions.max_per_tenant,
         total: Some(config.sessions.max_total.unwrap_or_else(|| {
-            airlock_browser::host::default_session_cap(config.browser.isolation)
+            airlock_browser::host::default_session_cap(
+                config.browser.isolation,
+                config.browser.memory_limit.map(|bytes| bytes >> 20),
+            )
         })),
         min_free_memory_mib: config.sessions.min_free_memory_mb,
     }
