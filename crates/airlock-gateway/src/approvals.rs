@@ -86,6 +86,17 @@ impl Gateway {
             .map_err(internal)
     }
 
+    /// How many approvals wait for a decision, in every tenant (for `/metrics`, which
+    /// shows no tenant).
+    pub async fn pending_approvals(&self) -> Result<usize> {
+        Ok(self
+            .approver_store()?
+            .approvals(None, Some("pending"))
+            .await
+            .map_err(internal)?
+            .len())
+    }
+
     /// One of the tenant's approvals.
     pub async fn approval(&self, tenant: &str, id: &str) -> Result<ApprovalRecord> {
         match self

@@ -238,9 +238,8 @@ impl Metrics {
                     .inc_by(n.saturating_sub(before));
             }
         }
-        let tenant = gateway.principal(None).tenant;
-        if let Ok(pending) = gateway.approvals(&tenant, Some("pending")).await {
-            self.approvals_pending.set(pending.len() as i64);
+        if let Ok(pending) = gateway.pending_approvals().await {
+            self.approvals_pending.set(pending as i64);
         }
         let mut text = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
