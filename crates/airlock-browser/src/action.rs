@@ -301,6 +301,13 @@ pub struct ActionOutcome {
 pub enum Effect {
     /// Clicked the element described.
     Clicked(String),
+    /// Every tab's viewport is now this size (CSS pixels).
+    Resized {
+        /// Width.
+        width: u32,
+        /// Height.
+        height: u32,
+    },
     /// The mouse is over the element described.
     Hovered(String),
     /// Typed into the field described.

@@ -37,4 +37,6 @@ pub use launch::{
 pub use options::BrowserOptions;
 pub use oracle::AxPair;
 pub use outbound::{OutgoingRequest, RequestGuard};
-pub use session::{MAX_TABS, Session, SessionOptions, with_action_budget};
+pub use session::{
+    MAX_TABS, Session, SessionOptions, VIEWPORT_MAX, VIEWPORT_MIN, with_action_budget,
+};

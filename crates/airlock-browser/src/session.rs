@@ -23,6 +23,8 @@ mod navigate;
 mod read;
 mod tabs;
 
+pub use tabs::{VIEWPORT_MAX, VIEWPORT_MIN};
+
 use crate::action::*;
 use crate::chromium::{Chromium, TargetNotice};
 use crate::error::{Error, Result};
@@ -101,6 +103,8 @@ struct Registry {
     refused_popups: usize,
     /// Target ids of popups not yet reported in an action's outcome.
     unreported: Vec<String>,
+    /// The viewport every tab has, new ones too (CSS pixels).
+    viewport: (u32, u32),
 }
 
 /// One isolated browser session.
@@ -210,6 +214,7 @@ impl Session {
             active: 0,
             refused_popups: 0,
             unreported: Vec::new(),
+            viewport: options.viewport,
         }));
         let (changed_tx, registry_changed) = watch::channel(0u64);
         let redactor: Arc<dyn Redact> = session_options
@@ -682,13 +687,14 @@ async fn attach_tabs(
                     changed.send_modify(|v| *v += 1);
                     continue;
                 }
+                let viewport = lock(&registry).viewport;
                 let tab = Tab::setup(
                     chromium.conn.clone(),
                     session_id,
                     target_id.clone(),
                     opener_id.clone(),
                     hooks.clone(),
-                    options.viewport,
+                    viewport,
                     options.action_timeout,
                 )
                 .await;

@@ -31,6 +31,7 @@ mod tenants;
 mod tools;
 mod warm;
 
+pub use airlock_browser::{VIEWPORT_MAX, VIEWPORT_MIN};
 pub use airlock_store::{ApprovalRecord, AuditRecord};
 pub use approvals::Decision;
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};

@@ -104,6 +104,13 @@ pub enum ToolCall {
     Forward,
     /// `browser_reload`.
     Reload,
+    /// `browser_resize`: every tab's viewport, in CSS pixels.
+    Resize {
+        /// Width.
+        width: u32,
+        /// Height.
+        height: u32,
+    },
     /// `browser_session_open`.
     SessionOpen(OpenOptions),
     /// `browser_session_close`.
@@ -163,6 +170,7 @@ impl ToolCall {
             ToolCall::Back => "browser_back",
             ToolCall::Forward => "browser_forward",
             ToolCall::Reload => "browser_reload",
+            ToolCall::Resize { .. } => "browser_resize",
             ToolCall::SessionOpen(_) => "browser_session_open",
             ToolCall::SessionClose => "browser_session_close",
         }
@@ -274,6 +282,7 @@ impl ToolCall {
             ToolCall::Tabs(TabAction::New(url)) => json!({ "new": url }),
             ToolCall::Tabs(TabAction::Select(i)) => json!({ "select": i }),
             ToolCall::Tabs(TabAction::Close(i)) => json!({ "close": i }),
+            ToolCall::Resize { width, height } => json!({ "width": width, "height": height }),
             ToolCall::SessionOpen(options) => json!({
                 "credentials": options.credentials,
                 "allow_hosts": options.allow_hosts,
@@ -559,6 +568,10 @@ pub(crate) async fn execute(
             let outcome = session.hover(&target).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
+        ToolCall::Resize { width, height } => {
+            let outcome = session.resize(width, height).await?;
+            after_action(session, fence, surface, outcome, None).await?
+        }
         ToolCall::Scroll(scroll) => {
             let outcome = session.scroll(&scroll).await?;
             after_action(session, fence, surface, outcome, None).await?
@@ -729,6 +742,7 @@ fn effect_line(effect: &Effect, typed: Option<&str>) -> String {
     };
     match effect {
         Effect::Clicked(target) => format!("clicked {target}"),
+        Effect::Resized { width, height } => format!("viewport is {width}×{height}"),
         Effect::Hovered(target) => format!("hovering over {target}"),
         Effect::Typed(target) => match typed {
             Some(typed) => format!("typed {typed} into {target}"),

@@ -547,6 +547,30 @@ impl ReadParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ResizeParams {
+    /// 200–3840.
+    pub(crate) width: u32,
+    /// 200–2160.
+    pub(crate) height: u32,
+}
+
+impl ResizeParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let (min, max) = (airlock_gateway::VIEWPORT_MIN, airlock_gateway::VIEWPORT_MAX);
+        if !(min.0..=max.0).contains(&self.width) || !(min.1..=max.1).contains(&self.height) {
+            return bad(format!(
+                "the viewport is {}–{} CSS pixels wide and {}–{} high",
+                min.0, max.0, min.1, max.1
+            ));
+        }
+        Ok(ToolCall::Resize {
+            width: self.width,
+            height: self.height,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct TabsParams {
     /// What to do with the tabs.
     #[schemars(extend("enum" = ["list", "new", "select", "close"]))]

@@ -2,8 +2,46 @@
 
 use super::*;
 
+/// Smallest and largest viewport a session may ask for, in CSS pixels.
+pub const VIEWPORT_MIN: (u32, u32) = (200, 200);
+/// See [`VIEWPORT_MIN`].
+pub const VIEWPORT_MAX: (u32, u32) = (3840, 2160);
+
 impl Session {
     // ---- tabs -----------------------------------------------------------------------
+
+    /// Sets the viewport of every tab, and of tabs opened from now on.
+    pub async fn resize(&self, width: u32, height: u32) -> Result<ActionOutcome> {
+        if !(VIEWPORT_MIN.0..=VIEWPORT_MAX.0).contains(&width)
+            || !(VIEWPORT_MIN.1..=VIEWPORT_MAX.1).contains(&height)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the viewport is {}–{} CSS pixels wide and {}–{} high",
+                VIEWPORT_MIN.0, VIEWPORT_MAX.0, VIEWPORT_MIN.1, VIEWPORT_MAX.1
+            )));
+        }
+        let _op = self.op.lock().await;
+        let active = self.tab().await?;
+        let tabs = {
+            let mut registry = lock(&self.registry);
+            registry.viewport = (width, height);
+            registry.tabs.clone()
+        };
+        let before = Self::nav_counters(&active);
+        for tab in &tabs {
+            tab.call(
+                "Emulation.setDeviceMetricsOverride",
+                json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false }),
+                self.budget(),
+            )
+            .await?;
+        }
+        // Pages lay out again (and may load other images) at the new size.
+        let navigated = self.settle(&active, before).await;
+        let mut outcome = self.outcome(&active, navigated).await;
+        outcome.effect = Some(Effect::Resized { width, height });
+        Ok(outcome)
+    }
 
     /// Lists the session's tabs.
     pub async fn tabs(&self) -> Result<Vec<TabInfo>> {

@@ -20,6 +20,7 @@ mod credentials;
 mod leaks;
 mod leasing;
 mod roles;
+mod view;
 
 /// The policy tests run under: public addresses plus the fixture site's one port.
 fn fixture_policy(h: &Harness) -> Policy {

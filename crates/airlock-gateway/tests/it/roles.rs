@@ -140,6 +140,14 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
         ("forward", ToolCall::Forward, Role::Act),
         ("reload", ToolCall::Reload, Role::Act),
         (
+            "resize",
+            ToolCall::Resize {
+                width: 800,
+                height: 600,
+            },
+            Role::Act,
+        ),
+        (
             "session_open",
             ToolCall::SessionOpen(OpenOptions::default()),
             Role::Act,
@@ -203,8 +211,8 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
                 }
             }
         }
-        // An observer may do nothing but look: 17 of the 22 tools are refused.
-        assert_eq!(refused, 17);
+        // An observer may do nothing but look: 18 of the 23 tools are refused.
+        assert_eq!(refused, 18);
         gateway.shutdown().await;
         let events = store.audit_events(0, 10_000).await.unwrap();
         let forbidden = events

@@ -4,7 +4,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
-use crate::params::TabsParams;
+use crate::params::{ResizeParams, TabsParams};
 use crate::server::AirlockMcp;
 
 #[tool_router(router = tabs_router, vis = "pub(crate)")]
@@ -25,5 +25,23 @@ impl AirlockMcp {
         ext: Extensions,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         self.run("browser_tabs", p.call(), &ext).await
+    }
+
+    #[tool(
+        name = "browser_resize",
+        description = "Set the viewport of every tab (CSS px), e.g. to see a phone-width layout.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn browser_resize(
+        &self,
+        Parameters(p): Parameters<ResizeParams>,
+        ext: Extensions,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.run("browser_resize", p.call(), &ext).await
     }
 }

@@ -25,7 +25,7 @@ EXPECTED_TOOLS = {
     "browser_fill_form", "browser_press_key", "browser_select_option", "browser_check",
     "browser_hover", "browser_scroll", "browser_wait_for", "browser_screenshot",
     "browser_read", "browser_tabs", "browser_back", "browser_forward", "browser_reload",
-    "browser_session_open", "browser_session_close",
+    "browser_session_open", "browser_session_close", "browser_resize",
 }
 
 passed = 0
@@ -105,6 +105,15 @@ async def flow(client, base):
     images = [c for c in r.content if getattr(c, "type", "") == "image"]
     ok = bool(images) and images[0].mime_type == "image/png" and base64.b64decode(images[0].data)[:8] == b"\x89PNG\r\n\x1a\n"
     check("screenshot returns a PNG image", not r.is_error and ok, text_of(r))
+
+    r = await client.call_tool("browser_resize", {"width": 390, "height": 844})
+    check("resize sets the viewport", not r.is_error and "viewport is 390×844" in text_of(r), text_of(r))
+    r = await client.call_tool("browser_screenshot", {})
+    png = base64.b64decode([c for c in r.content if getattr(c, "type", "") == "image"][0].data)
+    size = (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big"))
+    check("the next screenshot has the new size", size == (390, 844), str(size))
+    r = await client.call_tool("browser_resize", {"width": 10, "height": 10})
+    check("a size out of bounds is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
 
     # Bad input: each gets a tool error with a code, and the session keeps working.
     r = await client.call_tool("browser_click", {})

@@ -1,0 +1,66 @@
+//! The viewport: `browser_resize` sets it for every tab, tabs opened later too, as the
+//! browser renders it (screenshots measured here from the PNG's own header).
+
+use airlock_browser::{ScreenshotOptions, SnapshotOptions};
+use airlock_core::ErrorCode;
+use airlock_gateway::{Gateway, TabAction, ToolCall};
+use airlock_test_support::with_browser;
+
+use crate::{config, navigate};
+
+// Width and height from a PNG's IHDR chunk.
+fn png_size(data: &[u8]) -> (u32, u32) {
+    assert_eq!(&data[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    (be(&data[16..20]), be(&data[20..24]))
+}
+
+async fn viewport(agent: &airlock_gateway::AgentSession) -> (u32, u32) {
+    let out = agent
+        .call(ToolCall::Screenshot(ScreenshotOptions::default()))
+        .await;
+    assert_eq!(out.error, None, "{}", out.text);
+    png_size(&out.image.expect("a screenshot").data)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resize_sets_the_viewport_of_every_tab_and_of_new_ones() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let before = viewport(&agent).await;
+        let out = agent.call(ToolCall::Tabs(TabAction::New(None))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent
+            .call(ToolCall::Resize {
+                width: 390,
+                height: 844,
+            })
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("viewport is 390×844"), "{}", out.text);
+        assert_eq!(viewport(&agent).await, (390, 844));
+        assert_ne!(before, (390, 844));
+        // The tab opened before the resize…
+        agent.call(ToolCall::Tabs(TabAction::Select(0))).await;
+        assert_eq!(viewport(&agent).await, (390, 844));
+        // …and one opened after it.
+        agent.call(ToolCall::Tabs(TabAction::New(None))).await;
+        assert_eq!(viewport(&agent).await, (390, 844));
+        // The page laid out at the new width: the snapshot still reads it.
+        let out = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        // Out of bounds: refused, nothing changed.
+        for (width, height) in [(10, 844), (390, 99_999), (0, 0)] {
+            let out = agent.call(ToolCall::Resize { width, height }).await;
+            assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
+        }
+        assert_eq!(viewport(&agent).await, (390, 844));
+        gateway.shutdown().await;
+    })
+    .await;
+}
