@@ -607,6 +607,60 @@ pub struct PageText {
     pub next_offset: Option<usize>,
 }
 
+/// How serious a console message is, least first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ConsoleLevel {
+    /// `console.debug`.
+    Debug,
+    /// `console.log`, `info` and the rest.
+    Info,
+    /// `console.warn`.
+    Warning,
+    /// `console.error`, failed assertions, uncaught exceptions.
+    Error,
+}
+
+impl ConsoleLevel {
+    /// Parses `debug`, `info`, `warning`, `error`.
+    pub fn parse(text: &str) -> Option<ConsoleLevel> {
+        match text {
+            "debug" => Some(ConsoleLevel::Debug),
+            "info" => Some(ConsoleLevel::Info),
+            "warning" => Some(ConsoleLevel::Warning),
+            "error" => Some(ConsoleLevel::Error),
+            _ => None,
+        }
+    }
+
+    /// The name as parsed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConsoleLevel::Debug => "debug",
+            ConsoleLevel::Info => "info",
+            ConsoleLevel::Warning => "warning",
+            ConsoleLevel::Error => "error",
+        }
+    }
+}
+
+/// One message a page logged (redacted and cut when it was taken).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsoleEntry {
+    /// How serious.
+    pub level: ConsoleLevel,
+    /// What it said (the arguments, space-separated; an exception's description).
+    pub text: String,
+}
+
+/// What the active tab logged, newest last.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ConsoleLog {
+    /// The messages asked for.
+    pub entries: Vec<ConsoleEntry>,
+    /// Messages the tab's bounded buffer let go of.
+    pub dropped: u64,
+}
+
 /// One tab as listed to an agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TabInfo {

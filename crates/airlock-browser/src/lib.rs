@@ -23,11 +23,14 @@ mod outbound;
 mod session;
 mod tab;
 
+pub use tab::CONSOLE_KEPT;
+
 pub use action::{
-    ActionOutcome, Bounds, ClickOptions, DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Dialog,
-    Direction, Effect, ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NewTab,
-    Notice, PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions,
-    TabInfo, Target, TextPiece, TypedText, WaitCondition, WaitUntil, Waited,
+    ActionOutcome, Bounds, ClickOptions, ConsoleEntry, ConsoleLevel, ConsoleLog,
+    DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Dialog, Direction, Effect, ImageFormat,
+    InjectedCookie, Injection, Modifier, MouseButton, NewTab, Notice, PageText, Resolved,
+    Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo, Target, TextPiece,
+    TypedText, WaitCondition, WaitUntil, Waited,
 };
 pub use browser::{Browsers, Probe, probe};
 pub use error::{Error, Result};

@@ -100,7 +100,16 @@ pub(crate) struct TabInner {
     pub(crate) unresponsive: bool,
     /// A popup whose first real URL the guard has not judged yet.
     pub(crate) popup_unjudged: bool,
+    /// What the page logged, redacted and cut, newest last (at most `CONSOLE_KEPT`).
+    pub(crate) console: std::collections::VecDeque<crate::action::ConsoleEntry>,
+    /// Messages let go of when the buffer was full.
+    pub(crate) console_dropped: u64,
 }
+
+/// Console messages a tab keeps.
+pub const CONSOLE_KEPT: usize = 200;
+/// Characters of one console message kept (after redaction).
+const CONSOLE_CHARS: usize = 500;
 
 pub(crate) struct TabState {
     inner: Mutex<TabInner>,
@@ -128,6 +137,21 @@ impl TabState {
         } else {
             400
         }
+    }
+
+    // Keeps a console message: redacted first, whole, then cut (the cut sits a
+    // redactor's reach past what is shown, so no piece of a secret survives it).
+    fn log(&self, level: crate::action::ConsoleLevel, text: &str) {
+        let redacted = self.redactor.redact(text);
+        let text = airlock_core::text::ellipsize(&redacted, CONSOLE_CHARS);
+        self.with(|s| {
+            if s.console.len() >= CONSOLE_KEPT {
+                s.console.pop_front();
+                s.console_dropped += 1;
+            }
+            s.console
+                .push_back(crate::action::ConsoleEntry { level, text });
+        });
     }
 
     pub(crate) fn read<R>(&self, f: impl FnOnce(&TabInner) -> R) -> R {
@@ -249,6 +273,8 @@ impl Tab {
             ("Page.enable", json!({})),
             ("Page.setLifecycleEventsEnabled", json!({ "enabled": true })),
             ("Inspector.enable", json!({})),
+            // Console messages and uncaught exceptions (`browser_console_messages`).
+            ("Runtime.enable", json!({})),
             (
                 "Emulation.setDeviceMetricsOverride",
                 json!({ "width": viewport.0, "height": viewport.1, "deviceScaleFactor": 1, "mobile": false }),
@@ -711,6 +737,21 @@ fn guard_navigation(
     });
 }
 
+// One console argument as text: a primitive's value, else how DevTools describes it.
+fn console_arg(arg: &Value) -> String {
+    match arg.get("value") {
+        Some(Value::String(s)) => s.clone(),
+        // Present, even `null`: a primitive.
+        Some(other) => other.to_string(),
+        None => arg["description"]
+            .as_str()
+            .or_else(|| arg["unserializableValue"].as_str())
+            .or_else(|| arg["type"].as_str())
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
 async fn pump(
     conn: Connection,
     session: String,
@@ -745,6 +786,28 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
     let p = &event.params;
     let str_of = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     match event.method.as_str() {
+        "Runtime.consoleAPICalled" => {
+            use crate::action::ConsoleLevel;
+            let level = match p["type"].as_str().unwrap_or_default() {
+                "debug" => ConsoleLevel::Debug,
+                "warning" => ConsoleLevel::Warning,
+                "error" | "assert" => ConsoleLevel::Error,
+                _ => ConsoleLevel::Info,
+            };
+            let text = p["args"]
+                .as_array()
+                .map(|args| args.iter().map(console_arg).collect::<Vec<_>>().join(" "))
+                .unwrap_or_default();
+            state.log(level, &text);
+        }
+        "Runtime.exceptionThrown" => {
+            let details = &p["exceptionDetails"];
+            let text = details["exception"]["description"]
+                .as_str()
+                .or_else(|| details["text"].as_str())
+                .unwrap_or("uncaught exception");
+            state.log(crate::action::ConsoleLevel::Error, text);
+        }
         "Page.lifecycleEvent" => {
             let frame = str_of(&p["frameId"]);
             let loader = str_of(&p["loaderId"]);

@@ -9,9 +9,9 @@
 /// types, named here so that surfaces depend on the engine alone.
 pub mod action {
     pub use airlock_browser::{
-        ActionOutcome, Bounds, ClickOptions, Dialog, Direction, Effect, ImageFormat, Modifier,
-        MouseButton, NewTab, Notice, Resolved, ScreenshotOptions, Scroll, SnapshotOptions, Target,
-        WaitCondition, WaitUntil, Waited,
+        ActionOutcome, Bounds, ClickOptions, ConsoleLevel, Dialog, Direction, Effect, ImageFormat,
+        Modifier, MouseButton, NewTab, Notice, Resolved, ScreenshotOptions, Scroll,
+        SnapshotOptions, Target, WaitCondition, WaitUntil, Waited,
     };
 }
 
@@ -31,7 +31,7 @@ mod tenants;
 mod tools;
 mod warm;
 
-pub use airlock_browser::{VIEWPORT_MAX, VIEWPORT_MIN};
+pub use airlock_browser::{CONSOLE_KEPT, VIEWPORT_MAX, VIEWPORT_MIN};
 pub use airlock_store::{ApprovalRecord, AuditRecord};
 pub use approvals::Decision;
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};

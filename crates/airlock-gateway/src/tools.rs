@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use airlock_browser::{
-    ActionOutcome, ClickOptions, DEFAULT_TEXT_BYTES, Effect, Error as BrowserError, Notice,
-    ScreenshotOptions, Scroll, Session, SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil,
-    Waited,
+    ActionOutcome, ClickOptions, ConsoleLevel, DEFAULT_TEXT_BYTES, Effect, Error as BrowserError,
+    Notice, ScreenshotOptions, Scroll, Session, SnapshotOptions, TabInfo, Target, WaitCondition,
+    WaitUntil, Waited,
 };
 use airlock_config::{Isolation, RecordMode};
 use airlock_core::{ErrorCode, HasErrorCode, Role};
@@ -104,6 +104,13 @@ pub enum ToolCall {
     Forward,
     /// `browser_reload`.
     Reload,
+    /// `browser_console_messages`: what the active tab logged.
+    ConsoleMessages {
+        /// The least serious level shown.
+        level: ConsoleLevel,
+        /// The newest this many.
+        limit: usize,
+    },
     /// `browser_resize`: every tab's viewport, in CSS pixels.
     Resize {
         /// Width.
@@ -171,6 +178,7 @@ impl ToolCall {
             ToolCall::Forward => "browser_forward",
             ToolCall::Reload => "browser_reload",
             ToolCall::Resize { .. } => "browser_resize",
+            ToolCall::ConsoleMessages { .. } => "browser_console_messages",
             ToolCall::SessionOpen(_) => "browser_session_open",
             ToolCall::SessionClose => "browser_session_close",
         }
@@ -186,6 +194,7 @@ impl ToolCall {
             | ToolCall::Screenshot(_)
             | ToolCall::Read { .. }
             | ToolCall::WaitFor { .. }
+            | ToolCall::ConsoleMessages { .. }
             | ToolCall::Tabs(TabAction::List) => Role::Observe,
             _ => Role::Act,
         }
@@ -283,6 +292,9 @@ impl ToolCall {
             ToolCall::Tabs(TabAction::Select(i)) => json!({ "select": i }),
             ToolCall::Tabs(TabAction::Close(i)) => json!({ "close": i }),
             ToolCall::Resize { width, height } => json!({ "width": width, "height": height }),
+            ToolCall::ConsoleMessages { level, limit } => {
+                json!({ "level": level.as_str(), "limit": limit })
+            }
             ToolCall::SessionOpen(options) => json!({
                 "credentials": options.credentials,
                 "allow_hosts": options.allow_hosts,
@@ -607,6 +619,36 @@ pub(crate) async fn execute(
                 quote_title(title),
                 fence.wrap(&body)
             ))
+        }
+        ToolCall::ConsoleMessages { level, limit } => {
+            let log = session.console(level, limit).await?;
+            let tabs = session.tabs().await?;
+            let (title, url) = tabs
+                .iter()
+                .find(|t| t.active)
+                .map(|t| (t.title.as_str(), t.url.as_str()))
+                .unwrap_or_default();
+            // The page wrote every word of it: fenced like any page content.
+            let mut body = String::new();
+            for entry in &log.entries {
+                body.push_str(&format!("[{}] {}\n", entry.level.as_str(), entry.text));
+            }
+            let mut text = format!(
+                "{} console message{} (level {} and up)",
+                log.entries.len(),
+                if log.entries.len() == 1 { "" } else { "s" },
+                level.as_str()
+            );
+            if log.dropped > 0 {
+                text.push_str(&format!(
+                    "; {} older ones were let go (the tab keeps its last {})",
+                    log.dropped,
+                    airlock_browser::CONSOLE_KEPT
+                ));
+            }
+            text.push_str(&format!("\npage: {} — {url}\n", quote_title(title)));
+            text.push_str(&fence.wrap(body.trim_end()));
+            ToolOutput::text(text)
         }
         ToolCall::Tabs(action) => {
             let tabs = match action {

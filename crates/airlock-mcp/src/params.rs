@@ -547,6 +547,31 @@ impl ReadParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ConsoleParams {
+    /// Least serious level shown (default `info`).
+    #[schemars(extend("enum" = ["debug", "info", "warning", "error"]))]
+    pub(crate) level: Option<String>,
+    /// Newest N (default 50, at most 200).
+    pub(crate) limit: Option<usize>,
+}
+
+impl ConsoleParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let level = match self.level.as_deref() {
+            None => airlock_gateway::action::ConsoleLevel::Info,
+            Some(text) => airlock_gateway::action::ConsoleLevel::parse(text).ok_or_else(|| {
+                BadArgument("`level` is debug, info, warning or error".to_owned())
+            })?,
+        };
+        let limit = self.limit.unwrap_or(50);
+        if !(1..=airlock_gateway::CONSOLE_KEPT).contains(&limit) {
+            return bad(format!("`limit` is 1 to {}", airlock_gateway::CONSOLE_KEPT));
+        }
+        Ok(ToolCall::ConsoleMessages { level, limit })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct ResizeParams {
     /// 200–3840.
     pub(crate) width: u32,

@@ -226,6 +226,27 @@ impl Session {
         })))
     }
 
+    /// What the active tab logged (at least `level`), the newest `limit`, oldest first.
+    pub async fn console(&self, level: ConsoleLevel, limit: usize) -> Result<ConsoleLog> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        Ok(tab.state.read(|s| {
+            let mut entries: Vec<ConsoleEntry> = s
+                .console
+                .iter()
+                .rev()
+                .filter(|e| e.level >= level)
+                .take(limit)
+                .cloned()
+                .collect();
+            entries.reverse();
+            ConsoleLog {
+                entries,
+                dropped: s.console_dropped,
+            }
+        }))
+    }
+
     /// The page's text as markdown-ish lines (headings, lists, links, tables), paged
     /// by bytes from `offset`.
     pub async fn read_text(&self, offset: usize, max_bytes: usize) -> Result<PageText> {

@@ -1004,3 +1004,46 @@ async fn a_caller_reads_only_its_own_tenants_credentials() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_messages_never_carry_a_typed_secret_in_any_encoding() {
+    with_browser(|h| async move {
+        let (gateway, _vault) = gateway(&h, Role::Operate).await;
+        let agent = gateway.agent_session();
+        let out = call(&agent, open_with(&["login"], None)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        call(&agent, navigate(h.site.url("app/console.html"))).await;
+        let out = call(
+            &agent,
+            typing(role("textbox", "Anything"), "{{secret:login.password}}"),
+        )
+        .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let everything = || ToolCall::ConsoleMessages {
+            level: airlock_browser::ConsoleLevel::Debug,
+            limit: 200,
+        };
+        // The page logged it at every level and threw it; each line is there,
+        // with the secret's every form redacted (`call` checks every form).
+        let mut text = String::new();
+        for _ in 0..100 {
+            text = call(&agent, everything()).await.text;
+            if text.contains("thrown") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for line in [
+            "[info] raw [REDACTED:login]",
+            "[info] url [REDACTED:login]",
+            "[warning] b64 ",
+            "[error] html [REDACTED:login]",
+            "[debug] json {\"v\":\"[REDACTED:login]\"}",
+            "[error] Error: thrown [REDACTED:login]",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
+        gateway.shutdown().await;
+    })
+    .await;
+}

@@ -62,6 +62,14 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
         ),
         ("tabs list", ToolCall::Tabs(TabAction::List), Role::Observe),
         (
+            "console_messages",
+            ToolCall::ConsoleMessages {
+                level: airlock_browser::ConsoleLevel::Debug,
+                limit: 50,
+            },
+            Role::Observe,
+        ),
+        (
             "navigate",
             ToolCall::Navigate {
                 url: url.to_owned(),
@@ -211,7 +219,7 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
                 }
             }
         }
-        // An observer may do nothing but look: 18 of the 23 tools are refused.
+        // An observer may do nothing but look: 18 of the 24 tools are refused.
         assert_eq!(refused, 18);
         gateway.shutdown().await;
         let events = store.audit_events(0, 10_000).await.unwrap();

@@ -64,3 +64,44 @@ async fn resize_sets_the_viewport_of_every_tab_and_of_new_ones() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_messages_are_filtered_by_level_limited_and_fenced() {
+    use airlock_browser::ConsoleLevel;
+
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("app/console.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let console = |level, limit| ToolCall::ConsoleMessages { level, limit };
+        let out = agent.call(console(ConsoleLevel::Debug, 200)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            out.text
+                .starts_with("3 console messages (level debug and up)"),
+            "{}",
+            out.text
+        );
+        let fenced = out.text.split("<page-content").nth(1).expect("fenced");
+        for line in [
+            "[info] console page ready",
+            "[debug] a debug line",
+            "[warning] a warning 42 true null",
+        ] {
+            assert!(fenced.contains(line), "{line}: {}", out.text);
+        }
+        // `info` and up leaves the debug line out; `error` and up leaves nothing.
+        let out = agent.call(console(ConsoleLevel::Info, 200)).await;
+        assert!(out.text.starts_with("2 console messages"), "{}", out.text);
+        assert!(!out.text.contains("a debug line"), "{}", out.text);
+        let out = agent.call(console(ConsoleLevel::Error, 200)).await;
+        assert!(out.text.starts_with("0 console messages"), "{}", out.text);
+        // The newest N.
+        let out = agent.call(console(ConsoleLevel::Debug, 1)).await;
+        assert!(out.text.starts_with("1 console message "), "{}", out.text);
+        assert!(out.text.contains("a warning"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}

@@ -4,7 +4,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
-use crate::params::{ReadParams, ScreenshotParams, SnapshotParams, WaitForParams};
+use crate::params::{ConsoleParams, ReadParams, ScreenshotParams, SnapshotParams, WaitForParams};
 use crate::server::AirlockMcp;
 
 #[tool_router(router = read_router, vis = "pub(crate)")]
@@ -43,6 +43,24 @@ impl AirlockMcp {
         ext: Extensions,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         self.run("browser_read", p.call(), &ext).await
+    }
+
+    #[tool(
+        name = "browser_console_messages",
+        description = "What the active tab logged to its console (and uncaught errors), newest last. Untrusted page content; secrets redacted.",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn browser_console_messages(
+        &self,
+        Parameters(p): Parameters<ConsoleParams>,
+        ext: Extensions,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.run("browser_console_messages", p.call(), &ext).await
     }
 
     #[tool(

@@ -25,7 +25,7 @@ EXPECTED_TOOLS = {
     "browser_fill_form", "browser_press_key", "browser_select_option", "browser_check",
     "browser_hover", "browser_scroll", "browser_wait_for", "browser_screenshot",
     "browser_read", "browser_tabs", "browser_back", "browser_forward", "browser_reload",
-    "browser_session_open", "browser_session_close", "browser_resize",
+    "browser_session_open", "browser_session_close", "browser_resize", "browser_console_messages",
 }
 
 passed = 0
@@ -112,6 +112,12 @@ async def flow(client, base):
     png = base64.b64decode([c for c in r.content if getattr(c, "type", "") == "image"][0].data)
     size = (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big"))
     check("the next screenshot has the new size", size == (390, 844), str(size))
+    r = await client.call_tool("browser_console_messages", {"level": "debug"})
+    t = text_of(r)
+    check("console messages come back fenced as page content",
+          not r.is_error and "console message" in t and "<page-content" in t, t)
+    r = await client.call_tool("browser_console_messages", {"level": "loud"})
+    check("an unknown level is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
     r = await client.call_tool("browser_resize", {"width": 10, "height": 10})
     check("a size out of bounds is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
 
