@@ -460,6 +460,18 @@ impl ToolOutput {
     }
 }
 
+// The `page: "title" — URL` line of the active tab, said above page content read
+// outside an action's outcome.
+async fn page_line(session: &Session) -> Result<String> {
+    let tabs = session.tabs().await?;
+    let (title, url) = tabs
+        .iter()
+        .find(|t| t.active)
+        .map(|t| (t.title.as_str(), t.url.as_str()))
+        .unwrap_or_default();
+    Ok(format!("page: {} — {url}", quote_title(title)))
+}
+
 /// Runs one browser call in `session` and words its result.
 pub(crate) async fn execute(
     session: &Session,
@@ -604,30 +616,16 @@ pub(crate) async fn execute(
         }
         ToolCall::Read { format, offset } => {
             let page = session.read_text(offset, DEFAULT_TEXT_BYTES).await?;
-            let tabs = session.tabs().await?;
-            let (title, url) = tabs
-                .iter()
-                .find(|t| t.active)
-                .map(|t| (t.title.as_str(), t.url.as_str()))
-                .unwrap_or_default();
+            let whose = page_line(session).await?;
             let body = match format {
                 ReadFormat::Markdown => page.text,
                 ReadFormat::Text => plain(&page.text),
             };
-            ToolOutput::text(format!(
-                "page: {} — {url}\n{}",
-                quote_title(title),
-                fence.wrap(&body)
-            ))
+            ToolOutput::text(format!("{whose}\n{}", fence.wrap(&body)))
         }
         ToolCall::ConsoleMessages { level, limit } => {
             let log = session.console(level, limit).await?;
-            let tabs = session.tabs().await?;
-            let (title, url) = tabs
-                .iter()
-                .find(|t| t.active)
-                .map(|t| (t.title.as_str(), t.url.as_str()))
-                .unwrap_or_default();
+            let whose = page_line(session).await?;
             // The page wrote every word of it: fenced like any page content.
             let mut body = String::new();
             for entry in &log.entries {
@@ -646,7 +644,7 @@ pub(crate) async fn execute(
                     airlock_browser::CONSOLE_KEPT
                 ));
             }
-            text.push_str(&format!("\npage: {} — {url}\n", quote_title(title)));
+            text.push_str(&format!("\n{whose}\n"));
             text.push_str(&fence.wrap(body.trim_end()));
             ToolOutput::text(text)
         }

@@ -1040,8 +1040,43 @@ async fn console_messages_never_carry_a_typed_secret_in_any_encoding() {
             "[error] html [REDACTED:login]",
             "[debug] json {\"v\":\"[REDACTED:login]\"}",
             "[error] Error: thrown [REDACTED:login]",
+            "[info] esc [REDACTED:login]",
+            "[info] latin1 [REDACTED:login]",
+            "[info] utf16 [REDACTED:login]",
+            "[info] hex [REDACTED:login]",
+            "[info] entities [REDACTED:login]",
         ] {
             assert!(text.contains(line), "{line}: {text}");
+        }
+        // The encodings `leaked_forms` does not list, made here from the value.
+        let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        let utf16: Vec<u8> = APP_PASSWORD
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        let escaped: String = APP_PASSWORD
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"@*_+-./".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let hex: String = APP_PASSWORD.bytes().map(|b| format!("{b:02x}")).collect();
+        let entities: String = APP_PASSWORD
+            .chars()
+            .map(|c| format!("&#{};", c as u32))
+            .collect();
+        for form in [
+            b64(APP_PASSWORD.as_bytes()),
+            b64(&utf16),
+            escaped,
+            hex,
+            entities,
+        ] {
+            assert!(!text.contains(&form), "`{form}` leaked in:\n{text}");
         }
         gateway.shutdown().await;
     })
