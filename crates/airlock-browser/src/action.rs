@@ -282,7 +282,7 @@ pub struct ActionOutcome {
     pub effect: Option<Effect>,
     /// JavaScript dialogs the page opened meanwhile, at most ten.
     pub dialogs: Vec<Dialog>,
-    /// Dialogs past those listed, dismissed too.
+    /// Dialogs past those listed, dismissed.
     pub dialogs_unlisted: u64,
     /// What the browser did about the page on the side (a popup or a navigation it
     /// stopped, a tab it closed, a request it refused).
@@ -342,6 +342,15 @@ pub enum Effect {
     Waited(u64),
     /// The condition waited for holds.
     WaitedFor(Waited),
+    /// Answered the dialog that held the page.
+    AnsweredDialog {
+        /// `alert`, `confirm`, `prompt` or `beforeunload`.
+        kind: String,
+        /// Its message, redacted and cut.
+        message: String,
+        /// Accepted rather than dismissed.
+        accepted: bool,
+    },
 }
 
 /// A wait condition that held, as an outcome may tell it: never the text waited for,
@@ -412,8 +421,26 @@ pub struct Dialog {
     pub kind: String,
     /// Its message, redacted and cut.
     pub message: String,
-    /// Accepted (leaving a page) rather than dismissed.
-    pub accepted: bool,
+    /// Where it stands.
+    pub answer: DialogAnswer,
+}
+
+/// How a dialog ended, or that it has not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DialogAnswer {
+    /// It holds the page until `Session::handle_dialog` answers it.
+    Open,
+    /// Accepted (by the agent, or by the page going away).
+    Accepted,
+    /// Dismissed (by the agent, by the page going away, or at once: it only
+    /// continued a chain of dialogs).
+    Dismissed,
+    /// Nobody answered it within the action timeout: Airlock dismissed it (accepted,
+    /// for `beforeunload`: leaving was what the agent asked for).
+    TimedOut {
+        /// Accepted rather than dismissed.
+        accepted: bool,
+    },
 }
 
 /// An element a target names, as the page has it now: what later stages (risk

@@ -101,6 +101,26 @@ pub enum Error {
         /// What was found instead.
         detail: String,
     },
+    /// A JavaScript dialog holds the active tab's page: nothing else can act on it
+    /// until the dialog is answered.
+    #[error("a {kind} dialog holds the page; nothing else can act on it until it is answered")]
+    DialogOpen {
+        /// `alert`, `confirm`, `prompt` or `beforeunload`.
+        kind: String,
+    },
+    /// A dialog opened while an action ran and stopped it there;
+    /// `Session::or_dialog` turns this into the action's outcome.
+    #[error("a {kind} dialog opened and holds the page until it is answered")]
+    DialogOpened {
+        /// `alert`, `confirm`, `prompt` or `beforeunload`.
+        kind: String,
+    },
+    /// `handle_dialog` found no dialog to answer.
+    #[error("no dialog opened within {ms} ms, so nothing was answered")]
+    NoDialog {
+        /// How long it waited for one.
+        ms: u128,
+    },
     /// Chromium answered a command with something we did not expect.
     #[error("browser protocol error: {0}")]
     Protocol(String),
@@ -121,6 +141,8 @@ impl HasErrorCode for Error {
             Error::TabNotFound { .. } | Error::TabClosed => ErrorCode::TabNotFound,
             Error::TabLimit { .. } => ErrorCode::QuotaExceeded,
             Error::SecretOriginMismatch { .. } => ErrorCode::SecretOriginMismatch,
+            Error::DialogOpen { .. } | Error::DialogOpened { .. } => ErrorCode::DialogOpen,
+            Error::NoDialog { .. } => ErrorCode::NotFound,
             Error::Protocol(_) => ErrorCode::Internal,
         }
     }

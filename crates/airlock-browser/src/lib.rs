@@ -27,10 +27,10 @@ pub use tab::CONSOLE_KEPT;
 
 pub use action::{
     ActionOutcome, Bounds, ClickOptions, ConsoleEntry, ConsoleLevel, ConsoleLog,
-    DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Dialog, Direction, Effect, ImageFormat,
-    InjectedCookie, Injection, Modifier, MouseButton, NewTab, Notice, PageText, Resolved,
-    Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo, Target, TextPiece,
-    TypedText, WaitCondition, WaitUntil, Waited,
+    DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Dialog, DialogAnswer, Direction, Effect,
+    ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NewTab, Notice, PageText,
+    Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo, Target,
+    TextPiece, TypedText, WaitCondition, WaitUntil, Waited,
 };
 pub use browser::{Browsers, Probe, probe};
 pub use error::{Error, Result};
@@ -41,5 +41,6 @@ pub use options::BrowserOptions;
 pub use oracle::AxPair;
 pub use outbound::{OutgoingRequest, RequestGuard};
 pub use session::{
-    MAX_TABS, Session, SessionOptions, VIEWPORT_MAX, VIEWPORT_MIN, with_action_budget,
+    MAX_DIALOG_WAIT, MAX_TABS, Session, SessionOptions, VIEWPORT_MAX, VIEWPORT_MIN,
+    with_action_budget,
 };

@@ -17,12 +17,14 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+mod dialogs;
 mod input;
 mod locate;
 mod navigate;
 mod read;
 mod tabs;
 
+pub use dialogs::MAX_DIALOG_WAIT;
 pub use tabs::{VIEWPORT_MAX, VIEWPORT_MIN};
 
 use crate::action::*;

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::action::{Dialog, Injection, Notice};
+use crate::action::{Dialog, DialogAnswer, Injection, Notice};
 use crate::cdp::{CdpError, Connection, Event};
 use crate::error::{Error, Result};
 use crate::guard::NavGuard;
@@ -41,6 +41,10 @@ const MAX_DIALOG_LINES: usize = 10;
 /// waiting behind its dialogs.
 const DIALOG_STORM: usize = 30;
 const DIALOG_STORM_WINDOW: Duration = Duration::from_secs(3);
+/// Dialogs held for an answer between two actions on the page; past them, the next
+/// ones are dismissed at once: a page that answers every answer with a new dialog
+/// cannot hold the agent for ever (and meets `DIALOG_STORM`).
+const DIALOG_CHAIN: u32 = 3;
 /// Longest URL quoted in a notice.
 const MAX_NOTICE_URL: usize = 120;
 
@@ -86,6 +90,12 @@ pub(crate) struct TabInner {
     pub(crate) dialogs_unlisted: u64,
     /// When the most recent dialogs opened (for `DIALOG_STORM`).
     pub(crate) dialog_times: std::collections::VecDeque<tokio::time::Instant>,
+    /// The dialog holding the page until it is answered (or its hold runs out).
+    pub(crate) dialog: Option<OpenDialog>,
+    /// Numbers dialogs, so a hold's expiry answers only its own.
+    pub(crate) dialog_seq: u64,
+    /// Dialogs opened since the last action on the page began (answers aside).
+    pub(crate) dialog_chain: u32,
     pub(crate) crashed: bool,
     pub(crate) detached: bool,
     /// (CDP session, frame id) -> isolated world context id.
@@ -106,6 +116,26 @@ pub(crate) struct TabInner {
     pub(crate) console_dropped: u64,
 }
 
+/// A JavaScript dialog the page is blocked on.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenDialog {
+    pub(crate) id: u64,
+    /// `alert`, `confirm`, `prompt` or `beforeunload`.
+    pub(crate) kind: String,
+    /// Its message, redacted and cut.
+    pub(crate) message: String,
+    /// URL of the frame that opened it (what a secret in a prompt answer is bound to).
+    pub(crate) url: String,
+}
+
+/// Why a call to the renderer was given up.
+pub(crate) enum Interruption {
+    /// The tab crashed or went away.
+    Lost,
+    /// A dialog holds the page: nothing the renderer does goes on until it is answered.
+    Dialog(String),
+}
+
 /// Console messages a tab keeps.
 pub const CONSOLE_KEPT: usize = 200;
 /// Characters of one console message kept (after redaction).
@@ -118,6 +148,8 @@ pub(crate) struct TabState {
     guard: NavGuard,
     requests: Requests,
     redactor: Arc<dyn Redact>,
+    /// How long a dialog holds the page unanswered before Airlock answers it.
+    dialog_hold: Duration,
 }
 
 impl TabState {
@@ -159,26 +191,42 @@ impl TabState {
         f(&guard)
     }
 
-    /// Returns once the tab has crashed or gone away (never, otherwise).
-    async fn lost(&self) {
+    /// Returns once the tab has crashed or gone away, or a dialog holds its page
+    /// (never, otherwise).
+    async fn interrupted(&self) -> Interruption {
         let mut rx = self.changed.subscribe();
         loop {
             if self.read(|s| s.crashed || s.detached) {
-                return;
+                return Interruption::Lost;
+            }
+            if let Some(kind) = self.read(|s| s.dialog.as_ref().map(|d| d.kind.clone())) {
+                return Interruption::Dialog(kind);
             }
             if rx.changed().await.is_err() {
-                return;
+                return Interruption::Lost;
             }
         }
     }
 
-    /// Waits until `done` holds, the tab crashes or closes, or `timeout` passes.
-    /// Returns whether `done` held.
+    /// Waits until `done` holds, the tab crashes or closes, a dialog holds its page,
+    /// or `timeout` passes. Returns whether `done` held.
     pub(crate) async fn wait(&self, timeout: Duration, done: impl Fn(&TabInner) -> bool) -> bool {
+        self.wait_unless(timeout, done, |s| s.dialog.is_some())
+            .await
+    }
+
+    /// Like [`TabState::wait`], but a dialog stops the wait only when `stop` says so
+    /// (waiting for a dialog to close must not stop because it is open).
+    pub(crate) async fn wait_unless(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&TabInner) -> bool,
+        stop: impl Fn(&TabInner) -> bool,
+    ) -> bool {
         let mut rx = self.changed.subscribe();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            if self.read(|s| done(s) || s.crashed || s.detached) {
+            if self.read(|s| done(s) || s.crashed || s.detached || stop(s)) {
                 return self.read(&done);
             }
             match tokio::time::timeout_at(deadline, rx.changed()).await {
@@ -254,6 +302,7 @@ impl Tab {
             guard,
             requests,
             redactor,
+            dialog_hold: timeout,
         });
         let pump = tokio::spawn(pump(conn.clone(), session.clone(), state.clone(), events));
         let tab = Tab {
@@ -374,10 +423,14 @@ impl Tab {
     ) -> Result<T> {
         tokio::select! {
             reply = call => reply.map_err(|e| self.missed(e)),
-            () = self.state.lost() => {
-                self.check()?;
-                Err(Error::PageCrashed)
-            }
+            why = self.state.interrupted() => Err(self.interruption(why)),
+        }
+    }
+
+    fn interruption(&self, why: Interruption) -> Error {
+        match why {
+            Interruption::Lost => self.check().err().unwrap_or(Error::PageCrashed),
+            Interruption::Dialog(kind) => Error::DialogOpened { kind },
         }
     }
 
@@ -493,10 +546,7 @@ impl Tab {
             let (method, params) = request(context);
             let reply = tokio::select! {
                 reply = self.conn.call(Some(&session), method, params, timeout) => reply,
-                () = self.state.lost() => {
-                    self.check()?;
-                    return Err(Error::PageCrashed);
-                }
+                why = self.state.interrupted() => return Err(self.interruption(why)),
             };
             match reply {
                 Ok(value) => return evaluation_value(value),
@@ -893,63 +943,26 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             state.requests.on_paused(conn, session, &state.guard, p);
         }
         "Page.javascriptDialogOpening" => {
-            let kind = str_of(&p["type"]);
-            // Redacted whole, then cut: a cut first could leave a piece of a secret
-            // the redactor no longer recognises.
-            let message = ellipsize(
-                &state.redactor.redact(&str_of(&p["message"])),
-                MAX_DIALOG_TEXT,
-            );
-            // Leaving a page is what the agent asked for, so beforeunload is accepted;
-            // every other dialog is dismissed (confirm → false, prompt → null).
-            let accept = kind == "beforeunload";
-            let now = tokio::time::Instant::now();
-            let storm = state.with(|s| {
-                if s.dialogs.len() < MAX_DIALOG_LINES {
-                    s.dialogs.push(Dialog {
-                        kind: kind.clone(),
-                        message,
-                        accepted: accept,
-                    });
-                } else {
-                    s.dialogs_unlisted += 1;
+            on_dialog(conn, session, state, p).await;
+        }
+        "Page.javascriptDialogClosed" => {
+            let accepted = p["result"].as_bool().unwrap_or(false);
+            state.with(|s| {
+                if let Some(open) = s.dialog.take() {
+                    // Answered by the page's own going (a navigation) or by the agent:
+                    // the report says how it ended.
+                    for d in s.dialogs.iter_mut().rev() {
+                        if d.answer == DialogAnswer::Open && d.kind == open.kind {
+                            d.answer = if accepted {
+                                DialogAnswer::Accepted
+                            } else {
+                                DialogAnswer::Dismissed
+                            };
+                            break;
+                        }
+                    }
                 }
-                s.dialog_times.push_back(now);
-                while s
-                    .dialog_times
-                    .front()
-                    .is_some_and(|t| now.duration_since(*t) > DIALOG_STORM_WINDOW)
-                {
-                    s.dialog_times.pop_front();
-                }
-                let storm = s.dialog_times.len() >= DIALOG_STORM;
-                if storm {
-                    s.dialog_times.clear();
-                }
-                storm
             });
-            let _ = conn
-                .call(
-                    Some(session),
-                    "Page.handleJavaScriptDialog",
-                    json!({ "accept": accept }),
-                    Duration::from_secs(5),
-                )
-                .await;
-            if storm {
-                // Off the pump: stopping the page waits on events this pump reads.
-                state.guard.notify(Notice::DialogStorm {
-                    dialogs: DIALOG_STORM,
-                    within_secs: DIALOG_STORM_WINDOW.as_secs(),
-                });
-                let conn = conn.clone();
-                let target = state.target_id.clone();
-                tokio::spawn(async move {
-                    // Closed, not stopped: a script stopped between two dialogs
-                    // opens the next one before a navigation can commit.
-                    let _ = conn.close_target(&target, Duration::from_secs(5)).await;
-                });
-            }
         }
         "Inspector.targetCrashed" => {
             state.with(|s| s.crashed = true);
@@ -983,6 +996,141 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
         }
         _ => {}
     }
+}
+
+// A dialog the page opened: held open for the agent to answer (`handle_dialog`),
+// answered by Airlock once its hold runs out; dismissed at once when it only
+// continues a chain of dialogs, and the tab closed when they come without end.
+async fn on_dialog(conn: &Connection, session: &str, state: &Arc<TabState>, p: &Value) {
+    let str_of = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let kind = str_of(&p["type"]);
+    // Redacted whole, then cut: a cut first could leave a piece of a secret the
+    // redactor no longer recognises.
+    let message = ellipsize(
+        &state.redactor.redact(&str_of(&p["message"])),
+        MAX_DIALOG_TEXT,
+    );
+    let url = str_of(&p["url"]);
+    let now = tokio::time::Instant::now();
+    let (storm, held) = state.with(|s| {
+        s.dialog_chain += 1;
+        let held = s.dialog_chain <= DIALOG_CHAIN;
+        s.dialog_seq += 1;
+        let answer = if held {
+            s.dialog = Some(OpenDialog {
+                id: s.dialog_seq,
+                kind: kind.clone(),
+                message: message.clone(),
+                url,
+            });
+            DialogAnswer::Open
+        } else {
+            DialogAnswer::Dismissed
+        };
+        if s.dialogs.len() < MAX_DIALOG_LINES {
+            s.dialogs.push(Dialog {
+                kind: kind.clone(),
+                message,
+                answer,
+            });
+        } else {
+            s.dialogs_unlisted += 1;
+        }
+        s.dialog_times.push_back(now);
+        while s
+            .dialog_times
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > DIALOG_STORM_WINDOW)
+        {
+            s.dialog_times.pop_front();
+        }
+        let storm = s.dialog_times.len() >= DIALOG_STORM;
+        if storm {
+            s.dialog_times.clear();
+        }
+        (storm, held.then_some(s.dialog_seq))
+    });
+    match held {
+        Some(id) => {
+            let (conn, session, state) = (conn.clone(), session.to_owned(), state.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(state.dialog_hold).await;
+                expire_dialog(&conn, &session, &state, id).await;
+            });
+        }
+        None => {
+            let _ = conn
+                .call(
+                    Some(session),
+                    "Page.handleJavaScriptDialog",
+                    json!({ "accept": false }),
+                    Duration::from_secs(5),
+                )
+                .await;
+        }
+    }
+    if storm {
+        // Off the pump: stopping the page waits on events this pump reads.
+        state.guard.notify(Notice::DialogStorm {
+            dialogs: DIALOG_STORM,
+            within_secs: DIALOG_STORM_WINDOW.as_secs(),
+        });
+        let conn = conn.clone();
+        let target = state.target_id.clone();
+        tokio::spawn(async move {
+            // Closed, not stopped: a script stopped between two dialogs opens the
+            // next one before a navigation can commit.
+            let _ = conn.close_target(&target, Duration::from_secs(5)).await;
+        });
+    }
+}
+
+// Answers dialog `id` if it is still open when its hold runs out: leaving a page is
+// what the agent asked for, so beforeunload is accepted; every other dialog is
+// dismissed (confirm → false, prompt → null).
+async fn expire_dialog(conn: &Connection, session: &str, state: &TabState, id: u64) {
+    let Some(kind) = state.read(|s| {
+        s.dialog
+            .as_ref()
+            .filter(|d| d.id == id)
+            .map(|d| d.kind.clone())
+    }) else {
+        return;
+    };
+    let accept = kind == "beforeunload";
+    let answer = DialogAnswer::TimedOut { accepted: accept };
+    state.with(|s| {
+        // Its opening not reported yet: reported as timed out instead. Reported
+        // already: the next outcome says how it ended.
+        match s
+            .dialogs
+            .iter_mut()
+            .rev()
+            .find(|d| d.answer == DialogAnswer::Open)
+        {
+            Some(d) => d.answer = answer,
+            None => {
+                if let Some(open) = &s.dialog
+                    && s.dialogs.len() < MAX_DIALOG_LINES
+                {
+                    let entry = Dialog {
+                        kind: open.kind.clone(),
+                        message: open.message.clone(),
+                        answer,
+                    };
+                    s.dialogs.push(entry);
+                }
+            }
+        }
+    });
+    let _ = conn
+        .call(
+            Some(session),
+            "Page.handleJavaScriptDialog",
+            json!({ "accept": accept }),
+            Duration::from_secs(5),
+        )
+        .await;
 }
 
 // Lets an out-of-process frame run (its requests paused first, when they are

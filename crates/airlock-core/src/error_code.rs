@@ -61,6 +61,8 @@ pub enum ErrorCode {
     ApprovalStale,
     /// An approval was decided already or expired; a second decision changes nothing.
     ApprovalClosed,
+    /// A JavaScript dialog holds the page; answer it (`browser_handle_dialog`) first.
+    DialogOpen,
 }
 
 impl ErrorCode {
@@ -92,6 +94,7 @@ impl ErrorCode {
         Self::ApprovalPending,
         Self::ApprovalStale,
         Self::ApprovalClosed,
+        Self::DialogOpen,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -139,6 +142,7 @@ impl ErrorCode {
             Self::ApprovalPending => ("approval_pending", 409, true),
             Self::ApprovalStale => ("approval_stale", 409, false),
             Self::ApprovalClosed => ("approval_closed", 409, false),
+            Self::DialogOpen => ("dialog_open", 409, false),
         }
     }
 }

@@ -26,6 +26,8 @@ pub(crate) enum Step<'a> {
     OpenWith(&'a str),
     /// Close the browser session.
     CloseSession,
+    /// Answer the dialog that holds the page.
+    AnswerDialog,
 }
 
 impl Surface {
@@ -48,8 +50,16 @@ impl Surface {
             (Surface::Mcp, Step::CloseSession) => {
                 Some("call browser_session_close first".to_owned())
             }
+            (Surface::Mcp, Step::AnswerDialog) => Some(
+                "browser_handle_dialog {accept: true|false} answers it; unanswered, it is dismissed after the action timeout"
+                    .to_owned(),
+            ),
             (Surface::Shell, Step::Snapshot) => Some("`snapshot` reads the page".to_owned()),
             (Surface::Shell, Step::CloseSession) => Some("run `close` first".to_owned()),
+            (Surface::Shell, Step::AnswerDialog) => Some(
+                "`dialog accept` or `dialog dismiss` answers it; unanswered, it is dismissed after the action timeout"
+                    .to_owned(),
+            ),
             (Surface::Shell, Step::SelectTab | Step::OpenWith(_)) => None,
         }
     }
@@ -59,6 +69,10 @@ impl Surface {
         let step = match error {
             Error::CredentialNotLoaded { name } => Step::OpenWith(name),
             Error::SessionAlreadyOpen(_) | Error::BudgetExhausted { .. } => Step::CloseSession,
+            Error::Browser(
+                airlock_browser::Error::DialogOpen { .. }
+                | airlock_browser::Error::DialogOpened { .. },
+            ) => Step::AnswerDialog,
             _ => return None,
         };
         self.suggest(step).map(|s| format!("; {s}"))
@@ -76,6 +90,7 @@ mod tests {
             Step::SelectTab,
             Step::OpenWith("github"),
             Step::CloseSession,
+            Step::AnswerDialog,
         ];
         for step in steps {
             if let Some(words) = Surface::Shell.suggest(step) {

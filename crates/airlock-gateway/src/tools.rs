@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use airlock_browser::{
-    ActionOutcome, ClickOptions, ConsoleLevel, DEFAULT_TEXT_BYTES, Effect, Error as BrowserError,
-    Notice, ScreenshotOptions, Scroll, Session, SnapshotOptions, TabInfo, Target, WaitCondition,
-    WaitUntil, Waited,
+    ActionOutcome, ClickOptions, ConsoleLevel, DEFAULT_TEXT_BYTES, DialogAnswer, Effect,
+    Error as BrowserError, Notice, ScreenshotOptions, Scroll, Session, SnapshotOptions, TabInfo,
+    Target, WaitCondition, WaitUntil, Waited,
 };
 use airlock_config::{Isolation, RecordMode};
 use airlock_core::{ErrorCode, HasErrorCode, Role};
@@ -118,6 +118,13 @@ pub enum ToolCall {
         /// Height.
         height: u32,
     },
+    /// `browser_handle_dialog`: answers the dialog holding the page.
+    HandleDialog {
+        /// Accept (OK) rather than dismiss (Cancel).
+        accept: bool,
+        /// A prompt's answer; may hold placeholders, typed like `browser_type`'s text.
+        prompt_text: Option<String>,
+    },
     /// `browser_session_open`.
     SessionOpen(OpenOptions),
     /// `browser_session_close`.
@@ -179,6 +186,7 @@ impl ToolCall {
             ToolCall::Reload => "browser_reload",
             ToolCall::Resize { .. } => "browser_resize",
             ToolCall::ConsoleMessages { .. } => "browser_console_messages",
+            ToolCall::HandleDialog { .. } => "browser_handle_dialog",
             ToolCall::SessionOpen(_) => "browser_session_open",
             ToolCall::SessionClose => "browser_session_close",
         }
@@ -295,6 +303,10 @@ impl ToolCall {
             ToolCall::ConsoleMessages { level, limit } => {
                 json!({ "level": level.as_str(), "limit": limit })
             }
+            ToolCall::HandleDialog {
+                accept,
+                prompt_text,
+            } => json!({ "accept": accept, "prompt_text": prompt_text }),
             ToolCall::SessionOpen(options) => json!({
                 "credentials": options.credentials,
                 "allow_hosts": options.allow_hosts,
@@ -323,6 +335,10 @@ impl ToolCall {
         match self {
             ToolCall::Budgeted(_, call) => call.typed_text(),
             ToolCall::Type { text, .. } => Some(text),
+            ToolCall::HandleDialog {
+                prompt_text: Some(text),
+                ..
+            } => Some(text),
             _ => None,
         }
     }
@@ -491,7 +507,10 @@ pub(crate) async fn execute(
             wait_until,
             snapshot: view,
         } => {
-            let outcome = match session.navigate(&url, wait_until).await {
+            let outcome = match session
+                .or_dialog(session.navigate(&url, wait_until).await)
+                .await
+            {
                 // An https navigation the proxy could not carry out fails in Chromium
                 // (a tunnel error); the proxy knows why.
                 Err(BrowserError::NavigationFailed { url: shown, reason }) => {
@@ -515,6 +534,9 @@ pub(crate) async fn execute(
             }
             // A new document: the whole (capped) snapshot says more than a diff.
             let mut text = header(&outcome, surface, None);
+            if holds_page(&outcome) {
+                return Ok(ToolOutput::text(text.trim_end()));
+            }
             let options = match view {
                 PageView::Full => SnapshotOptions {
                     max_bytes: NAVIGATION_SNAPSHOT_BYTES,
@@ -527,7 +549,13 @@ pub(crate) async fn execute(
                 },
                 PageView::None => {
                     // The next action's changes start from this page, not the last.
-                    session.forget_changes().await?;
+                    match session.forget_changes().await {
+                        Err(BrowserError::DialogOpen { kind }) => {
+                            text.push_str(&dialog_line(&kind, surface));
+                            return Ok(ToolOutput::text(text));
+                        }
+                        other => other?,
+                    }
                     text.push_str("(no snapshot was asked for");
                     if let Some(step) = surface.suggest(Step::Snapshot) {
                         text.push_str(&format!(": {step}"));
@@ -536,8 +564,13 @@ pub(crate) async fn execute(
                     return Ok(ToolOutput::text(text));
                 }
             };
-            let snapshot = session.snapshot(&options).await?;
-            text.push_str(&fence.wrap(&snapshot.text));
+            match session.snapshot(&options).await {
+                Ok(snapshot) => text.push_str(&fence.wrap(&snapshot.text)),
+                Err(BrowserError::DialogOpen { kind }) => {
+                    text.push_str(&dialog_line(&kind, surface))
+                }
+                Err(e) => return Err(e.into()),
+            }
             ToolOutput::text(text)
         }
         ToolCall::Snapshot(options) => {
@@ -551,7 +584,9 @@ pub(crate) async fn execute(
             ToolOutput::text(text)
         }
         ToolCall::Click { target, options } => {
-            let outcome = session.click(&target, &options).await?;
+            let outcome = session
+                .or_dialog(session.click(&target, &options).await)
+                .await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Type {
@@ -562,7 +597,11 @@ pub(crate) async fn execute(
         } => {
             let typed = loaded.typed(&text)?;
             let outcome = session
-                .type_pieces(&target, &typed, clear_first, submit)
+                .or_dialog(
+                    session
+                        .type_pieces(&target, &typed, clear_first, submit)
+                        .await,
+                )
                 .await?;
             // The agent sees its own placeholder back, never the value it stood for.
             let shown = typed.has_secret().then_some(text.as_str());
@@ -573,35 +612,45 @@ pub(crate) async fn execute(
             for (target, value) in fields {
                 typed.push((target, loaded.typed(&value)?));
             }
-            let outcome = session.fill_form_pieces(&typed).await?;
+            let outcome = session
+                .or_dialog(session.fill_form_pieces(&typed).await)
+                .await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::PressKey { key } => {
-            let outcome = session.press_key(&key).await?;
+            let outcome = session.or_dialog(session.press_key(&key).await).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::SelectOption { target, values } => {
-            let outcome = session.select_option(&target, &values).await?;
+            let outcome = session
+                .or_dialog(session.select_option(&target, &values).await)
+                .await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Check { target, checked } => {
-            let outcome = session.set_checked(&target, checked).await?;
+            let outcome = session
+                .or_dialog(session.set_checked(&target, checked).await)
+                .await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Hover { target } => {
-            let outcome = session.hover(&target).await?;
+            let outcome = session.or_dialog(session.hover(&target).await).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Resize { width, height } => {
-            let outcome = session.resize(width, height).await?;
+            let outcome = session
+                .or_dialog(session.resize(width, height).await)
+                .await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Scroll(scroll) => {
-            let outcome = session.scroll(&scroll).await?;
+            let outcome = session.or_dialog(session.scroll(&scroll).await).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::WaitFor { condition, timeout } => {
-            let outcome = session.wait_for(&condition, timeout).await?;
+            let outcome = session
+                .or_dialog(session.wait_for(&condition, timeout).await)
+                .await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Screenshot(options) => {
@@ -648,6 +697,23 @@ pub(crate) async fn execute(
             text.push_str(&fence.wrap(body.trim_end()));
             ToolOutput::text(text)
         }
+        ToolCall::HandleDialog {
+            accept,
+            prompt_text,
+        } => {
+            let typed = prompt_text
+                .as_deref()
+                .map(|t| loaded.typed(t))
+                .transpose()?;
+            let outcome = session
+                .or_dialog(session.handle_dialog(accept, typed.as_ref()).await)
+                .await?;
+            let shown = typed
+                .as_ref()
+                .filter(|t| t.has_secret())
+                .and(prompt_text.as_deref());
+            after_action(session, fence, surface, outcome, shown).await?
+        }
         ToolCall::Tabs(action) => {
             let tabs = match action {
                 TabAction::List => session.tabs().await?,
@@ -658,15 +724,15 @@ pub(crate) async fn execute(
             ToolOutput::text(render_tabs(&tabs))
         }
         ToolCall::Back => {
-            let outcome = session.back().await?;
+            let outcome = session.or_dialog(session.back().await).await?;
             after_navigation(session, fence, surface, outcome, None).await?
         }
         ToolCall::Forward => {
-            let outcome = session.forward().await?;
+            let outcome = session.or_dialog(session.forward().await).await?;
             after_navigation(session, fence, surface, outcome, None).await?
         }
         ToolCall::Reload => {
-            let outcome = session.reload().await?;
+            let outcome = session.or_dialog(session.reload().await).await?;
             after_navigation(session, fence, surface, outcome, None).await?
         }
         ToolCall::SessionOpen(_) | ToolCall::SessionClose => {
@@ -705,15 +771,23 @@ fn header(outcome: &ActionOutcome, surface: Surface, typed: Option<&str>) -> Str
     }
     text.push('\n');
     for dialog in &outcome.dialogs {
-        let verb = if dialog.accepted {
-            "accepted"
-        } else {
-            "dismissed"
-        };
-        text.push_str(&format!(
-            "{} dialog {verb}: \"{}\"\n",
-            dialog.kind, dialog.message
-        ));
+        let (kind, message) = (&dialog.kind, quote_title(&dialog.message));
+        text.push_str(&match dialog.answer {
+            DialogAnswer::Open => {
+                let mut line = format!("{kind} dialog {message} is open and holds the page");
+                if let Some(step) = surface.suggest(Step::AnswerDialog) {
+                    line.push_str(&format!(": {step}"));
+                }
+                line
+            }
+            DialogAnswer::Accepted => format!("{kind} dialog {message} accepted"),
+            DialogAnswer::Dismissed => format!("{kind} dialog {message} dismissed"),
+            DialogAnswer::TimedOut { accepted } => format!(
+                "{kind} dialog {message} was not answered in time: {}",
+                if accepted { "accepted" } else { "dismissed" }
+            ),
+        });
+        text.push('\n');
     }
     if outcome.dialogs_unlisted > 0 {
         text.push_str(&format!(
@@ -815,6 +889,20 @@ fn effect_line(effect: &Effect, typed: Option<&str>) -> String {
         Effect::WaitedFor(Waited::Target(target)) => {
             format!("done waiting for {target} to appear")
         }
+        Effect::AnsweredDialog {
+            kind,
+            message,
+            accepted,
+        } => {
+            let verb = if *accepted { "accepted" } else { "dismissed" };
+            match typed {
+                Some(typed) => format!(
+                    "{verb} the {kind} dialog {}, answering {typed}",
+                    quote_title(message)
+                ),
+                None => format!("{verb} the {kind} dialog {}", quote_title(message)),
+            }
+        }
     }
 }
 
@@ -839,14 +927,37 @@ async fn after_action(
         return after_navigation(session, fence, surface, outcome, typed).await;
     }
     let mut text = header(&outcome, surface, typed);
-    match session.changes().await? {
-        Some(diff) => {
+    if holds_page(&outcome) {
+        return Ok(ToolOutput::text(text.trim_end()));
+    }
+    match session.changes().await {
+        Ok(Some(diff)) => {
             text.push_str("changes (+ new, ~ changed, - gone):\n");
             text.push_str(&fence.wrap(&diff));
         }
-        None => text.push_str("the page did not change"),
+        Ok(None) => text.push_str("the page did not change"),
+        // It opened after the action's outcome was taken.
+        Err(BrowserError::DialogOpen { kind }) => text.push_str(&dialog_line(&kind, surface)),
+        Err(e) => return Err(e.into()),
     }
     Ok(ToolOutput::text(text))
+}
+
+// Whether a dialog the outcome reports holds the page (it cannot be read until the
+// dialog is answered).
+fn holds_page(outcome: &ActionOutcome) -> bool {
+    outcome
+        .dialogs
+        .iter()
+        .any(|d| d.answer == DialogAnswer::Open)
+}
+
+fn dialog_line(kind: &str, surface: Surface) -> String {
+    let mut line = format!("a {kind} dialog opened and holds the page");
+    if let Some(step) = surface.suggest(Step::AnswerDialog) {
+        line.push_str(&format!(": {step}"));
+    }
+    line
 }
 
 async fn after_navigation(
@@ -856,9 +967,15 @@ async fn after_navigation(
     outcome: ActionOutcome,
     typed: Option<&str>,
 ) -> Result<ToolOutput> {
-    let snapshot = session.snapshot(&SnapshotOptions::default()).await?;
     let mut text = header(&outcome, surface, typed);
-    text.push_str(&fence.wrap(&snapshot.text));
+    if holds_page(&outcome) {
+        return Ok(ToolOutput::text(text.trim_end()));
+    }
+    match session.snapshot(&SnapshotOptions::default()).await {
+        Ok(snapshot) => text.push_str(&fence.wrap(&snapshot.text)),
+        Err(BrowserError::DialogOpen { kind }) => text.push_str(&dialog_line(&kind, surface)),
+        Err(e) => return Err(e.into()),
+    }
     Ok(ToolOutput::text(text))
 }
 

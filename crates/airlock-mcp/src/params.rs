@@ -572,6 +572,26 @@ impl ConsoleParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct DialogParams {
+    /// OK (true) or Cancel (false).
+    pub(crate) accept: bool,
+    /// A prompt's answer.
+    pub(crate) prompt_text: Option<String>,
+}
+
+impl DialogParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        if self.prompt_text.is_some() && !self.accept {
+            return bad("`prompt_text` goes with accept: true".to_owned());
+        }
+        Ok(ToolCall::HandleDialog {
+            accept: self.accept,
+            prompt_text: self.prompt_text,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct ResizeParams {
     /// 200–3840.
     pub(crate) width: u32,

@@ -32,6 +32,7 @@ pub(crate) const SUBCOMMANDS: &[&str] = &[
     "check",
     "uncheck",
     "select",
+    "dialog",
 ];
 /// Most arguments in `argv`.
 pub(crate) const MAX_ARGS: usize = 16;
@@ -55,7 +56,7 @@ pub(crate) struct ShellParams {
     pub(crate) session_id: String,
     /// The command as a list of arguments, never parsed by a shell: argv[0] is one of
     /// open, snapshot [-i], click, dblclick, fill, type, press, wait, screenshot [--full],
-    /// close, hover, focus, check, uncheck, select. Targets are refs (`@e3`) or CSS selectors.
+    /// close, hover, focus, check, uncheck, select, dialog accept [TEXT]|dismiss. Targets are refs (`@e3`) or CSS selectors.
     pub(crate) argv: Vec<String>,
     /// Give up after this many seconds (default 30, at most 300).
     pub(crate) timeout_sec: Option<u64>,
@@ -324,6 +325,21 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
             need(0, "no arguments")?;
             ToolCall::SessionClose
         }
+        "dialog" => match args.as_slice() {
+            ["accept"] => ToolCall::HandleDialog {
+                accept: true,
+                prompt_text: None,
+            },
+            ["accept", text] => ToolCall::HandleDialog {
+                accept: true,
+                prompt_text: Some((*text).to_owned()),
+            },
+            ["dismiss"] => ToolCall::HandleDialog {
+                accept: false,
+                prompt_text: None,
+            },
+            _ => return Err("dialog takes accept [prompt text] or dismiss".to_owned()),
+        },
         _ => return Err(format!("`{}` is not allowed", prefix(command, 60))),
     };
     Ok(Invocation {
@@ -422,6 +438,17 @@ mod tests {
             Ok(ToolCall::Check { checked: false, .. })
         ));
         assert!(matches!(run(&["close"]), Ok(ToolCall::SessionClose)));
+        assert!(matches!(
+            run(&["dialog", "accept", "Ada"]),
+            Ok(ToolCall::HandleDialog { accept: true, prompt_text: Some(t) }) if t == "Ada"
+        ));
+        assert!(matches!(
+            run(&["dialog", "dismiss"]),
+            Ok(ToolCall::HandleDialog {
+                accept: false,
+                prompt_text: None
+            })
+        ));
     }
 
     #[test]
@@ -442,6 +469,11 @@ mod tests {
             (vec!["click"], "one target"),
             (vec!["click", "@nope"], "not a ref"),
             (vec!["fill", "@e1"], "a target"),
+            (
+                vec!["dialog", "dismiss", "x"],
+                "accept [prompt text] or dismiss",
+            ),
+            (vec!["dialog"], "accept [prompt text] or dismiss"),
         ] {
             let err = run(&argv).unwrap_err();
             assert!(err.contains(why), "{argv:?}: {err}");

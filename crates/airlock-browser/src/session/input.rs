@@ -28,7 +28,7 @@ impl Session {
     /// Clicks the target.
     pub async fn click(&self, target: &Target, options: &ClickOptions) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let (_, located, _) = self.locate(&tab, target, CLICKABLE).await?;
         let before = Self::nav_counters(&tab);
         let button = match options.button {
@@ -65,7 +65,7 @@ impl Session {
     /// Moves the mouse over the target.
     pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let (_, located, _) = self.locate(&tab, target, HOVERABLE).await?;
         let before = Self::nav_counters(&tab);
         self.mouse(&tab, "mouseMoved", located.x, located.y, json!({}))
@@ -100,7 +100,7 @@ impl Session {
         submit: bool,
     ) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         let desc = self.type_into(&tab, target, text, clear_first).await?;
         let navigated = if submit {
@@ -261,7 +261,7 @@ impl Session {
     /// selects take plain values only).
     pub async fn fill_form_pieces(&self, fields: &[(Target, TypedText)]) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         let mut done = Vec::new();
         for (target, value) in fields {
@@ -363,7 +363,7 @@ impl Session {
     pub async fn press_key(&self, key: &str) -> Result<ActionOutcome> {
         let combo = keys::parse_combo(key)?;
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         self.press_combo(&tab, &combo).await?;
         let navigated = self.settle(&tab, before).await;
@@ -380,7 +380,7 @@ impl Session {
             ));
         }
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let (frame, _, target) = self.locate(&tab, target, EDITABLE).await?;
         let before = Self::nav_counters(&tab);
         let selected = self.select_in(&tab, frame, &target, values).await?;
@@ -415,7 +415,7 @@ impl Session {
     /// state differs; verifies the state changed.
     pub async fn set_checked(&self, target: &Target, checked: bool) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         let effect = self.set_checked_in(&tab, target, checked).await?;
         let navigated = self.settle(&tab, before).await;
@@ -477,7 +477,7 @@ impl Session {
     /// Scrolls the page, or brings a target into view.
     pub async fn scroll(&self, scroll: &Scroll) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         let effect = match scroll {
             Scroll::IntoView(target) => {
@@ -535,7 +535,7 @@ impl Session {
         timeout: Option<Duration>,
     ) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let budget = timeout.unwrap_or(self.budget());
         let what = match condition {
             WaitCondition::Time(d) => {

@@ -143,7 +143,7 @@ impl Session {
     /// Waits for the target like an action does, and scrolls it into view.
     pub async fn resolve(&self, target: &Target) -> Result<Resolved> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let (frame, located, named) = self.locate(&tab, target, VISIBLE).await?;
         let (call, at) = match target {
             Target::Point { x, y } => (format!("__airlock.inspectPoint({x}, {y})"), target),

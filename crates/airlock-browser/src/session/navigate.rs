@@ -8,7 +8,7 @@ impl Session {
     /// Navigates the active tab and waits until `wait_until`.
     pub async fn navigate(&self, url: &str, wait_until: WaitUntil) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let timeout = self.options.navigation_timeout;
         let reply = tab
             .call("Page.navigate", json!({ "url": url }), timeout)
@@ -71,7 +71,7 @@ impl Session {
 
     pub(super) async fn history(&self, delta: i64) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let timeout = self.options.navigation_timeout;
         let history = tab
             .call("Page.getNavigationHistory", json!({}), timeout)
@@ -105,7 +105,7 @@ impl Session {
     /// Reloads the active tab.
     pub async fn reload(&self) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let timeout = self.options.navigation_timeout;
         let before = tab.state.read(|s| s.navigations);
         tab.call("Page.reload", json!({}), timeout).await?;

@@ -10,7 +10,7 @@ impl Session {
     /// for [`Session::changes`].
     pub async fn snapshot(&self, options: &SnapshotOptions) -> Result<Snapshot> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let url = tab.state.read(|s| s.url.clone());
         tab.state.with(|s| s.walk_truncated = None);
         let tree = match options.scope {
@@ -66,7 +66,7 @@ impl Session {
     /// or `None` when nothing did; the new state becomes the base of the next call.
     pub async fn changes(&self) -> Result<Option<String>> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let url = tab.state.read(|s| s.url.clone());
         tab.state.with(|s| s.walk_truncated = None);
         let tree = self.walk_frame(&tab, 0, 0).await?;
@@ -90,7 +90,7 @@ impl Session {
     /// whole (capped), as after a navigation whose snapshot nobody read.
     pub async fn forget_changes(&self) -> Result<()> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         tab.state.with(|s| s.last_snapshot = None);
         Ok(())
     }
@@ -229,6 +229,7 @@ impl Session {
     /// What the active tab logged (at least `level`), the newest `limit`, oldest first.
     pub async fn console(&self, level: ConsoleLevel, limit: usize) -> Result<ConsoleLog> {
         let _op = self.op.lock().await;
+        // The buffer only: what the page logged can be read while a dialog holds it.
         let tab = self.tab().await?;
         Ok(tab.state.read(|s| {
             let mut entries: Vec<ConsoleEntry> = s
@@ -251,7 +252,7 @@ impl Session {
     /// by bytes from `offset`.
     pub async fn read_text(&self, offset: usize, max_bytes: usize) -> Result<PageText> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let value = tab
             .eval(0, "__airlock.readText()", false, self.budget())
             .await?;
@@ -281,7 +282,7 @@ impl Session {
     /// Captures the viewport, the full page or one element.
     pub async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
         let _op = self.op.lock().await;
-        let tab = self.tab().await?;
+        let tab = self.page().await?;
         let timeout = self.budget();
         let (format, mime, quality) = match options.format {
             ImageFormat::Png => ("png", "image/png", None),

@@ -21,7 +21,7 @@ impl Session {
             )));
         }
         let _op = self.op.lock().await;
-        let active = self.tab().await?;
+        let active = self.page().await?;
         let tabs = {
             let mut registry = lock(&self.registry);
             registry.viewport = (width, height);

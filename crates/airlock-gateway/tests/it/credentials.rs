@@ -1082,3 +1082,84 @@ async fn console_messages_never_carry_a_typed_secret_in_any_encoding() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_takes_a_placeholder_only_on_its_origin_and_shows_no_value() {
+    with_browser(|h| async move {
+        let (gateway, _vault) = gateway(&h, Role::Operate).await;
+        let agent = gateway.agent_session();
+        let out = call(&agent, open_with(&["login"], None)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let ask = || ToolCall::Click {
+            target: role("button", "Ask"),
+            options: Default::default(),
+        };
+        let answer = |accept: bool, text: Option<&str>| ToolCall::HandleDialog {
+            accept,
+            prompt_text: text.map(str::to_owned),
+        };
+        let secret = "{{secret:login.password}}";
+
+        // Another site's prompt: refused, nothing typed, the dialog still open.
+        call(&agent, navigate(h.site.other_site("app/prompt.html"))).await;
+        let out = call(&agent, ask()).await;
+        assert!(
+            out.text
+                .contains("prompt dialog \"Your password?\" is open"),
+            "{}",
+            out.text
+        );
+        let out = call(&agent, answer(true, Some(secret))).await;
+        assert_eq!(
+            out.error,
+            Some(ErrorCode::SecretOriginMismatch),
+            "{}",
+            out.text
+        );
+        let out = call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+        assert_eq!(out.error, Some(ErrorCode::DialogOpen), "{}", out.text);
+        assert!(out.text.contains("browser_handle_dialog"), "{}", out.text);
+        let out = call(&agent, answer(false, None)).await;
+        assert!(
+            out.text.contains("dismissed the prompt dialog"),
+            "{}",
+            out.text
+        );
+        assert!(
+            out.text.contains("alert dialog \"you typed null"),
+            "{}",
+            out.text
+        );
+        let out = call(&agent, answer(true, None)).await;
+        assert!(out.text.contains("got null"), "{}", out.text);
+
+        // Its own origin: typed, and every reflection (page, the alert that follows)
+        // redacted; the agent sees its placeholder back.
+        call(&agent, navigate(h.site.url("app/prompt.html"))).await;
+        call(&agent, ask()).await;
+        let out = call(&agent, answer(true, Some(secret))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            out.text.contains(&format!("answering {secret}")),
+            "{}",
+            out.text
+        );
+        assert!(
+            out.text
+                .contains("alert dialog \"you typed [REDACTED:login]"),
+            "{}",
+            out.text
+        );
+        let out = call(&agent, answer(true, None)).await;
+        assert!(out.text.contains("got [REDACTED:login]"), "{}", out.text);
+        // Nothing open any more: a short wait, then `not_found`.
+        let out = call(
+            &agent,
+            ToolCall::Budgeted(Duration::from_millis(200), Box::new(answer(true, None))),
+        )
+        .await;
+        assert_eq!(out.error, Some(ErrorCode::NotFound), "{}", out.text);
+        agent.close().await;
+    })
+    .await;
+}

@@ -352,9 +352,20 @@ async fn play(attack: Attack) {
                     })
                     .await;
                     assert!(
-                        alert.text.contains("alert dialog dismissed"),
+                        alert.text.contains("is open and holds the page"),
                         "{}",
                         alert.text
+                    );
+                    // Its message again, as the answer's effect.
+                    let answered = call(ToolCall::HandleDialog {
+                        accept: true,
+                        prompt_text: None,
+                    })
+                    .await;
+                    assert!(
+                        answered.text.contains("accepted the alert dialog"),
+                        "{}",
+                        answered.text
                     );
                     call(ToolCall::Click {
                         target: role("button", "Send"),

@@ -156,6 +156,18 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
             Role::Act,
         ),
         (
+            "handle_dialog",
+            // None is open: a short wait, then `not_found`.
+            ToolCall::Budgeted(
+                Duration::from_millis(50),
+                Box::new(ToolCall::HandleDialog {
+                    accept: true,
+                    prompt_text: None,
+                }),
+            ),
+            Role::Act,
+        ),
+        (
             "session_open",
             ToolCall::SessionOpen(OpenOptions::default()),
             Role::Act,
@@ -219,8 +231,8 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
                 }
             }
         }
-        // An observer may do nothing but look: 18 of the 24 tools are refused.
-        assert_eq!(refused, 18);
+        // An observer may do nothing but look: 19 of the 25 tools are refused.
+        assert_eq!(refused, 19);
         gateway.shutdown().await;
         let events = store.audit_events(0, 10_000).await.unwrap();
         let forbidden = events

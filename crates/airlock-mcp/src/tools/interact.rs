@@ -1,12 +1,12 @@
-//! MCP tools of one family. Acting on the page: click, type, forms, keys, options, checkboxes, hover, scroll.
+//! MCP tools of one family. Acting on the page: click, type, forms, keys, options, checkboxes, hover, scroll, dialogs.
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
 use crate::params::{
-    CheckParams, ClickParams, FillFormParams, HoverParams, PressKeyParams, ScrollParams,
-    SelectParams, TypeParams,
+    CheckParams, ClickParams, DialogParams, FillFormParams, HoverParams, PressKeyParams,
+    ScrollParams, SelectParams, TypeParams,
 };
 use crate::server::AirlockMcp;
 
@@ -154,5 +154,23 @@ impl AirlockMcp {
         ext: Extensions,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         self.run("browser_scroll", p.call(), &ext).await
+    }
+
+    #[tool(
+        name = "browser_handle_dialog",
+        description = "Answer the alert/confirm/prompt/beforeunload dialog holding the page (waits briefly for one). prompt_text may hold {{secret:name.field}}.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn browser_handle_dialog(
+        &self,
+        Parameters(p): Parameters<DialogParams>,
+        ext: Extensions,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.run("browser_handle_dialog", p.call(), &ext).await
     }
 }

@@ -26,6 +26,7 @@ EXPECTED_TOOLS = {
     "browser_hover", "browser_scroll", "browser_wait_for", "browser_screenshot",
     "browser_read", "browser_tabs", "browser_back", "browser_forward", "browser_reload",
     "browser_session_open", "browser_session_close", "browser_resize", "browser_console_messages",
+    "browser_handle_dialog",
 }
 
 passed = 0
@@ -153,6 +154,19 @@ async def flow(client, base):
 
     r = await client.call_tool("browser_snapshot", {})
     check("still serving after bad input", not r.is_error and "Signed in as alice" in text_of(r), text_of(r))
+
+    # A dialog holds the page until it is answered.
+    await client.call_tool("browser_navigate", {"url": base + "/dialogs.html", "snapshot": "none"})
+    r = await client.call_tool("browser_click", {"role": "button", "name": "Confirm"})
+    check("a confirm dialog is reported open", not r.is_error and "is open and holds the page" in text_of(r), text_of(r))
+    r = await client.call_tool("browser_snapshot", {})
+    check("the page is refused while it is held -> dialog_open",
+          r.is_error and text_of(r).startswith("dialog_open:"), text_of(r))
+    r = await client.call_tool("browser_handle_dialog", {"accept": True})
+    check("accepting answers it", not r.is_error and "confirm returned true" in text_of(r), text_of(r))
+    r = await client.call_tool("browser_handle_dialog", {"accept": False, "prompt_text": "x"})
+    check("prompt_text without accept -> invalid_argument",
+          r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
 
     r = await client.call_tool("browser_session_close", {})
     check("session close", not r.is_error and "closed" in text_of(r), text_of(r))
