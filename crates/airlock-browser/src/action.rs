@@ -310,6 +310,13 @@ pub enum Effect {
     },
     /// The mouse is over the element described.
     Hovered(String),
+    /// Dragged one element (or point) onto another.
+    Dragged {
+        /// Where the drag began, described.
+        from: String,
+        /// Where it ended, described.
+        to: String,
+    },
     /// Typed into the field described.
     Typed(String),
     /// Filled the fields described, in order.

@@ -96,6 +96,8 @@ pub(crate) struct TabInner {
     pub(crate) dialog_seq: u64,
     /// Dialogs opened since the last action on the page began (answers aside).
     pub(crate) dialog_chain: u32,
+    /// Data of an HTML5 drag the page started while drags are intercepted.
+    pub(crate) drag: Option<Value>,
     pub(crate) crashed: bool,
     pub(crate) detached: bool,
     /// (CDP session, frame id) -> isolated world context id.
@@ -944,6 +946,10 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
         }
         "Page.javascriptDialogOpening" => {
             on_dialog(conn, session, state, p).await;
+        }
+        "Input.dragIntercepted" => {
+            let data = p["data"].clone();
+            state.with(|s| s.drag = Some(data));
         }
         "Page.javascriptDialogClosed" => {
             let accepted = p["result"].as_bool().unwrap_or(false);

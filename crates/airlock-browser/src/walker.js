@@ -684,7 +684,13 @@
   // not, or when an ancestor already is (only the outermost gets the ref) or is a
   // control.
   function clickKind(el, style) {
-    return style.cursor === 'pointer' ? 1 : el.hasAttribute('onclick') ? 2 : 0;
+    return style.cursor === 'pointer' ? 1 : el.hasAttribute('onclick') ? 2 : draggable(el) ? 3 : 0;
+  }
+
+  // Made to be dragged (an HTML5 drag source), not merely draggable by default as
+  // images and links are.
+  function draggable(el) {
+    return el.getAttribute('draggable') === 'true';
   }
 
   function clickableRoot(el, style) {
@@ -775,6 +781,10 @@
           role === 'dialog' || role === 'alertdialog' || role === 'Iframe' || role === 'form' ||
           role === 'tabpanel' || role === 'menu' || role === 'tree' || role === 'region') {
         node_.i = refFor(el);
+      } else if (draggable(el)) {
+        // A list item or the like made to be dragged: `browser_drag` needs its ref.
+        node_.i = refFor(el);
+        node_.cp = 3;
       }
       const level = headingLevel(el, role);
       if (level) node_.l = level;

@@ -73,6 +73,13 @@ pub enum ToolCall {
         /// Desired state.
         checked: bool,
     },
+    /// `browser_drag`: press on `from`, move, release on `to`.
+    Drag {
+        /// Where the drag begins.
+        from: Target,
+        /// Where it ends.
+        to: Target,
+    },
     /// `browser_hover`.
     Hover {
         /// What to hover.
@@ -176,6 +183,7 @@ impl ToolCall {
             ToolCall::SelectOption { .. } => "browser_select_option",
             ToolCall::Check { .. } => "browser_check",
             ToolCall::Hover { .. } => "browser_hover",
+            ToolCall::Drag { .. } => "browser_drag",
             ToolCall::Scroll(_) => "browser_scroll",
             ToolCall::WaitFor { .. } => "browser_wait_for",
             ToolCall::Screenshot(_) => "browser_screenshot",
@@ -248,6 +256,7 @@ impl ToolCall {
             ToolCall::FillForm { fields } if fields.iter().any(|(t, _)| target(t)) => {
                 Some("target")
             }
+            ToolCall::Drag { from, to } if target(from) || target(to) => Some("target"),
             _ => None,
         }
     }
@@ -289,6 +298,9 @@ impl ToolCall {
             }
             ToolCall::Hover { target } | ToolCall::Scroll(Scroll::IntoView(target)) => {
                 json!({ "target": target_json(target) })
+            }
+            ToolCall::Drag { from, to } => {
+                json!({ "from": target_json(from), "to": target_json(to) })
             }
             ToolCall::WaitFor { condition, .. } => match condition {
                 WaitCondition::Text(text) => json!({ "text": text }),
@@ -637,6 +649,10 @@ pub(crate) async fn execute(
             let outcome = session.or_dialog(session.hover(&target).await).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
+        ToolCall::Drag { from, to } => {
+            let outcome = session.or_dialog(session.drag(&from, &to).await).await?;
+            after_action(session, fence, surface, outcome, None).await?
+        }
         ToolCall::Resize { width, height } => {
             let outcome = session
                 .or_dialog(session.resize(width, height).await)
@@ -858,6 +874,7 @@ fn effect_line(effect: &Effect, typed: Option<&str>) -> String {
         Effect::Clicked(target) => format!("clicked {target}"),
         Effect::Resized { width, height } => format!("viewport is {width}×{height}"),
         Effect::Hovered(target) => format!("hovering over {target}"),
+        Effect::Dragged { from, to } => format!("dragged {from} onto {to}"),
         Effect::Typed(target) => match typed {
             Some(typed) => format!("typed {typed} into {target}"),
             None => format!("typed into {target}"),

@@ -38,14 +38,14 @@ fn budgeted(call: ToolCall, timeout_ms: Option<u64>) -> Result<ToolCall, BadArgu
 /// `index`); `selector`; or `x` and `y`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub(crate) struct TargetParams {
-    /// Ref from the latest snapshot (`e12`, `f1e3`). Preferred.
+    /// From the latest snapshot (`e12`, `f1e3`); preferred.
     #[serde(rename = "ref")]
     pub(crate) reference: Option<String>,
-    /// Role as the snapshot shows it (`button`), with `name`.
+    /// As the snapshot shows it (`button`).
     pub(crate) role: Option<String>,
-    /// Accessible name (exact, else substring).
+    /// Exact, else substring.
     pub(crate) name: Option<String>,
-    /// Which of several matches (0-based).
+    /// Of several matches, 0-based.
     pub(crate) index: Option<usize>,
     /// CSS selector.
     pub(crate) selector: Option<String>,
@@ -122,12 +122,12 @@ impl TargetParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct NavigateParams {
-    /// Absolute http(s) URL to open in the active tab.
+    /// Absolute http(s) URL.
     pub(crate) url: String,
-    /// When the page counts as loaded (default `load`).
+    /// Default `load`.
     #[schemars(extend("enum" = ["load", "domcontentloaded", "networkidle"]))]
     pub(crate) wait_until: Option<String>,
-    /// What of the new page the result shows (default `full`, capped at 16,000 bytes).
+    /// What of the page the result shows (default `full`, at most 16,000 bytes).
     #[schemars(extend("enum" = ["full", "interactive", "none"]))]
     pub(crate) snapshot: Option<String>,
 }
@@ -168,14 +168,14 @@ impl NavigateParams {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub(crate) struct SnapshotParams {
-    /// Only what can be acted on, plus the headings and rows that locate it.
+    /// Only what can be acted on, with the headings and rows that locate it.
     #[serde(default)]
     pub(crate) interactive_only: bool,
     /// Most lines to return.
     pub(crate) max_nodes: Option<usize>,
-    /// Only the subtree of this ref (e.g. a table or dialog).
+    /// Only this ref's subtree (a table, a dialog).
     pub(crate) scope_ref: Option<String>,
-    /// Lines containing this text, with their subtree, ancestors and nearest heading.
+    /// Lines containing this text, with subtree, ancestors and heading.
     pub(crate) find: Option<String>,
     /// From a previous snapshot's truncation line.
     pub(crate) offset: Option<usize>,
@@ -212,7 +212,7 @@ pub(crate) struct ClickParams {
     /// Double-click.
     #[serde(default)]
     pub(crate) double: bool,
-    /// Keys held during the click.
+    /// Held keys.
     #[serde(default)]
     #[schemars(extend("items" = { "type": "string", "enum": ["Alt", "Control", "Meta", "Shift"] }))]
     pub(crate) modifiers: Vec<String>,
@@ -260,12 +260,12 @@ impl ClickParams {
 pub(crate) struct TypeParams {
     #[serde(flatten)]
     pub(crate) target: TargetParams,
-    /// Text to type into the field.
+    /// The text.
     pub(crate) text: String,
-    /// Replace the field's current content instead of appending.
+    /// Replace the field's content.
     #[serde(default)]
     pub(crate) clear_first: bool,
-    /// Press Enter afterwards (submits most forms).
+    /// Press Enter afterwards.
     #[serde(default)]
     pub(crate) submit: bool,
 }
@@ -294,13 +294,13 @@ fn check_text(text: &str) -> Result<(), BadArgument> {
 pub(crate) struct FormField {
     #[serde(flatten)]
     pub(crate) target: TargetParams,
-    /// Text for a text field; `true`/`false` for a checkbox; an option value or label for a select.
+    /// Text; `true`/`false` for a checkbox; an option for a select.
     pub(crate) value: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct FillFormParams {
-    /// The fields to fill, in order.
+    /// In order.
     pub(crate) fields: Vec<FormField>,
 }
 
@@ -322,7 +322,7 @@ impl FillFormParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct PressKeyParams {
-    /// A key or combo: `Enter`, `Tab`, `Escape`, `ArrowDown`, `a`, `Control+A`, `Shift+Tab`.
+    /// `Enter`, `Tab`, `Escape`, `ArrowDown`, `a`, `Control+A` …
     pub(crate) key: String,
 }
 
@@ -339,7 +339,7 @@ impl PressKeyParams {
 pub(crate) struct SelectParams {
     #[serde(flatten)]
     pub(crate) target: TargetParams,
-    /// Option values or visible labels to select (several only for a multi-select).
+    /// Values or labels (several for a multi-select).
     pub(crate) values: Vec<String>,
 }
 
@@ -360,7 +360,7 @@ impl SelectParams {
 pub(crate) struct CheckParams {
     #[serde(flatten)]
     pub(crate) target: TargetParams,
-    /// `true` (default) to check, `false` to uncheck.
+    /// Default `true`.
     pub(crate) checked: Option<bool>,
 }
 
@@ -434,7 +434,7 @@ pub(crate) struct WaitForParams {
     /// Wait until this target exists and is visible.
     #[serde(flatten)]
     pub(crate) target: TargetParams,
-    /// Milliseconds to wait (at most 60000).
+    /// Fixed wait, ms (at most 60000).
     pub(crate) time_ms: Option<u64>,
     /// Give up after this many milliseconds (default 10000).
     pub(crate) timeout_ms: Option<u64>,
@@ -548,10 +548,10 @@ impl ReadParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct ConsoleParams {
-    /// Least serious level shown (default `info`).
+    /// Least level shown (default `info`).
     #[schemars(extend("enum" = ["debug", "info", "warning", "error"]))]
     pub(crate) level: Option<String>,
-    /// Newest N (default 50, at most 200).
+    /// Newest N (default 50, max 200).
     pub(crate) limit: Option<usize>,
 }
 
@@ -568,6 +568,24 @@ impl ConsoleParams {
             return bad(format!("`limit` is 1 to {}", airlock_gateway::CONSOLE_KEPT));
         }
         Ok(ToolCall::ConsoleMessages { level, limit })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct DragParams {
+    /// What to drag.
+    pub(crate) from: TargetParams,
+    /// Where to drop it.
+    pub(crate) to: TargetParams,
+}
+
+impl DragParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let call = ToolCall::Drag {
+            from: self.from.target()?,
+            to: self.to.target()?,
+        };
+        budgeted(call, self.from.timeout_ms.max(self.to.timeout_ms))
     }
 }
 
@@ -617,12 +635,12 @@ impl ResizeParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct TabsParams {
-    /// What to do with the tabs.
+    /// What to do.
     #[schemars(extend("enum" = ["list", "new", "select", "close"]))]
     pub(crate) action: String,
-    /// Tab index for `select` and `close` (from `list`).
+    /// For `select` and `close`.
     pub(crate) index: Option<usize>,
-    /// URL to open with `new`.
+    /// For `new`.
     pub(crate) url: Option<String>,
 }
 
@@ -660,21 +678,19 @@ impl TabsParams {
 // Debug by hand below: the grant token is a credential.
 #[derive(Default, Deserialize, JsonSchema)]
 pub(crate) struct SessionOpenParams {
-    /// Stored credentials to log in with (cookies, storage, headers set before your
-    /// first action); type their values as `{{secret:NAME.password}}`.
+    /// Stored credentials to log in with; type values as `{{secret:NAME.password}}`.
     #[serde(default)]
     pub(crate) credentials: Vec<String>,
-    /// Grant token authorizing the credentials (`airlock grant create`).
+    /// Grant token for the credentials.
     pub(crate) grant: Option<String>,
-    /// Keep screenshots of your steps: `off`, `transient` (last 50, in memory) or
-    /// `audit` (each state-changing step, stored with the audit log). The server's
-    /// default when omitted.
+    /// Screenshots of your steps: `transient` (last 50) or `audit` (stored); default:
+    /// the server's.
     #[schemars(extend("enum" = ["off", "transient", "audit"]))]
     pub(crate) record: Option<String>,
-    /// `context` (default, fast) or `process` (own Chromium).
+    /// `process`: an own Chromium (default `context`).
     #[schemars(extend("enum" = ["context", "process"]))]
     pub(crate) isolation: Option<String>,
-    /// Reach only these hosts (`a.com`, `*.a.com`), within the server's policy.
+    /// Only these hosts (`a.com`, `*.a.com`), within the policy.
     #[serde(default)]
     pub(crate) allow_hosts: Vec<String>,
 }

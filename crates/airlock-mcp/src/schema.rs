@@ -17,21 +17,36 @@ pub(crate) fn compact(schema: &Map<String, Value>) -> Map<String, Value> {
 const TARGET_FIELDS: [&str; 7] = ["ref", "role", "name", "index", "selector", "x", "y"];
 /// Documented on `browser_click` too; present wherever the target fields are.
 const TARGET_EXTRAS: [&str; 1] = ["timeout_ms"];
+/// Target fields `browser_click`'s own description explains well enough.
+const SELF_EVIDENT: [&str; 4] = ["selector", "x", "y", "timeout_ms"];
 
-/// Drops the descriptions of the target parameters (documented once, on
-/// `browser_click`) from an object schema that has them all, and from each of its
-/// `$defs`, whose own descriptions go too.
-pub(crate) fn drop_target_docs(schema: &mut Map<String, Value>) {
-    undocument_targets(schema);
-    if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
-        for def in defs.values_mut().filter_map(Value::as_object_mut) {
-            def.remove("description");
-            undocument_targets(def);
+/// Drops the descriptions `browser_click`'s own description makes redundant.
+pub(crate) fn trim_click(schema: &mut Map<String, Value>) {
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for field in SELF_EVIDENT {
+            if let Some(Value::Object(p)) = properties.get_mut(field) {
+                p.remove("description");
+            }
         }
     }
 }
 
-fn undocument_targets(object: &mut Map<String, Value>) {
+/// Lists only `ref` of the target parameters (the others are documented once, on
+/// `browser_click`, and still accepted: the schemas allow more properties) in an
+/// object schema that has them all, and in each of its `$defs`, whose own
+/// descriptions go too. Nine fields in every tool that takes a target cost ~55
+/// tokens a tool in every conversation; refs are what agents use.
+pub(crate) fn fold_targets(schema: &mut Map<String, Value>) {
+    fold(schema);
+    if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
+        for def in defs.values_mut().filter_map(Value::as_object_mut) {
+            def.remove("description");
+            fold(def);
+        }
+    }
+}
+
+fn fold(object: &mut Map<String, Value>) {
     let Some(Value::Object(properties)) = object.get_mut("properties") else {
         return;
     };
@@ -39,8 +54,12 @@ fn undocument_targets(object: &mut Map<String, Value>) {
         return;
     }
     for field in TARGET_FIELDS.iter().chain(TARGET_EXTRAS.iter()) {
-        if let Some(Value::Object(p)) = properties.get_mut(*field) {
-            p.remove("description");
+        if *field == "ref" {
+            if let Some(Value::Object(p)) = properties.get_mut(*field) {
+                p.remove("description");
+            }
+        } else {
+            properties.remove(*field);
         }
     }
 }
@@ -147,7 +166,7 @@ mod tests {
     }
 
     #[test]
-    fn target_docs_go_only_where_the_whole_target_is() {
+    fn targets_fold_to_ref_only_where_the_whole_target_is() {
         let documented = |names: &[&str]| -> Value {
             Value::Object(
                 names
@@ -162,31 +181,32 @@ mod tests {
             )
         };
         let mut with_target = json!({
-            "properties": documented(&["ref", "role", "name", "index", "selector", "x", "y", "text"]),
+            "properties": documented(&["ref", "role", "name", "index", "selector", "x", "y", "timeout_ms", "text"]),
             "$defs": { "Field": {
                 "description": "a field",
                 "properties": documented(&["ref", "role", "name", "index", "selector", "x", "y", "value"]),
             } },
         });
-        drop_target_docs(with_target.as_object_mut().unwrap());
+        fold_targets(with_target.as_object_mut().unwrap());
+        let names = |v: &Value| -> Vec<String> {
+            let mut n: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&with_target["properties"]), ["ref", "text"]);
         assert_eq!(
             with_target["properties"]["ref"],
             json!({ "type": "string" })
         );
         assert_eq!(with_target["properties"]["text"]["description"], "d");
-        assert_eq!(
-            with_target["$defs"]["Field"]["properties"]["x"],
-            json!({ "type": "string" })
-        );
-        assert_eq!(
-            with_target["$defs"]["Field"]["properties"]["value"]["description"],
-            "d"
-        );
-        assert!(with_target["$defs"]["Field"].get("description").is_none());
+        let field = &with_target["$defs"]["Field"];
+        assert_eq!(names(&field["properties"]), ["ref", "value"]);
+        assert_eq!(field["properties"]["value"]["description"], "d");
+        assert!(field.get("description").is_none());
         // `browser_tabs` has an `index` of its own meaning, and no target: kept.
         let mut tabs = json!({ "properties": documented(&["action", "index"]) });
         let before = tabs.clone();
-        drop_target_docs(tabs.as_object_mut().unwrap());
+        fold_targets(tabs.as_object_mut().unwrap());
         assert_eq!(tabs, before);
     }
 }

@@ -510,6 +510,7 @@ fn line_text(node: &Node, context: &Emit<'_>) -> String {
     }
     match node.clickable {
         Some(2) => s.push_str(" [onclick]"),
+        Some(3) => s.push_str(" [draggable]"),
         Some(_) => s.push_str(" [cursor=pointer]"),
         None => {}
     }

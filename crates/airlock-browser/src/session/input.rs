@@ -62,6 +62,107 @@ impl Session {
         Ok(outcome)
     }
 
+    /// Drags `from` onto `to` with the left button, as a hand would: press, several
+    /// moves, release. An HTML5 drag the page starts is carried out with the drag
+    /// data Chromium hands over (enter, over, drop at `to`). Both ends must fit in the
+    /// viewport together; `to` is located first, so it is in view when `from` is.
+    pub async fn drag(&self, from: &Target, to: &Target) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.page().await?;
+        let (_, end, _) = self.locate(&tab, to, VISIBLE).await?;
+        let (_, start, _) = self.locate(&tab, from, HOVERABLE).await?;
+        let before = Self::nav_counters(&tab);
+        tab.state.with(|s| s.drag = None);
+        tab.call(
+            "Input.setInterceptDrags",
+            json!({ "enabled": true }),
+            self.budget(),
+        )
+        .await?;
+        let dragged = self.drag_moves(&tab, &start, &end).await;
+        // Whatever happened, the next mouse press is an ordinary one again.
+        let _ = tab
+            .call(
+                "Input.setInterceptDrags",
+                json!({ "enabled": false }),
+                self.budget(),
+            )
+            .await;
+        dragged?;
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.effect = Some(Effect::Dragged {
+            from: start.desc,
+            to: end.desc,
+        });
+        Ok(outcome)
+    }
+
+    async fn drag_moves(&self, tab: &Tab, start: &Located, end: &Located) -> Result<()> {
+        const STEPS: u32 = 8;
+        let held = json!({ "button": "left", "buttons": 1 });
+        self.mouse(tab, "mouseMoved", start.x, start.y, json!({}))
+            .await?;
+        self.mouse(
+            tab,
+            "mousePressed",
+            start.x,
+            start.y,
+            json!({ "button": "left", "buttons": 1, "clickCount": 1 }),
+        )
+        .await?;
+        let mut data = None;
+        for step in 1..=STEPS {
+            let t = f64::from(step) / f64::from(STEPS);
+            let (x, y) = (
+                start.x + (end.x - start.x) * t,
+                start.y + (end.y - start.y) * t,
+            );
+            self.mouse(tab, "mouseMoved", x, y, held.clone()).await?;
+            if step == 1 {
+                // An HTML5 drag starts on the first move: Chromium hands its data over
+                // (`Input.dragIntercepted`) instead of running a native drag.
+                tab.state
+                    .wait(Duration::from_millis(100), |s| s.drag.is_some())
+                    .await;
+                data = tab.state.with(|s| s.drag.take());
+                if data.is_some() {
+                    break;
+                }
+            }
+        }
+        match data {
+            Some(data) => {
+                for kind in ["dragEnter", "dragOver", "drop"] {
+                    tab.call(
+                        "Input.dispatchDragEvent",
+                        json!({ "type": kind, "x": end.x, "y": end.y, "data": data }),
+                        self.budget(),
+                    )
+                    .await?;
+                }
+                self.mouse(
+                    tab,
+                    "mouseReleased",
+                    end.x,
+                    end.y,
+                    json!({ "button": "left", "clickCount": 1 }),
+                )
+                .await
+            }
+            None => {
+                self.mouse(
+                    tab,
+                    "mouseReleased",
+                    end.x,
+                    end.y,
+                    json!({ "button": "left", "buttons": 0, "clickCount": 1 }),
+                )
+                .await
+            }
+        }
+    }
+
     /// Moves the mouse over the target.
     pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;

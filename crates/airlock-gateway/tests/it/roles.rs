@@ -128,6 +128,14 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
             },
             Role::Act,
         ),
+        (
+            "drag",
+            ToolCall::Drag {
+                from: button.clone(),
+                to: field("Username"),
+            },
+            Role::Act,
+        ),
         ("hover", ToolCall::Hover { target: button }, Role::Act),
         (
             "scroll",
@@ -231,8 +239,8 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
                 }
             }
         }
-        // An observer may do nothing but look: 19 of the 25 tools are refused.
-        assert_eq!(refused, 19);
+        // An observer may do nothing but look: 20 of the 26 tools are refused.
+        assert_eq!(refused, 20);
         gateway.shutdown().await;
         let events = store.audit_events(0, 10_000).await.unwrap();
         let forbidden = events

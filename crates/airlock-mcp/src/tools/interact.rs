@@ -1,12 +1,12 @@
-//! MCP tools of one family. Acting on the page: click, type, forms, keys, options, checkboxes, hover, scroll, dialogs.
+//! MCP tools of one family. Acting on the page: click, type, forms, keys, options, checkboxes, hover, drag, scroll, dialogs.
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
 use crate::params::{
-    CheckParams, ClickParams, DialogParams, FillFormParams, HoverParams, PressKeyParams,
-    ScrollParams, SelectParams, TypeParams,
+    CheckParams, ClickParams, DialogParams, DragParams, FillFormParams, HoverParams,
+    PressKeyParams, ScrollParams, SelectParams, TypeParams,
 };
 use crate::server::AirlockMcp;
 
@@ -14,13 +14,8 @@ use crate::server::AirlockMcp;
 impl AirlockMcp {
     #[tool(
         name = "browser_click",
-        description = "Click an element (scrolled into view, waited for until visible, enabled and not covered). Target: ref, role+name(+index), selector, or x/y. Returns what changed on the page.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
+        description = "Click an element (scrolled into view once visible, enabled, uncovered). Target, here and wherever a tool takes one: ref; or role+name (+index), selector, or x+y; timeout_ms bounds finding and acting. Returns what changed.",
+        annotations(read_only_hint = false, destructive_hint = true,)
     )]
     async fn browser_click(
         &self,
@@ -32,13 +27,8 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_type",
-        description = "Type text into a field (target as browser_click; appends unless clear_first; submit presses Enter). The result echoes the target, never the text.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
+        description = "Type into a field (target as browser_click); appends unless clear_first. The result never echoes the text.",
+        annotations(read_only_hint = false, destructive_hint = true,)
     )]
     async fn browser_type(
         &self,
@@ -50,13 +40,8 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_fill_form",
-        description = "Fill several fields at once (targets as browser_click): text fields are replaced, checkboxes take true/false, selects take an option value or label.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = true,
-            open_world_hint = true
-        )
+        description = "Fill several fields (targets as browser_click): text is replaced, checkboxes take true/false, selects an option.",
+        annotations(read_only_hint = false, destructive_hint = true,)
     )]
     async fn browser_fill_form(
         &self,
@@ -68,13 +53,8 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_press_key",
-        description = "Press a key or combo in the focused element: Enter, Tab, Escape, ArrowDown, Control+A, Shift+Tab.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
+        description = "Press a key or combo in the focused element.",
+        annotations(read_only_hint = false, destructive_hint = true,)
     )]
     async fn browser_press_key(
         &self,
@@ -86,13 +66,8 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_select_option",
-        description = "Select option(s) of a <select> (target as browser_click) by value or visible label.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = true,
-            open_world_hint = true
-        )
+        description = "Select option(s) of a <select> (target as browser_click).",
+        annotations(read_only_hint = false, destructive_hint = true,)
     )]
     async fn browser_select_option(
         &self,
@@ -104,13 +79,8 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_check",
-        description = "Check (checked=true, default) or uncheck a checkbox, radio or switch (target as browser_click).",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = true,
-            open_world_hint = true
-        )
+        description = "Check or uncheck a checkbox, radio or switch (target as browser_click).",
+        annotations(read_only_hint = false, destructive_hint = true,)
     )]
     async fn browser_check(
         &self,
@@ -123,12 +93,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_hover",
         description = "Move the mouse over an element (target as browser_click).",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = true
-        )
+        annotations(read_only_hint = false, destructive_hint = false,)
     )]
     async fn browser_hover(
         &self,
@@ -141,12 +106,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_scroll",
         description = "Scroll the page (direction, amount in CSS pixels) or bring a target (as browser_click) into view.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
+        annotations(read_only_hint = false, destructive_hint = false,)
     )]
     async fn browser_scroll(
         &self,
@@ -157,14 +117,22 @@ impl AirlockMcp {
     }
 
     #[tool(
+        name = "browser_drag",
+        description = "Drag `from` onto `to` (targets as browser_click) with real mouse moves; HTML5 drag-and-drop too.",
+        annotations(read_only_hint = false, destructive_hint = true,)
+    )]
+    async fn browser_drag(
+        &self,
+        Parameters(p): Parameters<DragParams>,
+        ext: Extensions,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.run("browser_drag", p.call(), &ext).await
+    }
+
+    #[tool(
         name = "browser_handle_dialog",
-        description = "Answer the alert/confirm/prompt/beforeunload dialog holding the page (waits briefly for one). prompt_text may hold {{secret:name.field}}.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
+        description = "Answer the dialog (alert, confirm, prompt, beforeunload) holding the page; prompt_text may hold {{secret:NAME.field}}.",
+        annotations(read_only_hint = false, destructive_hint = true,)
     )]
     async fn browser_handle_dialog(
         &self,

@@ -13,13 +13,8 @@ use crate::server::AirlockMcp;
 impl AirlockMcp {
     #[tool(
         name = "browser_session_open",
-        description = "Open the browser session explicitly (otherwise the first browser tool opens one). Over stateless HTTP its result gives mcp_url, the session's own URL for later calls.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
+        description = "Open the browser session (else the first browser tool does). Over stateless HTTP the result gives mcp_url, the session's own URL.",
+        annotations(read_only_hint = false, destructive_hint = false,)
     )]
     async fn browser_session_open(
         &self,
@@ -31,13 +26,8 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_session_close",
-        description = "Close the browser session: its tabs, cookies and storage are discarded. The next browser tool opens a fresh one.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
+        description = "Close the browser session, discarding tabs, cookies and storage.",
+        annotations(read_only_hint = false, destructive_hint = true,)
     )]
     async fn browser_session_close(
         &self,

@@ -11,13 +11,8 @@ use crate::server::AirlockMcp;
 impl AirlockMcp {
     #[tool(
         name = "browser_tabs",
-        description = "List, open (new, optional url), select or close tabs. Popups the page opens appear here.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
+        description = "List, open (new, url), select or close tabs, popups included.",
+        annotations(read_only_hint = false, destructive_hint = true,)
     )]
     async fn browser_tabs(
         &self,
@@ -29,13 +24,8 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_resize",
-        description = "Set the viewport of every tab (CSS px), e.g. to see a phone-width layout.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = false,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
+        description = "Set every tab's viewport (CSS px), e.g. a phone width.",
+        annotations(read_only_hint = false, destructive_hint = false,)
     )]
     async fn browser_resize(
         &self,

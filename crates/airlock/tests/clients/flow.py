@@ -26,7 +26,7 @@ EXPECTED_TOOLS = {
     "browser_hover", "browser_scroll", "browser_wait_for", "browser_screenshot",
     "browser_read", "browser_tabs", "browser_back", "browser_forward", "browser_reload",
     "browser_session_open", "browser_session_close", "browser_resize", "browser_console_messages",
-    "browser_handle_dialog",
+    "browser_handle_dialog", "browser_drag",
 }
 
 passed = 0
@@ -167,6 +167,12 @@ async def flow(client, base):
     r = await client.call_tool("browser_handle_dialog", {"accept": False, "prompt_text": "x"})
     check("prompt_text without accept -> invalid_argument",
           r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
+
+    await client.call_tool("browser_navigate", {"url": base + "/drag.html", "snapshot": "none"})
+    r = await client.call_tool("browser_drag", {"from": {"selector": "#b"}, "to": {"role": "region", "name": "Done"}})
+    check("drag drops an HTML5 drag source", not r.is_error and "dropped Task B on Done" in text_of(r), text_of(r))
+    r = await client.call_tool("browser_drag", {"from": {"selector": "#b"}})
+    check("drag without `to` -> invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
 
     r = await client.call_tool("browser_session_close", {})
     check("session close", not r.is_error and "closed" in text_of(r), text_of(r))
