@@ -695,6 +695,32 @@ pub struct ConsoleLog {
     pub dropped: u64,
 }
 
+/// One request a page made, as far as it got. Its URL was redacted whole, then cut.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetworkEntry {
+    /// `GET`, `POST` …
+    pub method: String,
+    /// Where to.
+    pub url: String,
+    /// Chromium's resource type, lower case (`document`, `script`, `fetch` …).
+    pub kind: String,
+    /// The response's status, once one came.
+    pub status: Option<u16>,
+    /// Chromium's reason it failed (`net::ERR_…`), if it did.
+    pub failure: Option<String>,
+    /// Why Airlock's request guard refused it, if it did.
+    pub refused: Option<String>,
+}
+
+/// What the active tab requested, newest last.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NetworkLog {
+    /// The requests asked for.
+    pub entries: Vec<NetworkEntry>,
+    /// Requests the tab's bounded buffer let go of.
+    pub dropped: u64,
+}
+
 /// One tab as listed to an agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TabInfo {

@@ -23,14 +23,14 @@ mod outbound;
 mod session;
 mod tab;
 
-pub use tab::CONSOLE_KEPT;
+pub use tab::{CONSOLE_KEPT, NETWORK_KEPT};
 
 pub use action::{
     ActionOutcome, Bounds, ClickOptions, ConsoleEntry, ConsoleLevel, ConsoleLog,
     DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Dialog, DialogAnswer, Direction, Effect,
-    ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NewTab, Notice, PageText,
-    Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo, Target,
-    TextPiece, TypedText, WaitCondition, WaitUntil, Waited,
+    ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NetworkEntry, NetworkLog,
+    NewTab, Notice, PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot,
+    SnapshotOptions, TabInfo, Target, TextPiece, TypedText, WaitCondition, WaitUntil, Waited,
 };
 pub use browser::{Browsers, Probe, probe};
 pub use error::{Error, Result};

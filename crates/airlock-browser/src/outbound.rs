@@ -114,24 +114,26 @@ impl Requests {
     /// Answers one `Fetch.requestPaused` of CDP session `session`: refused, or let
     /// go with the headers its origin gets. Replies off the caller's task (the reply
     /// may wait on events the caller must read).
+    /// Judges a paused request and lets it go or fails it; returns why it was
+    /// refused, if it was.
     pub(crate) fn on_paused(
         &self,
         conn: &Connection,
         session: &str,
         notices: &NavGuard,
         p: &Value,
-    ) {
+    ) -> Option<String> {
         let id = p["requestId"].as_str().unwrap_or_default().to_owned();
         let request = &p["request"];
         let url = request["url"].as_str().unwrap_or_default();
         let origin = url::Url::parse(url)
             .map(|u| u.origin().ascii_serialization())
             .unwrap_or_default();
-        let (method, params) = match self
+        let refusal = self
             .guard
             .as_ref()
-            .and_then(|g| g.refuse(&OutgoingRequest::from_cdp(request)))
-        {
+            .and_then(|g| g.refuse(&OutgoingRequest::from_cdp(request)));
+        let (method, params) = match refusal.clone() {
             Some(why) => {
                 self.refused.fetch_add(1, Ordering::AcqRel);
                 notices.notify_once(Notice::RequestRefused {
@@ -155,6 +157,7 @@ impl Requests {
                 .call(Some(&session), method, params, Duration::from_secs(5))
                 .await;
         });
+        refusal
     }
 
     // Headers are added only on an exact origin match (the pattern matched by

@@ -140,6 +140,28 @@ pub(crate) enum Interruption {
 
 /// Console messages a tab keeps.
 pub const CONSOLE_KEPT: usize = 200;
+/// Requests a tab keeps.
+pub const NETWORK_KEPT: usize = 200;
+/// Characters of a request's URL kept (after redaction).
+const NETWORK_URL_CHARS: usize = 300;
+
+/// The requests a tab made, newest last, each with Chromium's id for it (a redirect
+/// reuses the id: its newest entry is the one updated).
+#[derive(Default)]
+pub(crate) struct NetworkBuffer {
+    pub(crate) entries: std::collections::VecDeque<(String, crate::action::NetworkEntry)>,
+    pub(crate) dropped: u64,
+}
+
+impl NetworkBuffer {
+    fn find(&mut self, id: &str) -> Option<&mut crate::action::NetworkEntry> {
+        self.entries
+            .iter_mut()
+            .rev()
+            .find(|(i, _)| i == id)
+            .map(|(_, e)| e)
+    }
+}
 /// Characters of one console message kept (after redaction).
 const CONSOLE_CHARS: usize = 500;
 
@@ -152,6 +174,9 @@ pub(crate) struct TabState {
     redactor: Arc<dyn Redact>,
     /// How long a dialog holds the page unanswered before Airlock answers it.
     dialog_hold: Duration,
+    /// What the tab requested. Apart from `inner`: a page's many requests wake no
+    /// one waiting on the tab.
+    pub(crate) network: Mutex<NetworkBuffer>,
 }
 
 impl TabState {
@@ -186,6 +211,62 @@ impl TabState {
             s.console
                 .push_back(crate::action::ConsoleEntry { level, text });
         });
+    }
+
+    /// Keeps what a `Network.*` event says about a request (an event of any other
+    /// domain is no concern of this).
+    fn on_network(&self, method: &str, p: &Value) {
+        let id = p["requestId"].as_str().unwrap_or_default();
+        let mut network = self.network.lock().unwrap_or_else(|p| p.into_inner());
+        match method {
+            "Network.requestWillBeSent" => {
+                let status = p["redirectResponse"]["status"].as_u64();
+                if let (Some(status), Some(entry)) = (status, network.find(id)) {
+                    entry.status = u16::try_from(status).ok();
+                }
+                let request = &p["request"];
+                let url = request["url"].as_str().unwrap_or_default();
+                // Data URLs are no request, and can be megabytes.
+                if url.starts_with("data:") {
+                    return;
+                }
+                let entry = crate::action::NetworkEntry {
+                    method: request["method"].as_str().unwrap_or("GET").to_owned(),
+                    url: ellipsize(&self.redactor.redact(url), NETWORK_URL_CHARS),
+                    kind: p["type"].as_str().unwrap_or("other").to_ascii_lowercase(),
+                    status: None,
+                    failure: None,
+                    refused: None,
+                };
+                if network.entries.len() >= NETWORK_KEPT {
+                    network.entries.pop_front();
+                    network.dropped += 1;
+                }
+                network.entries.push_back((id.to_owned(), entry));
+            }
+            "Network.responseReceived" => {
+                if let Some(entry) = network.find(id) {
+                    entry.status = p["response"]["status"]
+                        .as_u64()
+                        .and_then(|s| u16::try_from(s).ok());
+                }
+            }
+            "Network.loadingFailed" => {
+                if let Some(entry) = network.find(id) {
+                    let text = p["errorText"].as_str().unwrap_or("failed");
+                    entry.failure = Some(ellipsize(&self.redactor.redact(text), 120));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Marks the request `id` as refused by the request guard, for `why`.
+    pub(crate) fn network_refused(&self, id: &str, why: &str) {
+        let mut network = self.network.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = network.find(id) {
+            entry.refused = Some(why.to_owned());
+        }
     }
 
     pub(crate) fn read<R>(&self, f: impl FnOnce(&TabInner) -> R) -> R {
@@ -305,6 +386,7 @@ impl Tab {
             requests,
             redactor,
             dialog_hold: timeout,
+            network: Mutex::default(),
         });
         let pump = tokio::spawn(pump(conn.clone(), session.clone(), state.clone(), events));
         let tab = Tab {
@@ -326,6 +408,8 @@ impl Tab {
             ("Inspector.enable", json!({})),
             // Console messages and uncaught exceptions (`browser_console_messages`).
             ("Runtime.enable", json!({})),
+            // What the page requests (`browser_network_requests`).
+            ("Network.enable", json!({})),
             (
                 "Emulation.setDeviceMetricsOverride",
                 json!({ "width": viewport.0, "height": viewport.1, "deviceScaleFactor": 1, "mobile": false }),
@@ -942,7 +1026,13 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             state.with(|s| s.worlds.retain(|(_, f), _| f != &id));
         }
         "Fetch.requestPaused" => {
-            state.requests.on_paused(conn, session, &state.guard, p);
+            if let Some(why) = state.requests.on_paused(conn, session, &state.guard, p) {
+                let id = p["networkId"].as_str().unwrap_or_default();
+                state.network_refused(id, &why);
+            }
+        }
+        "Network.requestWillBeSent" | "Network.responseReceived" | "Network.loadingFailed" => {
+            state.on_network(&event.method, p);
         }
         "Page.javascriptDialogOpening" => {
             on_dialog(conn, session, state, p).await;
@@ -1153,6 +1243,9 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
             timeout,
         )
         .await;
+    let _ = conn
+        .call(Some(&child), "Network.enable", json!({}), timeout)
+        .await;
     if let Some(patterns) = state.requests.patterns() {
         let _ = conn
             .call(
@@ -1170,9 +1263,14 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
                 handle_event(&conn, &child, &state, event).await;
             }
             "Fetch.requestPaused" => {
-                state
-                    .requests
-                    .on_paused(&conn, &child, &state.guard, &event.params);
+                let p = &event.params;
+                if let Some(why) = state.requests.on_paused(&conn, &child, &state.guard, p) {
+                    let id = p["networkId"].as_str().unwrap_or_default();
+                    state.network_refused(id, &why);
+                }
+            }
+            "Network.requestWillBeSent" | "Network.responseReceived" | "Network.loadingFailed" => {
+                state.on_network(&event.method, &event.params);
             }
             "Page.frameNavigated" | "Page.frameDetached" => {
                 let id = event.params["frame"]["id"]

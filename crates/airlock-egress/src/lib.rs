@@ -188,9 +188,10 @@ impl EgressProxy {
         std::mem::take(&mut lock(&self.blocked).unreported)
     }
 
-    /// What went wrong, lately, with a request to `host:port` the proxy could not
-    /// carry out (`does not resolve`, `could not connect …`): a navigation that ends
-    /// on the proxy's error page failed, and this says why.
+    /// What went wrong, lately, with a request to `host:port` the proxy refused or
+    /// could not carry out (the policy's denial, `does not resolve`, `could not
+    /// connect …`): a navigation that ends on the proxy's error page failed, and this
+    /// says why.
     pub fn failure_for(&self, host: &str, port: u16) -> Option<String> {
         let key = authority(host, port);
         let blocked = lock(&self.blocked);
@@ -327,6 +328,9 @@ async fn serve(
         if *reason == DenyReason::PrivateAddress {
             hint_private(counts, &host, port);
         }
+        // Remembered like a failure: what the page's request met is on record for
+        // the agent (`browser_network_requests`, a failed navigation's reason).
+        record_failure(counts, &host, port, format!("{}", checked.decision));
         tracing::debug!(host, port, decision = %checked.decision, "egress refused");
         return refuse(
             &mut client,

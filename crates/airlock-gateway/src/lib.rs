@@ -31,7 +31,7 @@ mod tenants;
 mod tools;
 mod warm;
 
-pub use airlock_browser::{CONSOLE_KEPT, VIEWPORT_MAX, VIEWPORT_MIN};
+pub use airlock_browser::{CONSOLE_KEPT, NETWORK_KEPT, VIEWPORT_MAX, VIEWPORT_MIN};
 pub use airlock_store::{ApprovalRecord, AuditRecord};
 pub use approvals::Decision;
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use airlock_browser::{
     ActionOutcome, ClickOptions, ConsoleLevel, DEFAULT_TEXT_BYTES, DialogAnswer, Effect,
-    Error as BrowserError, Notice, ScreenshotOptions, Scroll, Session, SnapshotOptions, TabInfo,
-    Target, WaitCondition, WaitUntil, Waited,
+    Error as BrowserError, NetworkEntry, Notice, ScreenshotOptions, Scroll, Session,
+    SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil, Waited,
 };
 use airlock_config::{Isolation, RecordMode};
 use airlock_core::{ErrorCode, HasErrorCode, Role};
@@ -118,6 +118,13 @@ pub enum ToolCall {
         /// The newest this many.
         limit: usize,
     },
+    /// `browser_network_requests`: what the active tab requested.
+    NetworkRequests {
+        /// Only URLs containing this (case-insensitive).
+        filter: Option<String>,
+        /// The newest this many.
+        limit: usize,
+    },
     /// `browser_resize`: every tab's viewport, in CSS pixels.
     Resize {
         /// Width.
@@ -194,6 +201,7 @@ impl ToolCall {
             ToolCall::Reload => "browser_reload",
             ToolCall::Resize { .. } => "browser_resize",
             ToolCall::ConsoleMessages { .. } => "browser_console_messages",
+            ToolCall::NetworkRequests { .. } => "browser_network_requests",
             ToolCall::HandleDialog { .. } => "browser_handle_dialog",
             ToolCall::SessionOpen(_) => "browser_session_open",
             ToolCall::SessionClose => "browser_session_close",
@@ -211,6 +219,7 @@ impl ToolCall {
             | ToolCall::Read { .. }
             | ToolCall::WaitFor { .. }
             | ToolCall::ConsoleMessages { .. }
+            | ToolCall::NetworkRequests { .. }
             | ToolCall::Tabs(TabAction::List) => Role::Observe,
             _ => Role::Act,
         }
@@ -234,6 +243,10 @@ impl ToolCall {
                 Some("url")
             }
             ToolCall::PressKey { key } if m(key) => Some("key"),
+            ToolCall::NetworkRequests {
+                filter: Some(filter),
+                ..
+            } if m(filter) => Some("filter"),
             ToolCall::SelectOption { values, .. } if values.iter().any(|v| m(v)) => Some("values"),
             ToolCall::WaitFor {
                 condition: WaitCondition::Text(text) | WaitCondition::TextGone(text),
@@ -319,6 +332,9 @@ impl ToolCall {
                 accept,
                 prompt_text,
             } => json!({ "accept": accept, "prompt_text": prompt_text }),
+            ToolCall::NetworkRequests { filter, limit } => {
+                json!({ "filter": filter, "limit": limit })
+            }
             ToolCall::SessionOpen(options) => json!({
                 "credentials": options.credentials,
                 "allow_hosts": options.allow_hosts,
@@ -730,6 +746,31 @@ pub(crate) async fn execute(
                 .and(prompt_text.as_deref());
             after_action(session, fence, surface, outcome, shown).await?
         }
+        ToolCall::NetworkRequests { filter, limit } => {
+            let log = session.network_requests(filter.as_deref(), limit).await?;
+            let whose = page_line(session).await?;
+            // URLs are the page's words: fenced like any page content.
+            let mut body = String::new();
+            for entry in &log.entries {
+                body.push_str(&network_line(proxy, entry));
+                body.push('\n');
+            }
+            let mut text = format!(
+                "{} request{} (newest last)",
+                log.entries.len(),
+                if log.entries.len() == 1 { "" } else { "s" }
+            );
+            if log.dropped > 0 {
+                text.push_str(&format!(
+                    "; {} older ones were let go (the tab keeps its last {})",
+                    log.dropped,
+                    airlock_browser::NETWORK_KEPT
+                ));
+            }
+            text.push_str(&format!("\n{whose}\n"));
+            text.push_str(&fence.wrap(body.trim_end()));
+            ToolOutput::text(text)
+        }
         ToolCall::Tabs(action) => {
             let tabs = match action {
                 TabAction::List => session.tabs().await?,
@@ -758,6 +799,26 @@ pub(crate) async fn execute(
             ));
         }
     })
+}
+
+// `GET 200 script URL`; a request that failed says why, and one Airlock refused
+// says so: the agent learns why a resource is missing.
+fn network_line(proxy: &EgressProxy, entry: &NetworkEntry) -> String {
+    let outcome = if let Some(why) = &entry.refused {
+        format!("refused by Airlock ({why})")
+    } else if let Some(why) = (entry.failure.is_some() || matches!(entry.status, Some(403 | 502)))
+        .then(|| proxy_failure(proxy, &[&entry.url]))
+        .flatten()
+    {
+        format!("refused by the egress proxy ({why})")
+    } else if let Some(failure) = &entry.failure {
+        format!("failed ({failure})")
+    } else if let Some(status) = entry.status {
+        status.to_string()
+    } else {
+        "pending".to_owned()
+    };
+    format!("{} {outcome} {} {}", entry.method, entry.kind, entry.url)
 }
 
 // Why the egress proxy could not carry out a request to one of `urls`, if it could not.

@@ -572,6 +572,30 @@ impl ConsoleParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct NetworkParams {
+    /// Only URLs containing this.
+    pub(crate) filter: Option<String>,
+    /// Newest N (default 50, max 200).
+    pub(crate) limit: Option<usize>,
+}
+
+impl NetworkParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let limit = self.limit.unwrap_or(50);
+        if !(1..=airlock_gateway::NETWORK_KEPT).contains(&limit) {
+            return bad(format!("`limit` is 1 to {}", airlock_gateway::NETWORK_KEPT));
+        }
+        if self.filter.as_ref().is_some_and(|f| f.len() > 2_000) {
+            return bad("`filter` is at most 2000 characters");
+        }
+        Ok(ToolCall::NetworkRequests {
+            filter: self.filter.filter(|f| !f.is_empty()),
+            limit,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct DragParams {
     /// What to drag.
     pub(crate) from: TargetParams,

@@ -248,6 +248,34 @@ impl Session {
         }))
     }
 
+    /// What the active tab requested, the newest `limit` whose URL contains
+    /// `filter` (case-insensitive; URLs were redacted when kept, so a filter never
+    /// matches what a secret hid), oldest first.
+    pub async fn network_requests(&self, filter: Option<&str>, limit: usize) -> Result<NetworkLog> {
+        let _op = self.op.lock().await;
+        let tab = self.tab().await?;
+        let filter = filter.map(str::to_lowercase);
+        let network = tab.state.network.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries: Vec<NetworkEntry> = network
+            .entries
+            .iter()
+            .rev()
+            .map(|(_, e)| e)
+            .filter(|e| {
+                filter
+                    .as_deref()
+                    .is_none_or(|f| e.url.to_lowercase().contains(f))
+            })
+            .take(limit)
+            .cloned()
+            .collect();
+        entries.reverse();
+        Ok(NetworkLog {
+            entries,
+            dropped: network.dropped,
+        })
+    }
+
     /// The page's text as markdown-ish lines (headings, lists, links, tables), paged
     /// by bytes from `offset`.
     pub async fn read_text(&self, offset: usize, max_bytes: usize) -> Result<PageText> {

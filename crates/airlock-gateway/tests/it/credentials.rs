@@ -1006,7 +1006,7 @@ async fn a_caller_reads_only_its_own_tenants_credentials() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_messages_never_carry_a_typed_secret_in_any_encoding() {
+async fn console_messages_and_requests_never_carry_a_typed_secret_in_any_encoding() {
     with_browser(|h| async move {
         let (gateway, _vault) = gateway(&h, Role::Operate).await;
         let agent = gateway.agent_session();
@@ -1069,14 +1069,52 @@ async fn console_messages_never_carry_a_typed_secret_in_any_encoding() {
             .chars()
             .map(|c| format!("&#{};", c as u32))
             .collect();
+        // The page requested it in URLs too, in those forms and as the URL parser
+        // escapes a raw one: the request list shows none of it.
+        let mut requests = String::new();
+        for _ in 0..100 {
+            requests = call(
+                &agent,
+                ToolCall::NetworkRequests {
+                    filter: Some("collect".into()),
+                    limit: 200,
+                },
+            )
+            .await
+            .text;
+            if requests.contains("collect?last=") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for kind in ["raw", "url", "b64", "esc", "latin1", "utf16", "hex", "last"] {
+            let line = requests
+                .lines()
+                .find(|l| l.contains(&format!("collect?{kind}=")))
+                .unwrap_or_else(|| panic!("{kind}: {requests}"));
+            assert!(line.contains("[REDACTED:login]"), "{kind}: {line}");
+        }
+        // As the URL parser writes a raw value into a query.
+        let query: String = APP_PASSWORD
+            .bytes()
+            .map(|b| {
+                if b"\"#<>' ".contains(&b) || !b.is_ascii() {
+                    format!("%{b:02X}")
+                } else {
+                    (b as char).to_string()
+                }
+            })
+            .collect();
         for form in [
             b64(APP_PASSWORD.as_bytes()),
             b64(&utf16),
             escaped,
             hex,
             entities,
+            query,
         ] {
             assert!(!text.contains(&form), "`{form}` leaked in:\n{text}");
+            assert!(!requests.contains(&form), "`{form}` leaked in:\n{requests}");
         }
         gateway.shutdown().await;
     })

@@ -1608,3 +1608,74 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_requests_say_what_the_page_asked_for_and_why_the_proxy_refused() {
+    with_browser(|h| async move {
+        let (a, b) = (h.site.a.port(), h.site.b.port());
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                policy: policy_allowing(&[a]),
+                ..GatewayConfig::default()
+            },
+        );
+        let agent = gateway.agent_session();
+        let requests = |filter: Option<&str>| ToolCall::NetworkRequests {
+            filter: filter.map(str::to_owned),
+            limit: 50,
+        };
+        let denied = format!("http://127.0.0.1:{b}/login.html");
+        agent
+            .call(navigate(format!(
+                "{}?url={denied}",
+                h.site.url("fetch.html")
+            )))
+            .await;
+        wait_done(&agent).await;
+        let out = agent.call(requests(None)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            out.text
+                .contains(&format!("GET 200 document http://127.0.0.1:{a}/fetch.html")),
+            "{}",
+            out.text
+        );
+        let refused = out
+            .text
+            .lines()
+            .find(|l| l.starts_with("GET ") && l.ends_with(&format!(" {denied}")))
+            .unwrap_or_else(|| panic!("no line for {denied}:\n{}", out.text));
+        assert!(
+            refused.starts_with("GET refused by the egress proxy (policy_denied: ")
+                && refused.contains("loopback"),
+            "{refused}"
+        );
+        assert!(out.text.contains("<page-content"), "fenced: {}", out.text);
+        assert_eq!(h.site.b.connections(), 0, "the refused request got through");
+        // A filter keeps only matching URLs; a status that is no refusal is shown.
+        agent
+            .call(navigate(format!(
+                "{}?url=/missing.html",
+                h.site.url("fetch.html")
+            )))
+            .await;
+        wait_done(&agent).await;
+        let out = agent
+            .call(requests(Some(&format!("{a}/MISSING.html"))))
+            .await;
+        let lines: Vec<&str> = out.text.lines().filter(|l| l.starts_with("GET ")).collect();
+        assert_eq!(lines.len(), 1, "{}", out.text);
+        assert!(lines[0].starts_with("GET 404 fetch "), "{}", out.text);
+        // A placeholder is no filter.
+        let out = agent.call(requests(Some("{{secret:app.password}}"))).await;
+        assert_eq!(
+            out.error,
+            Some(ErrorCode::SecretOriginMismatch),
+            "{}",
+            out.text
+        );
+        gateway.shutdown().await;
+    })
+    .await;
+}

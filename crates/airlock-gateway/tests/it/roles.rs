@@ -70,6 +70,14 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
             Role::Observe,
         ),
         (
+            "network_requests",
+            ToolCall::NetworkRequests {
+                filter: None,
+                limit: 50,
+            },
+            Role::Observe,
+        ),
+        (
             "navigate",
             ToolCall::Navigate {
                 url: url.to_owned(),
@@ -239,7 +247,7 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
                 }
             }
         }
-        // An observer may do nothing but look: 20 of the 26 tools are refused.
+        // An observer may do nothing but look: 20 of the 27 tools are refused.
         assert_eq!(refused, 20);
         gateway.shutdown().await;
         let events = store.audit_events(0, 10_000).await.unwrap();

@@ -15,7 +15,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_click",
         description = "Click an element (scrolled into view once visible, enabled, uncovered). Target, here and wherever a tool takes one: ref; or role+name (+index), selector, or x+y; timeout_ms bounds finding and acting. Returns what changed.",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_click(
         &self,
@@ -28,7 +28,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_type",
         description = "Type into a field (target as browser_click); appends unless clear_first. The result never echoes the text.",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_type(
         &self,
@@ -41,7 +41,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_fill_form",
         description = "Fill several fields (targets as browser_click): text is replaced, checkboxes take true/false, selects an option.",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_fill_form(
         &self,
@@ -54,7 +54,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_press_key",
         description = "Press a key or combo in the focused element.",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_press_key(
         &self,
@@ -67,7 +67,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_select_option",
         description = "Select option(s) of a <select> (target as browser_click).",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_select_option(
         &self,
@@ -80,7 +80,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_check",
         description = "Check or uncheck a checkbox, radio or switch (target as browser_click).",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_check(
         &self,
@@ -93,7 +93,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_hover",
         description = "Move the mouse over an element (target as browser_click).",
-        annotations(read_only_hint = false, destructive_hint = false,)
+        annotations(read_only_hint = false, destructive_hint = false)
     )]
     async fn browser_hover(
         &self,
@@ -106,7 +106,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_scroll",
         description = "Scroll the page (direction, amount in CSS pixels) or bring a target (as browser_click) into view.",
-        annotations(read_only_hint = false, destructive_hint = false,)
+        annotations(read_only_hint = false, destructive_hint = false)
     )]
     async fn browser_scroll(
         &self,
@@ -119,7 +119,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_drag",
         description = "Drag `from` onto `to` (targets as browser_click) with real mouse moves; HTML5 drag-and-drop too.",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_drag(
         &self,
@@ -132,7 +132,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_handle_dialog",
         description = "Answer the dialog (alert, confirm, prompt, beforeunload) holding the page; prompt_text may hold {{secret:NAME.field}}.",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_handle_dialog(
         &self,

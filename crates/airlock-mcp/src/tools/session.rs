@@ -14,7 +14,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_session_open",
         description = "Open the browser session (else the first browser tool does). Over stateless HTTP the result gives mcp_url, the session's own URL.",
-        annotations(read_only_hint = false, destructive_hint = false,)
+        annotations(read_only_hint = false, destructive_hint = false)
     )]
     async fn browser_session_open(
         &self,
@@ -27,7 +27,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_session_close",
         description = "Close the browser session, discarding tabs, cookies and storage.",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_session_close(
         &self,

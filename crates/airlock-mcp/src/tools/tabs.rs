@@ -12,7 +12,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_tabs",
         description = "List, open (new, url), select or close tabs, popups included.",
-        annotations(read_only_hint = false, destructive_hint = true,)
+        annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_tabs(
         &self,
@@ -25,7 +25,7 @@ impl AirlockMcp {
     #[tool(
         name = "browser_resize",
         description = "Set every tab's viewport (CSS px), e.g. a phone width.",
-        annotations(read_only_hint = false, destructive_hint = false,)
+        annotations(read_only_hint = false, destructive_hint = false)
     )]
     async fn browser_resize(
         &self,

@@ -26,7 +26,7 @@ EXPECTED_TOOLS = {
     "browser_hover", "browser_scroll", "browser_wait_for", "browser_screenshot",
     "browser_read", "browser_tabs", "browser_back", "browser_forward", "browser_reload",
     "browser_session_open", "browser_session_close", "browser_resize", "browser_console_messages",
-    "browser_handle_dialog", "browser_drag",
+    "browser_handle_dialog", "browser_drag", "browser_network_requests",
 }
 
 passed = 0
@@ -117,6 +117,12 @@ async def flow(client, base):
     t = text_of(r)
     check("console messages come back fenced as page content",
           not r.is_error and "console message" in t and "<page-content" in t, t)
+    r = await client.call_tool("browser_network_requests", {"filter": "login"})
+    t = text_of(r)
+    check("network requests list the page's own, fenced",
+          not r.is_error and "GET 200 document" in t and "<page-content" in t, t)
+    r = await client.call_tool("browser_network_requests", {"limit": 0})
+    check("a limit out of bounds is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
     r = await client.call_tool("browser_console_messages", {"level": "loud"})
     check("an unknown level is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
     r = await client.call_tool("browser_resize", {"width": 10, "height": 10})
