@@ -620,7 +620,7 @@ pub struct ScreenshotOptions {
 pub struct Screenshot {
     /// Encoded bytes.
     pub data: Vec<u8>,
-    /// `image/png` or `image/jpeg`.
+    /// `image/png`, `image/jpeg`, or `application/pdf` for a PDF.
     pub mime: &'static str,
 }
 
@@ -719,6 +719,74 @@ pub struct NetworkLog {
     pub entries: Vec<NetworkEntry>,
     /// Requests the tab's bounded buffer let go of.
     pub dropped: u64,
+}
+
+/// A device a session can look like to pages: its viewport, pixel density, touch
+/// and mobile layout, and the browser it claims to be.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Device {
+    /// How it is asked for (`iphone-15`).
+    pub name: &'static str,
+    /// Viewport width, CSS pixels.
+    pub width: u32,
+    /// Viewport height, CSS pixels.
+    pub height: u32,
+    /// Device pixels per CSS pixel.
+    pub scale: f64,
+    /// A phone or tablet: mobile viewport rules, touch events.
+    pub mobile: bool,
+    /// The User-Agent it sends; Chromium's own when `None`.
+    pub user_agent: Option<&'static str>,
+}
+
+/// The devices a session may be opened as. Phone and tablet sizes are those the
+/// devices report to pages; their browsers' own User-Agent strings.
+pub const DEVICES: &[Device] = &[
+    Device {
+        name: "desktop",
+        width: 1280,
+        height: 720,
+        scale: 1.0,
+        mobile: false,
+        user_agent: None,
+    },
+    Device {
+        name: "iphone-15",
+        width: 393,
+        height: 852,
+        scale: 3.0,
+        mobile: true,
+        user_agent: Some(
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+        ),
+    },
+    Device {
+        name: "pixel-8",
+        width: 412,
+        height: 915,
+        scale: 2.625,
+        mobile: true,
+        user_agent: Some(
+            "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Mobile Safari/537.36",
+        ),
+    },
+    Device {
+        name: "ipad",
+        width: 820,
+        height: 1180,
+        scale: 2.0,
+        mobile: true,
+        user_agent: Some(
+            "Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+        ),
+    },
+];
+
+impl Device {
+    /// The device named `name`, if there is one.
+    pub fn named(name: &str) -> Option<&'static Device> {
+        DEVICES.iter().find(|d| d.name == name)
+    }
 }
 
 /// One tab as listed to an agent.

@@ -121,6 +121,20 @@ pub enum Error {
         /// How long it waited for one.
         ms: u128,
     },
+    /// What the page made is larger than Airlock hands over.
+    #[error("the {what} is {bytes} bytes, over the {cap}-byte cap")]
+    TooLarge {
+        /// What was made (`PDF`).
+        what: &'static str,
+        /// Its size.
+        bytes: usize,
+        /// The cap.
+        cap: usize,
+    },
+    /// The session holds secrets, and what was asked for could carry one past the
+    /// redactor.
+    #[error("{0}")]
+    SecretsHeld(String),
     /// Chromium answered a command with something we did not expect.
     #[error("browser protocol error: {0}")]
     Protocol(String),
@@ -143,6 +157,8 @@ impl HasErrorCode for Error {
             Error::SecretOriginMismatch { .. } => ErrorCode::SecretOriginMismatch,
             Error::DialogOpen { .. } | Error::DialogOpened { .. } => ErrorCode::DialogOpen,
             Error::NoDialog { .. } => ErrorCode::NotFound,
+            Error::TooLarge { .. } => ErrorCode::InvalidArgument,
+            Error::SecretsHeld(_) => ErrorCode::Forbidden,
             Error::Protocol(_) => ErrorCode::Internal,
         }
     }

@@ -27,10 +27,11 @@ pub use tab::{CONSOLE_KEPT, NETWORK_KEPT};
 
 pub use action::{
     ActionOutcome, Bounds, ClickOptions, ConsoleEntry, ConsoleLevel, ConsoleLog,
-    DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, Dialog, DialogAnswer, Direction, Effect,
-    ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NetworkEntry, NetworkLog,
-    NewTab, Notice, PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot,
-    SnapshotOptions, TabInfo, Target, TextPiece, TypedText, WaitCondition, WaitUntil, Waited,
+    DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, DEVICES, Device, Dialog, DialogAnswer, Direction,
+    Effect, ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NetworkEntry,
+    NetworkLog, NewTab, Notice, PageText, Resolved, Screenshot, ScreenshotOptions, Scroll,
+    Snapshot, SnapshotOptions, TabInfo, Target, TextPiece, TypedText, WaitCondition, WaitUntil,
+    Waited,
 };
 pub use browser::{Browsers, Probe, probe};
 pub use error::{Error, Result};
@@ -41,6 +42,6 @@ pub use options::BrowserOptions;
 pub use oracle::AxPair;
 pub use outbound::{OutgoingRequest, RequestGuard};
 pub use session::{
-    MAX_DIALOG_WAIT, MAX_TABS, Session, SessionOptions, VIEWPORT_MAX, VIEWPORT_MIN,
-    with_action_budget,
+    EVALUATE_CHARS, EVALUATE_SOURCE_BYTES, EVALUATE_TIME, MAX_DIALOG_WAIT, MAX_PDF_BYTES, MAX_TABS,
+    Session, SessionOptions, VIEWPORT_MAX, VIEWPORT_MIN, with_action_budget,
 };

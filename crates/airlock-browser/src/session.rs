@@ -34,12 +34,20 @@ use crate::guard::NavGuard;
 use crate::keys;
 use crate::options::BrowserOptions;
 use crate::outbound::{RequestGuard, Requests, watch_worker};
-use crate::tab::{FrameEntry, Hooks, Tab};
+use crate::tab::{FrameEntry, Hooks, Screen, Tab};
 
 /// Deepest nesting of frames a snapshot descends into.
 const MAX_FRAME_DEPTH: usize = 4;
 /// Tallest full-page screenshot, in CSS pixels.
 const MAX_SCREENSHOT_HEIGHT: f64 = 16_384.0;
+/// Longest `Session::evaluate` lets the agent's function run.
+pub const EVALUATE_TIME: Duration = Duration::from_secs(10);
+/// Characters of an evaluation's result handed over (after redaction).
+pub const EVALUATE_CHARS: usize = 10_000;
+/// Longest function source `Session::evaluate` takes.
+pub const EVALUATE_SOURCE_BYTES: usize = 20_000;
+/// Largest PDF `Session::pdf` hands over.
+pub const MAX_PDF_BYTES: usize = 10 * 1024 * 1024;
 /// Most tabs a session may have; popups beyond it are closed.
 pub const MAX_TABS: usize = 10;
 /// How long a loaded page must stay still before a wait for a target that is
@@ -105,8 +113,8 @@ struct Registry {
     refused_popups: usize,
     /// Target ids of popups not yet reported in an action's outcome.
     unreported: Vec<String>,
-    /// The viewport every tab has, new ones too (CSS pixels).
-    viewport: (u32, u32),
+    /// The screen every tab has, new ones too.
+    screen: Screen,
 }
 
 /// One isolated browser session.
@@ -216,7 +224,12 @@ impl Session {
             active: 0,
             refused_popups: 0,
             unreported: Vec::new(),
-            viewport: options.viewport,
+            screen: Screen {
+                viewport: options.viewport,
+                scale: 1.0,
+                mobile: false,
+                user_agent: None,
+            },
         }));
         let (changed_tx, registry_changed) = watch::channel(0u64);
         let redactor: Arc<dyn Redact> = session_options
@@ -689,14 +702,14 @@ async fn attach_tabs(
                     changed.send_modify(|v| *v += 1);
                     continue;
                 }
-                let viewport = lock(&registry).viewport;
+                let screen = lock(&registry).screen.clone();
                 let tab = Tab::setup(
                     chromium.conn.clone(),
                     session_id,
                     target_id.clone(),
                     opener_id.clone(),
                     hooks.clone(),
-                    viewport,
+                    screen,
                     options.action_timeout,
                 )
                 .await;

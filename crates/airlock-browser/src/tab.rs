@@ -48,6 +48,43 @@ const DIALOG_CHAIN: u32 = 3;
 /// Longest URL quoted in a notice.
 const MAX_NOTICE_URL: usize = 120;
 
+/// How a session's tabs present themselves to pages: viewport, pixel density,
+/// mobile layout and touch, User-Agent.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Screen {
+    pub(crate) viewport: (u32, u32),
+    pub(crate) scale: f64,
+    pub(crate) mobile: bool,
+    pub(crate) user_agent: Option<String>,
+}
+
+impl Screen {
+    /// The commands that give a tab this screen (each idempotent).
+    pub(crate) fn commands(&self) -> Vec<(&'static str, Value)> {
+        let mut commands = vec![
+            (
+                "Emulation.setDeviceMetricsOverride",
+                json!({
+                    "width": self.viewport.0,
+                    "height": self.viewport.1,
+                    "deviceScaleFactor": self.scale,
+                    "mobile": self.mobile,
+                }),
+            ),
+            (
+                "Emulation.setTouchEmulationEnabled",
+                json!({ "enabled": self.mobile, "maxTouchPoints": if self.mobile { 5 } else { 1 } }),
+            ),
+        ];
+        // An empty override is none: Chromium's own User-Agent again.
+        commands.push((
+            "Emulation.setUserAgentOverride",
+            json!({ "userAgent": self.user_agent.as_deref().unwrap_or_default() }),
+        ));
+        commands
+    }
+}
+
 /// What a session adds to each of its tabs.
 #[derive(Clone)]
 pub(crate) struct Hooks {
@@ -364,7 +401,7 @@ impl Tab {
         target_id: String,
         opener: Option<String>,
         hooks: Hooks,
-        viewport: (u32, u32),
+        screen: Screen,
         timeout: Duration,
     ) -> Result<Tab> {
         let Hooks {
@@ -410,10 +447,6 @@ impl Tab {
             ("Runtime.enable", json!({})),
             // What the page requests (`browser_network_requests`).
             ("Network.enable", json!({})),
-            (
-                "Emulation.setDeviceMetricsOverride",
-                json!({ "width": viewport.0, "height": viewport.1, "deviceScaleFactor": 1, "mobile": false }),
-            ),
             // Keyboard focus and :focus styles behave as in a foreground window even
             // when another tab of the session is in front.
             (
@@ -428,6 +461,7 @@ impl Tab {
                 json!({ "autoAttach": true, "waitForDebuggerOnStart": inspects, "flatten": true }),
             ),
         ];
+        commands.extend(screen.commands());
         if let Some(patterns) = tab.state.requests.patterns() {
             commands.push(("Fetch.enable", json!({ "patterns": patterns })));
         }

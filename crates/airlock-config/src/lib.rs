@@ -122,6 +122,9 @@ impl Default for RecordingConfig {
 pub struct RawTools {
     /// `browser` (default: every browser_* tool) or `browser-shell` (one tool).
     pub profile: Option<String>,
+    /// Offer `browser_evaluate`, which runs an agent's JavaScript in the page
+    /// (default off).
+    pub evaluate: Option<bool>,
 }
 
 /// Which MCP tools Airlock offers.
@@ -275,6 +278,8 @@ pub struct Config {
     pub sessions: SessionsConfig,
     /// Which tools MCP offers.
     pub tool_profile: ToolProfile,
+    /// Whether `browser_evaluate` is offered (`[tools] evaluate`).
+    pub evaluate: bool,
     /// Risk rules and approvals.
     pub approvals: Approvals,
     /// Session recording.
@@ -669,6 +674,7 @@ impl Config {
                 .unwrap_or(SessionsConfig::default().min_free_memory_mb),
         };
 
+        let evaluate = raw.tools.evaluate.unwrap_or(false);
         let tool_profile = match raw.tools.profile.as_deref() {
             None | Some("browser") => ToolProfile::Browser,
             Some("browser-shell") => ToolProfile::BrowserShell,
@@ -763,6 +769,7 @@ impl Config {
             policy,
             sessions,
             tool_profile,
+            evaluate,
             approvals,
             recording,
         })

@@ -21,6 +21,14 @@ pub enum Error {
         /// Which rule refused it, for the agent.
         detail: String,
     },
+    /// The tool is switched off on this server.
+    #[error("`{tool}` is off on this server ({how})")]
+    ToolOff {
+        /// The tool called.
+        tool: &'static str,
+        /// How an operator switches it on.
+        how: &'static str,
+    },
     /// The caller's role does not allow this tool.
     #[error("`{tool}` needs the `{needs}` role; this caller has `{has}`")]
     RoleTooLow {
@@ -158,7 +166,7 @@ impl HasErrorCode for Error {
                 ErrorCode::InvalidArgument
             }
             Error::PolicyDenied { .. } => ErrorCode::PolicyDenied,
-            Error::RoleTooLow { .. } => ErrorCode::Forbidden,
+            Error::RoleTooLow { .. } | Error::ToolOff { .. } => ErrorCode::Forbidden,
             Error::PlaceholderMisplaced { .. } => ErrorCode::SecretOriginMismatch,
             Error::CredentialUnknown { .. } => ErrorCode::NotFound,
             Error::CredentialNotLoaded { .. } => ErrorCode::Forbidden,

@@ -9,9 +9,9 @@
 /// types, named here so that surfaces depend on the engine alone.
 pub mod action {
     pub use airlock_browser::{
-        ActionOutcome, Bounds, ClickOptions, ConsoleLevel, Dialog, Direction, Effect, ImageFormat,
-        Modifier, MouseButton, NewTab, Notice, Resolved, ScreenshotOptions, Scroll,
-        SnapshotOptions, Target, WaitCondition, WaitUntil, Waited,
+        ActionOutcome, Bounds, ClickOptions, ConsoleLevel, DEVICES, Device, Dialog, Direction,
+        Effect, ImageFormat, Modifier, MouseButton, NewTab, Notice, Resolved, ScreenshotOptions,
+        Scroll, SnapshotOptions, Target, WaitCondition, WaitUntil, Waited,
     };
 }
 
@@ -46,4 +46,4 @@ pub use session::{
 };
 pub use sessions::{Caps, ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
 pub use surface::Surface;
-pub use tools::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall, ToolImage, ToolOutput};
+pub use tools::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall, ToolFile, ToolOutput};

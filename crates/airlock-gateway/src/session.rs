@@ -72,6 +72,8 @@ pub struct GatewayConfig {
     /// (MCP elicitation), when the client can ask. Off by default: a headless
     /// client could answer for itself.
     pub in_client_approval: bool,
+    /// Whether `browser_evaluate` runs agents' code in pages (`[tools] evaluate`).
+    pub evaluate: bool,
 }
 
 impl Default for GatewayConfig {
@@ -95,6 +97,7 @@ impl Default for GatewayConfig {
             recordings_dir: None,
             recording_retention: Duration::from_secs(30 * 86_400),
             in_client_approval: false,
+            evaluate: false,
         }
     }
 }
@@ -201,10 +204,40 @@ impl Gateway {
         gateway
     }
 
+    /// Whether `browser_evaluate` is on.
+    pub fn evaluate_enabled(&self) -> bool {
+        self.config.evaluate
+    }
+
     // Loads the asked-for credentials (if authorized), starts the session's egress
     // proxy, then the browser session that must use it, credentials injected before
     // the agent's first action. Returns why credentials were refused, if they were.
     async fn open_held(
+        &self,
+        caller: &Principal,
+        options: OpenOptions,
+    ) -> Result<(Arc<Held>, Option<String>)> {
+        let device = match options.device.as_deref() {
+            None => None,
+            Some(name) => Some(airlock_browser::Device::named(name).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "`device` is one of {}; got `{}`",
+                    device_names(),
+                    airlock_core::text::prefix(name, 40)
+                ))
+            })?),
+        };
+        let (held, refused) = self.open_browser_for(caller, options).await?;
+        if let Some(device) = device
+            && let Err(e) = held.session.emulate(device).await
+        {
+            held.close().await;
+            return Err(e.into());
+        }
+        Ok((held, refused))
+    }
+
+    async fn open_browser_for(
         &self,
         caller: &Principal,
         options: OpenOptions,
@@ -1004,4 +1037,13 @@ async fn write_journal(
             }
         }
     }
+}
+
+/// The names `device` may take, for messages.
+pub(crate) fn device_names() -> String {
+    airlock_browser::DEVICES
+        .iter()
+        .map(|d| d.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -96,6 +96,16 @@ pub enum ToolCall {
     },
     /// `browser_screenshot`.
     Screenshot(ScreenshotOptions),
+    /// `browser_pdf`: the page as a PDF.
+    Pdf,
+    /// `browser_evaluate`: the agent's function, run in the page's main world (off
+    /// unless the server turns it on).
+    Evaluate {
+        /// A JavaScript function (`() => document.title`, `(el) => el.value`).
+        function: String,
+        /// The element passed to it, if any.
+        target: Option<Target>,
+    },
     /// `browser_read`.
     Read {
         /// Markdown-ish or plain.
@@ -162,6 +172,9 @@ pub struct OpenOptions {
     pub grant: Option<String>,
     /// What to keep of the session's steps; the gateway's default when `None`.
     pub record: Option<RecordMode>,
+    /// A device of [`airlock_browser::DEVICES`] the session looks like to pages
+    /// (viewport, pixel density, touch, User-Agent); Chromium's own when `None`.
+    pub device: Option<String>,
 }
 
 impl std::fmt::Debug for OpenOptions {
@@ -172,6 +185,7 @@ impl std::fmt::Debug for OpenOptions {
             .field("credentials", &self.credentials)
             .field("grant", &self.grant.as_ref().map(|_| "[REDACTED]"))
             .field("record", &self.record)
+            .field("device", &self.device)
             .finish()
     }
 }
@@ -195,6 +209,8 @@ impl ToolCall {
             ToolCall::WaitFor { .. } => "browser_wait_for",
             ToolCall::Screenshot(_) => "browser_screenshot",
             ToolCall::Read { .. } => "browser_read",
+            ToolCall::Pdf => "browser_pdf",
+            ToolCall::Evaluate { .. } => "browser_evaluate",
             ToolCall::Tabs(_) => "browser_tabs",
             ToolCall::Back => "browser_back",
             ToolCall::Forward => "browser_forward",
@@ -220,8 +236,18 @@ impl ToolCall {
             | ToolCall::WaitFor { .. }
             | ToolCall::ConsoleMessages { .. }
             | ToolCall::NetworkRequests { .. }
+            | ToolCall::Pdf
             | ToolCall::Tabs(TabAction::List) => Role::Observe,
             _ => Role::Act,
+        }
+    }
+
+    /// Whether this call runs the agent's own code in the page.
+    pub fn runs_page_code(&self) -> bool {
+        match self {
+            ToolCall::Budgeted(_, call) => call.runs_page_code(),
+            ToolCall::Evaluate { .. } => true,
+            _ => false,
         }
     }
 
@@ -243,6 +269,7 @@ impl ToolCall {
                 Some("url")
             }
             ToolCall::PressKey { key } if m(key) => Some("key"),
+            ToolCall::Evaluate { function, .. } if m(function) => Some("function"),
             ToolCall::NetworkRequests {
                 filter: Some(filter),
                 ..
@@ -270,6 +297,9 @@ impl ToolCall {
                 Some("target")
             }
             ToolCall::Drag { from, to } if target(from) || target(to) => Some("target"),
+            ToolCall::Evaluate {
+                target: Some(t), ..
+            } if target(t) => Some("target"),
             _ => None,
         }
     }
@@ -335,11 +365,17 @@ impl ToolCall {
             ToolCall::NetworkRequests { filter, limit } => {
                 json!({ "filter": filter, "limit": limit })
             }
+            // The code run in the page, whole: what it did is on the record.
+            ToolCall::Evaluate { function, target } => json!({
+                "function": function,
+                "target": target.as_ref().map(target_json),
+            }),
             ToolCall::SessionOpen(options) => json!({
                 "credentials": options.credentials,
                 "allow_hosts": options.allow_hosts,
                 "grant": options.grant.is_some(),
                 "record": options.record.map(RecordMode::as_str),
+                "device": options.device,
             }),
             _ => json!({}),
         };
@@ -438,16 +474,17 @@ pub enum TabAction {
     Close(usize),
 }
 
-/// An image a tool returns: the browser's encoded image, one type for both layers.
-pub use airlock_browser::Screenshot as ToolImage;
+/// A file a tool returns (a screenshot, a PDF): the browser's encoded bytes and
+/// their MIME type, one type for both layers.
+pub use airlock_browser::Screenshot as ToolFile;
 
 /// A tool's result as every surface reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     /// For the agent; on error it starts with the code (`ref_not_found: …`).
     pub text: String,
-    /// A screenshot, if any.
-    pub image: Option<ToolImage>,
+    /// A screenshot or PDF, if any.
+    pub file: Option<ToolFile>,
     /// The error code, when the call failed.
     pub error: Option<ErrorCode>,
     /// The failure's message without the code, when the call failed (what a surface
@@ -461,7 +498,7 @@ impl ToolOutput {
     pub(crate) fn text(text: impl Into<String>) -> ToolOutput {
         ToolOutput {
             text: text.into(),
-            image: None,
+            file: None,
             error: None,
             message: None,
             retry_after_secs: None,
@@ -473,7 +510,7 @@ impl ToolOutput {
         let message = message.to_string();
         ToolOutput {
             text: format!("{code}: {message}"),
-            image: None,
+            file: None,
             error: Some(code),
             message: Some(message),
             retry_after_secs: None,
@@ -689,7 +726,31 @@ pub(crate) async fn execute(
             let shot = session.screenshot(&options).await?;
             ToolOutput {
                 text: format!("screenshot ({}, {} bytes)", shot.mime, shot.data.len()),
-                image: Some(shot),
+                file: Some(shot),
+                error: None,
+                message: None,
+                retry_after_secs: None,
+            }
+        }
+        ToolCall::Evaluate { function, target } => {
+            let result = session.evaluate(&function, target.as_ref()).await?;
+            let whose = page_line(session).await?;
+            // What the page's world returned is the page's word: fenced.
+            ToolOutput::text(format!(
+                "ran the function in the page; it returned:\n{whose}\n{}",
+                fence.wrap(&result)
+            ))
+        }
+        ToolCall::Pdf => {
+            let pdf = session.pdf().await?;
+            let whose = page_line(session).await?;
+            ToolOutput {
+                text: format!(
+                    "PDF of {} ({} bytes)",
+                    whose.trim_start_matches("page: "),
+                    pdf.data.len()
+                ),
+                file: Some(pdf),
                 error: None,
                 message: None,
                 retry_after_secs: None,

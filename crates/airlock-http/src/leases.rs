@@ -64,6 +64,10 @@ pub(crate) struct LeaseBody {
     #[serde(default)]
     #[schema(max_items = 64, inline, value_type = Vec<HostName>)]
     allow_hosts: Vec<String>,
+    /// The device the session looks like to pages (viewport, pixel density, touch,
+    /// User-Agent); Chromium's own when left out.
+    #[schema(value_type = Option<String>, pattern = "^(desktop|iphone-15|pixel-8|ipad)$")]
+    device: Option<String>,
 }
 
 /// A stored credential's name.
@@ -200,6 +204,7 @@ pub(crate) async fn lease(
             credentials: body.credentials,
             grant: body.grant,
             record,
+            device: body.device,
         },
     };
     match gateway.lease(&caller, request).await {

@@ -473,10 +473,10 @@ impl WaitForParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct ScreenshotParams {
-    /// The whole page instead of the viewport.
+    /// Not just the viewport.
     #[serde(default)]
     pub(crate) full_page: bool,
-    /// Only this element (a ref from the snapshot).
+    /// Only this element.
     #[serde(rename = "ref")]
     pub(crate) reference: Option<String>,
     /// Default `png`.
@@ -596,6 +596,29 @@ impl NetworkParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct EvaluateParams {
+    /// A JavaScript function: `() => document.title`, or `(el) => el.value` with a
+    /// target.
+    pub(crate) function: String,
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+}
+
+impl EvaluateParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let call = ToolCall::Evaluate {
+            function: self.function,
+            target: if self.target.is_empty() {
+                None
+            } else {
+                Some(self.target.target()?)
+            },
+        };
+        budgeted(call, self.target.timeout_ms)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct DragParams {
     /// What to drag.
     pub(crate) from: TargetParams,
@@ -707,16 +730,18 @@ pub(crate) struct SessionOpenParams {
     pub(crate) credentials: Vec<String>,
     /// Grant token for the credentials.
     pub(crate) grant: Option<String>,
-    /// Screenshots of your steps: `transient` (last 50) or `audit` (stored); default:
-    /// the server's.
+    /// Screenshots of your steps (`transient`: the last 50).
     #[schemars(extend("enum" = ["off", "transient", "audit"]))]
     pub(crate) record: Option<String>,
-    /// `process`: an own Chromium (default `context`).
+    /// `process`: own Chromium.
     #[schemars(extend("enum" = ["context", "process"]))]
     pub(crate) isolation: Option<String>,
     /// Only these hosts (`a.com`, `*.a.com`), within the policy.
     #[serde(default)]
     pub(crate) allow_hosts: Vec<String>,
+    /// Emulate it (viewport, density, touch, User-Agent).
+    #[schemars(extend("enum" = ["desktop", "iphone-15", "pixel-8", "ipad"]))]
+    pub(crate) device: Option<String>,
 }
 
 impl std::fmt::Debug for SessionOpenParams {
@@ -727,6 +752,7 @@ impl std::fmt::Debug for SessionOpenParams {
             .field("record", &self.record)
             .field("isolation", &self.isolation)
             .field("allow_hosts", &self.allow_hosts)
+            .field("device", &self.device)
             .finish()
     }
 }
@@ -751,6 +777,7 @@ impl SessionOpenParams {
             credentials: self.credentials,
             grant: self.grant,
             record,
+            device: self.device,
         }))
     }
 }
@@ -762,6 +789,22 @@ pub(crate) struct NoParams {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_device_list_in_the_schema_is_the_browsers() {
+        let schema = serde_json::to_value(schemars::schema_for!(SessionOpenParams)).unwrap();
+        let listed: Vec<&str> = schema["properties"]["device"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let known: Vec<&str> = airlock_gateway::action::DEVICES
+            .iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(listed, known);
+    }
 
     #[test]
     fn a_grant_token_never_shows_in_debug() {

@@ -36,22 +36,30 @@ pub(crate) fn trim_click(schema: &mut Map<String, Value>) {
 /// object schema that has them all, and in each of its `$defs`, whose own
 /// descriptions go too. Nine fields in every tool that takes a target cost ~55
 /// tokens a tool in every conversation; refs are what agents use.
-pub(crate) fn fold_targets(schema: &mut Map<String, Value>) {
-    fold(schema);
+/// Returns whether the top level was folded (the tool takes the unlisted target
+/// fields as arguments).
+pub(crate) fn fold_targets(schema: &mut Map<String, Value>) -> bool {
+    let folded = fold(schema);
     if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
         for def in defs.values_mut().filter_map(Value::as_object_mut) {
             def.remove("description");
             fold(def);
         }
     }
+    folded
 }
 
-fn fold(object: &mut Map<String, Value>) {
+/// Whether `key` is one of the target fields a folded schema takes unlisted.
+pub(crate) fn is_target_field(key: &str) -> bool {
+    TARGET_FIELDS.contains(&key) || TARGET_EXTRAS.contains(&key)
+}
+
+fn fold(object: &mut Map<String, Value>) -> bool {
     let Some(Value::Object(properties)) = object.get_mut("properties") else {
-        return;
+        return false;
     };
     if !TARGET_FIELDS.iter().all(|f| properties.contains_key(*f)) {
-        return;
+        return false;
     }
     for field in TARGET_FIELDS.iter().chain(TARGET_EXTRAS.iter()) {
         if *field == "ref" {
@@ -62,6 +70,7 @@ fn fold(object: &mut Map<String, Value>) {
             properties.remove(*field);
         }
     }
+    true
 }
 
 fn compact_object(object: &mut Map<String, Value>) {
@@ -187,7 +196,7 @@ mod tests {
                 "properties": documented(&["ref", "role", "name", "index", "selector", "x", "y", "value"]),
             } },
         });
-        fold_targets(with_target.as_object_mut().unwrap());
+        assert!(fold_targets(with_target.as_object_mut().unwrap()));
         let names = |v: &Value| -> Vec<String> {
             let mut n: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
             n.sort();
@@ -206,7 +215,7 @@ mod tests {
         // `browser_tabs` has an `index` of its own meaning, and no target: kept.
         let mut tabs = json!({ "properties": documented(&["action", "index"]) });
         let before = tabs.clone();
-        fold_targets(tabs.as_object_mut().unwrap());
+        assert!(!fold_targets(tabs.as_object_mut().unwrap()));
         assert_eq!(tabs, before);
     }
 }

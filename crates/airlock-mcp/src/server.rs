@@ -13,7 +13,7 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
-    Implementation, ServerCapabilities, ServerConfig,
+    Implementation, ResourceContents, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
@@ -40,6 +40,8 @@ pub struct AirlockMcp {
     fence: PageFence,
     gateway: Arc<Gateway>,
     tool_router: ToolRouter<Self>,
+    /// Tools whose listing shows only `ref` of the target fields they take.
+    folded: Arc<std::collections::HashSet<String>>,
 }
 
 impl AirlockMcp {
@@ -56,12 +58,18 @@ impl AirlockMcp {
             }
             ToolProfile::BrowserShell => Self::shell_router(),
         };
+        // Code for the page is offered only where the operator turned it on; the
+        // gateway refuses it anyway (other surfaces, a client calling it unlisted).
+        if !gateway.evaluate_enabled() {
+            tool_router.map.remove("browser_evaluate");
+        }
+        let mut folded = std::collections::HashSet::new();
         for route in tool_router.map.values_mut() {
             let mut schema = crate::schema::compact(&route.attr.input_schema);
             if route.attr.name == "browser_click" {
                 crate::schema::trim_click(&mut schema);
-            } else {
-                crate::schema::fold_targets(&mut schema);
+            } else if crate::schema::fold_targets(&mut schema) {
+                folded.insert(route.attr.name.to_string());
             }
             route.attr.input_schema = Arc::new(schema);
             // A hint equal to the protocol's default says nothing: leave it out. Except
@@ -84,6 +92,7 @@ impl AirlockMcp {
             fence: PageFence::new(),
             gateway,
             tool_router,
+            folded: Arc::new(folded),
         }
     }
 
@@ -342,8 +351,10 @@ impl AirlockMcp {
 }
 
 /// A refusal naming the arguments `tool` does not take, if `arguments` holds any.
+/// A tool whose listing was folded also takes every target field (`role`, `name` …).
 fn unknown_arguments(
     tool: &rmcp::model::Tool,
+    folded: bool,
     arguments: Option<&serde_json::Map<String, serde_json::Value>>,
 ) -> Option<ToolOutput> {
     let properties = tool.input_schema.get("properties")?.as_object()?;
@@ -351,6 +362,7 @@ fn unknown_arguments(
         .keys()
         .map(String::as_str)
         .filter(|k| !properties.contains_key(*k))
+        .filter(|k| !(folded && crate::schema::is_target_field(k)))
         .collect();
     if unknown.is_empty() {
         return None;
@@ -369,6 +381,8 @@ fn unknown_arguments(
                 .join(", "),
             if allowed.is_empty() {
                 "no arguments".to_owned()
+            } else if folded {
+                format!("{} and a target as browser_click", allowed.join(", "))
             } else {
                 allowed.join(", ")
             }
@@ -387,11 +401,19 @@ fn session_handle(path: &str) -> Option<&str> {
 // and message again as structured content for clients that parse.
 fn result(output: ToolOutput) -> CallToolResult {
     let mut content = vec![ContentBlock::text(output.text.clone())];
-    if let Some(image) = &output.image {
-        content.push(ContentBlock::image(
-            base64::engine::general_purpose::STANDARD.encode(&image.data),
-            image.mime,
-        ));
+    if let Some(file) = &output.file {
+        let data = base64::engine::general_purpose::STANDARD.encode(&file.data);
+        content.push(if file.mime.starts_with("image/") {
+            ContentBlock::image(data, file.mime)
+        } else {
+            // A document: an embedded resource, as MCP carries files that are no image.
+            ContentBlock::resource(ResourceContents::BlobResourceContents {
+                uri: "airlock://page.pdf".to_owned(),
+                mime_type: Some(file.mime.to_owned()),
+                blob: data,
+                meta: None,
+            })
+        });
     }
     match output.error {
         None => CallToolResult::success(content),
@@ -433,7 +455,7 @@ impl AirlockMcp {
                     {
                         Ok(output) => (
                             ShellResult::from_output(&invocation.session_id, &output),
-                            output.image,
+                            output.file,
                         ),
                         Err(_) => (
                             ShellResult::timeout(
@@ -542,7 +564,8 @@ impl AirlockMcp {
             let tcc = ToolCallContext::new(self, request, context);
             return self.tool_router.call(tcc).await;
         };
-        if let Some(refusal) = unknown_arguments(&tool, request.arguments.as_ref()) {
+        let folded = self.folded.contains(request.name.as_ref());
+        if let Some(refusal) = unknown_arguments(&tool, folded, request.arguments.as_ref()) {
             return Ok(result(refusal).into());
         }
         let tcc = ToolCallContext::new(self, request, context);

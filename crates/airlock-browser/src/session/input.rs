@@ -586,7 +586,7 @@ impl Session {
                 Effect::ScrolledIntoView(located.desc)
             }
             Scroll::Page { direction, amount } => {
-                let (w, h) = self.options.viewport;
+                let (w, h) = lock(&self.registry).screen.viewport;
                 let amount = amount.unwrap_or(f64::from(h) * 0.8);
                 if !amount.is_finite() || amount <= 0.0 || amount > 100_000.0 {
                     return Err(Error::InvalidArgument(format!(

@@ -58,7 +58,7 @@ impl Session {
         prepare: Prepare,
     ) -> Result<(u32, Located, Target)> {
         if let Target::Point { x, y } = target {
-            let (w, h) = lock(&self.registry).viewport;
+            let (w, h) = lock(&self.registry).screen.viewport;
             if !(0.0..f64::from(w)).contains(x) || !(0.0..f64::from(h)).contains(y) {
                 return Err(Error::InvalidArgument(format!(
                     "point ({x}, {y}) is outside the {w}x{h} viewport"

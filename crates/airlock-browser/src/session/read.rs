@@ -248,6 +248,162 @@ impl Session {
         }))
     }
 
+    /// Runs the agent's `function` in the active tab's main world (where the page's
+    /// own scripts run), given `target`'s element if there is one, and returns what
+    /// it returned as JSON, redacted whole and cut to `EVALUATE_CHARS`. Bounded by
+    /// the action budget (at most `EVALUATE_TIME`). Refused in a session that holds
+    /// secrets: the agent's code could read a typed secret and hand it back in an
+    /// encoding no redactor knows.
+    pub async fn evaluate(&self, function: &str, target: Option<&Target>) -> Result<String> {
+        if self.redactor.is_active() {
+            return Err(Error::SecretsHeld(
+                "this session holds secrets, and code of yours could carry one past redaction: evaluate in a session opened without credentials".to_owned(),
+            ));
+        }
+        if function.trim().is_empty() || function.len() > EVALUATE_SOURCE_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "`function` is JavaScript of 1 to {EVALUATE_SOURCE_BYTES} bytes"
+            )));
+        }
+        let _op = self.op.lock().await;
+        let tab = self.page().await?;
+        let budget = self.budget().min(EVALUATE_TIME);
+        // The page's own world may have replaced JSON.stringify: a JSON value comes
+        // back by value, and is written here.
+        let declaration = format!("function (element) {{ return ({function})(element); }}");
+        let reply = match target {
+            None => {
+                tab.call(
+                    "Runtime.evaluate",
+                    json!({
+                        "expression": format!("({declaration})(undefined)"),
+                        "awaitPromise": true,
+                        "returnByValue": true,
+                        "userGesture": false,
+                    }),
+                    budget,
+                )
+                .await?
+            }
+            Some(target) => {
+                let (frame, located, _) = self.locate(&tab, target, VISIBLE).await?;
+                let node = located.node.ok_or_else(|| {
+                    Error::InvalidArgument(
+                        "`target` must name an element (a ref, role or selector), not a point"
+                            .to_owned(),
+                    )
+                })?;
+                // The element as Airlock's world holds it, then the same node in the
+                // page's main world (DOM.resolveNode's default world).
+                let (session, object) = tab.object_of_ref(frame, node, budget).await?;
+                let described = tab
+                    .conn
+                    .call(
+                        Some(&session),
+                        "DOM.describeNode",
+                        json!({ "objectId": object }),
+                        budget,
+                    )
+                    .await?;
+                let backend = described["node"]["backendNodeId"].clone();
+                let resolved = tab
+                    .conn
+                    .call(
+                        Some(&session),
+                        "DOM.resolveNode",
+                        json!({ "backendNodeId": backend }),
+                        budget,
+                    )
+                    .await?;
+                let main = resolved["object"]["objectId"]
+                    .as_str()
+                    .ok_or_else(|| Error::Protocol("resolveNode returned no object".to_owned()))?
+                    .to_owned();
+                tab.conn
+                    .call(
+                        Some(&session),
+                        "Runtime.callFunctionOn",
+                        json!({
+                            "functionDeclaration": declaration,
+                            "objectId": main,
+                            "arguments": [{ "objectId": main }],
+                            "awaitPromise": true,
+                            "returnByValue": true,
+                            "userGesture": false,
+                        }),
+                        budget,
+                    )
+                    .await
+                    .map_err(|e| match e {
+                        crate::cdp::CdpError::Timeout { ms, .. } => Error::Timeout {
+                            what: "the function".to_owned(),
+                            ms,
+                        },
+                        other => other.into(),
+                    })?
+            }
+        };
+        if let Some(details) = reply.get("exceptionDetails") {
+            let what = details["exception"]["description"]
+                .as_str()
+                .or_else(|| details["text"].as_str())
+                .unwrap_or("an exception");
+            // The page's words (an error message can quote anything): redacted, cut.
+            return Err(Error::InvalidArgument(format!(
+                "the function threw: {}",
+                ellipsize(&self.scrub(what), 300)
+            )));
+        }
+        let result = &reply["result"];
+        let text = match result.get("value") {
+            Some(value) => serde_json::to_string(value).unwrap_or_default(),
+            None => result["description"]
+                .as_str()
+                .or_else(|| result["type"].as_str())
+                .unwrap_or("undefined")
+                .to_owned(),
+        };
+        Ok(ellipsize(&self.scrub(&text), EVALUATE_CHARS))
+    }
+
+    /// The active tab's page as a PDF (backgrounds printed), at most `MAX_PDF_BYTES`.
+    /// Refused in a session that holds secrets: a PDF's text is compressed and
+    /// re-encoded, where no redactor reaches, and a page may show a secret it was
+    /// given.
+    pub async fn pdf(&self) -> Result<Screenshot> {
+        if self.redactor.is_active() {
+            return Err(Error::SecretsHeld(
+                "this session holds secrets, and no redaction reaches into a PDF: make PDFs in a session opened without credentials".to_owned(),
+            ));
+        }
+        let _op = self.op.lock().await;
+        let tab = self.page().await?;
+        let reply = tab
+            .call(
+                "Page.printToPDF",
+                json!({ "printBackground": true, "transferMode": "ReturnAsBase64" }),
+                self.budget().max(Duration::from_secs(20)),
+            )
+            .await?;
+        let encoded = reply["data"].as_str().unwrap_or_default();
+        // Its size from the base64 length, before anything large is decoded.
+        let bytes = encoded.len() / 4 * 3;
+        if bytes > MAX_PDF_BYTES {
+            return Err(Error::TooLarge {
+                what: "PDF",
+                bytes,
+                cap: MAX_PDF_BYTES,
+            });
+        }
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|e| Error::Protocol(format!("PDF was not base64: {e}")))?;
+        Ok(Screenshot {
+            data,
+            mime: "application/pdf",
+        })
+    }
+
     /// What the active tab requested, the newest `limit` whose URL contains
     /// `filter` (case-insensitive; URLs were redacted when kept, so a filter never
     /// matches what a secret hid), oldest first.

@@ -22,25 +22,46 @@ impl Session {
         }
         let _op = self.op.lock().await;
         let active = self.page().await?;
-        let tabs = {
-            let mut registry = lock(&self.registry);
-            registry.viewport = (width, height);
-            registry.tabs.clone()
+        let screen = Screen {
+            viewport: (width, height),
+            ..lock(&self.registry).screen.clone()
         };
-        let before = Self::nav_counters(&active);
-        for tab in &tabs {
-            tab.call(
-                "Emulation.setDeviceMetricsOverride",
-                json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false }),
-                self.budget(),
-            )
-            .await?;
-        }
-        // Pages lay out again (and may load other images) at the new size.
-        let navigated = self.settle(&active, before).await;
+        let navigated = self.set_screen(&active, screen).await?;
         let mut outcome = self.outcome(&active, navigated).await;
         outcome.effect = Some(Effect::Resized { width, height });
         Ok(outcome)
+    }
+
+    /// Makes the session look like `device` to pages: every tab and tabs opened
+    /// from now on (for a session just opened, before the agent's first action).
+    pub async fn emulate(&self, device: &Device) -> Result<()> {
+        let _op = self.op.lock().await;
+        let active = self.page().await?;
+        let screen = Screen {
+            viewport: (device.width, device.height),
+            scale: device.scale,
+            mobile: device.mobile,
+            user_agent: device.user_agent.map(str::to_owned),
+        };
+        self.set_screen(&active, screen).await?;
+        Ok(())
+    }
+
+    // Gives every tab `screen`; returns whether the active one navigated meanwhile.
+    async fn set_screen(&self, active: &Tab, screen: Screen) -> Result<bool> {
+        let tabs = {
+            let mut registry = lock(&self.registry);
+            registry.screen = screen.clone();
+            registry.tabs.clone()
+        };
+        let before = Self::nav_counters(active);
+        for tab in &tabs {
+            for (method, params) in screen.commands() {
+                tab.call(method, params, self.budget()).await?;
+            }
+        }
+        // Pages lay out again (and may load other images) at the new size.
+        Ok(self.settle(active, before).await)
     }
 
     /// Lists the session's tabs.

@@ -1141,3 +1141,44 @@ async fn drag_carries_out_html5_drops_and_mouse_drags() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_emulates_a_phone_in_every_tab() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        let phone = airlock_browser::Device::named("iphone-15").unwrap();
+        s.emulate(phone).await.unwrap();
+        s.navigate(&h.site.url("device.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let seen = line_with(&s, "width").await;
+        for part in [
+            "width 393 height 852 dpr 3 touch 5 coarse true",
+            "iPhone; CPU iPhone OS",
+        ] {
+            assert!(seen.contains(part), "{part}: {seen}");
+        }
+        // A tab opened later is the same phone.
+        s.new_tab(Some(&h.site.url("device.html"))).await.unwrap();
+        let seen = line_with(&s, "width").await;
+        assert!(seen.contains("width 393 height 852 dpr 3"), "{seen}");
+        // Resizing keeps it a phone; the desktop is a desktop again.
+        s.resize(400, 700).await.unwrap();
+        s.reload().await.unwrap();
+        let seen = line_with(&s, "width").await;
+        assert!(
+            seen.contains("width 400 height 700 dpr 3 touch 5"),
+            "{seen}"
+        );
+        s.emulate(airlock_browser::Device::named("desktop").unwrap())
+            .await
+            .unwrap();
+        s.reload().await.unwrap();
+        let seen = line_with(&s, "width").await;
+        assert!(seen.contains("width 1280 height 720 dpr 1 touch"), "{seen}");
+        assert!(seen.contains("coarse false"), "{seen}");
+        assert!(!seen.contains("iPhone"), "{seen}");
+        s.close().await;
+    })
+    .await;
+}

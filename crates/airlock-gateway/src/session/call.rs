@@ -329,8 +329,8 @@ impl AgentSession {
         }
     }
 
-    // What is refused before any browser work: a role below the tool's, a placeholder
-    // outside typed text, and
+    // What is refused before any browser work: a role below the tool's, code for the
+    // page where the server runs none, a placeholder outside typed text, and
     // a navigation the policy denies (checked here, before Chromium sees the URL:
     // Page.navigate would load file:, chrome: and data: URLs and run javascript: ones).
     async fn admit(&self, call: &ToolCall) -> Result<()> {
@@ -340,6 +340,18 @@ impl AgentSession {
                 tool: call.tool_name(),
                 needs: call.min_role().as_str(),
                 has: has.as_str(),
+            });
+        }
+        if call.runs_page_code()
+            && !self
+                .inner
+                .gateway
+                .upgrade()
+                .is_some_and(|g| g.evaluate_enabled())
+        {
+            return Err(Error::ToolOff {
+                tool: call.tool_name(),
+                how: "an operator turns it on with [tools] evaluate = true",
             });
         }
         if let Some(param) = call.misplaced_placeholder() {

@@ -1201,3 +1201,24 @@ async fn a_prompt_takes_a_placeholder_only_on_its_origin_and_shows_no_value() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_holding_secrets_makes_no_pdf() {
+    with_browser(|h| async move {
+        let (gateway, _vault) = gateway(&h, Role::Operate).await;
+        let agent = gateway.agent_session();
+        let out = call(&agent, open_with(&["login"], None)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        call(&agent, navigate(h.site.url("app/login.html"))).await;
+        let out = call(&agent, ToolCall::Pdf).await;
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
+        assert!(out.file.is_none());
+        assert!(
+            out.text.contains("no redaction reaches into a PDF"),
+            "{}",
+            out.text
+        );
+        agent.close().await;
+    })
+    .await;
+}

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use airlock_browser::{SnapshotOptions, WaitUntil};
+use airlock_browser::{SnapshotOptions, Target, WaitUntil};
 use airlock_config::BrowserConfig;
 use airlock_core::ErrorCode;
 use airlock_gateway::{
@@ -1676,6 +1676,162 @@ async fn network_requests_say_what_the_page_asked_for_and_why_the_proxy_refused(
             out.text
         );
         gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_opened_as_a_phone_looks_like_one_to_pages() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        let open = |device: &str| {
+            ToolCall::SessionOpen(airlock_gateway::OpenOptions {
+                device: Some(device.to_owned()),
+                ..Default::default()
+            })
+        };
+        let out = agent.call(open("nokia-3310")).await;
+        assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
+        assert!(out.text.contains("iphone-15, pixel-8"), "{}", out.text);
+        let out = agent.call(open("pixel-8")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent.call(navigate(h.site.url("device.html"))).await;
+        assert!(
+            out.text
+                .contains("width 412 height 915 dpr 2.625 touch 5 coarse true"),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("Android 14; Pixel 8"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_prints_to_a_pdf() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("article.html"))).await;
+        let out = agent.call(ToolCall::Pdf).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let pdf = out.file.expect("a PDF");
+        assert_eq!(pdf.mime, "application/pdf");
+        assert!(pdf.data.starts_with(b"%PDF-"), "not a PDF");
+        assert!(pdf.data.len() > 1_000 && pdf.data.len() <= airlock_browser::MAX_PDF_BYTES);
+        assert!(out.text.starts_with("PDF of \""), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evaluate_is_off_unless_turned_on_then_bounded_audited_and_fenced() {
+    with_browser(|h| async move {
+        let eval = |function: &str, target: Option<Target>| ToolCall::Evaluate {
+            function: function.to_owned(),
+            target,
+        };
+        // Off (the default): refused on every surface, nothing runs.
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("login.html"))).await;
+        let out = agent
+            .call(eval("() => { document.title = 'ran'; return 1 }", None))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
+        assert!(out.text.contains("[tools] evaluate = true"), "{}", out.text);
+        let out = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        assert!(out.text.contains("\"Sign in\""), "{}", out.text);
+        gateway.shutdown().await;
+
+        let store = airlock_store::Store::open_in_memory().await.unwrap();
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                evaluate: true,
+                store: Some(store.clone()),
+                ..config(&h)
+            },
+        );
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("login.html"))).await;
+        // Runs in the page's own world: the page's globals are there.
+        let out = agent
+            .call(eval(
+                "() => ({ title: document.title, n: 6 * 7, own: typeof window.__airlock })",
+                None,
+            ))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            out.text
+                .contains(r#"{"n":42,"own":"undefined","title":"Sign in"}"#),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("<page-content"), "fenced: {}", out.text);
+        // With a target, the function gets its element.
+        let out = agent
+            .call(eval(
+                "(el) => el.tagName + ' ' + el.textContent.trim()",
+                Some(Target::Role {
+                    role: "button".into(),
+                    name: Some("Sign in".into()),
+                    index: None,
+                }),
+            ))
+            .await;
+        assert!(out.text.contains("\"BUTTON Sign in\""), "{}", out.text);
+        // A throw says so; a placeholder is refused before anything runs.
+        let out = agent
+            .call(eval("() => { throw new Error('nope') }", None))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
+        assert!(
+            out.text.contains("the function threw: Error: nope"),
+            "{}",
+            out.text
+        );
+        let out = agent
+            .call(eval("() => '{{secret:app.password}}'", None))
+            .await;
+        assert_eq!(
+            out.error,
+            Some(ErrorCode::SecretOriginMismatch),
+            "{}",
+            out.text
+        );
+        // A result is cut; an endless loop is stopped and the session goes on.
+        let out = agent.call(eval("() => 'x'.repeat(50000)", None)).await;
+        assert!(
+            out.text.contains(&"x".repeat(9_000)) && !out.text.contains(&"x".repeat(10_001)),
+            "cut"
+        );
+        let out = agent
+            .call(ToolCall::Budgeted(
+                Duration::from_millis(500),
+                Box::new(eval("() => { for (;;) {} }", None)),
+            ))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::Timeout), "{}", out.text);
+        let out = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        gateway.shutdown().await;
+        // Each call is on the record with its source.
+        let events = store.audit_events(0, 10_000).await.unwrap();
+        assert!(
+            events.iter().any(|e| e.kind == "tool_call"
+                && e.body.contains("browser_evaluate")
+                && e.body.contains("6 * 7")),
+            "no evaluate call with its source on the record"
+        );
     })
     .await;
 }

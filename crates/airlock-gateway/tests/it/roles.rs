@@ -69,6 +69,7 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
             },
             Role::Observe,
         ),
+        ("pdf", ToolCall::Pdf, Role::Observe),
         (
             "network_requests",
             ToolCall::NetworkRequests {
@@ -247,7 +248,7 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
                 }
             }
         }
-        // An observer may do nothing but look: 20 of the 27 tools are refused.
+        // An observer may do nothing but look: 20 of the 28 tools are refused.
         assert_eq!(refused, 20);
         gateway.shutdown().await;
         let events = store.audit_events(0, 10_000).await.unwrap();

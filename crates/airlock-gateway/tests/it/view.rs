@@ -20,7 +20,7 @@ async fn viewport(agent: &airlock_gateway::AgentSession) -> (u32, u32) {
         .call(ToolCall::Screenshot(ScreenshotOptions::default()))
         .await;
     assert_eq!(out.error, None, "{}", out.text);
-    png_size(&out.image.expect("a screenshot").data)
+    png_size(&out.file.expect("a screenshot").data)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,11 +1,14 @@
-//! MCP tools of one family. Reading the page: snapshot, text, screenshot, waiting for something to show.
+//! MCP tools of one family. Reading the page: snapshot, text, screenshot, PDF, console and requests, waiting for something to show.
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{tool, tool_router};
 
+use airlock_gateway::ToolCall;
+
 use crate::params::{
-    ConsoleParams, NetworkParams, ReadParams, ScreenshotParams, SnapshotParams, WaitForParams,
+    ConsoleParams, EvaluateParams, NetworkParams, NoParams, ReadParams, ScreenshotParams,
+    SnapshotParams, WaitForParams,
 };
 use crate::server::AirlockMcp;
 
@@ -61,6 +64,32 @@ impl AirlockMcp {
         ext: Extensions,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         self.run("browser_network_requests", p.call(), &ext).await
+    }
+
+    #[tool(
+        name = "browser_evaluate",
+        description = "Run JavaScript in the page: your function runs in the page's own world (given the target's element, if any) and its JSON result comes back as untrusted page content. Audited; refused in sessions holding secrets.",
+        annotations(read_only_hint = false, destructive_hint = true)
+    )]
+    async fn browser_evaluate(
+        &self,
+        Parameters(p): Parameters<EvaluateParams>,
+        ext: Extensions,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.run("browser_evaluate", p.call(), &ext).await
+    }
+
+    #[tool(
+        name = "browser_pdf",
+        description = "The page as a PDF (embedded resource, at most 10 MB). Refused in sessions holding secrets.",
+        annotations(read_only_hint = true, destructive_hint = false)
+    )]
+    async fn browser_pdf(
+        &self,
+        Parameters(_): Parameters<NoParams>,
+        ext: Extensions,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.run("browser_pdf", Ok(ToolCall::Pdf), &ext).await
     }
 
     #[tool(

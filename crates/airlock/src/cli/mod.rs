@@ -619,6 +619,7 @@ pub(crate) async fn gateway(
             recordings_dir: Some(config.data_dir.join(audit::RECORDINGS_DIR)),
             recording_retention: config.recording.retention,
             in_client_approval: config.approvals.in_client,
+            evaluate: config.evaluate,
         },
     );
     // Sessions a killed gateway of this data dir left open end on the record now.

@@ -27,6 +27,7 @@ EXPECTED_TOOLS = {
     "browser_read", "browser_tabs", "browser_back", "browser_forward", "browser_reload",
     "browser_session_open", "browser_session_close", "browser_resize", "browser_console_messages",
     "browser_handle_dialog", "browser_drag", "browser_network_requests",
+    "browser_pdf",
 }
 
 passed = 0
@@ -107,6 +108,11 @@ async def flow(client, base):
     ok = bool(images) and images[0].mime_type == "image/png" and base64.b64decode(images[0].data)[:8] == b"\x89PNG\r\n\x1a\n"
     check("screenshot returns a PNG image", not r.is_error and ok, text_of(r))
 
+    r = await client.call_tool("browser_pdf", {})
+    docs = [c for c in r.content if getattr(c, "type", "") == "resource"]
+    ok = bool(docs) and docs[0].resource.mime_type == "application/pdf" and base64.b64decode(docs[0].resource.blob)[:5] == b"%PDF-"
+    check("pdf returns the page as a PDF resource", not r.is_error and ok, text_of(r))
+
     r = await client.call_tool("browser_resize", {"width": 390, "height": 844})
     check("resize sets the viewport", not r.is_error and "viewport is 390×844" in text_of(r), text_of(r))
     r = await client.call_tool("browser_screenshot", {})
@@ -152,6 +158,9 @@ async def flow(client, base):
     t = text_of(r)
     check("an unknown argument is refused, naming the allowed ones",
           r.is_error and t.startswith("invalid_argument: browser_type does not take `clearFirst`") and "clear_first" in t, t)
+    # Tools other than browser_click list only `ref`, and take every target field.
+    r = await client.call_tool("browser_hover", {"role": "checkbox", "name": "Remember me"})
+    check("an unlisted target field is taken", not r.is_error and "hovering over" in text_of(r), text_of(r))
     try:
         r = await client.call_tool("browser_teleport", {})
         check("unknown tool -> error", r.is_error, text_of(r))

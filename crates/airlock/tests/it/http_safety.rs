@@ -610,3 +610,62 @@ async fn metrics_count_calls_sessions_and_refusals_by_bounded_labels() {
     );
     stop(served).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_evaluate_is_listed_and_runs_only_where_the_operator_turned_it_on() {
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let list = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{meta}}}}}"#);
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"browser_evaluate","arguments":{{"function":"() => 6 * 7"}},{meta}}}}}"#
+    );
+    let headers = |method: &str, name: Option<&str>| {
+        let mut h = vec![
+            "MCP-Protocol-Version: 2026-07-28".to_owned(),
+            format!("Mcp-Method: {method}"),
+        ];
+        if let Some(name) = name {
+            h.push(format!("Mcp-Name: {name}"));
+        }
+        h
+    };
+    for on in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("airlock.toml");
+        std::fs::write(
+            &config,
+            format!("[tools]\nevaluate = {on}\n[sessions]\nwarm = 0\n"),
+        )
+        .unwrap();
+        let served = crate::server::serve_with(tmp.path(), None, Some(&config)).await;
+        let url = served.url.clone();
+        let listed = request(
+            &url,
+            "POST",
+            "",
+            &headers("tools/list", None),
+            list.as_bytes(),
+        )
+        .await;
+        assert_eq!(listed.status, 200, "{}", listed.head);
+        assert_eq!(listed.body.contains("\"browser_evaluate\""), on, "on={on}");
+        let called = request(
+            &url,
+            "POST",
+            "",
+            &headers("tools/call", Some("browser_evaluate")),
+            call.as_bytes(),
+        )
+        .await;
+        assert_eq!(called.status, 200, "{}", called.head);
+        if on {
+            assert!(called.body.contains("42"), "{}", called.body);
+            assert!(!called.body.contains("\"isError\":true"), "{}", called.body);
+        } else {
+            // Called unlisted: no such tool here (and the gateway refuses it on
+            // every surface; tested there).
+            assert!(called.body.contains("tool not found"), "{}", called.body);
+            assert!(!called.body.contains("42"), "{}", called.body);
+        }
+        stop(served).await;
+    }
+}
