@@ -514,6 +514,12 @@ pub struct SnapshotOptions {
     pub scope: Option<NodeRef>,
     /// Only lines containing this text, with context.
     pub find: Option<String>,
+    /// Only lines this many levels deep (1: the top level); deeper subtrees are
+    /// counted on their last shown ancestor.
+    pub depth: Option<usize>,
+    /// Each ref's box in the top viewport (`[box=x,y,w,h]`, CSS px), for agents that
+    /// also look at screenshots.
+    pub boxes: bool,
 }
 
 impl Default for SnapshotOptions {
@@ -525,6 +531,8 @@ impl Default for SnapshotOptions {
             offset: 0,
             scope: None,
             find: None,
+            depth: None,
+            boxes: false,
         }
     }
 }

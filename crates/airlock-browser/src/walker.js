@@ -1331,8 +1331,20 @@
     };
   }
 
+  // Each ref's box in this frame's viewport, CSS px rounded: [x, y, width, height],
+  // or null when the element is gone or takes no space.
+  function boxes(refs) {
+    return refs.map((ref) => {
+      const el = elementByRef(ref);
+      if (!el) return null;
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) return null;
+      return [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)];
+    });
+  }
+
   globalThis.__airlock = {
-    snapshot, resolve, prepare, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, maskSecrets, outline, fieldKind, selectOptions, checked, scrollIntoView,
+    snapshot, resolve, boxes, prepare, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, maskSecrets, outline, fieldKind, selectOptions, checked, scrollIntoView,
     waitFor, textAfter, changedSince, candidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
     inspect, inspectPoint,
     init(base, cut) { if (nextRef < base) nextRef = base; if (cut > maxCut) maxCut = cut; },

@@ -179,6 +179,11 @@ pub(crate) struct SnapshotParams {
     pub(crate) find: Option<String>,
     /// From a previous snapshot's truncation line.
     pub(crate) offset: Option<usize>,
+    /// Levels shown (1: top only); cut subtrees end `[+N]`.
+    pub(crate) depth: Option<usize>,
+    /// Each ref's `[box=x,y,w,h]` in viewport CSS px.
+    #[serde(default)]
+    pub(crate) boxes: bool,
 }
 
 impl SnapshotParams {
@@ -197,6 +202,11 @@ impl SnapshotParams {
             scope,
             find: self.find,
             offset: self.offset.unwrap_or(0),
+            depth: match self.depth {
+                Some(0) => return bad("`depth` is at least 1"),
+                depth => depth,
+            },
+            boxes: self.boxes,
             ..SnapshotOptions::default()
         }))
     }

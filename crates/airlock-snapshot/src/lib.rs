@@ -11,4 +11,4 @@ mod render;
 
 pub use diff::diff;
 pub use node::Node;
-pub use render::{Line, RenderOptions, Window, find, interactive_only, lines, window};
+pub use render::{Line, RenderOptions, Window, find, interactive_only, lines, max_depth, window};

@@ -194,6 +194,35 @@ pub fn interactive_only(lines: &[Line]) -> Vec<Line> {
     })
 }
 
+/// The lines at most `depth` levels deep (1: only the top level). A kept line whose
+/// children were left out ends `[+N]`, N being how many lines its subtree holds:
+/// `scope_ref` on it reads them.
+pub fn max_depth(lines: &[Line], depth: usize) -> Vec<Line> {
+    let depth = depth.max(1);
+    // Every line below the cut counts on its deepest kept ancestor.
+    let mut hidden = vec![0usize; lines.len()];
+    for line in lines.iter().filter(|l| l.depth >= depth) {
+        let mut ancestor = line.parent;
+        while let Some(p) = ancestor {
+            if lines[p].depth < depth {
+                hidden[p] += 1;
+                break;
+            }
+            ancestor = lines[p].parent;
+        }
+    }
+    let mask: Vec<bool> = lines.iter().map(|l| l.depth < depth).collect();
+    let kept = (0..lines.len()).filter(|i| mask[*i]);
+    let mut out = filter_by_mask(lines, &mask);
+    // `filter_by_mask` keeps the masked lines in order.
+    for (line, from) in out.iter_mut().zip(kept) {
+        if hidden[from] > 0 {
+            line.text.push_str(&format!(" [+{}]", hidden[from]));
+        }
+    }
+    out
+}
+
 /// The lines whose text contains `query` (case-insensitive), each with its subtree,
 /// its ancestors and the nearest heading before it, so "where is Save" needs no whole
 /// tree.
@@ -578,6 +607,30 @@ mod tests {
     fn render(json: &str) -> String {
         let all = lines(&tree(json), &RenderOptions::default());
         window(&all, 0, usize::MAX, usize::MAX).text
+    }
+
+    #[test]
+    fn a_depth_limit_counts_what_it_leaves_out_on_the_last_line_shown() {
+        let all = lines(
+            &tree(
+                r#"{"r":"RootWebArea","k":[
+                  {"r":"main","k":[
+                    {"r":"form","i":1,"k":[{"r":"textbox","n":"A","i":2},{"r":"button","n":"B","i":3}]},
+                    {"r":"button","n":"C","i":4}]},
+                  {"r":"button","n":"D","i":5}]}"#,
+            ),
+            &RenderOptions::default(),
+        );
+        let text = |lines: &[Line]| window(lines, 0, usize::MAX, usize::MAX).text;
+        assert_eq!(
+            text(&max_depth(&all, 1)),
+            "- main [+4]\n- button \"D\" [ref=e5]\n"
+        );
+        assert_eq!(
+            text(&max_depth(&all, 2)),
+            "- main\n  - form [ref=e1] [+2]\n  - button \"C\" [ref=e4]\n- button \"D\" [ref=e5]\n"
+        );
+        assert_eq!(text(&max_depth(&all, 9)), text(&all));
     }
 
     #[test]

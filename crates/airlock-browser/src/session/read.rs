@@ -43,6 +43,12 @@ impl Session {
                 });
             }
         }
+        if let Some(depth) = options.depth {
+            lines = airlock_snapshot::max_depth(&lines, depth);
+        }
+        if options.boxes {
+            self.add_boxes(&tab, &mut lines).await?;
+        }
         let window = airlock_snapshot::window(
             &lines,
             options.offset,
@@ -60,6 +66,51 @@ impl Session {
             total_lines: window.total,
             end: window.end,
         })
+    }
+
+    // Appends `[box=x,y,w,h]` (top-viewport CSS px) to each line with a ref, frame
+    // by frame (a frame's boxes moved by where its frame sits in the page).
+    async fn add_boxes(&self, tab: &Tab, lines: &mut [airlock_snapshot::Line]) -> Result<()> {
+        let mut frames: Vec<u32> = lines
+            .iter()
+            .filter_map(|l| l.reference.map(|r| r.frame))
+            .collect();
+        frames.sort_unstable();
+        frames.dedup();
+        for frame in frames {
+            let refs: Vec<u64> = lines
+                .iter()
+                .filter_map(|l| l.reference.filter(|r| r.frame == frame).map(|r| r.node))
+                .collect();
+            let call = format!("__airlock.boxes({})", json!(refs));
+            let Ok(found) = tab.eval(frame, &call, false, self.budget()).await else {
+                continue;
+            };
+            // Where the frame's viewport sits in the top one.
+            let (dx, dy) = match self.frame_offset(tab, frame).await {
+                Ok(offset) => offset,
+                Err(_) => continue,
+            };
+            let mut boxes = found.as_array().cloned().unwrap_or_default().into_iter();
+            for line in lines
+                .iter_mut()
+                .filter(|l| l.reference.is_some_and(|r| r.frame == frame))
+            {
+                if let Some(Value::Array(b)) = boxes.next()
+                    && let [x, y, w, h] = b.as_slice()
+                {
+                    let n = |v: &Value| v.as_f64().unwrap_or(0.0);
+                    line.text.push_str(&format!(
+                        " [box={},{},{},{}]",
+                        (n(x) + dx).round(),
+                        (n(y) + dy).round(),
+                        n(w),
+                        n(h)
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// What changed since the previous snapshot (or `changes` call) of the active tab,

@@ -424,3 +424,78 @@ async fn an_element_made_to_be_clicked_gets_a_ref() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boxes_place_refs_in_the_top_viewport_and_depth_cuts_the_tree() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("frames.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        // Frames load after the top document: wait until the framed button is in.
+        for _ in 0..100 {
+            if snap(&s).await.text.contains("button \"Inner button\"") {
+                break;
+            }
+            s.wait_for(
+                &airlock_browser::WaitCondition::Time(std::time::Duration::from_millis(50)),
+                None,
+            )
+            .await
+            .unwrap();
+        }
+        let options = SnapshotOptions {
+            boxes: true,
+            ..SnapshotOptions::default()
+        };
+        let text = s.snapshot(&options).await.unwrap().text;
+        let box_of = |needle: &str| -> [f64; 4] {
+            let line = text
+                .lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle} in:\n{text}"));
+            let start = line
+                .find("[box=")
+                .unwrap_or_else(|| panic!("no box: {line}"))
+                + 5;
+            let end = start + line[start..].find(']').unwrap();
+            let v: Vec<f64> = line[start..end]
+                .split(',')
+                .map(|n| n.parse().unwrap())
+                .collect();
+            [v[0], v[1], v[2], v[3]]
+        };
+        // Each box is where the element really is: resolve's bounds, in the top
+        // viewport, for the top frame's button and the framed one.
+        for (needle, target) in [
+            ("button \"Top button\"", role("button", "Top button")),
+            ("button \"Inner", ref_of(&text, "button \"Inner")),
+        ] {
+            let b = box_of(needle);
+            let r = s.resolve(&target).await.unwrap().bounds;
+            for (got, want) in b.iter().zip([r.x, r.y, r.width, r.height]) {
+                assert!((got - want).abs() <= 1.0, "{needle}: {b:?} vs {r:?}");
+            }
+        }
+        // Lines without a ref get no box; a plain snapshot has none.
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.contains("[box=") && !l.contains("[ref="))
+        );
+        assert!(!snap(&s).await.text.contains("[box="));
+        // Depth 1: the top level only, cut subtrees counted.
+        let top = s
+            .snapshot(&SnapshotOptions {
+                depth: Some(1),
+                ..SnapshotOptions::default()
+            })
+            .await
+            .unwrap()
+            .text;
+        assert!(top.lines().all(|l| l.starts_with("- ")), "{top}");
+        assert!(top.contains("[+"), "{top}");
+        s.close().await;
+    })
+    .await;
+}

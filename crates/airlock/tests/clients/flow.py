@@ -123,6 +123,10 @@ async def flow(client, base):
     t = text_of(r)
     check("console messages come back fenced as page content",
           not r.is_error and "console message" in t and "<page-content" in t, t)
+    r = await client.call_tool("browser_snapshot", {"boxes": True, "depth": 2})
+    check("a snapshot gives boxes for refs, to the depth asked", not r.is_error and "[box=" in text_of(r), text_of(r))
+    r = await client.call_tool("browser_snapshot", {"depth": 0})
+    check("depth 0 is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
     r = await client.call_tool("browser_network_requests", {"filter": "login"})
     t = text_of(r)
     check("network requests list the page's own, fenced",
