@@ -87,9 +87,8 @@ impl Session {
                 continue;
             };
             // Where the frame's viewport sits in the top one.
-            let (dx, dy) = match self.frame_offset(tab, frame).await {
-                Ok(offset) => offset,
-                Err(_) => continue,
+            let Ok((dx, dy)) = self.frame_offset(tab, frame).await else {
+                continue;
             };
             let mut boxes = found.as_array().cloned().unwrap_or_default().into_iter();
             for line in lines
