@@ -310,6 +310,13 @@ pub enum Effect {
     },
     /// The mouse is over the element described.
     Hovered(String),
+    /// Gave the file chooser the target opened these files (their names).
+    Uploaded {
+        /// The element clicked, described.
+        target: String,
+        /// The files' names.
+        files: Vec<String>,
+    },
     /// Dragged one element (or point) onto another.
     Dragged {
         /// Where the drag began, described.

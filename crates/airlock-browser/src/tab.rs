@@ -135,6 +135,9 @@ pub(crate) struct TabInner {
     pub(crate) dialog_chain: u32,
     /// Data of an HTML5 drag the page started while drags are intercepted.
     pub(crate) drag: Option<Value>,
+    /// A file chooser the page opened while choosers are intercepted: its input's
+    /// backend node id and whether it takes several files.
+    pub(crate) file_chooser: Option<(Value, bool)>,
     pub(crate) crashed: bool,
     pub(crate) detached: bool,
     /// (CDP session, frame id) -> isolated world context id.
@@ -1070,6 +1073,11 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
         }
         "Page.javascriptDialogOpening" => {
             on_dialog(conn, session, state, p).await;
+        }
+        "Page.fileChooserOpened" => {
+            let node = p["backendNodeId"].clone();
+            let multiple = p["mode"].as_str() == Some("selectMultiple");
+            state.with(|s| s.file_chooser = Some((node, multiple)));
         }
         "Input.dragIntercepted" => {
             let data = p["data"].clone();

@@ -125,6 +125,9 @@ pub struct RawTools {
     /// Offer `browser_evaluate`, which runs an agent's JavaScript in the page
     /// (default off).
     pub evaluate: Option<bool>,
+    /// Offer `browser_file_upload`, with files from this directory only (default:
+    /// no uploads).
+    pub upload_dir: Option<PathBuf>,
 }
 
 /// Which MCP tools Airlock offers.
@@ -280,6 +283,8 @@ pub struct Config {
     pub tool_profile: ToolProfile,
     /// Whether `browser_evaluate` is offered (`[tools] evaluate`).
     pub evaluate: bool,
+    /// Where uploads come from (`[tools] upload_dir`); none when unset.
+    pub upload_dir: Option<PathBuf>,
     /// Risk rules and approvals.
     pub approvals: Approvals,
     /// Session recording.
@@ -675,6 +680,16 @@ impl Config {
         };
 
         let evaluate = raw.tools.evaluate.unwrap_or(false);
+        let upload_dir = match raw.tools.upload_dir {
+            None => None,
+            Some(dir) if dir.is_dir() => Some(dir),
+            Some(dir) => {
+                return Err(Error::Invalid {
+                    key: "tools.upload_dir".to_owned(),
+                    message: format!("{} is not a directory", dir.display()),
+                });
+            }
+        };
         let tool_profile = match raw.tools.profile.as_deref() {
             None | Some("browser") => ToolProfile::Browser,
             Some("browser-shell") => ToolProfile::BrowserShell,
@@ -770,6 +785,7 @@ impl Config {
             sessions,
             tool_profile,
             evaluate,
+            upload_dir,
             approvals,
             recording,
         })

@@ -74,6 +74,9 @@ pub struct GatewayConfig {
     pub in_client_approval: bool,
     /// Whether `browser_evaluate` runs agents' code in pages (`[tools] evaluate`).
     pub evaluate: bool,
+    /// The only directory `browser_file_upload` takes files from; no uploads when
+    /// `None` (`[tools] upload_dir`).
+    pub upload_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for GatewayConfig {
@@ -98,6 +101,7 @@ impl Default for GatewayConfig {
             recording_retention: Duration::from_secs(30 * 86_400),
             in_client_approval: false,
             evaluate: false,
+            upload_dir: None,
         }
     }
 }
@@ -207,6 +211,11 @@ impl Gateway {
     /// Whether `browser_evaluate` is on.
     pub fn evaluate_enabled(&self) -> bool {
         self.config.evaluate
+    }
+
+    /// Where uploads come from, if anywhere.
+    pub fn upload_dir(&self) -> Option<&std::path::Path> {
+        self.config.upload_dir.as_deref()
     }
 
     // Loads the asked-for credentials (if authorized), starts the session's egress

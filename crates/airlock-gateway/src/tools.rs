@@ -98,6 +98,14 @@ pub enum ToolCall {
     Screenshot(ScreenshotOptions),
     /// `browser_pdf`: the page as a PDF.
     Pdf,
+    /// `browser_file_upload`: files of the operator's upload directory, given to the
+    /// file chooser `target` opens.
+    FileUpload {
+        /// A file input, or what opens one.
+        target: Target,
+        /// Names inside the upload directory.
+        files: Vec<String>,
+    },
     /// `browser_evaluate`: the agent's function, run in the page's main world (off
     /// unless the server turns it on).
     Evaluate {
@@ -210,6 +218,7 @@ impl ToolCall {
             ToolCall::Screenshot(_) => "browser_screenshot",
             ToolCall::Read { .. } => "browser_read",
             ToolCall::Pdf => "browser_pdf",
+            ToolCall::FileUpload { .. } => "browser_file_upload",
             ToolCall::Evaluate { .. } => "browser_evaluate",
             ToolCall::Tabs(_) => "browser_tabs",
             ToolCall::Back => "browser_back",
@@ -270,6 +279,7 @@ impl ToolCall {
             }
             ToolCall::PressKey { key } if m(key) => Some("key"),
             ToolCall::Evaluate { function, .. } if m(function) => Some("function"),
+            ToolCall::FileUpload { files, .. } if files.iter().any(|f| m(f)) => Some("files"),
             ToolCall::NetworkRequests {
                 filter: Some(filter),
                 ..
@@ -287,6 +297,7 @@ impl ToolCall {
             | ToolCall::Type { target: t, .. }
             | ToolCall::SelectOption { target: t, .. }
             | ToolCall::Check { target: t, .. }
+            | ToolCall::FileUpload { target: t, .. }
             | ToolCall::Hover { target: t }
             | ToolCall::Scroll(Scroll::IntoView(t))
                 if target(t) =>
@@ -364,6 +375,9 @@ impl ToolCall {
             } => json!({ "accept": accept, "prompt_text": prompt_text }),
             ToolCall::NetworkRequests { filter, limit } => {
                 json!({ "filter": filter, "limit": limit })
+            }
+            ToolCall::FileUpload { target, files } => {
+                json!({ "target": target_json(target), "files": files })
             }
             // The code run in the page, whole: what it did is on the record.
             ToolCall::Evaluate { function, target } => json!({
@@ -554,17 +568,21 @@ async fn page_line(session: &Session) -> Result<String> {
 }
 
 /// Runs one browser call in `session` and words its result.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn execute(
     session: &Session,
     proxy: &EgressProxy,
     fence: &PageFence,
     loaded: &Loaded,
+    uploads: Option<&std::path::Path>,
     surface: Surface,
     call: ToolCall,
 ) -> Result<ToolOutput> {
     Ok(match call {
         ToolCall::Budgeted(budget, call) => {
-            let inner = Box::pin(execute(session, proxy, fence, loaded, surface, *call));
+            let inner = Box::pin(execute(
+                session, proxy, fence, loaded, uploads, surface, *call,
+            ));
             airlock_browser::with_action_budget(budget, inner).await?
         }
         ToolCall::Navigate {
@@ -732,6 +750,13 @@ pub(crate) async fn execute(
                 retry_after_secs: None,
             }
         }
+        ToolCall::FileUpload { target, files } => {
+            let paths = upload_paths(uploads, &files)?;
+            let outcome = session
+                .or_dialog(session.upload(&target, &paths).await)
+                .await?;
+            after_action(session, fence, surface, outcome, None).await?
+        }
         ToolCall::Evaluate { function, target } => {
             let result = session.evaluate(&function, target.as_ref()).await?;
             let whose = page_line(session).await?;
@@ -882,6 +907,70 @@ fn network_line(proxy: &EgressProxy, entry: &NetworkEntry) -> String {
     format!("{} {outcome} {} {}", entry.method, entry.kind, entry.url)
 }
 
+/// Most files one upload takes.
+pub const MAX_UPLOAD_FILES: usize = 10;
+/// Largest file an upload takes.
+pub const MAX_UPLOAD_BYTES: u64 = 20 * 1024 * 1024;
+
+// The files `names` stand for in the operator's upload directory: plain relative
+// names, each a regular file inside it once every symlink is resolved, none over the
+// size cap. Nothing outside the directory is ever handed to the browser.
+fn upload_paths(
+    dir: Option<&std::path::Path>,
+    names: &[String],
+) -> Result<Vec<std::path::PathBuf>> {
+    let Some(dir) = dir else {
+        return Err(Error::ToolOff {
+            tool: "browser_file_upload",
+            how: "an operator turns it on with [tools] upload_dir",
+        });
+    };
+    if names.is_empty() || names.len() > MAX_UPLOAD_FILES {
+        return Err(Error::InvalidArgument(format!(
+            "give 1 to {MAX_UPLOAD_FILES} file names"
+        )));
+    }
+    let root = dir
+        .canonicalize()
+        .map_err(|e| Error::Internal(format!("the upload directory is unreadable: {e}")))?;
+    let mut paths = Vec::with_capacity(names.len());
+    for name in names {
+        let shown = airlock_core::text::prefix(name, 80);
+        let relative = std::path::Path::new(name);
+        let plain = !name.is_empty()
+            && relative
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain {
+            return Err(Error::InvalidArgument(format!(
+                "`{shown}` is not a plain name inside the upload directory (no `..`, no absolute path)"
+            )));
+        }
+        let not_found = || Error::NotFound(format!("no file `{shown}` in the upload directory"));
+        let path = root
+            .join(relative)
+            .canonicalize()
+            .map_err(|_| not_found())?;
+        if !path.starts_with(&root) {
+            return Err(Error::InvalidArgument(format!(
+                "`{shown}` leads outside the upload directory"
+            )));
+        }
+        let meta = std::fs::metadata(&path).map_err(|_| not_found())?;
+        if !meta.is_file() {
+            return Err(not_found());
+        }
+        if meta.len() > MAX_UPLOAD_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "`{shown}` is {} bytes, over the {MAX_UPLOAD_BYTES}-byte cap",
+                meta.len()
+            )));
+        }
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
 // Why the egress proxy could not carry out a request to one of `urls`, if it could not.
 fn proxy_failure(proxy: &EgressProxy, urls: &[&str]) -> Option<String> {
     urls.iter().find_map(|u| {
@@ -997,6 +1086,9 @@ fn effect_line(effect: &Effect, typed: Option<&str>) -> String {
         Effect::Resized { width, height } => format!("viewport is {width}×{height}"),
         Effect::Hovered(target) => format!("hovering over {target}"),
         Effect::Dragged { from, to } => format!("dragged {from} onto {to}"),
+        Effect::Uploaded { target, files } => {
+            format!("gave {} the file(s) {}", target, quoted(files))
+        }
         Effect::Typed(target) => match typed {
             Some(typed) => format!("typed {typed} into {target}"),
             None => format!("typed into {target}"),

@@ -629,6 +629,24 @@ impl EvaluateParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct UploadParams {
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
+    /// Names in the server's upload directory.
+    pub(crate) files: Vec<String>,
+}
+
+impl UploadParams {
+    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+        let call = ToolCall::FileUpload {
+            target: self.target.target()?,
+            files: self.files,
+        };
+        budgeted(call, self.target.timeout_ms)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct DragParams {
     /// What to drag.
     pub(crate) from: TargetParams,

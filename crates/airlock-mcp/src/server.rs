@@ -63,6 +63,9 @@ impl AirlockMcp {
         if !gateway.evaluate_enabled() {
             tool_router.map.remove("browser_evaluate");
         }
+        if gateway.upload_dir().is_none() {
+            tool_router.map.remove("browser_file_upload");
+        }
         let mut folded = std::collections::HashSet::new();
         for route in tool_router.map.values_mut() {
             let mut schema = crate::schema::compact(&route.attr.input_schema);

@@ -163,6 +163,81 @@ impl Session {
         }
     }
 
+    /// Clicks `target` (a file input, or the button or label that opens one) and
+    /// gives the file chooser it opens these files. The caller has checked the paths
+    /// (Airlock takes files only from the operator's upload directory).
+    pub async fn upload(
+        &self,
+        target: &Target,
+        files: &[std::path::PathBuf],
+    ) -> Result<ActionOutcome> {
+        let _op = self.op.lock().await;
+        let tab = self.page().await?;
+        let (_, located, _) = self.locate(&tab, target, CLICKABLE).await?;
+        let before = Self::nav_counters(&tab);
+        tab.state.with(|s| s.file_chooser = None);
+        tab.call(
+            "Page.setInterceptFileChooserDialog",
+            json!({ "enabled": true }),
+            self.budget(),
+        )
+        .await?;
+        let chosen = async {
+            let extra = json!({ "button": "left", "clickCount": 1 });
+            self.mouse(&tab, "mouseMoved", located.x, located.y, json!({}))
+                .await?;
+            self.mouse(&tab, "mousePressed", located.x, located.y, extra.clone())
+                .await?;
+            self.mouse(&tab, "mouseReleased", located.x, located.y, extra)
+                .await?;
+            tab.state
+                .wait(Duration::from_secs(2), |s| s.file_chooser.is_some())
+                .await;
+            let Some((node, multiple)) = tab.state.with(|s| s.file_chooser.take()) else {
+                return Err(Error::NotActionable {
+                    target: located.desc.clone(),
+                    why: "clicking it opened no file chooser".to_owned(),
+                });
+            };
+            if files.len() > 1 && !multiple {
+                return Err(Error::InvalidArgument(
+                    "this file input takes one file".to_owned(),
+                ));
+            }
+            let paths: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+            tab.call(
+                "DOM.setFileInputFiles",
+                json!({ "files": paths, "backendNodeId": node }),
+                self.budget(),
+            )
+            .await?;
+            Ok(())
+        }
+        .await;
+        let _ = tab
+            .call(
+                "Page.setInterceptFileChooserDialog",
+                json!({ "enabled": false }),
+                self.budget(),
+            )
+            .await;
+        chosen?;
+        let navigated = self.settle(&tab, before).await;
+        let mut outcome = self.outcome(&tab, navigated).await;
+        outcome.effect = Some(Effect::Uploaded {
+            target: located.desc,
+            files: files
+                .iter()
+                .map(|p| {
+                    p.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                })
+                .collect(),
+        });
+        Ok(outcome)
+    }
+
     /// Moves the mouse over the target.
     pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;

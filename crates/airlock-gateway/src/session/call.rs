@@ -268,11 +268,14 @@ impl AgentSession {
 
     // The browser work itself.
     async fn act(&self, context: &CallContext, held: &Held, call: ToolCall) -> Result<ToolOutput> {
+        let gateway = self.inner.gateway.upgrade();
+        let uploads = gateway.as_ref().and_then(|g| g.upload_dir());
         tools::execute(
             held,
             &held.proxy,
             &self.inner.fence,
             &held.loaded,
+            uploads,
             context.surface,
             call,
         )

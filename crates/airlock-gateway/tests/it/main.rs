@@ -1835,3 +1835,76 @@ async fn evaluate_is_off_unless_turned_on_then_bounded_audited_and_fenced() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_come_only_from_the_upload_directory() {
+    with_browser(|h| async move {
+        let upload = |target: Target, files: &[&str]| ToolCall::FileUpload {
+            target,
+            files: files.iter().map(|f| (*f).to_owned()).collect(),
+        };
+        let button = Target::Role {
+            role: "button".into(),
+            name: Some("Choose files".into()),
+            index: None,
+        };
+        // No directory: no uploads.
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("upload.html"))).await;
+        let out = agent.call(upload(button.clone(), &["ok.txt"])).await;
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
+        gateway.shutdown().await;
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ok.txt"), "hello").unwrap();
+        std::fs::write(dir.path().join("two.txt"), "hi").unwrap();
+        std::fs::File::create(dir.path().join("big.bin"))
+            .unwrap()
+            .set_len(airlock_gateway::MAX_UPLOAD_BYTES + 1)
+            .unwrap();
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link.txt")).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                upload_dir: Some(dir.path().to_owned()),
+                ..config(&h)
+            },
+        );
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("upload.html"))).await;
+        for (files, code, words) in [
+            (vec!["../ok.txt"], ErrorCode::InvalidArgument, "not a plain name"),
+            (vec!["/etc/hostname"], ErrorCode::InvalidArgument, "not a plain name"),
+            (vec!["link.txt"], ErrorCode::InvalidArgument, "leads outside"),
+            (vec!["missing.txt"], ErrorCode::NotFound, "no file"),
+            (vec!["sub"], ErrorCode::NotFound, "no file"),
+            (vec!["big.bin"], ErrorCode::InvalidArgument, "over the"),
+        ] {
+            let out = agent.call(upload(button.clone(), &files)).await;
+            assert_eq!(out.error, Some(code), "{files:?}: {}", out.text);
+            assert!(out.text.contains(words), "{files:?}: {}", out.text);
+        }
+        // Nothing reached the page.
+        let out = agent.call(ToolCall::Snapshot(SnapshotOptions::default())).await;
+        assert!(out.text.contains("got nothing"), "{}", out.text);
+        // A hidden input opened by a button takes several files …
+        let out = agent.call(upload(button, &["ok.txt", "two.txt"])).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("got ok.txt 5, two.txt 2"), "{}", out.text);
+        // … a single-file input one.
+        let single = Target::Role {
+            role: "button".into(),
+            name: Some("Single file".into()),
+            index: None,
+        };
+        let out = agent.call(upload(single.clone(), &["ok.txt", "two.txt"])).await;
+        assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
+        let out = agent.call(upload(single, &["two.txt"])).await;
+        assert!(out.text.contains("got two.txt 2"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}

@@ -71,6 +71,23 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
         ),
         ("pdf", ToolCall::Pdf, Role::Observe),
         (
+            "evaluate",
+            ToolCall::Evaluate {
+                function: "() => 1".into(),
+                target: None,
+            },
+            Role::Act,
+        ),
+        (
+            "file_upload",
+            // The field opens no chooser: element_not_actionable, not forbidden.
+            ToolCall::FileUpload {
+                target: field("Username"),
+                files: vec!["a.txt".into()],
+            },
+            Role::Act,
+        ),
+        (
             "network_requests",
             ToolCall::NetworkRequests {
                 filter: None,
@@ -197,10 +214,15 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
 async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
     with_browser(|h| async move {
         let store = Store::open_in_memory().await.unwrap();
+        let uploads = tempfile::tempdir().unwrap();
+        std::fs::write(uploads.path().join("a.txt"), "a").unwrap();
         let gateway = Gateway::new(
             h.browsers.clone(),
             GatewayConfig {
                 store: Some(store.clone()),
+                // The tools an operator switches on are in the matrix too.
+                evaluate: true,
+                upload_dir: Some(uploads.path().to_owned()),
                 ..config(&h)
             },
         );
@@ -248,8 +270,8 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
                 }
             }
         }
-        // An observer may do nothing but look: 20 of the 28 tools are refused.
-        assert_eq!(refused, 20);
+        // An observer may do nothing but look: 22 of the 30 tools are refused.
+        assert_eq!(refused, 22);
         gateway.shutdown().await;
         let events = store.audit_events(0, 10_000).await.unwrap();
         let forbidden = events

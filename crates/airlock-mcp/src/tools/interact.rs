@@ -6,7 +6,7 @@ use rmcp::{tool, tool_router};
 
 use crate::params::{
     CheckParams, ClickParams, DialogParams, DragParams, FillFormParams, HoverParams,
-    PressKeyParams, ScrollParams, SelectParams, TypeParams,
+    PressKeyParams, ScrollParams, SelectParams, TypeParams, UploadParams,
 };
 use crate::server::AirlockMcp;
 
@@ -127,6 +127,19 @@ impl AirlockMcp {
         ext: Extensions,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         self.run("browser_drag", p.call(), &ext).await
+    }
+
+    #[tool(
+        name = "browser_file_upload",
+        description = "Click a file input (or what opens one; target as browser_click) and give its chooser files from the server's upload directory.",
+        annotations(read_only_hint = false, destructive_hint = true)
+    )]
+    async fn browser_file_upload(
+        &self,
+        Parameters(p): Parameters<UploadParams>,
+        ext: Extensions,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.run("browser_file_upload", p.call(), &ext).await
     }
 
     #[tool(

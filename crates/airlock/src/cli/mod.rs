@@ -620,6 +620,7 @@ pub(crate) async fn gateway(
             recording_retention: config.recording.retention,
             in_client_approval: config.approvals.in_client,
             evaluate: config.evaluate,
+            upload_dir: config.upload_dir.clone(),
         },
     );
     // Sessions a killed gateway of this data dir left open end on the record now.

@@ -612,7 +612,7 @@ async fn metrics_count_calls_sessions_and_refusals_by_bounded_labels() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn browser_evaluate_is_listed_and_runs_only_where_the_operator_turned_it_on() {
+async fn evaluate_and_uploads_are_listed_only_where_the_operator_turned_them_on() {
     let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
     let list = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{meta}}}}}"#);
     let call = format!(
@@ -631,9 +631,14 @@ async fn browser_evaluate_is_listed_and_runs_only_where_the_operator_turned_it_o
     for on in [false, true] {
         let tmp = tempfile::tempdir().unwrap();
         let config = tmp.path().join("airlock.toml");
+        let uploads = if on {
+            format!("upload_dir = {:?}\n", tmp.path().display().to_string())
+        } else {
+            String::new()
+        };
         std::fs::write(
             &config,
-            format!("[tools]\nevaluate = {on}\n[sessions]\nwarm = 0\n"),
+            format!("[tools]\nevaluate = {on}\n{uploads}[sessions]\nwarm = 0\n"),
         )
         .unwrap();
         let served = crate::server::serve_with(tmp.path(), None, Some(&config)).await;
@@ -648,6 +653,7 @@ async fn browser_evaluate_is_listed_and_runs_only_where_the_operator_turned_it_o
         .await;
         assert_eq!(listed.status, 200, "{}", listed.head);
         assert_eq!(listed.body.contains("\"browser_evaluate\""), on, "on={on}");
+        assert_eq!(listed.body.contains("\"browser_file_upload\""), on, "on={on}");
         let called = request(
             &url,
             "POST",
