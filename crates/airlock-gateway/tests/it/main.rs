@@ -1876,9 +1876,21 @@ async fn uploads_come_only_from_the_upload_directory() {
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("upload.html"))).await;
         for (files, code, words) in [
-            (vec!["../ok.txt"], ErrorCode::InvalidArgument, "not a plain name"),
-            (vec!["/etc/hostname"], ErrorCode::InvalidArgument, "not a plain name"),
-            (vec!["link.txt"], ErrorCode::InvalidArgument, "leads outside"),
+            (
+                vec!["../ok.txt"],
+                ErrorCode::InvalidArgument,
+                "not a plain name",
+            ),
+            (
+                vec!["/etc/hostname"],
+                ErrorCode::InvalidArgument,
+                "not a plain name",
+            ),
+            (
+                vec!["link.txt"],
+                ErrorCode::InvalidArgument,
+                "leads outside",
+            ),
             (vec!["missing.txt"], ErrorCode::NotFound, "no file"),
             (vec!["sub"], ErrorCode::NotFound, "no file"),
             (vec!["big.bin"], ErrorCode::InvalidArgument, "over the"),
@@ -1888,7 +1900,9 @@ async fn uploads_come_only_from_the_upload_directory() {
             assert!(out.text.contains(words), "{files:?}: {}", out.text);
         }
         // Nothing reached the page.
-        let out = agent.call(ToolCall::Snapshot(SnapshotOptions::default())).await;
+        let out = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
         assert!(out.text.contains("got nothing"), "{}", out.text);
         // A hidden input opened by a button takes several files …
         let out = agent.call(upload(button, &["ok.txt", "two.txt"])).await;
@@ -1900,7 +1914,9 @@ async fn uploads_come_only_from_the_upload_directory() {
             name: Some("Single file".into()),
             index: None,
         };
-        let out = agent.call(upload(single.clone(), &["ok.txt", "two.txt"])).await;
+        let out = agent
+            .call(upload(single.clone(), &["ok.txt", "two.txt"]))
+            .await;
         assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
         let out = agent.call(upload(single, &["two.txt"])).await;
         assert!(out.text.contains("got two.txt 2"), "{}", out.text);

@@ -653,7 +653,11 @@ async fn evaluate_and_uploads_are_listed_only_where_the_operator_turned_them_on(
         .await;
         assert_eq!(listed.status, 200, "{}", listed.head);
         assert_eq!(listed.body.contains("\"browser_evaluate\""), on, "on={on}");
-        assert_eq!(listed.body.contains("\"browser_file_upload\""), on, "on={on}");
+        assert_eq!(
+            listed.body.contains("\"browser_file_upload\""),
+            on,
+            "on={on}"
+        );
         let called = request(
             &url,
             "POST",
