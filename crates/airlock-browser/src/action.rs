@@ -426,6 +426,24 @@ pub enum Notice {
         /// Why.
         why: String,
     },
+    /// A download finished in the operator's download directory.
+    Downloaded {
+        /// The name the page suggested (redacted, cut).
+        name: String,
+        /// The name it was saved under (generated).
+        saved_as: String,
+        /// Its size.
+        bytes: u64,
+        /// Its SHA-256, hex.
+        sha256: String,
+    },
+    /// A download was refused, cancelled or removed.
+    DownloadRefused {
+        /// The name the page suggested (redacted, cut).
+        name: String,
+        /// Why.
+        why: String,
+    },
 }
 
 /// A JavaScript dialog the page opened during an action.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use airlock_core::sync::lock;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::cdp::{Connection, Event};
@@ -30,6 +30,9 @@ pub(crate) enum TargetNotice {
     },
     /// A page was closed or crashed away.
     Detached { session_id: String },
+    /// `Browser.downloadWillBegin` or `Browser.downloadProgress`, of some context:
+    /// sent to every session, each keeps what is its own.
+    Download { method: String, params: Value },
 }
 
 /// One running Chromium and its CDP connection.
@@ -210,6 +213,15 @@ async fn route_targets(chromium: Weak<Chromium>, mut events: mpsc::UnboundedRece
                             session_id: session_id.to_owned(),
                         });
                     }
+                }
+            }
+            "Browser.downloadWillBegin" | "Browser.downloadProgress" => {
+                let senders: Vec<_> = lock(&chromium.contexts).values().cloned().collect();
+                for tx in senders {
+                    let _ = tx.send(TargetNotice::Download {
+                        method: event.method.clone(),
+                        params: event.params.clone(),
+                    });
                 }
             }
             _ => {}

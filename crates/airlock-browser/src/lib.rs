@@ -12,6 +12,7 @@ mod browser;
 mod cdp;
 mod cgroup;
 mod chromium;
+mod download;
 mod error;
 mod guard;
 pub mod host;

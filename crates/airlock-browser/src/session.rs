@@ -136,6 +136,8 @@ pub struct Session {
     redactor: Arc<dyn Redact>,
     /// Requests the request guard refused, not yet reported.
     refused: Arc<AtomicU64>,
+    /// Where downloads go, once the operator allows them (`allow_downloads`).
+    downloads: Arc<Mutex<Option<Arc<crate::download::Downloads>>>>,
 }
 
 #[derive(Deserialize)]
@@ -242,11 +244,13 @@ impl Session {
             injection: session_options.injection.clone(),
             refused: Arc::new(AtomicU64::new(0)),
         };
+        let downloads: Arc<Mutex<Option<Arc<crate::download::Downloads>>>> = Arc::default();
         let attach_task = tokio::spawn(attach_tabs(
             chromium.clone(),
             registry.clone(),
             changed_tx,
             notices,
+            downloads.clone(),
             options.clone(),
             Hooks {
                 guard: guard.clone(),
@@ -272,6 +276,7 @@ impl Session {
             secret_typed: AtomicBool::new(false),
             redactor,
             refused: requests.refused.clone(),
+            downloads,
         };
         let setup = async {
             session
@@ -333,6 +338,33 @@ impl Session {
     /// agent's policy before anything but `about:blank` was loaded.
     pub fn set_policy(&self, policy: Arc<Policy>) {
         self.guard.set_policy(policy);
+    }
+
+    /// Lets the session's pages download into `dir` (absolute): each file under a
+    /// generated name (its GUID), at most `cap` bytes (a larger one is cancelled and
+    /// removed), each end reported in the next outcome. Without this, downloads are
+    /// refused.
+    pub async fn allow_downloads(&self, dir: &std::path::Path, cap: u64) -> Result<()> {
+        *lock(&self.downloads) = Some(Arc::new(crate::download::Downloads::new(
+            dir.to_owned(),
+            cap,
+            self.context_id.clone(),
+        )));
+        self.chromium
+            .conn
+            .call(
+                None,
+                "Browser.setDownloadBehavior",
+                json!({
+                    "behavior": "allowAndName",
+                    "browserContextId": self.context_id,
+                    "downloadPath": dir.display().to_string(),
+                    "eventsEnabled": true,
+                }),
+                self.budget(),
+            )
+            .await?;
+        Ok(())
     }
 
     /// Requests the session's request guard refused since the last call (each is also
@@ -662,11 +694,37 @@ async fn attach_tabs(
     registry: Arc<Mutex<Registry>>,
     changed: watch::Sender<u64>,
     mut notices: mpsc::UnboundedReceiver<TargetNotice>,
+    downloads: Arc<Mutex<Option<Arc<crate::download::Downloads>>>>,
     options: Arc<BrowserOptions>,
     hooks: Hooks,
 ) {
     while let Some(notice) = notices.recv().await {
         match notice {
+            TargetNotice::Download { method, params } => {
+                let Some(downloads) = lock(&downloads).clone() else {
+                    continue;
+                };
+                if method == "Browser.downloadWillBegin" {
+                    // Ours when it began in a frame of one of our tabs.
+                    let frame = params["frameId"].as_str().unwrap_or_default();
+                    let ours = lock(&registry).tabs.iter().any(|t| {
+                        t.target_id == frame
+                            || t.state.read(|s| {
+                                s.main_frame == frame
+                                    || s.frames.iter().any(|f| f.frame_id == frame)
+                            })
+                    });
+                    if ours {
+                        // Redacted whole, then cut.
+                        let name = hooks
+                            .redactor
+                            .redact(params["suggestedFilename"].as_str().unwrap_or("download"));
+                        downloads.begin(&params, ellipsize(&name, 120));
+                    }
+                } else {
+                    downloads.progress(&chromium.conn, &hooks.guard, &params);
+                }
+            }
             TargetNotice::Attached {
                 session_id,
                 target_id,

@@ -128,6 +128,8 @@ pub struct RawTools {
     /// Offer `browser_file_upload`, with files from this directory only (default:
     /// no uploads).
     pub upload_dir: Option<PathBuf>,
+    /// Keep downloads here, under generated names (default: downloads refused).
+    pub download_dir: Option<PathBuf>,
 }
 
 /// Which MCP tools Airlock offers.
@@ -285,6 +287,9 @@ pub struct Config {
     pub evaluate: bool,
     /// Where uploads come from (`[tools] upload_dir`); none when unset.
     pub upload_dir: Option<PathBuf>,
+    /// Where downloads are kept (`[tools] download_dir`, absolute); refused when
+    /// unset.
+    pub download_dir: Option<PathBuf>,
     /// Risk rules and approvals.
     pub approvals: Approvals,
     /// Session recording.
@@ -680,6 +685,17 @@ impl Config {
         };
 
         let evaluate = raw.tools.evaluate.unwrap_or(false);
+        // Absolute: Chromium writes downloads to the path as given.
+        let download_dir =
+            match raw.tools.download_dir {
+                None => None,
+                Some(dir) => Some(dir.canonicalize().ok().filter(|d| d.is_dir()).ok_or_else(
+                    || Error::Invalid {
+                        key: "tools.download_dir".to_owned(),
+                        message: format!("{} is not a directory", dir.display()),
+                    },
+                )?),
+            };
         let upload_dir = match raw.tools.upload_dir {
             None => None,
             Some(dir) if dir.is_dir() => Some(dir),
@@ -786,6 +802,7 @@ impl Config {
             tool_profile,
             evaluate,
             upload_dir,
+            download_dir,
             approvals,
             recording,
         })

@@ -47,6 +47,6 @@ pub use session::{
 pub use sessions::{Caps, ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
 pub use surface::Surface;
 pub use tools::{
-    MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, OpenOptions, PageView, ReadFormat, TabAction, ToolCall,
-    ToolFile, ToolOutput,
+    MAX_DOWNLOAD_BYTES, MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, OpenOptions, PageView, ReadFormat,
+    TabAction, ToolCall, ToolFile, ToolOutput,
 };

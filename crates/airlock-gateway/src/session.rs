@@ -77,6 +77,9 @@ pub struct GatewayConfig {
     /// The only directory `browser_file_upload` takes files from; no uploads when
     /// `None` (`[tools] upload_dir`).
     pub upload_dir: Option<std::path::PathBuf>,
+    /// Where downloads are kept, under generated names, absolute; refused when
+    /// `None` (`[tools] download_dir`).
+    pub download_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for GatewayConfig {
@@ -102,6 +105,7 @@ impl Default for GatewayConfig {
             in_client_approval: false,
             evaluate: false,
             upload_dir: None,
+            download_dir: None,
         }
     }
 }
@@ -237,9 +241,18 @@ impl Gateway {
             })?),
         };
         let (held, refused) = self.open_browser_for(caller, options).await?;
-        if let Some(device) = device
-            && let Err(e) = held.session.emulate(device).await
-        {
+        let ready = async {
+            if let Some(device) = device {
+                held.session.emulate(device).await?;
+            }
+            if let Some(dir) = &self.config.download_dir {
+                held.session
+                    .allow_downloads(dir, crate::tools::MAX_DOWNLOAD_BYTES)
+                    .await?;
+            }
+            Ok::<_, airlock_browser::Error>(())
+        };
+        if let Err(e) = ready.await {
             held.close().await;
             return Err(e.into());
         }

@@ -911,6 +911,8 @@ fn network_line(proxy: &EgressProxy, entry: &NetworkEntry) -> String {
 pub const MAX_UPLOAD_FILES: usize = 10;
 /// Largest file an upload takes.
 pub const MAX_UPLOAD_BYTES: u64 = 20 * 1024 * 1024;
+/// Largest download kept in the download directory.
+pub const MAX_DOWNLOAD_BYTES: u64 = 50 * 1024 * 1024;
 
 // The files `names` stand for in the operator's upload directory: plain relative
 // names, each a regular file inside it once every symlink is resolved, none over the
@@ -1068,6 +1070,18 @@ fn notice_line(notice: &Notice) -> String {
         Notice::UnresponsiveTabReplaced => "the page did not answer even with its scripts stopped: its tab was closed and a blank one opened in its place".to_owned(),
         Notice::RequestRefused { origin, why } => {
             format!("refused a request the page made to {origin}: {why}")
+        }
+        Notice::Downloaded {
+            name,
+            saved_as,
+            bytes,
+            sha256,
+        } => format!(
+            "downloaded {} into the download directory as {saved_as} ({bytes} bytes, SHA-256 {sha256})",
+            quote_title(name)
+        ),
+        Notice::DownloadRefused { name, why } => {
+            format!("did not keep the download {}: {why}", quote_title(name))
         }
     }
 }

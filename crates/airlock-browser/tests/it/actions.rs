@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use airlock_browser::{
-    ClickOptions, Dialog, DialogAnswer, Direction, Effect, Modifier, MouseButton, Notice, Scroll,
-    Target, TypedText, WaitCondition, WaitUntil, with_action_budget,
+    ActionOutcome, ClickOptions, Dialog, DialogAnswer, Direction, Effect, Modifier, MouseButton,
+    Notice, Scroll, Target, TypedText, WaitCondition, WaitUntil, with_action_budget,
 };
 use airlock_config::BrowserConfig;
 use airlock_core::{ErrorCode, HasErrorCode};
@@ -1178,6 +1178,96 @@ async fn a_session_emulates_a_phone_in_every_tab() {
         assert!(seen.contains("width 1280 height 720 dpr 1 touch"), "{seen}");
         assert!(seen.contains("coarse false"), "{seen}");
         assert!(!seen.contains("iPhone"), "{seen}");
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downloads_are_kept_under_generated_names_within_the_cap_and_reported() {
+    use sha2::Digest as _;
+    // The notice of a download's end, as the click's outcome or the next ones carry it.
+    async fn report(s: &airlock_browser::Session, clicked: ActionOutcome) -> Notice {
+        let download = |n: &Notice| {
+            matches!(
+                n,
+                Notice::Downloaded { .. } | Notice::DownloadRefused { .. }
+            )
+        };
+        if let Some(n) = clicked.notices.into_iter().find(download) {
+            return n;
+        }
+        for _ in 0..100 {
+            let out = s
+                .wait_for(&WaitCondition::Time(Duration::from_millis(50)), None)
+                .await
+                .unwrap();
+            if let Some(n) = out.notices.into_iter().find(|n| {
+                matches!(
+                    n,
+                    Notice::Downloaded { .. } | Notice::DownloadRefused { .. }
+                )
+            }) {
+                return n;
+            }
+        }
+        panic!("no download was reported");
+    }
+    with_browser(|h| async move {
+        let content = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../airlock-test-support/fixtures/site/report-data.txt"),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(&h).await;
+        s.allow_downloads(dir.path(), 1024).await.unwrap();
+        s.navigate(&h.site.url("download.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let clicked = s
+            .click(&role("link", "Get report"), &ClickOptions::default())
+            .await
+            .unwrap();
+        let Notice::Downloaded {
+            name,
+            saved_as,
+            bytes,
+            sha256,
+        } = report(&s, clicked).await
+        else {
+            panic!("refused");
+        };
+        assert_eq!(name, "report.txt");
+        assert_eq!(bytes, content.len() as u64);
+        let want: String = sha2::Sha256::digest(&content)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(sha256, want);
+        // Saved under the generated name, nowhere else.
+        assert_ne!(saved_as, "report.txt");
+        assert_eq!(std::fs::read(dir.path().join(&saved_as)).unwrap(), content);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        s.close().await;
+
+        // Over the cap: cancelled, and nothing of it stays.
+        let small = tempfile::tempdir().unwrap();
+        let s = open(&h).await;
+        s.allow_downloads(small.path(), 5).await.unwrap();
+        s.navigate(&h.site.url("download.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let clicked = s
+            .click(&role("link", "Get report"), &ClickOptions::default())
+            .await
+            .unwrap();
+        let notice = report(&s, clicked).await;
+        assert!(
+            matches!(&notice, Notice::DownloadRefused { why, .. } if why.contains("5-byte cap")),
+            "{notice:?}"
+        );
+        assert!(crate::eventually(|| std::fs::read_dir(small.path()).unwrap().count() == 0).await);
         s.close().await;
     })
     .await;

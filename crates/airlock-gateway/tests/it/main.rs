@@ -1924,3 +1924,64 @@ async fn uploads_come_only_from_the_upload_directory() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downloads_go_only_to_the_download_directory_and_are_reported_not_returned() {
+    with_browser(|h| async move {
+        let click = || ToolCall::Click {
+            target: Target::Role {
+                role: "link".into(),
+                name: Some("Get report".into()),
+                index: None,
+            },
+            options: Default::default(),
+        };
+        // No directory: refused (Chromium denies it), nothing reported.
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("download.html"))).await;
+        let out = agent.call(click()).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(!out.text.contains("downloaded"), "{}", out.text);
+        gateway.shutdown().await;
+
+        let dir = tempfile::tempdir().unwrap();
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                download_dir: Some(dir.path().canonicalize().unwrap()),
+                ..config(&h)
+            },
+        );
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("download.html"))).await;
+        let mut text = agent.call(click()).await.text;
+        for _ in 0..100 {
+            if text.contains("downloaded ") {
+                break;
+            }
+            text = agent
+                .call(ToolCall::WaitFor {
+                    condition: airlock_browser::WaitCondition::Time(Duration::from_millis(50)),
+                    timeout: None,
+                })
+                .await
+                .text;
+        }
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("downloaded "))
+            .unwrap_or_else(|| panic!("no download reported:\n{text}"));
+        assert!(
+            line.starts_with("downloaded \"report.txt\" into the download directory as "),
+            "{line}"
+        );
+        assert!(line.contains("(22 bytes, SHA-256 "), "{line}");
+        // The file's bytes are in the directory, never in a result.
+        assert!(!text.contains("quarterly numbers"), "{text}");
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1);
+        gateway.shutdown().await;
+    })
+    .await;
+}

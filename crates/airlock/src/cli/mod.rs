@@ -621,6 +621,7 @@ pub(crate) async fn gateway(
             in_client_approval: config.approvals.in_client,
             evaluate: config.evaluate,
             upload_dir: config.upload_dir.clone(),
+            download_dir: config.download_dir.clone(),
         },
     );
     // Sessions a killed gateway of this data dir left open end on the record now.
