@@ -62,17 +62,8 @@ impl Session {
 
         let mut pairs = Vec::with_capacity(ours.len());
         for (node, role, name) in ours {
-            let (session, object) = tab.object_of_ref(0, node, timeout).await?;
-            let described = tab
-                .conn
-                .call(
-                    Some(&session),
-                    "DOM.describeNode",
-                    json!({ "objectId": object }),
-                    timeout,
-                )
-                .await?;
-            let backend = described["node"]["backendNodeId"].as_i64().unwrap_or(-1);
+            let (_, described) = tab.describe_ref(0, node, timeout).await?;
+            let backend = described["backendNodeId"].as_i64().unwrap_or(-1);
             pairs.push(AxPair {
                 ours: (role, name),
                 chromium: by_backend.get(&backend).cloned(),

@@ -59,28 +59,31 @@ pub(crate) struct Screen {
 }
 
 impl Screen {
-    /// The commands that give a tab this screen (each idempotent).
-    pub(crate) fn commands(&self) -> Vec<(&'static str, Value)> {
-        let mut commands = vec![
-            (
-                "Emulation.setDeviceMetricsOverride",
-                json!({
-                    "width": self.viewport.0,
-                    "height": self.viewport.1,
-                    "deviceScaleFactor": self.scale,
-                    "mobile": self.mobile,
-                }),
-            ),
-            (
+    /// The commands that give a tab this screen (each idempotent). A new tab has no
+    /// touch or User-Agent override to undo (`fresh`): those are sent only when set.
+    pub(crate) fn commands(&self, fresh: bool) -> Vec<(&'static str, Value)> {
+        let mut commands = vec![(
+            "Emulation.setDeviceMetricsOverride",
+            json!({
+                "width": self.viewport.0,
+                "height": self.viewport.1,
+                "deviceScaleFactor": self.scale,
+                "mobile": self.mobile,
+            }),
+        )];
+        if self.mobile || !fresh {
+            commands.push((
                 "Emulation.setTouchEmulationEnabled",
                 json!({ "enabled": self.mobile, "maxTouchPoints": if self.mobile { 5 } else { 1 } }),
-            ),
-        ];
-        // An empty override is none: Chromium's own User-Agent again.
-        commands.push((
-            "Emulation.setUserAgentOverride",
-            json!({ "userAgent": self.user_agent.as_deref().unwrap_or_default() }),
-        ));
+            ));
+        }
+        if self.user_agent.is_some() || !fresh {
+            // An empty override is none: Chromium's own User-Agent again.
+            commands.push((
+                "Emulation.setUserAgentOverride",
+                json!({ "userAgent": self.user_agent.as_deref().unwrap_or_default() }),
+            ));
+        }
         commands
     }
 }
@@ -464,7 +467,7 @@ impl Tab {
                 json!({ "autoAttach": true, "waitForDebuggerOnStart": inspects, "flatten": true }),
             ),
         ];
-        commands.extend(screen.commands());
+        commands.extend(screen.commands(true));
         if let Some(patterns) = tab.state.requests.patterns() {
             commands.push(("Fetch.enable", json!({ "patterns": patterns })));
         }
@@ -731,6 +734,37 @@ impl Tab {
                 reference: format!("f{frame}e{node}"),
             }),
         }
+    }
+
+    /// `DOM.describeNode` of ref `node` in frame `frame` (its backend node id, the
+    /// frame an `<iframe>` holds …), and the CDP session it lives in. The remote
+    /// object made to reach it is released again.
+    pub(crate) async fn describe_ref(
+        &self,
+        frame: u32,
+        node: u64,
+        timeout: Duration,
+    ) -> Result<(String, Value)> {
+        let (session, object) = self.object_of_ref(frame, node, timeout).await?;
+        let described = self
+            .conn
+            .call(
+                Some(&session),
+                "DOM.describeNode",
+                json!({ "objectId": object }),
+                timeout,
+            )
+            .await;
+        let _ = self
+            .conn
+            .call(
+                Some(&session),
+                "Runtime.releaseObject",
+                json!({ "objectId": object }),
+                timeout,
+            )
+            .await;
+        Ok((session, described?["node"].take()))
     }
 
     async fn world(

@@ -237,26 +237,8 @@ impl Session {
         frame: u32,
         owner_ref: u64,
     ) -> Result<Option<u32>> {
-        let (session, object) = tab.object_of_ref(frame, owner_ref, self.budget()).await?;
-        let described = tab
-            .conn
-            .call(
-                Some(&session),
-                "DOM.describeNode",
-                json!({ "objectId": object }),
-                self.budget(),
-            )
-            .await?;
-        let _ = tab
-            .conn
-            .call(
-                Some(&session),
-                "Runtime.releaseObject",
-                json!({ "objectId": object }),
-                self.budget(),
-            )
-            .await;
-        let Some(frame_id) = described["node"]["frameId"].as_str().map(str::to_owned) else {
+        let (session, described) = tab.describe_ref(frame, owner_ref, self.budget()).await?;
+        let Some(frame_id) = described["frameId"].as_str().map(str::to_owned) else {
             return Ok(None);
         };
         Ok(Some(tab.state.with(|s| {
@@ -345,17 +327,8 @@ impl Session {
                 })?;
                 // The element as Airlock's world holds it, then the same node in the
                 // page's main world (DOM.resolveNode's default world).
-                let (session, object) = tab.object_of_ref(frame, node, budget).await?;
-                let described = tab
-                    .conn
-                    .call(
-                        Some(&session),
-                        "DOM.describeNode",
-                        json!({ "objectId": object }),
-                        budget,
-                    )
-                    .await?;
-                let backend = described["node"]["backendNodeId"].clone();
+                let (session, described) = tab.describe_ref(frame, node, budget).await?;
+                let backend = described["backendNodeId"].clone();
                 let resolved = tab
                     .conn
                     .call(
@@ -369,7 +342,8 @@ impl Session {
                     .as_str()
                     .ok_or_else(|| Error::Protocol("resolveNode returned no object".to_owned()))?
                     .to_owned();
-                tab.conn
+                let reply = tab
+                    .conn
                     .call(
                         Some(&session),
                         "Runtime.callFunctionOn",
@@ -383,14 +357,28 @@ impl Session {
                         }),
                         budget,
                     )
-                    .await
-                    .map_err(|e| match e {
-                        crate::cdp::CdpError::Timeout { ms, .. } => Error::Timeout {
+                    .await;
+                let _ = tab
+                    .conn
+                    .call(
+                        Some(&session),
+                        "Runtime.releaseObject",
+                        json!({ "objectId": main }),
+                        // Short: a page still busy in the function would not answer.
+                        Duration::from_millis(200),
+                    )
+                    .await;
+                reply.map_err(|e| match e {
+                    crate::cdp::CdpError::Timeout { ms, .. } => {
+                        // As `Tab::call` does: the next call stops the script first.
+                        tab.state.with(|s| s.unresponsive = true);
+                        Error::Timeout {
                             what: "the function".to_owned(),
                             ms,
-                        },
-                        other => other.into(),
-                    })?
+                        }
+                    }
+                    other => other.into(),
+                })?
             }
         };
         if let Some(details) = reply.get("exceptionDetails") {

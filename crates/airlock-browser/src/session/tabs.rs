@@ -56,7 +56,7 @@ impl Session {
         };
         let before = Self::nav_counters(active);
         for tab in &tabs {
-            for (method, params) in screen.commands() {
+            for (method, params) in screen.commands(false) {
                 tab.call(method, params, self.budget()).await?;
             }
         }

@@ -1202,12 +1202,7 @@ async fn downloads_are_kept_under_generated_names_within_the_cap_and_reported() 
                 .wait_for(&WaitCondition::Time(Duration::from_millis(50)), None)
                 .await
                 .unwrap();
-            if let Some(n) = out.notices.into_iter().find(|n| {
-                matches!(
-                    n,
-                    Notice::Downloaded { .. } | Notice::DownloadRefused { .. }
-                )
-            }) {
+            if let Some(n) = out.notices.into_iter().find(download) {
                 return n;
             }
         }
