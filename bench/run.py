@@ -138,7 +138,8 @@ class System:
     def ref_of(snapshot, needle):
         for line in snapshot.splitlines():
             if needle in line:
-                m = re.search(r"\[(?:[^\]]*?, )?ref=(\w+)\]", line)
+                # Airlock leads the line with the ref; the others put it in brackets.
+                m = re.match(r"\s*- (f?\d*e\d+) ", line) or re.search(r"\[(?:[^\]]*?, )?ref=(\w+)\]", line)
                 if m:
                     return m.group(1)
         raise RuntimeError(f"no ref on a line with {needle!r}")
@@ -596,6 +597,7 @@ async def main():
         "systems": results,
     }
     out = pathlib.Path(args.out)
+    over = over_budget(results)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(table(results))
@@ -603,6 +605,36 @@ async def main():
     if failed:
         print(f"no successful run for: {', '.join(failed)}", file=sys.stderr)
         sys.exit(1)
+    if over:
+        print("\n".join(over), file=sys.stderr)
+        sys.exit(1)
+
+
+# What Airlock promises to cost a model's context, as a share of a peer's figure.
+TOKEN_BUDGETS = [
+    ("snapshot_login_tokens", "agent-browser", 1.0),
+    ("tools_list_tokens", "playwright-mcp", 0.6),
+]
+
+
+def over_budget(results):
+    """The budgets Airlock's medians break. A peer not measured in this run is read
+    from the committed bench/results/latest.json (token counts do not vary by machine)."""
+    if "airlock" not in results:
+        return []
+    try:
+        committed = json.loads((BENCH / "results/latest.json").read_text())["systems"]
+    except (OSError, ValueError, KeyError):
+        committed = {}
+    over = []
+    for metric, peer, share in TOKEN_BUDGETS:
+        ours = (results["airlock"].get(metric) or {}).get("median")
+        theirs = ((results.get(peer) or committed.get(peer) or {}).get(metric) or {}).get("median")
+        if ours is None or theirs is None:
+            continue
+        if ours > theirs * share:
+            over.append(f"over budget: {metric} is {ours:,.0f}, more than {share}x {peer}'s {theirs:,.0f}")
+    return over
 
 
 def fmt(v):

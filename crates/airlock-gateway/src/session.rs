@@ -834,7 +834,7 @@ pub struct AgentSession {
 }
 
 impl AgentSession {
-    /// This session's page-content fence.
+    /// This session's page fence.
     pub fn fence(&self) -> &PageFence {
         &self.inner.fence
     }

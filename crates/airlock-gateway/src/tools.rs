@@ -557,14 +557,21 @@ impl ToolOutput {
 
 // The `page: "title" — URL` line of the active tab, said above page content read
 // outside an action's outcome.
-async fn page_line(session: &Session) -> Result<String> {
+async fn page_line(session: &Session, fence: &PageFence) -> Result<String> {
     let tabs = session.tabs().await?;
     let (title, url) = tabs
         .iter()
         .find(|t| t.active)
         .map(|t| (t.title.as_str(), t.url.as_str()))
         .unwrap_or_default();
-    Ok(format!("page: {} — {url}", quote_title(title)))
+    let whose = whose(title, url);
+    fence.seen(&whose);
+    Ok(format!("page: {whose}"))
+}
+
+// `"title" — URL`: which page a result is about.
+fn whose(title: &str, url: &str) -> String {
+    format!("{} — {url}", quote_title(title))
 }
 
 /// Runs one browser call in `session` and words its result.
@@ -616,7 +623,7 @@ pub(crate) async fn execute(
                 .into());
             }
             // A new document: the whole (capped) snapshot says more than a diff.
-            let mut text = header(&outcome, surface, None);
+            let mut text = header(&outcome, fence, surface, None);
             if holds_page(&outcome) {
                 return Ok(ToolOutput::text(text.trim_end()));
             }
@@ -658,11 +665,14 @@ pub(crate) async fn execute(
         }
         ToolCall::Snapshot(options) => {
             let snapshot = session.snapshot(&options).await?;
-            let mut text = format!(
-                "page: {} — {}\n",
-                quote_title(&snapshot.title),
-                snapshot.url
-            );
+            // The page line only when the agent was not already told it (by the
+            // navigation, the last action or the last read): on a small page it is a
+            // fifth of the result.
+            let whose = whose(&snapshot.title, &snapshot.url);
+            let mut text = match fence.seen(&whose) {
+                true => format!("page: {whose}\n"),
+                false => String::new(),
+            };
             text.push_str(&fence.wrap(&snapshot.text));
             ToolOutput::text(text)
         }
@@ -759,7 +769,7 @@ pub(crate) async fn execute(
         }
         ToolCall::Evaluate { function, target } => {
             let result = session.evaluate(&function, target.as_ref()).await?;
-            let whose = page_line(session).await?;
+            let whose = page_line(session, fence).await?;
             // What the page's world returned is the page's word: fenced.
             ToolOutput::text(format!(
                 "ran the function in the page; it returned:\n{whose}\n{}",
@@ -768,7 +778,7 @@ pub(crate) async fn execute(
         }
         ToolCall::Pdf => {
             let pdf = session.pdf().await?;
-            let whose = page_line(session).await?;
+            let whose = page_line(session, fence).await?;
             ToolOutput {
                 text: format!(
                     "PDF of {} ({} bytes)",
@@ -783,7 +793,7 @@ pub(crate) async fn execute(
         }
         ToolCall::Read { format, offset } => {
             let page = session.read_text(offset, DEFAULT_TEXT_BYTES).await?;
-            let whose = page_line(session).await?;
+            let whose = page_line(session, fence).await?;
             let body = match format {
                 ReadFormat::Markdown => page.text,
                 ReadFormat::Text => plain(&page.text),
@@ -792,7 +802,7 @@ pub(crate) async fn execute(
         }
         ToolCall::ConsoleMessages { level, limit } => {
             let log = session.console(level, limit).await?;
-            let whose = page_line(session).await?;
+            let whose = page_line(session, fence).await?;
             // The page wrote every word of it: fenced like any page content.
             let mut body = String::new();
             for entry in &log.entries {
@@ -834,7 +844,7 @@ pub(crate) async fn execute(
         }
         ToolCall::NetworkRequests { filter, limit } => {
             let log = session.network_requests(filter.as_deref(), limit).await?;
-            let whose = page_line(session).await?;
+            let whose = page_line(session, fence).await?;
             // URLs are the page's words: fenced like any page content.
             let mut body = String::new();
             for entry in &log.entries {
@@ -984,17 +994,20 @@ fn proxy_failure(proxy: &EgressProxy, urls: &[&str]) -> Option<String> {
 // What every action result starts with: its effect, where the tab is, and anything
 // that happened on the side (dialogs, popups).
 // `typed` is what the agent wrote, shown back when it held a placeholder.
-fn header(outcome: &ActionOutcome, surface: Surface, typed: Option<&str>) -> String {
+fn header(
+    outcome: &ActionOutcome,
+    fence: &PageFence,
+    surface: Surface,
+    typed: Option<&str>,
+) -> String {
     let mut text = String::new();
     if let Some(effect) = &outcome.effect {
         text.push_str(&effect_line(effect, typed));
         text.push('\n');
     }
-    text.push_str(&format!(
-        "page: {} — {}",
-        quote_title(&outcome.title),
-        outcome.url
-    ));
+    let whose = whose(&outcome.title, &outcome.url);
+    fence.seen(&whose);
+    text.push_str(&format!("page: {whose}"));
     if let Some(status) = outcome.status {
         text.push_str(&format!(" (HTTP {status})"));
     }
@@ -1171,7 +1184,7 @@ async fn after_action(
     if outcome.navigated {
         return after_navigation(session, fence, surface, outcome, typed).await;
     }
-    let mut text = header(&outcome, surface, typed);
+    let mut text = header(&outcome, fence, surface, typed);
     if holds_page(&outcome) {
         return Ok(ToolOutput::text(text.trim_end()));
     }
@@ -1212,7 +1225,7 @@ async fn after_navigation(
     outcome: ActionOutcome,
     typed: Option<&str>,
 ) -> Result<ToolOutput> {
-    let mut text = header(&outcome, surface, typed);
+    let mut text = header(&outcome, fence, surface, typed);
     if holds_page(&outcome) {
         return Ok(ToolOutput::text(text.trim_end()));
     }

@@ -152,9 +152,9 @@ mod tests {
         );
         assert_eq!(
             diff(&old, &new).unwrap(),
-            "  - form [ref=e1]\n\
-             ~   - checkbox \"Remember\" [ref=e2] [checked]\n\
-             + - status \"Saved\" [ref=e9]\n\
+            "  - e1 form\n\
+             ~   - e2 checkbox \"Remember\" [checked]\n\
+             + - e9 status \"Saved\"\n\
              - - paragraph: Unsaved\n"
         );
     }
@@ -162,28 +162,28 @@ mod tests {
     #[test]
     fn a_ref_less_line_that_changed_in_place_is_one_change() {
         let old = render(
-            r#"{"r":"RootWebArea","k":[{"r":"main","k":[
+            r#"{"r":"RootWebArea","k":[{"r":"navigation","k":[
                 {"r":"button","n":"Sign in","i":1},
-                {"r":"status"}]}]}"#,
+                {"r":"status","k":[{"r":"text","t":"Signing in"}]}]}]}"#,
         );
         let new = render(
-            r#"{"r":"RootWebArea","k":[{"r":"main","k":[
+            r#"{"r":"RootWebArea","k":[{"r":"navigation","k":[
                 {"r":"button","n":"Sign in","i":1},
                 {"r":"status","k":[{"r":"text","t":"Signed in"}]}]}]}"#,
         );
         assert_eq!(
             diff(&old, &new).unwrap(),
-            "  - main\n~   - status: Signed in\n"
+            "  - navigation\n~   - status: Signed in\n"
         );
         // A line of another role in that place is new, and the old one gone.
         let other = render(
-            r#"{"r":"RootWebArea","k":[{"r":"main","k":[
+            r#"{"r":"RootWebArea","k":[{"r":"navigation","k":[
                 {"r":"button","n":"Sign in","i":1},
                 {"r":"alert","k":[{"r":"text","t":"Signed in"}]}]}]}"#,
         );
         assert_eq!(
             diff(&old, &other).unwrap(),
-            "  - main\n+   - alert: Signed in\n-   - status\n"
+            "  - navigation\n+   - alert: Signed in\n-   - status: Signing in\n"
         );
     }
 

@@ -1,5 +1,5 @@
 //! Turns the accessibility nodes that the in-page walker computes into the compact text
-//! agents read: one node a line, indented by depth, `role "name" [ref=eN]` plus the
+//! agents read: one node a line, indented by depth, `eN role "name"` (the ref first) plus the
 //! states that matter. Also pages, filters (`interactive_only`, `find`) and diffs it.
 //!
 //! Pure: no IO, no browser. The browser layer produces [`Node`] trees; everything about

@@ -385,6 +385,11 @@ fn fold(mut node: Node) -> Vec<Node> {
         return children;
     }
 
+    if role == "main" && node.node.is_none() && node.name.is_empty() {
+        // What is outside every landmark is the page's main content already; the
+        // wrapper would cost a line and a level of indentation on every page.
+        return merge_text(children);
+    }
     if role == "rowgroup" && node.node.is_none() && node.name.is_empty() {
         // thead/tfoot carry no meaning an agent needs; their rows stand for them.
         return children;
@@ -410,6 +415,18 @@ fn fold(mut node: Node) -> Vec<Node> {
         }
     }
     node.children = children;
+    if node.node.is_none()
+        && node.clickable.is_none()
+        && !is(&node.role, INTERACTIVE)
+        && node.name.trim().is_empty()
+        && node.text.is_none()
+        && node.value.is_none()
+        && node.children.is_empty()
+    {
+        // An empty live region, list or paragraph says nothing an agent can use; it
+        // shows up (as a change) once it holds something.
+        return Vec::new();
+    }
     vec![node]
 }
 
@@ -521,7 +538,19 @@ fn line_text(node: &Node, context: &Emit<'_>) -> String {
             cut(&redact(node.text.as_deref().unwrap_or_default()))
         );
     }
-    let mut s = node.role.clone();
+    // The ref leads the line: `e5 button "Save"` costs three tokens fewer than
+    // `button "Save" [ref=e5]`, on every line of every snapshot.
+    let mut s = match node.node {
+        Some(n) => format!(
+            "{} {}",
+            NodeRef {
+                frame: node.frame,
+                node: n
+            },
+            node.role
+        ),
+        None => node.role.clone(),
+    };
     let name = redact(&collapse(&node.name));
     if !name.is_empty() {
         s.push(' ');
@@ -529,13 +558,6 @@ fn line_text(node: &Node, context: &Emit<'_>) -> String {
     }
     if let Some(level) = node.level {
         let _ = write!(s, " [level={level}]");
-    }
-    if let Some(n) = node.node {
-        let reference = NodeRef {
-            frame: node.frame,
-            node: n,
-        };
-        let _ = write!(s, " [ref={reference}]");
     }
     match node.clickable {
         Some(2) => s.push_str(" [onclick]"),
@@ -560,11 +582,11 @@ fn line_text(node: &Node, context: &Emit<'_>) -> String {
         s.push_str(" [disabled]");
     }
     if node.password {
-        s.push_str(" [password]");
         // The walker sends a fixed mask, never the value; enforce it here too.
-        if node.value.is_some() {
-            s.push_str(" value=••••");
-        }
+        s.push_str(match node.value {
+            Some(_) => " [password=••••]",
+            None => " [password]",
+        });
     } else if let Some(value) = &node.value {
         let _ = write!(s, " value={}", quoted(&redact(value)));
     }
@@ -614,7 +636,7 @@ mod tests {
         let all = lines(
             &tree(
                 r#"{"r":"RootWebArea","k":[
-                  {"r":"main","k":[
+                  {"r":"navigation","k":[
                     {"r":"form","i":1,"k":[{"r":"textbox","n":"A","i":2},{"r":"button","n":"B","i":3}]},
                     {"r":"button","n":"C","i":4}]},
                   {"r":"button","n":"D","i":5}]}"#,
@@ -624,11 +646,11 @@ mod tests {
         let text = |lines: &[Line]| window(lines, 0, usize::MAX, usize::MAX).text;
         assert_eq!(
             text(&max_depth(&all, 1)),
-            "- main [+4]\n- button \"D\" [ref=e5]\n"
+            "- navigation [+4]\n- e5 button \"D\"\n"
         );
         assert_eq!(
             text(&max_depth(&all, 2)),
-            "- main\n  - form [ref=e1] [+2]\n  - button \"C\" [ref=e4]\n- button \"D\" [ref=e5]\n"
+            "- navigation\n  - e1 form [+2]\n  - e4 button \"C\"\n- e5 button \"D\"\n"
         );
         assert_eq!(text(&max_depth(&all, 9)), text(&all));
     }
@@ -646,8 +668,34 @@ mod tests {
         assert_eq!(
             out,
             "- heading \"Users\" [level=1]\n\
-             - textbox \"Password\" [ref=e12] [password] value=••••\n\
+             - e12 textbox \"Password\" [password=••••]\n\
              - paragraph: Para with stress here.\n"
+        );
+    }
+
+    #[test]
+    fn an_unnamed_main_and_empty_regions_cost_no_line() {
+        let out = render(
+            r#"{"r":"RootWebArea","k":[
+              {"r":"navigation","k":[{"r":"link","n":"Home","i":1}]},
+              {"r":"main","k":[
+                {"r":"heading","n":"Sign in","l":1},
+                {"r":"form","i":2,"k":[{"r":"textbox","n":"User","i":3}]},
+                {"r":"status"},
+                {"r":"list","k":[{"r":"listitem"}]}]},
+              {"r":"main","n":"Named","k":[{"r":"button","n":"Go","i":4}]},
+              {"r":"button","i":5}]}"#,
+        );
+        assert_eq!(
+            out,
+            "- navigation\n  \
+               - e1 link \"Home\"\n\
+             - heading \"Sign in\" [level=1]\n\
+             - e2 form\n  \
+               - e3 textbox \"User\"\n\
+             - main \"Named\"\n  \
+               - e4 button \"Go\"\n\
+             - e5 button\n"
         );
     }
 
@@ -665,10 +713,10 @@ mod tests {
         );
         assert_eq!(
             out,
-            "- textbox \"Username\" [ref=e2]\n\
+            "- e2 textbox \"Username\"\n\
              - text: Loose label\n\
-             - table \"Accounts\" [ref=e4]\n  \
-               - row [ref=e5]: Name\n"
+             - e4 table \"Accounts\"\n  \
+               - e5 row: Name\n"
         );
     }
 
@@ -684,10 +732,10 @@ mod tests {
         );
         assert_eq!(
             out,
-            "- table \"Accounts\" [ref=e4]\n  \
-               - row [ref=e5]: alice | admin\n    \
-                 - button \"Edit\" [ref=e8]\n    \
-                 - button \"Delete\" [ref=e9]\n"
+            "- e4 table \"Accounts\"\n  \
+               - e5 row: alice | admin\n    \
+                 - e8 button \"Edit\"\n    \
+                 - e9 button \"Delete\"\n"
         );
     }
 
@@ -707,7 +755,7 @@ mod tests {
             "offset=4 for the next page, or narrow it with find, scope_ref or interactive_only]\n"
         ));
         let last = window(&all, 8, 4, usize::MAX);
-        assert!(last.text.starts_with("- button \"B8\""));
+        assert!(last.text.starts_with("- e8 button \"B8\""), "{}", last.text);
         assert!(last.text.contains("[end of snapshot: lines 9-10 of 10]"));
         let small = window(&all, 0, usize::MAX, 60);
         assert!(small.end < 10 && small.end >= 1);
@@ -725,7 +773,7 @@ mod tests {
         let text = window(&kept, 0, usize::MAX, usize::MAX).text;
         assert_eq!(
             text,
-            "- heading \"Users\" [level=1]\n- table [ref=e2]\n  - row: a\n    - button \"Go\" [ref=e4]\n"
+            "- heading \"Users\" [level=1]\n- e2 table\n  - row: a\n    - e4 button \"Go\"\n"
         );
     }
 
@@ -740,7 +788,7 @@ mod tests {
         let text = window(&find(&all, "save"), 0, usize::MAX, usize::MAX).text;
         assert_eq!(
             text,
-            "- heading \"Settings\" [level=2]\n- form [ref=e1]\n  - button \"Save\" [ref=e3]\n"
+            "- heading \"Settings\" [level=2]\n- e1 form\n  - e3 button \"Save\"\n"
         );
         assert!(find(&all, "nothing like this").is_empty());
         // A match brings its subtree: the buttons of a row found by its text.
@@ -752,10 +800,7 @@ mod tests {
         ]}"#;
         let all = lines(&tree(json), &RenderOptions::default());
         let text = window(&find(&all, "bob"), 0, usize::MAX, usize::MAX).text;
-        assert_eq!(
-            text,
-            "- table [ref=e1]\n  - row: bob\n    - button \"Edit\" [ref=e3]\n"
-        );
+        assert_eq!(text, "- e1 table\n  - row: bob\n    - e3 button \"Edit\"\n");
     }
 
     #[test]
@@ -774,11 +819,8 @@ mod tests {
             },
         );
         assert!(all[0].text.ends_with("… [+50 chars]"), "{}", all[0].text);
-        assert_eq!(all[1].text, "link \"Docs\" [ref=e1] [url=/docs?a=1]");
-        assert_eq!(
-            all[2].text,
-            "link \"Ext\" [ref=e2] [url=https://example.com/]"
-        );
+        assert_eq!(all[1].text, "e1 link \"Docs\" [url=/docs?a=1]");
+        assert_eq!(all[2].text, "e2 link \"Ext\" [url=https://example.com/]");
     }
 
     // Stands in for the vault's redactor: hides one literal.
@@ -824,8 +866,8 @@ mod tests {
         }
         // The cut falls inside the marker, never inside the value.
         assert!(text[0].contains("xxx[REDA…"), "{}", text[0]);
-        assert_eq!(text[1], "button \"[REDACTED:w]\" [ref=e1]");
-        assert_eq!(text[2], "textbox \"Note\" [ref=e2] value=\"[REDACTED:w]\"");
-        assert_eq!(text[3], "link \"Go\" [ref=e3] [url=/?k=[REDACTED:w]]");
+        assert_eq!(text[1], "e1 button \"[REDACTED:w]\"");
+        assert_eq!(text[2], "e2 textbox \"Note\" value=\"[REDACTED:w]\"");
+        assert_eq!(text[3], "e3 link \"Go\" [url=/?k=[REDACTED:w]]");
     }
 }

@@ -27,19 +27,25 @@ async fn refs_inside_every_kind_of_frame_are_prefixed_and_clickable() {
             .unwrap();
         }
         assert_eq!(text.matches("button \"Inner button\"").count(), 3, "{text}");
-        assert!(text.contains("Iframe \"Cross site\" [ref="), "{text}");
+        assert!(
+            crate::ref_in(&text, "Iframe \"Cross site\"").is_some(),
+            "{text}"
+        );
         assert!(text.contains("paragraph: Outer frame text"), "{text}");
-        assert!(text.contains("Iframe \"Same origin\" [ref="), "{text}");
-        assert!(text.contains("Iframe \"Nested inner\" [ref=f"), "{text}");
-        let frame_refs: Vec<&str> = text
+        assert!(
+            crate::ref_in(&text, "Iframe \"Same origin\"").is_some(),
+            "{text}"
+        );
+        assert!(
+            crate::ref_in(&text, "Iframe \"Nested inner\"").is_some_and(|r| r.frame != 0),
+            "{text}"
+        );
+        let frame_refs: Vec<airlock_core::NodeRef> = text
             .lines()
             .filter(|l| l.contains("button \"Inner button\""))
-            .map(|l| l.split("[ref=").nth(1).unwrap().split(']').next().unwrap())
+            .map(|l| crate::ref_on(l).unwrap())
             .collect();
-        assert!(
-            frame_refs.iter().all(|r| r.starts_with('f')),
-            "{frame_refs:?}"
-        );
+        assert!(frame_refs.iter().all(|r| r.frame != 0), "{frame_refs:?}");
 
         // The nested frame sits inside the cross-site (out-of-process) frame.
         for (i, label) in ["same", "cross-origin", "nested"].iter().enumerate() {
@@ -88,7 +94,10 @@ async fn open_shadow_roots_are_walked_and_targetable() {
             .await
             .unwrap();
         let text = snap(&s).await.text;
-        assert!(text.contains("textbox \"Shadow query\" [ref="), "{text}");
+        assert!(
+            crate::ref_in(&text, "textbox \"Shadow query\"").is_some(),
+            "{text}"
+        );
         s.type_text(
             &ref_of(&text, "textbox \"Shadow query\""),
             "deep",

@@ -67,12 +67,20 @@ pub(crate) fn ref_of(snapshot: &str, needle: &str) -> Target {
         .lines()
         .find(|l| l.contains(needle))
         .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{snapshot}"));
-    let start = line
-        .find("[ref=")
-        .unwrap_or_else(|| panic!("no ref on {line:?}"))
-        + 5;
-    let end = start + line[start..].find(']').expect("closing bracket");
-    Target::Ref(line[start..end].parse().expect("valid ref"))
+    Target::Ref(ref_on(line).unwrap_or_else(|| panic!("no ref on {line:?}")))
+}
+
+/// The ref of the first line containing `needle`, if that line has one.
+pub(crate) fn ref_in(snapshot: &str, needle: &str) -> Option<airlock_core::NodeRef> {
+    ref_on(snapshot.lines().find(|l| l.contains(needle))?)
+}
+
+/// The ref a snapshot line starts with (`- e5 button "Go"`, or in a diff `+ - e5 …`).
+pub(crate) fn ref_on(line: &str) -> Option<airlock_core::NodeRef> {
+    line.split_whitespace()
+        .find(|w| !matches!(*w, "-" | "+" | "~"))?
+        .parse()
+        .ok()
 }
 
 pub(crate) fn role(role: &str, name: &str) -> Target {

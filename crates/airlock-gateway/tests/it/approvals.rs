@@ -341,9 +341,7 @@ async fn each_default_rule_fires_however_the_agent_names_the_target() {
                 .lines()
                 .find(|l| l.contains(needle))
                 .unwrap_or_else(|| panic!("no {needle} in {snapshot}"));
-            let start = line.find("[ref=").unwrap() + 5;
-            let end = start + line[start..].find(']').unwrap();
-            Target::Ref(line[start..end].parse().unwrap())
+            Target::Ref(line.split_whitespace().nth(1).unwrap().parse().unwrap())
         };
         // Three ways to name each element: its ref, its role and name, a point on it.
         let forms = |role: &str, name: &str, y: f64| {

@@ -191,10 +191,14 @@ fn read_at(offset: usize) -> ToolCall {
     }
 }
 
-/// The body of a read result: what is inside the page-content fence.
+/// The body of a read result: what is inside the page fence.
 fn fenced(out: &ToolOutput) -> &str {
-    let start = out.text.find("\">\n").map_or(0, |i| i + 3);
-    let end = out.text.rfind("\n</page-content").unwrap_or(out.text.len());
+    let start = out
+        .text
+        .find("<page ")
+        .and_then(|i| out.text[i..].find(">\n").map(|j| i + j + 2))
+        .unwrap_or(0);
+    let end = out.text.rfind("\n</page ").unwrap_or(out.text.len());
     &out.text[start..end.max(start)]
 }
 

@@ -119,19 +119,34 @@ async fn browser_sessions_open_lazily_and_close_with_their_agent() {
         assert_eq!(gateway.open_browser_sessions().await, 1);
         let nonce = agent.fence().nonce().to_owned();
         assert!(
-            out.text
-                .contains(&format!("<page-content nonce=\"{nonce}\">")),
+            out.text.contains(&format!("<page {nonce}>")),
             "{}",
             out.text
         );
-        assert!(
-            out.text
-                .contains(&format!("</page-content nonce=\"{nonce}\">"))
-        );
+        assert!(out.text.contains(&format!("</page {nonce}>")));
         // The page's words sit inside the fence, Airlock's outside it.
-        let inside = out.text.split("<page-content").nth(1).unwrap();
+        let inside = out.text.split("<page ").nth(1).unwrap();
         assert!(inside.contains("heading \"Sign in\""));
         assert!(out.text.starts_with("page: \"Sign in\""), "{}", out.text);
+        // A snapshot of the page the agent was just told about skips the page line;
+        // once the page is another, it says it again.
+        let snap = ToolCall::Snapshot(airlock_browser::SnapshotOptions::default());
+        let out = agent.call(snap.clone()).await;
+        assert!(
+            out.text.starts_with(&format!("<page {nonce}>\n")),
+            "{}",
+            out.text
+        );
+        let out = agent.call(navigate(h.site.url("article.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent.call(ToolCall::Back).await;
+        assert!(out.text.contains("page: \"Sign in\""), "{}", out.text);
+        let out = agent.call(snap).await;
+        assert!(
+            out.text.starts_with(&format!("<page {nonce}>\n")),
+            "{}",
+            out.text
+        );
         let out = agent.call(ToolCall::SessionClose).await;
         assert!(out.text.contains("closed"), "{}", out.text);
         assert_eq!(gateway.open_browser_sessions().await, 0);
@@ -1108,7 +1123,7 @@ async fn a_name_that_does_not_resolve_or_a_closed_port_is_navigation_failed() {
             );
             assert!(out.text.contains(why), "{url}: {}", out.text);
             // Airlock's words, not a page: nothing inside the untrusted fence.
-            assert!(!out.text.contains("<page-content"), "{url}: {}", out.text);
+            assert!(!out.text.contains("<page "), "{url}: {}", out.text);
         }
         gateway.shutdown().await;
     })
@@ -1176,7 +1191,7 @@ async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
             interactive.text
         );
         assert!(interactive.text.len() < full.text.len());
-        assert!(!none.text.contains("<page-content"), "{}", none.text);
+        assert!(!none.text.contains("<page "), "{}", none.text);
         // The next action's changes start from the new page.
         let snap = agent
             .call(ToolCall::Snapshot(SnapshotOptions::default()))
@@ -1188,7 +1203,7 @@ async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
         let nav = agent.call(navigate(h.site.url("admin?rows=2000"))).await;
         assert_eq!(nav.error, None, "{}", nav.text);
         let fenced = |text: &str| {
-            let start = text.find("<page-content").expect("fenced page");
+            let start = text.find("<page ").expect("fenced page");
             text[start..].len()
         };
         assert!(fenced(&nav.text) <= 16_000 + 400, "{}", fenced(&nav.text));
@@ -1651,7 +1666,7 @@ async fn network_requests_say_what_the_page_asked_for_and_why_the_proxy_refused(
                 && refused.contains("loopback"),
             "{refused}"
         );
-        assert!(out.text.contains("<page-content"), "fenced: {}", out.text);
+        assert!(out.text.contains("<page "), "fenced: {}", out.text);
         assert_eq!(h.site.b.connections(), 0, "the refused request got through");
         // A filter keeps only matching URLs; a status that is no refusal is shown.
         agent
@@ -1774,7 +1789,7 @@ async fn evaluate_is_off_unless_turned_on_then_bounded_audited_and_fenced() {
             "{}",
             out.text
         );
-        assert!(out.text.contains("<page-content"), "fenced: {}", out.text);
+        assert!(out.text.contains("<page "), "fenced: {}", out.text);
         // With a target, the function gets its element.
         let out = agent
             .call(eval(

@@ -83,7 +83,7 @@ async fn console_messages_are_filtered_by_level_limited_and_fenced() {
             "{}",
             out.text
         );
-        let fenced = out.text.split("<page-content").nth(1).expect("fenced");
+        let fenced = out.text.split("<page ").nth(1).expect("fenced");
         for line in [
             "[info] console page ready",
             "[debug] a debug line",
