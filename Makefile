@@ -4,7 +4,7 @@ CARGO ?= cargo
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./airlock-data
 
-.PHONY: run test lint bench bench-smoke bench-core bench-peers doctor chromium pyclient conformance
+.PHONY: run test lint bench bench-smoke bench-core bench-peers doctor chromium pyclient conformance console-deps
 
 # The official MCP Python SDK, an independent client the tests drive Airlock with.
 MCP_PY_VERSION := 2.3.0
@@ -16,7 +16,7 @@ run: chromium
 	$(CARGO) run --locked -p airlock -- serve --listen $(LISTEN) --data-dir $(DATA_DIR)
 
 ## Every test, against a real headless Chromium; then prove no browser was left running.
-test: chromium pyclient
+test: chromium pyclient console-deps
 	./conformance/run
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --workspace --locked; \
@@ -82,6 +82,13 @@ bench-smoke: chromium pyclient .venv/.bpe-openai
 ## Timings of the browser core alone, without MCP (release build; medians of 7 runs).
 bench-core: chromium
 	$(CARGO) run --locked --release -p airlock-browser --example measure
+
+## The console test's playwright-core and axe-core, pinned; never a browser download.
+console-deps: crates/airlock/tests/console/node_modules/.installed
+
+crates/airlock/tests/console/node_modules/.installed: crates/airlock/tests/console/package.json crates/airlock/tests/console/package-lock.json
+	cd crates/airlock/tests/console && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
 
 ## The peers, pinned in bench/package-lock.json; never a browser download.
 bench-peers: bench/node_modules/.installed

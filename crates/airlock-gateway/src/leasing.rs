@@ -146,6 +146,13 @@ impl Gateway {
         Ok(())
     }
 
+    /// The screenshots a recording keeps of one of `tenant`'s open sessions, oldest
+    /// first.
+    pub fn session_steps(&self, tenant: &str, id: &str) -> Result<Vec<crate::recording::Step>> {
+        let lease = self.tenant_lease(tenant, id)?;
+        Ok(lease.held.recorder.steps())
+    }
+
     /// `tenant`'s open sessions (of one user, if given), oldest first.
     pub fn tenant_sessions(&self, tenant: &str, user: Option<&str>) -> Vec<LeaseInfo> {
         self.sessions

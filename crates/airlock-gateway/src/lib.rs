@@ -23,6 +23,7 @@ mod content;
 mod credentials;
 mod error;
 mod leasing;
+mod operator;
 mod recording;
 mod session;
 mod sessions;
@@ -40,6 +41,7 @@ pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};
 pub use leasing::{LeaseRequest, Leased, MAX_LEASE_TTL};
+pub use operator::{AuditFilter, ChainStatus, SecretInfo};
 pub use recording::{Step as RecordedStep, TRANSIENT_STEPS};
 pub use session::{
     AgentSession, CallContext, CallObserver, CallRecord, Gate, Gateway, GatewayConfig,

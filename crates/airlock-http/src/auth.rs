@@ -116,6 +116,41 @@ impl Authenticator {
         }
     }
 
+    /// Whether any key could sign in to the console: an approver key is configured
+    /// or the store holds keys (one may be an admin's).
+    pub(crate) async fn admin_possible(&self) -> bool {
+        self.admin_key.is_some() || self.gateway.has_api_keys().await
+    }
+
+    /// Who the key typed into the console's sign-in form is. Failures count against
+    /// the client's address and are on the audit record, as a bad bearer token is.
+    pub(crate) async fn console_principal(
+        &self,
+        key: &str,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<Principal, Response> {
+        let now = tokio::time::Instant::now();
+        if let Some(refused) = crate::refuse_if_limited(&self.limiter, client, now) {
+            return Err(refused);
+        }
+        match self.principal_of(key).await {
+            Ok(principal) => {
+                if let Some(addr) = client {
+                    self.limiter.succeeded(addr);
+                }
+                Ok(principal)
+            }
+            Err(reason) => {
+                if let Some(addr) = client {
+                    self.limiter.failed(addr, now);
+                }
+                tracing::warn!(reason, surface = "console", "a console sign-in failed");
+                crate::record_auth_failure(&self.gateway, "console", reason, client);
+                Err(StatusCode::UNAUTHORIZED.into_response())
+            }
+        }
+    }
+
     // Who `token` is, or why it is nobody (for the log and the audit record).
     async fn principal_of(&self, token: &str) -> Result<Principal, &'static str> {
         let matches =

@@ -1,8 +1,8 @@
 //! Airlock's HTTP surface, on axum: MCP Streamable HTTP at `/mcp` (POST, GET for the
 //! SSE stream, DELETE to end the session) and at `/mcp/s/<handle>` (a stateless
 //! client's named browser session), `/api/v1` (the operator's API: approvals and the
-//! live event stream, see [`api`]), `/healthz` and `/readyz`. Later issues add the
-//! console and `/metrics` here. Only this crate knows axum.
+//! live event stream, see [`api`]), the operator's console at `/` (see [`console`]),
+//! `/metrics`, `/healthz` and `/readyz`. Only this crate knows axum.
 //!
 //! `/mcp` checks, in order: no credentials in the query string (400), the bearer token
 //! when one is configured (401 with `WWW-Authenticate`), then rmcp checks `Host`
@@ -11,6 +11,7 @@
 
 mod api;
 mod auth;
+mod console;
 pub mod jwt;
 mod leases;
 mod limit;
@@ -77,6 +78,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         auth.clone(),
         metrics::Metrics::install(&gateway),
     );
+    let console = console::routes(gateway.clone(), auth.clone());
     let metadata = Router::new()
         .route(auth::RESOURCE_METADATA, get(protected_resource))
         .route(
@@ -95,7 +97,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .merge(api)
         .merge(metadata)
         .route("/api/v1/openapi.json", get(openapi_json))
-        .route("/", get(index))
+        .merge(console)
         .route("/healthz", get(healthz))
         .route("/readyz", get(healthz))
 }
@@ -131,10 +133,6 @@ async fn openapi_json() -> Response {
         openapi::document(),
     )
         .into_response()
-}
-
-async fn index() -> &'static str {
-    "Airlock is up. Connect an MCP client to /mcp (Streamable HTTP).\n"
 }
 
 async fn healthz() -> &'static str {

@@ -9,6 +9,7 @@ mod api_fuzz;
 mod approvals_cli;
 mod approvals_rest;
 mod audit_cli;
+mod console;
 mod http_safety;
 mod leasing;
 mod mcp_clients;

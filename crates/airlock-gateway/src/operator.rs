@@ -1,0 +1,165 @@
+//! What an operator reads besides approvals (the console's pages): a tenant's audit
+//! events with filters, the state of the whole chain, and the names of its secrets.
+//! Every read is scoped to the operator's tenant; nothing here returns a secret value.
+
+use airlock_store::AuditRecord;
+
+use crate::Gateway;
+use crate::error::{Error, Result};
+
+/// Most events one audit query scans (newest first).
+const SCANNED: u32 = 20_000;
+
+/// Which audit events to show.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    /// Only this browser session's.
+    pub session: Option<String>,
+    /// Only calls of this tool.
+    pub tool: Option<String>,
+    /// Only events whose `decision` is this (`allow`, `deny`, `approve` …).
+    pub decision: Option<String>,
+    /// Only events at or after this time (Unix ms).
+    pub since_ms: Option<i64>,
+    /// At most this many (newest first).
+    pub limit: usize,
+}
+
+/// A secret as the console shows it: never a value.
+#[derive(Debug, Clone)]
+pub struct SecretInfo {
+    /// Its name.
+    pub name: String,
+    /// The origins it may be typed into.
+    pub origins: Vec<String>,
+    /// The names of its fields.
+    pub fields: Vec<String>,
+    /// When it was last written (Unix s).
+    pub updated_at: i64,
+    /// When a session last used it, as the audit log says (Unix ms).
+    pub last_used_ms: Option<i64>,
+}
+
+/// What verifying the audit chain found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChainStatus {
+    /// Every event is in place and chained to the one before.
+    Intact {
+        /// How many events.
+        events: u64,
+    },
+    /// The chain breaks: what `airlock audit verify` would say.
+    Broken(String),
+}
+
+impl Gateway {
+    /// `tenant`'s audit events that pass `filter`, newest first.
+    pub async fn audit_events(
+        &self,
+        tenant: &str,
+        filter: &AuditFilter,
+    ) -> Result<Vec<AuditRecord>> {
+        let store = self.store().ok_or_else(no_store)?;
+        let rows = store.audit_tail(SCANNED).await.map_err(internal)?;
+        let mut out = Vec::new();
+        for row in rows.into_iter().rev() {
+            if out.len() >= filter.limit.max(1) {
+                break;
+            }
+            if row.tenant != tenant || filter.since_ms.is_some_and(|t| row.time_ms < t) {
+                continue;
+            }
+            if let Some(session) = &filter.session
+                && row.session.as_deref() != Some(session.as_str())
+            {
+                continue;
+            }
+            if filter.tool.is_some() || filter.decision.is_some() {
+                let body: serde_json::Value =
+                    serde_json::from_str(&row.body).unwrap_or(serde_json::Value::Null);
+                let field = |name: &str| body.get(name).and_then(|v| v.as_str()).map(str::to_owned);
+                if filter.tool.is_some() && field("tool") != filter.tool {
+                    continue;
+                }
+                if filter.decision.is_some() && field("decision") != filter.decision {
+                    continue;
+                }
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+
+    /// Whether the whole audit chain (every tenant's: it is one chain) is intact.
+    pub async fn audit_chain(&self) -> Result<ChainStatus> {
+        let store = self.store().ok_or_else(no_store)?;
+        let rows: Vec<airlock_audit::Row> = store
+            .audit_events(0, u32::MAX)
+            .await
+            .map_err(internal)?
+            .iter()
+            .map(AuditRecord::row)
+            .collect();
+        Ok(match airlock_audit::verify(&rows, &[]) {
+            Ok(verified) => ChainStatus::Intact {
+                events: verified.events,
+            },
+            Err(broken) => ChainStatus::Broken(broken.to_string()),
+        })
+    }
+
+    /// `tenant`'s secrets: names, origins, fields, and when the log last saw one used.
+    pub async fn secret_infos(&self, tenant: &str) -> Result<Vec<SecretInfo>> {
+        let store = self.store().ok_or_else(no_store)?;
+        let records = store.secrets(Some(tenant)).await.map_err(internal)?;
+        let mut used = std::collections::HashMap::new();
+        for row in store.audit_tail(SCANNED).await.map_err(internal)? {
+            if row.tenant != tenant {
+                continue;
+            }
+            let Ok(body) = serde_json::from_str::<serde_json::Value>(&row.body) else {
+                continue;
+            };
+            for name in secret_names(&body, &row.body) {
+                let at = used.entry(name).or_insert(row.time_ms);
+                *at = (*at).max(row.time_ms);
+            }
+        }
+        Ok(records
+            .into_iter()
+            .map(|r| SecretInfo {
+                last_used_ms: used.get(&r.name).copied(),
+                name: r.name,
+                origins: r.origins,
+                fields: r.fields,
+                updated_at: r.updated_at,
+            })
+            .collect())
+    }
+}
+
+// The secret names an audit event says were used: a session's loaded `credentials`,
+// and the placeholders (`{{secret:name.field}}`) a call's arguments held.
+fn secret_names(body: &serde_json::Value, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(list) = body.get("credentials").and_then(|v| v.as_array()) {
+        out.extend(list.iter().filter_map(|v| v.as_str()).map(str::to_owned));
+    }
+    for (at, _) in text.match_indices("{{secret:") {
+        let rest = &text[at + 9..];
+        let end = rest.find(['.', '}', '"']).unwrap_or(rest.len());
+        if end > 0 {
+            out.push(rest[..end].to_owned());
+        }
+    }
+    out
+}
+
+fn no_store() -> Error {
+    Error::Internal("this gateway keeps no store".to_owned())
+}
+
+fn internal(e: airlock_store::StoreError) -> Error {
+    tracing::error!(error = %e, "the store failed an operator's read");
+    Error::Internal("the store could not answer".to_owned())
+}

@@ -1,0 +1,613 @@
+//! The operator's web console at `/`: server-rendered pages (see [`pages`]) with a
+//! little JavaScript of its own, every asset embedded in the binary.
+//!
+//! Sign-in takes a key of the `admin` role (as `/api/v1` does) and gives an
+//! `HttpOnly`, `SameSite=Strict` cookie naming a login kept in memory (only its
+//! SHA-256 is kept), eight hours at most. Every mutation is a form POST that must
+//! carry the login's CSRF token and, when the browser sends one, this console's own
+//! `Origin`; anything else is refused before it is read. Every page is scoped to the
+//! operator's tenant and served with a strict Content-Security-Policy: no inline
+//! script or style, no frames, nothing from another origin. Page-controlled text (a
+//! title, a URL, an argument) only ever reaches HTML through maud's escaping.
+
+mod pages;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use airlock_core::Role;
+use airlock_gateway::{AuditFilter, Decision, Gateway, Principal};
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Form, Router};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::auth::Authenticator;
+
+/// The cookie naming a console login.
+const COOKIE: &str = "airlock_console";
+
+/// How long a console login lasts.
+const LOGIN_TTL: Duration = Duration::from_secs(8 * 3600);
+
+/// Most console logins kept at once (the oldest goes first).
+const MAX_LOGINS: usize = 256;
+
+/// Most audit events one page shows.
+const AUDIT_PAGE: usize = 200;
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// What the console's handlers share.
+#[derive(Clone)]
+pub(crate) struct Console {
+    gateway: Arc<Gateway>,
+    auth: Arc<Authenticator>,
+    logins: Arc<Mutex<HashMap<[u8; 32], Login>>>,
+}
+
+/// One signed-in operator.
+#[derive(Clone)]
+pub(crate) struct Login {
+    pub(crate) operator: Principal,
+    // Sent back in every form; compared in constant time.
+    pub(crate) csrf: String,
+    expires: Instant,
+}
+
+/// The console's routes (`/` and `/console/…`).
+pub(crate) fn routes(gateway: Arc<Gateway>, auth: Arc<Authenticator>) -> Router {
+    let console = Console {
+        gateway,
+        auth,
+        logins: Arc::default(),
+    };
+    let signed_in = Router::new()
+        .route("/console/sessions", get(sessions))
+        .route("/console/sessions/{id}/end", post(end_session))
+        .route("/console/sessions/{id}/replay", get(replay))
+        .route("/console/sessions/{id}/steps/{step}", get(step_image))
+        .route("/console/approvals", get(approvals))
+        .route(
+            "/console/approvals/{id}/screenshot",
+            get(approval_screenshot),
+        )
+        .route("/console/approvals/{id}/{verdict}", post(decide))
+        .route("/console/audit", get(audit))
+        .route("/console/audit/export", get(audit_export))
+        .route("/console/vault", get(vault))
+        .route("/console/sign-out", post(sign_out))
+        .route_layer(middleware::from_fn_with_state(
+            console.clone(),
+            require_login,
+        ));
+    Router::new()
+        .route("/", get(index))
+        .route("/console/sign-in", get(sign_in_page).post(sign_in))
+        .route("/console/assets/console.css", get(css))
+        .route("/console/assets/console.js", get(js))
+        // Browsers ask for one on every page; nothing to show is not an error.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
+        .merge(signed_in)
+        .layer(middleware::from_fn(security_headers))
+        .with_state(console)
+}
+
+// Headers on every console response: what a page may load, and that it is never
+// framed, cached or sniffed.
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // Not `no-referrer`: under it Chromium sends `Origin: null` even on the console's
+    // own forms, and the origin check below would refuse them.
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+impl Console {
+    fn login_of(&self, headers: &HeaderMap) -> Option<Login> {
+        let token = cookie(headers, COOKIE)?;
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let mut logins = lock(&self.logins);
+        match logins.get(&key) {
+            Some(login) if login.expires > Instant::now() => Some(login.clone()),
+            Some(_) => {
+                logins.remove(&key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    // A new login for `operator`: the cookie value to set.
+    fn sign_in(&self, operator: Principal) -> String {
+        let token = random_hex();
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let mut logins = lock(&self.logins);
+        let now = Instant::now();
+        logins.retain(|_, l| l.expires > now);
+        if logins.len() >= MAX_LOGINS
+            && let Some(oldest) = logins
+                .iter()
+                .min_by_key(|(_, l)| l.expires)
+                .map(|(k, _)| *k)
+        {
+            logins.remove(&oldest);
+        }
+        logins.insert(
+            key,
+            Login {
+                operator,
+                csrf: random_hex(),
+                expires: now + LOGIN_TTL,
+            },
+        );
+        token
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn random_hex() -> String {
+    let mut bytes = [0u8; 32];
+    // Without OS randomness no login can be safe: refuse to make one guessable.
+    getrandom::fill(&mut bytes).expect("the OS gives random bytes");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+// This console's own origin, as the browser names it (`http://host:port`).
+fn own_origin(headers: &HeaderMap) -> Option<String> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    Some(format!("http://{host}"))
+}
+
+// A cross-site POST is refused: when the browser says where the form came from, it
+// must be here (`Origin`, `Sec-Fetch-Site`).
+fn cross_site(headers: &HeaderMap) -> bool {
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let own = own_origin(headers);
+        let https = own.as_ref().map(|o| o.replacen("http://", "https://", 1));
+        let origin = origin.to_str().unwrap_or_default();
+        if Some(origin) != own.as_deref() && Some(origin) != https.as_deref() {
+            return true;
+        }
+    }
+    headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|site| site != "same-origin" && site != "none")
+}
+
+// Pages need a login; POSTs also the login's CSRF token (a form field, checked
+// here so no handler can forget it) and no cross-site origin.
+async fn require_login(State(console): State<Console>, request: Request, next: Next) -> Response {
+    let Some(login) = console.login_of(request.headers()) else {
+        return if request.method() == axum::http::Method::GET {
+            Redirect::to("/console/sign-in").into_response()
+        } else {
+            refused(
+                StatusCode::UNAUTHORIZED,
+                "sign in again: this console login ended",
+            )
+        };
+    };
+    if request.method() != axum::http::Method::POST {
+        let mut request = request;
+        request.extensions_mut().insert(login);
+        return next.run(request).await;
+    }
+    if cross_site(request.headers()) {
+        tracing::warn!("the console refused a cross-site form");
+        return refused(
+            StatusCode::FORBIDDEN,
+            "this form did not come from this console",
+        );
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, "this form is too large");
+    };
+    let token = form_field(&bytes, "csrf").unwrap_or_default();
+    if !crate::constant_time_eq(token.as_bytes(), login.csrf.as_bytes()) {
+        tracing::warn!("the console refused a form without its CSRF token");
+        return refused(
+            StatusCode::FORBIDDEN,
+            "this form is stale or forged: reload the page",
+        );
+    }
+    let mut request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    request.extensions_mut().insert(login);
+    next.run(request).await
+}
+
+fn form_field(body: &[u8], name: &str) -> Option<String> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(body).ok()?;
+    pairs.into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+}
+
+fn refused(status: StatusCode, message: &str) -> Response {
+    (status, pages::message_page(status.as_u16(), message)).into_response()
+}
+
+async fn index(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if console.login_of(&headers).is_some() {
+        return Redirect::to("/console/sessions").into_response();
+    }
+    Redirect::to("/console/sign-in").into_response()
+}
+
+async fn sign_in_page(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if console.login_of(&headers).is_some() {
+        return Redirect::to("/console/sessions").into_response();
+    }
+    pages::sign_in(None, console.auth.admin_possible().await).into_response()
+}
+
+#[derive(Deserialize)]
+struct SignIn {
+    key: String,
+}
+
+async fn sign_in(State(console): State<Console>, headers: HeaderMap, request: Request) -> Response {
+    if cross_site(&headers) {
+        return refused(
+            StatusCode::FORBIDDEN,
+            "this form did not come from this console",
+        );
+    }
+    let client = crate::client_addr(&request);
+    let Ok(bytes) = axum::body::to_bytes(request.into_body(), 16 * 1024).await else {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, "this form is too large");
+    };
+    let Ok(form) = serde_urlencoded::from_bytes::<SignIn>(&bytes) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            pages::sign_in(Some("Enter a key."), true),
+        )
+            .into_response();
+    };
+    let operator = match console
+        .auth
+        .console_principal(form.key.trim(), client)
+        .await
+    {
+        Ok(operator) if operator.role >= Role::Admin => operator,
+        Ok(_) => {
+            return (
+                StatusCode::FORBIDDEN,
+                pages::sign_in(
+                    Some("This key cannot sign in here: the console needs an admin key."),
+                    true,
+                ),
+            )
+                .into_response();
+        }
+        Err(response) => {
+            if response.status() == StatusCode::TOO_MANY_REQUESTS {
+                return response;
+            }
+            return (
+                StatusCode::UNAUTHORIZED,
+                pages::sign_in(Some("That key is not valid."), true),
+            )
+                .into_response();
+        }
+    };
+    tracing::info!(operator = %operator.caller(), "an operator signed in to the console");
+    let token = console.sign_in(operator);
+    let mut response = Redirect::to("/console/sessions").into_response();
+    let cookie = format!(
+        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        LOGIN_TTL.as_secs()
+    );
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+async fn sign_out(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if let Some(token) = cookie(&headers, COOKIE) {
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        lock(&console.logins).remove(&key);
+    }
+    let mut response = Redirect::to("/console/sign-in").into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("airlock_console=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+    );
+    response
+}
+
+async fn css() -> Response {
+    asset("text/css; charset=utf-8", include_str!("console.css"))
+}
+
+async fn js() -> Response {
+    asset("text/javascript; charset=utf-8", include_str!("console.js"))
+}
+
+fn asset(mime: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, mime),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn sessions(State(console): State<Console>, Extension(login): Extension<Login>) -> Response {
+    let tenant = &login.operator.tenant;
+    let leases = console.gateway.tenant_sessions(tenant, None);
+    let pending = console
+        .gateway
+        .approvals(tenant, Some("pending"))
+        .await
+        .unwrap_or_default();
+    pages::sessions(&login, &leases, &pending).into_response()
+}
+
+async fn end_session(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+) -> Response {
+    match console
+        .gateway
+        .end_session(&login.operator.tenant, &id)
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(session.id = %id, operator = %login.operator.caller(), "an operator ended a session");
+            Redirect::to("/console/sessions").into_response()
+        }
+        Err(_) => refused(
+            StatusCode::NOT_FOUND,
+            "no such session: it may have ended already",
+        ),
+    }
+}
+
+async fn replay(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+) -> Response {
+    let tenant = &login.operator.tenant;
+    let filter = AuditFilter {
+        session: Some(id.clone()),
+        limit: 2_000,
+        ..AuditFilter::default()
+    };
+    let mut events = match console.gateway.audit_events(tenant, &filter).await {
+        Ok(events) => events,
+        Err(e) => return refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    if events.is_empty() {
+        return refused(StatusCode::NOT_FOUND, "no such session on the record");
+    }
+    events.reverse();
+    let steps = console
+        .gateway
+        .session_steps(tenant, &id)
+        .unwrap_or_default();
+    pages::replay(&login, &id, &events, &steps).into_response()
+}
+
+async fn step_image(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path((id, step)): Path<(String, u64)>,
+) -> Response {
+    let steps = console
+        .gateway
+        .session_steps(&login.operator.tenant, &id)
+        .unwrap_or_default();
+    match steps.into_iter().find(|s| s.step == step) {
+        Some(s) => image(s.mime, s.data.to_vec()),
+        None => refused(StatusCode::NOT_FOUND, "no such step"),
+    }
+}
+
+fn image(mime: &str, data: Vec<u8>) -> Response {
+    let mime = HeaderValue::from_str(mime).unwrap_or(HeaderValue::from_static("image/jpeg"));
+    ([(header::CONTENT_TYPE, mime)], data).into_response()
+}
+
+async fn approvals(State(console): State<Console>, Extension(login): Extension<Login>) -> Response {
+    let all = console
+        .gateway
+        .approvals(&login.operator.tenant, None)
+        .await
+        .unwrap_or_default();
+    pages::approvals(&login, &all, now_ms()).into_response()
+}
+
+async fn approval_screenshot(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+) -> Response {
+    match console
+        .gateway
+        .approval_screenshot(&login.operator.tenant, &id)
+        .await
+    {
+        Ok(Some((mime, data))) => image(&mime, data),
+        _ => refused(StatusCode::NOT_FOUND, "no screenshot for this approval"),
+    }
+}
+
+#[derive(Deserialize)]
+struct DecideForm {
+    #[serde(default)]
+    note: String,
+}
+
+async fn decide(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path((id, verdict)): Path<(String, String)>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    let approve = match verdict.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => return refused(StatusCode::NOT_FOUND, "no such decision"),
+    };
+    let note = form.note.trim();
+    if note.chars().count() > 1_000 {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            "a note is at most 1,000 characters",
+        );
+    }
+    let note = (!note.is_empty()).then_some(note);
+    let by = format!(
+        "console:{}",
+        login.operator.key.as_deref().unwrap_or("operator")
+    );
+    match console
+        .gateway
+        .decide(&login.operator.tenant, &id, approve, &by, note)
+        .await
+    {
+        Ok(Decision::Recorded) => Redirect::to("/console/approvals").into_response(),
+        Ok(Decision::Closed(status)) => refused(
+            StatusCode::CONFLICT,
+            &format!("this approval is {status} already; nothing was changed"),
+        ),
+        Err(_) => refused(StatusCode::NOT_FOUND, "no such approval"),
+    }
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct AuditQuery {
+    #[serde(default)]
+    pub(crate) session: String,
+    #[serde(default)]
+    pub(crate) tool: String,
+    #[serde(default)]
+    pub(crate) decision: String,
+    /// Only the last this many minutes.
+    #[serde(default)]
+    pub(crate) minutes: String,
+}
+
+impl AuditQuery {
+    fn filter(&self, limit: usize) -> AuditFilter {
+        let given = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_owned());
+        AuditFilter {
+            session: given(&self.session),
+            tool: given(&self.tool),
+            decision: given(&self.decision),
+            since_ms: self
+                .minutes
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|m| *m > 0)
+                .map(|m| now_ms() - m.saturating_mul(60_000)),
+            limit,
+        }
+    }
+}
+
+async fn audit(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Query(query): Query<AuditQuery>,
+) -> Response {
+    let events = console
+        .gateway
+        .audit_events(&login.operator.tenant, &query.filter(AUDIT_PAGE))
+        .await;
+    let chain = console.gateway.audit_chain().await;
+    match (events, chain) {
+        (Ok(events), Ok(chain)) => pages::audit(&login, &query, &events, &chain).into_response(),
+        (Err(e), _) | (_, Err(e)) => refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    }
+}
+
+async fn audit_export(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Query(query): Query<AuditQuery>,
+) -> Response {
+    let events = match console
+        .gateway
+        .audit_events(&login.operator.tenant, &query.filter(100_000))
+        .await
+    {
+        Ok(events) => events,
+        Err(e) => return refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    // Oldest first, one canonical event a line, as `airlock audit export` writes.
+    let mut body = String::new();
+    for event in events.iter().rev() {
+        body.push_str(&event.body);
+        body.push('\n');
+    }
+    (
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"airlock-audit.jsonl\"",
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn vault(State(console): State<Console>, Extension(login): Extension<Login>) -> Response {
+    match console.gateway.secret_infos(&login.operator.tenant).await {
+        Ok(secrets) => pages::vault(&login, &secrets).into_response(),
+        Err(e) => refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

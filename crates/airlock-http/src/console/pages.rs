@@ -1,0 +1,451 @@
+//! The console's pages, as maud templates: every value is escaped where it is
+//! inserted, so a page title or an argument a website controls stays text.
+
+use airlock_gateway::{
+    ApprovalRecord, AuditRecord, ChainStatus, LeaseInfo, RecordedStep, SecretInfo,
+};
+use axum::response::Html;
+use maud::{DOCTYPE, Markup, html};
+
+use super::{AuditQuery, Login};
+
+/// Which section a page belongs to (the navigation marks it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Sessions,
+    Approvals,
+    Audit,
+    Vault,
+}
+
+const SECTIONS: [(Section, &str, &str); 4] = [
+    (Section::Sessions, "/console/sessions", "Sessions"),
+    (Section::Approvals, "/console/approvals", "Approvals"),
+    (Section::Audit, "/console/audit", "Audit"),
+    (Section::Vault, "/console/vault", "Vault"),
+];
+
+fn document(title: &str, body: Markup) -> Html<String> {
+    Html(
+        html! {
+            (DOCTYPE)
+            html lang="en" {
+                head {
+                    meta charset="utf-8";
+                    meta name="viewport" content="width=device-width, initial-scale=1";
+                    title { (title) " · Airlock" }
+                    link rel="stylesheet" href="/console/assets/console.css";
+                    script src="/console/assets/console.js" defer {}
+                }
+                body { (body) }
+            }
+        }
+        .into_string(),
+    )
+}
+
+fn layout(
+    login: &Login,
+    section: Section,
+    title: &str,
+    refresh: bool,
+    main: Markup,
+) -> Html<String> {
+    document(
+        title,
+        html! {
+            header class="top" {
+                a class="brand" href="/console/sessions" { "Airlock" }
+                nav aria-label="Console" {
+                    ul {
+                        @for (s, href, label) in SECTIONS {
+                            li {
+                                @if s == section {
+                                    a href=(href) aria-current="page" { (label) }
+                                } @else {
+                                    a href=(href) { (label) }
+                                }
+                            }
+                        }
+                    }
+                }
+                form class="signout" method="post" action="/console/sign-out" {
+                    input type="hidden" name="csrf" value=(login.csrf);
+                    span class="who" { (login.operator.tenant) " · " (login.operator.caller()) }
+                    button type="submit" { "Sign out" }
+                }
+            }
+            main id="main" data-refresh=[refresh.then_some("2000")] {
+                h1 { (title) }
+                (main)
+            }
+        },
+    )
+}
+
+/// A page saying one thing (a refusal, an error).
+pub(super) fn message_page(status: u16, message: &str) -> Html<String> {
+    document(
+        "Airlock",
+        html! {
+            main id="main" {
+                h1 { "Airlock" }
+                p role="alert" { (message) " (" (status) ")" }
+                p { a href="/console/sessions" { "Back to the console" } }
+            }
+        },
+    )
+}
+
+/// The sign-in form.
+pub(super) fn sign_in(error: Option<&str>, possible: bool) -> Html<String> {
+    document(
+        "Sign in",
+        html! {
+            main id="main" class="narrow" {
+                h1 { "Sign in to Airlock" }
+                @if !possible {
+                    p role="alert" {
+                        "The console is off: set [server] admin_key (or AIRLOCK_ADMIN_KEY), or create an admin key with "
+                        code { "airlock key create --role admin" } "."
+                    }
+                }
+                @if let Some(error) = error {
+                    p role="alert" class="error" { (error) }
+                }
+                form method="post" action="/console/sign-in" {
+                    label for="key" { "Admin key" }
+                    input id="key" name="key" type="password" autocomplete="current-password" required;
+                    button type="submit" { "Sign in" }
+                }
+            }
+        },
+    )
+}
+
+fn duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s / 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+fn time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_default()
+}
+
+/// Live sessions of the operator's tenant.
+pub(super) fn sessions(
+    login: &Login,
+    leases: &[LeaseInfo],
+    pending: &[ApprovalRecord],
+) -> Html<String> {
+    layout(
+        login,
+        Section::Sessions,
+        "Sessions",
+        true,
+        html! {
+            @if leases.is_empty() {
+                p { "No session is open." }
+            } @else {
+                div class="scroll" {
+                    table {
+                        caption { (leases.len()) " open" }
+                        thead { tr {
+                            th scope="col" { "Session" } th scope="col" { "User" } th scope="col" { "Caller" }
+                            th scope="col" { "Age" } th scope="col" { "Actions" } th scope="col" { "Blocked" }
+                            th scope="col" { "Recording" } th scope="col" { "Approval" } th scope="col" { "" }
+                        } }
+                        tbody {
+                            @for lease in leases {
+                                @let id = lease.id.to_string();
+                                @let waiting = pending.iter().filter(|a| a.session.as_deref() == Some(id.as_str())).count();
+                                tr {
+                                    td { code { (id) } }
+                                    td { @if let Some(c) = &lease.conversation { (c.user) " / " (c.conversation) } @else { "—" } }
+                                    td { (lease.owner.caller()) }
+                                    td { (duration(lease.age)) }
+                                    td { (lease.actions) @if let Some(b) = lease.terms.action_budget { " of " (b) } }
+                                    td { (lease.blocked) }
+                                    td { (lease.record.as_str()) }
+                                    td { @if waiting > 0 { a href="/console/approvals" { (waiting) " pending" } } @else { "—" } }
+                                    td class="actions" {
+                                        a href={ "/console/sessions/" (id) "/replay" } { "Replay" }
+                                        form method="post" action={ "/console/sessions/" (id) "/end" } {
+                                            input type="hidden" name="csrf" value=(login.csrf);
+                                            button type="submit" class="danger" aria-label={ "End session " (id) } { "End" }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The approvals queue: pending first, then the last decided.
+pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> Html<String> {
+    let pending: Vec<&ApprovalRecord> = all.iter().filter(|a| a.status == "pending").collect();
+    let decided: Vec<&ApprovalRecord> = all
+        .iter()
+        .filter(|a| a.status != "pending")
+        .take(20)
+        .collect();
+    layout(
+        login,
+        Section::Approvals,
+        "Approvals",
+        true,
+        html! {
+            @if pending.is_empty() {
+                p { "Nothing waits for a decision." }
+            }
+            @for a in &pending {
+                section class="approval" aria-labelledby={ "t-" (a.id) } data-id=(a.id) {
+                    h2 id={ "t-" (a.id) } { (a.tool) " — " (a.rule) }
+                    p class="meta" {
+                        span class={ "risk risk-" (a.risk) } { (a.risk) }
+                        " · " (a.caller)
+                        @if let Some(s) = &a.session { " · session " code { (s) } }
+                        " · "
+                        span class="countdown" data-expires=(a.expires_ms) {
+                            ((a.expires_ms - now_ms).max(0) / 1000) " s left"
+                        }
+                    }
+                    @if a.page_title.is_some() || a.page_url.is_some() {
+                        p class="page" {
+                            "On " q { (a.page_title.as_deref().unwrap_or("")) } " "
+                            code { (a.page_url.as_deref().unwrap_or("")) }
+                        }
+                    }
+                    img src={ "/console/approvals/" (a.id) "/screenshot" } alt={ "The page when " (a.tool) " was held, its target outlined" };
+                    details open {
+                        summary { "Arguments (redacted)" }
+                        pre { (pretty(&a.args)) }
+                        @if let Some(t) = &a.target { pre { (pretty(t)) } }
+                    }
+                    form method="post" class="decide" {
+                        input type="hidden" name="csrf" value=(login.csrf);
+                        label for={ "n-" (a.id) } { "Note (optional)" }
+                        input id={ "n-" (a.id) } name="note" type="text" maxlength="1000";
+                        button type="submit" formaction={ "/console/approvals/" (a.id) "/approve" } class="approve" { "Approve" }
+                        button type="submit" formaction={ "/console/approvals/" (a.id) "/deny" } class="danger" { "Deny" }
+                    }
+                }
+            }
+            @if !decided.is_empty() {
+                h2 { "Decided lately" }
+                div class="scroll" {
+                    table {
+                        thead { tr { th scope="col" { "When" } th scope="col" { "Tool" } th scope="col" { "Rule" } th scope="col" { "Status" } th scope="col" { "By" } th scope="col" { "Note" } } }
+                        tbody {
+                            @for a in &decided {
+                                tr {
+                                    td { (time(a.decided_ms.unwrap_or(a.created_ms))) }
+                                    td { (a.tool) }
+                                    td { (a.rule) }
+                                    td { (a.status) }
+                                    td { (a.decided_by.as_deref().unwrap_or("—")) }
+                                    td { (a.note.as_deref().unwrap_or("")) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+fn pretty(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| json.to_owned())
+}
+
+// An event's fields as the tables show them.
+struct Shown {
+    tool: String,
+    decision: String,
+    outcome: String,
+}
+
+fn shown(event: &AuditRecord) -> Shown {
+    let body: serde_json::Value = serde_json::from_str(&event.body).unwrap_or_default();
+    let text = |name: &str| {
+        body.get(name)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let outcome = match (body.get("error"), body.get("reason"), body.get("status")) {
+        (Some(e), _, _) if !e.is_null() => e
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| e.to_string()),
+        (_, Some(r), _) if !r.is_null() => r.as_str().unwrap_or("").to_owned(),
+        (_, _, Some(s)) if !s.is_null() => s
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| s.to_string()),
+        _ => String::new(),
+    };
+    Shown {
+        tool: text("tool"),
+        decision: text("decision"),
+        outcome: outcome.chars().take(200).collect(),
+    }
+}
+
+/// The audit log with filters and the chain's state.
+pub(super) fn audit(
+    login: &Login,
+    query: &AuditQuery,
+    events: &[AuditRecord],
+    chain: &ChainStatus,
+) -> Html<String> {
+    let export = format!(
+        "/console/audit/export?{}",
+        serde_urlencoded::to_string([
+            ("session", query.session.as_str()),
+            ("tool", query.tool.as_str()),
+            ("decision", query.decision.as_str()),
+            ("minutes", query.minutes.as_str()),
+        ])
+        .unwrap_or_default()
+    );
+    layout(
+        login,
+        Section::Audit,
+        "Audit",
+        false,
+        html! {
+            @match chain {
+                ChainStatus::Intact { events } => p class="chain ok" { "Chain intact: " (events) " events, each chained to the one before." },
+                ChainStatus::Broken(why) => p class="chain broken" role="alert" { "Chain broken: " (why) },
+            }
+            form method="get" action="/console/audit" class="filters" {
+                label { "Session " input name="session" value=(query.session); }
+                label { "Tool " input name="tool" value=(query.tool); }
+                label { "Decision "
+                    select name="decision" {
+                        @for d in ["", "allow", "approve", "deny"] {
+                            option value=(d) selected[query.decision == d] { @if d.is_empty() { "any" } @else { (d) } }
+                        }
+                    }
+                }
+                label { "Last minutes " input name="minutes" inputmode="numeric" value=(query.minutes); }
+                button type="submit" { "Filter" }
+                a href=(export) download { "Export JSON lines" }
+            }
+            @if events.is_empty() {
+                p { "No event matches." }
+            } @else {
+                div class="scroll" {
+                    table {
+                        caption { "Newest first, at most 200" }
+                        thead { tr { th scope="col" { "#" } th scope="col" { "When" } th scope="col" { "Kind" } th scope="col" { "Session" } th scope="col" { "Tool" } th scope="col" { "Decision" } th scope="col" { "Outcome" } } }
+                        tbody {
+                            @for e in events {
+                                @let s = shown(e);
+                                tr {
+                                    td { (e.seq) }
+                                    td { (time(e.time_ms)) }
+                                    td { (e.kind) }
+                                    td { @if let Some(id) = &e.session { a href={ "/console/sessions/" (id) "/replay" } { code { (id) } } } }
+                                    td { (s.tool) }
+                                    td { (s.decision) }
+                                    td { (s.outcome) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// One session step by step: what the agent did, what was decided, what was blocked,
+/// and the screenshots its recording keeps.
+pub(super) fn replay(
+    login: &Login,
+    id: &str,
+    events: &[AuditRecord],
+    steps: &[RecordedStep],
+) -> Html<String> {
+    layout(
+        login,
+        Section::Sessions,
+        &format!("Replay of {id}"),
+        false,
+        html! {
+            ol class="steps" {
+                @for e in events {
+                    @let s = shown(e);
+                    li {
+                        span class="when" { (time(e.time_ms)) }
+                        " " strong { (e.kind) }
+                        @if !s.tool.is_empty() { " " code { (s.tool) } }
+                        @if !s.decision.is_empty() { " · " (s.decision) }
+                        @if !s.outcome.is_empty() { " · " (s.outcome) }
+                    }
+                }
+            }
+            @if !steps.is_empty() {
+                h2 { "Screenshots" }
+                ol class="shots" {
+                    @for step in steps {
+                        li {
+                            figure {
+                                img src={ "/console/sessions/" (id) "/steps/" (step.step) } alt={ "Step " (step.step) ": after " (step.tool) } loading="lazy";
+                                figcaption { "Step " (step.step) " · " (step.tool) " · " (time(step.time_ms)) }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// Secret names and where they may be typed; never a value.
+pub(super) fn vault(login: &Login, secrets: &[SecretInfo]) -> Html<String> {
+    layout(
+        login,
+        Section::Vault,
+        "Vault",
+        false,
+        html! {
+            @if secrets.is_empty() {
+                p { "The vault holds no secret for this tenant. Add one with " code { "airlock vault put" } "." }
+            } @else {
+                div class="scroll" {
+                    table {
+                        thead { tr { th scope="col" { "Name" } th scope="col" { "Origins" } th scope="col" { "Fields" } th scope="col" { "Updated" } th scope="col" { "Last used" } } }
+                        tbody {
+                            @for s in secrets {
+                                tr {
+                                    td { code { (s.name) } }
+                                    td { (s.origins.join(", ")) }
+                                    td { (s.fields.join(", ")) }
+                                    td { (time(s.updated_at * 1000)) }
+                                    td { @if let Some(t) = s.last_used_ms { (time(t)) } @else { "never" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}

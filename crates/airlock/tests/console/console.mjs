@@ -1,0 +1,172 @@
+// The console end to end in Debian's Chromium, driven by playwright-core (never a
+// downloaded browser). Run by crates/airlock/tests/it/console.rs while an agent on
+// the MCP Python SDK (clients/console_agent.py) clicks "Delete account" twice:
+//   node console.mjs BASE ADMIN_KEY AGENT_KEY SECRET_VALUE SCREENS_DIR
+// Prints one line per check and "N passed, M failed" last.
+import { chromium } from "playwright-core";
+import { readFileSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+
+const [base, adminKey, agentKey, secretValue, screens] = process.argv.slice(2);
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = "") {
+  if (ok) {
+    passed++;
+    console.log(`ok   ${name}`);
+  } else {
+    failed++;
+    console.log(`FAIL ${name}: ${String(detail).slice(0, 2000)}`);
+  }
+}
+
+mkdirSync(screens, { recursive: true });
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+// The page's CSP is checked as a header below; bypassing it here lets axe in, and
+// makes the XSS checks prove the escaping alone.
+const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, bypassCSP: true });
+const page = await context.newPage();
+const errors = [];
+page.on("pageerror", (e) => errors.push(String(e)));
+// Refusals this run provokes (401, 403) log "Failed to load resource"; a missing
+// asset shows as a 404 below.
+page.on("console", (m) => {
+  if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) errors.push(m.text());
+});
+page.on("response", (r) => { if (r.status() === 404) errors.push(`404 ${r.url()}`); });
+
+// Every page: no serious accessibility violation, the secret nowhere, a screenshot.
+async function review(name) {
+  await page.addScriptTag({ content: axeSource });
+  const result = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return { violations: r.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`) };
+  });
+  check(`${name}: no serious accessibility violation`, result.violations && result.violations.length === 0,
+    JSON.stringify(result));
+  const html = await page.content();
+  check(`${name}: the secret value is not on the page`, !html.includes(secretValue));
+  await page.screenshot({ path: `${screens}/${name}.png`, fullPage: true });
+}
+
+try {
+  // Unsigned: every page leads to sign-in; headers forbid framing and foreign code.
+  let r = await page.goto(`${base}/console/approvals`);
+  check("a page without a login leads to sign-in", page.url().endsWith("/console/sign-in"), page.url());
+  const headers = r.headers();
+  check("a strict Content-Security-Policy", (headers["content-security-policy"] || "").includes("script-src 'self'")
+    && (headers["content-security-policy"] || "").includes("frame-ancestors 'none'"), JSON.stringify(headers));
+  check("never framed, never cached", headers["x-frame-options"] === "DENY" && headers["cache-control"] === "no-store",
+    JSON.stringify(headers));
+  await review("sign-in");
+
+  await page.fill("#key", "not-a-key-at-all");
+  await page.click("button[type=submit]");
+  check("a wrong key is told so", (await page.textContent("[role=alert]")).includes("not valid"));
+  await page.fill("#key", agentKey);
+  await page.click("button[type=submit]");
+  check("the agent's key cannot sign in", (await page.textContent("[role=alert]")).includes("admin key"));
+  check("no cookie for a refused key", (await context.cookies()).length === 0);
+
+  await page.fill("#key", adminKey);
+  await page.click("button[type=submit]");
+  await page.waitForURL("**/console/sessions");
+  const [cookie] = await context.cookies();
+  check("signed in: an HttpOnly, SameSite=Strict cookie", cookie && cookie.httpOnly && cookie.sameSite === "Strict",
+    JSON.stringify(cookie));
+  check("the cookie is not the key", cookie && !cookie.value.includes(adminKey));
+
+  // CSRF: a form without the token, and one from another origin, are refused.
+  r = await page.evaluate(async () => (await fetch("/console/sessions/nope/end", { method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" }, body: "csrf=guess" })).status);
+  check("a form without its CSRF token -> 403", r === 403, r);
+  const csrf = await page.getAttribute("input[name=csrf]", "value");
+  r = await fetch(`${base}/console/sessions/nope/end`, { method: "POST", redirect: "manual",
+    headers: { cookie: `${cookie.name}=${cookie.value}`, origin: "http://evil.example",
+      "content-type": "application/x-www-form-urlencoded" }, body: `csrf=${csrf}` });
+  check("a form from another origin -> 403, even with the token", r.status === 403, r.status);
+  r = await fetch(`${base}/console/sessions/nope/end`, { method: "POST", redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded" }, body: `csrf=${csrf}` });
+  check("a form without the cookie -> 401", r.status === 401, r.status);
+
+  // The agent's first click waits for us: the approvals page shows it by itself.
+  await page.goto(`${base}/console/approvals`);
+  await page.waitForSelector("section.approval", { timeout: 60_000 });
+  const card = page.locator("section.approval").first();
+  const pageLine = await card.locator(".page").textContent();
+  check("a page title full of markup stays text", pageLine.includes("<img src=x onerror="), pageLine);
+  check("no element came out of it", await card.locator(".page img").count() === 0);
+  check("no script ran", await page.evaluate(() => window.__xss === undefined));
+  check("the request names the rule and the tool", (await card.locator("h2").textContent()).includes("browser_click — destructive"));
+  check("the countdown runs", /\d+ s left/.test(await card.locator(".countdown").textContent()));
+  check("the outlined screenshot shows", await card.locator("img").evaluate((img) => img.complete && img.naturalWidth > 100));
+  await review("approvals");
+
+  await page.goto(`${base}/console/sessions`);
+  const row = page.locator("tbody tr").first();
+  check("the session is listed with its pending approval", (await row.textContent()).includes("1 pending"),
+    await row.textContent());
+  await review("sessions");
+
+  await page.goto(`${base}/console/approvals`);
+  await page.click("section.approval button.approve");
+  await page.waitForSelector("section.approval", { state: "detached", timeout: 10_000 }).catch(() => {});
+  check("approved: the request leaves the queue", await page.locator("section.approval").count() === 0);
+
+  // The second click: denied, with a note the agent is told.
+  await page.waitForSelector("section.approval", { timeout: 60_000 });
+  await page.fill("section.approval input[name=note]", "not today");
+  await page.click("section.approval button.danger");
+  await page.waitForSelector("table", { timeout: 10_000 });
+  const decided = await page.locator("table").textContent();
+  check("both decisions are listed with who made them", decided.includes("approved") && decided.includes("denied")
+    && decided.includes("console:admin_key") && decided.includes("not today"), decided);
+
+  // Audit: the chain is intact, filters narrow, export gives JSON lines.
+  await page.goto(`${base}/console/audit?tool=browser_click`);
+  check("the chain is intact", (await page.textContent(".chain")).includes("Chain intact"));
+  const kinds = await page.locator("tbody tr td:nth-child(5)").allTextContents();
+  check("filtered by tool", kinds.length >= 2 && kinds.every((k) => k === "browser_click"), kinds);
+  await review("audit");
+  const exported = await page.evaluate(async () => (await fetch(document.querySelector("a[download]").href)).text());
+  const lines = exported.trim().split("\n").map((l) => JSON.parse(l));
+  check("export: one JSON event a line", lines.length >= 2 && lines.every((e) => e.tool === "browser_click"), exported.slice(0, 500));
+
+  // Replay: the session's steps in order, from the audit link.
+  await page.click("tbody tr td:nth-child(4) a");
+  await page.waitForURL("**/replay");
+  const steps = await page.locator("ol.steps li").allTextContents();
+  check("replay lists the session's steps", steps.some((s) => s.includes("browser_navigate"))
+    && steps.filter((s) => s.includes("browser_click")).length >= 2, steps);
+  await review("replay");
+
+  await page.goto(`${base}/console/vault`);
+  const vault = await page.textContent("table");
+  check("the vault lists names and origins", vault.includes("demo") && vault.includes("http://127.0.0.1"), vault);
+  await review("vault");
+
+  // A phone's width: the approvals page still fits.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${base}/console/approvals`);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check("a phone's width does not scroll sideways", overflow <= 1, overflow);
+  await page.screenshot({ path: `${screens}/approvals-phone.png`, fullPage: true });
+
+  await page.click("text=Sign out");
+  await page.waitForURL("**/console/sign-in");
+  await page.goto(`${base}/console/sessions`);
+  check("signed out: the login is gone", page.url().endsWith("/console/sign-in"), page.url());
+  check("no script error on any page", errors.length === 0, errors.join("\n"));
+} catch (e) {
+  check("the run finished", false, e.stack || e);
+} finally {
+  await browser.close();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
