@@ -79,6 +79,10 @@ pub enum Error {
     /// An operator holds the session's page.
     #[error("an operator holds this browser session's page; call again once it is handed back")]
     SessionHeld,
+    /// An operator's step on a session that another operator holds, or that they do
+    /// not hold.
+    #[error("{0}")]
+    NotController(String),
     /// The session ran as many actions as its budget allows.
     #[error(
         "this browser session has used its budget of {budget} actions; a new browser session starts with a fresh one"
@@ -172,7 +176,7 @@ impl HasErrorCode for Error {
             Error::CredentialNotLoaded { .. } => ErrorCode::Forbidden,
             Error::SessionExpired(_) => ErrorCode::SessionExpired,
             Error::SessionAlreadyOpen(_) => ErrorCode::SessionAlreadyOpen,
-            Error::SessionHeld => ErrorCode::SessionHeld,
+            Error::SessionHeld | Error::NotController(_) => ErrorCode::SessionHeld,
             Error::QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
             Error::BudgetExhausted { .. } => ErrorCode::BudgetExhausted,
             Error::NoSuchSession | Error::NotFound(_) => ErrorCode::NotFound,

@@ -192,7 +192,11 @@ impl Gateway {
         Ok(self.pinned_agent(caller, lease, Surface::Mcp))
     }
 
-    fn tenant_lease(&self, tenant: &str, id: &str) -> Result<Arc<crate::sessions::Lease>> {
+    pub(crate) fn tenant_lease(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Arc<crate::sessions::Lease>> {
         self.sessions
             .find(id)
             .filter(|lease| {

@@ -28,6 +28,7 @@ mod recording;
 mod session;
 mod sessions;
 mod surface;
+mod takeover;
 mod tenants;
 mod tools;
 mod warm;
@@ -48,6 +49,7 @@ pub use session::{
 };
 pub use sessions::{Caps, ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
 pub use surface::Surface;
+pub use takeover::{LiveFrame, OperatorInput};
 pub use tools::{
     MAX_DOWNLOAD_BYTES, MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, OpenOptions, PageView, ReadFormat,
     TabAction, ToolCall, ToolFile, ToolOutput,

@@ -166,6 +166,10 @@ struct State {
     actions: u64,
     blocked: u64,
     held: bool,
+    // The operator (`tenant/key`) who took the session over, while one holds it.
+    controller: Option<String>,
+    // An operator handed it back: the agent's next result says so, once.
+    handed_back: bool,
 }
 
 /// One open browser session, its owner, its terms and its use.
@@ -248,6 +252,42 @@ impl Lease {
     /// Holds the lease for an operator (`true`) or hands it back.
     pub(crate) fn set_held(&self, held: bool) {
         lock(&self.state).held = held;
+    }
+
+    /// Gives the page to operator `by`: one controller at a time (`Err` names the one
+    /// holding it). Taking it again is a no-op.
+    pub(crate) fn take_over(&self, by: &str) -> std::result::Result<(), String> {
+        let mut state = lock(&self.state);
+        match &state.controller {
+            Some(other) if other != by => Err(other.clone()),
+            _ => {
+                state.controller = Some(by.to_owned());
+                state.held = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Operator `by` hands the page back (`false`: `by` does not hold it).
+    pub(crate) fn hand_back(&self, by: &str) -> bool {
+        let mut state = lock(&self.state);
+        if state.controller.as_deref() != Some(by) {
+            return false;
+        }
+        state.controller = None;
+        state.held = false;
+        state.handed_back = true;
+        true
+    }
+
+    /// Who holds the page, if an operator does.
+    pub(crate) fn controller(&self) -> Option<String> {
+        lock(&self.state).controller.clone()
+    }
+
+    /// Whether an operator handed the page back since the agent's last call (once).
+    pub(crate) fn take_handed_back(&self) -> bool {
+        std::mem::take(&mut lock(&self.state).handed_back)
     }
 
     /// Ends the lease now, whatever is in it (a call in flight fails on its closed
@@ -345,6 +385,8 @@ pub struct LeaseInfo {
     pub blocked: u64,
     /// Whether an operator holds it.
     pub held: bool,
+    /// Which operator holds it, when one took it over in the console.
+    pub controller: Option<String>,
     /// Until it ends if nothing uses it; `None` while a call is in it.
     pub expires_in: Option<Duration>,
     /// What it keeps of its steps.
@@ -563,6 +605,8 @@ impl Sessions {
                 actions: 0,
                 blocked: 0,
                 held: false,
+                controller: None,
+                handed_back: false,
             }),
         });
         lock(&self.leases).insert(lease.id.clone(), lease.clone());
@@ -631,6 +675,7 @@ impl Sessions {
             actions: state.actions,
             blocked: state.blocked,
             held: state.held,
+            controller: state.controller.clone(),
             expires_in,
             record: lease.held.recorder.mode(),
         }

@@ -229,6 +229,11 @@ impl AgentSession {
         self.egress_summary(context, &held, &mut out);
         if let Some(lease) = &entered {
             lease.add_blocked(context.blocked);
+            if lease.take_handed_back() {
+                out.push_note(
+                    "\nnote: an operator held this browser session and handed it back; the page may have changed under you since your last snapshot",
+                );
+            }
         }
         // The browser session redacted everything it took from the page before using
         // it; every output passes the redactor once more as a whole (it withholds all

@@ -24,7 +24,60 @@ async function refresh(main) {
   }
 }
 
+// The live view: frames and status over the page's own WebSocket; once the operator
+// holds the page, their clicks (in the page's CSS pixels), keys and text go back.
+function live(img) {
+  const id = img.dataset.session;
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const ws = new WebSocket(`${scheme}://${location.host}/console/sessions/${encodeURIComponent(id)}/live/ws`);
+  ws.binaryType = "blob";
+  const say = (text) => { document.getElementById("live-state").textContent = text; };
+  const send = (message) => { if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message)); };
+  let shown = null;
+  ws.onmessage = (event) => {
+    if (typeof event.data !== "string") {
+      const next = URL.createObjectURL(event.data);
+      img.src = next;
+      if (shown) URL.revokeObjectURL(shown);
+      shown = next;
+      img.dataset.frames = String(Number(img.dataset.frames || 0) + 1);
+      return;
+    }
+    const m = JSON.parse(event.data);
+    if (m.ended) say("The session ended.");
+    if (m.error) say(m.error);
+    if (m.done) say("Done.");
+    if (m.url !== undefined) {
+      document.getElementById("live-title").textContent = `“${m.title}”`;
+      document.getElementById("live-url").textContent = m.url;
+      const list = document.getElementById("live-actions");
+      list.replaceChildren(...m.actions.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
+    }
+  };
+  ws.onclose = () => say("The live view closed; reload to reconnect.");
+  document.addEventListener("visibilitychange", () => send({ t: document.hidden ? "pause" : "resume" }));
+  if (img.dataset.held !== "1") return;
+  img.addEventListener("click", (event) => {
+    const box = img.getBoundingClientRect();
+    const x = (event.clientX - box.left) * (img.naturalWidth / box.width);
+    const y = (event.clientY - box.top) * (img.naturalHeight / box.height);
+    send({ t: "click", x: Math.round(x), y: Math.round(y) });
+  });
+  const form = document.getElementById("live-type");
+  const text = document.getElementById("live-text");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    send({ t: "text", v: text.value });
+    text.value = "";
+  });
+  for (const button of form.querySelectorAll("button[data-key]")) {
+    button.addEventListener("click", () => send({ t: "key", k: button.dataset.key }));
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  const view = document.getElementById("live");
+  if (view) live(view);
   tick();
   setInterval(tick, 1000);
   const main = document.getElementById("main");

@@ -10,6 +10,7 @@
 //! script or style, no frames, nothing from another origin. Page-controlled text (a
 //! title, a URL, an argument) only ever reaches HTML through maud's escaping.
 
+mod live;
 mod pages;
 
 use std::collections::HashMap;
@@ -43,7 +44,7 @@ const MAX_LOGINS: usize = 256;
 /// Most audit events one page shows.
 const AUDIT_PAGE: usize = 200;
 
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; \
 connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// What the console's handlers share.
@@ -58,9 +59,19 @@ pub(crate) struct Console {
 #[derive(Clone)]
 pub(crate) struct Login {
     pub(crate) operator: Principal,
+    // Names this login (not secret): two operators signed in with one key are still
+    // two controllers of a live session.
+    pub(crate) id: String,
     // Sent back in every form; compared in constant time.
     pub(crate) csrf: String,
     expires: Instant,
+}
+
+impl Login {
+    /// Who this login is to a live session it holds.
+    pub(crate) fn controller(&self) -> String {
+        format!("{} (console login {})", self.operator.caller(), self.id)
+    }
 }
 
 /// The console's routes (`/` and `/console/…`).
@@ -74,6 +85,10 @@ pub(crate) fn routes(gateway: Arc<Gateway>, auth: Arc<Authenticator>) -> Router 
         .route("/console/sessions", get(sessions))
         .route("/console/sessions/{id}/end", post(end_session))
         .route("/console/sessions/{id}/replay", get(replay))
+        .route("/console/sessions/{id}/live", get(live::page))
+        .route("/console/sessions/{id}/live/ws", get(live::socket))
+        .route("/console/sessions/{id}/take-over", post(live::take_over))
+        .route("/console/sessions/{id}/hand-back", post(live::hand_back))
         .route("/console/sessions/{id}/steps/{step}", get(step_image))
         .route("/console/approvals", get(approvals))
         .route(
@@ -161,6 +176,7 @@ impl Console {
             key,
             Login {
                 operator,
+                id: random_hex()[..8].to_owned(),
                 csrf: random_hex(),
                 expires: now + LOGIN_TTL,
             },
@@ -192,14 +208,14 @@ fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 }
 
 // This console's own origin, as the browser names it (`http://host:port`).
-fn own_origin(headers: &HeaderMap) -> Option<String> {
+pub(super) fn own_origin(headers: &HeaderMap) -> Option<String> {
     let host = headers.get(header::HOST)?.to_str().ok()?;
     Some(format!("http://{host}"))
 }
 
 // A cross-site POST is refused: when the browser says where the form came from, it
 // must be here (`Origin`, `Sec-Fetch-Site`).
-fn cross_site(headers: &HeaderMap) -> bool {
+pub(super) fn cross_site(headers: &HeaderMap) -> bool {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let own = own_origin(headers);
         let https = own.as_ref().map(|o| o.replacen("http://", "https://", 1));
@@ -261,7 +277,7 @@ fn form_field(body: &[u8], name: &str) -> Option<String> {
     pairs.into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
 }
 
-fn refused(status: StatusCode, message: &str) -> Response {
+pub(super) fn refused(status: StatusCode, message: &str) -> Response {
     (status, pages::message_page(status.as_u16(), message)).into_response()
 }
 

@@ -175,7 +175,8 @@ pub(super) fn sessions(
                                     td { (lease.record.as_str()) }
                                     td { @if waiting > 0 { a href="/console/approvals" { (waiting) " pending" } } @else { "—" } }
                                     td class="actions" {
-                                        a href={ "/console/sessions/" (id) "/replay" } { "Replay" }
+                                        a href={ "/console/sessions/" (id) "/live" } aria-label={ "Live view of " (id) } { "Live" }
+                                        a href={ "/console/sessions/" (id) "/replay" } aria-label={ "Replay of " (id) } { "Replay" }
                                         form method="post" action={ "/console/sessions/" (id) "/end" } {
                                             input type="hidden" name="csrf" value=(login.csrf);
                                             button type="submit" class="danger" aria-label={ "End session " (id) } { "End" }
@@ -270,6 +271,65 @@ fn pretty(json: &str) -> String {
         .ok()
         .and_then(|v| serde_json::to_string_pretty(&v).ok())
         .unwrap_or_else(|| json.to_owned())
+}
+
+/// An event in one line (the live view's last actions).
+pub(super) fn event_line(event: &AuditRecord) -> String {
+    let s = shown(event);
+    let mut line = format!("{} {}", time(event.time_ms), event.kind);
+    for part in [&s.tool, &s.decision, &s.outcome] {
+        if !part.is_empty() {
+            line.push_str(" · ");
+            line.push_str(part);
+        }
+    }
+    line
+}
+
+/// One session live: its page as the browser renders it, and the operator's controls.
+pub(super) fn live(login: &Login, id: &str, info: &LeaseInfo) -> Html<String> {
+    let mine = info.controller.as_deref() == Some(login.controller().as_str());
+    layout(
+        login,
+        Section::Sessions,
+        &format!("Live: {id}"),
+        false,
+        html! {
+            p class="meta" {
+                "Page: " span id="live-title" {} " " code id="live-url" {}
+            }
+            @if mine {
+                p class="held" role="status" { "You hold this page: the agent's calls are refused until you hand it back. What you type is treated as a secret." }
+                form method="post" action={ "/console/sessions/" (id) "/hand-back" } {
+                    input type="hidden" name="csrf" value=(login.csrf);
+                    button type="submit" { "Hand back" }
+                }
+            } @else if let Some(other) = &info.controller {
+                p class="held" role="status" { (other) " holds this page." }
+            } @else {
+                form method="post" action={ "/console/sessions/" (id) "/take-over" } {
+                    input type="hidden" name="csrf" value=(login.csrf);
+                    button type="submit" { "Take over" }
+                }
+            }
+            div class="live" {
+                img id="live" data-session=(id) data-held=[mine.then_some("1")] alt="The session's page as the browser renders it";
+            }
+            @if mine {
+                form id="live-type" class="decide" {
+                    label for="live-text" { "Type into the field you clicked" }
+                    input id="live-text" type="password" autocomplete="off";
+                    button type="submit" { "Type" }
+                    button type="button" data-key="Enter" { "Enter" }
+                    button type="button" data-key="Tab" { "Tab" }
+                    button type="button" data-key="Backspace" { "Backspace" }
+                }
+            }
+            p id="live-state" role="status" {}
+            h2 { "Last actions" }
+            ol id="live-actions" class="steps" {}
+        },
+    )
 }
 
 // An event's fields as the tables show them.

@@ -53,6 +53,34 @@ async def main():
             t = text_of(r)
             check("denied in the console: approval_denied with the note",
                   r.is_error and t.startswith("approval_denied") and "not today" in t and "console:admin_key" in t, t)
+            # 3. An operator takes the page over in the live view, types a password
+            # and signs in, then hands it back; meanwhile every call is refused.
+            r = await agent.call_tool("browser_navigate", {"url": f"{base}/console-login.html"})
+            check("navigate to the login", not r.is_error, text_of(r))
+            held = None
+            for _ in range(600):
+                r = await agent.call_tool("browser_snapshot", {})
+                if r.is_error:
+                    held = text_of(r)
+                    break
+                await asyncio.sleep(0.2)
+            check("while the operator holds the page: session_held at once",
+                  held is not None and held.startswith("session_held"), held)
+            back = None
+            for _ in range(600):
+                r = await agent.call_tool("browser_snapshot", {})
+                if not r.is_error:
+                    back = text_of(r)
+                    break
+                check_held = text_of(r)
+                if not check_held.startswith("session_held"):
+                    break
+                await asyncio.sleep(0.2)
+            check("handed back: the next result says the page may have changed",
+                  back is not None and "handed it back" in back, back)
+            check("the operator's sign-in happened under the agent", back is not None and "signed in with 15 characters" in back, back)
+            check("the field the operator typed into is masked", back is not None and 'textbox "Password"' in back and "••••" in back, back)
+            check("what the operator typed is in no result", back is not None and "op-typed" not in back, back)
     print(f"{passed} passed, {failed} failed", flush=True)
 
 

@@ -151,6 +151,69 @@ try {
   check("the vault lists names and origins", vault.includes("demo") && vault.includes("http://127.0.0.1"), vault);
   await review("vault");
 
+  // Live view: the agent opened a login page; the operator watches it, takes it
+  // over (a second login cannot), signs in by hand and hands it back.
+  await page.goto(`${base}/console/sessions`);
+  await page.click("tbody tr a:text('Live')");
+  await page.waitForFunction(() => document.getElementById("live-url").textContent.includes("console-login.html")
+    && Number(document.getElementById("live").dataset.frames || 0) >= 1, null, { timeout: 60_000 });
+  check("the live view shows the agent's page", (await page.textContent("#live-title")).includes("Bank sign-in"));
+  check("the agent's last actions show", (await page.locator("#live-actions li").allTextContents())
+    .some((a) => a.includes("tool_call · browser_")));
+  await review("live");
+  await page.click("button:text('Take over')");
+  await page.waitForSelector("#live-type");
+  check("taken over: the page says who holds it", (await page.textContent(".held")).includes("You hold this page"));
+
+  const second = await browser.newContext({ bypassCSP: true });
+  const other = await second.newPage();
+  await other.goto(`${base}/console/sign-in`);
+  await other.fill("#key", adminKey);
+  await other.click("button[type=submit]");
+  await other.waitForURL("**/console/sessions");
+  await other.goto(page.url());
+  check("another login sees it held and gets no Take over button",
+    (await other.textContent(".held")).includes("holds this page") && await other.locator("button:text('Take over')").count() === 0);
+  const otherCsrf = await other.getAttribute("input[name=csrf]", "value");
+  r = await other.evaluate(async ([url, csrf]) => (await fetch(url, { method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" }, body: `csrf=${csrf}` })).status,
+    [page.url().replace(/\/live$/, "/take-over"), otherCsrf]);
+  check("one controller at a time: a second take-over -> 409", r === 409, r);
+  await second.close();
+
+  const act = async (what) => {
+    await page.evaluate(() => { document.getElementById("live-state").textContent = ""; });
+    await what();
+    await page.waitForFunction(() => document.getElementById("live-state").textContent !== "", null, { timeout: 15_000 });
+    return page.textContent("#live-state");
+  };
+  const said = await act(async () => {
+    // The password field sits at (100..400, 100..140) in the page's CSS pixels.
+    const box = await page.locator("#live").boundingBox();
+    const natural = await page.locator("#live").evaluate((img) => [img.naturalWidth, img.naturalHeight]);
+    await page.mouse.click(box.x + 250 * box.width / natural[0], box.y + 120 * box.height / natural[1]);
+  });
+  check("a click reaches the page", said === "Done.", said);
+  const typed = "op-typed-7f3c91";
+  let result = await act(async () => { await page.fill("#live-text", typed); await page.click("#live-type button[type=submit]"); });
+  check("text reaches the field", result === "Done.", result);
+  check("the text box is emptied at once", await page.inputValue("#live-text") === "");
+  result = await act(() => page.click("#live-type button[data-key=Enter]"));
+  check("a key reaches the page", result === "Done.", result);
+  await page.waitForTimeout(1000); // a frame or two after the sign-in, for the screenshot
+  await review("live-held");
+  await page.click("button:text('Hand back')");
+  await page.waitForSelector("button:text('Take over')");
+  check("handed back", true);
+
+  await page.goto(`${base}/console/audit`);
+  const audit = await page.textContent("tbody");
+  check("the operator's steps are on the record", audit.includes("operator_takeover") && audit.includes("operator_input")
+    && audit.includes("operator_handback"), audit.slice(0, 2000));
+  check("what the operator typed is not", !(await page.content()).includes(typed));
+  const all = await page.evaluate(async () => (await fetch("/console/audit/export")).text());
+  check("nor in the exported log", !all.includes(typed) && all.includes("operator_input"));
+
   // A phone's width: the approvals page still fits.
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/console/approvals`);

@@ -1,0 +1,199 @@
+//! An operator's view of a live session and their hands on it: frames of the active
+//! tab (masked as the agent's screenshots are), taking the page over (one controller
+//! at a time; meanwhile the agent's calls are refused with `session_held`), input
+//! (clicks, keys, text typed like a secret), and handing it back (the agent's next
+//! result says the page may have changed). None of it counts against the agent's
+//! action budget; each step is on the audit record, without what was typed.
+
+use airlock_browser::{ClickOptions, ImageFormat, ScreenshotOptions, Target, TextPiece, TypedText};
+
+use crate::Gateway;
+use crate::error::{Error, Result};
+
+/// One frame of a live session.
+pub struct LiveFrame {
+    /// The active tab's viewport, JPEG.
+    pub jpeg: Vec<u8>,
+    /// Its URL (redacted).
+    pub url: String,
+    /// Its title (redacted).
+    pub title: String,
+    /// Who holds the page, if an operator does.
+    pub controller: Option<String>,
+}
+
+impl std::fmt::Debug for LiveFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveFrame")
+            .field("bytes", &self.jpeg.len())
+            .field("url", &self.url)
+            .finish()
+    }
+}
+
+/// What an operator does to a page they hold.
+pub enum OperatorInput {
+    /// A click at a viewport point (CSS px).
+    Click {
+        /// From the left.
+        x: f64,
+        /// From the top.
+        y: f64,
+    },
+    /// A key or combination (`Enter`, `Tab`, `Control+A`).
+    Key(String),
+    /// Text for the field last clicked, typed as a secret is: never logged, the field
+    /// masked in later snapshots and painted over in screenshots.
+    Text(zeroize::Zeroizing<String>),
+}
+
+impl std::fmt::Debug for OperatorInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OperatorInput::Click { x, y } => write!(f, "Click({x}, {y})"),
+            OperatorInput::Key(key) => write!(f, "Key({key})"),
+            OperatorInput::Text(_) => f.write_str("Text([typed])"),
+        }
+    }
+}
+
+impl Gateway {
+    /// A frame of one of `tenant`'s live sessions.
+    pub async fn live_frame(&self, tenant: &str, id: &str) -> Result<LiveFrame> {
+        let lease = self.tenant_lease(tenant, id)?;
+        let session = &lease.held.session;
+        let shot = session
+            .screenshot(&ScreenshotOptions {
+                format: ImageFormat::Jpeg { quality: 60 },
+                fast: true,
+                ..ScreenshotOptions::default()
+            })
+            .await?;
+        let tabs = session.tabs().await?;
+        let (title, url) = tabs
+            .iter()
+            .find(|t| t.active)
+            .map(|t| (t.title.clone(), t.url.clone()))
+            .unwrap_or_default();
+        Ok(LiveFrame {
+            jpeg: shot.data,
+            url: lease.held.loaded.redact(&url),
+            title: lease.held.loaded.redact(&title),
+            controller: lease.controller(),
+        })
+    }
+
+    /// Operator `by` takes one of `tenant`'s sessions over.
+    pub async fn take_over(&self, tenant: &str, id: &str, by: &str) -> Result<()> {
+        let lease = self.tenant_lease(tenant, id)?;
+        lease.take_over(by).map_err(|other| {
+            Error::NotController(format!(
+                "{other} holds this session; they must hand it back first"
+            ))
+        })?;
+        tracing::info!(session.id = %id, operator = by, "an operator took a session over");
+        self.operator_event(tenant, id, by, "operator_takeover", None)
+            .await;
+        Ok(())
+    }
+
+    /// Operator `by` hands one of `tenant`'s sessions back to its agent.
+    pub async fn hand_back(&self, tenant: &str, id: &str, by: &str) -> Result<()> {
+        let lease = self.tenant_lease(tenant, id)?;
+        if !lease.hand_back(by) {
+            return Err(Error::NotController(
+                "you do not hold this session".to_owned(),
+            ));
+        }
+        tracing::info!(session.id = %id, operator = by, "an operator handed a session back");
+        self.operator_event(tenant, id, by, "operator_handback", None)
+            .await;
+        Ok(())
+    }
+
+    /// What operator `by`, who holds the session, does to its page. `last_click` is
+    /// where they last clicked: typed text goes to the field there.
+    pub async fn operator_input(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &str,
+        input: OperatorInput,
+        last_click: Option<(f64, f64)>,
+    ) -> Result<()> {
+        let lease = self.tenant_lease(tenant, id)?;
+        if lease.controller().as_deref() != Some(by) {
+            return Err(Error::NotController(
+                "take the session over first".to_owned(),
+            ));
+        }
+        let session = &lease.held.session;
+        let what = match input {
+            OperatorInput::Click { x, y } => {
+                session
+                    .click(&Target::Point { x, y }, &ClickOptions::default())
+                    .await?;
+                "click"
+            }
+            OperatorInput::Key(key) => {
+                session.press_key(&key).await?;
+                "key"
+            }
+            OperatorInput::Text(text) => {
+                let (x, y) = last_click.ok_or_else(|| {
+                    Error::InvalidArgument("click the field to type into first".to_owned())
+                })?;
+                // The element under the click, by ref (typing a secret needs one), and
+                // the text bound to its frame's origin and the page's, so the checks
+                // that guard a vault secret guard this too.
+                let field = session.resolve(&Target::Point { x, y }).await?;
+                let tabs = session.tabs().await?;
+                let page_origin = tabs
+                    .iter()
+                    .find(|t| t.active)
+                    .and_then(|t| url::Url::parse(&t.url).ok())
+                    .map(|u| u.origin().ascii_serialization())
+                    .unwrap_or_default();
+                let mut origins = vec![field.frame_origin.clone()];
+                if page_origin != field.frame_origin {
+                    origins.push(page_origin);
+                }
+                let typed = TypedText(vec![TextPiece::Secret {
+                    label: "operator input".to_owned(),
+                    origins,
+                    value: text,
+                }]);
+                session
+                    .type_pieces(&Target::Ref(field.node), &typed, false, false)
+                    .await?;
+                "text"
+            }
+        };
+        self.operator_event(tenant, id, by, "operator_input", Some(what))
+            .await;
+        Ok(())
+    }
+
+    // The audit record of an operator's step: who, which session, what kind — never
+    // what was typed.
+    async fn operator_event(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &str,
+        kind: &str,
+        input: Option<&str>,
+    ) {
+        let serde_json::Value::Object(fields) = serde_json::json!({
+            "kind": kind,
+            "tenant": tenant,
+            "session": id,
+            "by": by,
+            "input": input,
+            "time_ms": crate::clock::now_ms(),
+        }) else {
+            return;
+        };
+        self.record_event(fields).await;
+    }
+}

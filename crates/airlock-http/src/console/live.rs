@@ -1,0 +1,227 @@
+//! The live view of one session over a WebSocket: frames of its active tab (JPEG, at
+//! most 2.5 a second, none while the console's tab is hidden or the page is
+//! unchanged), its URL and title, the agent's last actions; and, once the operator
+//! has taken the page over, their clicks, keys and text. The socket is the page's
+//! own: the upgrade needs the login's cookie and this console's `Origin` (browsers
+//! always send one on a WebSocket), so another site cannot open it in the
+//! operator's name.
+
+use std::time::Duration;
+
+use airlock_gateway::{AuditFilter, OperatorInput};
+use axum::Extension;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+
+use super::{Console, Login, pages, refused};
+
+/// Time between two frames.
+const FRAME_EVERY: Duration = Duration::from_millis(400);
+
+/// Frames between two reads of the agent's last actions.
+const ACTIONS_EVERY: u32 = 5;
+
+/// Largest message an operator's page sends (a click, a key, a line of text).
+const MAX_MESSAGE: usize = 16 * 1024;
+
+pub(super) async fn page(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+) -> Response {
+    match console.gateway.session_info(&login.operator.tenant, &id) {
+        Ok(info) => pages::live(&login, &id, &info).into_response(),
+        Err(_) => refused(
+            StatusCode::NOT_FOUND,
+            "no such live session: it may have ended",
+        ),
+    }
+}
+
+pub(super) async fn take_over(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+) -> Response {
+    let by = login.controller();
+    match console
+        .gateway
+        .take_over(&login.operator.tenant, &id, &by)
+        .await
+    {
+        Ok(()) => Redirect::to(&format!("/console/sessions/{id}/live")).into_response(),
+        Err(e) => refused(StatusCode::CONFLICT, &e.to_string()),
+    }
+}
+
+pub(super) async fn hand_back(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+) -> Response {
+    let by = login.controller();
+    match console
+        .gateway
+        .hand_back(&login.operator.tenant, &id, &by)
+        .await
+    {
+        Ok(()) => Redirect::to(&format!("/console/sessions/{id}/live")).into_response(),
+        Err(e) => refused(StatusCode::CONFLICT, &e.to_string()),
+    }
+}
+
+pub(super) async fn socket(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    if headers.get(header::ORIGIN).is_none() || super::cross_site(&headers) {
+        tracing::warn!("the console refused a WebSocket from another origin");
+        return refused(
+            StatusCode::FORBIDDEN,
+            "this socket is for the console's own page",
+        );
+    }
+    if console
+        .gateway
+        .session_info(&login.operator.tenant, &id)
+        .is_err()
+    {
+        return refused(StatusCode::NOT_FOUND, "no such live session");
+    }
+    upgrade
+        .max_message_size(MAX_MESSAGE)
+        .on_upgrade(move |socket| run(console, login, id, socket))
+}
+
+/// What the operator's page sends.
+#[derive(Deserialize)]
+#[serde(tag = "t", rename_all = "lowercase")]
+enum FromPage {
+    /// The console's tab was hidden: no frames until `Resume`.
+    Pause,
+    Resume,
+    Click {
+        x: f64,
+        y: f64,
+    },
+    Key {
+        k: String,
+    },
+    Text {
+        v: String,
+    },
+}
+
+async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
+    let (mut tx, mut rx) = socket.split();
+    let tenant = login.operator.tenant.clone();
+    let by = login.controller();
+    let mut paused = false;
+    let mut last_click: Option<(f64, f64)> = None;
+    let mut last_frame: Vec<u8> = Vec::new();
+    let mut actions: Vec<String> = Vec::new();
+    let mut ticks: u32 = 0;
+    let mut clock = tokio::time::interval(FRAME_EVERY);
+    clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = clock.tick(), if !paused => {
+                let frame = console.gateway.live_frame(&tenant, &id).await;
+                let Ok(frame) = frame else {
+                    // Gone, or only unreadable this moment (a dialog holds the page).
+                    let gone = console.gateway.session_info(&tenant, &id).is_err();
+                    let message = match frame {
+                        Err(e) if !gone => serde_json::json!({"error": e.to_string()}),
+                        _ => serde_json::json!({"ended": true}),
+                    };
+                    if tx.send(Message::Text(message.to_string().into())).await.is_err() || gone {
+                        break;
+                    }
+                    continue;
+                };
+                if ticks.is_multiple_of(ACTIONS_EVERY) {
+                    actions = last_actions(&console, &tenant, &id).await;
+                }
+                ticks = ticks.wrapping_add(1);
+                let status = serde_json::json!({
+                    "url": frame.url,
+                    "title": frame.title,
+                    "controller": frame.controller,
+                    "mine": frame.controller.as_deref() == Some(by.as_str()),
+                    "actions": actions,
+                });
+                if tx.send(Message::Text(status.to_string().into())).await.is_err() {
+                    break;
+                }
+                if frame.jpeg != last_frame {
+                    if tx.send(Message::Binary(frame.jpeg.clone().into())).await.is_err() {
+                        break;
+                    }
+                    last_frame = frame.jpeg;
+                }
+            }
+            message = rx.next() => {
+                let text = match message {
+                    Some(Ok(Message::Text(text))) => text,
+                    Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Binary(_))) => continue,
+                    _ => break,
+                };
+                let Ok(message) = serde_json::from_str::<FromPage>(&text) else {
+                    let _ = tx.send(Message::Text(r#"{"error":"a message the console does not know"}"#.into())).await;
+                    continue;
+                };
+                let input = match message {
+                    FromPage::Pause => { paused = true; continue; }
+                    FromPage::Resume => { paused = false; continue; }
+                    FromPage::Click { x, y } if x.is_finite() && y.is_finite() => {
+                        last_click = Some((x, y));
+                        OperatorInput::Click { x, y }
+                    }
+                    FromPage::Click { .. } => continue,
+                    FromPage::Key { k } => OperatorInput::Key(k),
+                    FromPage::Text { v } => OperatorInput::Text(zeroize::Zeroizing::new(v)),
+                };
+                let done = console
+                    .gateway
+                    .operator_input(&tenant, &id, &by, input, last_click)
+                    .await;
+                let reply = match done {
+                    Ok(()) => serde_json::json!({"done": true}),
+                    Err(e) => serde_json::json!({"error": e.to_string()}),
+                };
+                // Something happened: the next frame comes at once.
+                clock.reset_immediately();
+                if tx.send(Message::Text(reply.to_string().into())).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+// The agent's last five calls in the session, newest first, as one line each.
+async fn last_actions(console: &Console, tenant: &str, id: &str) -> Vec<String> {
+    let filter = AuditFilter {
+        session: Some(id.to_owned()),
+        limit: 40,
+        ..AuditFilter::default()
+    };
+    let events = console
+        .gateway
+        .audit_events(tenant, &filter)
+        .await
+        .unwrap_or_default();
+    events
+        .iter()
+        .filter(|e| e.kind == "tool_call" || e.kind.starts_with("operator_"))
+        .take(5)
+        .map(pages::event_line)
+        .collect()
+}
