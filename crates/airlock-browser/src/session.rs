@@ -443,6 +443,39 @@ impl Session {
         self.dedicated
     }
 
+    /// Every cookie this session's browser context holds, values included: for an
+    /// operator saving a login into the vault, never for an agent.
+    pub async fn cookies(&self) -> Result<Vec<InjectedCookie>> {
+        let reply = self
+            .chromium
+            .conn
+            .call(
+                None,
+                "Storage.getCookies",
+                json!({ "browserContextId": self.context_id }),
+                self.budget(),
+            )
+            .await?;
+        let text = |c: &Value, k: &str| c[k].as_str().unwrap_or_default().to_owned();
+        Ok(reply["cookies"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|c| InjectedCookie {
+                name: text(c, "name"),
+                value: zeroize::Zeroizing::new(text(c, "value")),
+                domain: text(c, "domain"),
+                path: text(c, "path"),
+                // Chromium says -1 for a session cookie.
+                expires: c["expires"].as_f64().filter(|e| *e > 0.0),
+                http_only: c["httpOnly"].as_bool() == Some(true),
+                secure: c["secure"].as_bool() == Some(true),
+                same_site: c["sameSite"].as_str().map(str::to_owned),
+            })
+            .collect())
+    }
+
     /// Browser context ids alive in this session's Chromium (diagnostics and tests).
     pub async fn browser_contexts(&self) -> Result<Vec<String>> {
         let reply = self

@@ -113,7 +113,7 @@ impl Default for GatewayConfig {
 /// The engine: owns the browser pool and every agent session's browser session.
 pub struct Gateway {
     browsers: Arc<Browsers>,
-    config: GatewayConfig,
+    pub(crate) config: GatewayConfig,
     policy: Arc<Policy>,
     resolver: Arc<dyn Resolver>,
     // Every open browser session, as a lease with an id and an owner.

@@ -174,6 +174,108 @@ impl Gateway {
         Ok(())
     }
 
+    /// Saves the cookies one of `tenant`'s sessions holds for `origins` into the
+    /// vault as secret `name` (its other fields kept if it exists): how an operator
+    /// who logged in by hand — MFA included — refreshes a login agents then open
+    /// sessions with. Returns how many cookies were saved; no value leaves here.
+    pub async fn save_login(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &str,
+        name: &str,
+        origins: &[String],
+    ) -> Result<usize> {
+        let lease = self.tenant_lease(tenant, id)?;
+        let vault = self
+            .config
+            .credentials
+            .vault
+            .clone()
+            .ok_or(Error::NoVault)?;
+        let mut canonical = Vec::new();
+        for origin in origins {
+            canonical.push(airlock_vault::canonical_origin(origin).map_err(|e| {
+                Error::InvalidArgument(format!("`{origin}` is not an origin: {e}"))
+            })?);
+        }
+        if canonical.is_empty() {
+            return Err(Error::InvalidArgument(
+                "name at least one origin".to_owned(),
+            ));
+        }
+        let hosts: Vec<String> = canonical
+            .iter()
+            .filter_map(|o| url::Url::parse(o).ok()?.host_str().map(str::to_owned))
+            .collect();
+        // A cookie of a bound host, or of a parent domain of one (as the site set it).
+        let bound = |domain: &str| {
+            let domain = domain.trim_start_matches('.');
+            hosts
+                .iter()
+                .any(|h| h == domain || h.ends_with(&format!(".{domain}")))
+        };
+        let cookies: Vec<airlock_vault::Cookie> = lease
+            .held
+            .session
+            .cookies()
+            .await?
+            .into_iter()
+            .filter(|c| bound(&c.domain))
+            .map(|c| airlock_vault::Cookie {
+                name: c.name.clone(),
+                value: c.value.to_string(),
+                domain: c.domain.clone(),
+                path: c.path.clone(),
+                expires: c.expires,
+                http_only: c.http_only,
+                secure: c.secure,
+                same_site: c.same_site.clone(),
+            })
+            .collect();
+        if cookies.is_empty() {
+            return Err(Error::InvalidArgument(
+                "the session holds no cookie for those origins: log in first".to_owned(),
+            ));
+        }
+        let saved = cookies.len();
+        let mut secret = match vault.get(tenant, name).await {
+            Ok(existing) => existing,
+            Err(airlock_vault::VaultError::NotFound(_)) => airlock_vault::Secret {
+                tenant: tenant.to_owned(),
+                name: name.to_owned(),
+                origins: Vec::new(),
+                fields: airlock_vault::Fields::default(),
+            },
+            Err(e) => return Err(Error::InvalidArgument(e.to_string())),
+        };
+        for origin in canonical {
+            if !secret.origins.contains(&origin) {
+                secret.origins.push(origin);
+            }
+        }
+        secret.fields.cookies = cookies;
+        vault
+            .set(&secret)
+            .await
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        tracing::info!(session.id = %id, operator = by, secret = name, cookies = saved, "an operator saved a login");
+        let serde_json::Value::Object(fields) = serde_json::json!({
+            "kind": "login_saved",
+            "tenant": tenant,
+            "session": id,
+            "by": by,
+            "secret": name,
+            "origins": secret.origins,
+            "cookies": saved,
+            "time_ms": crate::clock::now_ms(),
+        }) else {
+            return Ok(saved);
+        };
+        self.record_event(fields).await;
+        Ok(saved)
+    }
+
     // The audit record of an operator's step: who, which session, what kind — never
     // what was typed.
     async fn operator_event(

@@ -50,6 +50,8 @@ function live(img) {
     if (m.url !== undefined) {
       document.getElementById("live-title").textContent = `“${m.title}”`;
       document.getElementById("live-url").textContent = m.url;
+      const origins = document.getElementById("save-origins");
+      if (origins && !origins.value && /^https?:/.test(m.url)) origins.value = new URL(m.url).origin;
       const list = document.getElementById("live-actions");
       list.replaceChildren(...m.actions.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
     }

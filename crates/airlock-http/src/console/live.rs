@@ -74,6 +74,57 @@ pub(super) async fn hand_back(
     }
 }
 
+#[derive(Deserialize)]
+pub(super) struct SaveLogin {
+    name: String,
+    origins: String,
+}
+
+pub(super) async fn save_login(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+    axum::Form(form): axum::Form<SaveLogin>,
+) -> Response {
+    let origins: Vec<String> = form
+        .origins
+        .split([',', ' '])
+        .filter(|o| !o.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let name = form.name.trim();
+    let plain = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !plain {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            "a secret's name is letters, digits, `_` and `-` (at most 64)",
+        );
+    }
+    match console
+        .gateway
+        .save_login(
+            &login.operator.tenant,
+            &id,
+            &login.controller(),
+            name,
+            &origins,
+        )
+        .await
+    {
+        Ok(saved) => {
+            let query =
+                serde_urlencoded::to_string([("saved", name), ("cookies", &saved.to_string())])
+                    .unwrap_or_default();
+            Redirect::to(&format!("/console/vault?{query}")).into_response()
+        }
+        Err(e) => refused(StatusCode::BAD_REQUEST, &e.to_string()),
+    }
+}
+
 pub(super) async fn socket(
     State(console): State<Console>,
     Extension(login): Extension<Login>,

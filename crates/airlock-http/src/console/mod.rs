@@ -89,6 +89,7 @@ pub(crate) fn routes(gateway: Arc<Gateway>, auth: Arc<Authenticator>) -> Router 
         .route("/console/sessions/{id}/live/ws", get(live::socket))
         .route("/console/sessions/{id}/take-over", post(live::take_over))
         .route("/console/sessions/{id}/hand-back", post(live::hand_back))
+        .route("/console/sessions/{id}/save-login", post(live::save_login))
         .route("/console/sessions/{id}/steps/{step}", get(step_image))
         .route("/console/approvals", get(approvals))
         .route(
@@ -615,9 +616,21 @@ async fn audit_export(
         .into_response()
 }
 
-async fn vault(State(console): State<Console>, Extension(login): Extension<Login>) -> Response {
+#[derive(Deserialize, Default)]
+struct VaultQuery {
+    /// A login just saved: (name, cookies), said once on the page.
+    saved: Option<String>,
+    cookies: Option<usize>,
+}
+
+async fn vault(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Query(query): Query<VaultQuery>,
+) -> Response {
+    let saved = query.saved.as_deref().zip(query.cookies);
     match console.gateway.secret_infos(&login.operator.tenant).await {
-        Ok(secrets) => pages::vault(&login, &secrets).into_response(),
+        Ok(secrets) => pages::vault(&login, &secrets, saved).into_response(),
         Err(e) => refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     }
 }

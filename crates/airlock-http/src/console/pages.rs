@@ -326,6 +326,18 @@ pub(super) fn live(login: &Login, id: &str, info: &LeaseInfo) -> Html<String> {
                 }
             }
             p id="live-state" role="status" {}
+            details class="save-login" {
+                summary { "Save login" }
+                p { "Store this session's cookies for the origins below as a vault secret; agents then open sessions with it. Only names and origins are ever shown." }
+                form method="post" action={ "/console/sessions/" (id) "/save-login" } class="decide" {
+                    input type="hidden" name="csrf" value=(login.csrf);
+                    label for="save-name" { "Secret name" }
+                    input id="save-name" name="name" required pattern="[A-Za-z0-9_\\-]{1,64}";
+                    label for="save-origins" { "Origins" }
+                    input id="save-origins" name="origins" required placeholder="https://app.example.com";
+                    button type="submit" { "Save login" }
+                }
+            }
             h2 { "Last actions" }
             ol id="live-actions" class="steps" {}
         },
@@ -479,13 +491,20 @@ pub(super) fn replay(
 }
 
 /// Secret names and where they may be typed; never a value.
-pub(super) fn vault(login: &Login, secrets: &[SecretInfo]) -> Html<String> {
+pub(super) fn vault(
+    login: &Login,
+    secrets: &[SecretInfo],
+    saved: Option<(&str, usize)>,
+) -> Html<String> {
     layout(
         login,
         Section::Vault,
         "Vault",
         false,
         html! {
+            @if let Some((name, cookies)) = saved {
+                p role="status" class="chain ok" { "Saved " (cookies) " cookies into " code { (name) } "." }
+            }
             @if secrets.is_empty() {
                 p { "The vault holds no secret for this tenant. Add one with " code { "airlock vault put" } "." }
             } @else {

@@ -58,7 +58,7 @@ async def main():
             r = await agent.call_tool("browser_navigate", {"url": f"{base}/console-login.html"})
             check("navigate to the login", not r.is_error, text_of(r))
             held = None
-            for _ in range(600):
+            for _ in range(250):
                 r = await agent.call_tool("browser_snapshot", {})
                 if r.is_error:
                     held = text_of(r)
@@ -67,7 +67,7 @@ async def main():
             check("while the operator holds the page: session_held at once",
                   held is not None and held.startswith("session_held"), held)
             back = None
-            for _ in range(600):
+            for _ in range(250):
                 r = await agent.call_tool("browser_snapshot", {})
                 if not r.is_error:
                     back = text_of(r)
@@ -81,6 +81,15 @@ async def main():
             check("the operator's sign-in happened under the agent", back is not None and "signed in with 15 characters" in back, back)
             check("the field the operator typed into is masked", back is not None and 'textbox "Password"' in back and "••••" in back, back)
             check("what the operator typed is in no result", back is not None and "op-typed" not in back, back)
+            # 4. The operator saved the login: a new session opens with it.
+            r = await agent.call_tool("browser_session_close", {})
+            check("session closed", not r.is_error, text_of(r))
+            r = await agent.call_tool("browser_session_open", {"credentials": ["bank"]})
+            check("a new session opens with the saved login", not r.is_error and "refus" not in text_of(r), text_of(r))
+            r = await agent.call_tool("browser_navigate", {"url": f"{base}/cookie.html"})
+            t = text_of(r)
+            check("its cookie is injected, and redacted wherever the page shows it",
+                  not r.is_error and "bank_session=[REDACTED:bank]" in t and "a81f3c9d" not in t, t)
     print(f"{passed} passed, {failed} failed", flush=True)
 
 

@@ -202,6 +202,20 @@ try {
   check("a key reaches the page", result === "Done.", result);
   await page.waitForTimeout(1000); // a frame or two after the sign-in, for the screenshot
   await review("live-held");
+  // Save login: the cookie the sign-in set goes into the vault; only its name shows.
+  const livePage = page.url();
+  await page.click("details.save-login summary");
+  await page.waitForFunction(() => document.getElementById("save-origins").value.startsWith("http://127.0.0.1"));
+  await page.fill("#save-name", "bank");
+  await page.click("button:text('Save login')");
+  await page.waitForURL("**/console/vault?**");
+  check("Save login stores the session's cookies", (await page.textContent("[role=status]")).includes("Saved 1 cookies into bank"),
+    await page.textContent("main"));
+  const bankRow = await page.locator("tbody tr", { hasText: "bank" }).textContent();
+  check("the vault lists the login by name, origin and field", bankRow.includes("cookies") && bankRow.includes("http://127.0.0.1"), bankRow);
+  check("no cookie value anywhere in the console", !(await page.content()).includes("a81f3c9d"));
+  await review("vault-saved");
+  await page.goto(livePage);
   await page.click("button:text('Hand back')");
   await page.waitForSelector("button:text('Take over')");
   check("handed back", true);
@@ -211,8 +225,9 @@ try {
   check("the operator's steps are on the record", audit.includes("operator_takeover") && audit.includes("operator_input")
     && audit.includes("operator_handback"), audit.slice(0, 2000));
   check("what the operator typed is not", !(await page.content()).includes(typed));
+  check("nor the saved cookie's value", !(await page.content()).includes("a81f3c9d") && audit.includes("login_saved"));
   const all = await page.evaluate(async () => (await fetch("/console/audit/export")).text());
-  check("nor in the exported log", !all.includes(typed) && all.includes("operator_input"));
+  check("nor in the exported log", !all.includes(typed) && !all.includes("a81f3c9d") && all.includes("operator_input"));
 
   // A phone's width: the approvals page still fits.
   await page.setViewportSize({ width: 390, height: 844 });
