@@ -2,6 +2,7 @@
 
 mod approvals;
 mod audit;
+mod demo;
 mod doctor;
 mod mcp;
 mod policy;
@@ -49,6 +50,16 @@ enum Command {
     },
     /// Serve MCP over stdin/stdout for a local client (Claude Desktop, Cursor).
     Mcp,
+    /// A two-minute tour: a demo site, the console, and a scripted agent whose
+    /// "Delete account" waits for your approval. Ctrl-C leaves nothing running.
+    Demo {
+        /// Address of the gateway and console (default: a free port on 127.0.0.1).
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        /// Do not open the console in a browser.
+        #[arg(long)]
+        no_open: bool,
+    },
     /// Check that Chromium, the data directory and the configuration work.
     Doctor,
     /// Explain egress policy decisions.
@@ -510,6 +521,16 @@ pub(crate) fn main() -> ExitCode {
             // is closed already).
             runtime.shutdown_background();
             code
+        }
+        Command::Demo { listen, no_open } => {
+            let listen = listen.or_else(|| "127.0.0.1:0".parse().ok());
+            match runtime.block_on(demo::run(listen, !no_open)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    report_error(&e);
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Serve { listen } => {
             let config = match config_or_exit(cli.config.as_deref()) {

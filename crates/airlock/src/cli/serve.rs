@@ -8,7 +8,20 @@ use anyhow::Context as _;
 /// How long calls in flight may take to finish once a stop is asked for.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
-pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyhow::Result<()> {
+pub(crate) async fn run(config: Config, listen: Option<SocketAddr>) -> anyhow::Result<()> {
+    serve_until(config, listen, shutdown_signal()?, None).await
+}
+
+/// Serves until `stop` resolves; `ready`, if given, learns the bound address and the
+/// gateway once the server listens (`airlock demo` drives an agent through it).
+pub(crate) async fn serve_until(
+    mut config: Config,
+    listen: Option<SocketAddr>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ready: Option<
+        tokio::sync::oneshot::Sender<(SocketAddr, std::sync::Arc<airlock_gateway::Gateway>)>,
+    >,
+) -> anyhow::Result<()> {
     if let Some(listen) = listen {
         config.server.listen = listen;
     }
@@ -58,7 +71,10 @@ pub(crate) async fn run(mut config: Config, listen: Option<SocketAddr>) -> anyho
             jwt,
         },
     );
-    let signalled = shutdown_signal()?;
+    let signalled = stop;
+    if let Some(ready) = ready {
+        let _ = ready.send((addr, gateway.clone()));
+    }
     tracing::info!(%addr, data_dir = %config.data_dir.display(), auth = config.server.api_key.is_some(), "Airlock listening; MCP endpoint: http://{addr}/mcp");
     // Event streams never end by themselves: they are ended first, or the graceful
     // shutdown would wait on them forever.
@@ -118,7 +134,7 @@ fn jwt_verifier(
 // SIGTERM or SIGINT, registered when called: a signal that arrives once the server
 // said it listens is never lost (one before registration would kill the process
 // without cleanup).
-fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+pub(crate) fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("registering for SIGTERM")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("registering for SIGINT")?;

@@ -10,6 +10,7 @@ mod approvals_cli;
 mod approvals_rest;
 mod audit_cli;
 mod console;
+mod demo;
 mod http_safety;
 mod leasing;
 mod mcp_clients;
