@@ -108,6 +108,47 @@ impl Gateway {
         })
     }
 
+    /// The stored screenshot of the step audit event `seq` (of `tenant`) recorded, if
+    /// it is still there and still the image whose SHA-256 the event holds.
+    pub async fn recorded_image(&self, tenant: &str, seq: u64) -> Result<Option<Vec<u8>>> {
+        let Some(dir) = self.config.recordings_dir.clone() else {
+            return Ok(None);
+        };
+        let store = self.store().ok_or_else(no_store)?;
+        let rows = store
+            .audit_events(seq.saturating_sub(1), 1)
+            .await
+            .map_err(internal)?;
+        let Some(row) = rows
+            .into_iter()
+            .find(|r| r.seq == seq && r.tenant == tenant)
+        else {
+            return Ok(None);
+        };
+        let body: serde_json::Value = serde_json::from_str(&row.body).unwrap_or_default();
+        let recording = &body["recording"];
+        let (Some(file), Some(sha256)) = (recording["file"].as_str(), recording["sha256"].as_str())
+        else {
+            return Ok(None);
+        };
+        // The name comes from the log: one that leaves the directory is refused.
+        let plain = std::path::Path::new(file)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain {
+            return Ok(None);
+        }
+        let Ok(data) = tokio::fs::read(dir.join(file)).await else {
+            return Ok(None);
+        };
+        use sha2::Digest as _;
+        let actual: String = sha2::Sha256::digest(&data)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Ok((actual == sha256).then_some(data))
+    }
+
     /// `tenant`'s secrets: names, origins, fields, and when the log last saw one used.
     pub async fn secret_infos(&self, tenant: &str) -> Result<Vec<SecretInfo>> {
         let store = self.store().ok_or_else(no_store)?;

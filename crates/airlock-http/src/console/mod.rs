@@ -99,6 +99,7 @@ pub(crate) fn routes(gateway: Arc<Gateway>, auth: Arc<Authenticator>) -> Router 
         .route("/console/approvals/{id}/{verdict}", post(decide))
         .route("/console/audit", get(audit))
         .route("/console/audit/export", get(audit_export))
+        .route("/console/audit/{seq}/image", get(recorded_image))
         .route("/console/vault", get(vault))
         .route("/console/sign-out", post(sign_out))
         .route_layer(middleware::from_fn_with_state(
@@ -461,6 +462,24 @@ async fn step_image(
     match steps.into_iter().find(|s| s.step == step) {
         Some(s) => image(s.mime, s.data.to_vec()),
         None => refused(StatusCode::NOT_FOUND, "no such step"),
+    }
+}
+
+async fn recorded_image(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(seq): Path<u64>,
+) -> Response {
+    match console
+        .gateway
+        .recorded_image(&login.operator.tenant, seq)
+        .await
+    {
+        Ok(Some(data)) => image("image/jpeg", data),
+        _ => refused(
+            StatusCode::NOT_FOUND,
+            "no stored image for this step (pruned, altered since, or never recorded)",
+        ),
     }
 }
 

@@ -349,6 +349,8 @@ struct Shown {
     tool: String,
     decision: String,
     outcome: String,
+    // The step's screenshot is stored (`audit` recording).
+    stored_image: bool,
 }
 
 fn shown(event: &AuditRecord) -> Shown {
@@ -371,10 +373,22 @@ fn shown(event: &AuditRecord) -> Shown {
             .unwrap_or_else(|| s.to_string()),
         _ => String::new(),
     };
+    let mut outcome: String = outcome.chars().take(200).collect();
+    if let Some(blocked) = body
+        .get("blocked")
+        .and_then(|b| b.as_u64())
+        .filter(|b| *b > 0)
+    {
+        if !outcome.is_empty() {
+            outcome.push_str(" · ");
+        }
+        outcome.push_str(&format!("{blocked} requests blocked"));
+    }
     Shown {
         tool: text("tool"),
         decision: text("decision"),
-        outcome: outcome.chars().take(200).collect(),
+        outcome,
+        stored_image: body["recording"]["file"].is_string(),
     }
 }
 
@@ -470,6 +484,11 @@ pub(super) fn replay(
                         @if !s.tool.is_empty() { " " code { (s.tool) } }
                         @if !s.decision.is_empty() { " · " (s.decision) }
                         @if !s.outcome.is_empty() { " · " (s.outcome) }
+                        @if s.stored_image {
+                            figure {
+                                img src={ "/console/audit/" (e.seq) "/image" } alt={ "After " (s.tool) } loading="lazy";
+                            }
+                        }
                     }
                 }
             }

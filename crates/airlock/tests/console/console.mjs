@@ -144,6 +144,10 @@ try {
   const steps = await page.locator("ol.steps li").allTextContents();
   check("replay lists the session's steps", steps.some((s) => s.includes("browser_navigate"))
     && steps.filter((s) => s.includes("browser_click")).length >= 2, steps);
+  const shots = page.locator("ol.steps figure img");
+  check("replay shows each stored step's screenshot", await shots.count() >= 2
+    && await shots.first().evaluate(async (img) => { await img.decode().catch(() => {}); return img.naturalWidth > 100; }),
+    await shots.count());
   await review("replay");
 
   await page.goto(`${base}/console/vault`);

@@ -63,9 +63,10 @@ async fn an_operator_decides_in_the_console_while_an_agent_waits() {
     let config = fixture_config(
         tmp.path(),
         &site,
-        // The agent may open sessions with credentials (the saved login).
+        // The agent may open sessions with credentials (the saved login); every step
+        // is stored, for the replay.
         &format!(
-            "[server]\nadmin_key = \"{admin_key}\"\nrole = \"operate\"\n[approvals]\ntimeout_secs = 60\n"
+            "[server]\nadmin_key = \"{admin_key}\"\nrole = \"operate\"\n[approvals]\ntimeout_secs = 60\n[recording]\nmode = \"audit\"\n"
         ),
     );
     let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
