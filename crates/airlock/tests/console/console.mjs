@@ -1,13 +1,13 @@
 // The console end to end in Debian's Chromium, driven by playwright-core (never a
 // downloaded browser). Run by crates/airlock/tests/it/console.rs while an agent on
 // the MCP Python SDK (clients/console_agent.py) clicks "Delete account" twice:
-//   node console.mjs BASE ADMIN_KEY AGENT_KEY SECRET_VALUE SCREENS_DIR
+//   node console.mjs BASE ADMIN_KEY AGENT_KEY SECRET_VALUE SCREENS_DIR OTHER_TENANT_ADMIN_KEY
 // Prints one line per check and "N passed, M failed" last.
 import { chromium } from "playwright-core";
 import { readFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 
-const [base, adminKey, agentKey, secretValue, screens] = process.argv.slice(2);
+const [base, adminKey, agentKey, secretValue, screens, otherAdminKey] = process.argv.slice(2);
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 let passed = 0;
 let failed = 0;
@@ -184,6 +184,38 @@ try {
     [page.url().replace(/\/live$/, "/take-over"), otherCsrf]);
   check("one controller at a time: a second take-over -> 409", r === 409, r);
   await second.close();
+
+  // Another tenant's admin sees none of it: no session, approval, event or secret,
+  // and this session's pages and controls are not found.
+  const third = await browser.newContext({ bypassCSP: true });
+  const stranger = await third.newPage();
+  await stranger.goto(`${base}/console/sign-in`);
+  await stranger.fill("#key", otherAdminKey);
+  await stranger.click("button[type=submit]");
+  await stranger.waitForURL("**/console/sessions", { timeout: 10_000 }).catch(() => {});
+  check("another tenant's admin signs in", stranger.url().endsWith("/console/sessions"),
+    `${otherAdminKey.slice(0, 6)}… ${stranger.url()} ${(await stranger.textContent("body")).slice(0, 300)}`);
+  check("another tenant: no session listed", (await stranger.textContent("main")).includes("No session is open"));
+  await stranger.goto(`${base}/console/approvals`);
+  check("another tenant: no approval", (await stranger.textContent("main")).includes("Nothing waits"));
+  await stranger.goto(`${base}/console/vault`);
+  check("another tenant: no secret", (await stranger.textContent("main")).includes("holds no secret"));
+  await stranger.goto(`${base}/console/audit`);
+  const sessionId = page.url().split("/sessions/")[1].split("/")[0];
+  check("another tenant: none of this tenant's events", !(await stranger.content()).includes(sessionId));
+  for (const path of ["live", "replay"]) {
+    const res = await stranger.goto(`${base}/console/sessions/${sessionId}/${path}`);
+    check(`another tenant: this session's ${path} page is not found`, res.status() === 404, res.status());
+  }
+  const strangerCsrf = await stranger.evaluate(async () => {
+    const html = await (await fetch("/console/sessions")).text();
+    return new DOMParser().parseFromString(html, "text/html").querySelector("input[name=csrf]").value;
+  });
+  r = await stranger.evaluate(async ([url, csrf]) => (await fetch(url, { method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" }, body: `csrf=${csrf}` })).status,
+    [`${base}/console/sessions/${sessionId}/end`, strangerCsrf]);
+  check("another tenant cannot end it", r === 404, r);
+  await third.close();
 
   const act = async (what) => {
     await page.evaluate(() => { document.getElementById("live-state").textContent = ""; });

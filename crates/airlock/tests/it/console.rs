@@ -60,6 +60,25 @@ async fn an_operator_decides_in_the_console_while_an_agent_waits() {
     drop(stdin);
     assert!(vault.wait().await.unwrap().success());
 
+    // An admin of another tenant: the console shows them nothing of `default`'s.
+    let airlock = |args: &[&str]| {
+        let out = std::process::Command::new(BIN)
+            .args(args)
+            .env("AIRLOCK_DATA_DIR", tmp.path().join("data"))
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("AIRLOCK_MASTER_KEY")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    airlock(&["tenant", "create", "other"]);
+    let other_admin = airlock(&["key", "create", "--tenant", "other", "--role", "admin"]);
+
     let config = fixture_config(
         tmp.path(),
         &site,
@@ -82,6 +101,7 @@ async fn an_operator_decides_in_the_console_while_an_agent_waits() {
         .arg(root().join("crates/airlock/tests/console/console.mjs"))
         .args([&console_url, admin_key, agent_token, SECRET])
         .arg(&screens)
+        .arg(&other_admin)
         .kill_on_drop(true)
         .output();
     let (agent, operator) = tokio::time::timeout(Duration::from_secs(150), async {
