@@ -428,6 +428,12 @@ impl Session {
         self.chromium.pid()
     }
 
+    /// The viewport pages see, in CSS pixels (screenshots are in device pixels:
+    /// this times the device's pixel density).
+    pub fn viewport(&self) -> (u32, u32) {
+        lock(&self.registry).screen.viewport
+    }
+
     /// The browser context's id (diagnostics and tests).
     pub fn context_id(&self) -> &str {
         &self.context_id

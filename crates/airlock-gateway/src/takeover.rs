@@ -20,6 +20,9 @@ pub struct LiveFrame {
     pub title: String,
     /// Who holds the page, if an operator does.
     pub controller: Option<String>,
+    /// The viewport in CSS pixels, which clicks are in (the image is in device
+    /// pixels: larger on a high-density device).
+    pub viewport: (u32, u32),
 }
 
 impl std::fmt::Debug for LiveFrame {
@@ -33,7 +36,7 @@ impl std::fmt::Debug for LiveFrame {
 
 /// What an operator does to a page they hold.
 pub enum OperatorInput {
-    /// A click at a viewport point (CSS px).
+    /// A click at a viewport point, in CSS pixels (`LiveFrame::viewport`).
     Click {
         /// From the left.
         x: f64,
@@ -80,6 +83,7 @@ impl Gateway {
             url: lease.held.loaded.redact(&url),
             title: lease.held.loaded.redact(&title),
             controller: lease.controller(),
+            viewport: session.viewport(),
         })
     }
 

@@ -34,6 +34,9 @@ function live(img) {
   const say = (text) => { document.getElementById("live-state").textContent = text; };
   const send = (message) => { if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message)); };
   let shown = null;
+  // Clicks are in the page's CSS pixels; the image is in device pixels (more of them
+  // on a high-density device), so the server says the viewport.
+  let viewport = null;
   ws.onmessage = (event) => {
     if (typeof event.data !== "string") {
       const next = URL.createObjectURL(event.data);
@@ -47,6 +50,7 @@ function live(img) {
     if (m.ended) say("The session ended.");
     if (m.error) say(m.error);
     if (m.done) say("Done.");
+    if (m.viewport) viewport = m.viewport;
     if (m.url !== undefined) {
       document.getElementById("live-title").textContent = `“${m.title}”`;
       document.getElementById("live-url").textContent = m.url;
@@ -61,8 +65,9 @@ function live(img) {
   if (img.dataset.held !== "1") return;
   img.addEventListener("click", (event) => {
     const box = img.getBoundingClientRect();
-    const x = (event.clientX - box.left) * (img.naturalWidth / box.width);
-    const y = (event.clientY - box.top) * (img.naturalHeight / box.height);
+    const [width, height] = viewport || [img.naturalWidth, img.naturalHeight];
+    const x = (event.clientX - box.left) * (width / box.width);
+    const y = (event.clientY - box.top) * (height / box.height);
     send({ t: "click", x: Math.round(x), y: Math.round(y) });
   });
   const form = document.getElementById("live-type");

@@ -206,6 +206,7 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
                     "title": frame.title,
                     "controller": frame.controller,
                     "mine": frame.controller.as_deref() == Some(by.as_str()),
+                    "viewport": [frame.viewport.0, frame.viewport.1],
                     "actions": actions,
                 });
                 if tx.send(Message::Text(status.to_string().into())).await.is_err() {

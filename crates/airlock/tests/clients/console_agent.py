@@ -55,6 +55,11 @@ async def main():
                   r.is_error and t.startswith("approval_denied") and "not today" in t and "console:admin_key" in t, t)
             # 3. An operator takes the page over in the live view, types a password
             # and signs in, then hands it back; meanwhile every call is refused.
+            # On a phone: its screenshots have three device pixels to a CSS pixel,
+            # which the operator's clicks must be mapped through.
+            await agent.call_tool("browser_session_close", {})
+            r = await agent.call_tool("browser_session_open", {"device": "iphone-15"})
+            check("a phone session opens", not r.is_error, text_of(r))
             r = await agent.call_tool("browser_navigate", {"url": f"{base}/console-login.html"})
             check("navigate to the login", not r.is_error, text_of(r))
             held = None

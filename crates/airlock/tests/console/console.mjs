@@ -224,10 +224,11 @@ try {
     return page.textContent("#live-state");
   };
   const said = await act(async () => {
-    // The password field sits at (100..400, 100..140) in the page's CSS pixels.
+    // The password field sits at (100..400, 100..140) in the page's CSS pixels; the
+    // agent's session is an iPhone 15, whose frames have 3 device pixels to one.
     const box = await page.locator("#live").boundingBox();
     const natural = await page.locator("#live").evaluate((img) => [img.naturalWidth, img.naturalHeight]);
-    await page.mouse.click(box.x + 250 * box.width / natural[0], box.y + 120 * box.height / natural[1]);
+    await page.mouse.click(box.x + 250 * 3 * box.width / natural[0], box.y + 120 * 3 * box.height / natural[1]);
   });
   check("a click reaches the page", said === "Done.", said);
   const typed = "op-typed-7f3c91";

@@ -125,7 +125,7 @@ async fn an_operator_decides_in_the_console_while_an_agent_waits() {
     );
     assert!(
         agent.status.success()
-            && String::from_utf8_lossy(&agent.stdout).contains("12 passed, 0 failed"),
+            && String::from_utf8_lossy(&agent.stdout).contains("13 passed, 0 failed"),
         "the agent's run failed:\n{}",
         said(&agent)
     );
