@@ -48,14 +48,11 @@ pub(super) async fn take_over(
     Path(id): Path<String>,
 ) -> Response {
     let by = login.controller();
-    match console
+    let done = console
         .gateway
         .take_over(&login.operator.tenant, &id, &by)
-        .await
-    {
-        Ok(()) => Redirect::to(&format!("/console/sessions/{id}/live")).into_response(),
-        Err(e) => refused(StatusCode::CONFLICT, &e.to_string()),
-    }
+        .await;
+    back_to_live(&id, done)
 }
 
 pub(super) async fn hand_back(
@@ -64,13 +61,25 @@ pub(super) async fn hand_back(
     Path(id): Path<String>,
 ) -> Response {
     let by = login.controller();
-    match console
+    let done = console
         .gateway
         .hand_back(&login.operator.tenant, &id, &by)
-        .await
-    {
+        .await;
+    back_to_live(&id, done)
+}
+
+// After taking over or handing back: the live page again, or why not — another
+// operator's hold is a conflict, a session not of this tenant (or gone) not found.
+fn back_to_live(id: &str, done: airlock_gateway::Result<()>) -> Response {
+    match done {
         Ok(()) => Redirect::to(&format!("/console/sessions/{id}/live")).into_response(),
-        Err(e) => refused(StatusCode::CONFLICT, &e.to_string()),
+        Err(e @ airlock_gateway::Error::NotController(_)) => {
+            refused(StatusCode::CONFLICT, &e.to_string())
+        }
+        Err(_) => refused(
+            StatusCode::NOT_FOUND,
+            "no such live session: it may have ended",
+        ),
     }
 }
 
@@ -121,6 +130,10 @@ pub(super) async fn save_login(
                     .unwrap_or_default();
             Redirect::to(&format!("/console/vault?{query}")).into_response()
         }
+        Err(airlock_gateway::Error::NoSuchSession) => refused(
+            StatusCode::NOT_FOUND,
+            "no such live session: it may have ended",
+        ),
         Err(e) => refused(StatusCode::BAD_REQUEST, &e.to_string()),
     }
 }

@@ -215,6 +215,10 @@ try {
     headers: { "content-type": "application/x-www-form-urlencoded" }, body: `csrf=${csrf}` })).status,
     [`${base}/console/sessions/${sessionId}/end`, strangerCsrf]);
   check("another tenant cannot end it", r === 404, r);
+  r = await stranger.evaluate(async ([url, csrf]) => (await fetch(url, { method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" }, body: `csrf=${csrf}` })).status,
+    [`${base}/console/sessions/${sessionId}/take-over`, strangerCsrf]);
+  check("another tenant cannot take it over", r === 404, r);
   await third.close();
 
   const act = async (what) => {
