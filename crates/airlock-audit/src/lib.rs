@@ -86,6 +86,10 @@ pub struct Row {
     pub body: String,
     /// Its chain hash ([`chain`]).
     pub chain: Hash,
+    /// Copies of body fields a store keeps beside it to filter on (`tenant`,
+    /// `session` …), as stored: each must equal the body's field (absent: null), or
+    /// an edit outside the hash would move the event in every reader's view.
+    pub columns: Vec<(&'static str, Value)>,
 }
 
 impl Row {
@@ -97,6 +101,7 @@ impl Row {
             seq,
             chain: chain(previous, &leaf),
             body,
+            columns: Vec::new(),
         }
     }
 }
@@ -269,6 +274,14 @@ pub enum Broken {
         /// The row.
         seq: u64,
     },
+    /// A column kept beside a row's body says other than the body (the hashed
+    /// truth): it was edited outside the chain.
+    ColumnEdited {
+        /// The row.
+        seq: u64,
+        /// Which column.
+        column: &'static str,
+    },
     /// The log is shorter than a checkpoint says it was.
     Truncated {
         /// Rows now.
@@ -299,6 +312,10 @@ impl fmt::Display for Broken {
                 write!(f, "reordered: row {seq} holds event {says}")
             }
             Broken::Edited { seq } => write!(f, "edited: event {seq} is not what was written"),
+            Broken::ColumnEdited { seq, column } => write!(
+                f,
+                "edited: the `{column}` column of event {seq} does not match its hashed body"
+            ),
             Broken::Truncated { size, checkpoint } => write!(
                 f,
                 "truncated: {size} events, but a checkpoint saw {checkpoint}"
@@ -319,6 +336,9 @@ pub struct Verified {
     pub events: u64,
     /// Checkpoints checked against them.
     pub checkpoints: usize,
+    /// Events a signed checkpoint covers (the largest checkpoint's size; 0: none,
+    /// so nothing but the chain itself vouches for the log).
+    pub anchored: u64,
     /// The tree hash of every event.
     pub root: Hash,
 }
@@ -340,9 +360,8 @@ pub fn verify(rows: &[Row], checkpoints: &[Checkpoint]) -> Result<Verified, Brok
                 }
             });
         }
-        let says = serde_json::from_str::<Value>(&row.body)
-            .ok()
-            .and_then(|v| v["seq"].as_u64());
+        let body = serde_json::from_str::<Value>(&row.body).unwrap_or(Value::Null);
+        let says = body["seq"].as_u64();
         if says != Some(position) {
             return Err(match says {
                 Some(says) => Broken::Reordered {
@@ -356,6 +375,14 @@ pub fn verify(rows: &[Row], checkpoints: &[Checkpoint]) -> Result<Verified, Brok
         let expected = chain(&previous, &leaf);
         if row.chain != expected {
             return Err(Broken::Edited { seq: position });
+        }
+        for (column, stored) in &row.columns {
+            if body.get(*column).unwrap_or(&Value::Null) != stored {
+                return Err(Broken::ColumnEdited {
+                    seq: position,
+                    column,
+                });
+            }
         }
         previous = row.chain;
         leaves.push(leaf);
@@ -381,6 +408,7 @@ pub fn verify(rows: &[Row], checkpoints: &[Checkpoint]) -> Result<Verified, Brok
     Ok(Verified {
         events: leaves.len() as u64,
         checkpoints: checkpoints.len(),
+        anchored: since,
         root: merkle::root(&leaves),
     })
 }

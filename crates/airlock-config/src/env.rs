@@ -12,6 +12,8 @@ pub mod vars {
     pub const DATA_DIR: &str = "AIRLOCK_DATA_DIR";
     /// `host:port` to listen on.
     pub const LISTEN: &str = "AIRLOCK_LISTEN";
+    /// The URL clients reach the server at (`server.public_url`).
+    pub const PUBLIC_URL: &str = "AIRLOCK_PUBLIC_URL";
     /// More `policy.allow_private` entries, comma-separated (`127.0.0.1:8080,10.0.0.0/8`).
     pub const ALLOW_PRIVATE: &str = "AIRLOCK_ALLOW_PRIVATE";
 
@@ -35,6 +37,7 @@ pub mod vars {
         CHROME,
         DATA_DIR,
         LISTEN,
+        PUBLIC_URL,
         ALLOW_PRIVATE,
         API_KEY,
         ADMIN_KEY,

@@ -52,6 +52,25 @@ pub struct RawConfig {
     /// `[recording]`: what sessions keep of their steps.
     #[serde(default)]
     pub recording: RawRecording,
+    /// `[audit]`: where signed checkpoints are published.
+    #[serde(default)]
+    pub audit: RawAudit,
+}
+
+/// `[audit]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAudit {
+    /// A directory outside the data dir, ideally on another volume or machine, where
+    /// every signed checkpoint is also appended as it is signed.
+    pub publish_dir: Option<PathBuf>,
+}
+
+/// Validated `[audit]`.
+#[derive(Debug, Clone, Default)]
+pub struct AuditConfig {
+    /// Where signed checkpoints are also appended (absolute, outside the data dir).
+    pub publish_dir: Option<PathBuf>,
 }
 
 /// `[recording]` as written.
@@ -155,6 +174,9 @@ pub struct RawServer {
     /// Extra `Origin` values allowed to call `/mcp` from a browser.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// The URL clients reach this server at (`https://airlock.example.com`), which
+    /// the `mcp_url`s Airlock hands out start with (`AIRLOCK_PUBLIC_URL` beats it).
+    pub public_url: Option<String>,
     /// Role of callers (the API key holder, the stdio user): `observe`, `act`
     /// (default), `operate` (may use stored credentials without a grant), `admin`.
     pub role: Option<String>,
@@ -215,6 +237,7 @@ impl std::fmt::Debug for RawServer {
         f.debug_struct("RawServer")
             .field("listen", &self.listen)
             .field("allowed_origins", &self.allowed_origins)
+            .field("public_url", &self.public_url)
             .field("role", &self.role)
             .finish()
     }
@@ -294,6 +317,8 @@ pub struct Config {
     pub approvals: Approvals,
     /// Session recording.
     pub recording: RecordingConfig,
+    /// The audit log's checkpoints.
+    pub audit: AuditConfig,
 }
 
 /// Validated `[approvals]`.
@@ -332,6 +357,9 @@ pub struct ServerConfig {
     pub admin_key: Option<ApiKey>,
     /// Extra browser origins allowed on `/mcp`.
     pub allowed_origins: Vec<String>,
+    /// Where clients reach this server (scheme, host and port, no path), if said;
+    /// otherwise the address it is bound to. Never the `Host` a request names.
+    pub public_url: Option<String>,
     /// Role of callers.
     pub role: Role,
     /// Bearer JWTs of service callers, when configured.
@@ -632,6 +660,14 @@ impl Config {
                 });
             }
         }
+        let public_url = match env
+            .get(vars::PUBLIC_URL)
+            .or(raw.server.public_url.clone())
+            .filter(|u| !u.is_empty())
+        {
+            None => None,
+            Some(text) => Some(public_url(&text)?),
+        };
         let jwt_secret = env.get(vars::JWT_SECRET).filter(|k| !k.is_empty());
         let jwt = match (raw.server.jwt.clone(), jwt_secret) {
             (None, None) => None,
@@ -786,6 +822,13 @@ impl Config {
             },
         };
 
+        let audit = AuditConfig {
+            publish_dir: match raw.audit.publish_dir {
+                None => None,
+                Some(dir) => Some(publish_dir(&dir, &data_dir)?),
+            },
+        };
+
         Ok(Config {
             data_dir,
             server: ServerConfig {
@@ -793,6 +836,7 @@ impl Config {
                 api_key,
                 admin_key,
                 allowed_origins: raw.server.allowed_origins,
+                public_url,
                 role,
                 jwt,
             },
@@ -805,8 +849,59 @@ impl Config {
             download_dir,
             approvals,
             recording,
+            audit,
         })
     }
+}
+
+// `[audit] publish_dir`: absolute, and not inside the data dir (whoever can rewrite
+// the log there could rewrite its published checkpoints too).
+fn publish_dir(dir: &Path, data_dir: &Path) -> Result<PathBuf, Error> {
+    let invalid = |message: String| Error::Invalid {
+        key: "audit.publish_dir".to_owned(),
+        message,
+    };
+    if !dir.is_absolute() {
+        return Err(invalid(format!(
+            "{} is not an absolute path",
+            dir.display()
+        )));
+    }
+    let data = data_dir
+        .canonicalize()
+        .unwrap_or_else(|_| data_dir.to_path_buf());
+    let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    if canonical.starts_with(&data) || dir.starts_with(data_dir) {
+        return Err(invalid(format!(
+            "{} is inside the data dir; publish checkpoints off it (another volume or machine)",
+            dir.display()
+        )));
+    }
+    Ok(dir.to_path_buf())
+}
+
+// `[server] public_url`: an http(s) origin (a trailing `/` is dropped), since every
+// URL Airlock hands out is this and a path of its own.
+fn public_url(text: &str) -> Result<String, Error> {
+    let invalid = |message: String| Error::Invalid {
+        key: "server.public_url".to_owned(),
+        message,
+    };
+    let url = url::Url::parse(text).map_err(|e| invalid(format!("not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(invalid(format!(
+            "`{text}` is not an http(s) URL with a host"
+        )));
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid(format!(
+            "`{text}` has a path, query or fragment; give scheme, host and port only"
+        )));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("a public URL carries no credentials".to_owned()));
+    }
+    Ok(url.origin().ascii_serialization())
 }
 
 // `[approvals] webhook_url` and its signing key (`AIRLOCK_WEBHOOK_SECRET` beats the
@@ -923,6 +1018,48 @@ mod tests {
         assert_eq!(config.server.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(config.data_dir, PathBuf::from("./airlock-data"));
         assert_eq!(config.browser, BrowserConfig::default());
+    }
+
+    #[test]
+    fn the_public_url_is_an_origin_and_the_publish_dir_is_off_the_data_dir() {
+        let config = load(
+            "[server]\npublic_url = \"https://airlock.example.com/\"",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            config.server.public_url.as_deref(),
+            Some("https://airlock.example.com")
+        );
+        let config = load("", &[("AIRLOCK_PUBLIC_URL", "http://10.0.0.7:8080")]).unwrap();
+        assert_eq!(
+            config.server.public_url.as_deref(),
+            Some("http://10.0.0.7:8080")
+        );
+        for bad in [
+            "ftp://x",
+            "https://x/path",
+            "https://user:pw@x",
+            "not a url",
+        ] {
+            let e = load(&format!("[server]\npublic_url = \"{bad}\""), &[]).unwrap_err();
+            assert!(e.to_string().contains("server.public_url"), "{bad}: {e}");
+        }
+        let config = load("[audit]\npublish_dir = \"/mnt/witness\"", &[]).unwrap();
+        assert_eq!(
+            config.audit.publish_dir,
+            Some(PathBuf::from("/mnt/witness"))
+        );
+        for bad in ["relative/dir", "./airlock-data/published"] {
+            let e = load(&format!("[audit]\npublish_dir = \"{bad}\""), &[]).unwrap_err();
+            assert!(e.to_string().contains("audit.publish_dir"), "{bad}: {e}");
+        }
+        let e = load(
+            "data_dir = \"/var/lib/airlock\"\n[audit]\npublish_dir = \"/var/lib/airlock/witness\"",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("inside the data dir"), "{e}");
     }
 
     #[test]

@@ -68,6 +68,7 @@ async fn main() {
                     key: Arc::new(airlock_audit::SigningKey::from_bytes(&[7; 32])),
                     path: dir.path().join("audit.checkpoints"),
                     every: 100,
+                    publish_dir: None,
                 }),
                 rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
                 ..GatewayConfig::default()

@@ -1,7 +1,10 @@
 //! Signed checkpoints of the audit log: after every `every` events, after a quiet
 //! minute with new events, and at shutdown, the gateway signs (size, tree root) as a
 //! C2SP signed note and appends it to a file outside the database (and to its log), so
-//! that cutting events off the log's tail is caught too, not only edits.
+//! that cutting events off the log's tail is caught too, not only edits. Where the
+//! operator names a directory off the data dir (`[audit] publish_dir`), each note is
+//! appended there too as it is signed: someone who can rewrite the data dir, chain
+//! and local checkpoints included, cannot rewrite what was published.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -32,7 +35,13 @@ pub struct Checkpoints {
     pub path: PathBuf,
     /// Events between checkpoints.
     pub every: u64,
+    /// A directory off the data dir each note is also appended to (its file is
+    /// [`PUBLISHED_FILE`]).
+    pub publish_dir: Option<PathBuf>,
 }
+
+/// The file in `publish_dir` published checkpoints are appended to.
+pub const PUBLISHED_FILE: &str = "airlock.checkpoints";
 
 impl fmt::Debug for Checkpoints {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -40,6 +49,7 @@ impl fmt::Debug for Checkpoints {
             .field("name", &self.name)
             .field("path", &self.path)
             .field("every", &self.every)
+            .field("publish_dir", &self.publish_dir)
             .finish_non_exhaustive()
     }
 }
@@ -119,19 +129,31 @@ impl Trail {
             root: state.tree.root(),
         };
         let note = checkpoint.sign(&self.config.name, &self.config.key);
-        let mut file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&self.config.path)
-            .await?;
-        file.write_all(note.as_bytes()).await?;
-        file.sync_data().await?;
+        append_note(&self.config.path, &note).await?;
         tracing::info!(size = checkpoint.size, note = %note, "audit checkpoint");
+        // Off the box: a failure is loud but does not stop the log (the next
+        // checkpoint covers everything before it, so it publishes what this missed).
+        if let Some(dir) = &self.config.publish_dir
+            && let Err(error) = append_note(&dir.join(PUBLISHED_FILE), &note).await
+        {
+            tracing::error!(%error, dir = %dir.display(), size = checkpoint.size, "could not publish an audit checkpoint");
+        }
         state.signed = checkpoint.size;
         state.last_signed = Instant::now();
         Ok(())
     }
+}
+
+// Appends one note to the file at `path` (0600, created), durably.
+async fn append_note(path: &std::path::Path, note: &str) -> std::io::Result<()> {
+    let mut file = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .await?;
+    file.write_all(note.as_bytes()).await?;
+    file.sync_data().await
 }
 
 // Grows the tree with the store's events up to `seq` (the first time: all of them).

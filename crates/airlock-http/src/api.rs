@@ -38,6 +38,7 @@ pub(crate) fn routes(
     gateway: Arc<Gateway>,
     auth: Arc<crate::auth::Authenticator>,
     metrics: Arc<crate::metrics::Metrics>,
+    public_url: &str,
 ) -> Router {
     let scrape = get(move |State(gateway): State<Arc<Gateway>>| {
         let metrics = metrics.clone();
@@ -59,7 +60,7 @@ pub(crate) fn routes(
         .route("/api/v1/approvals/{id}/approve", post(approve))
         .route("/api/v1/approvals/{id}/deny", post(deny))
         .route("/api/v1/events", get(events))
-        .merge(crate::leases::routes())
+        .merge(crate::leases::routes(public_url))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_API_BODY_BYTES))
         .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .with_state(gateway)

@@ -22,6 +22,8 @@ pub(crate) struct Authenticator {
     pub(crate) jwt: Option<Arc<crate::jwt::JwtVerifier>>,
     pub(crate) gateway: Arc<Gateway>,
     pub(crate) limiter: AuthLimiter,
+    /// Where clients reach this server, for the URLs a refusal names.
+    pub(crate) public_url: String,
 }
 
 /// What a request's credentials came to.
@@ -61,17 +63,11 @@ impl Authenticator {
         // request may live across an await.
         let client = crate::client_addr(request);
         let presented = crate::bearer(request).map(str::to_owned);
-        let host = request
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("127.0.0.1")
-            .to_owned();
         async move {
             if let Some(refused) = refused {
                 return Identity::Refused(refused);
             }
-            self.identify_token(presented.as_deref(), client, surface, &host)
+            self.identify_token(presented.as_deref(), client, surface)
                 .await
         }
     }
@@ -81,7 +77,6 @@ impl Authenticator {
         presented: Option<&str>,
         client: Option<std::net::IpAddr>,
         surface: &'static str,
-        host: &str,
     ) -> Identity {
         let now = tokio::time::Instant::now();
         let required = self.required().await;
@@ -96,12 +91,7 @@ impl Authenticator {
             None => Err("no token"),
         };
         match known {
-            Ok(principal) => {
-                if let Some(addr) = client {
-                    self.limiter.succeeded(addr);
-                }
-                Identity::Known(principal)
-            }
+            Ok(principal) => Identity::Known(principal),
             Err(_) if !required => Identity::Local(self.gateway.principal(None)),
             Err(reason) => {
                 if let Some(addr) = client {
@@ -111,7 +101,7 @@ impl Authenticator {
                 // On the audit record too (never the token); the limiter above bounds
                 // how many a client can cause.
                 crate::record_auth_failure(&self.gateway, surface, reason, client);
-                Identity::Refused(unauthorized(surface, host))
+                Identity::Refused(unauthorized(surface, &self.public_url))
             }
         }
     }
@@ -134,12 +124,7 @@ impl Authenticator {
             return Err(refused);
         }
         match self.principal_of(key).await {
-            Ok(principal) => {
-                if let Some(addr) = client {
-                    self.limiter.succeeded(addr);
-                }
-                Ok(principal)
-            }
+            Ok(principal) => Ok(principal),
             Err(reason) => {
                 if let Some(addr) = client {
                     self.limiter.failed(addr, now);
@@ -210,8 +195,9 @@ pub(crate) fn refuse_below(
 /// Where a client reads how this resource is protected (RFC 9728).
 pub(crate) const RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource";
 
-// 401 with `WWW-Authenticate`, naming the protected-resource metadata (RFC 9728).
-fn unauthorized(surface: &str, host: &str) -> Response {
+// 401 with `WWW-Authenticate`, naming the protected-resource metadata (RFC 9728) at
+// the server's public URL.
+fn unauthorized(surface: &str, public_url: &str) -> Response {
     let mut response = if surface == "mcp" {
         (
             StatusCode::UNAUTHORIZED,
@@ -230,15 +216,8 @@ fn unauthorized(surface: &str, host: &str) -> Response {
     } else {
         "airlock-api"
     };
-    // A Host that is not a plain host[:port] is left out of the header.
-    let plain = host
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
-    let value = if plain {
-        format!("Bearer realm=\"{realm}\", resource_metadata=\"http://{host}{RESOURCE_METADATA}\"")
-    } else {
-        format!("Bearer realm=\"{realm}\"")
-    };
+    let value =
+        format!("Bearer realm=\"{realm}\", resource_metadata=\"{public_url}{RESOURCE_METADATA}\"");
     if let Ok(value) = HeaderValue::from_str(&value) {
         response
             .headers_mut()

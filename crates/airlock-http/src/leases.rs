@@ -8,7 +8,7 @@ use std::time::Duration;
 use airlock_config::{Isolation, RecordMode};
 use airlock_gateway::{Error, Gateway, LeaseInfo, LeaseRequest, OpenOptions, Principal};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
@@ -17,12 +17,17 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::api::error_response;
 
+/// Where clients reach this server (no trailing `/`), for the `mcp_url`s handed out.
+#[derive(Debug, Clone)]
+pub(crate) struct PublicUrl(pub(crate) Arc<str>);
+
 /// The leasing routes (auth is the caller's layer).
-pub(crate) fn routes() -> Router<Arc<Gateway>> {
+pub(crate) fn routes(public_url: &str) -> Router<Arc<Gateway>> {
     Router::new()
         .route("/api/v1/sessions", post(lease).get(list))
         .route("/api/v1/sessions/{id}", get(one).delete(end))
         .route("/api/v1/sessions/{id}/heartbeat", post(heartbeat))
+        .layer(Extension(PublicUrl(public_url.into())))
 }
 
 /// A lease request: the session of this (user, conversation), opened as asked if
@@ -153,7 +158,7 @@ pub(crate) struct SessionList {
 pub(crate) async fn lease(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
-    headers: HeaderMap,
+    Extension(public_url): Extension<PublicUrl>,
     body: axum::body::Bytes,
 ) -> Response {
     let body: LeaseBody = match serde_json::from_slice(&body) {
@@ -209,7 +214,7 @@ pub(crate) async fn lease(
     };
     match gateway.lease(&caller, request).await {
         Ok(leased) => {
-            let mut out = session_view(&leased.info, &headers);
+            let mut out = session_view(&leased.info, &public_url);
             out.created = Some(leased.created);
             out.credentials_refused = leased.credentials_refused;
             let status = if leased.created {
@@ -250,7 +255,7 @@ pub(crate) async fn list(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-    headers: HeaderMap,
+    Extension(public_url): Extension<PublicUrl>,
 ) -> Response {
     let query = match query {
         Ok(Query(query)) => query,
@@ -259,7 +264,7 @@ pub(crate) async fn list(
     let sessions = gateway
         .tenant_sessions(&caller.tenant, query.user_id.as_deref())
         .iter()
-        .map(|info| session_view(info, &headers))
+        .map(|info| session_view(info, &public_url))
         .collect();
     Json(SessionList { sessions }).into_response()
 }
@@ -282,10 +287,10 @@ pub(crate) async fn one(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    Extension(public_url): Extension<PublicUrl>,
 ) -> Response {
     match gateway.session_info(&caller.tenant, &id) {
-        Ok(info) => Json(session_view(&info, &headers)).into_response(),
+        Ok(info) => Json(session_view(&info, &public_url)).into_response(),
         Err(e) => gateway_error(&e),
     }
 }
@@ -308,10 +313,10 @@ pub(crate) async fn heartbeat(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    Extension(public_url): Extension<PublicUrl>,
 ) -> Response {
     match gateway.heartbeat(&caller.tenant, &id) {
-        Ok(info) => Json(session_view(&info, &headers)).into_response(),
+        Ok(info) => Json(session_view(&info, &public_url)).into_response(),
         Err(e) => gateway_error(&e),
     }
 }
@@ -345,12 +350,9 @@ fn bad(message: &str) -> Response {
     error_response(StatusCode::BAD_REQUEST, "invalid_argument", message)
 }
 
-// A session as the API shows it. `mcp_url` is on the host the caller reached.
-fn session_view(info: &LeaseInfo, headers: &HeaderMap) -> SessionView {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1");
+// A session as the API shows it. `mcp_url` starts with the server's public URL, never
+// with the `Host` a request named (a rebinding page would name its own).
+fn session_view(info: &LeaseInfo, public_url: &PublicUrl) -> SessionView {
     let status = if info.held {
         "held"
     } else if info.busy > 0 {
@@ -364,7 +366,7 @@ fn session_view(info: &LeaseInfo, headers: &HeaderMap) -> SessionView {
     });
     SessionView {
         session_id: info.id.to_string(),
-        mcp_url: format!("http://{host}/mcp/s/{}", info.id),
+        mcp_url: format!("{}/mcp/s/{}", public_url.0, info.id),
         status,
         user_id: info.conversation.as_ref().map(|c| c.user.clone()),
         conversation_id: info.conversation.as_ref().map(|c| c.conversation.clone()),

@@ -4,14 +4,19 @@
 //! live event stream, see [`api`]), the operator's console at `/` (see [`console`]),
 //! `/metrics`, `/healthz` and `/readyz`. Only this crate knows axum.
 //!
-//! `/mcp` checks, in order: no credentials in the query string (400), the bearer token
-//! when one is configured (401 with `WWW-Authenticate`), then rmcp checks `Host`
-//! against the bound names and `Origin` against the allowed origins (403) and caps the
-//! body (413).
+//! Every route is behind [`edge`]: `Host` against the bound names, `Origin` against
+//! the allowed origins, a cross-site browser's writes and non-JSON bodies refused.
+//! `/mcp` then checks, in order: no credentials in the query string (400), the bearer
+//! token when one is configured (401 with `WWW-Authenticate`), and rmcp checks `Host`
+//! and `Origin` once more and caps the body (413).
+//!
+//! Every URL Airlock hands out (`mcp_url`, the resource metadata) starts with the
+//! configured public URL, or the bound address: never with a request's `Host`.
 
 mod api;
 mod auth;
 mod console;
+mod edge;
 pub mod jwt;
 mod leases;
 mod limit;
@@ -42,10 +47,13 @@ pub const MAX_MCP_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub struct HttpConfig {
     /// Bearer token required on `/mcp`; `None` only when bound to loopback.
     pub api_key: Option<ApiKey>,
-    /// `Host` values accepted on `/mcp`.
+    /// Host names requests may name (every route); empty: any.
     pub allowed_hosts: Vec<String>,
-    /// Browser `Origin` values accepted on `/mcp`.
+    /// Browser `Origin` values accepted (every route).
     pub allowed_origins: Vec<String>,
+    /// Where clients reach this server (`http://127.0.0.1:8080`, no trailing `/`):
+    /// the start of every URL handed out.
+    pub public_url: String,
     /// Which MCP tools to offer.
     pub tool_profile: airlock_config::ToolProfile,
     /// Bearer token of approvers on `/api/v1`; `None`: the API answers 403.
@@ -63,8 +71,13 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
             allowed_hosts: config.allowed_hosts.clone(),
             allowed_origins: config.allowed_origins.clone(),
             max_body_bytes: MAX_MCP_BODY_BYTES,
+            public_url: Some(config.public_url.clone()),
         },
     );
+    let edge = Arc::new(edge::Edge {
+        hosts: config.allowed_hosts.clone(),
+        origins: config.allowed_origins.clone(),
+    });
     // One authenticator (and one limiter of failures) for every route.
     let auth = Arc::new(auth::Authenticator {
         api_key: config.api_key,
@@ -72,11 +85,13 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         jwt: config.jwt,
         gateway: gateway.clone(),
         limiter: limit::AuthLimiter::default(),
+        public_url: config.public_url.clone(),
     });
     let api = api::routes(
         gateway.clone(),
         auth.clone(),
         metrics::Metrics::install(&gateway),
+        &config.public_url,
     );
     let console = console::routes(gateway.clone(), auth.clone());
     let metadata = Router::new()
@@ -100,24 +115,18 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .merge(console)
         .route("/healthz", get(healthz))
         .route("/readyz", get(healthz))
+        .layer(middleware::from_fn_with_state(edge, edge::check))
 }
 
 // RFC 9728 protected-resource metadata: what this resource is, how a token is sent,
 // and (with JWTs) which issuer's tokens it takes. Served only when callers must
 // authenticate; otherwise there is nothing to describe.
-async fn protected_resource(
-    State(auth): State<Arc<auth::Authenticator>>,
-    headers: axum::http::HeaderMap,
-) -> Response {
+async fn protected_resource(State(auth): State<Arc<auth::Authenticator>>) -> Response {
     if !auth.required().await {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1");
     let mut body = serde_json::json!({
-        "resource": format!("http://{host}/mcp"),
+        "resource": format!("{}/mcp", auth.public_url),
         "resource_name": "Airlock",
         "bearer_methods_supported": ["header"],
     });

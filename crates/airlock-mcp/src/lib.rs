@@ -38,11 +38,15 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Largest request body; bigger ones get 413.
     pub max_body_bytes: usize,
+    /// Where clients reach the server (`http://127.0.0.1:8080`): the start of every
+    /// `mcp_url` handed out.
+    pub public_url: Option<String>,
 }
 
 /// The Streamable HTTP service: one [`AirlockMcp`] (and agent session) per MCP session.
 pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpService {
     let profile = options.profile;
+    let public_url = options.public_url.clone();
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.allowed_hosts)
         .with_max_request_body_bytes(options.max_body_bytes);
@@ -54,7 +58,7 @@ pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpServi
         config.with_allowed_origins(options.allowed_origins)
     };
     StreamableHttpService::new(
-        move || Ok(AirlockMcp::new(gateway.clone(), profile)),
+        move || Ok(AirlockMcp::new(gateway.clone(), profile).at(public_url.clone())),
         Arc::new(LocalSessionManager::default()),
         config,
     )

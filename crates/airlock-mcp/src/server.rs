@@ -42,6 +42,9 @@ pub struct AirlockMcp {
     tool_router: ToolRouter<Self>,
     /// Tools whose listing shows only `ref` of the target fields they take.
     folded: Arc<std::collections::HashSet<String>>,
+    /// Where HTTP clients reach this server (no trailing `/`): the start of the
+    /// `mcp_url` a stateless session open hands out. `None` over stdio.
+    public_url: Option<Arc<str>>,
 }
 
 impl AirlockMcp {
@@ -96,7 +99,14 @@ impl AirlockMcp {
             gateway,
             tool_router,
             folded: Arc::new(folded),
+            public_url: None,
         }
+    }
+
+    /// This server as reached at `public_url` (the URLs it hands out start with it).
+    pub fn at(mut self, public_url: Option<String>) -> AirlockMcp {
+        self.public_url = public_url.map(|u| u.trim_end_matches('/').into());
+        self
     }
 
     // Which agent session serves this request. Clients never share a browser unless
@@ -130,7 +140,7 @@ impl AirlockMcp {
         if parts.headers.contains_key("mcp-session-id") {
             return self.own_agent(principal, Serving::Held);
         }
-        self.own_agent(principal, |agent| Serving::OneOff(agent, parts.clone()))
+        self.own_agent(principal, Serving::OneOff)
     }
 
     // Who is calling: the principal the HTTP auth layer found, or (stdio) the
@@ -213,7 +223,7 @@ impl AirlockMcp {
                     tracing::info!(tool.name = tool, "tool call for a session that is gone");
                     refusal
                 }
-                Serving::OneOff(agent, parts) => self.one_off(agent, &parts, call).await,
+                Serving::OneOff(agent) => self.one_off(agent, call).await,
             },
             Err(BadArgument(message)) => ToolOutput::error(ErrorCode::InvalidArgument, message),
         };
@@ -297,7 +307,7 @@ enum Serving {
     Held(Arc<AgentSession>),
     /// A stateless request that names no session: served once (or named, by
     /// `browser_session_open`).
-    OneOff(Arc<AgentSession>, http::request::Parts),
+    OneOff(Arc<AgentSession>),
     /// The request named a session that is not there.
     Refused(ToolOutput),
 }
@@ -313,12 +323,7 @@ impl AirlockMcp {
     // and names it: its result gives the URL later calls go to. Anything else runs in
     // a browser session of its own, closed when the call ends, so no two clients ever
     // see each other's pages.
-    async fn one_off(
-        &self,
-        agent: Arc<AgentSession>,
-        parts: &http::request::Parts,
-        call: ToolCall,
-    ) -> ToolOutput {
+    async fn one_off(&self, agent: Arc<AgentSession>, call: ToolCall) -> ToolOutput {
         if matches!(call, ToolCall::SessionOpen(_)) {
             let mut out = agent.call(call).await;
             if out.error.is_some() {
@@ -329,13 +334,10 @@ impl AirlockMcp {
                 .name_agent(&agent.principal().caller(), agent.clone())
             {
                 Ok(handle) => {
-                    let host = parts
-                        .headers
-                        .get(http::header::HOST)
-                        .and_then(|h| h.to_str().ok())
-                        .unwrap_or("127.0.0.1");
+                    // From configuration, never from the request's `Host`.
+                    let base = self.public_url.as_deref().unwrap_or("http://127.0.0.1");
                     out.text.push_str(&format!(
-                        "\nmcp_url: http://{host}/mcp/s/{handle}\nThis request named no session, so this browser is reached only at that URL: send later calls there (it is a capability: keep it private). It closes when idle, like any session."
+                        "\nmcp_url: {base}/mcp/s/{handle}\nThis request named no session, so this browser is reached only at that URL: send later calls there (it is a capability: keep it private). It closes when idle, like any session."
                     ));
                     out
                 }

@@ -8,7 +8,9 @@ use sqlx::Row as _;
 
 use crate::{Result, Store, StoreError};
 
-/// One stored audit event.
+/// One stored audit event. `tenant`, `time_ms`, `kind` and `session` are read from
+/// its hashed body, never from the columns the store filters on: an edit of a column
+/// alone cannot move an event into another tenant's view (and `verify` names it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditRecord {
     /// Its position, from 1.
@@ -25,15 +27,36 @@ pub struct AuditRecord {
     pub body: String,
     /// Its chain hash.
     pub chain: Hash,
+    /// The columns as stored, for verification.
+    columns: Columns,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Columns {
+    tenant: String,
+    time_ms: i64,
+    kind: String,
+    session: Option<String>,
 }
 
 impl AuditRecord {
-    /// The part verification reads.
+    /// The part verification reads: the body, its chain, and the columns kept beside
+    /// it (each must say what the body says).
     pub fn row(&self) -> Row {
+        let c = &self.columns;
         Row {
             seq: self.seq,
             body: self.body.clone(),
             chain: self.chain,
+            columns: vec![
+                ("tenant", Value::from(c.tenant.clone())),
+                ("time_ms", Value::from(c.time_ms)),
+                ("kind", Value::from(c.kind.clone())),
+                (
+                    "session",
+                    c.session.clone().map_or(Value::Null, Value::from),
+                ),
+            ],
         }
     }
 }
@@ -87,6 +110,12 @@ impl Store {
                 session: session.clone(),
                 body: row.body,
                 chain: row.chain,
+                columns: Columns {
+                    tenant: tenant.clone(),
+                    time_ms,
+                    kind: kind.clone(),
+                    session: session.clone(),
+                },
             })
         }
         .await;
@@ -140,14 +169,26 @@ fn hash(bytes: Vec<u8>) -> Result<Hash> {
         .map_err(|_| StoreError::Corrupt("an audit chain hash is not 32 bytes".to_owned()))
 }
 
+// A stored row as readers see it: what it says of itself from its body; the columns
+// kept only to be checked against it.
 fn record(row: &sqlx::sqlite::SqliteRow) -> Result<AuditRecord> {
-    Ok(AuditRecord {
-        seq: row.try_get::<i64, _>("seq")? as u64,
+    let columns = Columns {
         tenant: row.try_get("tenant")?,
         time_ms: row.try_get("time_ms")?,
         kind: row.try_get("kind")?,
         session: row.try_get("session")?,
-        body: row.try_get("body")?,
+    };
+    let body: String = row.try_get("body")?;
+    let fields: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let text = |key: &str| fields[key].as_str().map(str::to_owned);
+    Ok(AuditRecord {
+        seq: row.try_get::<i64, _>("seq")? as u64,
+        tenant: text("tenant").unwrap_or_default(),
+        time_ms: fields["time_ms"].as_i64().unwrap_or_default(),
+        kind: text("kind").unwrap_or_default(),
+        session: text("session"),
+        body,
         chain: hash(row.try_get("chain")?)?,
+        columns,
     })
 }

@@ -1585,6 +1585,7 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
                     key: Arc::new(key.clone()),
                     path: path.clone(),
                     every: 2,
+                    publish_dir: None,
                 }),
                 ..config(&h)
             },

@@ -79,11 +79,16 @@ fn read_key(path: &Path) -> anyhow::Result<Option<SigningKey>> {
 
 /// How the gateway signs checkpoints under `config`'s data dir.
 pub(crate) fn checkpoints(config: &Config) -> anyhow::Result<airlock_gateway::Checkpoints> {
+    if let Some(dir) = &config.audit.publish_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating audit.publish_dir {}", dir.display()))?;
+    }
     Ok(airlock_gateway::Checkpoints {
         name: LOG_NAME.to_owned(),
         key: Arc::new(signing_key(&config.data_dir)?),
         path: config.data_dir.join(CHECKPOINTS_FILE),
         every: EVERY,
+        publish_dir: config.audit.publish_dir.clone(),
     })
 }
 
@@ -103,7 +108,12 @@ fn read_checkpoints(
 /// Rows read from the store at a time.
 const PAGE: u32 = 10_000;
 
-/// Exit 0 when the log is intact, 1 at the first thing wrong (named). Checkpoints are
+/// `verify`'s exit code for a log that is one chain but that no signed checkpoint
+/// vouches for.
+const UNANCHORED: u8 = 2;
+
+/// Exit 0 when the log is intact, 1 at the first thing wrong (named), 2 when it is
+/// intact but no signed checkpoint covers any of it (said loudly). Checkpoints are
 /// checked with `public_key` (a C2SP verifier key), else with the data dir's key.
 /// With `export`, checks that file (`audit export` output from the first event) instead
 /// of the database, against `checkpoints` (default: the data dir's).
@@ -140,12 +150,29 @@ pub(crate) async fn verify(
     };
     let checked = checkpoints.and_then(|checkpoints| airlock_audit::verify(&rows, &checkpoints));
     match checked {
+        // A chain with nothing signed over it proves only that it is a chain: whoever
+        // can write the data dir can rewrite every event and chain them anew.
+        Ok(verified) if verified.anchored == 0 && verified.events > 0 => {
+            println!(
+                "UNANCHORED: {} events form one unbroken chain, but no signed checkpoint covers any of them ({}), so a rewrite of the whole log would verify just the same. Check against checkpoints published off this machine: --checkpoints FILE ([audit] publish_dir).",
+                verified.events,
+                checkpoints_path.display()
+            );
+            Ok(ExitCode::from(UNANCHORED))
+        }
         Ok(verified) => {
             let root: String = verified.root.iter().map(|b| format!("{b:02x}")).collect();
             println!(
                 "ok: {} events, {} signed checkpoints, tree root {root}",
                 verified.events, verified.checkpoints
             );
+            if verified.anchored < verified.events {
+                println!(
+                    "note: the last {} events come after the newest signed checkpoint (of {}); they are chained, and the next checkpoint will cover them",
+                    verified.events - verified.anchored,
+                    verified.anchored
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(broken) => {
@@ -287,6 +314,7 @@ fn exported_rows(path: &Path) -> anyhow::Result<Vec<airlock_audit::Row>> {
             seq,
             body: line.to_owned(),
             chain,
+            columns: Vec::new(),
         });
     }
     Ok(rows)

@@ -41,24 +41,42 @@ pub(crate) async fn serve_until(
     let _data_dir = super::vault::hold_data_dir(&config.data_dir)?;
     let jwt = jwt_verifier(&config)?;
     let gateway = super::gateway(&config, vec![addr]).await?;
+    // Every URL handed out starts with this: the configured public URL, else the
+    // bound address. Never a request's `Host`, which a rebinding page chooses.
+    let public_url = config
+        .server
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    if config.server.public_url.is_none() && addr.ip().is_unspecified() {
+        tracing::warn!(%addr, "the session URLs Airlock hands out name the unspecified address; set [server] public_url (or AIRLOCK_PUBLIC_URL) to where clients reach it");
+    }
+    let public_host = url::Url::parse(&public_url)
+        .ok()
+        .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_owned()));
     // Host checking defends unauthenticated loopback servers against DNS rebinding;
     // a non-loopback server requires a token instead and answers to any host name.
     let allowed_hosts = if loopback {
-        vec![
+        let mut hosts = vec![
             "localhost".to_owned(),
             "127.0.0.1".to_owned(),
             "::1".to_owned(),
             addr.ip().to_string(),
-        ]
+        ];
+        hosts.extend(public_host);
+        hosts
     } else {
         Vec::new()
     };
-    // Airlock's own pages (the console) call /mcp from Airlock's own origin; every
+    // Airlock's own pages (the console) call it from Airlock's own origin; every
     // other browser origin must be listed in server.allowed_origins.
     let mut allowed_origins = config.server.allowed_origins.clone();
     allowed_origins.push(format!("http://{addr}"));
     if loopback {
         allowed_origins.push(format!("http://localhost:{}", addr.port()));
+    }
+    if !allowed_origins.contains(&public_url) {
+        allowed_origins.push(public_url.clone());
     }
     let router = airlock_http::router(
         gateway.clone(),
@@ -66,6 +84,7 @@ pub(crate) async fn serve_until(
             api_key: config.server.api_key.clone(),
             allowed_hosts,
             allowed_origins,
+            public_url,
             tool_profile: config.tool_profile,
             admin_key: config.server.admin_key.clone(),
             jwt,

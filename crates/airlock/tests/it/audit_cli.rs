@@ -48,10 +48,11 @@ async fn verify_names_the_event_someone_edited_or_removed() {
     let dir = tempfile::tempdir().unwrap();
     let names = ["Item 1", "Item 2", "Item 3", "Item 4", "Item 5"];
     let store = written(dir.path(), &names).await;
+    // One chain, but nothing signed over it: said loudly, with its own exit code.
     let (code, out) = airlock(dir.path(), &["audit", "verify"]);
-    assert_eq!(code, 0, "{out}");
+    assert_eq!(code, 2, "{out}");
     assert!(
-        out.starts_with("ok: 5 events, 0 signed checkpoints, tree root "),
+        out.starts_with("UNANCHORED: 5 events form one unbroken chain, but no signed checkpoint covers any of them"),
         "{out}"
     );
 
@@ -276,5 +277,175 @@ async fn signed_checkpoints_catch_a_log_cut_short_and_a_foreign_key() {
     assert_eq!(
         out.trim(),
         "broken: truncated: 4 events, but a checkpoint saw 5"
+    );
+}
+
+/// Someone with the database edits only the columns readers filter on: the event's
+/// tenant (moving it out of its tenant's view), its session, its kind. The hashed
+/// body still says the truth: readers go by it, and `verify` names the column.
+#[tokio::test]
+async fn an_edit_of_a_filtered_column_alone_is_named_and_moves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // Closed, so the database file holds every event (copies of it are edited).
+    written(dir.path(), &["a", "b", "c", "d"])
+        .await
+        .close()
+        .await;
+    for (column, edit, seq) in [
+        (
+            "tenant",
+            "UPDATE audit_events SET tenant = 'intruder' WHERE seq = 2",
+            2,
+        ),
+        (
+            "session",
+            "UPDATE audit_events SET session = 's-forged' WHERE seq = 3",
+            3,
+        ),
+        (
+            "kind",
+            "UPDATE audit_events SET kind = 'session_open' WHERE seq = 4",
+            4,
+        ),
+        (
+            "time_ms",
+            "UPDATE audit_events SET time_ms = 1 WHERE seq = 1",
+            1,
+        ),
+    ] {
+        let fresh = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            dir.path().join("airlock.db"),
+            fresh.path().join("airlock.db"),
+        )
+        .unwrap();
+        let pool = by_hand(fresh.path()).await;
+        sqlx::query(edit).execute(&pool).await.unwrap();
+        pool.close().await;
+        let (code, out) = airlock(fresh.path(), &["audit", "verify"]);
+        assert_eq!(code, 1, "{column}: {out}");
+        assert_eq!(
+            out.trim(),
+            format!(
+                "broken: edited: the `{column}` column of event {seq} does not match its hashed body"
+            )
+        );
+    }
+    // What readers see comes from the body: the event is still the default tenant's.
+    let pool = by_hand(dir.path()).await;
+    sqlx::query("UPDATE audit_events SET tenant = 'intruder' WHERE seq = 2")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let store = Store::open_sqlite(&dir.path().join("airlock.db"))
+        .await
+        .unwrap();
+    let records = store.audit_events(0, 10).await.unwrap();
+    assert_eq!(records[1].tenant, "default");
+    assert!(records.iter().all(|r| r.tenant == "default"));
+    store.close().await;
+}
+
+/// A tamperer rewrites an event, re-chains the whole log and deletes the local
+/// checkpoints: `verify` alone says loudly that nothing anchors the log, and against
+/// the checkpoints the gateway published off the data dir it names the rewrite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rechained_log_is_caught_by_the_checkpoints_published_off_the_box() {
+    let tmp = tempfile::tempdir().unwrap();
+    let published = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("airlock.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[audit]\npublish_dir = \"{}\"\n",
+            published.path().join("witness").display()
+        ),
+    )
+    .unwrap();
+    let served = crate::server::serve_with(
+        tmp.path(),
+        Some("agent-key-0123456789abcdef"),
+        Some(&config),
+    )
+    .await;
+    // A few events: refused tokens are on the record.
+    let authority = served
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    for _ in 0..3 {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut s = tokio::net::TcpStream::connect(&authority).await.unwrap();
+        s.write_all(
+            format!("GET /api/v1/sessions HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer wrong-0123456789abcdef\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        assert!(out.starts_with("HTTP/1.1 401"), "{out}");
+    }
+    // Stopping signs a checkpoint over everything, here and in the published dir.
+    crate::server::stop(served).await;
+    let data = tmp.path().join("data");
+    let published_file = published.path().join("witness/airlock.checkpoints");
+    let notes = std::fs::read_to_string(&published_file).unwrap();
+    assert!(notes.starts_with("airlock.local/audit\n"), "{notes}");
+    let (code, out) = airlock(&data, &["audit", "verify"]);
+    assert_eq!(code, 0, "{out}");
+
+    // The rewrite: the first event's reason changed, every chain hash recomputed.
+    let pool = by_hand(&data).await;
+    let rows: Vec<(i64, String)> =
+        sqlx::query_as("SELECT seq, body FROM audit_events ORDER BY seq")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert!(rows.len() >= 3, "{rows:?}");
+    let mut previous = [0u8; 32];
+    for (seq, body) in rows {
+        let body = if seq == 1 {
+            body.replacen("wrong token", "right token", 1)
+        } else {
+            body
+        };
+        let chain = airlock_audit::chain(
+            &previous,
+            &airlock_audit::merkle::leaf_hash(body.as_bytes()),
+        );
+        sqlx::query("UPDATE audit_events SET body = ?, chain = ? WHERE seq = ?")
+            .bind(&body)
+            .bind(chain.as_slice())
+            .bind(seq)
+            .execute(&pool)
+            .await
+            .unwrap();
+        previous = chain;
+    }
+    pool.close().await;
+    // With the local checkpoints there, the rewrite is caught; the tamperer deletes them.
+    let (code, out) = airlock(&data, &["audit", "verify"]);
+    assert_eq!(code, 1, "{out}");
+    std::fs::remove_file(data.join("audit.checkpoints")).unwrap();
+    let (code, out) = airlock(&data, &["audit", "verify"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.starts_with("UNANCHORED: "), "{out}");
+    // The published copy still holds what was signed.
+    let (code, out) = airlock(
+        &data,
+        &[
+            "audit",
+            "verify",
+            "--checkpoints",
+            published_file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.starts_with("broken: edited: an event after 0 and up to"),
+        "{out}"
     );
 }

@@ -407,6 +407,79 @@ async fn failed_authentication_is_limited_per_address() {
     stop(served).await;
 }
 
+/// A guesser holding one valid low-role key slips it in after every five wrong
+/// tokens (and then after five wrong console sign-ins): its successes do not erase
+/// its failures, so it is limited at the same count as without them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_valid_key_between_guesses_does_not_reset_the_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let token = "bearer-token-0123456789abcdef";
+    let config = tmp.path().join("airlock.toml");
+    std::fs::write(
+        &config,
+        "[server]\nadmin_key = \"admin-key-0123456789abcdef\"\n",
+    )
+    .unwrap();
+    let served = crate::server::serve_with(tmp.path(), Some(token), Some(&config)).await;
+    let url = served.url.clone();
+    let wrong = ["Authorization: Bearer wrong-token-0123456789".to_owned()];
+    let right = [format!("Authorization: Bearer {token}")];
+    let mut guesses = Vec::new();
+    for _ in 0..5 {
+        guesses.push(initialize(&url, &wrong).await.status);
+    }
+    assert_eq!(initialize(&url, &right).await.status, 200);
+    for _ in 0..5 {
+        guesses.push(initialize(&url, &wrong).await.status);
+    }
+    assert_eq!(guesses, [401; 10], "{guesses:?}");
+    // Ten failures in the window: the next guess is limited, successes or not.
+    let limited = initialize(&url, &wrong).await;
+    assert_eq!(limited.status, 429, "{}", limited.head);
+    stop(served).await;
+
+    // The console's sign-in shares the limiter.
+    let tmp = tempfile::tempdir().unwrap();
+    let served = crate::server::serve_with(tmp.path(), Some(token), Some(&config)).await;
+    let url = served.url.clone();
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let sign_in = |key: &'static str| {
+        let authority = authority.clone();
+        async move {
+            let body = format!("key={key}");
+            let mut stream = TcpStream::connect(&authority).await.unwrap();
+            let req = format!(
+                "POST /console/sign-in HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(req.as_bytes()).await.unwrap();
+            let mut raw = String::new();
+            stream.read_to_string(&mut raw).await.unwrap();
+            raw.split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse::<u16>().ok())
+                .unwrap_or(0)
+        }
+    };
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(sign_in("wrong-key-0123456789abcdef").await);
+    }
+    // A right admin key signs in (a redirect), which must not forgive the rest.
+    assert_eq!(sign_in("admin-key-0123456789abcdef").await, 303);
+    for _ in 0..5 {
+        statuses.push(sign_in("wrong-key-0123456789abcdef").await);
+    }
+    assert_eq!(statuses, [401; 10], "{statuses:?}");
+    assert_eq!(sign_in("wrong-key-0123456789abcdef").await, 429);
+    stop(served).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_killed_mid_write_leaves_a_log_that_verifies_to_its_last_durable_event() {
     use std::sync::Arc;

@@ -11,6 +11,7 @@ mod approvals_rest;
 mod audit_cli;
 mod console;
 mod demo;
+mod drive_by;
 mod http_safety;
 mod leasing;
 mod mcp_clients;
