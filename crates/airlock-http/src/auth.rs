@@ -22,6 +22,9 @@ pub(crate) struct Authenticator {
     pub(crate) jwt: Option<Arc<crate::jwt::JwtVerifier>>,
     pub(crate) gateway: Arc<Gateway>,
     pub(crate) limiter: AuthLimiter,
+    /// Requests without credentials per address: past the limit they are still
+    /// refused (401) but no longer written to the audit log one by one.
+    pub(crate) unauthenticated: AuthLimiter,
     /// Where clients reach this server, for the URLs a refusal names.
     pub(crate) public_url: String,
 }
@@ -80,17 +83,29 @@ impl Authenticator {
     ) -> Identity {
         let now = tokio::time::Instant::now();
         let required = self.required().await;
-        if !required && presented.is_none() {
-            return Identity::Local(self.gateway.principal(None));
-        }
+        let Some(token) = presented else {
+            if !required {
+                return Identity::Local(self.gateway.principal(None));
+            }
+            // No credentials is not a guess: it never counts toward the guess limit
+            // (a client that forgot its header does not lock out its own valid key),
+            // and only the first few per window are on the audit record.
+            let record = client.is_none_or(|addr| {
+                let first =
+                    self.unauthenticated.admit(addr, now) == crate::limit::Admission::Allowed;
+                self.unauthenticated.failed(addr, now);
+                first
+            });
+            if record {
+                tracing::warn!(reason = "no token", surface, "unauthorized request");
+                crate::record_auth_failure(&self.gateway, surface, "no token", client);
+            }
+            return Identity::Refused(unauthorized(surface, &self.public_url));
+        };
         if let Some(refused) = crate::refuse_if_limited(&self.limiter, client, now) {
             return Identity::Refused(refused);
         }
-        let known = match presented {
-            Some(token) => self.principal_of(token).await,
-            None => Err("no token"),
-        };
-        match known {
+        match self.principal_of(token).await {
             Ok(principal) => Identity::Known(principal),
             Err(_) if !required => Identity::Local(self.gateway.principal(None)),
             Err(reason) => {

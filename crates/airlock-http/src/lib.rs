@@ -85,6 +85,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         jwt: config.jwt,
         gateway: gateway.clone(),
         limiter: limit::AuthLimiter::default(),
+        unauthenticated: limit::AuthLimiter::default(),
         public_url: config.public_url.clone(),
     });
     let api = api::routes(
