@@ -400,6 +400,14 @@ pub enum Notice {
         /// It had committed: the tab was sent to `about:blank`.
         committed: bool,
     },
+    /// A frame of the page was stopped and emptied: it loaded what the policy refuses
+    /// (a `data:` URL).
+    FrameStopped {
+        /// What it loaded.
+        url: String,
+        /// Why it was stopped.
+        reason: String,
+    },
     /// Closed popups past the session's tab cap.
     PopupsOverCap {
         /// How many.

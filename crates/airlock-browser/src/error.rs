@@ -131,6 +131,12 @@ pub enum Error {
         /// The cap.
         cap: usize,
     },
+    /// The page navigated away (or its frame went) while the action ran; the action
+    /// stopped part-way on the old page.
+    #[error(
+        "the page navigated away while the action ran, so it stopped part-way; take a new snapshot of the page it is on now"
+    )]
+    PageChanged,
     /// The session holds secrets, and what was asked for could carry one past the
     /// redactor.
     #[error("{0}")]
@@ -159,6 +165,7 @@ impl HasErrorCode for Error {
             Error::NoDialog { .. } => ErrorCode::NotFound,
             Error::TooLarge { .. } => ErrorCode::InvalidArgument,
             Error::SecretsHeld(_) => ErrorCode::Forbidden,
+            Error::PageChanged => ErrorCode::PageChanged,
             Error::Protocol(_) => ErrorCode::Internal,
         }
     }

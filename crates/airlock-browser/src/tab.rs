@@ -32,6 +32,11 @@ const WAS_PASSWORD: &str = "(() => { if (globalThis.__airlockWasPassword) return
     new MutationObserver((records) => { for (const r of records) { \
       if (r.oldValue && r.oldValue.toLowerCase() === 'password') seen.add(r.target); } }) \
     .observe(document, { subtree: true, attributes: true, attributeFilter: ['type'], attributeOldValue: true }); })();";
+/// Stops a `data:` frame's document before any of its scripts runs or anything it
+/// names loads: a `data:` frame is refused as a `data:` page is. At document start, in
+/// Airlock's world (the page cannot see or undo it), `window.stop()` aborts the parser.
+const NO_DATA_FRAMES: &str =
+    "if (location.protocol === 'data:' && window !== window.top) { window.stop(); }";
 /// Longest dialog message kept for the report.
 const MAX_DIALOG_TEXT: usize = 200;
 /// Dialogs reported one by one in an outcome; the rest are counted.
@@ -477,6 +482,10 @@ impl Tab {
             "Page.addScriptToEvaluateOnNewDocument",
             json!({ "source": WAS_PASSWORD, "worldName": WORLD_NAME }),
         ));
+        commands.push((
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": NO_DATA_FRAMES, "worldName": WORLD_NAME }),
+        ));
         if let Some(injection) = &injection {
             commands.extend(seeding_scripts(injection));
         }
@@ -668,7 +677,13 @@ impl Tab {
             })?;
         let session = self.session_for_frame(&frame_id);
         for attempt in 0..2 {
-            let context = self.world(&session, &frame_id, base, timeout).await?;
+            let context = match self.world(&session, &frame_id, base, timeout).await {
+                // The frame itself went (removed, or its page navigated) mid-action.
+                Err(Error::Protocol(message)) if message.contains("No frame for given id") => {
+                    return Err(Error::PageChanged);
+                }
+                other => other?,
+            };
             let (method, params) = request(context);
             let reply = tokio::select! {
                 reply = self.conn.call(Some(&session), method, params, timeout) => reply,
@@ -684,9 +699,7 @@ impl Tab {
                         .with(|s| s.worlds.remove(&(session.clone(), frame_id.clone())));
                 }
                 Err(CdpError::Protocol { message, .. }) if is_context_gone(&message) => {
-                    return Err(Error::RefNotFound {
-                        reference: format!("f{frame}"),
-                    });
+                    return Err(Error::PageChanged);
                 }
                 Err(e) => {
                     self.check()?;
@@ -862,10 +875,12 @@ fn evaluation_value(reply: Value) -> Result<Value> {
             .or_else(|| details["text"].as_str())
             .unwrap_or("exception");
         let first_line = text.lines().next().unwrap_or(text);
-        if first_line.contains("Execution context was destroyed") {
-            return Err(Error::Protocol(
-                "the page navigated during the action".to_owned(),
-            ));
+        // The document went (and took Airlock's world, or its helper, with it): a
+        // navigation mid-action, not a fault of Airlock's.
+        if first_line.contains("Execution context was destroyed")
+            || first_line.contains("__airlock is not defined")
+        {
+            return Err(Error::PageChanged);
         }
         return Err(Error::Protocol(format!("page helper failed: {first_line}")));
     }
@@ -940,6 +955,34 @@ fn guard_navigation(
     tokio::spawn(async move {
         let _ = conn
             .call(Some(&session), method, params, Duration::from_secs(5))
+            .await;
+    });
+}
+
+// A subframe that committed a `data:` document: its scripts were stopped at document
+// start (`NO_DATA_FRAMES`); it is also emptied (sent to `about:blank`) and the agent
+// told, as for a page that went to `data:` itself.
+fn refuse_data_frame(conn: &Connection, session: &str, state: &TabState, frame: &str, url: &str) {
+    if !url
+        .get(..5)
+        .is_some_and(|s| s.eq_ignore_ascii_case("data:"))
+    {
+        return;
+    }
+    let shown = ellipsize(&state.guard.redactor.redact(url), MAX_NOTICE_URL);
+    state.guard.notify(Notice::FrameStopped {
+        url: shown,
+        reason: "a frame may not load a data: URL".to_owned(),
+    });
+    let (conn, session, frame) = (conn.clone(), session.to_owned(), frame.to_owned());
+    tokio::spawn(async move {
+        let _ = conn
+            .call(
+                Some(&session),
+                "Page.navigate",
+                json!({ "url": "about:blank", "frameId": frame }),
+                Duration::from_secs(5),
+            )
             .await;
     });
 }
@@ -1040,6 +1083,8 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             let loader = str_of(&frame["loaderId"]);
             if is_main {
                 guard_navigation(conn, session, state, &url, true);
+            } else {
+                refuse_data_frame(conn, session, state, &id, &url);
             }
             state.with(|s| {
                 s.worlds.retain(|(_, f), _| f != &id);
@@ -1321,6 +1366,14 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
         .await;
     let _ = conn
         .call(Some(&child), "Network.enable", json!({}), timeout)
+        .await;
+    let _ = conn
+        .call(
+            Some(&child),
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": NO_DATA_FRAMES, "worldName": WORLD_NAME }),
+            timeout,
+        )
         .await;
     if let Some(patterns) = state.requests.patterns() {
         let _ = conn

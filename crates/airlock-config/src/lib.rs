@@ -258,7 +258,8 @@ pub struct RawSessions {
     pub action_budget: Option<u64>,
     /// Most live leased sessions per user of a tenant (default 3; 0: no cap).
     pub max_per_user: Option<usize>,
-    /// Most live sessions per tenant (default 0: no cap but the global one).
+    /// Most live sessions per tenant (default: half the global cap, so one tenant
+    /// cannot take every session; 0: no cap but the global one).
     pub max_per_tenant: Option<usize>,
     /// Most live sessions in this gateway (default 0: derived from the machine's
     /// memory and `[browser] isolation`; `airlock doctor` prints it).
@@ -402,7 +403,7 @@ pub struct SessionsConfig {
     /// Most live leased sessions per user of a tenant.
     pub max_per_user: Option<usize>,
     /// Most live sessions per tenant.
-    pub max_per_tenant: Option<usize>,
+    pub max_per_tenant: TenantCap,
     /// Most live sessions in the gateway; `None`: derived from the machine.
     pub max_total: Option<usize>,
     /// Memory the machine must have available for a new session, in MiB (0: none).
@@ -417,9 +418,32 @@ impl Default for SessionsConfig {
             max_lifetime: None,
             action_budget: Some(100),
             max_per_user: Some(3),
-            max_per_tenant: None,
+            max_per_tenant: TenantCap::Fair,
             max_total: None,
             min_free_memory_mb: 512,
+        }
+    }
+}
+
+/// How many live sessions one tenant may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TenantCap {
+    /// Half the global cap (at least one): no tenant can take every session.
+    #[default]
+    Fair,
+    /// No cap but the global one (`max_per_tenant = 0`).
+    Unlimited,
+    /// This many.
+    At(usize),
+}
+
+impl TenantCap {
+    /// The cap under a global cap of `total`.
+    pub fn under(self, total: Option<usize>) -> Option<usize> {
+        match self {
+            TenantCap::Fair => total.map(|t| t.div_ceil(2).max(1)),
+            TenantCap::Unlimited => None,
+            TenantCap::At(n) => Some(n),
         }
     }
 }
@@ -712,7 +736,11 @@ impl Config {
                 Some(0) => None,
                 Some(n) => Some(n),
             },
-            max_per_tenant: raw.sessions.max_per_tenant.filter(|n| *n > 0),
+            max_per_tenant: match raw.sessions.max_per_tenant {
+                None => TenantCap::Fair,
+                Some(0) => TenantCap::Unlimited,
+                Some(n) => TenantCap::At(n),
+            },
             max_total: raw.sessions.max_total.filter(|n| *n > 0),
             min_free_memory_mb: raw
                 .sessions

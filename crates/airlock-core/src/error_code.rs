@@ -63,6 +63,9 @@ pub enum ErrorCode {
     ApprovalClosed,
     /// A JavaScript dialog holds the page; answer it (`browser_handle_dialog`) first.
     DialogOpen,
+    /// The page navigated away while the action ran, so it stopped part-way; take a
+    /// new snapshot of the page it is on now.
+    PageChanged,
 }
 
 impl ErrorCode {
@@ -95,6 +98,7 @@ impl ErrorCode {
         Self::ApprovalStale,
         Self::ApprovalClosed,
         Self::DialogOpen,
+        Self::PageChanged,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -143,6 +147,7 @@ impl ErrorCode {
             Self::ApprovalStale => ("approval_stale", 409, false),
             Self::ApprovalClosed => ("approval_closed", 409, false),
             Self::DialogOpen => ("dialog_open", 409, false),
+            Self::PageChanged => ("page_changed", 409, false),
         }
     }
 }

@@ -1068,6 +1068,9 @@ fn notice_line(notice: &Notice) -> String {
             let verb = if *committed { "left" } else { "stopped" };
             format!("{verb} a page-initiated navigation to {url}: {reason}")
         }
+        Notice::FrameStopped { url, reason } => {
+            format!("stopped a frame of the page that loaded {url} (its scripts did not run): {reason}")
+        }
         Notice::PopupsOverCap { closed, cap } => {
             format!("closed {closed} popup(s) the page opened: a session has at most {cap} tabs")
         }

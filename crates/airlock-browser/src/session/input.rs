@@ -797,7 +797,9 @@ impl Session {
                     }
                 }
                 // The page navigated under the wait: try again in the new document.
-                Err(Error::Protocol(_) | Error::RefNotFound { .. }) if now < deadline => {
+                Err(Error::Protocol(_) | Error::RefNotFound { .. } | Error::PageChanged)
+                    if now < deadline =>
+                {
                     seen = -1;
                     tab.state
                         .wait(Duration::from_millis(200), |s| {
@@ -865,7 +867,7 @@ impl Session {
                     });
                 }
                 // The page navigated under the wait: try again in the new document.
-                Err(Error::Protocol(_)) | Err(Error::RefNotFound { .. })
+                Err(Error::Protocol(_) | Error::RefNotFound { .. } | Error::PageChanged)
                     if tokio::time::Instant::now() < deadline
                         && !matches!(target, Target::Ref(_)) =>
                 {

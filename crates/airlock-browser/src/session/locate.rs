@@ -243,7 +243,9 @@ impl Session {
                 let reply = match tab.eval(frame, &call, false, self.budget()).await {
                     Ok(reply) => reply,
                     // A child frame that went away, or the top frame between documents.
-                    Err(Error::Protocol(_) | Error::RefNotFound { .. }) => continue,
+                    Err(Error::Protocol(_) | Error::RefNotFound { .. } | Error::PageChanged) => {
+                        continue;
+                    }
                     Err(e) => return Err(e),
                 };
                 if frame == 0 {

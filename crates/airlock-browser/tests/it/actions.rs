@@ -1267,3 +1267,41 @@ async fn downloads_are_kept_under_generated_names_within_the_cap_and_reported() 
     })
     .await;
 }
+
+/// Typing into a field whose page goes away part-way (its frame removed, the page
+/// navigating) ends with `page_changed`, never an internal error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_into_a_page_that_goes_away_part_way_is_page_changed() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("vanish.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let snapshot = snap(&s).await;
+        let inner = ref_of(&snapshot.text, "textbox \"Inner field\"");
+        let e = s
+            .type_text(&inner, "abc", true, false)
+            .await
+            .expect_err("the frame went away");
+        assert_eq!(e.code(), ErrorCode::PageChanged, "{e}");
+        assert!(e.to_string().contains("take a new snapshot"), "{e}");
+        // The page navigating away mid-type: each run ends typed, or with a code that
+        // says the page changed (its element gone from the new page) — never internal.
+        for _ in 0..5 {
+            s.navigate(&h.site.url("vanish.html"), WaitUntil::Load)
+                .await
+                .unwrap();
+            match s
+                .type_text(&role("textbox", "Leaving"), "abc", true, true)
+                .await
+            {
+                Ok(_) => {}
+                Err(e) => assert!(
+                    matches!(e.code(), ErrorCode::PageChanged | ErrorCode::RefNotFound),
+                    "{e}"
+                ),
+            }
+        }
+    })
+    .await;
+}

@@ -645,3 +645,34 @@ async fn a_bound_page_cannot_send_a_secret_to_an_origin_it_is_not_bound_to() {
     })
     .await;
 }
+
+/// A `data:` frame is refused as a `data:` page is: none of its scripts runs, nothing
+/// it names loads, and the agent is told; the page's own request gets through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_frame_runs_nothing_and_loads_nothing() {
+    with_browser(|h| async move {
+        let collector = FixtureServer::start(std::env::temp_dir()).await;
+        let gateway = gateway_allowing(&h, &[collector.port()]).await;
+        let agent = gateway.agent_session();
+        let url = format!("{}?c={}", h.site.url("data-frame.html"), collector.port());
+        let out = agent.call(navigate(url)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            out.text
+                .contains("stopped a frame of the page that loaded data:"),
+            "{}",
+            out.text
+        );
+        // The load the navigation waited for includes both images: the page's own
+        // reached the collector, the frame's never left.
+        assert_eq!(collector.connections(), 1);
+        let snap = agent
+            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .await;
+        assert!(snap.text.contains("frame silent"), "{}", snap.text);
+        assert!(!snap.text.contains("inside"), "{}", snap.text);
+        assert_eq!(collector.connections(), 1);
+        gateway.shutdown().await;
+    })
+    .await;
+}

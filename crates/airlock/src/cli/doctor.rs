@@ -131,7 +131,7 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
     report.note(
         "session caps",
         &format!(
-            "{} live sessions in all{} ({} isolation), {} per tenant, {} per user; none opens under {} MiB available (now: {memory})",
+            "{} live sessions in all{} ({} isolation), {} per tenant{}, {} per user; none opens under {} MiB available (now: {memory})",
             show(caps.total),
             if config.sessions.max_total.is_none() { " (derived from memory and browser.memory_limit_mb)" } else { "" },
             match config.browser.isolation {
@@ -139,6 +139,11 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
                 airlock_config::Isolation::Process => "process",
             },
             show(caps.per_tenant),
+            if config.sessions.max_per_tenant == airlock_config::TenantCap::Fair {
+                " (half of them, so no tenant takes every session; sessions.max_per_tenant)"
+            } else {
+                ""
+            },
             show(caps.per_user),
             caps.min_free_memory_mib,
         ),

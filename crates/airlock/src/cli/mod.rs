@@ -660,15 +660,16 @@ pub(crate) async fn gateway(
 /// The caps on live sessions: as configured, the global one derived from the
 /// machine's memory when not set.
 pub(crate) fn session_caps(config: &Config) -> airlock_gateway::Caps {
+    let total = config.sessions.max_total.unwrap_or_else(|| {
+        airlock_browser::host::default_session_cap(
+            config.browser.isolation,
+            config.browser.memory_limit.map(|bytes| bytes >> 20),
+        )
+    });
     airlock_gateway::Caps {
         per_user: config.sessions.max_per_user,
-        per_tenant: config.sessions.max_per_tenant,
-        total: Some(config.sessions.max_total.unwrap_or_else(|| {
-            airlock_browser::host::default_session_cap(
-                config.browser.isolation,
-                config.browser.memory_limit.map(|bytes| bytes >> 20),
-            )
-        })),
+        per_tenant: config.sessions.max_per_tenant.under(Some(total)),
+        total: Some(total),
         min_free_memory_mib: config.sessions.min_free_memory_mb,
     }
 }

@@ -308,3 +308,41 @@ async fn http_head(url: &str, token: &str, method: &str) -> (String, String) {
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     (head.to_owned(), body.to_owned())
 }
+
+/// With the default caps, one tenant cannot take every session: it gets half the
+/// gateway's, and another tenant still gets one. `doctor` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_one_tenant_gets_half_the_sessions_and_another_still_gets_one() {
+    let site = FixtureSite::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    cli(tmp.path(), &["tenant", "create", "acme"]).await;
+    cli(tmp.path(), &["tenant", "create", "beta"]).await;
+    let acme = key(tmp.path(), "acme", "act").await;
+    let beta = key(tmp.path(), "beta", "act").await;
+    let config = fixture_config(tmp.path(), &site, "[sessions]\nmax_total = 4\nwarm = 0\n");
+    let doctor = Command::new(BIN)
+        .arg("doctor")
+        .env("AIRLOCK_CONFIG", &config)
+        .env("AIRLOCK_DATA_DIR", tmp.path().join("data"))
+        .output()
+        .await
+        .unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        report.contains("4 live sessions in all") && report.contains("2 per tenant (half of them"),
+        "{report}"
+    );
+    let served = serve_with(tmp.path(), None, Some(&config)).await;
+    let sessions = format!("{}/api/v1/sessions", served.url.trim_end_matches("/mcp"));
+    let lease = |user: &str| format!(r#"{{"user_id":"{user}","conversation_id":"c"}}"#);
+    for user in ["u1", "u2"] {
+        let (status, text) = http_post(&sessions, &acme, &lease(user)).await;
+        assert_eq!(status, 201, "{text}");
+    }
+    let (status, text) = http_post(&sessions, &acme, &lease("u3")).await;
+    assert_eq!(status, 429, "{text}");
+    assert!(text.contains("most allowed per tenant"), "{text}");
+    let (status, text) = http_post(&sessions, &beta, &lease("u1")).await;
+    assert_eq!(status, 201, "another tenant still gets a session: {text}");
+    stop(served).await;
+}
