@@ -11,9 +11,11 @@
 mod address;
 mod config;
 mod decision;
+mod display;
 mod policy;
 
 pub use address::{AddressClass, Cidr, classify};
 pub use config::PolicyConfig;
 pub use decision::{Decision, DenyReason};
+pub use display::{display_host, display_url};
 pub use policy::{Checked, ConfigError, Policy};

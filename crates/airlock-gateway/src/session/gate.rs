@@ -456,11 +456,15 @@ fn prompt_of(
         tool: record.tool.clone(),
         rule: record.rule.clone(),
         risk: record.risk.clone(),
-        target: context
-            .target
-            .as_ref()
-            .map(|t| format!("{} {:?}", t.role, record_name(record))),
-        page_url: record.page_url.clone(),
+        // Shown to a person: page-controlled text as it is, a host in its canonical
+        // form first.
+        target: context.target.as_ref().map(|t| {
+            airlock_core::text::display_safe(&format!("{} {:?}", t.role, record_name(record)))
+                .into_owned()
+        }),
+        page_url: record.page_url.as_deref().map(|u| {
+            airlock_core::text::display_safe(&airlock_policy::display_url(u)).into_owned()
+        }),
         timeout,
     }
 }

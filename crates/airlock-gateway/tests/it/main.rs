@@ -2001,3 +2001,33 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
     })
     .await;
 }
+
+/// A page's bidirectional overrides and control characters reach the agent written
+/// out (`\u{202e}`), never as the characters themselves, in every result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_text_that_reads_other_than_it_is_is_shown_as_it_is() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let agent = gateway.agent_session();
+        let mut seen = agent.call(navigate(h.site.url("bidi.html"))).await.text;
+        seen.push_str(
+            &agent
+                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .await
+                .text,
+        );
+        seen.push_str(
+            &agent
+                .call(ToolCall::Tabs(airlock_gateway::TabAction::List))
+                .await
+                .text,
+        );
+        for raw in ['\u{202e}', '\u{2067}', '\u{2069}', '\u{9b}'] {
+            assert!(!seen.contains(raw), "{raw:?} reached the agent: {seen:?}");
+        }
+        assert!(seen.contains("Invoice \\u{202e}fdp.exe"), "{seen}");
+        assert!(seen.contains("Pay \\u{2067}now\\u{2069}"), "{seen}");
+        gateway.shutdown().await;
+    })
+    .await;
+}

@@ -215,8 +215,8 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
                 }
                 ticks = ticks.wrapping_add(1);
                 let status = serde_json::json!({
-                    "url": frame.url,
-                    "title": frame.title,
+                    "url": airlock_core::text::display_safe(&airlock_policy::display_url(&frame.url)),
+                    "title": airlock_core::text::display_safe(&frame.title),
                     "controller": frame.controller,
                     "mine": frame.controller.as_deref() == Some(by.as_str()),
                     "viewport": [frame.viewport.0, frame.viewport.1],

@@ -223,15 +223,18 @@ pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> H
                     }
                     @if a.page_title.is_some() || a.page_url.is_some() {
                         p class="page" {
-                            "On " q { (a.page_title.as_deref().unwrap_or("")) } " "
-                            code { (a.page_url.as_deref().unwrap_or("")) }
+                            "On " q { (safe(a.page_title.as_deref().unwrap_or(""))) } " "
+                            code { (safe(&airlock_policy::display_url(a.page_url.as_deref().unwrap_or("")))) }
                         }
+                    }
+                    @for to in destinations(a) {
+                        p class="destination" { "Goes to " code { (to) } }
                     }
                     img src={ "/console/approvals/" (a.id) "/screenshot" } alt={ "The page when " (a.tool) " was held, its target outlined" };
                     details open {
                         summary { "Arguments (redacted)" }
-                        pre { (pretty(&a.args)) }
-                        @if let Some(t) = &a.target { pre { (pretty(t)) } }
+                        pre { (safe(&pretty(&a.args))) }
+                        @if let Some(t) = &a.target { pre { (safe(&pretty(t))) } }
                     }
                     form method="post" class="decide" {
                         input type="hidden" name="csrf" value=(login.csrf);
@@ -264,6 +267,26 @@ pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> H
             }
         },
     )
+}
+
+// Page-controlled text as a person must read it: invisible controls (a right-to-left
+// override in a title) shown, not obeyed.
+fn safe(text: &str) -> String {
+    airlock_core::text::display_safe(text).into_owned()
+}
+
+// Where an approved call would take the browser (a navigation's URL, a link's
+// target), each with its canonical host first: a homograph cannot pass for the real
+// name.
+fn destinations(a: &ApprovalRecord) -> Vec<String> {
+    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
+    let args = parse(&a.args);
+    let target = a.target.as_deref().map(parse).unwrap_or_default();
+    [&args["url"], &target["href"]]
+        .into_iter()
+        .filter_map(|v| v.as_str())
+        .map(|url| safe(&airlock_policy::display_url(url)))
+        .collect()
 }
 
 fn pretty(json: &str) -> String {
@@ -385,9 +408,9 @@ fn shown(event: &AuditRecord) -> Shown {
         outcome.push_str(&format!("{blocked} requests blocked"));
     }
     Shown {
-        tool: text("tool"),
-        decision: text("decision"),
-        outcome,
+        tool: safe(&text("tool")),
+        decision: safe(&text("decision")),
+        outcome: safe(&outcome),
         stored_image: body["recording"]["file"].is_string(),
     }
 }
@@ -546,4 +569,64 @@ pub(super) fn vault(
             }
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A held navigation to a homograph host, on a page whose title holds a
+    // right-to-left override: the card shows the punycode host first and the override
+    // as text, never obeyed.
+    #[test]
+    fn an_approval_card_shows_hosts_canonically_and_controls_as_text() {
+        let login = Login {
+            operator: airlock_gateway::Principal {
+                tenant: "default".to_owned(),
+                role: airlock_core::Role::Admin,
+                key: None,
+            },
+            id: "l1".to_owned(),
+            csrf: "c".to_owned(),
+            expires: tokio::time::Instant::now() + std::time::Duration::from_secs(60),
+        };
+        let record = ApprovalRecord {
+            id: "apr_1".to_owned(),
+            tenant: "default".to_owned(),
+            caller: "default/k".to_owned(),
+            session: None,
+            tool: "browser_navigate".to_owned(),
+            args: r#"{"url":"https://bund\u0435.test/pay"}"#.to_owned(),
+            target: Some(
+                r#"{"role":"link","name":"Pay \u202eyap","href":"https://xn--bund-zcf.test/x"}"#
+                    .to_owned(),
+            ),
+            page_url: Some("https://bund\u{435}.test/".to_owned()),
+            page_title: Some("Invoice \u{202e}fdp.exe".to_owned()),
+            rule: "leaves-trusted-domains".to_owned(),
+            risk: "medium".to_owned(),
+            binding: Vec::new(),
+            status: "pending".to_owned(),
+            created_ms: 0,
+            expires_ms: 60_000,
+            decided_ms: None,
+            decided_by: None,
+            note: None,
+            used_ms: None,
+        };
+        let html = approvals(&login, &[record], 0).0;
+        assert!(!html.contains('\u{202e}'), "an override reached the page");
+        assert!(html.contains("Invoice \\u{202e}fdp.exe"), "{html}");
+        let destination = html.find("Goes to").expect("a destination line");
+        let line = &html[destination..html[destination..].find("</p>").unwrap() + destination];
+        assert!(
+            line.contains("https://xn--bund-")
+                && line.contains("(host in Unicode: bund\u{435}.test)"),
+            "{line}"
+        );
+        assert!(
+            line.find("xn--bund-").unwrap() < line.find("bund\u{435}").unwrap(),
+            "the canonical host comes first: {line}"
+        );
+    }
 }

@@ -31,7 +31,7 @@ pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Resu
             let target = a.target.as_deref().unwrap_or("-");
             let left = (a.expires_ms - now).max(0) / 1000;
             // Debug-quoted: a page-controlled name cannot break the line or the terminal.
-            let line = format!(
+            let mut line = format!(
                 "{}  {:<8}  {:<6}  {:<22}  {target:?}  rule {:?}  {}",
                 a.id,
                 a.status,
@@ -44,6 +44,10 @@ pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Resu
                     a.decided_by.clone().unwrap_or_default()
                 }
             );
+            // Where it would take the browser, its canonical host first.
+            if let Some(to) = destination(&a.args, a.target.as_deref()) {
+                line.push_str(&format!("  to {to:?}"));
+            }
             println!("{}", super::audit::terminal_safe(&line));
         }
     }
@@ -51,6 +55,18 @@ pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Resu
         println!("no {}approvals", if all { "" } else { "pending " });
     }
     Ok(ExitCode::SUCCESS)
+}
+
+// Where a held call would take the browser: a navigation's URL or a link's target,
+// canonical host first (a homograph shows as the punycode it is).
+fn destination(args: &str, target: Option<&str>) -> Option<String> {
+    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
+    let args = parse(args);
+    let target = target.map(parse).unwrap_or_default();
+    [&args["url"], &target["href"]]
+        .into_iter()
+        .find_map(|v| v.as_str())
+        .map(airlock_policy::display_url)
 }
 
 /// Prints pending approvals, then every request and decision as the audit log gets
@@ -92,7 +108,7 @@ pub(crate) async fn watch(config: &Config, json: bool) -> anyhow::Result<ExitCod
                     text("tool"),
                     event["target"]["name"].as_str().unwrap_or("-"),
                     text("rule"),
-                    text("page_url"),
+                    airlock_policy::display_url(&text("page_url")),
                 )
             } else {
                 let mut line = format!("{} {}", text("status"), text("approval"));

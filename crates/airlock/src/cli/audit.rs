@@ -229,8 +229,7 @@ pub(crate) const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_mi
 pub(crate) fn terminal_safe(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     for c in line.chars() {
-        let hostile = matches!(c, '\u{7f}'..='\u{9f}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if hostile {
+        if airlock_core::text::is_invisible_control(c) {
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
             out.push(c);

@@ -156,3 +156,76 @@ async fn an_operator_approves_a_held_click_from_another_process() {
     })
     .await;
 }
+
+/// A navigation held off the trusted domains to a homograph host (`bundе.test`, a
+/// Cyrillic `е`): the operator's list names where it goes with the punycode host
+/// first, so it cannot pass for `bunde.test`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_navigation_to_a_homograph_host_is_listed_punycode_first() {
+    with_browser(|h| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("airlock.db"))
+            .await
+            .unwrap();
+        let policy = Policy::from_config(&PolicyConfig {
+            trusted_domains: vec!["bunde.test".to_owned()],
+            ..PolicyConfig::default()
+        })
+        .unwrap();
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                policy,
+                store: Some(store.clone()),
+                rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
+                approval_timeout: Duration::from_secs(30),
+                ..GatewayConfig::default()
+            },
+        );
+        let agent = Arc::new(gateway.agent_session());
+        let going = {
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                agent
+                    .call(ToolCall::Navigate {
+                        url: "https://bund\u{435}.test/pay".to_owned(),
+                        wait_until: airlock_gateway::action::WaitUntil::Load,
+                        snapshot: airlock_gateway::PageView::None,
+                    })
+                    .await
+            })
+        };
+        let mut listed = String::new();
+        for _ in 0..200 {
+            let (code, out, err) = airlock(dir.path(), &["approvals", "list"]);
+            assert_eq!(code, 0, "{err}");
+            if out.starts_with("apr_") {
+                listed = out;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(listed.contains("leaves-trusted-domains"), "{listed}");
+        let to = listed.find("  to \"").expect("a destination") + 6;
+        assert!(
+            listed[to..].starts_with("https://xn--bund-"),
+            "the canonical host first: {listed}"
+        );
+        assert!(
+            listed.contains("(host in Unicode: bund\u{435}.test)"),
+            "{listed}"
+        );
+        let id = listed.split_whitespace().next().unwrap().to_owned();
+        let (code, _, err) = airlock(dir.path(), &["approvals", "deny", &id]);
+        assert_eq!(code, 0, "{err}");
+        let out = going.await.unwrap();
+        assert_eq!(
+            out.error,
+            Some(airlock_core::ErrorCode::ApprovalDenied),
+            "{}",
+            out.text
+        );
+        gateway.shutdown().await;
+    })
+    .await;
+}
