@@ -3,10 +3,28 @@
 //! stage) and shown to the session's [`RequestGuard`] with its URL, headers and body,
 //! as the browser would send them; a refused request fails with `BlockedByClient`.
 //! The same pause adds injected headers to requests of their bound origins.
+//!
+//! WebSockets never pass `Fetch` (nor DevTools request blocking), and what a socket
+//! carries cannot be inspected. In a session holding secrets, every document is given
+//! a `Content-Security-Policy: connect-src` that allows `ws:`/`wss:` only to the
+//! guard's [socket origins](RequestGuard::socket_origins) (what its secrets are bound
+//! to, and what the operator allows): a `<meta>` put into its head from Airlock's
+//! isolated world before any of its scripts runs (a policy added by a response header
+//! through DevTools is not enforced, and answering the document ourselves would change
+//! its address space). Frames a document makes without a document of their own
+//! (`about:blank`, `srcdoc`, `blob:`) inherit it, and a page cannot lift it by removing
+//! the element. Workers lose their socket constructors before their first script runs.
+//! A socket the policy refuses is told to the agent like any refused request.
+//!
+//! A session starts inspecting when it opens holding secrets, or later, when it
+//! learns one ([`Session::guard_requests`](crate::Session::guard_requests)): an
+//! operator types into its page.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use airlock_core::sync::lock;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -21,6 +39,12 @@ pub trait RequestGuard: Send + Sync {
     /// Why `request` must not leave the browser, or `None` to let it go. The reason
     /// names what it carried and where to, never a value.
     fn refuse(&self, request: &OutgoingRequest<'_>) -> Option<String>;
+
+    /// The `ws://` and `wss://` origins pages may open WebSockets to (a socket's
+    /// traffic cannot be inspected, so every other one is refused).
+    fn socket_origins(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A request as Chromium is about to send it.
@@ -70,21 +94,69 @@ impl<'a> OutgoingRequest<'a> {
     }
 }
 
-/// What a session's pauses need: the guard (if the session holds secrets), the
+/// What a session's pauses need: the guard (once the session holds secrets), the
 /// headers to inject, where refusals are counted and reported.
 #[derive(Clone)]
 pub(crate) struct Requests {
-    pub(crate) guard: Option<Arc<dyn RequestGuard>>,
+    /// Set when the session opens holding secrets, or when it learns one later; never
+    /// unset. Shared by the session's tabs, frames and workers.
+    guard: Arc<RwLock<Option<Arc<dyn RequestGuard>>>>,
     pub(crate) injection: Option<Arc<Injection>>,
     /// Requests refused since the gateway last asked (shared by the session's tabs
     /// and workers).
     pub(crate) refused: Arc<AtomicU64>,
+    /// Workers that attached while nothing was inspected: watched from the moment
+    /// the session starts inspecting.
+    unwatched: Arc<Mutex<Vec<String>>>,
 }
 
 impl Requests {
+    pub(crate) fn new(
+        guard: Option<Arc<dyn RequestGuard>>,
+        injection: Option<Arc<Injection>>,
+    ) -> Requests {
+        Requests {
+            guard: Arc::new(RwLock::new(guard)),
+            injection,
+            refused: Arc::new(AtomicU64::new(0)),
+            unwatched: Arc::default(),
+        }
+    }
+
+    fn guard(&self) -> Option<Arc<dyn RequestGuard>> {
+        self.guard.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Installs `guard`; `true` when the session was not inspecting before (its
+    /// tabs, frames and workers must then be told to pause everything).
+    pub(crate) fn set_guard(&self, guard: Arc<dyn RequestGuard>) -> bool {
+        self.guard
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(guard)
+            .is_none()
+    }
+
     /// Whether every request must be paused (the session holds secrets).
     pub(crate) fn inspects_all(&self) -> bool {
-        self.guard.is_some()
+        self.guard
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// A worker of the session attached while nothing is inspected.
+    pub(crate) fn unwatched_worker(&self, session: String) {
+        let mut unwatched = lock(&self.unwatched);
+        if unwatched.len() >= 256 {
+            unwatched.remove(0);
+        }
+        unwatched.push(session);
+    }
+
+    /// The workers to watch now that the session inspects.
+    pub(crate) fn take_unwatched(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.unwatched))
     }
 
     /// `Fetch.enable` patterns: every request when inspecting, else only those of
@@ -111,6 +183,49 @@ impl Requests {
         )
     }
 
+    /// The `Content-Security-Policy` that allows WebSockets only to the guard's
+    /// socket origins (and leaves every other connection to the guard and proxy).
+    fn socket_policy(&self) -> String {
+        let mut policy = "connect-src http: https: data: blob:".to_owned();
+        for origin in self.guard().map(|g| g.socket_origins()).unwrap_or_default() {
+            // An origin is scheme, host and port: nothing that could end the directive.
+            if origin
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b":/.-[]".contains(&b))
+            {
+                policy.push(' ');
+                policy.push_str(&origin);
+            }
+        }
+        policy
+    }
+
+    /// The script, run in Airlock's world at every document's start and once in the
+    /// documents already there, that gives the document the socket policy: a
+    /// `<meta http-equiv>` first in its head, put there before any of its scripts runs
+    /// (a mutation observer's callback runs at the parser's checkpoint before the
+    /// first script).
+    pub(crate) fn socket_policy_script(&self) -> String {
+        let policy = serde_json::to_string(&self.socket_policy()).unwrap_or_default();
+        format!(
+            "(() => {{ const put = () => {{ const head = document.head; if (!head) return false; \
+             const meta = document.createElement('meta'); meta.httpEquiv = 'Content-Security-Policy'; \
+             meta.content = {policy}; head.prepend(meta); return true; }}; \
+             if (!put()) {{ const seen = new MutationObserver(() => {{ if (put()) seen.disconnect(); }}); \
+             seen.observe(document, {{ childList: true, subtree: true }}); }} }})();"
+        )
+    }
+
+    /// Whether a WebSocket to `url` is one the guard allows.
+    pub(crate) fn socket_allowed(&self, url: &str) -> bool {
+        let Ok(parsed) = url::Url::parse(url) else {
+            return false;
+        };
+        let origin = parsed.origin().ascii_serialization();
+        self.guard()
+            .is_none_or(|g| g.socket_origins().contains(&origin))
+    }
+
     /// Answers one `Fetch.requestPaused` of CDP session `session`: refused, or let
     /// go with the headers its origin gets. Replies off the caller's task (the reply
     /// may wait on events the caller must read).
@@ -130,8 +245,7 @@ impl Requests {
             .map(|u| u.origin().ascii_serialization())
             .unwrap_or_default();
         let refusal = self
-            .guard
-            .as_ref()
+            .guard()
             .and_then(|g| g.refuse(&OutgoingRequest::from_cdp(request)));
         let (method, params) = match refusal.clone() {
             Some(why) => {
@@ -191,6 +305,9 @@ impl Requests {
     }
 }
 
+/// Removes the socket constructors of a worker's global scope.
+const NO_WORKER_SOCKETS: &str = "for (const name of ['WebSocket', 'WebSocketStream', 'WebTransport']) { try { delete self[name]; } catch (e) {} }";
+
 /// A worker (dedicated, shared or service) of a session that inspects requests: its
 /// requests are paused like a page's, then it is let run. Ends when the worker does.
 pub(crate) async fn watch_worker(
@@ -211,6 +328,17 @@ pub(crate) async fn watch_worker(
             )
             .await;
     }
+    // A worker's policy comes from its own script's response, which Airlock cannot
+    // give one: it loses its socket constructors before its first script runs (a worker
+    // has no other realm to fetch them from).
+    let _ = conn
+        .call(
+            Some(&session),
+            "Runtime.evaluate",
+            json!({ "expression": NO_WORKER_SOCKETS }),
+            timeout,
+        )
+        .await;
     let _ = conn.resume(&session, timeout).await;
     while let Some(Event { method, params, .. }) = events.recv().await {
         if method == "Fetch.requestPaused" {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use airlock_config::Isolation;
 use airlock_core::sync::lock;
 use airlock_core::text::ellipsize;
-use airlock_core::{NoRedaction, NodeRef, Redact};
+use airlock_core::{NoRedaction, NodeRef, Redact, RedactSlot};
 use airlock_policy::Policy;
 use airlock_snapshot::{Node, RenderOptions};
 use base64::Engine as _;
@@ -132,8 +132,12 @@ pub struct Session {
     closed: AtomicBool,
     /// A secret was typed into some field: screenshots paint such fields over.
     secret_typed: AtomicBool,
-    /// Applied to everything taken from a page or Chromium before it is used.
+    /// Applied to everything taken from a page or Chromium before it is used (the
+    /// slot below, as every part of the session holds it).
     redactor: Arc<dyn Redact>,
+    slot: Arc<RedactSlot>,
+    /// How the session's requests are paused and judged.
+    requests: Requests,
     /// Requests the request guard refused, not yet reported.
     refused: Arc<AtomicU64>,
     /// Where downloads go, once the operator allows them (`allow_downloads`).
@@ -234,16 +238,20 @@ impl Session {
             },
         }));
         let (changed_tx, registry_changed) = watch::channel(0u64);
-        let redactor: Arc<dyn Redact> = session_options
-            .redactor
-            .clone()
-            .unwrap_or_else(|| Arc::new(NoRedaction));
+        // One slot every part of the session holds: when the session learns a value
+        // (`set_redactor`), all of them hide it from then on.
+        let slot = Arc::new(RedactSlot::new(
+            session_options
+                .redactor
+                .clone()
+                .unwrap_or_else(|| Arc::new(NoRedaction)),
+        ));
+        let redactor: Arc<dyn Redact> = slot.clone();
         let guard = NavGuard::new(session_options.policy, redactor.clone());
-        let requests = Requests {
-            guard: session_options.request_guard.clone(),
-            injection: session_options.injection.clone(),
-            refused: Arc::new(AtomicU64::new(0)),
-        };
+        let requests = Requests::new(
+            session_options.request_guard.clone(),
+            session_options.injection.clone(),
+        );
         let downloads: Arc<Mutex<Option<Arc<crate::download::Downloads>>>> = Arc::default();
         let attach_task = tokio::spawn(attach_tabs(
             chromium.clone(),
@@ -275,7 +283,9 @@ impl Session {
             closed: AtomicBool::new(false),
             secret_typed: AtomicBool::new(false),
             redactor,
+            slot,
             refused: requests.refused.clone(),
+            requests,
             downloads,
         };
         let setup = async {
@@ -318,6 +328,49 @@ impl Session {
                 session.close().await;
                 Err(e)
             }
+        }
+    }
+
+    /// Hides what `redactor` hides, from now on, in everything the session takes from
+    /// its pages (every tab, frame and notice holds the session's one redactor). The
+    /// walker's cut of names moves out with the redactor's reach.
+    pub async fn set_redactor(&self, redactor: Arc<dyn Redact>) {
+        self.slot.set(redactor);
+        let cut = 400 + self.redactor.reach();
+        let tabs = lock(&self.registry).tabs.clone();
+        for tab in tabs {
+            tab.raise_walker_cut(cut, self.budget()).await;
+        }
+    }
+
+    /// The WebSockets the session's pages hold open now (URLs, redacted).
+    pub fn open_sockets(&self) -> Vec<String> {
+        let tabs = lock(&self.registry).tabs.clone();
+        tabs.iter()
+            .flat_map(|t| t.open_sockets())
+            .map(|url| self.redactor.redact(&url).into_owned())
+            .collect()
+    }
+
+    /// Puts `guard` in front of every request of the session from now on; a session
+    /// that was not inspecting starts pausing every request of its tabs, frames and
+    /// workers, and serves its documents with the socket policy. Returns once every
+    /// tab was told.
+    pub async fn guard_requests(&self, guard: Arc<dyn RequestGuard>) {
+        if !self.requests.set_guard(guard) {
+            return;
+        }
+        let tabs = lock(&self.registry).tabs.clone();
+        for tab in tabs {
+            tab.inspect_requests(self.budget()).await;
+        }
+        for worker in self.requests.take_unwatched() {
+            tokio::spawn(watch_worker(
+                self.chromium.conn.clone(),
+                worker,
+                self.requests.clone(),
+                self.guard.clone(),
+            ));
         }
     }
 
@@ -778,6 +831,7 @@ async fn attach_tabs(
                     if requests.inspects_all() {
                         tokio::spawn(watch_worker(conn, session_id, requests, notices));
                     } else {
+                        requests.unwatched_worker(session_id.clone());
                         tokio::spawn(async move {
                             let _ = conn.resume(&session_id, Duration::from_secs(5)).await;
                         });

@@ -37,6 +37,16 @@ const WAS_PASSWORD: &str = "(() => { if (globalThis.__airlockWasPassword) return
 /// Airlock's world (the page cannot see or undo it), `window.stop()` aborts the parser.
 const NO_DATA_FRAMES: &str =
     "if (location.protocol === 'data:' && window !== window.top) { window.stop(); }";
+/// What a tab or frame of an inspecting session also turns on: CSP issues (a refused
+/// WebSocket is one), and no service worker between its requests and the network (a
+/// worker could serve documents without the socket policy, or answer requests the
+/// guard never saw).
+fn inspecting() -> [(&'static str, Value); 2] {
+    [
+        ("Audits.enable", json!({})),
+        ("Network.setBypassServiceWorker", json!({ "bypass": true })),
+    ]
+}
 /// Longest dialog message kept for the report.
 const MAX_DIALOG_TEXT: usize = 200;
 /// Dialogs reported one by one in an outcome; the rest are counted.
@@ -152,6 +162,8 @@ pub(crate) struct TabInner {
     pub(crate) worlds: HashMap<(String, String), i64>,
     /// Out-of-process frame (target id == frame id) -> its CDP session.
     pub(crate) frame_sessions: HashMap<String, String>,
+    /// WebSockets the tab's pages hold open: request id → URL (at most 256).
+    pub(crate) sockets: HashMap<String, String>,
     pub(crate) frames: Vec<FrameEntry>,
     pub(crate) last_snapshot: Option<Vec<Line>>,
     /// Why the current walk stopped early, if it did (any of its frames).
@@ -244,6 +256,36 @@ impl TabState {
         } else {
             400
         }
+    }
+
+    // A DevTools issue of the tab or a frame: a WebSocket the socket policy refused is
+    // told to the agent and counted, as any refused request (the page's own policy
+    // refusing a socket Airlock would allow is the page's business).
+    fn on_issue(&self, p: &Value) {
+        let issue = &p["issue"];
+        if issue["code"].as_str() != Some("ContentSecurityPolicyIssue") {
+            return;
+        }
+        let details = &issue["details"]["contentSecurityPolicyIssueDetails"];
+        let url = details["blockedURL"].as_str().unwrap_or_default();
+        let socket = url.starts_with("ws://") || url.starts_with("wss://");
+        if !socket
+            || details["violatedDirective"].as_str() != Some("connect-src")
+            || details["isReportOnly"].as_bool() == Some(true)
+            || self.requests.socket_allowed(url)
+        {
+            return;
+        }
+        let origin = url::Url::parse(url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_else(|_| "a WebSocket".to_owned());
+        self.requests
+            .refused
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        self.guard.notify_once(crate::action::Notice::RequestRefused {
+            origin,
+            why: "a WebSocket's traffic cannot be inspected, and this session holds secrets none of which is bound to that origin (an operator may allow it: [policy] websocket_origins)".to_owned(),
+        });
     }
 
     // Keeps a console message: redacted first, whole, then cut (the cut sits a
@@ -476,6 +518,13 @@ impl Tab {
         if let Some(patterns) = tab.state.requests.patterns() {
             commands.push(("Fetch.enable", json!({ "patterns": patterns })));
         }
+        if inspects {
+            commands.extend(inspecting());
+            commands.push((
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": tab.state.requests.socket_policy_script(), "worldName": WORLD_NAME }),
+            ));
+        }
         // From document start, in Airlock's world: remember inputs a script turns
         // from type=password into anything else, so their values stay masked.
         commands.push((
@@ -612,6 +661,75 @@ impl Tab {
 
     /// Evaluates `expression` in Airlock's isolated world of frame number `frame`,
     /// installing the walker first when the world is new. Returns the value.
+    /// Starts pausing every request of this tab and its out-of-process frames (the
+    /// session began inspecting): the new patterns, workers attached paused, the
+    /// inspecting extras. Best effort per CDP session: a frame that went is skipped.
+    pub(crate) async fn inspect_requests(&self, timeout: Duration) {
+        let Some(patterns) = self.state.requests.patterns() else {
+            return;
+        };
+        let mut sessions = vec![self.cdp_session.clone()];
+        sessions.extend(
+            self.state
+                .read(|s| s.frame_sessions.values().cloned().collect::<Vec<_>>()),
+        );
+        for session in sessions {
+            let mut commands: Vec<(&str, Value)> = vec![
+                ("Fetch.enable", json!({ "patterns": patterns })),
+                (
+                    "Target.setAutoAttach",
+                    json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true }),
+                ),
+            ];
+            commands.extend(inspecting());
+            commands.push((
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": self.state.requests.socket_policy_script(), "worldName": WORLD_NAME }),
+            ));
+            let replies: Vec<_> = commands
+                .into_iter()
+                .map(|(method, params)| self.conn.send(Some(&session), method, params, timeout))
+                .collect();
+            for reply in replies {
+                let _ = reply.await;
+            }
+        }
+        // The documents already there get the socket policy now, in every frame.
+        let script = self.state.requests.socket_policy_script();
+        let frames = self.state.read(|s| s.frames.len()) as u32;
+        for frame in 0..frames {
+            let _ = self.eval(frame, &script, false, timeout).await;
+        }
+    }
+
+    /// The WebSockets the tab's pages hold open now (their URLs, as Chromium reports
+    /// them; not yet redacted).
+    pub(crate) fn open_sockets(&self) -> Vec<String> {
+        self.state.read(|s| s.sockets.values().cloned().collect())
+    }
+
+    /// Moves the walker's cut of names and values out to `cut` in every world made
+    /// so far (worlds made later are made with it).
+    pub(crate) async fn raise_walker_cut(&self, cut: usize, timeout: Duration) {
+        let worlds: Vec<(String, i64)> = self.state.read(|s| {
+            s.worlds
+                .iter()
+                .map(|((session, _), id)| (session.clone(), *id))
+                .collect()
+        });
+        for (session, context) in worlds {
+            let _ = self
+                .conn
+                .call(
+                    Some(&session),
+                    "Runtime.evaluate",
+                    json!({ "expression": format!("__airlock.init(0, {cut})"), "contextId": context }),
+                    timeout,
+                )
+                .await;
+        }
+    }
+
     pub(crate) async fn eval(
         &self,
         frame: u32,
@@ -1150,6 +1268,19 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
         "Network.requestWillBeSent" | "Network.responseReceived" | "Network.loadingFailed" => {
             state.on_network(&event.method, p);
         }
+        "Audits.issueAdded" => state.on_issue(p),
+        "Network.webSocketCreated" => {
+            let (id, url) = (str_of(&p["requestId"]), str_of(&p["url"]));
+            state.with(|s| {
+                if s.sockets.len() < 256 {
+                    s.sockets.insert(id, url);
+                }
+            });
+        }
+        "Network.webSocketClosed" => {
+            let id = str_of(&p["requestId"]);
+            state.with(|s| s.sockets.remove(&id));
+        }
         "Page.javascriptDialogOpening" => {
             on_dialog(conn, session, state, p).await;
         }
@@ -1201,6 +1332,9 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                 // A worker, waiting for its requests to be paused.
                 let (requests, notices) = (state.requests.clone(), state.guard.clone());
                 tokio::spawn(watch_worker(conn, child, requests, notices));
+            } else {
+                // Running unwatched; watched if the session starts inspecting.
+                state.requests.unwatched_worker(child);
             }
         }
         "Target.detachedFromTarget" => {
@@ -1385,6 +1519,19 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
             )
             .await;
     }
+    if inspects {
+        for (method, params) in inspecting() {
+            let _ = conn.call(Some(&child), method, params, timeout).await;
+        }
+        let _ = conn
+            .call(
+                Some(&child),
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": state.requests.socket_policy_script(), "worldName": WORLD_NAME }),
+                timeout,
+            )
+            .await;
+    }
     let _ = conn.resume(&child, timeout).await;
     while let Some(event) = events.recv().await {
         match event.method.as_str() {
@@ -1401,6 +1548,7 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
             "Network.requestWillBeSent" | "Network.responseReceived" | "Network.loadingFailed" => {
                 state.on_network(&event.method, &event.params);
             }
+            "Audits.issueAdded" => state.on_issue(&event.params),
             "Page.frameNavigated" | "Page.frameDetached" => {
                 let id = event.params["frame"]["id"]
                     .as_str()

@@ -13,5 +13,5 @@ pub mod text;
 
 pub use error_code::{ErrorCode, HasErrorCode};
 pub use node_ref::{NodeRef, ParseNodeRefError};
-pub use redact::{NoRedaction, Redact};
+pub use redact::{NoRedaction, Redact, RedactSlot};
 pub use role::{Role, valid_tenant_name};

@@ -36,3 +36,44 @@ impl Redact for NoRedaction {
         false
     }
 }
+
+/// A redactor that can be replaced while in use: every holder of the slot sees the
+/// newest one. A session's redactor grows when it learns a value (an operator types
+/// into its page), and everything that already holds it must hide that value too.
+pub struct RedactSlot(std::sync::RwLock<std::sync::Arc<dyn Redact>>);
+
+impl RedactSlot {
+    /// A slot holding `redactor`.
+    pub fn new(redactor: std::sync::Arc<dyn Redact>) -> RedactSlot {
+        RedactSlot(std::sync::RwLock::new(redactor))
+    }
+
+    /// Replaces the redactor for every later call.
+    pub fn set(&self, redactor: std::sync::Arc<dyn Redact>) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = redactor;
+    }
+
+    fn current(&self) -> std::sync::Arc<dyn Redact> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Redact for RedactSlot {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.current().redact(text)
+    }
+
+    fn reach(&self) -> usize {
+        self.current().reach()
+    }
+
+    fn is_active(&self) -> bool {
+        self.current().is_active()
+    }
+}
+
+impl std::fmt::Debug for RedactSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RedactSlot(active: {})", self.is_active())
+    }
+}

@@ -36,13 +36,64 @@ impl std::fmt::Debug for CredentialSource {
     }
 }
 
-/// The secrets a session loaded and the redactor built from them.
+/// The secrets a session loaded, the values it learned since (what an operator typed
+/// into its page), and the redactor built from both.
 #[derive(Default)]
 pub(crate) struct Loaded {
-    secrets: Vec<Secret>,
-    redactor: Arc<Redactor>,
+    known: Arc<Known>,
     // The grant redeemed to load them, if one was (its id, never the token).
     grant: Option<String>,
+}
+
+/// What the redactor and the outbound guard of a session know; shared with the guard,
+/// so a value learned later is guarded from then on.
+#[derive(Default)]
+struct Known {
+    secrets: Vec<Secret>,
+    learned: std::sync::Mutex<Vec<Learned>>,
+    redactor: std::sync::RwLock<Arc<Redactor>>,
+    // WebSocket origins the operator allows besides those of the secrets.
+    sockets: std::sync::RwLock<Vec<String>>,
+}
+
+/// A value the session learned after it opened: redacted like a secret, and kept
+/// from origins other than `origins` like one.
+struct Learned {
+    name: String,
+    value: Zeroizing<String>,
+    origins: Vec<String>,
+}
+
+impl Known {
+    fn redactor(&self) -> Arc<Redactor> {
+        self.redactor
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    // Each secret's and learned value's name and the origins it may go to.
+    fn bound(&self) -> Vec<(String, Vec<String>)> {
+        let mut bound: Vec<(String, Vec<String>)> = self
+            .secrets
+            .iter()
+            .map(|s| (s.name.clone(), s.origins.clone()))
+            .collect();
+        for learned in airlock_core::sync::lock(&self.learned).iter() {
+            match bound.iter_mut().find(|(n, _)| *n == learned.name) {
+                // Learned values of one name may each go where their own came from.
+                Some((_, origins)) => {
+                    for o in &learned.origins {
+                        if !origins.contains(o) {
+                            origins.push(o.clone());
+                        }
+                    }
+                }
+                None => bound.push((learned.name.clone(), learned.origins.clone())),
+            }
+        }
+        bound
+    }
 }
 
 /// What loading credentials came to: secrets to use, or a reason the session opens
@@ -131,8 +182,11 @@ impl CredentialSource {
         let injection = injection(&secrets);
         Ok(Outcome::Loaded(
             Loaded {
-                secrets,
-                redactor: Arc::new(redactor),
+                known: Arc::new(Known {
+                    secrets,
+                    redactor: std::sync::RwLock::new(Arc::new(redactor)),
+                    ..Known::default()
+                }),
                 grant: grant_id,
             },
             injection,
@@ -195,7 +249,7 @@ fn injection(secrets: &[Secret]) -> Injection {
 impl Loaded {
     /// Names of the loaded secrets.
     pub(crate) fn names(&self) -> Vec<&str> {
-        self.secrets.iter().map(|s| s.name.as_str()).collect()
+        self.known.secrets.iter().map(|s| s.name.as_str()).collect()
     }
 
     /// The id of the grant redeemed to load them, if one was.
@@ -203,32 +257,82 @@ impl Loaded {
         self.grant.as_deref()
     }
 
+    /// Allows pages WebSockets to `origins` besides the secrets' own (the policy's
+    /// `websocket_origins`), in a session that holds secrets.
+    pub(crate) fn allow_sockets(&self, origins: &[String]) {
+        *self
+            .known
+            .sockets
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = origins.to_vec();
+    }
+
     /// Redacts one output text (a failing redactor withholds all of it).
     pub(crate) fn redact(&self, text: &str) -> String {
-        self.redactor.redact(text).into_owned()
+        self.known.redactor().redact(text).into_owned()
+    }
+
+    /// Whether the session holds anything to hide (secrets, or values it learned).
+    pub(crate) fn holds_secrets(&self) -> bool {
+        !self.known.redactor().is_empty()
+    }
+
+    /// Learns `value` (under `name`) as the session's own secret, bound to
+    /// `origins`: from now on it is redacted in every form, everywhere, and kept from
+    /// every other origin. Returns the session's new redactor, for the browser.
+    pub(crate) fn learn(
+        &self,
+        name: &str,
+        value: &str,
+        origins: &[String],
+    ) -> Result<Arc<dyn Redact>> {
+        let mut learned = airlock_core::sync::lock(&self.known.learned);
+        if !learned.iter().any(|l| l.name == name && *l.value == value) {
+            learned.push(Learned {
+                name: name.to_owned(),
+                value: Zeroizing::new(value.to_owned()),
+                origins: origins.to_vec(),
+            });
+        }
+        let values = self
+            .known
+            .secrets
+            .iter()
+            .flat_map(|s| {
+                s.fields
+                    .redacted_values()
+                    .into_iter()
+                    .map(move |v| (s.name.as_str(), v))
+            })
+            .chain(learned.iter().map(|l| (l.name.as_str(), l.value.as_str())));
+        let redactor = Arc::new(Redactor::new(values).map_err(|e| Error::Internal(e.to_string()))?);
+        *self
+            .known
+            .redactor
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = redactor.clone();
+        Ok(redactor)
     }
 
     /// The outbound protection of a session holding secrets: what its pages send is
     /// refused when it carries a form of a secret to an origin that secret is not
-    /// bound to.
+    /// bound to, and WebSockets go only where a secret is bound.
     pub(crate) fn request_guard(&self) -> Option<Arc<dyn RequestGuard>> {
-        if self.redactor.is_empty() {
-            return None;
-        }
-        Some(Arc::new(SecretGuard {
-            redactor: self.redactor.clone(),
-            bound: self
-                .secrets
-                .iter()
-                .map(|s| (s.name.clone(), s.origins.clone()))
-                .collect(),
-        }))
+        self.holds_secrets().then(|| self.guard())
+    }
+
+    /// The outbound guard over what the session knows now and learns later.
+    pub(crate) fn guard(&self) -> Arc<dyn RequestGuard> {
+        Arc::new(SecretGuard {
+            known: self.known.clone(),
+        })
     }
 
     /// The redactor the browser session applies to everything it takes from a page,
     /// when there is anything to redact.
     pub(crate) fn redactor(&self) -> Option<Arc<dyn Redact>> {
-        (!self.redactor.is_empty()).then(|| self.redactor.clone() as Arc<dyn Redact>)
+        self.holds_secrets()
+            .then(|| self.known.redactor() as Arc<dyn Redact>)
     }
 
     /// Typed text with placeholders resolved to loaded secrets (checked against the
@@ -245,6 +349,7 @@ impl Loaded {
                 Segment::Text(t) => pieces.push(TextPiece::Plain(t)),
                 Segment::Secret { name, field } => {
                     let secret = self
+                        .known
                         .secrets
                         .iter()
                         .find(|s| s.name == name)
@@ -278,11 +383,10 @@ impl Loaded {
 }
 
 /// Outbound protection: the redactor's matcher run over a request's URL, headers and
-/// body, for the secrets not bound to the request's origin.
+/// body, for the secrets (and learned values) not bound to the request's origin; and
+/// the WebSocket origins pages may still use.
 struct SecretGuard {
-    redactor: Arc<Redactor>,
-    /// Each loaded secret's name and bound origins.
-    bound: Vec<(String, Vec<String>)>,
+    known: Arc<Known>,
 }
 
 impl RequestGuard for SecretGuard {
@@ -290,8 +394,8 @@ impl RequestGuard for SecretGuard {
         let origin = url::Url::parse(request.url)
             .map(|u| u.origin().ascii_serialization())
             .unwrap_or_else(|_| "an opaque origin".to_owned());
-        let foreign: Vec<&(String, Vec<String>)> = self
-            .bound
+        let bound = self.known.bound();
+        let foreign: Vec<&(String, Vec<String>)> = bound
             .iter()
             .filter(|(_, origins)| !origins.contains(&origin))
             .collect();
@@ -304,6 +408,7 @@ impl RequestGuard for SecretGuard {
                     .to_owned(),
             );
         }
+        let redactor = self.known.redactor();
         let mut texts: Vec<std::borrow::Cow<'_, str>> = vec![request.url.into()];
         texts.extend(
             request
@@ -315,7 +420,7 @@ impl RequestGuard for SecretGuard {
             texts.push(String::from_utf8_lossy(body));
         }
         for text in &texts {
-            let Some(found) = self.redactor.secrets_in(text) else {
+            let Some(found) = redactor.secrets_in(text) else {
                 return Some("the redactor could not inspect it".to_owned());
             };
             if let Some((name, origins)) = foreign.iter().find(|(n, _)| found.contains(&n.as_str()))
@@ -327,5 +432,31 @@ impl RequestGuard for SecretGuard {
             }
         }
         None
+    }
+
+    // The `ws(s)://` twin of every origin a secret (or learned value) is bound to, and
+    // those the operator allows.
+    fn socket_origins(&self) -> Vec<String> {
+        let mut origins: Vec<String> = self
+            .known
+            .sockets
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for (_, bound) in self.known.bound() {
+            for origin in bound {
+                let socket = if let Some(rest) = origin.strip_prefix("https://") {
+                    format!("wss://{rest}")
+                } else if let Some(rest) = origin.strip_prefix("http://") {
+                    format!("ws://{rest}")
+                } else {
+                    continue;
+                };
+                if !origins.contains(&socket) {
+                    origins.push(socket);
+                }
+            }
+        }
+        origins
     }
 }

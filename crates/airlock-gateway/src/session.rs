@@ -284,6 +284,7 @@ impl Gateway {
                 Outcome::Refused(why) => (Loaded::default(), None, Some(why)),
             }
         };
+        loaded.allow_sockets(self.policy.websocket_origins());
         let policy = if options.allow_hosts.is_empty() {
             self.policy.clone()
         } else {

@@ -60,6 +60,9 @@ impl std::fmt::Debug for OperatorInput {
     }
 }
 
+/// The name what an operator types is redacted under (`[REDACTED:operator]`).
+pub(crate) const OPERATOR_SECRET: &str = "operator";
+
 impl Gateway {
     /// A frame of one of `tenant`'s live sessions.
     pub async fn live_frame(&self, tenant: &str, id: &str) -> Result<LiveFrame> {
@@ -161,6 +164,35 @@ impl Gateway {
                 let mut origins = vec![field.frame_origin.clone()];
                 if page_origin != field.frame_origin {
                     origins.push(page_origin);
+                }
+                // Before a key reaches the page: what the operator types becomes the
+                // session's own secret, so a page echoing it (in its title, a URL, an
+                // encoding, a mirror field) shows the agent `[REDACTED:operator]`, and
+                // no request, socket or screenshot carries it anywhere else.
+                let held = &lease.held;
+                let redactor = held.loaded.learn(OPERATOR_SECRET, &text, &origins)?;
+                session.set_redactor(redactor).await;
+                let guard = held.loaded.guard();
+                session.guard_requests(guard.clone()).await;
+                // A socket the page opened before could carry the text away unseen
+                // (only new ones are refused now): nothing is typed while one is open.
+                let allowed = guard.socket_origins();
+                let open: Vec<String> = session
+                    .open_sockets()
+                    .into_iter()
+                    .filter(|url| {
+                        url::Url::parse(url)
+                            .map(|u| !allowed.contains(&u.origin().ascii_serialization()))
+                            .unwrap_or(true)
+                    })
+                    .collect();
+                if let Some(url) = open.first() {
+                    return Err(Error::PolicyDenied {
+                        detail: format!(
+                            "nothing was typed: the page holds a WebSocket open to {}, which could carry what you type where nobody can see it; reload the page first",
+                            airlock_core::text::ellipsize(url, 120)
+                        ),
+                    });
                 }
                 let typed = TypedText(vec![TextPiece::Secret {
                     label: "operator input".to_owned(),

@@ -31,4 +31,10 @@ pub struct PolicyConfig {
     /// Domains navigation may leave for without approval (used by the approvals issue).
     #[serde(default)]
     pub trusted_domains: Vec<String>,
+    /// WebSocket origins (`wss://chat.example.com`, `ws://host:port`) pages of a
+    /// session holding secrets may still open sockets to. A socket's traffic cannot be
+    /// inspected, so by default such a session allows sockets only to the origins its
+    /// secrets are bound to.
+    #[serde(default)]
+    pub websocket_origins: Vec<String>,
 }

@@ -80,6 +80,8 @@ pub struct Policy {
     allow_private: Vec<PrivateAllow>,
     trusted: HostList,
     airlock_addresses: Vec<SocketAddr>,
+    // `ws(s)://host[:port]` origins, canonical.
+    sockets: Vec<String>,
 }
 
 /// A URL after canonicalization, with the policy's decision.
@@ -224,6 +226,20 @@ impl Policy {
             .enumerate()
             .map(|(i, e)| private_entry(i, e))
             .collect::<Result<_, _>>()?;
+        let mut sockets = Vec::new();
+        for (i, entry) in config.websocket_origins.iter().enumerate() {
+            let parsed = url::Url::parse(entry.trim())
+                .ok()
+                .filter(|u| matches!(u.scheme(), "ws" | "wss") && u.host_str().is_some())
+                .filter(|u| u.path() == "/" && u.query().is_none() && u.username().is_empty())
+                .ok_or_else(|| {
+                    err(
+                        format!("policy.websocket_origins[{i}]"),
+                        format!("`{entry}` is not a ws:// or wss:// origin (scheme, host, optional port)"),
+                    )
+                })?;
+            sockets.push(parsed.origin().ascii_serialization());
+        }
         Ok(Policy {
             schemes,
             allow,
@@ -232,6 +248,7 @@ impl Policy {
             allow_private,
             trusted,
             airlock_addresses: Vec::new(),
+            sockets,
         })
     }
 
@@ -253,6 +270,7 @@ impl Policy {
             allow_private: Vec::new(),
             trusted: HostList::default(),
             airlock_addresses: Vec::new(),
+            sockets: Vec::new(),
         }
     }
 
@@ -278,6 +296,12 @@ impl Policy {
     /// Whether `trusted_domains` lists any domain (leaving them is a risk only then).
     pub fn has_trusted_domains(&self) -> bool {
         !self.trusted.is_empty()
+    }
+
+    /// The WebSocket origins a session holding secrets may still open sockets to
+    /// (`websocket_origins`, canonical).
+    pub fn websocket_origins(&self) -> &[String] {
+        &self.sockets
     }
 
     /// Whether `host` is under `trusted_domains`.
