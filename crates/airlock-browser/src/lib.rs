@@ -21,6 +21,7 @@ mod launch;
 mod options;
 mod oracle;
 mod outbound;
+mod paint;
 mod session;
 mod tab;
 

@@ -466,13 +466,9 @@
     return { ok: true, inserted, origin: d.origin, ancestors: d.ancestors, focus: d.focus };
   }
 
-  // The same fields, iterable (a WeakSet is not), for painting them over.
-  let secretList = [];
-
   function markSecret(target) {
     const found = resolve(target);
     if (found.error) return found;
-    if (!secretFilled.has(found.el)) secretList.push(new WeakRef(found.el));
     secretFilled.add(found.el);
     return { ok: true };
   }
@@ -494,34 +490,6 @@
 
   function masked(el) {
     return looksLikePassword(el) || secretFilled.has(el) || wasPassword(el);
-  }
-
-  // Black boxes over every field showing a secret, for the length of a screenshot.
-  let masks = [];
-  function maskSecrets(on) {
-    for (const m of masks) m.remove();
-    masks = [];
-    if (!on) return { ok: true, count: 0 };
-    const fields = new Set();
-    secretList = secretList.filter((ref) => {
-      const el = ref.deref();
-      if (!el) return false;
-      if (el.value || (el.isContentEditable && el.innerText)) fields.add(el);
-      return true;
-    });
-    for (const el of document.querySelectorAll('input, textarea, [contenteditable]')) {
-      const shown = el.value || (el.isContentEditable && el.innerText);
-      if (shown && ((wasPassword(el) && !isPassword(el)) || (looksLikePassword(el) && !isPassword(el)))) fields.add(el);
-    }
-    for (const el of fields) {
-      const r = el.getBoundingClientRect();
-      if (!r.width || !r.height) continue;
-      const box = document.createElement('div');
-      box.style.cssText = `position:absolute;left:${r.left + scrollX}px;top:${r.top + scrollY}px;width:${r.width}px;height:${r.height}px;background:#000;z-index:2147483647;pointer-events:none;margin:0;padding:0;border:0`;
-      document.documentElement.appendChild(box);
-      masks.push(box);
-    }
-    return { ok: true, count: masks.length };
   }
 
   // A red frame around one rectangle of the viewport, for the length of a screenshot.
@@ -1343,10 +1311,104 @@
     });
   }
 
+  // What the frame shows as text, for finding where a secret is shown in pixels:
+  // every text node's text, in composed document order (a value split over
+  // several nodes reads whole when they are joined), and every shown value or
+  // attribute of an element (a field's value, aria-label, title, alt, placeholder, a
+  // button's value). Rust finds the secrets in them (the walker never compares page
+  // text with anything), then asks `shownRects` where the ones it found are. Fields
+  // that always mask (a secret was typed into them; they look like password fields)
+  // come with their boxes. Past the limits the frame is `incomplete`: all of it is
+  // painted over.
+  const SHOWN_LIMITS = { nodes: 60000, chars: 4000000 };
+  let shownNodes = [];
+  let shownItems = [];
+  const SKIPPED = new Set(['script', 'style', 'noscript', 'template', 'head']);
+  const SHOWN_ATTRS = ['aria-label', 'title', 'alt', 'placeholder'];
+  function shown() {
+    shownNodes = [];
+    shownItems = [];
+    const texts = [];
+    const items = [];
+    const masks = [];
+    let chars = 0;
+    let incomplete = false;
+    const add = (el, text) => {
+      if (!text || !/\S/.test(text)) return;
+      shownItems.push(el);
+      items.push(text);
+      chars += text.length;
+    };
+    function visit(node) {
+      if (incomplete) return;
+      if (node.nodeType === Node.TEXT_NODE) {
+        const data = node.data;
+        if (!/\S/.test(data)) return;
+        shownNodes.push(node);
+        texts.push(data);
+        chars += data.length;
+        if (shownNodes.length > SHOWN_LIMITS.nodes || chars > SHOWN_LIMITS.chars) incomplete = true;
+        return;
+      }
+      if (node.nodeType !== Node.ELEMENT_NODE) {
+        if (node.nodeType === Node.DOCUMENT_FRAGMENT_NODE || node.nodeType === Node.DOCUMENT_NODE) forEachChild(node, visit);
+        return;
+      }
+      const el = node;
+      if (SKIPPED.has(el.localName)) return;
+      for (const name of SHOWN_ATTRS) {
+        const v = el.getAttribute(name);
+        if (v) add(el, v);
+      }
+      const tag = el.localName;
+      if (el.isContentEditable && (secretFilled.has(el) || masked(el)) && el.innerText) {
+        const r = el.getBoundingClientRect();
+        if (r.width && r.height) masks.push([r.left, r.top, r.width, r.height]);
+      }
+      if (tag === 'input' || tag === 'textarea' || tag === 'select') {
+        const value = tag === 'select'
+          ? Array.from(el.selectedOptions || [], (o) => o.label).join(' ')
+          : el.value;
+        if (masked(el) || secretFilled.has(el)) {
+          if (value) {
+            const r = el.getBoundingClientRect();
+            if (r.width && r.height) masks.push([r.left, r.top, r.width, r.height]);
+          }
+        } else {
+          add(el, value);
+        }
+        if (tag === 'input' && (el.type === 'button' || el.type === 'submit' || el.type === 'reset')) add(el, el.value);
+      }
+      forEachChild(el, visit);
+    }
+    visit(document);
+    return { texts, items, masks, incomplete };
+  }
+
+  // Where the text nodes and elements `shown` listed at `nodes` and `items` are now,
+  // in the frame's viewport (CSS pixels): each text node's line boxes, each
+  // element's border box.
+  function shownRects(nodes, items) {
+    const out = [];
+    const keep = (r) => { if (r.width > 0 && r.height > 0) out.push([r.left, r.top, r.width, r.height]); };
+    for (const i of nodes) {
+      const node = shownNodes[i];
+      if (!node || !node.isConnected) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const r of range.getClientRects()) keep(r);
+    }
+    for (const i of items) {
+      const el = shownItems[i];
+      if (el && el.isConnected) keep(el.getBoundingClientRect());
+    }
+    return out;
+  }
+
   globalThis.__airlock = {
-    snapshot, resolve, boxes, prepare, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, maskSecrets, outline, fieldKind, selectOptions, checked, scrollIntoView,
+    snapshot, resolve, boxes, prepare, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, outline, fieldKind, selectOptions, checked, scrollIntoView,
     waitFor, textAfter, changedSince, candidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
-    inspect, inspectPoint,
+    inspect, inspectPoint, shown, shownRects,
     init(base, cut) { if (nextRef < base) nextRef = base; if (cut > maxCut) maxCut = cut; },
   };
   return 'installed';

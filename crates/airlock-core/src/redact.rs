@@ -17,6 +17,17 @@ pub trait Redact: Send + Sync {
 
     /// Whether there is anything to hide (callers skip the work when not).
     fn is_active(&self) -> bool;
+
+    /// The byte ranges of `text` that [`redact`](Redact::redact) hides, in order;
+    /// `None` when it cannot say which (then treat all of `text` as hidden). What a
+    /// painter of images uses to find where on a page a secret is shown.
+    fn hidden(&self, text: &str) -> Option<Vec<std::ops::Range<usize>>> {
+        match self.redact(text) {
+            Cow::Borrowed(_) => Some(Vec::new()),
+            Cow::Owned(redacted) if redacted == text => Some(Vec::new()),
+            Cow::Owned(_) => None,
+        }
+    }
 }
 
 /// Hides nothing.
@@ -61,6 +72,10 @@ impl RedactSlot {
 impl Redact for RedactSlot {
     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
         self.current().redact(text)
+    }
+
+    fn hidden(&self, text: &str) -> Option<Vec<std::ops::Range<usize>>> {
+        self.current().hidden(text)
     }
 
     fn reach(&self) -> usize {

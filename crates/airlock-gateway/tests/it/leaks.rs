@@ -888,3 +888,115 @@ async fn an_operator_types_nothing_while_the_page_holds_a_socket_open() {
     })
     .await;
 }
+
+/// An image's pixels as RGB rows (PNG or JPEG), and its width.
+fn rgb(image: &[u8]) -> (Vec<[u8; 3]>, usize) {
+    if image.starts_with(&[0x89, b'P', b'N', b'G']) {
+        let decoder = png::Decoder::new(std::io::Cursor::new(image));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        let channels = info.color_type.samples();
+        let pixels = buf[..info.buffer_size()]
+            .chunks_exact(channels)
+            .map(|p| [p[0], p[1], p[2]])
+            .collect();
+        (pixels, info.width as usize)
+    } else {
+        let mut decoder = jpeg_decoder::Decoder::new(std::io::Cursor::new(image));
+        let data = decoder.decode().unwrap();
+        let width = decoder.info().unwrap().width as usize;
+        (
+            data.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect(),
+            width,
+        )
+    }
+}
+
+/// A page shows a typed secret elsewhere (a mirror field, an echo, base64 and URL
+/// forms, split over two elements, a button's name): every image the session makes
+/// has each of those places painted over. The reference is the page's own rendering
+/// of the value in a session with nothing to hide: every pixel where it differs from
+/// the page showing nothing must be black.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_place_a_page_shows_a_secret_is_painted_over_in_images() {
+    with_browser(|h| async move {
+        let page = h.site.url("app/mirror.html");
+        // The reference, without Airlock's redactor: where the value's pixels are.
+        let plain = h
+            .browsers
+            .open_session(SessionOptions::default())
+            .await
+            .unwrap();
+        let shot = async |url: String| {
+            plain.navigate(&url, WaitUntil::Load).await.unwrap();
+            plain
+                .screenshot(&airlock_browser::ScreenshotOptions::default())
+                .await
+                .unwrap()
+                .data
+        };
+        let (empty, width) = rgb(&shot(format!("{page}?v=")).await);
+        let (shown, _) = rgb(&shot(format!("{page}?v={}", percent(LATIN))).await);
+        plain.close().await;
+        let value_pixels: Vec<usize> = (0..shown.len())
+            .filter(|&i| shown[i] != empty[i])
+            .collect();
+        // Every row shows the value (rows are 40 px apart from y = 100).
+        for row in 0..6 {
+            let top = 100 + 40 * row;
+            assert!(
+                value_pixels.iter().any(|i| (top..top + 24).contains(&(i / width))),
+                "the reference shows nothing in row {row}"
+            );
+        }
+
+        let gateway = gateway(&h).await;
+        let agent = gateway.agent_session();
+        agent
+            .call(ToolCall::SessionOpen(OpenOptions {
+                credentials: vec!["latin".into()],
+                ..OpenOptions::default()
+            }))
+            .await;
+        agent.call(navigate(page.clone())).await;
+        let out = agent
+            .call(typing(role("textbox", "Anything"), "{{secret:latin.password}}"))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        for (format, dark) in [
+            (airlock_browser::ImageFormat::Png, 0),
+            (airlock_browser::ImageFormat::Jpeg { quality: 60 }, 60),
+        ] {
+            let out = agent
+                .call(ToolCall::Screenshot(airlock_browser::ScreenshotOptions {
+                    format,
+                    ..Default::default()
+                }))
+                .await;
+            let (painted, w) = rgb(&out.file.expect("an image").data);
+            assert_eq!(w, width);
+            let lit: Vec<usize> = value_pixels
+                .iter()
+                .copied()
+                .filter(|&i| painted[i].iter().any(|c| *c > dark))
+                .collect();
+            assert!(
+                lit.is_empty(),
+                "{format:?}: {} of {} pixels where the page shows the secret are not painted, e.g. at ({}, {})",
+                lit.len(),
+                value_pixels.len(),
+                lit[0] % width,
+                lit[0] / width
+            );
+            // Not everything: the red heading is still there.
+            let heading = (10..38)
+                .flat_map(|y| (20..120).map(move |x| y * width + x))
+                .filter(|&i| painted[i][0] > 150 && painted[i][1] < 90)
+                .count();
+            assert!(heading > 50, "{format:?}: the heading was painted over too");
+        }
+        gateway.shutdown().await;
+    })
+    .await;
+}

@@ -186,6 +186,10 @@ impl Redact for Redactor {
         Redactor::redact(self, text)
     }
 
+    fn hidden(&self, text: &str) -> Option<Vec<std::ops::Range<usize>>> {
+        Some(self.find(text)?.into_iter().map(|(s, e, _)| s..e).collect())
+    }
+
     fn reach(&self) -> usize {
         self.reach
     }
