@@ -573,3 +573,32 @@ fn deny_all_allows_only_about_blank() {
         assert!(reason(&p.check_host(host, 443)).is_some(), "{host}");
     }
 }
+
+#[test]
+fn websocket_origins_are_canonical_ws_origins_and_nothing_else() {
+    let p = Policy::from_config(&PolicyConfig {
+        websocket_origins: vec![
+            "wss://Chat.Example.com".into(),
+            "ws://127.0.0.1:9000/".into(),
+        ],
+        ..PolicyConfig::default()
+    })
+    .unwrap();
+    assert_eq!(
+        p.websocket_origins(),
+        ["wss://chat.example.com", "ws://127.0.0.1:9000"]
+    );
+    for bad in [
+        "https://chat.example.com",
+        "wss://x/path",
+        "wss://u@x",
+        "chat",
+    ] {
+        let e = Policy::from_config(&PolicyConfig {
+            websocket_origins: vec![bad.into()],
+            ..PolicyConfig::default()
+        })
+        .unwrap_err();
+        assert_eq!(e.key, "policy.websocket_origins[0]", "{bad}");
+    }
+}
