@@ -650,6 +650,22 @@ impl Session {
     }
 
     async fn create_tab(&self) -> Result<Arc<Tab>> {
+        match self.try_create_tab().await {
+            // A new page may be given a renderer that died just before (Chromium's
+            // spare one, killed with the page that crashed): it never answers. That
+            // tab is closed, and another one, with a renderer of its own, tried once.
+            Err((Error::Timeout { .. }, Some(stuck))) => {
+                let _ = self.chromium.conn.close_target(&stuck, self.budget()).await;
+                tracing::warn!(session.id = %self.id, "a new tab did not start; trying another");
+                self.try_create_tab().await.map_err(|(e, _)| e)
+            }
+            other => other.map_err(|(e, _)| e),
+        }
+    }
+
+    // Opens a tab and waits until the attach task has set it up; on failure, the error
+    // and the target made, if one was.
+    async fn try_create_tab(&self) -> std::result::Result<Arc<Tab>, (Error, Option<String>)> {
         let timeout = self.budget();
         let reply = self
             .chromium
@@ -660,10 +676,16 @@ impl Session {
                 json!({ "url": "about:blank", "browserContextId": self.context_id }),
                 timeout,
             )
-            .await?;
+            .await
+            .map_err(|e| (e.into(), None))?;
         let target_id = reply["targetId"]
             .as_str()
-            .ok_or_else(|| Error::Protocol("createTarget returned no id".to_owned()))?
+            .ok_or_else(|| {
+                (
+                    Error::Protocol("createTarget returned no id".to_owned()),
+                    None,
+                )
+            })?
             .to_owned();
         let mut changed = self.registry_changed.clone();
         let deadline = tokio::time::Instant::now() + timeout;
@@ -676,15 +698,18 @@ impl Session {
                 }
             }
             if !self.chromium.is_alive() {
-                return Err(Error::BrowserCrashed);
+                return Err((Error::BrowserCrashed, Some(target_id)));
             }
             match tokio::time::timeout_at(deadline, changed.changed()).await {
                 Ok(Ok(())) => {}
                 _ => {
-                    return Err(Error::Timeout {
-                        what: "opening a tab".to_owned(),
-                        ms: timeout.as_millis(),
-                    });
+                    return Err((
+                        Error::Timeout {
+                            what: "opening a tab".to_owned(),
+                            ms: timeout.as_millis(),
+                        },
+                        Some(target_id),
+                    ));
                 }
             }
         }
