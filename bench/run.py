@@ -139,7 +139,7 @@ class System:
         for line in snapshot.splitlines():
             if needle in line:
                 # Airlock leads the line with the ref; the others put it in brackets.
-                m = re.match(r"\s*- (f?\d*e\d+) ", line) or re.search(r"\[(?:[^\]]*?, )?ref=(\w+)\]", line)
+                m = re.match(r"\s*- ((?:t\d+)?(?:f\d+)?e\d+) ", line) or re.search(r"\[(?:[^\]]*?, )?ref=(\w+)\]", line)
                 if m:
                     return m.group(1)
         raise RuntimeError(f"no ref on a line with {needle!r}")

@@ -408,6 +408,13 @@ pub enum Notice {
         /// Why it was stopped.
         reason: String,
     },
+    /// A page closed its own tab (`window.close()`).
+    TabClosedByPage {
+        /// Where the tab was among the session's tabs.
+        index: usize,
+        /// Its URL, redacted.
+        url: String,
+    },
     /// Closed popups past the session's tab cap.
     PopupsOverCap {
         /// How many.

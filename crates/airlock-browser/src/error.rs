@@ -45,6 +45,14 @@ pub enum Error {
         /// The ref as given.
         reference: String,
     },
+    /// A ref of another tab than the one in use.
+    #[error("{}", other_tab_message(reference, *tab))]
+    RefOfOtherTab {
+        /// The ref as given.
+        reference: String,
+        /// The tab it is of, if that tab is still open.
+        tab: Option<usize>,
+    },
     /// A role/name, selector or text target matched nothing.
     #[error("no element matches {target}")]
     ElementNotFound {
@@ -152,7 +160,7 @@ impl HasErrorCode for Error {
             Error::BrowserUnavailable { .. } => ErrorCode::BrowserUnavailable,
             Error::BrowserCrashed | Error::PageCrashed => ErrorCode::BrowserCrashed,
             Error::SessionClosed => ErrorCode::SessionExpired,
-            Error::RefNotFound { .. } => ErrorCode::RefNotFound,
+            Error::RefNotFound { .. } | Error::RefOfOtherTab { .. } => ErrorCode::RefNotFound,
             Error::ElementNotFound { .. } => ErrorCode::ElementNotFound,
             Error::NotActionable { .. } => ErrorCode::ElementNotActionable,
             Error::Timeout { .. } | Error::PageUnresponsive { .. } => ErrorCode::Timeout,
@@ -188,6 +196,17 @@ impl Error {
 impl From<CdpError> for Error {
     fn from(error: CdpError) -> Self {
         Error::from_cdp(error)
+    }
+}
+
+fn other_tab_message(reference: &str, tab: Option<usize>) -> String {
+    match tab {
+        Some(index) => format!(
+            "ref `{reference}` is of tab [{index}], not of the tab in use; select that tab first, or take a snapshot of this one"
+        ),
+        None => format!(
+            "ref `{reference}` is of a tab that is closed; take a snapshot of the tab in use"
+        ),
     }
 }
 

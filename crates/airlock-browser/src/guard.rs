@@ -24,6 +24,9 @@ pub(crate) struct NavGuard {
     pub(crate) notices: Arc<Mutex<Vec<Notice>>>,
     /// Notices quote page URLs: redacted before they are cut.
     pub(crate) redactor: Arc<dyn Redact>,
+    /// Windows the session's pages announced they are opening (`Page.windowOpen`):
+    /// an action's outcome waits, briefly, until that many popups have arrived.
+    pub(crate) windows_opened: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl NavGuard {
@@ -32,6 +35,7 @@ impl NavGuard {
             policy: Arc::new(RwLock::new(policy)),
             notices: Arc::default(),
             redactor,
+            windows_opened: Arc::default(),
         }
     }
 

@@ -113,6 +113,11 @@ struct Registry {
     refused_popups: usize,
     /// Target ids of popups not yet reported in an action's outcome.
     unreported: Vec<String>,
+    /// Popups that arrived (set up, refused over the cap, or failed), to match
+    /// against the windows pages announced.
+    popups_arrived: u64,
+    /// The serial the next tab gets.
+    next_serial: u32,
     /// The screen every tab has, new ones too.
     screen: Screen,
 }
@@ -158,9 +163,9 @@ struct Located {
 
 impl Located {
     // The located element as a ref target (a point stays a point).
-    fn target(&self, frame: u32, original: &Target) -> Target {
+    fn target(&self, tab: u32, frame: u32, original: &Target) -> Target {
         match self.node {
-            Some(node) => Target::Ref(NodeRef { frame, node }),
+            Some(node) => Target::Ref(NodeRef { tab, frame, node }),
             None => original.clone(),
         }
     }
@@ -230,6 +235,8 @@ impl Session {
             active: 0,
             refused_popups: 0,
             unreported: Vec::new(),
+            popups_arrived: 0,
+            next_serial: 0,
             screen: Screen {
                 viewport: options.viewport,
                 scale: 1.0,
@@ -623,6 +630,7 @@ impl Session {
             self.guard.notify(Notice::ScriptStopped);
             return Ok(tab);
         }
+        tab.state.with(|s| s.closing = true);
         let _ = self.chromium.conn.close_target(&tab.target_id, probe).await;
         lock(&self.registry)
             .tabs
@@ -716,6 +724,7 @@ impl Session {
     }
 
     async fn outcome(&self, tab: &Tab, navigated: bool) -> ActionOutcome {
+        self.await_popups().await;
         let info = tab
             .conn
             .call(
@@ -773,6 +782,36 @@ impl Session {
         }
     }
 }
+
+impl Session {
+    // Waits (at most `POPUP_WAIT`) until every window the pages announced has
+    // arrived as a tab, so the action that opened one says so in its own result.
+    async fn await_popups(&self) {
+        let announced = self
+            .guard
+            .windows_opened
+            .load(std::sync::atomic::Ordering::Acquire);
+        if lock(&self.registry).popups_arrived >= announced {
+            return;
+        }
+        let mut changed = self.registry_changed.clone();
+        let deadline = tokio::time::Instant::now() + POPUP_WAIT;
+        while lock(&self.registry).popups_arrived < announced {
+            if tokio::time::timeout_at(deadline, changed.changed())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        // One that never came (blocked, or gone at once) is not waited for again.
+        let mut registry = lock(&self.registry);
+        registry.popups_arrived = registry.popups_arrived.max(announced);
+    }
+}
+
+/// How long an action's outcome waits for a popup its page announced.
+const POPUP_WAIT: Duration = Duration::from_millis(1500);
 
 impl Drop for Session {
     // Fallback for sessions dropped without `close`: a dedicated Chromium dies with
@@ -874,14 +913,23 @@ async fn attach_tabs(
                         let _ = conn.resume(&session_id, timeout).await;
                         let _ = conn.close_target(&target_id, timeout).await;
                     });
-                    lock(&registry).refused_popups += 1;
+                    {
+                        let mut r = lock(&registry);
+                        r.refused_popups += 1;
+                        r.popups_arrived += 1;
+                    }
                     changed.send_modify(|v| *v += 1);
                     continue;
                 }
-                let screen = lock(&registry).screen.clone();
+                let (screen, serial) = {
+                    let mut r = lock(&registry);
+                    r.next_serial += 1;
+                    (r.screen.clone(), r.next_serial - 1)
+                };
                 let tab = Tab::setup(
                     chromium.conn.clone(),
                     session_id,
+                    serial,
                     target_id.clone(),
                     opener_id.clone(),
                     hooks.clone(),
@@ -895,9 +943,13 @@ async fn attach_tabs(
                         r.tabs.push(Arc::new(tab));
                         if opener_id.is_some() {
                             r.unreported.push(target_id);
+                            r.popups_arrived += 1;
                         }
                     }
                     Err(error) => {
+                        if opener_id.is_some() {
+                            lock(&registry).popups_arrived += 1;
+                        }
                         tracing::warn!(%error, "could not set up a new tab");
                     }
                 }
@@ -907,6 +959,15 @@ async fn attach_tabs(
                 {
                     let mut r = lock(&registry);
                     if let Some(i) = r.tabs.iter().position(|t| t.cdp_session == session_id) {
+                        // Not closed by Airlock: the page closed itself
+                        // (`window.close()`), and the next outcome says so.
+                        let (closing, url) = r.tabs[i].state.read(|s| (s.closing, s.url.clone()));
+                        if !closing {
+                            let url = ellipsize(&hooks.redactor.redact(&url), 120);
+                            hooks
+                                .guard
+                                .notify(Notice::TabClosedByPage { index: i, url });
+                        }
                         r.tabs[i].state.with(|s| s.detached = true);
                         r.tabs.remove(i);
                         if r.active >= r.tabs.len() || r.active > i {

@@ -164,6 +164,9 @@ pub(crate) struct TabInner {
     pub(crate) frame_sessions: HashMap<String, String>,
     /// WebSockets the tab's pages hold open: request id → URL (at most 256).
     pub(crate) sockets: HashMap<String, String>,
+    /// Airlock is closing this tab (the agent asked, a storm, a refused popup): its
+    /// going is not the page's doing.
+    pub(crate) closing: bool,
     pub(crate) frames: Vec<FrameEntry>,
     pub(crate) last_snapshot: Option<Vec<Line>>,
     /// Why the current walk stopped early, if it did (any of its frames).
@@ -412,6 +415,9 @@ impl TabState {
 
 /// One page target of a session.
 pub(crate) struct Tab {
+    /// The tab's serial in its session (0 for the first, never reused): every ref
+    /// the tab hands out carries it.
+    pub(crate) serial: u32,
     pub(crate) target_id: String,
     pub(crate) cdp_session: String,
     pub(crate) opener: Option<String>,
@@ -448,9 +454,11 @@ struct FrameInfo {
 
 impl Tab {
     /// Sets up a freshly attached (paused) page target, then lets it run.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn setup(
         conn: Connection,
         session: String,
+        serial: u32,
         target_id: String,
         opener: Option<String>,
         hooks: Hooks,
@@ -480,6 +488,7 @@ impl Tab {
         });
         let pump = tokio::spawn(pump(conn.clone(), session.clone(), state.clone(), events));
         let tab = Tab {
+            serial,
             target_id,
             cdp_session: session,
             opener,
@@ -1050,6 +1059,7 @@ fn guard_navigation(
             reason: detail,
         });
         let target = state.target_id.clone();
+        state.with(|s| s.closing = true);
         tokio::spawn(async move {
             let _ = conn.close_target(&target, Duration::from_secs(5)).await;
         });
@@ -1269,6 +1279,14 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             state.on_network(&event.method, p);
         }
         "Audits.issueAdded" => state.on_issue(p),
+        // A popup is on its way (a target=_blank link, window.open, a form): the
+        // action that caused it waits for it to arrive, so its result can say so.
+        "Page.windowOpen" => {
+            state
+                .guard
+                .windows_opened
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
         "Network.webSocketCreated" => {
             let (id, url) = (str_of(&p["requestId"]), str_of(&p["url"]));
             state.with(|s| {
@@ -1428,6 +1446,7 @@ async fn on_dialog(conn: &Connection, session: &str, state: &Arc<TabState>, p: &
         });
         let conn = conn.clone();
         let target = state.target_id.clone();
+        state.with(|s| s.closing = true);
         tokio::spawn(async move {
             // Closed, not stopped: a script stopped between two dialogs opens the
             // next one before a navigation can commit.

@@ -178,7 +178,8 @@ pub struct RawServer {
     /// the `mcp_url`s Airlock hands out start with (`AIRLOCK_PUBLIC_URL` beats it).
     pub public_url: Option<String>,
     /// Role of callers (the API key holder, the stdio user): `observe`, `act`
-    /// (default), `operate` (may use stored credentials without a grant), `admin`.
+    /// (default over HTTP), `operate` (may use stored credentials without a grant;
+    /// the default of `airlock mcp`, whose user is the operator of the data dir), `admin`.
     pub role: Option<String>,
     /// `[server.jwt]`: bearer JWTs of service callers.
     pub jwt: Option<RawJwt>,
@@ -363,6 +364,9 @@ pub struct ServerConfig {
     pub public_url: Option<String>,
     /// Role of callers.
     pub role: Role,
+    /// Whether `[server] role` was written (else `role` is the default, and the
+    /// local stdio user acts as the operator they are).
+    pub role_set: bool,
     /// Bearer JWTs of service callers, when configured.
     pub jwt: Option<JwtConfig>,
 }
@@ -697,6 +701,7 @@ impl Config {
             (None, None) => None,
             (raw_jwt, secret) => Some(jwt_config(raw_jwt.unwrap_or_default(), secret)?),
         };
+        let role_set = raw.server.role.is_some();
         let role = match raw.server.role.as_deref() {
             None => Role::default(),
             Some(text) => Role::parse(text).ok_or_else(|| Error::Invalid {
@@ -866,6 +871,7 @@ impl Config {
                 allowed_origins: raw.server.allowed_origins,
                 public_url,
                 role,
+                role_set,
                 jwt,
             },
             browser,

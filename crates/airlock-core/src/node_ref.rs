@@ -1,4 +1,5 @@
-//! Snapshot refs: `e12` in the top frame, `f1e3` in frame 1.
+//! Snapshot refs: `e12` in the top frame, `f1e3` in frame 1; `t2e5`, `t2f1e3` in the
+//! session's third tab.
 
 use std::fmt;
 use std::str::FromStr;
@@ -8,9 +9,13 @@ use std::str::FromStr;
 /// Frame 0 is the tab's top frame and prints without a prefix (`e12`); a node in
 /// another frame prints with its frame number (`f1e3`). Numbers are assigned by the
 /// browser layer and never reused within a tab, so a ref from an older document
-/// cannot silently name a node of a newer one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// cannot silently name a node of a newer one. Every tab of a session but its first
+/// prints its own serial first (`t2e12`), so a ref carried from one tab to another
+/// names nothing there rather than another element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct NodeRef {
+    /// The tab's serial within its session (0: the first tab; never reused).
+    pub tab: u32,
     /// Frame number within the tab; 0 is the top frame.
     pub frame: u32,
     /// Node number within the frame's documents.
@@ -25,7 +30,7 @@ impl fmt::Display for ParseNodeRefError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` is not a snapshot ref (expected e.g. `e12` or `f1e3`)",
+            "`{}` is not a snapshot ref (expected e.g. `e12`, `f1e3` or `t2e5`)",
             self.0
         )
     }
@@ -38,6 +43,14 @@ impl FromStr for NodeRef {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || ParseNodeRefError(s.chars().take(40).collect());
+        let (tab, s) = match s.strip_prefix('t') {
+            Some(rest) => {
+                let end = rest.find(['e', 'f']).ok_or_else(err)?;
+                let tab: u32 = parse_digits(&rest[..end]).ok_or_else(err)?;
+                (tab, &rest[end..])
+            }
+            None => (0, s),
+        };
         let (frame, rest) = match s.strip_prefix('f') {
             Some(rest) => {
                 let e = rest.find('e').ok_or_else(err)?;
@@ -48,7 +61,7 @@ impl FromStr for NodeRef {
         };
         let digits = rest.strip_prefix('e').ok_or_else(err)?;
         let node = parse_digits(digits).ok_or_else(err)?;
-        Ok(NodeRef { frame, node })
+        Ok(NodeRef { tab, frame, node })
     }
 }
 
@@ -61,6 +74,9 @@ fn parse_digits<T: FromStr>(s: &str) -> Option<T> {
 
 impl fmt::Display for NodeRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.tab != 0 {
+            write!(f, "t{}", self.tab)?;
+        }
         if self.frame == 0 {
             write!(f, "e{}", self.node)
         } else {
@@ -75,14 +91,16 @@ mod tests {
 
     #[test]
     fn parses_and_prints() {
-        for (text, frame, node) in [
-            ("e1", 0, 1),
-            ("e12", 0, 12),
-            ("f1e3", 1, 3),
-            ("f10e200", 10, 200),
+        for (text, tab, frame, node) in [
+            ("e1", 0, 0, 1),
+            ("e12", 0, 0, 12),
+            ("f1e3", 0, 1, 3),
+            ("f10e200", 0, 10, 200),
+            ("t2e5", 2, 0, 5),
+            ("t3f1e7", 3, 1, 7),
         ] {
             let r: NodeRef = text.parse().unwrap();
-            assert_eq!((r.frame, r.node), (frame, node));
+            assert_eq!((r.tab, r.frame, r.node), (tab, frame, node));
             assert_eq!(r.to_string(), text);
         }
     }
@@ -90,7 +108,8 @@ mod tests {
     #[test]
     fn rejects_garbage() {
         for bad in [
-            "", "e", "12", "x1", "fe1", "f1", "e-1", "e1x", "f1e", "e+1", "E1", " e1",
+            "", "e", "12", "x1", "fe1", "f1", "e-1", "e1x", "f1e", "e+1", "E1", " e1", "t", "te1",
+            "t1", "t1x1", "tt1e1",
         ] {
             assert!(bad.parse::<NodeRef>().is_err(), "{bad:?} parsed");
         }

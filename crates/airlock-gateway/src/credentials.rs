@@ -252,6 +252,44 @@ impl Loaded {
         self.known.secrets.iter().map(|s| s.name.as_str()).collect()
     }
 
+    /// What each loaded secret gives the agent, in its words: the placeholders it
+    /// may type, and what was put into the browser for it (never a value).
+    pub(crate) fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        for secret in &self.known.secrets {
+            let f = &secret.fields;
+            let mut given = Vec::new();
+            let typed: Vec<String> = [
+                ("username", f.username.is_some()),
+                ("password", f.password.is_some()),
+                ("totp", f.totp.is_some()),
+            ]
+            .iter()
+            .filter(|(_, present)| *present)
+            .map(|(field, _)| format!("{{{{secret:{}.{field}}}}}", secret.name))
+            .collect();
+            if !typed.is_empty() {
+                given.push(format!("type {}", typed.join(", ")));
+            }
+            if !f.cookies.is_empty() {
+                given.push(format!("{} cookies set", f.cookies.len()));
+            }
+            if !f.local_storage.is_empty() {
+                given.push("localStorage set on its first load".to_owned());
+            }
+            if !f.headers.is_empty() {
+                given.push("headers added to its requests".to_owned());
+            }
+            parts.push(format!(
+                "{} for {} ({})",
+                secret.name,
+                secret.origins.join(", "),
+                given.join("; ")
+            ));
+        }
+        parts.join("; ")
+    }
+
     /// The id of the grant redeemed to load them, if one was.
     pub(crate) fn grant(&self) -> Option<&str> {
         self.grant.as_deref()

@@ -48,6 +48,15 @@ pub enum Error {
     /// Credentials were asked for, but this gateway has no vault.
     #[error("this Airlock has no vault configured, so no credentials can be used")]
     NoVault,
+    /// The session was not opened: this caller may not use the credentials it asked
+    /// for. Says why and what to do instead.
+    #[error(
+        "the browser session was not opened: {why}; ask the operator for a grant token (`airlock grant create --domains …`) and pass it as `grant`, or open without `credentials`"
+    )]
+    CredentialRefused {
+        /// Why (the role, or what the grant does not cover).
+        why: String,
+    },
     /// No stored credential has that name (said only to callers with authority).
     #[error("there is no stored credential named `{name}`")]
     CredentialUnknown {
@@ -173,6 +182,7 @@ impl HasErrorCode for Error {
             Error::RoleTooLow { .. } | Error::ToolOff { .. } => ErrorCode::Forbidden,
             Error::PlaceholderMisplaced { .. } => ErrorCode::SecretOriginMismatch,
             Error::CredentialUnknown { .. } => ErrorCode::NotFound,
+            Error::CredentialRefused { .. } => ErrorCode::Forbidden,
             Error::CredentialNotLoaded { .. } => ErrorCode::Forbidden,
             Error::SessionExpired(_) => ErrorCode::SessionExpired,
             Error::SessionAlreadyOpen(_) => ErrorCode::SessionAlreadyOpen,

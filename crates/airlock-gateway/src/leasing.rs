@@ -42,8 +42,6 @@ pub struct Leased {
     pub info: LeaseInfo,
     /// Created by this request (else it existed).
     pub created: bool,
-    /// Why its credentials were refused, if they were (it opened without them).
-    pub credentials_refused: Option<String>,
 }
 
 // One (tenant, user, conversation) and the session it names. Racing requests for the
@@ -96,14 +94,13 @@ impl Gateway {
             return Ok(Leased {
                 info: self.sessions.info(&lease),
                 created: false,
-                credentials_refused: None,
             });
         }
         let terms = crate::sessions::LeaseTerms {
             idle_ttl: ttl,
             ..self.terms()
         };
-        let (lease, refused) = self
+        let lease = self
             .open_lease(caller, request.options, Some(key), terms)
             .await?;
         *slot = Some(lease.id.clone());
@@ -118,7 +115,6 @@ impl Gateway {
         Ok(Leased {
             info: self.sessions.info(&lease),
             created: true,
-            credentials_refused: refused,
         })
     }
 

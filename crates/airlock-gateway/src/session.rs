@@ -350,14 +350,14 @@ impl Gateway {
 
     // Opens a browser session for `caller` and registers it as a lease: a place under
     // the caps first (nothing launches over a cap), then the browser, then the lease.
-    // Returns why credentials were refused, if they were.
+    // Credentials the caller may not use fail the whole open.
     pub(crate) async fn open_lease(
         &self,
         caller: &Principal,
         options: OpenOptions,
         conversation: Option<ConversationKey>,
         terms: LeaseTerms,
-    ) -> Result<(Arc<Lease>, Option<String>)> {
+    ) -> Result<Arc<Lease>> {
         let user = conversation.as_ref().map(|c| c.user.as_str());
         let reservation = self
             .sessions
@@ -369,7 +369,25 @@ impl Gateway {
                 }
             })?;
         let started = Instant::now();
+        let asked = options.credentials.clone();
         let (held, refused) = self.open_held(caller, options).await?;
+        // A session that cannot load what it was asked for is not opened: opened
+        // clean, it would send the agent into placeholders that can never work.
+        if let Some(why) = refused {
+            held.close().await;
+            let event = serde_json::json!({
+                "kind": "credential_refusal",
+                "tenant": caller.tenant,
+                "caller": caller.caller(),
+                "credentials": asked,
+                "reason": why,
+                "time_ms": crate::clock::now_ms(),
+            });
+            if let serde_json::Value::Object(fields) = event {
+                self.record_event(fields).await;
+            }
+            return Err(Error::CredentialRefused { why });
+        }
         held.opened_in.set(started.elapsed()).ok();
         match self.sessions.insert(
             caller.clone(),
@@ -378,7 +396,7 @@ impl Gateway {
             held.clone(),
             reservation,
         ) {
-            Ok(lease) => Ok((lease, refused)),
+            Ok(lease) => Ok(lease),
             Err(e) => {
                 held.close().await;
                 Err(e)
@@ -857,41 +875,27 @@ impl AgentSession {
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let narrowed = !options.allow_hosts.is_empty();
-        let asked = options.credentials.clone();
+        let device = options.device.clone();
         let terms = gateway.terms();
         match gateway
             .open_lease(&self.inner.principal, options, None, terms)
             .await
         {
-            Ok((lease, refused)) => {
+            Ok(lease) => {
                 let held = &lease.held;
                 let mut text = format!("opened browser session ({})", describe(held));
+                if let Some(device) = device {
+                    let (w, h) = held.session.viewport();
+                    text.push_str(&format!("; device {device}: a {w}×{h} viewport"));
+                }
                 if narrowed {
                     text.push_str("; this session may reach only the hosts it listed");
                 }
-                let names = held.loaded.names();
-                if !names.is_empty() {
+                if !held.loaded.names().is_empty() {
                     text.push_str(&format!(
-                        "; logged in with {} (type them as {{{{secret:NAME.password}}}}; values are never shown)",
-                        names.join(", ")
+                        "; logged in with {}; values are never shown",
+                        held.loaded.describe()
                     ));
-                }
-                if let Some(why) = refused {
-                    text.push_str(&format!("; opened WITHOUT credentials: {why}"));
-                    // A refused grant or role is worth finding without reading calls.
-                    let event = serde_json::json!({
-                        "kind": "credential_refusal",
-                        "tenant": self.inner.principal.tenant,
-                        "caller": self.inner.principal.caller(),
-                        "credentials": asked,
-                        "reason": why,
-                        "time_ms": now_ms(),
-                    });
-                    if let serde_json::Value::Object(fields) = event
-                        && let Err(e) = self.record(fields, None).await
-                    {
-                        tracing::error!(error = %e, "could not record a credential refusal");
-                    }
                 }
                 *slot = Slot::Leased(lease);
                 Ok(ToolOutput::text(text))
@@ -974,7 +978,7 @@ impl AgentSession {
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let terms = gateway.terms();
-        let (lease, _) = gateway
+        let lease = gateway
             .open_lease(&self.inner.principal, OpenOptions::default(), None, terms)
             .await?;
         tracing::info!(

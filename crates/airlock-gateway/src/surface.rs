@@ -45,7 +45,7 @@ impl Surface {
             (Surface::Mcp, Step::Snapshot) => Some("browser_snapshot reads the page".to_owned()),
             (Surface::Mcp, Step::SelectTab) => Some("browser_tabs select to use it".to_owned()),
             (Surface::Mcp, Step::OpenWith(name)) => Some(format!(
-                "open it with browser_session_open {{credentials: [\"{name}\"]}}"
+                "a session loads credentials when it opens: call browser_session_close, then browser_session_open {{credentials: [\"{name}\"]}}"
             )),
             (Surface::Mcp, Step::CloseSession) => {
                 Some("call browser_session_close first".to_owned())

@@ -1071,6 +1071,9 @@ fn notice_line(notice: &Notice) -> String {
         Notice::FrameStopped { url, reason } => {
             format!("stopped a frame of the page that loaded {url} (its scripts did not run): {reason}")
         }
+        Notice::TabClosedByPage { index, url } => {
+            format!("the page closed its own tab [{index}] ({url}); tabs after it moved up one")
+        }
         Notice::PopupsOverCap { closed, cap } => {
             format!("closed {closed} popup(s) the page opened: a session has at most {cap} tabs")
         }

@@ -123,9 +123,6 @@ pub(crate) struct SessionView {
     /// Set on a lease: whether this request created it.
     #[serde(skip_serializing_if = "Option::is_none")]
     created: Option<bool>,
-    /// Set on a lease whose credentials were refused: why (it opened without them).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    credentials_refused: Option<String>,
 }
 
 /// A tenant's sessions.
@@ -146,7 +143,7 @@ pub(crate) struct SessionList {
         (status = 200, description = "The open session of this key", body = SessionView),
         (status = 400, description = "A bad request", body = crate::api::ErrorBody),
         (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
-        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
+        (status = 403, description = "A key below `act`, or credentials this key may not use (nothing is opened)", body = crate::api::ErrorBody),
         (status = 404, description = "A credential that does not exist", body = crate::api::ErrorBody),
         (status = 413, description = "A body over 64 KiB"),
         (status = 429, description = "Over a cap (see Retry-After)", body = crate::api::ErrorBody,
@@ -216,7 +213,6 @@ pub(crate) async fn lease(
         Ok(leased) => {
             let mut out = session_view(&leased.info, &public_url);
             out.created = Some(leased.created);
-            out.credentials_refused = leased.credentials_refused;
             let status = if leased.created {
                 StatusCode::CREATED
             } else {
@@ -380,7 +376,6 @@ fn session_view(info: &LeaseInfo, public_url: &PublicUrl) -> SessionView {
         action_budget: info.terms.action_budget,
         blocked_requests: info.blocked,
         created: None,
-        credentials_refused: None,
     }
 }
 

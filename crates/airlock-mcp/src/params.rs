@@ -38,7 +38,7 @@ fn budgeted(call: ToolCall, timeout_ms: Option<u64>) -> Result<ToolCall, BadArgu
 /// `index`); `selector`; or `x` and `y`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub(crate) struct TargetParams {
-    /// From the latest snapshot (`e12`, `f1e3`); preferred.
+    /// From the latest snapshot of the tab in use (`e12`, `f1e3`, `t2e5`); preferred.
     #[serde(rename = "ref")]
     pub(crate) reference: Option<String>,
     /// As the snapshot shows it (`button`).

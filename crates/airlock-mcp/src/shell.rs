@@ -349,7 +349,7 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
     })
 }
 
-// `@e3`, `e3` and `f1e3` are refs; anything else is a CSS selector.
+// `@e3`, `e3`, `f1e3` and `t2e3` are refs; anything else is a CSS selector.
 fn target(arg: &str) -> Result<Target, String> {
     let bare = arg.strip_prefix('@').unwrap_or(arg);
     if let Ok(reference) = bare.parse() {

@@ -92,6 +92,9 @@ pub struct RenderOptions {
     /// Applied to every name, value, URL and text after folding has joined them and
     /// before anything cuts them, so a cut cannot leave a piece of a secret.
     pub redactor: Option<Arc<dyn Redact>>,
+    /// The serial of the tab the tree is of, which every ref carries (`t2e5`), so a
+    /// ref cannot name an element of another tab.
+    pub tab: u32,
 }
 
 impl std::fmt::Debug for RenderOptions {
@@ -99,6 +102,7 @@ impl std::fmt::Debug for RenderOptions {
         f.debug_struct("RenderOptions")
             .field("page_url", &self.page_url)
             .field("redactor", &self.redactor.is_some())
+            .field("tab", &self.tab)
             .finish()
     }
 }
@@ -112,6 +116,7 @@ pub fn lines(root: &Node, options: &RenderOptions) -> Vec<Line> {
     let context = Emit {
         origin: origin.as_deref(),
         redactor,
+        tab: options.tab,
     };
     for node in &folded {
         emit(node, 0, None, &context, &mut out);
@@ -469,6 +474,7 @@ fn fold_row(row: &mut Node, children: Vec<Node>) -> Vec<Node> {
 struct Emit<'a> {
     origin: Option<&'a str>,
     redactor: &'a dyn Redact,
+    tab: u32,
 }
 
 fn emit(
@@ -485,6 +491,7 @@ fn emit(
         parent,
         text: line_text(node, context),
         reference: node.node.map(|n| NodeRef {
+            tab: context.tab,
             frame: node.frame,
             node: n,
         }),
@@ -544,6 +551,7 @@ fn line_text(node: &Node, context: &Emit<'_>) -> String {
         Some(n) => format!(
             "{} {}",
             NodeRef {
+                tab: context.tab,
                 frame: node.frame,
                 node: n
             },
@@ -858,6 +866,7 @@ mod tests {
             &RenderOptions {
                 page_url: Some("http://127.0.0.1:9/".to_owned()),
                 redactor: Some(Arc::new(HideWord(secret))),
+                tab: 0,
             },
         );
         let text: Vec<&str> = all.iter().map(|l| l.text.as_str()).collect();

@@ -50,13 +50,26 @@ impl Session {
         self.mouse(&tab, "mouseMoved", x, y, json!({ "modifiers": modifiers }))
             .await?;
         let clicks = if options.double { 2 } else { 1 };
-        for count in 1..=clicks {
-            let extra = json!({ "button": button, "clickCount": count, "modifiers": modifiers });
-            self.mouse(&tab, "mousePressed", x, y, extra.clone())
-                .await?;
-            self.mouse(&tab, "mouseReleased", x, y, extra).await?;
-        }
-        let navigated = self.settle(&tab, before).await;
+        let pressed = async {
+            for count in 1..=clicks {
+                let extra =
+                    json!({ "button": button, "clickCount": count, "modifiers": modifiers });
+                self.mouse(&tab, "mousePressed", x, y, extra.clone())
+                    .await?;
+                self.mouse(&tab, "mouseReleased", x, y, extra).await?;
+            }
+            Ok::<_, Error>(self.settle(&tab, before).await)
+        };
+        let navigated = match pressed.await {
+            Ok(navigated) => navigated,
+            // The click closed its own tab (`window.close()`): it was done, and the
+            // outcome says the tab went.
+            Err(Error::TabClosed) => {
+                tab.state.wait(self.budget(), |s| s.detached).await;
+                false
+            }
+            Err(e) => return Err(e),
+        };
         let mut outcome = self.outcome(&tab, navigated).await;
         outcome.effect = Some(Effect::Clicked(located.desc));
         Ok(outcome)
@@ -845,9 +858,19 @@ impl Session {
                         },
                         other => other,
                     })?;
-                (frame, Target::Ref(NodeRef { frame, node }))
+                (
+                    frame,
+                    Target::Ref(NodeRef {
+                        tab: tab.serial,
+                        frame,
+                        node,
+                    }),
+                )
             }
-            Target::Ref(r) => (r.frame, target.clone()),
+            Target::Ref(r) => {
+                self.own_ref(tab, target)?;
+                (r.frame, target.clone())
+            }
             _ => (0, target.clone()),
         };
         let cond = json!({ "target": target.walker_json() });

@@ -38,7 +38,12 @@ impl Session {
                 .await?;
             if v.get("error").is_some() {
                 return Err(Error::RefNotFound {
-                    reference: NodeRef { frame, node: 0 }.to_string(),
+                    reference: NodeRef {
+                        tab: tab.serial,
+                        frame,
+                        node: 0,
+                    }
+                    .to_string(),
                 });
             }
             x += v["x"].as_f64().unwrap_or(0.0);
@@ -57,6 +62,7 @@ impl Session {
         target: &Target,
         prepare: Prepare,
     ) -> Result<(u32, Located, Target)> {
+        self.own_ref(tab, target)?;
         if let Target::Point { x, y } = target {
             let (w, h) = lock(&self.registry).screen.viewport;
             if !(0.0..f64::from(w)).contains(x) || !(0.0..f64::from(h)).contains(y) {
@@ -90,7 +96,11 @@ impl Session {
             let (frame, node) = self
                 .find_named(tab, role, name, *index, deadline, true)
                 .await?;
-            let named = Target::Ref(NodeRef { frame, node });
+            let named = Target::Ref(NodeRef {
+                tab: tab.serial,
+                frame,
+                node,
+            });
             let left = deadline
                 .saturating_duration_since(tokio::time::Instant::now())
                 .max(Duration::from_millis(500));
@@ -123,7 +133,7 @@ impl Session {
             {
                 Ok(located) => {
                     let located = self.in_top_viewport(tab, frame, located).await?;
-                    let resolved = located.target(frame, target);
+                    let resolved = located.target(tab.serial, frame, target);
                     return Ok((frame, located, resolved));
                 }
                 Err(Error::ElementNotFound { .. }) if !only_frame && !last_pass => {}
@@ -154,6 +164,7 @@ impl Session {
         };
         let v = self.helper(&tab, frame, &call, at).await?;
         let node = NodeRef {
+            tab: tab.serial,
             frame,
             node: v["ref"]
                 .as_u64()
@@ -338,10 +349,31 @@ impl Session {
         Ok(())
     }
 
-    pub(super) fn render_options(&self, url: &str) -> RenderOptions {
+    /// A ref names an element of the tab it came from only: one of another tab (the
+    /// agent switched tabs since its snapshot) names nothing here, and says where it
+    /// is from.
+    pub(super) fn own_ref(&self, tab: &Tab, target: &Target) -> Result<()> {
+        let Target::Ref(r) = target else {
+            return Ok(());
+        };
+        if r.tab == tab.serial {
+            return Ok(());
+        }
+        let index = lock(&self.registry)
+            .tabs
+            .iter()
+            .position(|t| t.serial == r.tab);
+        Err(Error::RefOfOtherTab {
+            reference: r.to_string(),
+            tab: index,
+        })
+    }
+
+    pub(super) fn render_options(&self, tab: &Tab, url: &str) -> RenderOptions {
         RenderOptions {
             page_url: Some(url.to_owned()),
             redactor: self.redactor.is_active().then(|| self.redactor.clone()),
+            tab: tab.serial,
         }
     }
 

@@ -20,7 +20,7 @@ impl Session {
         };
         let truncated = tab.state.with(|s| s.walk_truncated.take());
         let title = self.scrub(&tree.name);
-        let all = airlock_snapshot::lines(&tree, &self.render_options(&url));
+        let all = airlock_snapshot::lines(&tree, &self.render_options(&tab, &url));
         let url = self.scrub(&url);
         if options.scope.is_none() {
             tab.state.with(|s| s.last_snapshot = Some(all.clone()));
@@ -122,7 +122,7 @@ impl Session {
         tab.state.with(|s| s.walk_truncated = None);
         let tree = self.walk_frame(&tab, 0, 0).await?;
         let truncated = tab.state.with(|s| s.walk_truncated.take());
-        let new = airlock_snapshot::lines(&tree, &self.render_options(&url));
+        let new = airlock_snapshot::lines(&tree, &self.render_options(&tab, &url));
         let old = tab.state.with(|s| s.last_snapshot.replace(new.clone()));
         let changes = match old {
             Some(old) => airlock_snapshot::diff(&old, &new),
@@ -147,6 +147,7 @@ impl Session {
     }
 
     pub(super) async fn walk_scope(&self, tab: &Tab, scope: NodeRef) -> Result<Node> {
+        self.own_ref(tab, &Target::Ref(scope))?;
         let base = frame_base(tab, scope.frame)?;
         let value = tab
             .eval(

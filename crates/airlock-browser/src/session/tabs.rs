@@ -161,6 +161,7 @@ impl Session {
                 .cloned()
                 .ok_or(Error::TabNotFound { index })?
         };
+        tab.state.with(|s| s.closing = true);
         self.chromium
             .conn
             .close_target(&tab.target_id, self.budget())

@@ -1305,3 +1305,91 @@ async fn typing_into_a_page_that_goes_away_part_way_is_page_changed() {
     })
     .await;
 }
+
+/// The action that opens a tab (a `target=_blank` link, `window.open`, with or
+/// without an opener) says so in its own result, and so does the one after which a
+/// page closed its own tab.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_action_that_opens_or_closes_a_tab_says_so_itself() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("popup.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let mut opened = 1;
+        for (kind, name) in [
+            ("link", "New tab link"),
+            ("button", "Open popup"),
+            ("button", "Open without opener"),
+            ("button", "Open closer"),
+        ] {
+            let out = s
+                .click(&role(kind, name), &ClickOptions::default())
+                .await
+                .unwrap();
+            opened += 1;
+            assert_eq!(out.new_tabs.len(), 1, "{name}: {out:?}");
+            assert_eq!(out.new_tabs[0].index, opened - 1, "{name}: {out:?}");
+        }
+        // The closer's own button closes its tab.
+        s.select_tab(opened - 1).await.unwrap();
+        s.wait_for(&WaitCondition::Text("closes itself".into()), None)
+            .await
+            .unwrap();
+        let notices = s
+            .click(&role("button", "Close this tab"), &ClickOptions::default())
+            .await
+            .unwrap()
+            .notices;
+        let told = notices.iter().any(
+            |n| matches!(n, Notice::TabClosedByPage { url, .. } if url.ends_with("closer.html")),
+        );
+        assert!(told, "{notices:?}");
+        assert_eq!(s.tabs().await.unwrap().len(), opened - 1);
+        s.close().await;
+    })
+    .await;
+}
+
+/// A ref carried from one tab to another names nothing there: refs of every tab but
+/// the first carry its serial (`t1e2`), and a ref of another tab is refused, saying
+/// which tab it is of, instead of acting on this tab's element of the same number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ref_never_resolves_in_another_tab() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("tabs-a.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let first = snap(&s).await.text;
+        let beta = ref_of(&first, "button \"Beta\"");
+        let opened = s
+            .click(&role("link", "Open B"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(opened.new_tabs.len(), 1, "{opened:?}");
+        s.select_tab(1).await.unwrap();
+        s.wait_for(&WaitCondition::Text("Second tab".into()), None)
+            .await
+            .unwrap();
+        let second = snap(&s).await.text;
+        let delta = ref_of(&second, "button \"Delta\"");
+        let Target::Ref(d) = &delta else {
+            unreachable!()
+        };
+        assert!(d.to_string().starts_with("t1e"), "{second}");
+        // Beta's ref, from tab 0, in tab 1 (whose Delta has the same number there).
+        let e = s
+            .click(&beta, &ClickOptions::default())
+            .await
+            .expect_err("a ref of another tab");
+        assert_eq!(e.code(), ErrorCode::RefNotFound, "{e}");
+        assert!(e.to_string().contains("is of tab [0]"), "{e}");
+        assert!(snap(&s).await.text.contains("nothing clicked"));
+        // Its own ref works.
+        s.click(&delta, &ClickOptions::default()).await.unwrap();
+        assert!(snap(&s).await.text.contains("clicked Delta"));
+        s.close().await;
+    })
+    .await;
+}

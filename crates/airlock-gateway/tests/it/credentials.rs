@@ -258,7 +258,15 @@ async fn a_session_opened_with_credentials_is_logged_in_and_shows_no_value() {
         let agent = gateway.agent_session();
         let out = call(&agent, open_with(&["app"], None)).await;
         assert_eq!(out.error, None, "{}", out.text);
-        assert!(out.text.contains("logged in with app"), "{}", out.text);
+        // It says what the agent may type and what was put into the browser.
+        assert!(
+            out.text.contains("logged in with app for http://127.0.0.1:")
+                && out.text.contains(
+                    "(type {{secret:app.username}}, {{secret:app.password}}; 1 cookies set; localStorage set on its first load; headers added to its requests)"
+                ),
+            "{}",
+            out.text
+        );
         // Credentials are injected as a session is created: never into a warm one.
         assert_eq!(gateway.warm_sessions(), (1, 0));
         // The cookie: the protected page opens without typing anything.
@@ -489,15 +497,20 @@ async fn placeholders_type_only_on_their_origin_and_every_reflection_is_redacted
 async fn credentials_need_operate_or_a_grant_and_sessions_never_share_them() {
     with_browser(|h| async move {
         let (gateway, vault) = gateway(&h, Role::Act).await;
-        // No authority: the session opens clean and says why.
+        // No authority: nothing is opened, and the error says why and what to do
+        // instead (not the call that just failed).
         let agent = gateway.agent_session();
         let out = call(&agent, open_with(&["app"], None)).await;
-        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
         assert!(
-            out.text.contains("WITHOUT credentials") && out.text.contains("`operate`"),
+            out.text.contains("was not opened")
+                && out.text.contains("`operate`")
+                && out.text.contains("airlock grant create")
+                && out.text.contains("open without `credentials`"),
             "{}",
             out.text
         );
+        assert!(gateway.tenant_sessions("default", None).is_empty());
         let out = call(&agent, navigate(h.site.url("app/home"))).await;
         assert!(out.text.contains("Login required"), "{}", out.text);
 
@@ -993,7 +1006,8 @@ async fn a_caller_reads_only_its_own_tenants_credentials() {
             open_with(&["login"], Some(grant.expose().to_owned())),
         )
         .await;
-        assert!(out.text.contains("WITHOUT credentials"), "{}", out.text);
+        assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
+        assert!(out.text.contains("was not opened"), "{}", out.text);
         // The owner's caller, with its own key and role, logs in.
         let owner = gateway.agent_session_as(caller("default"), airlock_gateway::Surface::Mcp);
         let out = call(&owner, open_with(&["login"], None)).await;

@@ -241,7 +241,11 @@ async fn play(attack: Attack) {
             }))
             .await;
         assert!(
-            out.text.contains("logged in with latin, wide"),
+            out.text
+                .contains("logged in with latin for http://127.0.0.1:")
+                && out.text.contains(
+                    "(type {{secret:latin.username}}, {{secret:latin.password}}); wide for"
+                ),
             "{}",
             out.text
         );

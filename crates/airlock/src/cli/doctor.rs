@@ -31,7 +31,7 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
     let mut report = Report { failed: false };
     let config = match super::load_config(config_flag, overrides) {
         Ok(config) => {
-            let source = super::config_path(config_flag)
+            let source = super::config_path(config_flag, overrides.ignore_local_file)
                 .map(|p| format!("`{}`", p.display()))
                 .unwrap_or_else(|| "built-in defaults (no airlock.toml)".to_owned());
             report.pass("config", &format!("valid, from {source}"));

@@ -12,7 +12,15 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
         .context("listening for SIGTERM")?;
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("listening for Ctrl-C")?;
-    let gateway = super::gateway(&config, Vec::new()).await?;
+    // Whoever can run this against the data dir can read its vault key: the local
+    // user is the operator, and uses their own stored credentials unless
+    // `[server] role` says otherwise.
+    let role = if config.server.role_set {
+        config.server.role
+    } else {
+        airlock_core::Role::Operate
+    };
+    let gateway = super::gateway_as(&config, Vec::new(), role).await?;
     let served = tokio::select! {
         served = airlock_mcp::serve_stdio(gateway.clone(), config.tool_profile) => served,
         _ = term.recv() => {

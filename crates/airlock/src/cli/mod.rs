@@ -332,6 +332,9 @@ pub(crate) fn main() -> ExitCode {
     let overrides = Overrides {
         data_dir: cli.data_dir.clone(),
         allow_private: cli.allow_private.clone(),
+        // A stdio server is started by a client from wherever the client runs: a
+        // stray airlock.toml there is not the operator's choice.
+        ignore_local_file: matches!(cli.command, Command::Mcp),
     };
     let config_or_exit = |flag: Option<&Path>| config_or_exit(flag, &overrides);
     match cli.command {
@@ -505,6 +508,7 @@ pub(crate) fn main() -> ExitCode {
             finish(runtime.block_on(run))
         }
         Command::Mcp => {
+            announce_config(cli.config.as_deref(), &overrides);
             let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
                 Err(code) => return code,
@@ -533,6 +537,7 @@ pub(crate) fn main() -> ExitCode {
             }
         }
         Command::Serve { listen } => {
+            announce_config(cli.config.as_deref(), &overrides);
             let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,
                 Err(code) => return code,
@@ -553,6 +558,8 @@ pub(crate) fn main() -> ExitCode {
 pub(crate) struct Overrides {
     pub(crate) data_dir: Option<PathBuf>,
     pub(crate) allow_private: Vec<String>,
+    /// Read no `./airlock.toml` (only `--config` and `AIRLOCK_CONFIG` name one).
+    pub(crate) ignore_local_file: bool,
 }
 
 // The configuration with the command line's overrides, or the exit status that says
@@ -594,13 +601,13 @@ fn init_tracing() {
 }
 
 /// Which config file applies: the flag, then AIRLOCK_CONFIG, then ./airlock.toml if
-/// it exists; `None` means built-in defaults.
-pub(crate) fn config_path(flag: Option<&Path>) -> Option<PathBuf> {
+/// it exists (unless `ignore_local`); `None` means built-in defaults.
+pub(crate) fn config_path(flag: Option<&Path>, ignore_local: bool) -> Option<PathBuf> {
     flag.map(Path::to_owned)
         .or_else(|| ProcessEnv.get(vars::CONFIG).map(PathBuf::from))
         .or_else(|| {
             let local = PathBuf::from("airlock.toml");
-            local.is_file().then_some(local)
+            (!ignore_local && local.is_file()).then_some(local)
         })
 }
 
@@ -610,6 +617,15 @@ pub(crate) async fn gateway(
     config: &Config,
     own_addresses: Vec<std::net::SocketAddr>,
 ) -> anyhow::Result<std::sync::Arc<airlock_gateway::Gateway>> {
+    gateway_as(config, own_addresses, config.server.role).await
+}
+
+/// The engine, its configured caller acting with `role`.
+pub(crate) async fn gateway_as(
+    config: &Config,
+    own_addresses: Vec<std::net::SocketAddr>,
+    role: airlock_core::Role,
+) -> anyhow::Result<std::sync::Arc<airlock_gateway::Gateway>> {
     let options = airlock_browser::BrowserOptions::from_config(&config.browser)
         .context("finding Chromium")?;
     let browsers = std::sync::Arc::new(airlock_browser::Browsers::new(options));
@@ -617,7 +633,7 @@ pub(crate) async fn gateway(
     let (vault, source) = vault::open_vault_in(config, store.clone())
         .await
         .context("opening the vault")?;
-    tracing::info!(key = %source, role = config.server.role.as_str(), "vault open");
+    tracing::info!(key = %source, role = role.as_str(), "vault open");
     let gateway = airlock_gateway::Gateway::new(
         browsers,
         airlock_gateway::GatewayConfig {
@@ -629,7 +645,7 @@ pub(crate) async fn gateway(
             credentials: airlock_gateway::CredentialSource {
                 vault: Some(std::sync::Arc::new(vault)),
                 tenant: "default".to_owned(),
-                role: config.server.role,
+                role,
             },
             warm_sessions: config.sessions.warm,
             store: Some(store),
@@ -702,8 +718,16 @@ impl EnvSource for CliEnv<'_> {
 
 /// Loads configuration the one way every command shares: file < environment <
 /// command line.
+/// Says, on the log, which configuration a server runs with.
+pub(crate) fn announce_config(flag: Option<&Path>, overrides: &Overrides) {
+    match config_path(flag, overrides.ignore_local_file) {
+        Some(p) => tracing::info!(config = %p.display(), "config: {}", p.display()),
+        None => tracing::info!("config: none (built-in defaults and AIRLOCK_* variables)"),
+    }
+}
+
 pub(crate) fn load_config(flag: Option<&Path>, overrides: &Overrides) -> anyhow::Result<Config> {
-    let path = config_path(flag);
+    let path = config_path(flag, overrides.ignore_local_file);
     let text = match &path {
         Some(p) => Some(
             std::fs::read_to_string(p)

@@ -52,7 +52,7 @@ def text_of(result):
 def ref_of(text, needle):
     for line in text.splitlines():
         if needle in line:
-            m = re.match(r"\s*- (f?\d*e\d+) ", line)
+            m = re.match(r"\s*- ((?:t\d+)?(?:f\d+)?e\d+) ", line)
             if m:
                 return m.group(1)
     raise AssertionError(f"no ref for {needle!r} in:\n{text}")

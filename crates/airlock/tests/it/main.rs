@@ -16,6 +16,7 @@ mod http_safety;
 mod leasing;
 mod mcp_clients;
 mod policy_cli;
+mod readme;
 mod replay_cli;
 mod server;
 mod tidy;

@@ -1,0 +1,196 @@
+//! The README's programs and configuration, run as written but for their addresses,
+//! against the real binary with the pinned MCP Python SDK: a snippet that stops
+//! working (an import the SDK dropped, a header it cannot send) fails here.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use airlock_test_support::{APP_PASSWORD, FixtureSite};
+use tokio::process::Command;
+
+use crate::mcp_clients::{assert_clean, fixture_config, python, root};
+use crate::server::{BIN, serve_with, stop};
+
+/// The README's code blocks fenced as `lang`, in order.
+fn blocks(lang: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in readme.lines() {
+        match &mut current {
+            None if line.trim_start() == format!("```{lang}") => current = Some(String::new()),
+            Some(block) if line.trim_start() == "```" => {
+                out.push(std::mem::take(block));
+                current = None;
+            }
+            Some(block) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// The one block of `lang` that contains `marker`.
+fn block(lang: &str, marker: &str) -> String {
+    let found: Vec<String> = blocks(lang)
+        .into_iter()
+        .filter(|b| b.contains(marker))
+        .collect();
+    assert_eq!(found.len(), 1, "README blocks of {lang} with {marker:?}");
+    found.into_iter().next().unwrap()
+}
+
+async fn run_python(program: &str, dir: &Path, env: &[(&str, &str)]) -> String {
+    let file = dir.join("snippet.py");
+    std::fs::write(&file, program).unwrap();
+    let mut command = Command::new(python());
+    command.arg(&file).current_dir(dir).kill_on_drop(true);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(120), command.output())
+        .await
+        .expect("the snippet finished within 2 minutes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the README's program failed:\n{program}\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_streamable_http_program_runs_with_and_without_a_key() {
+    let site = FixtureSite::start().await;
+    let page = site.url("login.html");
+    let program = block("python", "browser_session_open");
+    for key in [None, Some("agent-key-0123456789abcdef")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = fixture_config(tmp.path(), &site, "");
+        let served = serve_with(tmp.path(), key, Some(&config)).await;
+        let program = program
+            .replace("http://127.0.0.1:8080/mcp", &served.url)
+            .replace("https://example.com", &page);
+        let env: Vec<(&str, &str)> = key.map(|k| ("AIRLOCK_API_KEY", k)).into_iter().collect();
+        let out = run_python(&program, tmp.path(), &env).await;
+        assert_eq!(out.matches("<page ").count(), 2, "{out}");
+        assert!(out.contains("button \"Sign in\""), "{out}");
+        stop(served).await;
+        assert_clean(tmp.path()).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_program_runs_with_a_tenant_key() {
+    let site = FixtureSite::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cli = |args: &[&str]| {
+        std::process::Command::new(BIN)
+            .args(args)
+            .arg("--data-dir")
+            .arg(tmp.path().join("data"))
+            .env_remove("AIRLOCK_CONFIG")
+            .output()
+            .unwrap()
+    };
+    assert!(cli(&["tenant", "create", "acme"]).status.success());
+    let key =
+        String::from_utf8(cli(&["key", "create", "--tenant", "acme", "--role", "act"]).stdout)
+            .unwrap()
+            .trim()
+            .to_owned();
+    let config = fixture_config(tmp.path(), &site, "");
+    let served = serve_with(tmp.path(), None, Some(&config)).await;
+    let program = block("python", "api/v1/sessions")
+        .replace("http://127.0.0.1:8080", served.url.trim_end_matches("/mcp"))
+        .replace("https://app.example.com", &site.url("login.html"));
+    let out = run_python(&program, tmp.path(), &[("AIRLOCK_KEY", &key)]).await;
+    assert!(
+        out.contains("\"App sign in\"") || out.contains("Sign in"),
+        "{out}"
+    );
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+}
+
+/// The README's stdio configuration, its `vault set` line and its tool calls: the
+/// local user logs in with a credential they stored themselves, no grant needed,
+/// and a stray `airlock.toml` where the client starts the server is not read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_config_logs_in_with_the_users_own_stored_credential() {
+    let site = FixtureSite::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let origin = format!("http://127.0.0.1:{}", site.a.port());
+    // The README's `vault set` line, its origin the fixture's.
+    let vault_set = block("sh", "airlock vault set app")
+        .lines()
+        .find(|l| l.contains("airlock vault set app"))
+        .unwrap()
+        .split('#')
+        .next()
+        .unwrap()
+        .replace("airlock vault", &format!("{BIN} vault"))
+        .replace("https://app.example.com", &origin);
+    let out = Command::new("bash")
+        .args(["-c", &vault_set])
+        .env("APP_PASSWORD", APP_PASSWORD)
+        .env("AIRLOCK_DATA_DIR", &data)
+        .env_remove("AIRLOCK_CONFIG")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{vault_set}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The client's configuration, its paths filled in.
+    let config: serde_json::Value = serde_json::from_str(&block("json", "mcpServers")).unwrap();
+    let server = config["mcpServers"]["airlock"]
+        .to_string()
+        .replace("/path/to/airlock/target/release/airlock", BIN)
+        .replace("/path/to/airlock/airlock-data", data.to_str().unwrap());
+    let calls: Vec<serde_json::Value> = block("json", "browser_session_open")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let calls = serde_json::to_string(&calls)
+        .unwrap()
+        .replace("https://app.example.com/login", &site.url("app/login.html"));
+    // Where the client starts it: a file that is not valid configuration.
+    let cwd = tmp.path().join("client");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(cwd.join("airlock.toml"), "this is not = [toml").unwrap();
+    let out = Command::new(python())
+        .arg(root().join("crates/airlock/tests/clients/readme_stdio.py"))
+        .args([&server, &calls])
+        .current_dir(&cwd)
+        .env(
+            "AIRLOCK_ALLOW_PRIVATE",
+            format!("127.0.0.1:{}", site.a.port()),
+        )
+        .env("TMPDIR", tmp.path())
+        .env_remove("AIRLOCK_CONFIG")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), out)
+        .await
+        .expect("the stdio client finished within 2 minutes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n--- stderr ---\n{stderr}");
+    assert!(stdout.contains("logged in with app"), "{stdout}");
+    assert!(stdout.contains("Welcome back, alice"), "{stdout}");
+    assert!(!stdout.contains(APP_PASSWORD), "{stdout}");
+    assert!(stderr.contains("config: none"), "{stderr}");
+    assert_clean(tmp.path()).await;
+}
