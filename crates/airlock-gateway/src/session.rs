@@ -358,10 +358,10 @@ impl Gateway {
         conversation: Option<ConversationKey>,
         terms: LeaseTerms,
     ) -> Result<Arc<Lease>> {
-        let user = conversation.as_ref().map(|c| c.user.as_str());
+        let user = crate::sessions::cap_user(caller, conversation.as_ref());
         let reservation = self
             .sessions
-            .reserve(&caller.tenant, user, &self.config.caps)
+            .reserve(&caller.tenant, user.as_deref(), &self.config.caps)
             .inspect_err(|e| {
                 if let Error::QuotaExceeded { scope, message, .. } = e {
                     tracing::warn!(tenant = %caller.tenant, %message, "new browser session refused");
@@ -512,6 +512,7 @@ impl Gateway {
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
             waiting: std::sync::atomic::AtomicBool::new(false),
+            named: std::sync::atomic::AtomicBool::new(false),
         });
         AgentSession { inner }
     }
@@ -564,6 +565,7 @@ impl Gateway {
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::Internal(format!("no randomness for a session handle: {e}")))?;
         let handle: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        agent.inner.named.store(true, Ordering::Release);
         lock(&self.named).insert(handle.clone(), (caller.to_owned(), agent));
         Ok(handle)
     }
@@ -792,6 +794,9 @@ impl Slot {
     }
 }
 
+/// Said at a session URL whose browser session ended.
+const NAMED_ENDED: &str = "the browser session this URL names has ended (closed, idle past its TTL, or past its lifetime); call browser_session_open at the plain MCP URL for a new one";
+
 /// Said to an agent whose leased session ended.
 const LEASE_ENDED: &str = "this leased browser session has ended (idle past its TTL, past its lifetime, or ended by its backend); lease a new one and use its mcp_url";
 
@@ -810,6 +815,9 @@ pub(crate) struct AgentInner {
     busy: AtomicUsize,
     // A call of this agent waits for approval.
     pub(crate) waiting: std::sync::atomic::AtomicBool,
+    // Reached at a session URL (`/mcp/s/<handle>`): its browser session is the one
+    // that URL names, and once that ends, it stays ended.
+    named: std::sync::atomic::AtomicBool,
 }
 
 // Marks an agent busy for the life of one call, also if the call is cancelled.
@@ -957,7 +965,11 @@ impl AgentSession {
                     drop(slot);
                     self.inner.sessions.close(&lease, End::Expired).await;
                     return Err(Error::SessionExpired(
-                        "the browser session was closed after being idle; the next call opens a fresh one (cookies and tabs are gone)",
+                        if self.inner.named.load(Ordering::Acquire) {
+                            NAMED_ENDED
+                        } else {
+                            "the browser session was closed after being idle; the next call opens a fresh one (cookies and tabs are gone)"
+                        },
                     ));
                 }
                 Err(Refusal::Ended(End::OutLived)) => {
@@ -966,7 +978,11 @@ impl AgentSession {
                     drop(slot);
                     self.inner.sessions.close(&lease, End::OutLived).await;
                     return Err(Error::SessionExpired(
-                        "the browser session reached its maximum lifetime and was closed; the next call opens a fresh one (cookies and tabs are gone)",
+                        if self.inner.named.load(Ordering::Acquire) {
+                            NAMED_ENDED
+                        } else {
+                            "the browser session reached its maximum lifetime and was closed; the next call opens a fresh one (cookies and tabs are gone)"
+                        },
                     ));
                 }
                 Err(Refusal::Ended(End::Closed | End::Lost)) => *slot = Slot::Empty,
@@ -975,6 +991,11 @@ impl AgentSession {
                     return Err(Error::BudgetExhausted { budget });
                 }
             }
+        }
+        // A session URL names one browser session: closed, it is not silently
+        // replaced by a fresh one behind the same URL.
+        if self.inner.named.load(Ordering::Acquire) {
+            return Err(Error::SessionExpired(NAMED_ENDED));
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let terms = gateway.terms();

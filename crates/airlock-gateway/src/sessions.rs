@@ -172,9 +172,26 @@ struct State {
     handed_back: bool,
 }
 
+/// Whose per-user cap a session counts against: a leased session's backend user; a
+/// session an agent opened itself, its caller's key (every way to open a session
+/// counts). The key's form starts with a control character, which user ids may not
+/// hold, so the two never meet. A caller without a key (the local user) has none.
+pub(crate) fn cap_user(
+    owner: &Principal,
+    conversation: Option<&ConversationKey>,
+) -> Option<String> {
+    match (conversation, &owner.key) {
+        (Some(c), _) => Some(c.user.clone()),
+        (None, Some(key)) => Some(format!("\u{1}key:{key}")),
+        (None, None) => None,
+    }
+}
+
 /// One open browser session, its owner, its terms and its use.
 pub(crate) struct Lease {
     pub(crate) id: SessionId,
+    /// Whose per-user cap the session counts against (see [`cap_user`]).
+    pub(crate) cap_user: Option<String>,
     pub(crate) owner: Principal,
     pub(crate) conversation: Option<ConversationKey>,
     pub(crate) terms: LeaseTerms,
@@ -519,13 +536,7 @@ impl Sessions {
             leases
                 .values()
                 .filter(|l| l.ended().is_none() && l.expires_in() != Some(Duration::ZERO))
-                .map(|l| {
-                    (
-                        l.owner.tenant.as_str(),
-                        l.conversation.as_ref().map(|c| c.user.as_str()),
-                        Some(l),
-                    )
-                })
+                .map(|l| (l.owner.tenant.as_str(), l.cap_user.as_deref(), Some(l)))
                 .chain(
                     reserved
                         .values()
@@ -591,8 +602,10 @@ impl Sessions {
         reservation: Reservation,
     ) -> Result<Arc<Lease>> {
         let now = Instant::now();
+        let cap_user = cap_user(&owner, conversation.as_ref());
         let lease = Arc::new(Lease {
             id: SessionId::random()?,
+            cap_user,
             owner,
             conversation,
             terms,

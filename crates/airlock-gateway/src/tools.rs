@@ -156,6 +156,8 @@ pub enum ToolCall {
         accept: bool,
         /// A prompt's answer; may hold placeholders, typed like `browser_type`'s text.
         prompt_text: Option<String>,
+        /// How long to wait for a dialog to open (zero: answer only an open one).
+        wait: Duration,
     },
     /// `browser_session_open`.
     SessionOpen(OpenOptions),
@@ -372,6 +374,7 @@ impl ToolCall {
             ToolCall::HandleDialog {
                 accept,
                 prompt_text,
+                ..
             } => json!({ "accept": accept, "prompt_text": prompt_text }),
             ToolCall::NetworkRequests { filter, limit } => {
                 json!({ "filter": filter, "limit": limit })
@@ -828,13 +831,14 @@ pub(crate) async fn execute(
         ToolCall::HandleDialog {
             accept,
             prompt_text,
+            wait,
         } => {
             let typed = prompt_text
                 .as_deref()
                 .map(|t| loaded.typed(t))
                 .transpose()?;
             let outcome = session
-                .or_dialog(session.handle_dialog(accept, typed.as_ref()).await)
+                .or_dialog(session.handle_dialog(accept, typed.as_ref(), wait).await)
                 .await?;
             let shown = typed
                 .as_ref()

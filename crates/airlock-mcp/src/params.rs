@@ -487,8 +487,8 @@ pub(crate) struct ScreenshotParams {
     #[serde(default)]
     pub(crate) full_page: bool,
     /// Only this element.
-    #[serde(rename = "ref")]
-    pub(crate) reference: Option<String>,
+    #[serde(flatten)]
+    pub(crate) target: TargetParams,
     /// Default `png`.
     #[schemars(extend("enum" = ["png", "jpeg"]))]
     pub(crate) format: Option<String>,
@@ -510,18 +510,13 @@ impl ScreenshotParams {
             },
             Some(other) => return bad(format!("`format` is png or jpeg; got `{other}`")),
         };
-        let target = match self.reference {
-            Some(r) => Some(
-                TargetParams {
-                    reference: Some(r),
-                    ..TargetParams::default()
-                }
-                .target()?,
-            ),
-            None => None,
+        let target = if self.target.is_empty() {
+            None
+        } else {
+            Some(self.target.target()?)
         };
         if target.is_some() && self.full_page {
-            return bad("give `ref` or `full_page`, not both");
+            return bad("give a target or `full_page`, not both");
         }
         Ok(ToolCall::Screenshot(ScreenshotOptions {
             full_page: self.full_page,
@@ -670,6 +665,8 @@ pub(crate) struct DialogParams {
     pub(crate) accept: bool,
     /// A prompt's answer.
     pub(crate) prompt_text: Option<String>,
+    /// Wait this long for a dialog to open (default 0: answer only an open one).
+    pub(crate) timeout_ms: Option<u64>,
 }
 
 impl DialogParams {
@@ -677,9 +674,14 @@ impl DialogParams {
         if self.prompt_text.is_some() && !self.accept {
             return bad("`prompt_text` goes with accept: true".to_owned());
         }
+        let wait = match self.timeout_ms {
+            Some(ms) if ms > 30_000 => return bad("`timeout_ms` is at most 30000"),
+            other => Duration::from_millis(other.unwrap_or(0)),
+        };
         Ok(ToolCall::HandleDialog {
             accept: self.accept,
             prompt_text: self.prompt_text,
+            wait,
         })
     }
 }

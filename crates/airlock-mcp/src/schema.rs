@@ -38,12 +38,12 @@ pub(crate) fn trim_click(schema: &mut Map<String, Value>) {
 /// tokens a tool in every conversation; refs are what agents use.
 /// Returns whether the top level was folded (the tool takes the unlisted target
 /// fields as arguments).
-pub(crate) fn fold_targets(schema: &mut Map<String, Value>) -> bool {
-    let folded = fold(schema);
+pub(crate) fn fold_targets(schema: &mut Map<String, Value>, keep_timeout: bool) -> bool {
+    let folded = fold(schema, keep_timeout);
     if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
         for def in defs.values_mut().filter_map(Value::as_object_mut) {
             def.remove("description");
-            fold(def);
+            fold(def, false);
         }
     }
     folded
@@ -54,7 +54,9 @@ pub(crate) fn is_target_field(key: &str) -> bool {
     TARGET_FIELDS.contains(&key) || TARGET_EXTRAS.contains(&key)
 }
 
-fn fold(object: &mut Map<String, Value>) -> bool {
+// `keep_timeout`: a tool whose call is a wait keeps `timeout_ms` listed (an agent must
+// be able to see it can shorten the wait).
+fn fold(object: &mut Map<String, Value>, keep_timeout: bool) -> bool {
     let Some(Value::Object(properties)) = object.get_mut("properties") else {
         return false;
     };
@@ -62,6 +64,9 @@ fn fold(object: &mut Map<String, Value>) -> bool {
         return false;
     }
     for field in TARGET_FIELDS.iter().chain(TARGET_EXTRAS.iter()) {
+        if *field == "timeout_ms" && keep_timeout {
+            continue;
+        }
         if *field == "ref" {
             if let Some(Value::Object(p)) = properties.get_mut(*field) {
                 p.remove("description");
@@ -196,7 +201,7 @@ mod tests {
                 "properties": documented(&["ref", "role", "name", "index", "selector", "x", "y", "value"]),
             } },
         });
-        assert!(fold_targets(with_target.as_object_mut().unwrap()));
+        assert!(fold_targets(with_target.as_object_mut().unwrap(), false));
         let names = |v: &Value| -> Vec<String> {
             let mut n: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
             n.sort();
@@ -215,7 +220,7 @@ mod tests {
         // `browser_tabs` has an `index` of its own meaning, and no target: kept.
         let mut tabs = json!({ "properties": documented(&["action", "index"]) });
         let before = tabs.clone();
-        assert!(!fold_targets(tabs.as_object_mut().unwrap()));
+        assert!(!fold_targets(tabs.as_object_mut().unwrap(), false));
         assert_eq!(tabs, before);
     }
 }

@@ -74,7 +74,10 @@ impl AirlockMcp {
             let mut schema = crate::schema::compact(&route.attr.input_schema);
             if route.attr.name == "browser_click" {
                 crate::schema::trim_click(&mut schema);
-            } else if crate::schema::fold_targets(&mut schema) {
+            } else if crate::schema::fold_targets(
+                &mut schema,
+                route.attr.name == "browser_wait_for",
+            ) {
                 folded.insert(route.attr.name.to_string());
             }
             route.attr.input_schema = Arc::new(schema);

@@ -329,14 +329,17 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
             ["accept"] => ToolCall::HandleDialog {
                 accept: true,
                 prompt_text: None,
+                wait: Duration::ZERO,
             },
             ["accept", text] => ToolCall::HandleDialog {
                 accept: true,
                 prompt_text: Some((*text).to_owned()),
+                wait: Duration::ZERO,
             },
             ["dismiss"] => ToolCall::HandleDialog {
                 accept: false,
                 prompt_text: None,
+                wait: Duration::ZERO,
             },
             _ => return Err("dialog takes accept [prompt text] or dismiss".to_owned()),
         },
@@ -440,13 +443,14 @@ mod tests {
         assert!(matches!(run(&["close"]), Ok(ToolCall::SessionClose)));
         assert!(matches!(
             run(&["dialog", "accept", "Ada"]),
-            Ok(ToolCall::HandleDialog { accept: true, prompt_text: Some(t) }) if t == "Ada"
+            Ok(ToolCall::HandleDialog { accept: true, prompt_text: Some(t), .. }) if t == "Ada"
         ));
         assert!(matches!(
             run(&["dialog", "dismiss"]),
             Ok(ToolCall::HandleDialog {
                 accept: false,
-                prompt_text: None
+                prompt_text: None,
+                ..
             })
         ));
     }

@@ -40,18 +40,20 @@ impl Session {
         }
     }
 
-    /// Answers the dialog holding the active tab's page, waiting for one to open up
-    /// to the action budget (at most `MAX_DIALOG_WAIT`): accepts it (with `prompt` as a prompt's answer) or dismisses it.
+    /// Answers the dialog holding the active tab's page, waiting up to `wait` (at most
+    /// `MAX_DIALOG_WAIT`) for one to open: none open and no wait asked for answers at
+    /// once. Accepts it (with `prompt` as a prompt's answer) or dismisses it.
     /// A secret in `prompt` is typed only when the frame that opened the dialog, and
     /// the page holding that frame, are of origins the secret is bound to.
     pub async fn handle_dialog(
         &self,
         accept: bool,
         prompt: Option<&TypedText>,
+        wait: Duration,
     ) -> Result<ActionOutcome> {
         let _op = self.op.lock().await;
         let tab = self.tab().await?;
-        let wait = self.budget().min(MAX_DIALOG_WAIT);
+        let wait = wait.min(MAX_DIALOG_WAIT);
         if !tab.state.wait(wait, |s| s.dialog.is_some()).await {
             return Err(Error::NoDialog {
                 ms: wait.as_millis(),

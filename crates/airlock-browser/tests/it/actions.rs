@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use airlock_browser::{
     ActionOutcome, ClickOptions, Dialog, DialogAnswer, Direction, Effect, Modifier, MouseButton,
-    Notice, Scroll, Target, TypedText, WaitCondition, WaitUntil, with_action_budget,
+    Notice, Scroll, Target, TypedText, WaitCondition, WaitUntil,
 };
 use airlock_config::BrowserConfig;
 use airlock_core::{ErrorCode, HasErrorCode};
@@ -467,8 +467,10 @@ async fn a_dialog_holds_the_page_until_it_is_answered() {
         s.navigate(&h.site.url("dialogs.html"), WaitUntil::Load)
             .await
             .unwrap();
-        // Nothing open: the answer waits out its (short) budget and says so.
-        let none = with_action_budget(Duration::from_millis(200), s.handle_dialog(true, None))
+        // Nothing open: answered at once, unless a wait was asked for (then at its end).
+        let started = tokio::time::Instant::now();
+        let none = s
+            .handle_dialog(true, None, Duration::ZERO)
             .await
             .unwrap_err();
         assert!(
@@ -476,6 +478,16 @@ async fn a_dialog_holds_the_page_until_it_is_answered() {
             "{none}"
         );
         assert_eq!(none.code(), ErrorCode::NotFound);
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            started.elapsed()
+        );
+        let none = s
+            .handle_dialog(true, None, Duration::from_millis(200))
+            .await
+            .unwrap_err();
+        assert_eq!(none.code(), ErrorCode::NotFound, "{none}");
 
         let click = |name: &'static str| {
             let s = &s;
@@ -500,7 +512,7 @@ async fn a_dialog_holds_the_page_until_it_is_answered() {
             .await
             .unwrap_err();
         assert_eq!(held.code(), ErrorCode::DialogOpen, "{held}");
-        let out = s.handle_dialog(true, None).await.unwrap();
+        let out = s.handle_dialog(true, None, Duration::ZERO).await.unwrap();
         assert_eq!(
             out.effect,
             Some(Effect::AnsweredDialog {
@@ -520,20 +532,24 @@ async fn a_dialog_holds_the_page_until_it_is_answered() {
                 out.dialogs,
                 vec![dialog("confirm", "Really delete?", DialogAnswer::Open)]
             );
-            s.handle_dialog(accept, None).await.unwrap();
+            s.handle_dialog(accept, None, Duration::ZERO).await.unwrap();
             assert!(line_with(&s, "confirm returned").await.contains(returned));
         }
 
         click("Prompt").await;
         let answer = TypedText::plain("Ada Lovelace");
-        s.handle_dialog(true, Some(&answer)).await.unwrap();
+        s.handle_dialog(true, Some(&answer), Duration::ZERO)
+            .await
+            .unwrap();
         assert!(
             line_with(&s, "prompt returned")
                 .await
                 .contains("prompt returned Ada Lovelace")
         );
         click("Prompt").await;
-        s.handle_dialog(false, Some(&answer)).await.unwrap();
+        s.handle_dialog(false, Some(&answer), Duration::ZERO)
+            .await
+            .unwrap();
         assert!(
             line_with(&s, "prompt returned")
                 .await
@@ -549,7 +565,7 @@ async fn a_dialog_holds_the_page_until_it_is_answered() {
         assert_eq!(out.dialogs.len(), 1, "{out:?}");
         assert_eq!(out.dialogs[0].kind, "beforeunload");
         assert_eq!(out.dialogs[0].answer, DialogAnswer::Open);
-        let out = s.handle_dialog(true, None).await.unwrap();
+        let out = s.handle_dialog(true, None, Duration::ZERO).await.unwrap();
         assert!(out.url.ends_with("page2.html"), "{out:?}");
         s.close().await;
     })
@@ -786,7 +802,7 @@ async fn a_page_that_opens_dialogs_without_end_is_closed_and_reported_briefly() 
             let mut answered = Vec::new();
             for _ in 0..4 {
                 let quick = Duration::from_millis(300);
-                let r = with_action_budget(quick, s.handle_dialog(true, None)).await;
+                let r = s.handle_dialog(true, None, quick).await;
                 if let Ok(out) = r {
                     answered.extend(out.notices);
                 }
@@ -827,7 +843,7 @@ async fn a_page_that_opens_dialogs_without_end_is_closed_and_reported_briefly() 
                     }
                     Err(e) if e.code() == ErrorCode::DialogOpen => {
                         answers += 1;
-                        let _ = s.handle_dialog(true, None).await;
+                        let _ = s.handle_dialog(true, None, Duration::ZERO).await;
                     }
                     Err(e) => {
                         // The closed tab goes from the session a moment later.

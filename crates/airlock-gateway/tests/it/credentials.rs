@@ -1148,6 +1148,7 @@ async fn a_prompt_takes_a_placeholder_only_on_its_origin_and_shows_no_value() {
         let answer = |accept: bool, text: Option<&str>| ToolCall::HandleDialog {
             accept,
             prompt_text: text.map(str::to_owned),
+            wait: Duration::from_secs(5),
         };
         let secret = "{{secret:login.password}}";
 

@@ -368,6 +368,7 @@ async fn play(attack: Attack) {
                     let answered = call(ToolCall::HandleDialog {
                         accept: true,
                         prompt_text: None,
+                        wait: Duration::ZERO,
                     })
                     .await;
                     assert!(

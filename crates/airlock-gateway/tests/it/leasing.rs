@@ -186,3 +186,45 @@ async fn heartbeats_keep_a_lease_and_its_end_reaches_every_agent() {
     })
     .await;
 }
+
+/// Sessions an agent opens over MCP count against its key's per-user cap as leased
+/// sessions count against their user's: one key cannot open more than the cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_user_cap_counts_the_sessions_a_key_opens_itself() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                caps: Caps {
+                    per_user: Some(2),
+                    ..Caps::default()
+                },
+                ..config(&h)
+            },
+        );
+        let agents: Vec<_> = (0..3)
+            .map(|_| gateway.agent_session_as(caller("acme"), airlock_gateway::Surface::Mcp))
+            .collect();
+        for agent in &agents[..2] {
+            let out = agent.call(ToolCall::SessionOpen(Default::default())).await;
+            assert_eq!(out.error, None, "{}", out.text);
+        }
+        let out = agents[2]
+            .call(ToolCall::SessionOpen(Default::default()))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::QuotaExceeded), "{}", out.text);
+        assert!(out.text.contains("per user"), "{}", out.text);
+        // Another key of the tenant has its own.
+        let other = gateway.agent_session_as(
+            airlock_gateway::Principal {
+                key: Some("another-key".into()),
+                ..caller("acme")
+            },
+            airlock_gateway::Surface::Mcp,
+        );
+        let out = other.call(ToolCall::SessionOpen(Default::default())).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}

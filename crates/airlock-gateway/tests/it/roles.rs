@@ -191,14 +191,12 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
         ),
         (
             "handle_dialog",
-            // None is open: a short wait, then `not_found`.
-            ToolCall::Budgeted(
-                Duration::from_millis(50),
-                Box::new(ToolCall::HandleDialog {
-                    accept: true,
-                    prompt_text: None,
-                }),
-            ),
+            // None is open: `not_found` at once.
+            ToolCall::HandleDialog {
+                accept: true,
+                prompt_text: None,
+                wait: Duration::ZERO,
+            },
             Role::Act,
         ),
         (

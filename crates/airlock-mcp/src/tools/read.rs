@@ -94,7 +94,7 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_screenshot",
-        description = "Screenshot of the viewport, full page or one element (ref), PNG or JPEG.",
+        description = "Screenshot of the viewport, full page or one element (target as browser_click), PNG or JPEG.",
         annotations(read_only_hint = true, destructive_hint = false)
     )]
     async fn browser_screenshot(

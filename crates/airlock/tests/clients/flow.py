@@ -250,6 +250,10 @@ async def isolation(url, base):
         t = text_of(await c.call_tool("browser_snapshot", {}))
         check("a client naming the same session shares it", 'value="typed-by-a"' in t, t)
         await c.call_tool("browser_session_close", {})
+        # Closed, the session URL stays closed: no fresh browser behind it.
+        r = await c.call_tool("browser_navigate", {"url": base + "/login.html"})
+        check("a closed session URL answers session_expired",
+              r.is_error and text_of(r).startswith("session_expired:"), text_of(r))
     made_up = url.rstrip("/") + "/s/" + "0" * 32
     async with Client(made_up) as d:
         r = await d.call_tool("browser_snapshot", {})
