@@ -16,14 +16,19 @@ run: chromium
 	$(CARGO) run --locked -p airlock -- serve --listen $(LISTEN) --data-dir $(DATA_DIR)
 
 ## Every test, against a real headless Chromium; then prove no browser was left running.
+## Every test's temporary files (Chromium profiles among them) go under TEST_TMP, so
+## the leak check looks only at what the tests started, never at another Airlock
+## running on the machine.
+TEST_TMP := $(CURDIR)/target/test-tmp
 test: chromium pyclient console-deps
 	./conformance/run
+	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
-		$(CARGO) nextest run --workspace --locked; \
+		TMPDIR=$(TEST_TMP) $(CARGO) nextest run --workspace --locked; \
 	else \
-		$(CARGO) test --workspace --locked; \
+		TMPDIR=$(TEST_TMP) $(CARGO) test --workspace --locked; \
 	fi
-	@leaked=$$(pgrep -f '[u]ser-data-dir=.*airlock-chromium-' || true); \
+	@leaked=$$(pgrep -f '[u]ser-data-dir=$(TEST_TMP)/' || true); \
 	if [ -n "$$leaked" ]; then echo "leaked Chromium processes after the tests: $$leaked"; exit 1; fi
 
 ## A virtualenv with the official MCP Python SDK (independent client for the tests)

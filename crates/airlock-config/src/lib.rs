@@ -199,6 +199,9 @@ pub struct RawJwt {
     pub jwks_file: Option<PathBuf>,
     /// Clock skew tolerated on `exp` and `nbf`, in seconds (default 60, at most 300).
     pub leeway_secs: Option<u64>,
+    /// Accept tokens naming a tenant `airlock tenant create` never made (default
+    /// false: such a token is refused, so no session lives in a tenant no one listed).
+    pub any_tenant: Option<bool>,
 }
 
 impl std::fmt::Debug for RawJwt {
@@ -222,6 +225,8 @@ pub struct JwtConfig {
     pub keys: JwtKeys,
     /// Clock skew tolerated.
     pub leeway: Duration,
+    /// Tokens may name tenants that were never created.
+    pub any_tenant: bool,
 }
 
 /// Where JWT verification keys come from.
@@ -1030,6 +1035,7 @@ fn jwt_config(raw: RawJwt, env_secret: Option<String>) -> Result<JwtConfig, Erro
         audience,
         keys,
         leeway: Duration::from_secs(leeway),
+        any_tenant: raw.any_tenant.unwrap_or(false),
     })
 }
 

@@ -54,8 +54,9 @@ impl fmt::Debug for Checkpoints {
     }
 }
 
-/// A log quiet this long with events since its last checkpoint gets one.
-const QUIET: Duration = Duration::from_secs(60);
+/// A log quiet this long after an event gets a checkpoint over it: what a tamperer
+/// could cut off the log's tail unseen is at most a few seconds of events.
+pub(crate) const QUIET: Duration = Duration::from_secs(2);
 
 /// The tree the gateway grows as events are appended (by it or by another writer).
 pub(crate) struct Trail {
@@ -69,6 +70,10 @@ struct State {
     synced: bool,
     signed: u64,
     last_signed: Instant,
+    // When this gateway last appended an event, and whether any came since the last
+    // checkpoint (the quiet signer reads no store while nothing happens).
+    last_event: Instant,
+    dirty: bool,
 }
 
 impl Trail {
@@ -80,6 +85,8 @@ impl Trail {
                 synced: false,
                 signed: 0,
                 last_signed: Instant::now(),
+                last_event: Instant::now(),
+                dirty: false,
             }),
         }
     }
@@ -92,6 +99,8 @@ impl Trail {
         record: &AuditRecord,
     ) -> Result<(), StoreError> {
         let mut state = self.state.lock().await;
+        state.last_event = Instant::now();
+        state.dirty = true;
         if record.seq <= state.tree.size() && state.synced {
             return Ok(());
         }
@@ -105,13 +114,14 @@ impl Trail {
         Ok(())
     }
 
-    /// Signs a checkpoint if events came since the last and `force` or the log has
-    /// been quiet a while (the reaper's tick, and shutdown).
+    /// Signs a checkpoint if events came since the last and `force` (shutdown) or the
+    /// log has been quiet for `QUIET` since its last event (the quiet signer's tick).
     pub(crate) async fn settle(&self, store: &Store, force: bool) -> Result<(), StoreError> {
         let mut state = self.state.lock().await;
-        if !force && state.last_signed.elapsed() < QUIET {
+        if !force && (!state.dirty || state.last_event.elapsed() < QUIET) {
             return Ok(());
         }
+        state.dirty = false;
         let Some(last) = store.audit_tail(1).await?.pop() else {
             return Ok(());
         };
@@ -130,7 +140,8 @@ impl Trail {
         };
         let note = checkpoint.sign(&self.config.name, &self.config.key);
         append_note(&self.config.path, &note).await?;
-        tracing::info!(size = checkpoint.size, note = %note, "audit checkpoint");
+        // On one line: the note's own lines, escaped.
+        tracing::info!(size = checkpoint.size, note = ?note, "audit checkpoint");
         // Off the box: a failure is loud but does not stop the log (the next
         // checkpoint covers everything before it, so it publishes what this missed).
         if let Some(dir) = &self.config.publish_dir

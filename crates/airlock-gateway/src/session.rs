@@ -209,6 +209,21 @@ impl Gateway {
             }
         });
         *lock(&gateway.reaper) = Some(reaper);
+        if gateway.trail.is_some() {
+            // Signs a checkpoint over the log's tail once it has been quiet a moment.
+            let weak = Arc::downgrade(&gateway);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(crate::audit::QUIET / 2);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    let Some(gateway) = weak.upgrade() else {
+                        return;
+                    };
+                    gateway.settle_audit(false).await;
+                }
+            });
+        }
         gateway
     }
 
@@ -722,7 +737,6 @@ impl Gateway {
     }
 
     async fn reap_idle(&self) {
-        self.settle_audit(false).await;
         self.forget_ended_conversations();
         self.prune_recordings();
         self.expire_overdue_approvals().await;

@@ -23,6 +23,23 @@ impl Gateway {
         }))
     }
 
+    /// Whether `tenant` exists: made with `airlock tenant create`, or the default one.
+    pub async fn tenant_exists(&self, tenant: &str) -> bool {
+        if tenant == self.config.credentials.tenant {
+            return true;
+        }
+        let Some(store) = self.store() else {
+            return false;
+        };
+        match store.tenants().await {
+            Ok(tenants) => tenants.iter().any(|t| t.name == tenant),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the tenants");
+                false
+            }
+        }
+    }
+
     /// Whether the store holds a live API key (then every caller must authenticate).
     /// Once seen, remembered: keys are created far more often than all revoked.
     pub async fn has_api_keys(&self) -> bool {

@@ -98,7 +98,7 @@ impl Authenticator {
             });
             if record {
                 tracing::warn!(reason = "no token", surface, "unauthorized request");
-                crate::record_auth_failure(&self.gateway, surface, "no token", client);
+                crate::record_auth_failure(&self.gateway, surface, "no token", client, None);
             }
             return Identity::Refused(unauthorized(surface, &self.public_url));
         };
@@ -115,7 +115,7 @@ impl Authenticator {
                 tracing::warn!(reason, surface, "unauthorized request");
                 // On the audit record too (never the token); the limiter above bounds
                 // how many a client can cause.
-                crate::record_auth_failure(&self.gateway, surface, reason, client);
+                crate::record_auth_failure(&self.gateway, surface, reason, client, None);
                 Identity::Refused(unauthorized(surface, &self.public_url))
             }
         }
@@ -145,7 +145,7 @@ impl Authenticator {
                     self.limiter.failed(addr, now);
                 }
                 tracing::warn!(reason, surface = "console", "a console sign-in failed");
-                crate::record_auth_failure(&self.gateway, "console", reason, client);
+                crate::record_auth_failure(&self.gateway, "console", reason, client, None);
                 Err(StatusCode::UNAUTHORIZED.into_response())
             }
         }
@@ -164,7 +164,12 @@ impl Authenticator {
         if let Some(jwt) = &self.jwt
             && crate::jwt::JwtVerifier::looks_like_jwt(token)
         {
-            return jwt.verify(token).map_err(|refusal| refusal.reason());
+            let principal = jwt.verify(token).map_err(|refusal| refusal.reason())?;
+            // A tenant no one created would hold sessions `tenant list` never shows.
+            if !jwt.any_tenant() && !self.gateway.tenant_exists(&principal.tenant).await {
+                return Err("jwt names an unknown tenant");
+            }
+            return Ok(principal);
         }
         match self.gateway.authenticate_key(token).await {
             Ok(Some(principal)) => Ok(principal),
@@ -195,7 +200,7 @@ pub(crate) fn refuse_below(
         surface,
         "a caller reached above its role"
     );
-    crate::record_auth_failure(gateway, surface, "role", client);
+    crate::record_auth_failure(gateway, surface, "role", client, Some(&principal.tenant));
     Some(crate::api::error_response(
         StatusCode::FORBIDDEN,
         "forbidden",

@@ -18,6 +18,7 @@ pub struct JwtVerifier {
     audience: String,
     leeway_secs: u64,
     keys: Keys,
+    any_tenant: bool,
 }
 
 impl std::fmt::Debug for JwtVerifier {
@@ -132,7 +133,13 @@ impl JwtVerifier {
             audience: config.audience.clone(),
             leeway_secs: config.leeway.as_secs(),
             keys,
+            any_tenant: config.any_tenant,
         })
+    }
+
+    /// Whether a token may name a tenant that was never created.
+    pub fn any_tenant(&self) -> bool {
+        self.any_tenant
     }
 
     /// The issuer whose tokens it accepts.
@@ -227,6 +234,7 @@ mod tests {
             audience: "airlock".to_owned(),
             keys,
             leeway: Duration::from_secs(60),
+            any_tenant: false,
         }
     }
 

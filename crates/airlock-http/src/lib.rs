@@ -239,17 +239,20 @@ fn bearer(request: &Request) -> Option<&str> {
 }
 
 // An authentication failure on the audit record (why and from where, never the token
-// tried), written off the response's path.
+// tried), written off the response's path; under the caller's tenant when the key was
+// known (a role refusal), else the gateway's own.
 fn record_auth_failure(
     gateway: &Arc<Gateway>,
     surface: &'static str,
     reason: &'static str,
     client: Option<std::net::IpAddr>,
+    tenant: Option<&str>,
 ) {
     let gateway = gateway.clone();
     let client = client.map(|c| c.to_string());
+    let tenant = tenant.map(str::to_owned);
     tokio::spawn(async move {
-        let serde_json::Value::Object(fields) = serde_json::json!({
+        let serde_json::Value::Object(mut fields) = serde_json::json!({
             "kind": "auth_failure",
             "surface": surface,
             "reason": reason,
@@ -257,6 +260,9 @@ fn record_auth_failure(
         }) else {
             return;
         };
+        if let Some(tenant) = tenant {
+            fields.insert("tenant".to_owned(), tenant.into());
+        }
         gateway.record_event(fields).await;
     });
 }

@@ -2031,3 +2031,53 @@ async fn page_text_that_reads_other_than_it_is_is_shown_as_it_is() {
     })
     .await;
 }
+
+/// A log that goes quiet is checkpointed within seconds, not at the next hundredth
+/// event: what could be cut off its tail unseen is a few seconds' worth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_audit_log_gets_a_checkpoint_over_its_tail_within_seconds() {
+    use airlock_audit::{Checkpoint, SigningKey};
+
+    with_browser(|h| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let store = airlock_vault::Store::open_sqlite(&dir.path().join("airlock.db"))
+            .await
+            .unwrap();
+        let key = SigningKey::from_bytes(&[6u8; 32]);
+        let path = dir.path().join("audit.checkpoints");
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                store: Some(store.clone()),
+                checkpoints: Some(airlock_gateway::Checkpoints {
+                    name: "airlock.test/audit".to_owned(),
+                    key: Arc::new(key.clone()),
+                    path: path.clone(),
+                    every: 1_000,
+                    publish_dir: None,
+                }),
+                ..config(&h)
+            },
+        );
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("login.html"))).await;
+        let written = store.audit_tail(1).await.unwrap()[0].seq;
+        let covered = || {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            airlock_audit::split_notes(&text)
+                .iter()
+                .filter_map(|n| Checkpoint::open(n, "airlock.test/audit", &key.verifying_key()).ok())
+                .map(|c| c.size)
+                .max()
+                .unwrap_or(0)
+        };
+        // The gateway is still running: no shutdown signed this.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while covered() < written && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(covered(), written);
+        gateway.shutdown().await;
+    })
+    .await;
+}

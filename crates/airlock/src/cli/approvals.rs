@@ -28,11 +28,25 @@ pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Resu
             });
             println!("{}", super::audit::terminal_safe(&line.to_string()));
         } else {
-            let target = a.target.as_deref().unwrap_or("-");
+            // The element as the snapshot names it: role and its (Debug-quoted) name,
+            // so a page-controlled name cannot break the line or the terminal.
+            let target = a
+                .target
+                .as_deref()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+                .map_or_else(
+                    || "-".to_owned(),
+                    |t| {
+                        format!(
+                            "{} {:?}",
+                            t["role"].as_str().unwrap_or("element"),
+                            t["name"].as_str().unwrap_or_default()
+                        )
+                    },
+                );
             let left = (a.expires_ms - now).max(0) / 1000;
-            // Debug-quoted: a page-controlled name cannot break the line or the terminal.
             let mut line = format!(
-                "{}  {:<8}  {:<6}  {:<22}  {target:?}  rule {:?}  {}",
+                "{}  {:<8}  {:<6}  {:<22}  {target}  rule {:?}  {}",
                 a.id,
                 a.status,
                 a.risk,

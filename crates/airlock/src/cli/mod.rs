@@ -36,8 +36,29 @@ struct Cli {
     /// for several); adds to `policy.allow_private` and AIRLOCK_ALLOW_PRIVATE.
     #[arg(long = "allow-private", global = true, value_name = "ADDRESS")]
     allow_private: Vec<String>,
+    /// How log lines are written on stderr: `text` (default) or `json` (one object a
+    /// line, for a log collector).
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "text")]
+    log_format: LogFormat,
+    /// Who runs this command, as decisions and changes are recorded (`cli:NAME`);
+    /// default: $USER, else $LOGNAME, else the numeric user id (as in a container).
+    #[arg(long = "as", global = true, value_name = "NAME")]
+    as_user: Option<String>,
+    /// The least level logged (error, warn, info, debug, trace); `RUST_LOG`, when
+    /// set, says more finely.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<tracing::Level>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// For a person.
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -318,7 +339,10 @@ enum PolicyCommand {
 /// Runs the CLI and maps the outcome to an exit code.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    init_tracing(cli.log_format, cli.log_level);
+    if let Some(name) = cli.as_user.clone() {
+        let _ = ACTOR.set(name);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -588,16 +612,25 @@ fn report_error(error: &anyhow::Error) {
     eprintln!("error: {error:#}");
 }
 
-fn init_tracing() {
+fn init_tracing(format: LogFormat, level: Option<tracing::Level>) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("airlock=info,airlock_browser=info,airlock_http=info"));
+    // `--log-level` sets every Airlock crate's level; RUST_LOG, when set, wins.
+    let level = level.map_or("info".to_owned(), |l| l.as_str().to_ascii_lowercase());
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new(format!(
+            "airlock={level},airlock_gateway={level},airlock_browser={level},airlock_http={level},airlock_mcp={level},airlock_egress={level}"
+        ))
+    });
     // Logs go to stderr: stdout is reserved for command output (and MCP over stdio).
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+    }
 }
 
 /// Which config file applies: the flag, then AIRLOCK_CONFIG, then ./airlock.toml if
@@ -690,14 +723,28 @@ pub(crate) fn session_caps(config: &Config) -> airlock_gateway::Caps {
     }
 }
 
-/// Who runs this CLI command, as decisions and changes are recorded: `cli:$USER`.
+/// `--as NAME`, when given.
+static ACTOR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Who runs this CLI command, as decisions and changes are recorded: `cli:` and
+/// `--as`, $USER, $LOGNAME, or the numeric user id (`uid-0` in a container where no
+/// name is set).
 pub(crate) fn os_user() -> String {
-    format!(
-        "cli:{}",
-        std::env::var("USER")
-            .or_else(|_| std::env::var("LOGNAME"))
-            .unwrap_or_else(|_| "unknown".to_owned())
-    )
+    let name = ACTOR
+        .get()
+        .cloned()
+        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+        .or_else(|| std::env::var("LOGNAME").ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| {
+            use std::os::unix::fs::MetadataExt as _;
+            // The owner of /proc/self is this process's user.
+            std::fs::metadata("/proc/self")
+                .map_or_else(|_| "unknown".to_owned(), |m| format!("uid-{}", m.uid()))
+        });
+    // Page-controlled text never reaches this, but a name is shown in consoles and
+    // terminals: nothing in it may read as something else.
+    let name: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
+    format!("cli:{name}")
 }
 
 /// The process environment, with `--allow-private` entries added to

@@ -26,9 +26,13 @@ pub(crate) async fn serve_until(
         config.server.listen = listen;
     }
     let loopback = config.server.listen.ip().is_loopback();
-    if !loopback && config.server.api_key.is_none() && config.server.jwt.is_none() {
+    let configured_auth = config.server.api_key.is_some()
+        || config.server.admin_key.is_some()
+        || config.server.jwt.is_some();
+    // Keys made with `airlock key create` count too: then every request needs one.
+    if !loopback && !configured_auth && !store_has_keys(&config).await? {
         anyhow::bail!(
-            "refusing to listen on {} without authentication; set AIRLOCK_API_KEY (or server.api_key) or [server.jwt], or bind 127.0.0.1",
+            "refusing to listen on {} without authentication; create a key (`airlock key create --tenant T --role R`), set AIRLOCK_API_KEY (or server.api_key) or [server.jwt], or bind 127.0.0.1",
             config.server.listen
         );
     }
@@ -94,7 +98,8 @@ pub(crate) async fn serve_until(
     if let Some(ready) = ready {
         let _ = ready.send((addr, gateway.clone()));
     }
-    tracing::info!(%addr, data_dir = %config.data_dir.display(), auth = config.server.api_key.is_some(), "Airlock listening; MCP endpoint: http://{addr}/mcp");
+    let auth = configured_auth || gateway.has_api_keys().await;
+    tracing::info!(%addr, data_dir = %config.data_dir.display(), auth, "Airlock listening; MCP endpoint: http://{addr}/mcp");
     // Event streams never end by themselves: they are ended first, or the graceful
     // shutdown would wait on them forever.
     let stopping = gateway.clone();
@@ -128,6 +133,18 @@ pub(crate) async fn serve_until(
     served.context("serving HTTP")?;
     tracing::info!("Airlock stopped");
     Ok(())
+}
+
+// Whether the data dir's store holds API keys (`airlock key create`); a data dir
+// without a store yet holds none.
+async fn store_has_keys(config: &Config) -> anyhow::Result<bool> {
+    if !config.data_dir.join(super::vault::DB_FILE).exists() {
+        return Ok(false);
+    }
+    let store = super::vault::open_store(config).await?;
+    let keys = store.has_live_keys().await.context("reading the API keys")?;
+    store.close().await;
+    Ok(keys)
 }
 
 // The JWT verifier `[server.jwt]` describes (its JWKS file read now), if any.

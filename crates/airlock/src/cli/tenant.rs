@@ -15,6 +15,7 @@ pub(crate) async fn create_tenant(config: &Config, name: &str) -> anyhow::Result
     if !store.create_tenant(name, now_ms()).await? {
         bail!("tenant {name} exists already");
     }
+    record(&store, name, "tenant_create", serde_json::json!({})).await?;
     println!("created tenant {name}");
     Ok(())
 }
@@ -47,18 +48,25 @@ pub(crate) async fn create_key(
     if tenant == "default" {
         store.create_tenant("default", now_ms()).await?;
     }
+    let first = !store.has_live_keys().await?;
     let (key, record) = match apikey::create(&store, tenant, role, name, now_ms()).await {
         Err(airlock_vault::VaultError::NotFound(_)) => {
             bail!("no tenant {tenant}: create it first with `airlock tenant create {tenant}`")
         }
         other => other?,
     };
+    record_key(&store, &record.tenant, "key_create", &record.id, role.as_str()).await?;
     eprintln!(
         "created key {} for tenant {} with role {} (shown once; the store keeps only its hash)",
         record.id,
         record.tenant,
         role.as_str()
     );
+    if first {
+        eprintln!(
+            "note: this is the data dir's first API key, so from now on every request to the gateway (/mcp, /api/v1, /metrics, the console) must carry a key (the configured api_key and admin_key keep working)"
+        );
+    }
     println!("{}", key.expose());
     Ok(())
 }
@@ -90,10 +98,51 @@ pub(crate) async fn list_keys(config: &Config, tenant: Option<&str>) -> anyhow::
 /// Revokes a key: the next request with it is refused.
 pub(crate) async fn revoke_key(config: &Config, id: &str) -> anyhow::Result<()> {
     let store = super::vault::open_store(config).await?;
+    let key = store
+        .keys(None)
+        .await?
+        .into_iter()
+        .find(|k| k.id == id && k.revoked_ms.is_none());
     if !store.revoke_key(id, now_ms()).await? {
         bail!("no active key {id}");
     }
+    if let Some(key) = key {
+        record_key(&store, &key.tenant, "key_revoke", id, &key.role).await?;
+    }
     println!("revoked {id}");
+    Ok(())
+}
+
+// Who may call the gateway changed: on the audit record (ids and roles, never a key).
+async fn record_key(
+    store: &airlock_store::Store,
+    tenant: &str,
+    action: &str,
+    id: &str,
+    role: &str,
+) -> anyhow::Result<()> {
+    record(store, tenant, action, serde_json::json!({ "key": id, "role": role })).await
+}
+
+async fn record(
+    store: &airlock_store::Store,
+    tenant: &str,
+    action: &str,
+    detail: serde_json::Value,
+) -> anyhow::Result<()> {
+    let serde_json::Value::Object(mut fields) = detail else {
+        bail!("an audit detail is an object");
+    };
+    fields.insert("kind".to_owned(), "access_change".into());
+    fields.insert("action".to_owned(), action.into());
+    fields.insert("tenant".to_owned(), tenant.into());
+    fields.insert("by".to_owned(), super::os_user().into());
+    fields.insert("time_ms".to_owned(), now_ms().into());
+    use anyhow::Context as _;
+    store
+        .append_audit(&fields)
+        .await
+        .context("the change was made, but the audit log could not record it")?;
     Ok(())
 }
 

@@ -478,7 +478,7 @@ pub(crate) async fn grant_create(
         "grant {} for {} expires at {} ({}); the token above is shown only now",
         record.id,
         record.domains.join(","),
-        record.expires_at,
+        date(record.expires_at),
         if reusable { "reusable" } else { "single use" }
     ));
     vault.store().close().await;

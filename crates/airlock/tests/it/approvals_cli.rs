@@ -109,6 +109,12 @@ async fn an_operator_approves_a_held_click_from_another_process() {
         assert_eq!(request["rule"], "destructive");
         assert_eq!(request["target"]["name"], "Delete account");
         let id = request["id"].as_str().unwrap().to_owned();
+        // For a person: the element as the snapshot names it, not escaped JSON.
+        let (_, text, _) = airlock(dir.path(), &["approvals", "list"]);
+        assert!(
+            text.contains(r#"  button "Delete account"  rule "destructive""#),
+            "{text}"
+        );
         let (code, out, err) = airlock(dir.path(), &["approvals", "approve", &id, "--note", "ok"]);
         assert_eq!(code, 0, "{err}");
         assert_eq!(out.trim(), format!("approved {id}"));
@@ -216,8 +222,16 @@ async fn a_held_navigation_to_a_homograph_host_is_listed_punycode_first() {
             "{listed}"
         );
         let id = listed.split_whitespace().next().unwrap().to_owned();
-        let (code, _, err) = airlock(dir.path(), &["approvals", "deny", &id]);
-        assert_eq!(code, 0, "{err}");
+        // Decided from a container with no $USER: the decider is who `--as` names.
+        let out = Command::new(BIN)
+            .args(["approvals", "deny", &id, "--as", "ops-lead"])
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("USER")
+            .env_remove("LOGNAME")
+            .env("AIRLOCK_DATA_DIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let out = going.await.unwrap();
         assert_eq!(
             out.error,
@@ -225,6 +239,7 @@ async fn a_held_navigation_to_a_homograph_host_is_listed_punycode_first() {
             "{}",
             out.text
         );
+        assert!(out.text.contains("cli:ops-lead"), "{}", out.text);
         gateway.shutdown().await;
     })
     .await;

@@ -757,3 +757,81 @@ async fn evaluate_and_uploads_are_listed_only_where_the_operator_turned_them_on(
         stop(served).await;
     }
 }
+
+/// Keys made with `airlock key create` are authentication enough to listen off
+/// loopback, and the start-up line says authentication is on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_keys_let_the_server_listen_off_loopback_and_say_auth_is_on() {
+    use tokio::io::AsyncBufReadExt as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let cli = |args: &[&str]| {
+        std::process::Command::new(BIN)
+            .args(args)
+            .arg("--data-dir")
+            .arg(&data)
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("AIRLOCK_API_KEY")
+            .output()
+            .unwrap()
+    };
+    assert!(cli(&["tenant", "create", "acme"]).status.success());
+    assert!(cli(&["key", "create", "--tenant", "acme", "--role", "act"]).status.success());
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(&data)
+        .env("TMPDIR", tmp.path())
+        .env_remove("AIRLOCK_CONFIG")
+        .env_remove("AIRLOCK_API_KEY")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("MCP endpoint") {
+                return line;
+            }
+        }
+        panic!("serve exited before listening");
+    })
+    .await
+    .expect("listening within 30 s");
+    assert!(line.contains("auth=true"), "{line}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(child.wait().await.unwrap().success());
+}
+
+/// `--log-format json` writes one JSON object a line on stderr (for a collector),
+/// and `--log-level` filters by level.
+#[test]
+fn logs_are_json_lines_when_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["--log-format", "json", "--log-level", "info", "mcp", "--data-dir"])
+        .arg(tmp.path().join("data"))
+        .env_remove("AIRLOCK_CONFIG")
+        .env_remove("RUST_LOG")
+        .env("TMPDIR", tmp.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let logs: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        logs.iter().any(|l| l["fields"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("config: none"))),
+        "{stderr}"
+    );
+    assert!(logs.iter().all(|l| l["level"] != "DEBUG"), "{stderr}");
+}

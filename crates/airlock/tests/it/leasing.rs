@@ -200,6 +200,9 @@ async fn a_service_leases_with_a_jwt_and_the_resource_describes_itself() {
     let site = FixtureSite::start().await;
     let tmp = tempfile::tempdir().unwrap();
     let secret = "jwt-secret-0123456789abcdef-0123456789";
+    // Tokens may only name tenants that exist: `tenant list` shows every holder.
+    cli(tmp.path(), &["tenant", "create", "acme"]).await;
+    cli(tmp.path(), &["tenant", "create", "beta"]).await;
     let config = fixture_config(
         tmp.path(),
         &site,
@@ -257,6 +260,10 @@ async fn a_service_leases_with_a_jwt_and_the_resource_describes_itself() {
             jwt(secret, &claims(None, "airlock", now + 300)),
             "missing tenant",
         ),
+        (
+            jwt(secret, &claims(Some("never-created"), "airlock", now + 300)),
+            "unknown tenant",
+        ),
     ] {
         let (head, _) = http_head(&sessions, &token, "GET").await;
         assert!(head.starts_with("HTTP/1.1 401"), "{why}: {head}");
@@ -288,6 +295,7 @@ async fn a_service_leases_with_a_jwt_and_the_resource_describes_itself() {
         "jwt wrong audience",
         "jwt expired",
         "jwt missing tenant",
+        "jwt names an unknown tenant",
     ] {
         assert!(events.contains(reason), "{reason}: {events}");
     }
