@@ -255,6 +255,9 @@ impl std::fmt::Debug for RawServer {
 pub struct RawSessions {
     /// Close a browser session after this many idle seconds (default 600).
     pub idle_ttl_secs: Option<u64>,
+    /// Release an operator's console hold on a session after this many seconds
+    /// without their input or live view (default 300).
+    pub hold_idle_secs: Option<u64>,
     /// Context sessions kept ready ahead of demand (default 1; 0 to 16).
     pub warm: Option<usize>,
     /// Close a browser session this many seconds after it opened, busy or not
@@ -403,6 +406,8 @@ impl std::fmt::Debug for ApiKey {
 pub struct SessionsConfig {
     /// Idle time after which a browser session is closed.
     pub idle_ttl: Duration,
+    /// Untended time after which an operator's hold is released.
+    pub hold_idle: Duration,
     /// Context sessions kept ready ahead of demand.
     pub warm: usize,
     /// A browser session open this long is closed, busy or not.
@@ -423,6 +428,7 @@ impl Default for SessionsConfig {
     fn default() -> Self {
         SessionsConfig {
             idle_ttl: Duration::from_secs(600),
+            hold_idle: Duration::from_secs(300),
             warm: 1,
             max_lifetime: None,
             action_budget: Some(100),
@@ -719,6 +725,11 @@ impl Config {
                 "sessions.idle_ttl_secs",
                 raw.sessions.idle_ttl_secs.map(|s| s.saturating_mul(1000)),
                 SessionsConfig::default().idle_ttl,
+            )?,
+            hold_idle: ms(
+                "sessions.hold_idle_secs",
+                raw.sessions.hold_idle_secs.map(|s| s.saturating_mul(1000)),
+                SessionsConfig::default().hold_idle,
             )?,
             warm: match raw.sessions.warm {
                 None => SessionsConfig::default().warm,

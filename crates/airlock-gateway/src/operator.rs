@@ -45,7 +45,8 @@ pub struct SecretInfo {
 pub enum ChainStatus {
     /// Every event is in place and chained to the one before.
     Intact {
-        /// How many events.
+        /// How many of the asking tenant's events (the chain holds every tenant's; a
+        /// tenant learns nothing of the others' traffic from it).
         events: u64,
     },
     /// The chain breaks: what `airlock audit verify` would say.
@@ -90,20 +91,15 @@ impl Gateway {
         Ok(out)
     }
 
-    /// Whether the whole audit chain (every tenant's: it is one chain) is intact.
-    pub async fn audit_chain(&self) -> Result<ChainStatus> {
+    /// Whether the whole audit chain (every tenant's: it is one chain) is intact,
+    /// counting `tenant`'s events in it.
+    pub async fn audit_chain(&self, tenant: &str) -> Result<ChainStatus> {
         let store = self.store().ok_or_else(no_store)?;
-        let rows: Vec<airlock_audit::Row> = store
-            .audit_events(0, u32::MAX)
-            .await
-            .map_err(internal)?
-            .iter()
-            .map(AuditRecord::row)
-            .collect();
+        let records = store.audit_events(0, u32::MAX).await.map_err(internal)?;
+        let own = records.iter().filter(|r| r.tenant == tenant).count() as u64;
+        let rows: Vec<airlock_audit::Row> = records.iter().map(AuditRecord::row).collect();
         Ok(match airlock_audit::verify(&rows, &[]) {
-            Ok(verified) => ChainStatus::Intact {
-                events: verified.events,
-            },
+            Ok(_) => ChainStatus::Intact { events: own },
             Err(broken) => ChainStatus::Broken(broken.to_string()),
         })
     }

@@ -39,6 +39,9 @@ use crate::warm::{Activity, WarmPool, open_browser};
 pub struct GatewayConfig {
     /// A browser session idle this long is closed.
     pub idle_ttl: Duration,
+    /// An operator's hold on a session nobody tended this long (no input, no live
+    /// view open) is released, handing the page back to its agent.
+    pub hold_idle: Duration,
     /// A browser session open this long is closed, busy or not (`None`: no limit).
     pub max_lifetime: Option<Duration>,
     /// Most actions one browser session may run (`None`: no limit).
@@ -86,6 +89,7 @@ impl Default for GatewayConfig {
     fn default() -> Self {
         GatewayConfig {
             idle_ttl: Duration::from_secs(600),
+            hold_idle: Duration::from_secs(300),
             max_lifetime: None,
             action_budget: None,
             caps: crate::sessions::Caps::default(),
@@ -195,8 +199,8 @@ impl Gateway {
             tokio::spawn(write_journal(store, Arc::downgrade(&gateway), journal_rx));
         }
         let weak = Arc::downgrade(&gateway);
-        let period =
-            (gateway.config.idle_ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(15));
+        let period = (gateway.config.idle_ttl.min(gateway.config.hold_idle) / 4)
+            .clamp(Duration::from_millis(50), Duration::from_secs(15));
         let reaper = tokio::spawn(async move {
             let mut tick = tokio::time::interval(period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -740,6 +744,7 @@ impl Gateway {
         self.forget_ended_conversations();
         self.prune_recordings();
         self.expire_overdue_approvals().await;
+        self.release_untended_holds().await;
         let ttl = self.config.idle_ttl;
         // Leases past their idle TTL or lifetime with no call in them end; their
         // agents say so once.

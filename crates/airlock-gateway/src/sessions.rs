@@ -168,6 +168,9 @@ struct State {
     held: bool,
     // The operator (`tenant/key`) who took the session over, while one holds it.
     controller: Option<String>,
+    // When that operator last showed they are there (took it, typed, watched it live):
+    // a hold nobody tends is released, so an agent is not refused until its TTL.
+    tended: Instant,
     // An operator handed it back: the agent's next result says so, once.
     handed_back: bool,
 }
@@ -280,9 +283,38 @@ impl Lease {
             _ => {
                 state.controller = Some(by.to_owned());
                 state.held = true;
+                state.tended = Instant::now();
                 Ok(())
             }
         }
+    }
+
+    /// Operator `by`, who holds the page, is still there (`false`: they do not hold it).
+    pub(crate) fn tend(&self, by: &str) -> bool {
+        let mut state = lock(&self.state);
+        if state.controller.as_deref() != Some(by) {
+            return false;
+        }
+        state.tended = Instant::now();
+        true
+    }
+
+    /// Hands the page back whoever holds it: the previous holder, if one did.
+    pub(crate) fn release(&self) -> Option<String> {
+        let mut state = lock(&self.state);
+        let holder = state.controller.take()?;
+        state.held = false;
+        state.handed_back = true;
+        Some(holder)
+    }
+
+    /// Who holds the page and has not tended it for `idle`, if so.
+    pub(crate) fn untended(&self, idle: Duration) -> Option<String> {
+        let state = lock(&self.state);
+        state
+            .controller
+            .clone()
+            .filter(|_| state.tended.elapsed() >= idle)
     }
 
     /// Operator `by` hands the page back (`false`: `by` does not hold it).
@@ -619,6 +651,7 @@ impl Sessions {
                 blocked: 0,
                 held: false,
                 controller: None,
+                tended: now,
                 handed_back: false,
             }),
         });
@@ -692,6 +725,11 @@ impl Sessions {
             expires_in,
             record: lease.held.recorder.mode(),
         }
+    }
+
+    /// Every open lease.
+    pub(crate) fn leases(&self) -> Vec<Arc<Lease>> {
+        lock(&self.leases).values().cloned().collect()
     }
 
     /// The open lease whose id reads `id`.

@@ -118,6 +118,85 @@ impl Gateway {
         Ok(())
     }
 
+    /// Operator `by` still watches the page they hold (the console's live view, while
+    /// shown): their hold stays. Nothing if they do not hold it.
+    pub fn tend_hold(&self, tenant: &str, id: &str, by: &str) {
+        if let Ok(lease) = self.tenant_lease(tenant, id) {
+            lease.tend(by);
+        }
+    }
+
+    /// Operator `by` (an admin of `tenant`) releases whoever holds one of its
+    /// sessions: an operator who walked away must not keep an agent refused. Returns
+    /// who held it; `Err(NotController)` when no one did.
+    pub async fn release_hold(&self, tenant: &str, id: &str, by: &str) -> Result<String> {
+        let lease = self.tenant_lease(tenant, id)?;
+        let Some(holder) = lease.release() else {
+            return Err(Error::NotController("no one holds this session".to_owned()));
+        };
+        tracing::info!(session.id = %id, operator = by, holder = %holder, "an operator released a hold");
+        self.released_event(tenant, id, &holder, Some(by), "released")
+            .await;
+        Ok(holder)
+    }
+
+    /// Releases every hold of operator `by` (their console login ended): returns how
+    /// many.
+    pub async fn release_holds_of(&self, by: &str, why: &str) -> usize {
+        let mut released = 0;
+        for lease in self.sessions.leases() {
+            if lease.controller().as_deref() == Some(by) && lease.release().is_some() {
+                released += 1;
+                tracing::info!(session.id = %lease.id, holder = by, why, "a hold was released");
+                self.released_event(&lease.owner.tenant, &lease.id.to_string(), by, None, why)
+                    .await;
+            }
+        }
+        released
+    }
+
+    // Holds nobody tended for `hold_idle` go back to their agents (the reaper).
+    pub(crate) async fn release_untended_holds(&self) {
+        for lease in self.sessions.leases() {
+            if let Some(holder) = lease.untended(self.config.hold_idle)
+                && lease.release().is_some()
+            {
+                tracing::info!(session.id = %lease.id, holder = %holder, "an untended hold was released");
+                self.released_event(
+                    &lease.owner.tenant,
+                    &lease.id.to_string(),
+                    &holder,
+                    None,
+                    "idle",
+                )
+                .await;
+            }
+        }
+    }
+
+    // The record of a hold ended by someone or something other than its holder.
+    async fn released_event(
+        &self,
+        tenant: &str,
+        id: &str,
+        holder: &str,
+        by: Option<&str>,
+        reason: &str,
+    ) {
+        let serde_json::Value::Object(fields) = serde_json::json!({
+            "kind": "operator_handback",
+            "tenant": tenant,
+            "session": id,
+            "by": by,
+            "holder": holder,
+            "reason": reason,
+            "time_ms": crate::clock::now_ms(),
+        }) else {
+            return;
+        };
+        self.record_event(fields).await;
+    }
+
     /// What operator `by`, who holds the session, does to its page. `last_click` is
     /// where they last clicked: typed text goes to the field there.
     pub async fn operator_input(
@@ -129,7 +208,7 @@ impl Gateway {
         last_click: Option<(f64, f64)>,
     ) -> Result<()> {
         let lease = self.tenant_lease(tenant, id)?;
-        if lease.controller().as_deref() != Some(by) {
+        if !lease.tend(by) {
             return Err(Error::NotController(
                 "take the session over first".to_owned(),
             ));

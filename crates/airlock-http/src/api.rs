@@ -89,7 +89,7 @@ async fn authenticate(
             return error_response(
                 StatusCode::FORBIDDEN,
                 "forbidden",
-                "the operator API is off: set [server] admin_key (or AIRLOCK_ADMIN_KEY), or create an admin key with `airlock key create --role admin`",
+                "the operator API is off: set [server] admin_key (or AIRLOCK_ADMIN_KEY), or create an admin key with `airlock key create --tenant default --role admin` (then /mcp needs a key too)",
             );
         }
         Identity::Known(principal) => principal,

@@ -1525,6 +1525,90 @@ async fn a_lease_keeps_its_budget_lifetime_and_operator_hold() {
     .await;
 }
 
+/// A console hold ends when its operator is gone: an admin may release anyone's, a
+/// login that ends releases its own, and one nobody tends for `hold_idle` goes back
+/// to the agent by itself. Meanwhile the agent is refused (`session_held`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_nobody_tends_goes_back_to_the_agent() {
+    with_browser(|h| async move {
+        let hold_idle = Duration::from_millis(400);
+        let gateway = Gateway::new(
+            h.browsers.clone(),
+            GatewayConfig {
+                hold_idle,
+                ..config(&h)
+            },
+        );
+        let agent = gateway.agent_session();
+        let look = || ToolCall::Snapshot(SnapshotOptions::default());
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let id = gateway.leases()[0].id.to_string();
+
+        // Released by another admin of the tenant; the agent is told once.
+        gateway.take_over("default", &id, "op-a").await.unwrap();
+        assert_eq!(agent.call(look()).await.error, Some(ErrorCode::SessionHeld));
+        let e = gateway.take_over("default", &id, "op-b").await.unwrap_err();
+        assert!(e.to_string().contains("op-a holds this session"), "{e}");
+        assert_eq!(
+            gateway.release_hold("default", &id, "op-b").await.unwrap(),
+            "op-a"
+        );
+        let out = agent.call(look()).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("handed it back"), "{}", out.text);
+        assert!(gateway.release_hold("default", &id, "op-b").await.is_err());
+        assert!(
+            gateway
+                .release_hold("other-tenant", &id, "op-b")
+                .await
+                .is_err(),
+            "another tenant's admin releases nothing"
+        );
+
+        // A login that ended releases what it held, and only that.
+        gateway.take_over("default", &id, "op-a").await.unwrap();
+        assert_eq!(
+            gateway
+                .release_holds_of("op-b", "console login ended")
+                .await,
+            0
+        );
+        assert_eq!(agent.call(look()).await.error, Some(ErrorCode::SessionHeld));
+        assert_eq!(
+            gateway
+                .release_holds_of("op-a", "console login ended")
+                .await,
+            1
+        );
+        assert_eq!(agent.call(look()).await.error, None);
+
+        // Tended (watched, typed into), a hold lasts past `hold_idle`; untended, it
+        // goes back by itself.
+        gateway.take_over("default", &id, "op-a").await.unwrap();
+        let tended_until = tokio::time::Instant::now() + hold_idle * 3;
+        while tokio::time::Instant::now() < tended_until {
+            gateway.tend_hold("default", &id, "op-a");
+            tokio::time::sleep(hold_idle / 4).await;
+        }
+        assert_eq!(
+            gateway.leases()[0].controller.as_deref(),
+            Some("op-a"),
+            "a tended hold stays"
+        );
+        assert_eq!(agent.call(look()).await.error, Some(ErrorCode::SessionHeld));
+        assert!(
+            eventually!(gateway.leases()[0].controller.is_none()),
+            "an untended hold was never released"
+        );
+        let out = agent.call(look()).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("handed it back"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
 // Records targets: the stage resolves them only for an observer that asks.
 #[derive(Default)]
 struct TargetRecorder(std::sync::Mutex<Vec<Option<airlock_gateway::action::Resolved>>>);
@@ -2066,7 +2150,9 @@ async fn a_quiet_audit_log_gets_a_checkpoint_over_its_tail_within_seconds() {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             airlock_audit::split_notes(&text)
                 .iter()
-                .filter_map(|n| Checkpoint::open(n, "airlock.test/audit", &key.verifying_key()).ok())
+                .filter_map(|n| {
+                    Checkpoint::open(n, "airlock.test/audit", &key.verifying_key()).ok()
+                })
                 .map(|c| c.size)
                 .max()
                 .unwrap_or(0)

@@ -48,6 +48,10 @@ function live(img) {
     }
     const m = JSON.parse(event.data);
     if (m.ended) say("The session ended.");
+    if (m.signed_out) say("This console login ended; sign in again.");
+    if (img.dataset.held === "1" && m.mine === false) {
+      say("You no longer hold this page: it went back to the agent. Reload to take it over again.");
+    }
     if (m.error) say(m.error);
     if (m.done) say("Done.");
     if (m.viewport) viewport = m.viewport;

@@ -28,13 +28,22 @@ const ACTIONS_EVERY: u32 = 5;
 /// Largest message an operator's page sends (a click, a key, a line of text).
 const MAX_MESSAGE: usize = 16 * 1024;
 
+#[derive(Deserialize, Default)]
+pub(super) struct LiveQuery {
+    /// A login just saved while keeping the page: (name, cookies), said once.
+    saved: Option<String>,
+    cookies: Option<usize>,
+}
+
 pub(super) async fn page(
     State(console): State<Console>,
     Extension(login): Extension<Login>,
     Path(id): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<LiveQuery>,
 ) -> Response {
+    let saved = query.saved.as_deref().zip(query.cookies);
     match console.gateway.session_info(&login.operator.tenant, &id) {
-        Ok(info) => pages::live(&login, &id, &info).into_response(),
+        Ok(info) => pages::live(&login, &id, &info, saved).into_response(),
         Err(_) => refused(
             StatusCode::NOT_FOUND,
             "no such live session: it may have ended",
@@ -68,6 +77,21 @@ pub(super) async fn hand_back(
     back_to_live(&id, done)
 }
 
+/// An admin releases another login's hold (one who walked away, or signed in
+/// elsewhere): the page goes back to the agent.
+pub(super) async fn release(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+) -> Response {
+    let done = console
+        .gateway
+        .release_hold(&login.operator.tenant, &id, &login.controller())
+        .await
+        .map(|_| ());
+    back_to_live(&id, done)
+}
+
 // After taking over or handing back: the live page again, or why not — another
 // operator's hold is a conflict, a session not of this tenant (or gone) not found.
 fn back_to_live(id: &str, done: airlock_gateway::Result<()>) -> Response {
@@ -87,6 +111,10 @@ fn back_to_live(id: &str, done: airlock_gateway::Result<()>) -> Response {
 pub(super) struct SaveLogin {
     name: String,
     origins: String,
+    // Stay on the live page holding it; otherwise a hold of this login's is handed
+    // back once the login is saved (logging in by hand is why one takes a page over).
+    #[serde(default)]
+    keep: Option<String>,
 }
 
 pub(super) async fn save_login(
@@ -125,9 +153,30 @@ pub(super) async fn save_login(
         .await
     {
         Ok(saved) => {
-            let query =
-                serde_urlencoded::to_string([("saved", name), ("cookies", &saved.to_string())])
-                    .unwrap_or_default();
+            let by = login.controller();
+            let holds = console
+                .gateway
+                .session_info(&login.operator.tenant, &id)
+                .is_ok_and(|info| info.controller.as_deref() == Some(by.as_str()));
+            if holds && form.keep.is_some() {
+                let query =
+                    serde_urlencoded::to_string([("saved", name), ("cookies", &saved.to_string())])
+                        .unwrap_or_default();
+                return Redirect::to(&format!("/console/sessions/{id}/live?{query}"))
+                    .into_response();
+            }
+            let handed_back = holds
+                && console
+                    .gateway
+                    .hand_back(&login.operator.tenant, &id, &by)
+                    .await
+                    .is_ok();
+            let query = serde_urlencoded::to_string([
+                ("saved", name),
+                ("cookies", &saved.to_string()),
+                ("handed_back", if handed_back { "1" } else { "" }),
+            ])
+            .unwrap_or_default();
             Redirect::to(&format!("/console/vault?{query}")).into_response()
         }
         Err(airlock_gateway::Error::NoSuchSession) => refused(
@@ -197,6 +246,14 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
     loop {
         tokio::select! {
             _ = clock.tick(), if !paused => {
+                // A login that ended holds nothing: its page goes back to the agent.
+                if !console.alive(&login) {
+                    console.gateway.release_holds_of(&by, "console login ended").await;
+                    let _ = tx.send(Message::Text(r#"{"signed_out":true}"#.into())).await;
+                    break;
+                }
+                // Watching the page it holds, shown: the hold is tended.
+                console.gateway.tend_hold(&tenant, &id, &by);
                 let frame = console.gateway.live_frame(&tenant, &id).await;
                 let Ok(frame) = frame else {
                     // Gone, or only unreadable this moment (a dialog holds the page).

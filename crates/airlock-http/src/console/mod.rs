@@ -89,6 +89,7 @@ pub(crate) fn routes(gateway: Arc<Gateway>, auth: Arc<Authenticator>) -> Router 
         .route("/console/sessions/{id}/live/ws", get(live::socket))
         .route("/console/sessions/{id}/take-over", post(live::take_over))
         .route("/console/sessions/{id}/hand-back", post(live::hand_back))
+        .route("/console/sessions/{id}/release", post(live::release))
         .route("/console/sessions/{id}/save-login", post(live::save_login))
         .route("/console/sessions/{id}/steps/{step}", get(step_image))
         .route("/console/approvals", get(approvals))
@@ -157,6 +158,15 @@ impl Console {
             }
             None => None,
         }
+    }
+
+    // Whether `login` is still signed in (not signed out, not expired).
+    fn alive(&self, login: &Login) -> bool {
+        let now = Instant::now();
+        login.expires > now
+            && lock(&self.logins)
+                .values()
+                .any(|l| l.id == login.id && l.expires > now)
     }
 
     // A new login for `operator`: the cookie value to set.
@@ -361,9 +371,16 @@ async fn sign_in(State(console): State<Console>, headers: HeaderMap, request: Re
 }
 
 async fn sign_out(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if let Some(token) = cookie(&headers, COOKIE) {
+    let ended = cookie(&headers, COOKIE).and_then(|token| {
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        lock(&console.logins).remove(&key);
+        lock(&console.logins).remove(&key)
+    });
+    // A page this login held goes back to its agent: no one is left to hand it back.
+    if let Some(login) = ended {
+        console
+            .gateway
+            .release_holds_of(&login.controller(), "console login ended")
+            .await;
     }
     let mut response = Redirect::to("/console/sign-in").into_response();
     response.headers_mut().insert(
@@ -596,7 +613,7 @@ async fn audit(
         .gateway
         .audit_events(&login.operator.tenant, &query.filter(AUDIT_PAGE))
         .await;
-    let chain = console.gateway.audit_chain().await;
+    let chain = console.gateway.audit_chain(&login.operator.tenant).await;
     match (events, chain) {
         (Ok(events), Ok(chain)) => pages::audit(&login, &query, &events, &chain).into_response(),
         (Err(e), _) | (_, Err(e)) => refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
@@ -640,6 +657,9 @@ struct VaultQuery {
     /// A login just saved: (name, cookies), said once on the page.
     saved: Option<String>,
     cookies: Option<usize>,
+    /// The page held was handed back with it.
+    #[serde(default)]
+    handed_back: String,
 }
 
 async fn vault(
@@ -649,7 +669,9 @@ async fn vault(
 ) -> Response {
     let saved = query.saved.as_deref().zip(query.cookies);
     match console.gateway.secret_infos(&login.operator.tenant).await {
-        Ok(secrets) => pages::vault(&login, &secrets, saved).into_response(),
+        Ok(secrets) => {
+            pages::vault(&login, &secrets, saved, query.handed_back == "1").into_response()
+        }
         Err(e) => refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     }
 }

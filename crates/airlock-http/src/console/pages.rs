@@ -107,7 +107,8 @@ pub(super) fn sign_in(error: Option<&str>, possible: bool) -> Html<String> {
                 @if !possible {
                     p role="alert" {
                         "The console is off: set [server] admin_key (or AIRLOCK_ADMIN_KEY), or create an admin key with "
-                        code { "airlock key create --role admin" } "."
+                        code { "airlock key create --tenant default --role admin" } ". "
+                        "Once the store holds a key, every request to " code { "/mcp" } " needs one too."
                     }
                 }
                 @if let Some(error) = error {
@@ -310,7 +311,12 @@ pub(super) fn event_line(event: &AuditRecord) -> String {
 }
 
 /// One session live: its page as the browser renders it, and the operator's controls.
-pub(super) fn live(login: &Login, id: &str, info: &LeaseInfo) -> Html<String> {
+pub(super) fn live(
+    login: &Login,
+    id: &str,
+    info: &LeaseInfo,
+    saved: Option<(&str, usize)>,
+) -> Html<String> {
     let mine = info.controller.as_deref() == Some(login.controller().as_str());
     layout(
         login,
@@ -321,6 +327,9 @@ pub(super) fn live(login: &Login, id: &str, info: &LeaseInfo) -> Html<String> {
             p class="meta" {
                 "Page: " span id="live-title" {} " " code id="live-url" {}
             }
+            @if let Some((name, cookies)) = saved {
+                p role="status" class="chain ok" { "Saved " (cookies) " cookies into " code { (name) } ". You still hold the page." }
+            }
             @if mine {
                 p class="held" role="status" { "You hold this page: the agent's calls are refused until you hand it back. What you type is treated as a secret." }
                 form method="post" action={ "/console/sessions/" (id) "/hand-back" } {
@@ -328,7 +337,11 @@ pub(super) fn live(login: &Login, id: &str, info: &LeaseInfo) -> Html<String> {
                     button type="submit" { "Hand back" }
                 }
             } @else if let Some(other) = &info.controller {
-                p class="held" role="status" { (other) " holds this page." }
+                p class="held" role="status" { (other) " holds this page: the agent's calls are refused until it is handed back." }
+                form method="post" action={ "/console/sessions/" (id) "/release" } {
+                    input type="hidden" name="csrf" value=(login.csrf);
+                    button type="submit" { "Release their hold" }
+                }
             } @else {
                 form method="post" action={ "/console/sessions/" (id) "/take-over" } {
                     input type="hidden" name="csrf" value=(login.csrf);
@@ -358,6 +371,12 @@ pub(super) fn live(login: &Login, id: &str, info: &LeaseInfo) -> Html<String> {
                     input id="save-name" name="name" required pattern="[A-Za-z0-9_\\-]{1,64}";
                     label for="save-origins" { "Origins" }
                     input id="save-origins" name="origins" required placeholder="https://app.example.com";
+                    @if mine {
+                        label class="inline" {
+                            input type="checkbox" name="keep" value="1";
+                            " Keep holding the page (otherwise it goes back to the agent)"
+                        }
+                    }
                     button type="submit" { "Save login" }
                 }
             }
@@ -439,7 +458,7 @@ pub(super) fn audit(
         false,
         html! {
             @match chain {
-                ChainStatus::Intact { events } => p class="chain ok" { "Chain intact: " (events) " events, each chained to the one before." },
+                ChainStatus::Intact { events } => p class="chain ok" { "Chain intact. Your tenant's " (events) " events are in it, each chained to the one before." },
                 ChainStatus::Broken(why) => p class="chain broken" role="alert" { "Chain broken: " (why) },
             }
             form method="get" action="/console/audit" class="filters" {
@@ -537,6 +556,7 @@ pub(super) fn vault(
     login: &Login,
     secrets: &[SecretInfo],
     saved: Option<(&str, usize)>,
+    handed_back: bool,
 ) -> Html<String> {
     layout(
         login,
@@ -545,10 +565,13 @@ pub(super) fn vault(
         false,
         html! {
             @if let Some((name, cookies)) = saved {
-                p role="status" class="chain ok" { "Saved " (cookies) " cookies into " code { (name) } "." }
+                p role="status" class="chain ok" {
+                    "Saved " (cookies) " cookies into " code { (name) } "."
+                    @if handed_back { " The page went back to the agent." }
+                }
             }
             @if secrets.is_empty() {
-                p { "The vault holds no secret for this tenant. Add one with " code { "airlock vault put" } "." }
+                p { "The vault holds no secret for this tenant. Add one with " code { "airlock vault set NAME --origin https://… --password-stdin" } ", or take a session over, log in by hand and save the login." }
             } @else {
                 div class="scroll" {
                     table {

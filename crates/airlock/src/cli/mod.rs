@@ -671,6 +671,7 @@ pub(crate) async fn gateway_as(
         browsers,
         airlock_gateway::GatewayConfig {
             idle_ttl: config.sessions.idle_ttl,
+            hold_idle: config.sessions.hold_idle,
             max_lifetime: config.sessions.max_lifetime,
             action_budget: config.sessions.action_budget,
             caps: session_caps(config),

@@ -142,7 +142,10 @@ async fn store_has_keys(config: &Config) -> anyhow::Result<bool> {
         return Ok(false);
     }
     let store = super::vault::open_store(config).await?;
-    let keys = store.has_live_keys().await.context("reading the API keys")?;
+    let keys = store
+        .has_live_keys()
+        .await
+        .context("reading the API keys")?;
     store.close().await;
     Ok(keys)
 }

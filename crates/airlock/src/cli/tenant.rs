@@ -55,7 +55,14 @@ pub(crate) async fn create_key(
         }
         other => other?,
     };
-    record_key(&store, &record.tenant, "key_create", &record.id, role.as_str()).await?;
+    record_key(
+        &store,
+        &record.tenant,
+        "key_create",
+        &record.id,
+        role.as_str(),
+    )
+    .await?;
     eprintln!(
         "created key {} for tenant {} with role {} (shown once; the store keeps only its hash)",
         record.id,
@@ -121,7 +128,13 @@ async fn record_key(
     id: &str,
     role: &str,
 ) -> anyhow::Result<()> {
-    record(store, tenant, action, serde_json::json!({ "key": id, "role": role })).await
+    record(
+        store,
+        tenant,
+        action,
+        serde_json::json!({ "key": id, "role": role }),
+    )
+    .await
 }
 
 async fn record(

@@ -130,7 +130,9 @@ try {
 
   // Audit: the chain is intact, filters narrow, export gives JSON lines.
   await page.goto(`${base}/console/audit?tool=browser_click`);
-  check("the chain is intact", (await page.textContent(".chain")).includes("Chain intact"));
+  const chainLine = await page.textContent(".chain");
+  check("the chain is intact", chainLine.includes("Chain intact"), chainLine);
+  const ownEvents = Number((chainLine.match(/(\d+) events/) || [])[1]);
   const kinds = await page.locator("tbody tr td:nth-child(5)").allTextContents();
   check("filtered by tool", kinds.length >= 2 && kinds.every((k) => k === "browser_click"), kinds);
   await review("audit");
@@ -183,7 +185,26 @@ try {
     headers: { "content-type": "application/x-www-form-urlencoded" }, body: `csrf=${csrf}` })).status,
     [page.url().replace(/\/live$/, "/take-over"), otherCsrf]);
   check("one controller at a time: a second take-over -> 409", r === 409, r);
+  // An admin may release a hold someone else left: the page goes back to the agent,
+  // and the holder's live view says so.
+  await other.click("button:text('Release their hold')");
+  await other.waitForSelector("button:text('Take over')");
+  check("another admin released the hold", (await other.locator(".held").count()) === 0);
+  await page.waitForFunction(() => document.getElementById("live-state").textContent.includes("no longer hold"),
+    null, { timeout: 15_000 });
+  check("the former holder's live view says it lost the page", true);
+  // A login that signs out while holding a page hands it back.
+  await other.click("button:text('Take over')");
+  await other.waitForSelector("#live-type");
+  await other.click("text=Sign out");
+  await other.waitForURL("**/console/sign-in");
   await second.close();
+  await page.goto(page.url());
+  check("signing out released that login's hold", await page.locator("button:text('Take over')").count() === 1,
+    await page.textContent("main"));
+  await page.click("button:text('Take over')");
+  await page.waitForSelector("#live-type");
+  await page.waitForFunction(() => Number(document.getElementById("live").dataset.frames || 0) >= 1, null, { timeout: 15_000 });
 
   // Another tenant's admin sees none of it: no session, approval, event or secret,
   // and this session's pages and controls are not found.
@@ -203,6 +224,12 @@ try {
   await stranger.goto(`${base}/console/audit`);
   const sessionId = page.url().split("/sessions/")[1].split("/")[0];
   check("another tenant: none of this tenant's events", !(await stranger.content()).includes(sessionId));
+  // The chain is one for all tenants, but its count is the tenant's own: another
+  // tenant's traffic is not readable from it.
+  const strangerLine = await stranger.textContent(".chain");
+  const strangerEvents = Number((strangerLine.match(/(\d+) events/) || [])[1]);
+  check("another tenant's chain line counts only its own events",
+    strangerEvents > 0 && strangerEvents < ownEvents / 2, `${strangerLine} vs ${ownEvents}`);
   for (const path of ["live", "replay"]) {
     const res = await stranger.goto(`${base}/console/sessions/${sessionId}/${path}`);
     check(`another tenant: this session's ${path} page is not found`, res.status() === 404, res.status());
@@ -244,22 +271,29 @@ try {
   await page.waitForTimeout(1000); // a frame or two after the sign-in, for the screenshot
   await review("live-held");
   // Save login: the cookie the sign-in set goes into the vault; only its name shows.
-  const livePage = page.url();
+  // Kept: the operator stays on the page, holding it.
+  await page.click("details.save-login summary");
+  await page.waitForFunction(() => document.getElementById("save-origins").value.startsWith("http://127.0.0.1"));
+  await page.fill("#save-name", "bank");
+  await page.check("input[name=keep]");
+  await page.click("button:text('Save login')");
+  await page.waitForURL("**/live?**");
+  check("Save login, kept: still on the live page, still holding",
+    (await page.textContent("main")).includes("Saved 1 cookies into bank. You still hold the page.")
+    && (await page.textContent(".held")).includes("You hold this page"), await page.textContent("main"));
+  // Not kept (the default): saved, and the page goes back to the agent.
   await page.click("details.save-login summary");
   await page.waitForFunction(() => document.getElementById("save-origins").value.startsWith("http://127.0.0.1"));
   await page.fill("#save-name", "bank");
   await page.click("button:text('Save login')");
   await page.waitForURL("**/console/vault?**");
-  check("Save login stores the session's cookies", (await page.textContent("[role=status]")).includes("Saved 1 cookies into bank"),
+  check("Save login stores the session's cookies and hands the page back",
+    (await page.textContent("[role=status]")).includes("Saved 1 cookies into bank. The page went back to the agent."),
     await page.textContent("main"));
   const bankRow = await page.locator("tbody tr", { hasText: "bank" }).textContent();
   check("the vault lists the login by name, origin and field", bankRow.includes("cookies") && bankRow.includes("http://127.0.0.1"), bankRow);
   check("no cookie value anywhere in the console", !(await page.content()).includes("a81f3c9d"));
   await review("vault-saved");
-  await page.goto(livePage);
-  await page.click("button:text('Hand back')");
-  await page.waitForSelector("button:text('Take over')");
-  check("handed back", true);
 
   await page.goto(`${base}/console/audit`);
   const audit = await page.textContent("tbody");
@@ -269,6 +303,10 @@ try {
   check("nor the saved cookie's value", !(await page.content()).includes("a81f3c9d") && audit.includes("login_saved"));
   const all = await page.evaluate(async () => (await fetch("/console/audit/export")).text());
   check("nor in the exported log", !all.includes(typed) && !all.includes("a81f3c9d") && all.includes("operator_input"));
+  const handbacks = all.trim().split("\n").map((l) => JSON.parse(l)).filter((e) => e.kind === "operator_handback");
+  check("each way a hold ended is on the record", handbacks.some((e) => e.reason === "released" && e.holder && e.by)
+    && handbacks.some((e) => e.reason === "console login ended") && handbacks.some((e) => !e.reason),
+    JSON.stringify(handbacks));
 
   // A phone's width: the approvals page still fits.
   await page.setViewportSize({ width: 390, height: 844 });

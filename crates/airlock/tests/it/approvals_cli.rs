@@ -231,7 +231,11 @@ async fn a_held_navigation_to_a_homograph_host_is_listed_punycode_first() {
             .env("AIRLOCK_DATA_DIR", dir.path())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let out = going.await.unwrap();
         assert_eq!(
             out.error,

@@ -776,7 +776,11 @@ async fn store_keys_let_the_server_listen_off_loopback_and_say_auth_is_on() {
             .unwrap()
     };
     assert!(cli(&["tenant", "create", "acme"]).status.success());
-    assert!(cli(&["key", "create", "--tenant", "acme", "--role", "act"]).status.success());
+    assert!(
+        cli(&["key", "create", "--tenant", "acme", "--role", "act"])
+            .status
+            .success()
+    );
     let mut child = tokio::process::Command::new(BIN)
         .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
         .arg(&data)
@@ -813,7 +817,14 @@ async fn store_keys_let_the_server_listen_off_loopback_and_say_auth_is_on() {
 fn logs_are_json_lines_when_asked() {
     let tmp = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(BIN)
-        .args(["--log-format", "json", "--log-level", "info", "mcp", "--data-dir"])
+        .args([
+            "--log-format",
+            "json",
+            "--log-level",
+            "info",
+            "mcp",
+            "--data-dir",
+        ])
         .arg(tmp.path().join("data"))
         .env_remove("AIRLOCK_CONFIG")
         .env_remove("RUST_LOG")
