@@ -36,6 +36,9 @@ pub struct CallContext {
     pub target: Option<Resolved>,
     /// The risk rule that matched the call and what came of it, if one did.
     pub gate: Option<Gate>,
+    /// Whether the risk stage judged the call (no rule matching is a decision too:
+    /// allow). A call refused before it (bad arguments, no session) has none.
+    pub gated: bool,
     /// Requests the egress proxy (or the session's outbound protection) refused while
     /// the call ran.
     pub blocked: u64,
@@ -123,6 +126,7 @@ impl AgentSession {
             session: None,
             target: None,
             gate: None,
+            gated: false,
             blocked: 0,
             blocked_by: Default::default(),
             acted: false,

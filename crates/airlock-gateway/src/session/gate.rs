@@ -22,6 +22,7 @@ impl AgentSession {
         let Some(gateway) = self.inner.gateway.upgrade() else {
             return Ok(());
         };
+        context.gated = true;
         let rules = &gateway.config.rules;
         if rules.is_empty() {
             return Ok(());

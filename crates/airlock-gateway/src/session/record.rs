@@ -175,7 +175,11 @@ fn call_event(
         })),
         "rule": context.gate.as_ref().map(|g| g.rule.clone()),
         "risk": context.gate.as_ref().map(|g| g.risk),
-        "decision": context.gate.as_ref().map(|g| g.action),
+        "decision": context
+            .gate
+            .as_ref()
+            .map(|g| g.action)
+            .or(context.gated.then_some("allow")),
         "approval": context.gate.as_ref().and_then(|g| g.approval.clone()),
         "approver": context.gate.as_ref().and_then(|g| g.approver.clone()),
         "time_ms": now_ms(),

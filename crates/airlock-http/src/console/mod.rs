@@ -10,6 +10,7 @@
 //! script or style, no frames, nothing from another origin. Page-controlled text (a
 //! title, a URL, an argument) only ever reaches HTML through maud's escaping.
 
+mod describe;
 mod live;
 mod pages;
 

@@ -7,7 +7,7 @@ use airlock_gateway::{
 use axum::response::Html;
 use maud::{DOCTYPE, Markup, html};
 
-use super::{AuditQuery, Login};
+use super::{AuditQuery, Login, describe};
 
 /// Which section a page belongs to (the navigation marks it).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -211,32 +211,28 @@ pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> H
                 p { "Nothing waits for a decision." }
             }
             @for a in &pending {
+                @let args = parse(&a.args);
+                @let target = a.target.as_deref().map(parse).unwrap_or_default();
                 section class="approval" aria-labelledby={ "t-" (a.id) } data-id=(a.id) {
-                    h2 id={ "t-" (a.id) } { (a.tool) " — " (a.rule) }
+                    // What will happen, to what, on which site: first, in words.
+                    h2 id={ "t-" (a.id) } { (safe(&describe::action(&a.tool, &args, &target))) }
+                    @if let Some(site) = describe::site(&target, a.page_url.as_deref()) {
+                        p class="site" { "on " strong { (safe(&site)) } }
+                    }
+                    @for to in destinations(a) {
+                        p class="destination" { "Goes to " code { (to) } }
+                    }
                     p class="meta" {
                         span class={ "risk risk-" (a.risk) } { (a.risk) }
-                        " · " (a.caller)
+                        " · rule " code { (a.rule) }
+                        " · asked by " (a.caller)
                         @if let Some(s) = &a.session { " · session " code { (s) } }
                         " · "
                         span class="countdown" data-expires=(a.expires_ms) {
                             ((a.expires_ms - now_ms).max(0) / 1000) " s left"
                         }
                     }
-                    @if a.page_title.is_some() || a.page_url.is_some() {
-                        p class="page" {
-                            "On " q { (safe(a.page_title.as_deref().unwrap_or(""))) } " "
-                            code { (safe(&airlock_policy::display_url(a.page_url.as_deref().unwrap_or("")))) }
-                        }
-                    }
-                    @for to in destinations(a) {
-                        p class="destination" { "Goes to " code { (to) } }
-                    }
-                    img src={ "/console/approvals/" (a.id) "/screenshot" } alt={ "The page when " (a.tool) " was held, its target outlined" };
-                    details open {
-                        summary { "Arguments (redacted)" }
-                        pre { (safe(&pretty(&a.args))) }
-                        @if let Some(t) = &a.target { pre { (safe(&pretty(t))) } }
-                    }
+                    // The decision, in view before the evidence below it.
                     form method="post" class="decide" {
                         input type="hidden" name="csrf" value=(login.csrf);
                         label for={ "n-" (a.id) } { "Note (optional)" }
@@ -244,22 +240,52 @@ pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> H
                         button type="submit" formaction={ "/console/approvals/" (a.id) "/approve" } class="approve" { "Approve" }
                         button type="submit" formaction={ "/console/approvals/" (a.id) "/deny" } class="danger" { "Deny" }
                     }
+                    div class="evidence" {
+                        figure {
+                            a href={ "/console/approvals/" (a.id) "/screenshot" } target="_blank" {
+                                img src={ "/console/approvals/" (a.id) "/screenshot" } alt={ "The page when " (a.tool) " was held, its target outlined" };
+                            }
+                            figcaption {
+                                "The page when the call was held, the element outlined"
+                                @if a.page_title.is_some() || a.page_url.is_some() {
+                                    ": " q { (safe(a.page_title.as_deref().unwrap_or(""))) } " "
+                                    code { (safe(&airlock_policy::display_url(a.page_url.as_deref().unwrap_or("")))) }
+                                }
+                            }
+                        }
+                        div {
+                            @if !target.is_null() {
+                                h3 { "The element it acts on" }
+                                dl { @for (k, v) in describe::fields(&target) { dt { (k) } dd { code { (safe(&v)) } } } }
+                            }
+                            h3 { "What the agent asked (redacted)" }
+                            dl { @for (k, v) in describe::fields(&args) { dt { (k) } dd { code { (safe(&v)) } } } }
+                            details {
+                                summary { "The exact record (JSON)" }
+                                pre { (safe(&pretty(&a.args))) }
+                                @if let Some(t) = &a.target { pre { (safe(&pretty(t))) } }
+                            }
+                        }
+                    }
                 }
             }
             @if !decided.is_empty() {
                 h2 { "Decided lately" }
                 div class="scroll" {
                     table {
-                        thead { tr { th scope="col" { "When" } th scope="col" { "Tool" } th scope="col" { "Rule" } th scope="col" { "Status" } th scope="col" { "By" } th scope="col" { "Note" } } }
+                        thead { tr { th scope="col" { "When" } th scope="col" { "What" } th scope="col" { "Site" } th scope="col" { "Rule" } th scope="col" { "Status" } th scope="col" { "By" } th scope="col" { "Note" } } }
                         tbody {
                             @for a in &decided {
+                                @let args = parse(&a.args);
+                                @let target = a.target.as_deref().map(parse).unwrap_or_default();
                                 tr {
                                     td { (time(a.decided_ms.unwrap_or(a.created_ms))) }
-                                    td { (a.tool) }
+                                    td { (safe(&describe::action(&a.tool, &args, &target))) }
+                                    td { (safe(&describe::site(&target, a.page_url.as_deref()).unwrap_or_default())) }
                                     td { (a.rule) }
                                     td { (a.status) }
                                     td { (a.decided_by.as_deref().unwrap_or("—")) }
-                                    td { (a.note.as_deref().unwrap_or("")) }
+                                    td { (safe(a.note.as_deref().unwrap_or(""))) }
                                 }
                             }
                         }
@@ -268,6 +294,19 @@ pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> H
             }
         },
     )
+}
+
+// Whether the call `intent` announced has its outcome among the events after it.
+fn finished(intent: &AuditRecord, later: &[AuditRecord]) -> bool {
+    let tool = |e: &AuditRecord| parse(&e.body)["tool"].as_str().map(str::to_owned);
+    later
+        .iter()
+        .find(|e| e.kind == "tool_call" || e.kind == "tool_intent")
+        .is_some_and(|next| next.kind == "tool_call" && tool(next) == tool(intent))
+}
+
+fn parse(json: &str) -> serde_json::Value {
+    serde_json::from_str(json).unwrap_or_default()
 }
 
 // Page-controlled text as a person must read it: invisible controls (a right-to-left
@@ -280,7 +319,6 @@ fn safe(text: &str) -> String {
 // target), each with its canonical host first: a homograph cannot pass for the real
 // name.
 fn destinations(a: &ApprovalRecord) -> Vec<String> {
-    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
     let args = parse(&a.args);
     let target = a.target.as_deref().map(parse).unwrap_or_default();
     [&args["url"], &target["href"]]
@@ -517,18 +555,36 @@ pub(super) fn replay(
         &format!("Replay of {id}"),
         false,
         html! {
-            ol class="steps" {
-                @for e in events {
-                    @let s = shown(e);
-                    li {
-                        span class="when" { (time(e.time_ms)) }
-                        " " strong { (e.kind) }
-                        @if !s.tool.is_empty() { " " code { (s.tool) } }
-                        @if !s.decision.is_empty() { " · " (s.decision) }
-                        @if !s.outcome.is_empty() { " · " (s.outcome) }
-                        @if s.stored_image {
-                            figure {
-                                img src={ "/console/audit/" (e.seq) "/image" } alt={ "After " (s.tool) } loading="lazy";
+            ol class="steps replay" {
+                @for (i, e) in events.iter().enumerate() {
+                    // An intent is the call's own first half: shown only when no
+                    // outcome followed it (the call never finished).
+                    @if !(e.kind == "tool_intent" && finished(e, &events[i + 1..])) {
+                        @let s = shown(e);
+                        @let body = parse(&e.body);
+                        li {
+                            div class="line" {
+                                span class="when" { (time(e.time_ms)) }
+                                " " strong { (e.kind) }
+                                @if !s.tool.is_empty() { " " code { (s.tool) } }
+                                @if body.get("args").is_some() {
+                                    " " span class="what" { (safe(&describe::action(&s.tool, &body["args"], &body["target"]))) }
+                                }
+                                @if let Some(site) = describe::site(&body["target"], None) { " on " (safe(&site)) }
+                                @if !s.decision.is_empty() { " · " (s.decision) }
+                                @if !s.outcome.is_empty() { " · " (s.outcome) }
+                                @if let Some(ms) = body["duration_ms"].as_u64() { " · " (ms) " ms" }
+                            }
+                            @if !s.tool.is_empty() {
+                                @let args = describe::fields(&body["args"]);
+                                @if !args.is_empty() {
+                                    dl class="args" { @for (k, v) in args { dt { (k) } dd { code { (safe(&v)) } } } }
+                                }
+                            }
+                            @if s.stored_image {
+                                a href={ "/console/audit/" (e.seq) "/image" } target="_blank" {
+                                    img class="thumb" src={ "/console/audit/" (e.seq) "/image" } alt={ "After " (s.tool) } loading="lazy";
+                                }
                             }
                         }
                     }
@@ -540,7 +596,9 @@ pub(super) fn replay(
                     @for step in steps {
                         li {
                             figure {
-                                img src={ "/console/sessions/" (id) "/steps/" (step.step) } alt={ "Step " (step.step) ": after " (step.tool) } loading="lazy";
+                                a href={ "/console/sessions/" (id) "/steps/" (step.step) } target="_blank" {
+                                    img src={ "/console/sessions/" (id) "/steps/" (step.step) } alt={ "Step " (step.step) ": after " (step.tool) } loading="lazy";
+                                }
                                 figcaption { "Step " (step.step) " · " (step.tool) " · " (time(step.time_ms)) }
                             }
                         }

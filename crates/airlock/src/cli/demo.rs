@@ -27,11 +27,51 @@ use serde_json::{Value, json};
 /// How long the demo's "Delete account" waits for a decision in the console.
 const APPROVAL_WAIT_SECS: u64 = 600;
 
-pub(crate) async fn run(listen: Option<SocketAddr>, open: bool) -> anyhow::Result<()> {
-    let data = tempdir()?;
-    let result = demo(&data, listen, open).await;
-    // The throwaway vault, store and recordings go, whatever happened.
-    let _ = std::fs::remove_dir_all(&data);
+/// Runs the tour. `keep`: a data directory of the caller's (`--data-dir`), new or
+/// empty, where the demo's vault, audit log and recordings stay afterwards for
+/// `airlock audit verify` and `replay`; otherwise a throwaway one is removed.
+pub(crate) async fn run(
+    listen: Option<SocketAddr>,
+    open: bool,
+    keep: Option<std::path::PathBuf>,
+) -> anyhow::Result<()> {
+    let Some(dir) = keep else {
+        let data = tempdir()?;
+        say(&format!(
+            "data: {} (thrown away when the demo stops; keep it with --data-dir DIR)",
+            data.display()
+        ));
+        let result = demo(&data, listen, open).await;
+        // The throwaway vault, store and recordings go, whatever happened.
+        let _ = std::fs::remove_dir_all(&data);
+        if result.is_ok() {
+            say("stopped: no browser, no server, no demo data left");
+        }
+        return result;
+    };
+    // The demo's vault holds a credential of its own under a key of its own: it
+    // never writes into a data directory that holds something else (an operator's).
+    let occupied = std::fs::read_dir(&dir)
+        .map(|mut entries| entries.next().is_some())
+        .unwrap_or(false);
+    anyhow::ensure!(
+        !occupied,
+        "{} is not empty: the demo keeps its data only in a new or empty directory, so it never mixes with a real vault or audit log",
+        dir.display()
+    );
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    say(&format!(
+        "data: {} (kept: `airlock audit verify --data-dir {0}` after the demo)",
+        dir.display()
+    ));
+    let result = demo(&dir, listen, open).await;
+    if result.is_ok() {
+        say(&format!(
+            "stopped: no browser, no server; the demo's data is kept in {}",
+            dir.display()
+        ));
+    }
     result
 }
 
@@ -106,7 +146,6 @@ async fn demo(
     }
     let served = server.await.context("the server task")?;
     site.stop().await;
-    say("stopped: no browser, no server, no demo data left");
     served
 }
 

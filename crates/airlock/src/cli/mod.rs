@@ -552,7 +552,7 @@ pub(crate) fn main() -> ExitCode {
         }
         Command::Demo { listen, no_open } => {
             let listen = listen.or_else(|| "127.0.0.1:0".parse().ok());
-            match runtime.block_on(demo::run(listen, !no_open)) {
+            match runtime.block_on(demo::run(listen, !no_open, cli.data_dir.clone())) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     report_error(&e);

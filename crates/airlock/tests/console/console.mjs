@@ -99,11 +99,21 @@ try {
   await page.goto(`${base}/console/approvals`);
   await page.waitForSelector("section.approval", { timeout: 60_000 });
   const card = page.locator("section.approval").first();
-  const pageLine = await card.locator(".page").textContent();
+  const pageLine = await card.locator(".evidence figcaption").textContent();
   check("a page title full of markup stays text", pageLine.includes("<img src=x onerror="), pageLine);
-  check("no element came out of it", await card.locator(".page img").count() === 0);
+  check("no element came out of it", await card.locator("figcaption img").count() === 0);
   check("no script ran", await page.evaluate(() => window.__xss === undefined));
-  check("the request names the rule and the tool", (await card.locator("h2").textContent()).includes("browser_click — destructive"));
+  // It leads with what will happen to what, on which site; then the rule and tool.
+  const heading = await card.locator("h2").textContent();
+  check("the card leads with the action on its element", heading === "Click button “Delete account”", heading);
+  check("and the site", /on 127\.0\.0\.1:\d+/.test(await card.locator(".site").textContent()));
+  check("the rule is named", (await card.locator(".meta").textContent()).includes("rule destructive"));
+  const blocks = await card.locator(".evidence h3").allTextContents();
+  check("the blocks are labelled", blocks.includes("The element it acts on") && blocks.includes("What the agent asked (redacted)"), blocks);
+  // At a laptop's size the decision is in view without scrolling.
+  await page.setViewportSize({ width: 1366, height: 860 });
+  const approveBox = await card.locator("button.approve").boundingBox();
+  check("Approve and Deny are in view at 1366×860", approveBox && approveBox.y + approveBox.height <= 860, JSON.stringify(approveBox));
   check("the countdown runs", /\d+ s left/.test(await card.locator(".countdown").textContent()));
   check("the outlined screenshot shows", await card.locator("img").evaluate((img) => img.complete && img.naturalWidth > 100));
   await review("approvals");
@@ -127,6 +137,7 @@ try {
   const decided = await page.locator("table").textContent();
   check("both decisions are listed with who made them", decided.includes("approved") && decided.includes("denied")
     && decided.includes("console:admin_key") && decided.includes("not today"), decided);
+  check("decided lately names the element", decided.includes("Click button “Delete account”"), decided);
 
   // Audit: the chain is intact, filters narrow, export gives JSON lines.
   await page.goto(`${base}/console/audit?tool=browser_click`);
@@ -136,6 +147,11 @@ try {
   const kinds = await page.locator("tbody tr td:nth-child(5)").allTextContents();
   check("filtered by tool", kinds.length >= 2 && kinds.every((k) => k === "browser_click"), kinds);
   await review("audit");
+  // Every call the risk stage judged has its decision, "allow" included.
+  await page.goto(`${base}/console/audit?tool=browser_navigate`);
+  const navDecisions = await page.locator("tbody tr td:nth-child(6)").allTextContents();
+  check("the decision column is filled", navDecisions.length >= 1 && navDecisions.every((d) => d === "allow"), navDecisions);
+  await page.goto(`${base}/console/audit?tool=browser_click`);
   const exported = await page.evaluate(async () => (await fetch(document.querySelector("a[download]").href)).text());
   const lines = exported.trim().split("\n").map((l) => JSON.parse(l));
   check("export: one JSON event a line", lines.length >= 2 && lines.every((e) => e.tool === "browser_click"), exported.slice(0, 500));
@@ -146,10 +162,17 @@ try {
   const steps = await page.locator("ol.steps li").allTextContents();
   check("replay lists the session's steps", steps.some((s) => s.includes("browser_navigate"))
     && steps.filter((s) => s.includes("browser_click")).length >= 2, steps);
-  const shots = page.locator("ol.steps figure img");
+  const shots = page.locator("ol.steps img.thumb");
   check("replay shows each stored step's screenshot", await shots.count() >= 2
     && await shots.first().evaluate(async (img) => { await img.decode().catch(() => {}); return img.naturalWidth > 100; }),
     await shots.count());
+  const thumb = await shots.first().boundingBox();
+  check("as a thumbnail, the full image a click away", thumb.height <= 160 && thumb.width <= 256
+    && await page.locator("ol.steps a:has(img.thumb)").count() === await shots.count(), JSON.stringify(thumb));
+  check("each call's step says what it did to what", steps.some((s) => s.includes("Click button “Delete account”"))
+    && steps.some((s) => s.includes("Open http://127.0.0.1")), steps);
+  check("with its arguments", steps.some((s) => s.includes("double") && s.includes("ref")), steps);
+  check("an intent whose call finished is not listed twice", !steps.some((s) => s.includes("tool_intent")), steps);
   await review("replay");
 
   await page.goto(`${base}/console/vault`);

@@ -114,6 +114,10 @@ async fn the_demo_tours_everything_and_ctrl_c_leaves_nothing() {
     assert_eq!(status, 200, "{body}");
     until("the agent is done").await;
     let all = said.borrow().join("\n");
+    assert!(
+        all.contains(&format!("data: {}", tmp.path().display())) && all.contains("thrown away"),
+        "the demo says where its data is:\n{all}"
+    );
     assert!(all.contains("logged in with demo"), "{all}");
     assert!(
         all.contains("Demo Bank — your account"),
@@ -148,4 +152,81 @@ async fn the_demo_tours_everything_and_ctrl_c_leaves_nothing() {
             String::from_utf8_lossy(&cmdline)
         );
     }
+}
+
+/// `--data-dir` is honoured: the demo's vault and audit log stay there, verifiable
+/// after it stops; and it refuses a directory that holds anything else, so it never
+/// mixes a demo credential into a real vault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_keeps_its_data_where_asked_and_only_in_a_new_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = |dir: &std::path::Path| {
+        let mut command = Command::new(BIN);
+        command
+            .args(["demo", "--no-open", "--data-dir"])
+            .arg(dir)
+            .env("TMPDIR", tmp.path())
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("AIRLOCK_DATA_DIR")
+            .kill_on_drop(true);
+        command
+    };
+    let occupied = tmp.path().join("occupied");
+    std::fs::create_dir_all(&occupied).unwrap();
+    std::fs::write(occupied.join("airlock.toml"), "").unwrap();
+    let out = demo(&occupied).output().await.unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not empty"), "{err}");
+
+    let kept = tmp.path().join("kept");
+    let mut child = demo(&kept)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut said = Vec::new();
+    let mut until = async |needle: &str| loop {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("no {needle:?} within 60 s: {said:?}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the demo ended before {needle:?}: {said:?}"));
+        said.push(line.clone());
+        if line.contains(needle) {
+            return line;
+        }
+    };
+    let data = until("data: ").await;
+    assert!(
+        data.contains(&*kept.to_string_lossy()) && data.contains("kept"),
+        "{data}"
+    );
+    until("agent 2/5").await;
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let stopped = until("stopped:").await;
+    assert!(stopped.contains("kept in"), "{stopped}");
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the demo stops on Ctrl-C")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let verify = Command::new(BIN)
+        .args(["audit", "verify", "--data-dir"])
+        .arg(&kept)
+        .env_remove("AIRLOCK_CONFIG")
+        .env_remove("AIRLOCK_DATA_DIR")
+        .output()
+        .await
+        .unwrap();
+    let report = String::from_utf8_lossy(&verify.stdout);
+    assert!(
+        verify.status.success()
+            && report.starts_with("ok: ")
+            && !report.starts_with("ok: 0 events"),
+        "{report}{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
 }
