@@ -446,7 +446,7 @@ pub(crate) struct WaitForParams {
     pub(crate) target: TargetParams,
     /// Fixed wait, ms (at most 60000).
     pub(crate) time_ms: Option<u64>,
-    /// Give up after this many milliseconds (default 10000).
+    /// Give up after (ms; default 10000).
     pub(crate) timeout_ms: Option<u64>,
 }
 
@@ -665,7 +665,7 @@ pub(crate) struct DialogParams {
     pub(crate) accept: bool,
     /// A prompt's answer.
     pub(crate) prompt_text: Option<String>,
-    /// Wait this long for a dialog to open (default 0: answer only an open one).
+    /// Wait this long (ms) for one to open (default 0).
     pub(crate) timeout_ms: Option<u64>,
 }
 
@@ -712,7 +712,6 @@ impl ResizeParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct TabsParams {
-    /// What to do.
     #[schemars(extend("enum" = ["list", "new", "select", "close"]))]
     pub(crate) action: String,
     /// For `select` and `close`.

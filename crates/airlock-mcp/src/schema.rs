@@ -36,14 +36,18 @@ pub(crate) fn trim_click(schema: &mut Map<String, Value>) {
 /// object schema that has them all, and in each of its `$defs`, whose own
 /// descriptions go too. Nine fields in every tool that takes a target cost ~55
 /// tokens a tool in every conversation; refs are what agents use.
+/// `keep` lists the fields that stay listed (without their descriptions): a wait's
+/// `timeout_ms`, so an agent sees it can shorten the wait; `role` and `name` where
+/// agents name fields by their label (typing, forms), so a client that sends only
+/// listed properties can too.
 /// Returns whether the top level was folded (the tool takes the unlisted target
 /// fields as arguments).
-pub(crate) fn fold_targets(schema: &mut Map<String, Value>, keep_timeout: bool) -> bool {
-    let folded = fold(schema, keep_timeout);
+pub(crate) fn fold_targets(schema: &mut Map<String, Value>, keep: &[&str]) -> bool {
+    let folded = fold(schema, keep);
     if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
         for def in defs.values_mut().filter_map(Value::as_object_mut) {
             def.remove("description");
-            fold(def, false);
+            fold(def, keep);
         }
     }
     folded
@@ -54,9 +58,7 @@ pub(crate) fn is_target_field(key: &str) -> bool {
     TARGET_FIELDS.contains(&key) || TARGET_EXTRAS.contains(&key)
 }
 
-// `keep_timeout`: a tool whose call is a wait keeps `timeout_ms` listed (an agent must
-// be able to see it can shorten the wait).
-fn fold(object: &mut Map<String, Value>, keep_timeout: bool) -> bool {
+fn fold(object: &mut Map<String, Value>, keep: &[&str]) -> bool {
     let Some(Value::Object(properties)) = object.get_mut("properties") else {
         return false;
     };
@@ -64,11 +66,12 @@ fn fold(object: &mut Map<String, Value>, keep_timeout: bool) -> bool {
         return false;
     }
     for field in TARGET_FIELDS.iter().chain(TARGET_EXTRAS.iter()) {
-        if *field == "timeout_ms" && keep_timeout {
-            continue;
-        }
-        if *field == "ref" {
-            if let Some(Value::Object(p)) = properties.get_mut(*field) {
+        if *field == "ref" || keep.contains(field) {
+            // A kept wait bound says what it bounds; a target field is explained on
+            // `browser_click`.
+            if let Some(Value::Object(p)) = properties.get_mut(*field)
+                && *field != "timeout_ms"
+            {
                 p.remove("description");
             }
         } else {
@@ -201,7 +204,7 @@ mod tests {
                 "properties": documented(&["ref", "role", "name", "index", "selector", "x", "y", "value"]),
             } },
         });
-        assert!(fold_targets(with_target.as_object_mut().unwrap(), false));
+        assert!(fold_targets(with_target.as_object_mut().unwrap(), &[]));
         let names = |v: &Value| -> Vec<String> {
             let mut n: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
             n.sort();
@@ -220,7 +223,7 @@ mod tests {
         // `browser_tabs` has an `index` of its own meaning, and no target: kept.
         let mut tabs = json!({ "properties": documented(&["action", "index"]) });
         let before = tabs.clone();
-        assert!(!fold_targets(tabs.as_object_mut().unwrap(), false));
+        assert!(!fold_targets(tabs.as_object_mut().unwrap(), &[]));
         assert_eq!(tabs, before);
     }
 }

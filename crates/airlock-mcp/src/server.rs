@@ -76,7 +76,11 @@ impl AirlockMcp {
                 crate::schema::trim_click(&mut schema);
             } else if crate::schema::fold_targets(
                 &mut schema,
-                route.attr.name == "browser_wait_for",
+                match route.attr.name.as_ref() {
+                    "browser_wait_for" => &["timeout_ms"],
+                    "browser_type" | "browser_fill_form" => &["role", "name"],
+                    _ => &[],
+                },
             ) {
                 folded.insert(route.attr.name.to_string());
             }

@@ -144,7 +144,7 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_handle_dialog",
-        description = "Answer the dialog (alert, confirm, prompt, beforeunload) holding the page, at once if none is open unless timeout_ms; prompt_text may hold {{secret:NAME.field}}.",
+        description = "Answer the dialog holding the page (alert, confirm, prompt, beforeunload); prompt_text may hold {{secret:NAME.field}}.",
         annotations(read_only_hint = false, destructive_hint = true)
     )]
     async fn browser_handle_dialog(

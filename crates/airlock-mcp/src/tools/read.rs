@@ -55,7 +55,7 @@ impl AirlockMcp {
 
     #[tool(
         name = "browser_network_requests",
-        description = "What the active tab requested: method, status or why it failed (refusals marked), type, URL. Untrusted.",
+        description = "The active tab's requests: method, status or failure (refusals marked), type, URL. Untrusted.",
         annotations(read_only_hint = true, destructive_hint = false)
     )]
     async fn browser_network_requests(

@@ -69,6 +69,15 @@ async def flow(client, base):
           str(by_name["browser_click"].input_schema))
     props = by_name["browser_click"].input_schema.get("properties", {})
     check("allowed values are enums", props.get("button", {}).get("enum") == ["left", "right", "middle"], str(props.get("button")))
+    # Fields are named by their label too: typing and forms list role and name (a
+    # client that sends only listed properties can use them); waits list timeout_ms.
+    type_props = by_name["browser_type"].input_schema.get("properties", {})
+    form_field = by_name["browser_fill_form"].input_schema.get("$defs", {}).get("FormField", {}).get("properties", {})
+    check("type and fill_form list role and name beside ref",
+          {"ref", "role", "name"} <= set(type_props) and {"ref", "role", "name"} <= set(form_field),
+          str(by_name["browser_type"].input_schema) + str(by_name["browser_fill_form"].input_schema))
+    check("waits show their timeout_ms",
+          all("timeout_ms" in by_name[t].input_schema.get("properties", {}) for t in ("browser_wait_for", "browser_handle_dialog")))
     record = by_name["browser_session_open"].input_schema.get("properties", {}).get("record", {})
     check("the schema offers only the recording modes this build takes", record.get("enum") == ["off", "transient", "audit"], str(record))
 
