@@ -10,14 +10,13 @@ pub mod apikey;
 pub mod grant;
 mod key;
 pub mod placeholder;
-mod redact;
 mod secret;
 pub mod totp;
 mod vault;
 
+pub use airlock_redact::{RedactError, Redactor};
 pub use airlock_store::{Store, StoreError};
 pub use key::{KEY_FILE, KeySource, MasterKey, NEXT_KEY_FILE};
-pub use redact::{RedactError, Redactor};
 pub use secret::{
     Cookie, Fields, Header, MIN_SECRET_LEN, Secret, SecretInfo, StorageItem, canonical_origin,
     check_name,
