@@ -13,7 +13,7 @@ pub const DEFAULT_SNAPSHOT_BYTES: usize = 40_000;
 pub const DEFAULT_TEXT_BYTES: usize = 40_000;
 
 /// One cookie a session starts with. Debug never shows its value.
-#[derive(Clone, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Default)]
 pub struct InjectedCookie {
     /// Name.
     pub name: String,
@@ -65,7 +65,7 @@ impl InjectedCookie {
 }
 
 /// Credentials a session starts with. Debug shows only what is there.
-#[derive(Clone, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Default)]
 pub struct Injection {
     /// Cookies set into the session's own browser context.
     pub cookies: Vec<InjectedCookie>,
@@ -89,11 +89,11 @@ impl std::fmt::Debug for Injection {
 }
 
 /// Text to type: literal pieces and secret values. Debug never shows a value.
-#[derive(Clone, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Default)]
 pub struct TypedText(pub Vec<TextPiece>);
 
 /// A piece of [`TypedText`].
-#[derive(Clone)]
+#[derive(serde::Serialize, serde::Deserialize, Clone)]
 pub enum TextPiece {
     /// Typed as is.
     Plain(String),
@@ -152,7 +152,7 @@ impl TypedText {
 }
 
 /// When a navigation counts as finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WaitUntil {
     /// The `load` event fired.
     #[default]
@@ -174,10 +174,10 @@ impl WaitUntil {
 }
 
 /// What an action is aimed at.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub enum Target {
     /// A ref from a snapshot (`e12`, `f1e3`).
-    Ref(NodeRef),
+    Ref(#[serde(with = "crate::wire::node_ref")] NodeRef),
     /// Role and accessible name as the snapshot shows them, plus a 0-based index
     /// among several matches.
     Role {
@@ -235,7 +235,7 @@ impl Target {
 }
 
 /// A mouse button.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MouseButton {
     /// Primary.
     #[default]
@@ -247,7 +247,7 @@ pub enum MouseButton {
 }
 
 /// A keyboard modifier held during a click.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Modifier {
     /// Alt / Option.
     Alt,
@@ -260,7 +260,7 @@ pub enum Modifier {
 }
 
 /// How to click.
-#[derive(Debug, Clone, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Default)]
 pub struct ClickOptions {
     /// Which button.
     pub button: MouseButton,
@@ -272,7 +272,7 @@ pub struct ClickOptions {
 
 /// What happened during an action: its effect, where the tab ended up and what the
 /// page did on the side, as data. The words an agent reads are composed at the edge.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Default, PartialEq)]
 pub struct ActionOutcome {
     /// URL of the active tab afterwards.
     pub url: String,
@@ -297,7 +297,7 @@ pub struct ActionOutcome {
 
 /// An action's own effect. Element descriptions (`button "Save"`) and option labels
 /// come from the page: redacted and cut like snapshot names.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Clicked the element described.
     Clicked(String),
@@ -369,7 +369,7 @@ pub enum Effect {
 
 /// A wait condition that held, as an outcome may tell it: never the text waited for,
 /// which the agent wrote and may be a guess about a secret.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub enum Waited {
     /// The text given appeared.
     TextAppeared,
@@ -381,7 +381,7 @@ pub enum Waited {
 
 /// Something the browser did about the page on the side of an action. URLs, origins
 /// and reasons are redacted, and URLs cut.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq, Eq)]
 pub enum Notice {
     /// Closed a popup the page opened to a URL the policy denies.
     PopupDenied {
@@ -462,7 +462,7 @@ pub enum Notice {
 }
 
 /// A JavaScript dialog the page opened during an action.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub struct Dialog {
     /// `alert`, `confirm`, `prompt` or `beforeunload`.
     pub kind: String,
@@ -473,7 +473,7 @@ pub struct Dialog {
 }
 
 /// How a dialog ended, or that it has not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DialogAnswer {
     /// It holds the page until `Session::handle_dialog` answers it.
     Open,
@@ -493,13 +493,14 @@ pub enum DialogAnswer {
 /// An element a target names, as the page has it now: what later stages (risk
 /// rules, approvals) judge, and how to act on that element and no other. Page-derived
 /// words are redacted like a snapshot's.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub struct Resolved {
     /// Names exactly this element: an action on it acts on this element, or fails
     /// with `ref_not_found` once the page replaced it. A point stays a point (a click
     /// lands where it was asked to); `node` says which element is there now.
     pub target: Target,
     /// The element's ref.
+    #[serde(with = "crate::wire::node_ref")]
     pub node: NodeRef,
     /// Its role, as a snapshot shows it.
     pub role: String,
@@ -518,7 +519,7 @@ pub struct Resolved {
 }
 
 /// A rectangle in the top viewport, in CSS pixels.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq, Default)]
 pub struct Bounds {
     /// Left edge.
     pub x: f64,
@@ -531,7 +532,7 @@ pub struct Bounds {
 }
 
 /// A tab the page opened.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub struct NewTab {
     /// Its index among the session's tabs.
     pub index: usize,
@@ -540,7 +541,7 @@ pub struct NewTab {
 }
 
 /// Options of a snapshot.
-#[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
 pub struct SnapshotOptions {
     /// Only what can be acted on, plus locating headings and rows.
     pub interactive_only: bool,
@@ -551,6 +552,7 @@ pub struct SnapshotOptions {
     /// First line to return (continues a truncated snapshot).
     pub offset: usize,
     /// Only this ref's subtree.
+    #[serde(with = "crate::wire::opt_node_ref")]
     pub scope: Option<NodeRef>,
     /// Only lines containing this text, with context.
     pub find: Option<String>,
@@ -578,7 +580,7 @@ impl Default for SnapshotOptions {
 }
 
 /// A rendered snapshot.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub struct Snapshot {
     /// The text, with a truncation line when paged.
     pub text: String,
@@ -593,7 +595,7 @@ pub struct Snapshot {
 }
 
 /// What to wait for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub enum WaitCondition {
     /// Text appears in the page.
     Text(String),
@@ -606,7 +608,7 @@ pub enum WaitCondition {
 }
 
 /// Scroll direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
     /// Towards the top.
     Up,
@@ -619,7 +621,7 @@ pub enum Direction {
 }
 
 /// What to scroll.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub enum Scroll {
     /// The page under the viewport centre, by `amount` CSS pixels (default: most of
     /// a viewport).
@@ -634,7 +636,7 @@ pub enum Scroll {
 }
 
 /// Screenshot encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ImageFormat {
     /// Lossless PNG.
     #[default]
@@ -647,7 +649,7 @@ pub enum ImageFormat {
 }
 
 /// What to capture.
-#[derive(Debug, Clone, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Default)]
 pub struct ScreenshotOptions {
     /// The whole page rather than the viewport.
     pub full_page: bool,
@@ -664,7 +666,7 @@ pub struct ScreenshotOptions {
 }
 
 /// An encoded image.
-#[derive(Clone, PartialEq)]
+#[derive(serde::Serialize, Clone, PartialEq)]
 pub struct Screenshot {
     /// Encoded bytes.
     pub data: Vec<u8>,
@@ -679,7 +681,7 @@ impl std::fmt::Debug for Screenshot {
 }
 
 /// Page text, paged by bytes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub struct PageText {
     /// The text of this page of output.
     pub text: String,
@@ -690,7 +692,9 @@ pub struct PageText {
 }
 
 /// How serious a console message is, least first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    serde::Serialize, serde::Deserialize, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord,
+)]
 pub enum ConsoleLevel {
     /// `console.debug`.
     Debug,
@@ -726,7 +730,7 @@ impl ConsoleLevel {
 }
 
 /// One message a page logged (redacted and cut when it was taken).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub struct ConsoleEntry {
     /// How serious.
     pub level: ConsoleLevel,
@@ -735,7 +739,7 @@ pub struct ConsoleEntry {
 }
 
 /// What the active tab logged, newest last.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct ConsoleLog {
     /// The messages asked for.
     pub entries: Vec<ConsoleEntry>,
@@ -744,7 +748,7 @@ pub struct ConsoleLog {
 }
 
 /// One request a page made, as far as it got. Its URL was redacted whole, then cut.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub struct NetworkEntry {
     /// `GET`, `POST` …
     pub method: String,
@@ -761,7 +765,7 @@ pub struct NetworkEntry {
 }
 
 /// What the active tab requested, newest last.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct NetworkLog {
     /// The requests asked for.
     pub entries: Vec<NetworkEntry>,
@@ -838,7 +842,7 @@ impl Device {
 }
 
 /// One tab as listed to an agent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 pub struct TabInfo {
     /// Position in the list.
     pub index: usize,

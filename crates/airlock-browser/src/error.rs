@@ -7,7 +7,7 @@ use crate::cdp::CdpError;
 /// What can go wrong in a browser session. Messages are one line, lower-case, and
 /// name the value at fault; they never carry typed text or page content beyond
 /// short identifiers.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum Error {
     /// No usable Chromium.
@@ -133,7 +133,7 @@ pub enum Error {
     #[error("the {what} is {bytes} bytes, over the {cap}-byte cap")]
     TooLarge {
         /// What was made (`PDF`).
-        what: &'static str,
+        what: String,
         /// Its size.
         bytes: usize,
         /// The cap.
@@ -152,6 +152,13 @@ pub enum Error {
     /// Chromium answered a command with something we did not expect.
     #[error("browser protocol error: {0}")]
     Protocol(String),
+    /// The browser host (a worker process) serving this session went away: it died,
+    /// hung or disconnected. Its sessions are gone; a new one opens on a new host.
+    #[error("the browser host serving this session went away ({reason}); the session ended")]
+    HostGone {
+        /// What was seen (`the connection closed`, `no answer within 30 s`).
+        reason: String,
+    },
 }
 
 impl HasErrorCode for Error {
@@ -175,6 +182,7 @@ impl HasErrorCode for Error {
             Error::SecretsHeld(_) => ErrorCode::Forbidden,
             Error::PageChanged => ErrorCode::PageChanged,
             Error::Protocol(_) => ErrorCode::Internal,
+            Error::HostGone { .. } => ErrorCode::BrowserCrashed,
         }
     }
 }

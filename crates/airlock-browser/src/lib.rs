@@ -24,6 +24,7 @@ mod outbound;
 mod paint;
 mod session;
 mod tab;
+mod wire;
 
 pub use tab::{CONSOLE_KEPT, NETWORK_KEPT};
 

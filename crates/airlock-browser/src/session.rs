@@ -57,8 +57,10 @@ const IDLE: Duration = Duration::from_millis(1000);
 const MAX_FIXED_WAIT: Duration = Duration::from_secs(60);
 // What `settle` waits for in the page: an animation frame, then a task (a 200 ms cap
 // for pages whose frames are throttled); or a task only.
-const FRAME_AND_TASK: &str = "new Promise(r => { requestAnimationFrame(() => setTimeout(() => r(true), 0)); setTimeout(() => r(true), 200); })";
-const TASK: &str = "new Promise(r => setTimeout(() => r(true), 0))";
+// Each resolves with `window.closed`: a page that called `window.close()` is closing
+// at once, though its tab goes a moment later.
+const FRAME_AND_TASK: &str = "new Promise(r => { requestAnimationFrame(() => setTimeout(() => r(window.closed), 0)); setTimeout(() => r(window.closed), 200); })";
+const TASK: &str = "new Promise(r => setTimeout(() => r(window.closed), 0))";
 
 tokio::task_local! {
     // The action budget of the session calls made inside `with_action_budget`.

@@ -464,7 +464,8 @@ impl TenantCap {
 }
 
 /// How a session is isolated from the others.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Isolation {
     /// A fresh browser context in a shared Chromium: own cookies, storage and cache.
     #[default]

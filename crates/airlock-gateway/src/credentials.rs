@@ -4,12 +4,11 @@
 
 use std::sync::Arc;
 
-use airlock_browser::{
-    InjectedCookie, Injection, OutgoingRequest, RequestGuard, TextPiece, TypedText,
-};
-use airlock_core::{Redact, Role};
+use airlock_browser::{InjectedCookie, Injection, TextPiece, TypedText};
+use airlock_core::Role;
 use airlock_vault::placeholder::{self, Segment};
-use airlock_vault::{Redactor, Secret, Vault, grant};
+use airlock_vault::{Secret, Vault, grant};
+use airlock_worker::{Known, SecretEntry, SecretSet};
 use zeroize::Zeroizing;
 
 use crate::error::{Error, Result};
@@ -37,63 +36,15 @@ impl std::fmt::Debug for CredentialSource {
 }
 
 /// The secrets a session loaded, the values it learned since (what an operator typed
-/// into its page), and the redactor built from both.
+/// into its page), and the redactor built from both. The browser host holds its
+/// own copy of the same knowledge (`airlock_worker::Known`), sent at open and on
+/// each value learned.
 #[derive(Default)]
 pub(crate) struct Loaded {
+    secrets: Vec<Secret>,
     known: Arc<Known>,
     // The grant redeemed to load them, if one was (its id, never the token).
     grant: Option<String>,
-}
-
-/// What the redactor and the outbound guard of a session know; shared with the guard,
-/// so a value learned later is guarded from then on.
-#[derive(Default)]
-struct Known {
-    secrets: Vec<Secret>,
-    learned: std::sync::Mutex<Vec<Learned>>,
-    redactor: std::sync::RwLock<Arc<Redactor>>,
-    // WebSocket origins the operator allows besides those of the secrets.
-    sockets: std::sync::RwLock<Vec<String>>,
-}
-
-/// A value the session learned after it opened: redacted like a secret, and kept
-/// from origins other than `origins` like one.
-struct Learned {
-    name: String,
-    value: Zeroizing<String>,
-    origins: Vec<String>,
-}
-
-impl Known {
-    fn redactor(&self) -> Arc<Redactor> {
-        self.redactor
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    // Each secret's and learned value's name and the origins it may go to.
-    fn bound(&self) -> Vec<(String, Vec<String>)> {
-        let mut bound: Vec<(String, Vec<String>)> = self
-            .secrets
-            .iter()
-            .map(|s| (s.name.clone(), s.origins.clone()))
-            .collect();
-        for learned in airlock_core::sync::lock(&self.learned).iter() {
-            match bound.iter_mut().find(|(n, _)| *n == learned.name) {
-                // Learned values of one name may each go where their own came from.
-                Some((_, origins)) => {
-                    for o in &learned.origins {
-                        if !origins.contains(o) {
-                            origins.push(o.clone());
-                        }
-                    }
-                }
-                None => bound.push((learned.name.clone(), learned.origins.clone())),
-            }
-        }
-        bound
-    }
 }
 
 /// What loading credentials came to: secrets to use, or a reason the session opens
@@ -172,21 +123,28 @@ impl CredentialSource {
                 }
             }
         }
-        let redactor = Redactor::new(secrets.iter().flat_map(|s| {
-            s.fields
-                .redacted_values()
-                .into_iter()
-                .map(move |v| (s.name.as_str(), v))
-        }))
-        .map_err(|e| Error::Internal(e.to_string()))?;
+        let set = SecretSet {
+            entries: secrets
+                .iter()
+                .map(|s| SecretEntry {
+                    name: s.name.clone(),
+                    values: s
+                        .fields
+                        .redacted_values()
+                        .into_iter()
+                        .map(|v| Zeroizing::new(v.to_owned()))
+                        .collect(),
+                    origins: s.origins.clone(),
+                })
+                .collect(),
+            sockets: Vec::new(),
+        };
+        let known = Known::new(set).map_err(|e| Error::Internal(e.to_string()))?;
         let injection = injection(&secrets);
         Ok(Outcome::Loaded(
             Loaded {
-                known: Arc::new(Known {
-                    secrets,
-                    redactor: std::sync::RwLock::new(Arc::new(redactor)),
-                    ..Known::default()
-                }),
+                secrets,
+                known,
                 grant: grant_id,
             },
             injection,
@@ -249,14 +207,14 @@ fn injection(secrets: &[Secret]) -> Injection {
 impl Loaded {
     /// Names of the loaded secrets.
     pub(crate) fn names(&self) -> Vec<&str> {
-        self.known.secrets.iter().map(|s| s.name.as_str()).collect()
+        self.secrets.iter().map(|s| s.name.as_str()).collect()
     }
 
     /// What each loaded secret gives the agent, in its words: the placeholders it
     /// may type, and what was put into the browser for it (never a value).
     pub(crate) fn describe(&self) -> String {
         let mut parts = Vec::new();
-        for secret in &self.known.secrets {
+        for secret in &self.secrets {
             let f = &secret.fields;
             let mut given = Vec::new();
             let typed: Vec<String> = [
@@ -298,11 +256,18 @@ impl Loaded {
     /// Allows pages WebSockets to `origins` besides the secrets' own (the policy's
     /// `websocket_origins`), in a session that holds secrets.
     pub(crate) fn allow_sockets(&self, origins: &[String]) {
-        *self
-            .known
-            .sockets
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = origins.to_vec();
+        self.known.allow_sockets(origins);
+    }
+
+    /// What the session's browser host must know: the secrets, values learned so far
+    /// and the sockets allowed.
+    pub(crate) fn secret_set(&self) -> SecretSet {
+        self.known.set()
+    }
+
+    /// The WebSocket origins allowed besides the secrets' own.
+    pub(crate) fn sockets(&self) -> Vec<String> {
+        self.known.set().sockets
     }
 
     /// Redacts one output text (a failing redactor withholds all of it).
@@ -312,65 +277,17 @@ impl Loaded {
 
     /// Whether the session holds anything to hide (secrets, or values it learned).
     pub(crate) fn holds_secrets(&self) -> bool {
-        !self.known.redactor().is_empty()
+        self.known.holds_secrets()
     }
 
     /// Learns `value` (under `name`) as the session's own secret, bound to
-    /// `origins`: from now on it is redacted in every form, everywhere, and kept from
-    /// every other origin. Returns the session's new redactor, for the browser.
-    pub(crate) fn learn(
-        &self,
-        name: &str,
-        value: &str,
-        origins: &[String],
-    ) -> Result<Arc<dyn Redact>> {
-        let mut learned = airlock_core::sync::lock(&self.known.learned);
-        if !learned.iter().any(|l| l.name == name && *l.value == value) {
-            learned.push(Learned {
-                name: name.to_owned(),
-                value: Zeroizing::new(value.to_owned()),
-                origins: origins.to_vec(),
-            });
-        }
-        let values = self
-            .known
-            .secrets
-            .iter()
-            .flat_map(|s| {
-                s.fields
-                    .redacted_values()
-                    .into_iter()
-                    .map(move |v| (s.name.as_str(), v))
-            })
-            .chain(learned.iter().map(|l| (l.name.as_str(), l.value.as_str())));
-        let redactor = Arc::new(Redactor::new(values).map_err(|e| Error::Internal(e.to_string()))?);
-        *self
-            .known
-            .redactor
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = redactor.clone();
-        Ok(redactor)
-    }
-
-    /// The outbound protection of a session holding secrets: what its pages send is
-    /// refused when it carries a form of a secret to an origin that secret is not
-    /// bound to, and WebSockets go only where a secret is bound.
-    pub(crate) fn request_guard(&self) -> Option<Arc<dyn RequestGuard>> {
-        self.holds_secrets().then(|| self.guard())
-    }
-
-    /// The outbound guard over what the session knows now and learns later.
-    pub(crate) fn guard(&self) -> Arc<dyn RequestGuard> {
-        Arc::new(SecretGuard {
-            known: self.known.clone(),
-        })
-    }
-
-    /// The redactor the browser session applies to everything it takes from a page,
-    /// when there is anything to redact.
-    pub(crate) fn redactor(&self) -> Option<Arc<dyn Redact>> {
-        self.holds_secrets()
-            .then(|| self.known.redactor() as Arc<dyn Redact>)
+    /// `origins`: from now on it is redacted in every form in what the control plane
+    /// returns (the browser host is told separately).
+    pub(crate) fn learn(&self, name: &str, value: &str, origins: &[String]) -> Result<()> {
+        self.known
+            .learn(name, value, origins)
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        Ok(())
     }
 
     /// Typed text with placeholders resolved to loaded secrets (checked against the
@@ -387,7 +304,6 @@ impl Loaded {
                 Segment::Text(t) => pieces.push(TextPiece::Plain(t)),
                 Segment::Secret { name, field } => {
                     let secret = self
-                        .known
                         .secrets
                         .iter()
                         .find(|s| s.name == name)
@@ -417,84 +333,5 @@ impl Loaded {
             }
         }
         Ok(TypedText(pieces))
-    }
-}
-
-/// Outbound protection: the redactor's matcher run over a request's URL, headers and
-/// body, for the secrets (and learned values) not bound to the request's origin; and
-/// the WebSocket origins pages may still use.
-struct SecretGuard {
-    known: Arc<Known>,
-}
-
-impl RequestGuard for SecretGuard {
-    fn refuse(&self, request: &OutgoingRequest<'_>) -> Option<String> {
-        let origin = url::Url::parse(request.url)
-            .map(|u| u.origin().ascii_serialization())
-            .unwrap_or_else(|_| "an opaque origin".to_owned());
-        let bound = self.known.bound();
-        let foreign: Vec<&(String, Vec<String>)> = bound
-            .iter()
-            .filter(|(_, origins)| !origins.contains(&origin))
-            .collect();
-        if foreign.is_empty() {
-            return None;
-        }
-        if request.body_unseen {
-            return Some(
-                "its body could not be inspected, and this session holds secrets not bound to that origin"
-                    .to_owned(),
-            );
-        }
-        let redactor = self.known.redactor();
-        let mut texts: Vec<std::borrow::Cow<'_, str>> = vec![request.url.into()];
-        texts.extend(
-            request
-                .headers
-                .iter()
-                .map(|(name, value)| format!("{name}: {value}").into()),
-        );
-        if let Some(body) = &request.body {
-            texts.push(String::from_utf8_lossy(body));
-        }
-        for text in &texts {
-            let Some(found) = redactor.secrets_in(text) else {
-                return Some("the redactor could not inspect it".to_owned());
-            };
-            if let Some((name, origins)) = foreign.iter().find(|(n, _)| found.contains(&n.as_str()))
-            {
-                return Some(format!(
-                    "it carried a form of `{name}`, which is bound only to {}",
-                    origins.join(", ")
-                ));
-            }
-        }
-        None
-    }
-
-    // The `ws(s)://` twin of every origin a secret (or learned value) is bound to, and
-    // those the operator allows.
-    fn socket_origins(&self) -> Vec<String> {
-        let mut origins: Vec<String> = self
-            .known
-            .sockets
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        for (_, bound) in self.known.bound() {
-            for origin in bound {
-                let socket = if let Some(rest) = origin.strip_prefix("https://") {
-                    format!("wss://{rest}")
-                } else if let Some(rest) = origin.strip_prefix("http://") {
-                    format!("ws://{rest}")
-                } else {
-                    continue;
-                };
-                if !origins.contains(&socket) {
-                    origins.push(socket);
-                }
-            }
-        }
-        origins
     }
 }

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use airlock_browser::{ImageFormat, ScreenshotOptions, Session};
+use airlock_browser::{ImageFormat, ScreenshotOptions};
 use airlock_config::RecordMode;
 use airlock_core::sync::lock;
+use airlock_worker::BrowserSession;
 
 /// Steps a transient recording keeps.
 pub const TRANSIENT_STEPS: usize = 50;
@@ -103,7 +104,7 @@ impl Recorder {
     /// `dir/<session>/<step>.jpg` (0600), before the step's event is written.
     pub(crate) async fn store_step(
         &self,
-        session: &Session,
+        session: &BrowserSession,
         dir: &Path,
         session_id: &str,
         tool: &'static str,
@@ -130,7 +131,7 @@ impl Recorder {
     /// on a capture.
     pub(crate) fn keep_step(
         self: &Arc<Self>,
-        held: Arc<dyn AsRef<Session> + Send + Sync>,
+        held: Arc<dyn AsRef<BrowserSession> + Send + Sync>,
         tool: &'static str,
     ) {
         if self.capturing.swap(true, Ordering::AcqRel) {
@@ -159,7 +160,7 @@ impl Recorder {
         });
     }
 
-    async fn capture(&self, session: &Session, tool: &'static str) -> Result<Step, String> {
+    async fn capture(&self, session: &BrowserSession, tool: &'static str) -> Result<Step, String> {
         let shot = session
             .screenshot(&ScreenshotOptions {
                 format: ImageFormat::Jpeg { quality: QUALITY },

@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_core::HasErrorCode;
 use airlock_core::sync::lock;
-use airlock_egress::{Resolver, SystemResolver, summarize};
+use airlock_egress::summarize;
 use airlock_policy::{Decision, DenyReason, Policy};
 use airlock_store::Store;
+use airlock_worker::{BrowserSession, Host, OpenSpec};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -32,7 +32,7 @@ use crate::sessions::{
 };
 use crate::surface::Surface;
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
-use crate::warm::{Activity, WarmPool, open_browser};
+use crate::warm::{Activity, WarmPool};
 
 /// Engine settings.
 #[derive(Debug, Clone)]
@@ -114,12 +114,11 @@ impl Default for GatewayConfig {
     }
 }
 
-/// The engine: owns the browser pool and every agent session's browser session.
+/// The engine: owns every agent session's browser session, on the host it was given.
 pub struct Gateway {
-    browsers: Arc<Browsers>,
+    host: Host,
     pub(crate) config: GatewayConfig,
     policy: Arc<Policy>,
-    resolver: Arc<dyn Resolver>,
     // Every open browser session, as a lease with an id and an owner.
     pub(crate) sessions: Arc<Sessions>,
     // Which session each leased (tenant, user, conversation) names.
@@ -152,18 +151,24 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Starts the engine and its idle-session reaper.
-    pub fn new(browsers: Arc<Browsers>, config: GatewayConfig) -> Arc<Gateway> {
-        Gateway::with_resolver(browsers, config, Arc::new(SystemResolver))
+    /// An engine whose sessions run in this process, every egress proxy asking
+    /// `resolver` for names (tests script it to show that a name re-resolving to a
+    /// private address is refused).
+    pub fn with_resolver(
+        browsers: Arc<airlock_browser::Browsers>,
+        config: GatewayConfig,
+        resolver: Arc<dyn airlock_egress::Resolver>,
+    ) -> Arc<Gateway> {
+        Gateway::new(
+            airlock_worker::LocalHost::with_resolver(browsers, resolver),
+            config,
+        )
     }
 
-    /// Like [`Gateway::new`], with the resolver every egress proxy asks for names (tests
-    /// script it to show that a name re-resolving to a private address is refused).
-    pub fn with_resolver(
-        browsers: Arc<Browsers>,
-        config: GatewayConfig,
-        resolver: Arc<dyn Resolver>,
-    ) -> Arc<Gateway> {
+    /// Starts the engine and its idle-session reaper; browser sessions open on `host`
+    /// (an `Arc<Browsers>` is an in-process host).
+    pub fn new(host: impl Into<Host>, config: GatewayConfig) -> Arc<Gateway> {
+        let host = host.into();
         // Session events go to the audit log through one writer, in order.
         let (journal, journal_rx) = tokio::sync::mpsc::unbounded_channel();
         let sessions = match &config.store {
@@ -171,9 +176,8 @@ impl Gateway {
             None => Sessions::default(),
         };
         let gateway = Arc::new(Gateway {
-            browsers,
+            host,
             policy: Arc::new(config.policy.clone()),
-            resolver,
             sessions: Arc::new(sessions),
             conversations: Default::default(),
             callers: Mutex::new(std::collections::HashMap::new()),
@@ -192,9 +196,7 @@ impl Gateway {
             quota_refused: Mutex::default(),
             config,
         });
-        gateway
-            .warm
-            .refill(&gateway.browsers, &gateway.resolver, None);
+        gateway.warm.refill(&gateway.host, None);
         if let Some(store) = gateway.config.store.clone() {
             tokio::spawn(write_journal(store, Arc::downgrade(&gateway), journal_rx));
         }
@@ -251,13 +253,17 @@ impl Gateway {
     ) -> Result<(Arc<Held>, Option<String>)> {
         let device = match options.device.as_deref() {
             None => None,
-            Some(name) => Some(airlock_browser::Device::named(name).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "`device` is one of {}; got `{}`",
-                    device_names(),
-                    airlock_core::text::prefix(name, 40)
-                ))
-            })?),
+            Some(name) => Some(
+                airlock_browser::Device::named(name)
+                    .ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "`device` is one of {}; got `{}`",
+                            device_names(),
+                            airlock_core::text::prefix(name, 40)
+                        ))
+                    })?
+                    .name,
+            ),
         };
         let (held, refused) = self.open_browser_for(caller, options).await?;
         let ready = async {
@@ -319,18 +325,16 @@ impl Gateway {
                 .map_err(|e| Error::InvalidArgument(e.to_string()))?;
             Arc::new(narrowed)
         };
-        let isolation = options
-            .isolation
-            .unwrap_or(self.browsers.options().default_isolation);
+        let isolation = options.isolation.unwrap_or(self.host.default_isolation());
         if injection.is_none()
+            && !loaded.holds_secrets()
             && let Some(warm) = self.warm.claim(isolation).await
         {
-            warm.arm(policy.clone());
-            self.warm
-                .refill(&self.browsers, &self.resolver, Some(&self.activity));
+            warm.arm(&policy).await?;
+            warm.session.allow_sockets(&loaded.sockets()).await?;
+            self.warm.refill(&self.host, Some(&self.activity));
             let held = Held {
                 session: warm.session,
-                proxy: warm.proxy,
                 policy,
                 loaded,
                 recorder,
@@ -339,24 +343,18 @@ impl Gateway {
             };
             return Ok((Arc::new(held), refused));
         }
-        let (session, proxy) = open_browser(
-            &self.browsers,
-            self.resolver.clone(),
-            policy.clone(),
-            SessionOptions {
+        let session = self
+            .host
+            .open(OpenSpec {
                 isolation: options.isolation,
-                policy: Some(policy.clone()),
-                injection,
-                redactor: loaded.redactor(),
-                request_guard: loaded.request_guard(),
-                ..SessionOptions::default()
-            },
-        )
-        .await?;
+                policy: (*policy).clone(),
+                injection: injection.map(|i| (*i).clone()),
+                secrets: loaded.secret_set(),
+            })
+            .await?;
         Ok((
             Arc::new(Held {
                 session,
-                proxy,
                 policy,
                 loaded,
                 recorder,
@@ -442,9 +440,9 @@ impl Gateway {
         self.config.store.as_ref()
     }
 
-    /// The browser pool (diagnostics and tests).
-    pub fn browsers(&self) -> &Browsers {
-        &self.browsers
+    /// Where browser sessions run (diagnostics and tests).
+    pub fn host(&self) -> &Host {
+        &self.host
     }
 
     /// Pre-warmed sessions ready now, and handed out so far (diagnostics and tests).
@@ -788,7 +786,7 @@ impl Gateway {
             lease.held.close().await;
         }
         self.warm.stop().await;
-        self.browsers.shutdown().await;
+        self.host.shutdown().await;
         self.sessions.flush().await;
         self.settle_audit(true).await;
     }
@@ -911,8 +909,9 @@ impl AgentSession {
             Ok(lease) => {
                 let held = &lease.held;
                 let mut text = format!("opened browser session ({})", describe(held));
-                if let Some(device) = device {
-                    let (w, h) = held.session.viewport();
+                if let Some(device) = device
+                    && let Ok((w, h)) = held.session.viewport().await
+                {
                     text.push_str(&format!("; device {device}: a {w}×{h} viewport"));
                 }
                 if narrowed {
@@ -1046,7 +1045,7 @@ impl AgentSession {
     }
 }
 
-fn describe(session: &Session) -> String {
+fn describe(session: &BrowserSession) -> String {
     if session.is_dedicated() {
         "isolation: process, its own Chromium".to_owned()
     } else {

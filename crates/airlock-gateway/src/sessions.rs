@@ -12,11 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use airlock_browser::Session;
 use airlock_core::Role;
 use airlock_core::sync::lock;
-use airlock_egress::EgressProxy;
 use airlock_policy::Policy;
+use airlock_worker::BrowserSession;
 use tokio::time::Instant;
 
 use crate::credentials::Loaded;
@@ -73,11 +72,10 @@ impl Principal {
     }
 }
 
-/// A browser session and the egress proxy all its connections go through; they live
-/// and die together.
+/// A browser session (its host holds the egress proxy all its connections go
+/// through), what it loaded and what it keeps of its steps.
 pub(crate) struct Held {
-    pub(crate) session: Session,
-    pub(crate) proxy: EgressProxy,
+    pub(crate) session: BrowserSession,
     /// The tenant policy, narrowed by the session's own allowlist if it gave one.
     pub(crate) policy: Arc<Policy>,
     /// Credentials the session loaded, and the redactor for its outputs.
@@ -90,16 +88,16 @@ pub(crate) struct Held {
     pub(crate) opened_in: std::sync::OnceLock<Duration>,
 }
 
-impl AsRef<Session> for Held {
-    fn as_ref(&self) -> &Session {
+impl AsRef<BrowserSession> for Held {
+    fn as_ref(&self) -> &BrowserSession {
         &self.session
     }
 }
 
 impl std::ops::Deref for Held {
-    type Target = Session;
+    type Target = BrowserSession;
 
-    fn deref(&self) -> &Session {
+    fn deref(&self) -> &BrowserSession {
         &self.session
     }
 }

@@ -86,7 +86,7 @@ impl Gateway {
             url: lease.held.loaded.redact(&url),
             title: lease.held.loaded.redact(&title),
             controller: lease.controller(),
-            viewport: session.viewport(),
+            viewport: session.viewport().await?,
         })
     }
 
@@ -249,22 +249,11 @@ impl Gateway {
                 // encoding, a mirror field) shows the agent `[REDACTED:operator]`, and
                 // no request, socket or screenshot carries it anywhere else.
                 let held = &lease.held;
-                let redactor = held.loaded.learn(OPERATOR_SECRET, &text, &origins)?;
-                session.set_redactor(redactor).await;
-                let guard = held.loaded.guard();
-                session.guard_requests(guard.clone()).await;
+                held.loaded.learn(OPERATOR_SECRET, &text, &origins)?;
+                session.learn(OPERATOR_SECRET, &text, &origins).await?;
                 // A socket the page opened before could carry the text away unseen
                 // (only new ones are refused now): nothing is typed while one is open.
-                let allowed = guard.socket_origins();
-                let open: Vec<String> = session
-                    .open_sockets()
-                    .into_iter()
-                    .filter(|url| {
-                        url::Url::parse(url)
-                            .map(|u| !allowed.contains(&u.origin().ascii_serialization()))
-                            .unwrap_or(true)
-                    })
-                    .collect();
+                let open = session.foreign_sockets().await?;
                 if let Some(url) = open.first() {
                     return Err(Error::PolicyDenied {
                         detail: format!(

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use airlock_browser::{
     ActionOutcome, ClickOptions, ConsoleLevel, DEFAULT_TEXT_BYTES, DialogAnswer, Effect,
-    Error as BrowserError, NetworkEntry, Notice, ScreenshotOptions, Scroll, Session,
-    SnapshotOptions, TabInfo, Target, WaitCondition, WaitUntil, Waited,
+    Error as BrowserError, NetworkEntry, Notice, ScreenshotOptions, Scroll, SnapshotOptions,
+    TabInfo, Target, WaitCondition, WaitUntil, Waited,
 };
 use airlock_config::{Isolation, RecordMode};
 use airlock_core::{ErrorCode, HasErrorCode, Role};
-use airlock_egress::EgressProxy;
+use airlock_worker::BrowserSession;
 
 use crate::content::PageFence;
 use crate::credentials::Loaded;
@@ -560,7 +560,7 @@ impl ToolOutput {
 
 // The `page: "title" — URL` line of the active tab, said above page content read
 // outside an action's outcome.
-async fn page_line(session: &Session, fence: &PageFence) -> Result<String> {
+async fn page_line(session: &BrowserSession, fence: &PageFence) -> Result<String> {
     let tabs = session.tabs().await?;
     let (title, url) = tabs
         .iter()
@@ -580,8 +580,7 @@ fn whose(title: &str, url: &str) -> String {
 /// Runs one browser call in `session` and words its result.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn execute(
-    session: &Session,
-    proxy: &EgressProxy,
+    session: &BrowserSession,
     fence: &PageFence,
     loaded: &Loaded,
     uploads: Option<&std::path::Path>,
@@ -590,24 +589,19 @@ pub(crate) async fn execute(
 ) -> Result<ToolOutput> {
     Ok(match call {
         ToolCall::Budgeted(budget, call) => {
-            let inner = Box::pin(execute(
-                session, proxy, fence, loaded, uploads, surface, *call,
-            ));
-            airlock_browser::with_action_budget(budget, inner).await?
+            let inner = Box::pin(execute(session, fence, loaded, uploads, surface, *call));
+            airlock_worker::with_action_budget(budget, inner).await?
         }
         ToolCall::Navigate {
             url,
             wait_until,
             snapshot: view,
         } => {
-            let outcome = match session
-                .or_dialog(session.navigate(&url, wait_until).await)
-                .await
-            {
+            let outcome = match session.navigate(&url, wait_until).await {
                 // An https navigation the proxy could not carry out fails in Chromium
                 // (a tunnel error); the proxy knows why.
                 Err(BrowserError::NavigationFailed { url: shown, reason }) => {
-                    let reason = match proxy_failure(proxy, &[&url]) {
+                    let reason = match proxy_failure(session, &[&url]).await {
                         Some(why) => format!("{why} ({reason})"),
                         None => reason,
                     };
@@ -617,7 +611,7 @@ pub(crate) async fn execute(
             };
             // An http one ends on the proxy's error page: a failure, not a page.
             if outcome.status == Some(502)
-                && let Some(why) = proxy_failure(proxy, &[&outcome.url, &url])
+                && let Some(why) = proxy_failure(session, &[&outcome.url, &url]).await
             {
                 return Err(BrowserError::NavigationFailed {
                     url: url.chars().take(200).collect(),
@@ -680,9 +674,7 @@ pub(crate) async fn execute(
             ToolOutput::text(text)
         }
         ToolCall::Click { target, options } => {
-            let outcome = session
-                .or_dialog(session.click(&target, &options).await)
-                .await?;
+            let outcome = session.click(&target, &options).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Type {
@@ -693,11 +685,7 @@ pub(crate) async fn execute(
         } => {
             let typed = loaded.typed(&text)?;
             let outcome = session
-                .or_dialog(
-                    session
-                        .type_pieces(&target, &typed, clear_first, submit)
-                        .await,
-                )
+                .type_pieces(&target, &typed, clear_first, submit)
                 .await?;
             // The agent sees its own placeholder back, never the value it stood for.
             let shown = typed.has_secret().then_some(text.as_str());
@@ -708,49 +696,39 @@ pub(crate) async fn execute(
             for (target, value) in fields {
                 typed.push((target, loaded.typed(&value)?));
             }
-            let outcome = session
-                .or_dialog(session.fill_form_pieces(&typed).await)
-                .await?;
+            let outcome = session.fill_form_pieces(&typed).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::PressKey { key } => {
-            let outcome = session.or_dialog(session.press_key(&key).await).await?;
+            let outcome = session.press_key(&key).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::SelectOption { target, values } => {
-            let outcome = session
-                .or_dialog(session.select_option(&target, &values).await)
-                .await?;
+            let outcome = session.select_option(&target, &values).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Check { target, checked } => {
-            let outcome = session
-                .or_dialog(session.set_checked(&target, checked).await)
-                .await?;
+            let outcome = session.set_checked(&target, checked).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Hover { target } => {
-            let outcome = session.or_dialog(session.hover(&target).await).await?;
+            let outcome = session.hover(&target).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Drag { from, to } => {
-            let outcome = session.or_dialog(session.drag(&from, &to).await).await?;
+            let outcome = session.drag(&from, &to).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Resize { width, height } => {
-            let outcome = session
-                .or_dialog(session.resize(width, height).await)
-                .await?;
+            let outcome = session.resize(width, height).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Scroll(scroll) => {
-            let outcome = session.or_dialog(session.scroll(&scroll).await).await?;
+            let outcome = session.scroll(&scroll).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::WaitFor { condition, timeout } => {
-            let outcome = session
-                .or_dialog(session.wait_for(&condition, timeout).await)
-                .await?;
+            let outcome = session.wait_for(&condition, timeout).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Screenshot(options) => {
@@ -765,9 +743,7 @@ pub(crate) async fn execute(
         }
         ToolCall::FileUpload { target, files } => {
             let paths = upload_paths(uploads, &files)?;
-            let outcome = session
-                .or_dialog(session.upload(&target, &paths).await)
-                .await?;
+            let outcome = session.upload(&target, &paths).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
         ToolCall::Evaluate { function, target } => {
@@ -837,9 +813,7 @@ pub(crate) async fn execute(
                 .as_deref()
                 .map(|t| loaded.typed(t))
                 .transpose()?;
-            let outcome = session
-                .or_dialog(session.handle_dialog(accept, typed.as_ref(), wait).await)
-                .await?;
+            let outcome = session.handle_dialog(accept, typed.as_ref(), wait).await?;
             let shown = typed
                 .as_ref()
                 .filter(|t| t.has_secret())
@@ -850,9 +824,29 @@ pub(crate) async fn execute(
             let log = session.network_requests(filter.as_deref(), limit).await?;
             let whose = page_line(session, fence).await?;
             // URLs are the page's words: fenced like any page content.
+            // The proxy knows why the requests it failed failed: asked once for all.
+            let failed: Vec<&str> = log
+                .entries
+                .iter()
+                .filter(|e| {
+                    e.refused.is_none()
+                        && (e.failure.is_some() || matches!(e.status, Some(403 | 502)))
+                })
+                .map(|e| e.url.as_str())
+                .collect();
+            let failures = match failed.is_empty() {
+                true => Vec::new(),
+                false => session.proxy_failures(&failed).await?,
+            };
+            let why = |url: &str| {
+                failed
+                    .iter()
+                    .position(|f| *f == url)
+                    .and_then(|i| failures.get(i).cloned().flatten())
+            };
             let mut body = String::new();
             for entry in &log.entries {
-                body.push_str(&network_line(proxy, entry));
+                body.push_str(&network_line(entry, why(&entry.url)));
                 body.push('\n');
             }
             let mut text = format!(
@@ -881,15 +875,15 @@ pub(crate) async fn execute(
             ToolOutput::text(render_tabs(&tabs))
         }
         ToolCall::Back => {
-            let outcome = session.or_dialog(session.back().await).await?;
+            let outcome = session.back().await?;
             after_navigation(session, fence, surface, outcome, None).await?
         }
         ToolCall::Forward => {
-            let outcome = session.or_dialog(session.forward().await).await?;
+            let outcome = session.forward().await?;
             after_navigation(session, fence, surface, outcome, None).await?
         }
         ToolCall::Reload => {
-            let outcome = session.or_dialog(session.reload().await).await?;
+            let outcome = session.reload().await?;
             after_navigation(session, fence, surface, outcome, None).await?
         }
         ToolCall::SessionOpen(_) | ToolCall::SessionClose => {
@@ -903,13 +897,11 @@ pub(crate) async fn execute(
 
 // `GET 200 script URL`; a request that failed says why, and one Airlock refused
 // says so: the agent learns why a resource is missing.
-fn network_line(proxy: &EgressProxy, entry: &NetworkEntry) -> String {
+// `proxied`: why the egress proxy failed the request, if it did.
+fn network_line(entry: &NetworkEntry, proxied: Option<String>) -> String {
     let outcome = if let Some(why) = &entry.refused {
         format!("refused by Airlock ({why})")
-    } else if let Some(why) = (entry.failure.is_some() || matches!(entry.status, Some(403 | 502)))
-        .then(|| proxy_failure(proxy, &[&entry.url]))
-        .flatten()
-    {
+    } else if let Some(why) = proxied {
         format!("refused by the egress proxy ({why})")
     } else if let Some(failure) = &entry.failure {
         format!("failed ({failure})")
@@ -988,11 +980,14 @@ fn upload_paths(
 }
 
 // Why the egress proxy could not carry out a request to one of `urls`, if it could not.
-fn proxy_failure(proxy: &EgressProxy, urls: &[&str]) -> Option<String> {
-    urls.iter().find_map(|u| {
-        let u = url::Url::parse(u).ok()?;
-        proxy.failure_for(u.host_str()?, u.port_or_known_default()?)
-    })
+async fn proxy_failure(session: &BrowserSession, urls: &[&str]) -> Option<String> {
+    match session.proxy_failures(urls).await {
+        Ok(failures) => failures.into_iter().flatten().next(),
+        Err(e) => {
+            tracing::debug!(error = %e, "could not ask the proxy why a request failed");
+            None
+        }
+    }
 }
 
 // What every action result starts with: its effect, where the tab is, and anything
@@ -1185,7 +1180,7 @@ fn quote_title(title: &str) -> String {
 // navigation it is a new page, so the (capped) snapshot instead.
 // `typed` as for `header`.
 async fn after_action(
-    session: &Session,
+    session: &BrowserSession,
     fence: &PageFence,
     surface: Surface,
     outcome: ActionOutcome,
@@ -1229,7 +1224,7 @@ fn dialog_line(kind: &str, surface: Surface) -> String {
 }
 
 async fn after_navigation(
-    session: &Session,
+    session: &BrowserSession,
     fence: &PageFence,
     surface: Surface,
     outcome: ActionOutcome,

@@ -13,27 +13,25 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use airlock_browser::{Browsers, Session, SessionOptions};
 use airlock_config::Isolation;
 use airlock_core::sync::lock;
-use airlock_egress::{EgressProxy, Resolver};
 use airlock_policy::Policy;
+use airlock_worker::{BrowserSession, Host, OpenSpec, SecretSet};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-/// A session opened ahead of demand and the proxy its context sends everything to.
+/// A session opened ahead of demand (its host holds the proxy its context sends
+/// everything to).
 pub(crate) struct Warm {
-    pub(crate) session: Session,
-    pub(crate) proxy: EgressProxy,
+    pub(crate) session: BrowserSession,
 }
 
 impl Warm {
     /// Hands the session over: from here on its proxy and its navigation guard hold
     /// the agent's policy.
-    pub(crate) fn arm(&self, policy: Arc<Policy>) {
-        self.proxy.set_policy(policy.clone());
-        self.session.set_policy(policy);
+    pub(crate) async fn arm(&self, policy: &Policy) -> airlock_browser::Result<()> {
+        self.session.set_policy(policy).await
     }
 }
 
@@ -80,12 +78,7 @@ impl WarmPool {
     /// Starts as many warm-ups as the pool is short of, in the background, each once
     /// `activity` (if given) is quiet. Called at start and after each claim, never in a loop: if Chromium cannot start, the
     /// pool stays short and sessions open cold (and report why).
-    pub(crate) fn refill(
-        self: &Arc<Self>,
-        browsers: &Arc<Browsers>,
-        resolver: &Arc<dyn Resolver>,
-        activity: Option<&Arc<Activity>>,
-    ) {
+    pub(crate) fn refill(self: &Arc<Self>, host: &Host, activity: Option<&Arc<Activity>>) {
         let mut state = lock(&self.state);
         if state.stopped {
             return;
@@ -97,8 +90,7 @@ impl WarmPool {
         state.warming += missing;
         for _ in 0..missing {
             let pool = self.clone();
-            let browsers = browsers.clone();
-            let resolver = resolver.clone();
+            let host = host.clone();
             let activity = activity.cloned();
             if activity.is_none() {
                 // Counted at once, so a claimer arriving first waits for this one.
@@ -109,7 +101,7 @@ impl WarmPool {
                     activity.quiet().await;
                     lock(&pool.state).building += 1;
                 }
-                let made = warm_up(&browsers, resolver).await;
+                let made = warm_up(&host).await;
                 let leftover = {
                     let mut state = lock(&pool.state);
                     state.warming -= 1;
@@ -147,22 +139,24 @@ impl WarmPool {
             let settled = self.settled.notified();
             tokio::pin!(settled);
             settled.as_mut().enable();
-            {
+            let ready = {
                 let mut state = lock(&self.state);
-                if let Some(warm) = state.ready.pop() {
-                    drop(state);
-                    if warm.session.is_usable() {
-                        self.claimed.fetch_add(1, Ordering::Relaxed);
-                        return Some(warm);
+                let ready = state.ready.pop();
+                if ready.is_none() {
+                    if state.stopped || state.building <= state.waiting {
+                        return None;
                     }
-                    // Dropping a Session disposes its context in the background.
-                    drop(warm);
-                    continue;
+                    state.waiting += 1;
                 }
-                if state.stopped || state.building <= state.waiting {
-                    return None;
+                ready
+            };
+            if let Some(warm) = ready {
+                if matches!(warm.session.health().await, Ok((_, true))) {
+                    self.claimed.fetch_add(1, Ordering::Relaxed);
+                    return Some(warm);
                 }
-                state.waiting += 1;
+                warm.session.close().await;
+                continue;
             }
             // Counted out again however the wait ends, a cancelled call included.
             let _waiting = Waiting(self);
@@ -255,42 +249,16 @@ impl Drop for Waiting<'_> {
     }
 }
 
-async fn warm_up(
-    browsers: &Browsers,
-    resolver: Arc<dyn Resolver>,
-) -> Result<Warm, Box<dyn std::error::Error + Send + Sync>> {
-    // Denies everything until a claim arms it with the session's policy.
-    let (session, proxy) = open_browser(
-        browsers,
-        resolver,
-        Arc::new(Policy::deny_all()),
-        SessionOptions {
+async fn warm_up(host: &Host) -> Result<Warm, airlock_browser::Error> {
+    // Denies everything until a claim arms it with the session's policy; sessions
+    // with secrets never come from the pool.
+    let session = host
+        .open(OpenSpec {
             isolation: Some(Isolation::Context),
-            // Sessions with secrets never come from the pool.
-            ..SessionOptions::default()
-        },
-    )
-    .await?;
-    Ok(Warm { session, proxy })
-}
-
-/// The one way a browser session is opened: its egress proxy first (judging by
-/// `policy`), then the session, every connection of which goes through that proxy.
-/// The warm pool and a cold open both come here.
-pub(crate) async fn open_browser(
-    browsers: &Browsers,
-    resolver: Arc<dyn Resolver>,
-    policy: Arc<Policy>,
-    options: SessionOptions,
-) -> crate::error::Result<(Session, EgressProxy)> {
-    let proxy = EgressProxy::start(policy, resolver).await.map_err(|e| {
-        crate::error::Error::Internal(format!("cannot start the egress proxy: {e}"))
-    })?;
-    let session = browsers
-        .open_session(SessionOptions {
-            proxy_server: Some(proxy.proxy_server()),
-            ..options
+            policy: Policy::deny_all(),
+            injection: None,
+            secrets: SecretSet::default(),
         })
         .await?;
-    Ok((session, proxy))
+    Ok(Warm { session })
 }

@@ -225,7 +225,7 @@ impl Metrics {
         self.sessions_live.set(gateway.leases().len() as i64);
         {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-            let launches = gateway.browsers().launched_pids().len() as u64;
+            let launches = gateway.host().launches();
             self.browser_launches
                 .inc_by(launches.saturating_sub(seen.launches));
             seen.launches = launches;

@@ -177,7 +177,7 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
 }
 
 /// An IP network (`10.0.0.0/8`, `::1/128`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Cidr {
     addr: IpAddr,
     prefix: u8,

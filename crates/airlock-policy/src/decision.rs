@@ -3,7 +3,9 @@
 use std::fmt;
 
 /// Why a request was denied; also the key blocked requests are counted by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum DenyReason {
     /// The URL could not be parsed.
     InvalidUrl,

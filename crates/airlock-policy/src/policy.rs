@@ -36,13 +36,13 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum PrivateAllow {
     Net(Cidr, Option<u16>),
     Host(String, Option<u16>),
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct HostList {
     exact: Vec<String>,
     suffixes: Vec<String>,
@@ -69,8 +69,9 @@ impl HostList {
     }
 }
 
-/// A validated egress policy.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A validated egress policy. Plain data: a browser worker receives the policy of
+/// each session it hosts as it is and enforces it next to Chromium.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Policy {
     schemes: Vec<String>,
     allow: HostList,

@@ -146,11 +146,18 @@ impl Session {
     }
 
     pub(super) async fn settle_with(&self, tab: &Tab, before: (u64, u64), script: &str) -> bool {
-        let _ = tokio::time::timeout(
+        let closing = tokio::time::timeout(
             Duration::from_millis(500),
             tab.eval(0, script, true, Duration::from_millis(500)),
         )
-        .await;
+        .await
+        .is_ok_and(|v| v.is_ok_and(|v| v.as_bool() == Some(true)));
+        // The page closed its own tab (`window.close()`): wait for the tab to go, so
+        // the outcome of the action that closed it is the one that says so.
+        if closing {
+            tab.state.wait(self.budget(), |s| s.detached).await;
+            return false;
+        }
         let (requests, navigations) = tab.state.read(|s| (s.nav_requests, s.navigations));
         if requests == before.0 && navigations == before.1 {
             return false;

@@ -430,7 +430,7 @@ impl Session {
         let bytes = encoded.len() / 4 * 3;
         if bytes > MAX_PDF_BYTES {
             return Err(Error::TooLarge {
-                what: "PDF",
+                what: "PDF".to_owned(),
                 bytes,
                 cap: MAX_PDF_BYTES,
             });

@@ -230,7 +230,7 @@ impl AgentSession {
                 out
             }
         };
-        self.egress_summary(context, &held, &mut out);
+        self.egress_summary(context, &held, &mut out).await;
         if let Some(lease) = &entered {
             lease.add_blocked(context.blocked);
             if lease.take_handed_back() {
@@ -283,8 +283,7 @@ impl AgentSession {
         let gateway = self.inner.gateway.upgrade();
         let uploads = gateway.as_ref().and_then(|g| g.upload_dir());
         tools::execute(
-            held,
-            &held.proxy,
+            &held.session,
             &self.inner.fence,
             &held.loaded,
             uploads,
@@ -305,12 +304,14 @@ impl AgentSession {
 
     // What the page tried and the proxy, or the session's outbound protection,
     // refused meanwhile.
-    fn egress_summary(&self, context: &mut CallContext, held: &Held, out: &mut ToolOutput) {
-        let mut blocked = held.proxy.take_unreported();
-        let carried = held.session.take_refused_requests();
-        if carried > 0 {
-            *blocked.entry(DenyReason::CarriedSecret).or_default() += carried;
-        }
+    async fn egress_summary(&self, context: &mut CallContext, held: &Held, out: &mut ToolOutput) {
+        let blocked = match held.session.take_blocked().await {
+            Ok(blocked) => blocked,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the session's refused requests");
+                Default::default()
+            }
+        };
         context.blocked = blocked.values().sum();
         context.blocked_by = blocked.iter().map(|(r, n)| (r.label(), *n)).collect();
         if let Some(summary) = summarize(&blocked) {
@@ -395,7 +396,7 @@ impl AgentSession {
     // which, for the failed call's message.
     async fn recover(&self, lease: InUse) -> String {
         let held = lease.held.clone();
-        if held.session.browser_alive() {
+        if matches!(held.session.health().await, Ok((true, _))) {
             match held.session.replace_lost_tabs().await {
                 Ok(_) => {
                     return "; the tab was replaced by a blank one (cookies, storage and other tabs are kept): navigate again".to_owned();

@@ -1,0 +1,494 @@
+//! What the control plane holds: a [`Host`] to open sessions on, and for each session
+//! a [`BrowserSession`] whose methods mirror the browser layer's. Whether the session
+//! runs in this process or in a worker is the host's business; the call pipeline
+//! sees one type.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_browser::{
+    ActionOutcome, Browsers, ClickOptions, ConsoleLevel, ConsoleLog, Error, InjectedCookie,
+    NetworkLog, PageText, Resolved, Result, Screenshot, ScreenshotOptions, Scroll, Snapshot,
+    SnapshotOptions, TabInfo, Target, TypedText, WaitCondition, WaitUntil,
+};
+use airlock_config::Isolation;
+use airlock_policy::{DenyReason, Policy};
+use zeroize::Zeroizing;
+
+use crate::local::{LocalHost, LocalSession};
+use crate::proto::{Call, OpenSpec, Reply, SessionFacts};
+
+tokio::task_local! {
+    // The action budget of the session calls made inside `with_action_budget`.
+    static BUDGET: Duration;
+}
+
+/// Runs `action` with `budget` as the action budget of every session call it makes,
+/// instead of the host's (a caller that knows its page is slow, or wants a quick no).
+pub async fn with_action_budget<F: std::future::Future>(budget: Duration, action: F) -> F::Output {
+    BUDGET.scope(budget, action).await
+}
+
+/// Where browser sessions run.
+#[derive(Clone)]
+pub enum Host {
+    /// In this process.
+    Local(Arc<LocalHost>),
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Host::Local(_) => f.write_str("Host::Local"),
+        }
+    }
+}
+
+impl From<Arc<Browsers>> for Host {
+    fn from(browsers: Arc<Browsers>) -> Self {
+        Host::Local(Arc::new(LocalHost::new(browsers)))
+    }
+}
+
+impl From<LocalHost> for Host {
+    fn from(host: LocalHost) -> Self {
+        Host::Local(Arc::new(host))
+    }
+}
+
+impl Host {
+    /// Opens a session as `spec` says.
+    pub async fn open(&self, spec: OpenSpec) -> Result<BrowserSession> {
+        match self {
+            Host::Local(host) => {
+                let session = host.open(spec).await?;
+                Ok(BrowserSession {
+                    facts: session.facts(),
+                    inner: Inner::Local(session),
+                })
+            }
+        }
+    }
+
+    /// The isolation a session gets when it asks for none.
+    pub fn default_isolation(&self) -> Isolation {
+        match self {
+            Host::Local(host) => host.default_isolation(),
+        }
+    }
+
+    /// How many Chromium processes the host has launched.
+    pub fn launches(&self) -> u64 {
+        match self {
+            Host::Local(host) => host.browsers().launched_pids().len() as u64,
+        }
+    }
+
+    /// The in-process host, if this is one.
+    pub fn local(&self) -> Option<&Arc<LocalHost>> {
+        match self {
+            Host::Local(host) => Some(host),
+        }
+    }
+
+    /// Stops every Chromium of the host.
+    pub async fn shutdown(&self) {
+        match self {
+            Host::Local(host) => host.shutdown().await,
+        }
+    }
+}
+
+enum Inner {
+    Local(LocalSession),
+}
+
+/// One browser session, wherever it runs.
+pub struct BrowserSession {
+    facts: SessionFacts,
+    inner: Inner,
+}
+
+impl std::fmt::Debug for BrowserSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserSession")
+            .field("id", &self.facts.id)
+            .finish_non_exhaustive()
+    }
+}
+
+// The reply a call must have; anything else is a host that does not speak our
+// protocol.
+macro_rules! expect {
+    ($reply:expr, $pattern:pat => $value:expr) => {
+        match $reply {
+            $pattern => Ok($value),
+            other => Err(unexpected(&other)),
+        }
+    };
+}
+
+fn unexpected(reply: &Reply) -> Error {
+    let shown = format!("{reply:?}");
+    Error::Protocol(format!(
+        "the browser host answered out of turn: {}",
+        airlock_core::text::prefix(&shown, 60)
+    ))
+}
+
+impl BrowserSession {
+    async fn call(&self, call: Call) -> Result<Reply> {
+        let budget = BUDGET.try_with(|b| *b).ok();
+        match &self.inner {
+            // Boxed: one future for every kind of call is large, and nested in a
+            // tool's own it would not fit a worker thread's stack.
+            Inner::Local(session) => match budget {
+                Some(budget) => {
+                    Box::pin(airlock_browser::with_action_budget(
+                        budget,
+                        session.call(call),
+                    ))
+                    .await
+                }
+                None => Box::pin(session.call(call)).await,
+            },
+        }
+    }
+
+    async fn act(&self, call: Call) -> Result<ActionOutcome> {
+        expect!(self.call(call).await?, Reply::Outcome(o) => o)
+    }
+
+    async fn done(&self, call: Call) -> Result<()> {
+        expect!(self.call(call).await?, Reply::Done => ())
+    }
+
+    /// The browser layer's id of the session.
+    pub fn id(&self) -> &str {
+        &self.facts.id
+    }
+
+    /// Whether it has a Chromium of its own.
+    pub fn is_dedicated(&self) -> bool {
+        self.facts.dedicated
+    }
+
+    /// The PID of the Chromium serving it.
+    pub fn browser_pid(&self) -> u32 {
+        self.facts.browser_pid
+    }
+
+    /// Its browser context's id.
+    pub fn context_id(&self) -> &str {
+        &self.facts.context_id
+    }
+
+    /// The session as the browser layer has it, when it runs in this process (tests).
+    pub fn local(&self) -> Option<&airlock_browser::Session> {
+        match &self.inner {
+            Inner::Local(session) => Some(session.session()),
+        }
+    }
+
+    /// Closes it.
+    pub async fn close(&self) {
+        match &self.inner {
+            Inner::Local(session) => session.close().await,
+        }
+    }
+
+    /// Goes to `url`.
+    pub async fn navigate(&self, url: &str, wait_until: WaitUntil) -> Result<ActionOutcome> {
+        self.act(Call::Navigate {
+            url: url.to_owned(),
+            wait_until,
+        })
+        .await
+    }
+
+    /// History back.
+    pub async fn back(&self) -> Result<ActionOutcome> {
+        self.act(Call::Back).await
+    }
+
+    /// History forward.
+    pub async fn forward(&self) -> Result<ActionOutcome> {
+        self.act(Call::Forward).await
+    }
+
+    /// Reloads.
+    pub async fn reload(&self) -> Result<ActionOutcome> {
+        self.act(Call::Reload).await
+    }
+
+    /// Clicks.
+    pub async fn click(&self, target: &Target, options: &ClickOptions) -> Result<ActionOutcome> {
+        self.act(Call::Click {
+            target: target.clone(),
+            options: options.clone(),
+        })
+        .await
+    }
+
+    /// Drags `from` onto `to`.
+    pub async fn drag(&self, from: &Target, to: &Target) -> Result<ActionOutcome> {
+        self.act(Call::Drag {
+            from: from.clone(),
+            to: to.clone(),
+        })
+        .await
+    }
+
+    /// Gives the chooser `target` opens these files.
+    pub async fn upload(&self, target: &Target, paths: &[PathBuf]) -> Result<ActionOutcome> {
+        self.act(Call::Upload {
+            target: target.clone(),
+            paths: paths.to_vec(),
+        })
+        .await
+    }
+
+    /// Hovers.
+    pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
+        self.act(Call::Hover(target.clone())).await
+    }
+
+    /// Types pieces, secrets checked at each insertion.
+    pub async fn type_pieces(
+        &self,
+        target: &Target,
+        text: &TypedText,
+        clear_first: bool,
+        submit: bool,
+    ) -> Result<ActionOutcome> {
+        self.act(Call::Type {
+            target: target.clone(),
+            text: text.clone(),
+            clear_first,
+            submit,
+        })
+        .await
+    }
+
+    /// Fills several fields.
+    pub async fn fill_form_pieces(&self, fields: &[(Target, TypedText)]) -> Result<ActionOutcome> {
+        self.act(Call::FillForm(fields.to_vec())).await
+    }
+
+    /// Presses a key or combination.
+    pub async fn press_key(&self, key: &str) -> Result<ActionOutcome> {
+        self.act(Call::PressKey(key.to_owned())).await
+    }
+
+    /// Selects options.
+    pub async fn select_option(&self, target: &Target, values: &[String]) -> Result<ActionOutcome> {
+        self.act(Call::SelectOption {
+            target: target.clone(),
+            values: values.to_vec(),
+        })
+        .await
+    }
+
+    /// Checks or unchecks.
+    pub async fn set_checked(&self, target: &Target, checked: bool) -> Result<ActionOutcome> {
+        self.act(Call::SetChecked {
+            target: target.clone(),
+            checked,
+        })
+        .await
+    }
+
+    /// Scrolls.
+    pub async fn scroll(&self, scroll: &Scroll) -> Result<ActionOutcome> {
+        self.act(Call::Scroll(scroll.clone())).await
+    }
+
+    /// Waits for a condition.
+    pub async fn wait_for(
+        &self,
+        condition: &WaitCondition,
+        timeout: Option<Duration>,
+    ) -> Result<ActionOutcome> {
+        self.act(Call::WaitFor {
+            condition: condition.clone(),
+            timeout,
+        })
+        .await
+    }
+
+    /// Answers the dialog holding the page.
+    pub async fn handle_dialog(
+        &self,
+        accept: bool,
+        prompt: Option<&TypedText>,
+        wait: Duration,
+    ) -> Result<ActionOutcome> {
+        self.act(Call::HandleDialog {
+            accept,
+            prompt: prompt.cloned(),
+            wait,
+        })
+        .await
+    }
+
+    /// Every tab's viewport.
+    pub async fn resize(&self, width: u32, height: u32) -> Result<ActionOutcome> {
+        self.act(Call::Resize { width, height }).await
+    }
+
+    /// Looks like the device named `name`.
+    pub async fn emulate(&self, name: &str) -> Result<()> {
+        self.done(Call::Emulate(name.to_owned())).await
+    }
+
+    /// What `target` names now.
+    pub async fn resolve(&self, target: &Target) -> Result<Resolved> {
+        expect!(self.call(Call::Resolve(target.clone())).await?, Reply::Resolved(r) => r)
+    }
+
+    /// A snapshot.
+    pub async fn snapshot(&self, options: &SnapshotOptions) -> Result<Snapshot> {
+        expect!(self.call(Call::Snapshot(options.clone())).await?, Reply::Snapshot(s) => s)
+    }
+
+    /// The change since the last snapshot.
+    pub async fn changes(&self) -> Result<Option<String>> {
+        expect!(self.call(Call::Changes).await?, Reply::Changes(c) => c)
+    }
+
+    /// Starts the next diff from the page as it is.
+    pub async fn forget_changes(&self) -> Result<()> {
+        self.done(Call::ForgetChanges).await
+    }
+
+    /// What the page logged.
+    pub async fn console(&self, level: ConsoleLevel, limit: usize) -> Result<ConsoleLog> {
+        expect!(self.call(Call::Console { level, limit }).await?, Reply::Console(c) => c)
+    }
+
+    /// Runs an agent's function in the page.
+    pub async fn evaluate(&self, function: &str, target: Option<&Target>) -> Result<String> {
+        let call = Call::Evaluate {
+            function: function.to_owned(),
+            target: target.cloned(),
+        };
+        expect!(self.call(call).await?, Reply::Text(t) => t)
+    }
+
+    /// The page as a PDF.
+    pub async fn pdf(&self) -> Result<Screenshot> {
+        expect!(self.call(Call::Pdf).await?, Reply::File(f) => f)
+    }
+
+    /// What the page requested.
+    pub async fn network_requests(&self, filter: Option<&str>, limit: usize) -> Result<NetworkLog> {
+        let call = Call::NetworkRequests {
+            filter: filter.map(str::to_owned),
+            limit,
+        };
+        expect!(self.call(call).await?, Reply::Network(n) => n)
+    }
+
+    /// The page's text.
+    pub async fn read_text(&self, offset: usize, max_bytes: usize) -> Result<PageText> {
+        expect!(self.call(Call::ReadText { offset, max_bytes }).await?, Reply::Page(p) => p)
+    }
+
+    /// A screenshot.
+    pub async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
+        expect!(self.call(Call::Screenshot(options.clone())).await?, Reply::File(f) => f)
+    }
+
+    /// The tabs.
+    pub async fn tabs(&self) -> Result<Vec<TabInfo>> {
+        expect!(self.call(Call::Tabs).await?, Reply::Tabs(t) => t)
+    }
+
+    /// Opens a tab.
+    pub async fn new_tab(&self, url: Option<&str>) -> Result<Vec<TabInfo>> {
+        expect!(self.call(Call::NewTab(url.map(str::to_owned))).await?, Reply::Tabs(t) => t)
+    }
+
+    /// Makes a tab the active one.
+    pub async fn select_tab(&self, index: usize) -> Result<Vec<TabInfo>> {
+        expect!(self.call(Call::SelectTab(index)).await?, Reply::Tabs(t) => t)
+    }
+
+    /// Closes a tab.
+    pub async fn close_tab(&self, index: usize) -> Result<Vec<TabInfo>> {
+        expect!(self.call(Call::CloseTab(index)).await?, Reply::Tabs(t) => t)
+    }
+
+    /// Keeps downloads in `dir`.
+    pub async fn allow_downloads(&self, dir: &std::path::Path, cap: u64) -> Result<()> {
+        self.done(Call::AllowDownloads {
+            dir: dir.to_owned(),
+            cap,
+        })
+        .await
+    }
+
+    /// Every cookie, values included (an operator saving a login).
+    pub async fn cookies(&self) -> Result<Vec<InjectedCookie>> {
+        expect!(self.call(Call::Cookies).await?, Reply::Cookies(c) => c)
+    }
+
+    /// The viewport in CSS pixels.
+    pub async fn viewport(&self) -> Result<(u32, u32)> {
+        expect!(self.call(Call::Viewport).await?, Reply::Viewport(w, h) => (w, h))
+    }
+
+    /// Holds the session to `policy` from now on (a warm session handed out).
+    pub async fn set_policy(&self, policy: &Policy) -> Result<()> {
+        match &self.inner {
+            // In this process the policy is shared as it is, no copy.
+            Inner::Local(session) => {
+                session.set_policy(Arc::new(policy.clone()));
+                Ok(())
+            }
+        }
+    }
+
+    /// Learns a value (what an operator typed): hidden and guarded from now on.
+    pub async fn learn(&self, name: &str, value: &str, origins: &[String]) -> Result<()> {
+        self.done(Call::Learn {
+            name: name.to_owned(),
+            value: Zeroizing::new(value.to_owned()),
+            origins: origins.to_vec(),
+        })
+        .await
+    }
+
+    /// WebSocket origins allowed besides the secrets'.
+    pub async fn allow_sockets(&self, origins: &[String]) -> Result<()> {
+        self.done(Call::AllowSockets(origins.to_vec())).await
+    }
+
+    /// Sockets the page holds open to origins its guard does not allow.
+    pub async fn foreign_sockets(&self) -> Result<Vec<String>> {
+        expect!(self.call(Call::ForeignSockets).await?, Reply::Sockets(s) => s)
+    }
+
+    /// Requests refused since last asked, by reason.
+    pub async fn take_blocked(&self) -> Result<BTreeMap<DenyReason, u64>> {
+        expect!(self.call(Call::TakeBlocked).await?, Reply::Blocked(b) => b)
+    }
+
+    /// Why the proxy lately failed a request to each URL's host, if it did.
+    pub async fn proxy_failures(&self, urls: &[&str]) -> Result<Vec<Option<String>>> {
+        let call = Call::ProxyFailures(urls.iter().map(|u| (*u).to_owned()).collect());
+        expect!(self.call(call).await?, Reply::Failures(f) => f)
+    }
+
+    /// Whether the browser lives, and whether the session can take calls.
+    pub async fn health(&self) -> Result<(bool, bool)> {
+        expect!(self.call(Call::Health).await?, Reply::Health { alive, usable } => (alive, usable))
+    }
+
+    /// Replaces crashed tabs; how many.
+    pub async fn replace_lost_tabs(&self) -> Result<usize> {
+        expect!(self.call(Call::ReplaceLostTabs).await?, Reply::Replaced(n) => n)
+    }
+}

@@ -1,0 +1,21 @@
+//! Browser hosts: where browser sessions run, and the one interface the control plane
+//! reaches them through. A host owns Chromium, the egress proxy of each session and
+//! what each session must hide; the control plane owns everything with long-lived
+//! authority (vault, store, audit, keys) and sends a host, per session, only what
+//! that session needs.
+//!
+//! - [`local`]: the host side, in whatever process runs Chromium.
+//! - [`handle`]: what the control plane holds — a [`Host`] and [`BrowserSession`]s.
+//! - [`proto`]: what crosses between them, as data.
+//! - [`secrets`]: a session's secrets as data, and the redactor and outbound guard
+//!   built from them on either side.
+
+pub mod handle;
+pub mod local;
+pub mod proto;
+pub mod secrets;
+
+pub use handle::{BrowserSession, Host, with_action_budget};
+pub use local::{LocalHost, LocalSession};
+pub use proto::{Call, OpenSpec, PROTOCOL, Reply, SessionFacts};
+pub use secrets::{Known, SecretEntry, SecretSet, SecretsError};

@@ -1,0 +1,262 @@
+//! The host side of a session, in whatever process runs Chromium: the browser
+//! session, the egress proxy its context sends everything to, and what it must hide
+//! and keep from other origins. [`LocalSession::call`] runs one [`Call`]; the
+//! in-process host calls it directly and a worker calls it for each message, so both
+//! run the same code.
+
+use std::sync::Arc;
+
+use airlock_browser::{Browsers, Device, Error, Result, Session, SessionOptions};
+use airlock_config::Isolation;
+use airlock_egress::{EgressProxy, Resolver, SystemResolver};
+use airlock_policy::{DenyReason, Policy};
+
+use crate::proto::{Call, OpenSpec, Reply, SessionFacts};
+use crate::secrets::Known;
+
+/// Chromium, its pool and the egress proxies of this process's sessions.
+pub struct LocalHost {
+    browsers: Arc<Browsers>,
+    resolver: Arc<dyn Resolver>,
+}
+
+impl std::fmt::Debug for LocalHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalHost").finish_non_exhaustive()
+    }
+}
+
+impl LocalHost {
+    /// Hosts sessions in `browsers`; proxies resolve names with the system resolver.
+    pub fn new(browsers: Arc<Browsers>) -> LocalHost {
+        LocalHost::with_resolver(browsers, Arc::new(SystemResolver))
+    }
+
+    /// Hosts sessions in `browsers`, resolving names with `resolver` (tests script
+    /// DNS with one).
+    pub fn with_resolver(browsers: Arc<Browsers>, resolver: Arc<dyn Resolver>) -> LocalHost {
+        LocalHost { browsers, resolver }
+    }
+
+    /// The browser pool.
+    pub fn browsers(&self) -> &Arc<Browsers> {
+        &self.browsers
+    }
+
+    /// The isolation a session gets when it asks for none.
+    pub fn default_isolation(&self) -> Isolation {
+        self.browsers.options().default_isolation
+    }
+
+    /// Opens a session: its proxy first, then the browser context that must use it,
+    /// with the credentials, redactor and outbound guard `spec` describes.
+    pub async fn open(&self, spec: OpenSpec) -> Result<LocalSession> {
+        let known = Known::new(spec.secrets).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let policy = Arc::new(spec.policy);
+        let proxy = EgressProxy::start(policy.clone(), self.resolver.clone())
+            .await
+            .map_err(|e| Error::BrowserUnavailable {
+                reason: format!("cannot start the egress proxy: {e}"),
+            })?;
+        let session = self
+            .browsers
+            .open_session(SessionOptions {
+                isolation: spec.isolation,
+                proxy_server: Some(proxy.proxy_server()),
+                policy: Some(policy),
+                injection: spec.injection.map(Arc::new),
+                redactor: known.browser_redactor(),
+                request_guard: known.holds_secrets().then(|| known.guard()),
+            })
+            .await?;
+        Ok(LocalSession {
+            session,
+            proxy,
+            known,
+        })
+    }
+
+    /// Stops every Chromium this host started.
+    pub async fn shutdown(&self) {
+        self.browsers.shutdown().await;
+    }
+}
+
+/// One hosted session.
+pub struct LocalSession {
+    session: Session,
+    proxy: EgressProxy,
+    known: Arc<Known>,
+}
+
+impl std::fmt::Debug for LocalSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalSession")
+            .field("id", &self.session.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalSession {
+    /// What it is.
+    pub fn facts(&self) -> SessionFacts {
+        SessionFacts {
+            id: self.session.id().to_owned(),
+            dedicated: self.session.is_dedicated(),
+            browser_pid: self.session.browser_pid(),
+            context_id: self.session.context_id().to_owned(),
+        }
+    }
+
+    /// The browser session itself (tests of this process).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Closes the browser session; the proxy goes with this value.
+    pub async fn close(&self) {
+        self.session.close().await;
+    }
+
+    /// Runs one call.
+    pub async fn call(&self, call: Call) -> Result<Reply> {
+        let s = &self.session;
+        // A dialog that opens while an action runs is the action's outcome.
+        macro_rules! act {
+            ($e:expr) => {
+                Reply::Outcome(s.or_dialog($e.await).await?)
+            };
+        }
+        Ok(match call {
+            Call::Navigate { url, wait_until } => act!(s.navigate(&url, wait_until)),
+            Call::Back => act!(s.back()),
+            Call::Forward => act!(s.forward()),
+            Call::Reload => act!(s.reload()),
+            Call::Click { target, options } => act!(s.click(&target, &options)),
+            Call::Drag { from, to } => act!(s.drag(&from, &to)),
+            Call::Upload { target, paths } => act!(s.upload(&target, &paths)),
+            Call::Hover(target) => act!(s.hover(&target)),
+            Call::Type {
+                target,
+                text,
+                clear_first,
+                submit,
+            } => act!(s.type_pieces(&target, &text, clear_first, submit)),
+            Call::FillForm(fields) => act!(s.fill_form_pieces(&fields)),
+            Call::PressKey(key) => act!(s.press_key(&key)),
+            Call::SelectOption { target, values } => act!(s.select_option(&target, &values)),
+            Call::SetChecked { target, checked } => act!(s.set_checked(&target, checked)),
+            Call::Scroll(scroll) => act!(s.scroll(&scroll)),
+            Call::WaitFor { condition, timeout } => act!(s.wait_for(&condition, timeout)),
+            Call::HandleDialog {
+                accept,
+                prompt,
+                wait,
+            } => act!(s.handle_dialog(accept, prompt.as_ref(), wait)),
+            Call::Resize { width, height } => act!(s.resize(width, height)),
+            Call::Emulate(name) => {
+                let device = Device::named(&name).ok_or_else(|| {
+                    Error::InvalidArgument(format!("there is no device `{name}`"))
+                })?;
+                s.emulate(device).await?;
+                Reply::Done
+            }
+            Call::Resolve(target) => Reply::Resolved(s.resolve(&target).await?),
+            Call::Snapshot(options) => Reply::Snapshot(s.snapshot(&options).await?),
+            Call::Changes => Reply::Changes(s.changes().await?),
+            Call::ForgetChanges => {
+                s.forget_changes().await?;
+                Reply::Done
+            }
+            Call::Console { level, limit } => Reply::Console(s.console(level, limit).await?),
+            Call::Evaluate { function, target } => {
+                Reply::Text(s.evaluate(&function, target.as_ref()).await?)
+            }
+            Call::Pdf => Reply::File(s.pdf().await?),
+            Call::NetworkRequests { filter, limit } => {
+                Reply::Network(s.network_requests(filter.as_deref(), limit).await?)
+            }
+            Call::ReadText { offset, max_bytes } => {
+                Reply::Page(s.read_text(offset, max_bytes).await?)
+            }
+            Call::Screenshot(options) => Reply::File(s.screenshot(&options).await?),
+            Call::Tabs => Reply::Tabs(s.tabs().await?),
+            Call::NewTab(url) => Reply::Tabs(s.new_tab(url.as_deref()).await?),
+            Call::SelectTab(index) => Reply::Tabs(s.select_tab(index).await?),
+            Call::CloseTab(index) => Reply::Tabs(s.close_tab(index).await?),
+            Call::AllowDownloads { dir, cap } => {
+                s.allow_downloads(&dir, cap).await?;
+                Reply::Done
+            }
+            Call::Cookies => Reply::Cookies(s.cookies().await?),
+            Call::Viewport => {
+                let (width, height) = s.viewport();
+                Reply::Viewport(width, height)
+            }
+            Call::SetPolicy(policy) => {
+                let policy = Arc::new(policy);
+                self.proxy.set_policy(policy.clone());
+                s.set_policy(policy);
+                Reply::Done
+            }
+            Call::Learn {
+                name,
+                value,
+                origins,
+            } => {
+                let redactor = self
+                    .known
+                    .learn(&name, &value, &origins)
+                    .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+                s.set_redactor(redactor).await;
+                s.guard_requests(self.known.guard()).await;
+                Reply::Done
+            }
+            Call::AllowSockets(origins) => {
+                self.known.allow_sockets(&origins);
+                Reply::Done
+            }
+            Call::ForeignSockets => {
+                let allowed = self.known.guard().socket_origins();
+                Reply::Sockets(
+                    s.open_sockets()
+                        .into_iter()
+                        .filter(|url| {
+                            url::Url::parse(url)
+                                .map(|u| !allowed.contains(&u.origin().ascii_serialization()))
+                                .unwrap_or(true)
+                        })
+                        .collect(),
+                )
+            }
+            Call::TakeBlocked => {
+                let mut blocked = self.proxy.take_unreported();
+                let carried = s.take_refused_requests();
+                if carried > 0 {
+                    *blocked.entry(DenyReason::CarriedSecret).or_default() += carried;
+                }
+                Reply::Blocked(blocked)
+            }
+            Call::ProxyFailures(urls) => Reply::Failures(
+                urls.iter()
+                    .map(|u| {
+                        let u = url::Url::parse(u).ok()?;
+                        self.proxy
+                            .failure_for(u.host_str()?, u.port_or_known_default()?)
+                    })
+                    .collect(),
+            ),
+            Call::Health => Reply::Health {
+                alive: s.browser_alive(),
+                usable: s.is_usable(),
+            },
+            Call::ReplaceLostTabs => Reply::Replaced(s.replace_lost_tabs().await?),
+        })
+    }
+
+    /// Holds the proxy and the navigation guard to `policy` (a warm session handed out).
+    pub fn set_policy(&self, policy: Arc<Policy>) {
+        self.proxy.set_policy(policy.clone());
+        self.session.set_policy(policy);
+    }
+}

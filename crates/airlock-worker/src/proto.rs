@@ -1,0 +1,279 @@
+//! What crosses between the control plane and a browser host, as data: the open of a
+//! session, one call per session method and its reply. In-process hosts take these
+//! as they are; a worker receives them over its channel, so both run the same code.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use airlock_browser::{
+    ActionOutcome, ClickOptions, ConsoleLevel, ConsoleLog, InjectedCookie, Injection, NetworkLog,
+    PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo,
+    Target, TypedText, WaitCondition, WaitUntil,
+};
+use airlock_config::Isolation;
+use airlock_policy::{DenyReason, Policy};
+use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
+
+use crate::secrets::SecretSet;
+
+/// The version of what crosses; a host and a control plane of another refuse each
+/// other at the handshake.
+pub const PROTOCOL: u32 = 1;
+
+/// What a new browser session is given. Debug never shows a value.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OpenSpec {
+    /// Isolation; the host's default when `None`.
+    pub isolation: Option<Isolation>,
+    /// What its pages may reach: the host's egress proxy and navigation guard hold
+    /// every request and navigation of the session to it.
+    pub policy: Policy,
+    /// Credentials put into it before the first action.
+    pub injection: Option<Injection>,
+    /// What it hides and keeps from other origins.
+    pub secrets: SecretSet,
+}
+
+/// What a session is, as opened.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SessionFacts {
+    /// The browser layer's id of it.
+    pub id: String,
+    /// A Chromium of its own (process isolation).
+    pub dedicated: bool,
+    /// The Chromium serving it.
+    pub browser_pid: u32,
+    /// Its browser context.
+    pub context_id: String,
+}
+
+/// One call on a session. Actions answer with their outcome; a dialog that opens
+/// while one runs is its outcome, not an error (the host applies `or_dialog`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Call {
+    /// Go to a URL.
+    Navigate {
+        /// Where.
+        url: String,
+        /// When it counts as loaded.
+        wait_until: WaitUntil,
+    },
+    /// History back.
+    Back,
+    /// History forward.
+    Forward,
+    /// Reload.
+    Reload,
+    /// Click.
+    Click {
+        /// What.
+        target: Target,
+        /// How.
+        options: ClickOptions,
+    },
+    /// Drag one element onto another.
+    Drag {
+        /// From.
+        from: Target,
+        /// Onto.
+        to: Target,
+    },
+    /// Give the file chooser `target` opens these files (paths on the host).
+    Upload {
+        /// What opens the chooser.
+        target: Target,
+        /// The files.
+        paths: Vec<PathBuf>,
+    },
+    /// Hover.
+    Hover(Target),
+    /// Type, secrets checked against the field's origin at each insertion.
+    Type {
+        /// Into what.
+        target: Target,
+        /// The pieces.
+        text: TypedText,
+        /// Replace the content.
+        clear_first: bool,
+        /// Press Enter afterwards.
+        submit: bool,
+    },
+    /// Fill several fields.
+    FillForm(Vec<(Target, TypedText)>),
+    /// A key or combination.
+    PressKey(String),
+    /// Select options.
+    SelectOption {
+        /// The select.
+        target: Target,
+        /// Its options.
+        values: Vec<String>,
+    },
+    /// Check or uncheck.
+    SetChecked {
+        /// What.
+        target: Target,
+        /// Checked or not.
+        checked: bool,
+    },
+    /// Scroll.
+    Scroll(Scroll),
+    /// Wait for a condition.
+    WaitFor {
+        /// What.
+        condition: WaitCondition,
+        /// At most this long (the action budget when `None`).
+        timeout: Option<Duration>,
+    },
+    /// Answer the dialog holding the page.
+    HandleDialog {
+        /// OK or Cancel.
+        accept: bool,
+        /// A prompt's answer.
+        prompt: Option<TypedText>,
+        /// How long to wait for one to open.
+        wait: Duration,
+    },
+    /// Every tab's viewport.
+    Resize {
+        /// Width, CSS px.
+        width: u32,
+        /// Height, CSS px.
+        height: u32,
+    },
+    /// Look like a device of `airlock_browser::DEVICES`.
+    Emulate(String),
+    /// What a target names now.
+    Resolve(Target),
+    /// A snapshot.
+    Snapshot(SnapshotOptions),
+    /// The change since the last snapshot.
+    Changes,
+    /// Start the next diff from the page as it is.
+    ForgetChanges,
+    /// What the page logged.
+    Console {
+        /// Least level.
+        level: ConsoleLevel,
+        /// Newest N.
+        limit: usize,
+    },
+    /// Run an agent's function in the page.
+    Evaluate {
+        /// Its source.
+        function: String,
+        /// On this element.
+        target: Option<Target>,
+    },
+    /// The page as a PDF.
+    Pdf,
+    /// What the page requested.
+    NetworkRequests {
+        /// Only URLs containing this.
+        filter: Option<String>,
+        /// Newest N.
+        limit: usize,
+    },
+    /// The page's text.
+    ReadText {
+        /// From here.
+        offset: usize,
+        /// At most.
+        max_bytes: usize,
+    },
+    /// A screenshot.
+    Screenshot(ScreenshotOptions),
+    /// The tabs.
+    Tabs,
+    /// A new tab.
+    NewTab(Option<String>),
+    /// Make a tab the active one.
+    SelectTab(usize),
+    /// Close a tab.
+    CloseTab(usize),
+    /// Keep downloads in `dir`, each at most `cap` bytes.
+    AllowDownloads {
+        /// Where.
+        dir: PathBuf,
+        /// Largest file.
+        cap: u64,
+    },
+    /// Every cookie of the context, values included (an operator saving a login).
+    Cookies,
+    /// The viewport in CSS pixels.
+    Viewport,
+    /// Hold the proxy and the navigation guard to this policy from now on.
+    SetPolicy(Policy),
+    /// A value learned after open (what an operator typed): hidden and guarded like a
+    /// secret from now on.
+    Learn {
+        /// Its name.
+        name: String,
+        /// The value.
+        value: Zeroizing<String>,
+        /// Where it may go.
+        origins: Vec<String>,
+    },
+    /// WebSocket origins allowed besides the secrets'.
+    AllowSockets(Vec<String>),
+    /// WebSockets the page holds open to origins the session's guard does not allow.
+    ForeignSockets,
+    /// Requests refused since the last time asked, by reason (the proxy's and the
+    /// outbound guard's).
+    TakeBlocked,
+    /// For each URL, why the proxy lately refused, or could not carry out, a
+    /// request to its host and port, if it did.
+    ProxyFailures(Vec<String>),
+    /// Whether the browser lives and the session can still be used.
+    Health,
+    /// Replace crashed tabs with blank ones; how many.
+    ReplaceLostTabs,
+}
+
+/// The answer to a [`Call`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Reply {
+    /// Done, nothing to say.
+    Done,
+    /// An action's outcome.
+    Outcome(ActionOutcome),
+    /// A resolved target.
+    Resolved(Resolved),
+    /// A snapshot.
+    Snapshot(Snapshot),
+    /// A diff, if anything changed.
+    Changes(Option<String>),
+    /// The console.
+    Console(ConsoleLog),
+    /// Text (an evaluation's result).
+    Text(String),
+    /// An image or PDF.
+    File(Screenshot),
+    /// The requests.
+    Network(NetworkLog),
+    /// Page text.
+    Page(PageText),
+    /// The tabs.
+    Tabs(Vec<TabInfo>),
+    /// Cookies.
+    Cookies(Vec<InjectedCookie>),
+    /// Viewport, CSS pixels.
+    Viewport(u32, u32),
+    /// Socket URLs.
+    Sockets(Vec<String>),
+    /// Refusals by reason.
+    Blocked(BTreeMap<DenyReason, u64>),
+    /// Proxy failures, one per URL asked about.
+    Failures(Vec<Option<String>>),
+    /// Health.
+    Health {
+        /// The browser process lives.
+        alive: bool,
+        /// The session can take calls.
+        usable: bool,
+    },
+    /// How many tabs were replaced.
+    Replaced(usize),
+}
