@@ -669,6 +669,7 @@ pub struct ScreenshotOptions {
 #[derive(serde::Serialize, Clone, PartialEq)]
 pub struct Screenshot {
     /// Encoded bytes.
+    #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
     /// `image/png`, `image/jpeg`, or `application/pdf` for a PDF.
     pub mime: &'static str,

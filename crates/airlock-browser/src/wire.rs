@@ -42,6 +42,7 @@ pub(crate) mod opt_node_ref {
 /// makes (`image/png`, `image/jpeg`, `application/pdf`), or it is refused.
 #[derive(serde::Deserialize)]
 pub(crate) struct File {
+    #[serde(with = "serde_bytes")]
     data: Vec<u8>,
     mime: String,
 }

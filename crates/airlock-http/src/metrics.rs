@@ -223,9 +223,9 @@ impl Metrics {
     /// The figures now, as OpenMetrics text.
     pub(crate) async fn render(&self, gateway: &Gateway) -> String {
         self.sessions_live.set(gateway.leases().len() as i64);
+        let launches = gateway.host().launches().await;
         {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-            let launches = gateway.host().launches();
             self.browser_launches
                 .inc_by(launches.saturating_sub(seen.launches));
             seen.launches = launches;

@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use airlock_browser::{BrowserOptions, Browsers};
 use airlock_config::{BrowserConfig, EnvSource, ProcessEnv, vars};
+use airlock_egress::{Resolver, SystemResolver};
+use airlock_worker::{Admission, Host, LocalHost, Remote, SocketConnector};
+use zeroize::Zeroizing;
 
 use crate::fixtures::FixtureSite;
 
@@ -17,12 +20,93 @@ pub struct Harness {
     /// The fixture site.
     pub site: FixtureSite,
     profile_parent: PathBuf,
+    sockets: tempfile::TempDir,
+    workers: std::sync::Mutex<
+        Vec<(
+            tokio::sync::oneshot::Sender<()>,
+            tokio::task::JoinHandle<()>,
+        )>,
+    >,
+}
+
+/// Where the sessions of [`Harness::host`] run: `AIRLOCK_TEST_HOST=embedded` runs
+/// them in the test's process, as `[browser] worker = "embedded"` does; anything
+/// else (the default) behind a worker's channel, as `airlock serve` does, so every
+/// call, reply and error of the suite crosses it.
+pub fn worker_mode() -> bool {
+    std::env::var("AIRLOCK_TEST_HOST").map_or(true, |mode| mode != "embedded")
 }
 
 impl Harness {
     /// The directory under which this harness's Chromium profiles live.
     pub fn profile_parent(&self) -> &Path {
         &self.profile_parent
+    }
+
+    /// A browser host over this harness's pool, in the mode [`worker_mode`] says.
+    pub async fn host(&self) -> Host {
+        self.host_with_resolver(Arc::new(SystemResolver)).await
+    }
+
+    /// The same, its egress proxies resolving names with `resolver`.
+    pub async fn host_with_resolver(&self, resolver: Arc<dyn Resolver>) -> Host {
+        let local = LocalHost::with_resolver(self.browsers.clone(), resolver);
+        if !worker_mode() {
+            return local.into();
+        }
+        self.worker_host(local).await
+    }
+
+    /// A worker serving `local` on a unix socket of this harness, and a host
+    /// connected to it; the worker stops at teardown.
+    pub async fn worker_host(&self, local: LocalHost) -> Host {
+        let token = "harness-worker-token";
+        let path = {
+            let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+            self.sockets.path().join(format!("w{}.sock", workers.len()))
+        };
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind the worker socket");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let admission = Admission {
+            token: Zeroizing::new(token.to_owned()),
+            peer_uid: Some(nix::unistd::geteuid().as_raw()),
+        };
+        // The worker's serve would shut the shared pool down as it ends; the harness
+        // does that itself, after every worker has closed its sessions.
+        let served = tokio::spawn(airlock_worker::remote::serve_sessions(
+            listener,
+            Arc::new(local),
+            admission,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        self.workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((stop, served));
+        let connector = SocketConnector {
+            path,
+            token: Zeroizing::new(token.to_owned()),
+            worker_uid: Some(nix::unistd::geteuid().as_raw()),
+        };
+        Remote::new(connector)
+            .await
+            .expect("connect to the harness's worker")
+            .into()
+    }
+
+    async fn stop_workers(&self) {
+        let workers: Vec<_> = self
+            .workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        for (stop, served) in workers {
+            let _ = stop.send(());
+            let _ = served.await;
+        }
     }
 }
 
@@ -57,10 +141,16 @@ where
         browsers: Arc::new(Browsers::new(options)),
         site: FixtureSite::start().await,
         profile_parent: parent.path().to_owned(),
+        sockets: tempfile::Builder::new()
+            .prefix("airlock-sock-")
+            .tempdir()
+            .expect("create a temp dir for worker sockets"),
+        workers: std::sync::Mutex::default(),
     });
     // The body runs as its own task so a panic in it comes back as a JoinError and
     // the teardown below still runs.
     let outcome = tokio::spawn(body(harness.clone())).await;
+    harness.stop_workers().await;
     harness.browsers.shutdown().await;
     assert_no_leaks(
         parent.path(),

@@ -10,4 +10,5 @@ mod harness;
 pub use fixtures::{APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, FixtureServer, FixtureSite};
 pub use harness::{
     Harness, chromium_processes_under, processes_in_groups, with_browser, with_browser_config,
+    worker_mode,
 };

@@ -19,6 +19,7 @@ use zeroize::Zeroizing;
 
 use crate::local::{LocalHost, LocalSession};
 use crate::proto::{Call, OpenSpec, Reply, SessionFacts};
+use crate::remote::{About, ConnectError, RemoteHost, RemoteSession};
 
 tokio::task_local! {
     // The action budget of the session calls made inside `with_action_budget`.
@@ -36,13 +37,98 @@ pub async fn with_action_budget<F: std::future::Future>(budget: Duration, action
 pub enum Host {
     /// In this process.
     Local(Arc<LocalHost>),
+    /// In a worker process, reached over its channel.
+    Remote(Arc<Remote>),
 }
 
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Host::Local(_) => f.write_str("Host::Local"),
+            Host::Remote(remote) => write!(f, "Host::Remote({:?})", remote.about),
         }
+    }
+}
+
+/// A future the connector returns.
+pub type Connecting<'a> = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = std::result::Result<RemoteHost, ConnectError>> + Send + 'a,
+    >,
+>;
+
+/// How a control plane (re)connects to its worker: a socket to dial, or a local
+/// worker process to start first when the last one is gone.
+pub trait Connector: Send + Sync + 'static {
+    /// A fresh connection, the worker started first if need be.
+    fn connect(&self) -> Connecting<'_>;
+    /// Stops what the connector started.
+    fn shutdown(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async {})
+    }
+}
+
+/// A worker as the control plane keeps it: the live connection, and how to make
+/// the next one when it breaks (a dead worker's sessions are gone; new ones open on
+/// the next connection).
+pub struct Remote {
+    connector: Box<dyn Connector>,
+    current: tokio::sync::Mutex<RemoteHost>,
+    about: About,
+    // Launches counted on connections before the current one.
+    launched_before: std::sync::atomic::AtomicU64,
+    launched_now: std::sync::atomic::AtomicU64,
+}
+
+impl Remote {
+    /// Connects with `connector`; it is used again whenever the connection is gone.
+    pub async fn new(connector: impl Connector) -> std::result::Result<Remote, ConnectError> {
+        let host = connector.connect().await?;
+        Ok(Remote {
+            about: host.about().clone(),
+            connector: Box::new(connector),
+            current: tokio::sync::Mutex::new(host),
+            launched_before: Default::default(),
+            launched_now: Default::default(),
+        })
+    }
+
+    /// What the worker said of itself at the first connection.
+    pub fn about(&self) -> &About {
+        &self.about
+    }
+
+    // The live connection, a new one made when the last is gone.
+    async fn host(&self) -> Result<RemoteHost> {
+        use std::sync::atomic::Ordering;
+        let mut current = self.current.lock().await;
+        if current.is_gone() {
+            let fresh = self
+                .connector
+                .connect()
+                .await
+                .map_err(|e| Error::BrowserUnavailable {
+                    reason: e.to_string(),
+                })?;
+            tracing::info!(pid = fresh.about().pid, "connected to a new browser worker");
+            self.launched_before.fetch_add(
+                self.launched_now.swap(0, Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+            *current = fresh;
+        }
+        Ok(current.clone())
+    }
+
+    /// The worker's process id now (after reconnecting if it was gone).
+    pub async fn pid(&self) -> Result<u32> {
+        Ok(self.host().await?.about().pid)
+    }
+}
+
+impl From<Remote> for Host {
+    fn from(remote: Remote) -> Self {
+        Host::Remote(Arc::new(remote))
     }
 }
 
@@ -69,6 +155,13 @@ impl Host {
                     inner: Inner::Local(session),
                 })
             }
+            Host::Remote(remote) => {
+                let session = remote.host().await?.open(spec).await?;
+                Ok(BrowserSession {
+                    facts: session.facts(),
+                    inner: Inner::Remote(session),
+                })
+            }
         }
     }
 
@@ -76,13 +169,25 @@ impl Host {
     pub fn default_isolation(&self) -> Isolation {
         match self {
             Host::Local(host) => host.default_isolation(),
+            Host::Remote(remote) => remote.about.default_isolation,
         }
     }
 
-    /// How many Chromium processes the host has launched.
-    pub fn launches(&self) -> u64 {
+    /// How many Chromium processes the host has launched (a worker's, over every
+    /// connection to it).
+    pub async fn launches(&self) -> u64 {
+        use std::sync::atomic::Ordering;
         match self {
             Host::Local(host) => host.browsers().launched_pids().len() as u64,
+            Host::Remote(remote) => {
+                if let Ok(host) = remote.host().await {
+                    remote
+                        .launched_now
+                        .fetch_max(host.launches().await, Ordering::Relaxed);
+                }
+                remote.launched_before.load(Ordering::Relaxed)
+                    + remote.launched_now.load(Ordering::Relaxed)
+            }
         }
     }
 
@@ -90,6 +195,15 @@ impl Host {
     pub fn local(&self) -> Option<&Arc<LocalHost>> {
         match self {
             Host::Local(host) => Some(host),
+            Host::Remote(_) => None,
+        }
+    }
+
+    /// The worker, if sessions run in one.
+    pub fn remote(&self) -> Option<&Arc<Remote>> {
+        match self {
+            Host::Local(_) => None,
+            Host::Remote(remote) => Some(remote),
         }
     }
 
@@ -97,12 +211,14 @@ impl Host {
     pub async fn shutdown(&self) {
         match self {
             Host::Local(host) => host.shutdown().await,
+            Host::Remote(remote) => remote.connector.shutdown().await,
         }
     }
 }
 
 enum Inner {
     Local(LocalSession),
+    Remote(RemoteSession),
 }
 
 /// One browser session, wherever it runs.
@@ -131,10 +247,9 @@ macro_rules! expect {
 }
 
 fn unexpected(reply: &Reply) -> Error {
-    let shown = format!("{reply:?}");
     Error::Protocol(format!(
-        "the browser host answered out of turn: {}",
-        airlock_core::text::prefix(&shown, 60)
+        "the browser host answered out of turn ({})",
+        reply.kind()
     ))
 }
 
@@ -154,6 +269,7 @@ impl BrowserSession {
                 }
                 None => Box::pin(session.call(call)).await,
             },
+            Inner::Remote(session) => Box::pin(session.call(call, budget)).await,
         }
     }
 
@@ -189,6 +305,7 @@ impl BrowserSession {
     pub fn local(&self) -> Option<&airlock_browser::Session> {
         match &self.inner {
             Inner::Local(session) => Some(session.session()),
+            Inner::Remote(_) => None,
         }
     }
 
@@ -196,6 +313,7 @@ impl BrowserSession {
     pub async fn close(&self) {
         match &self.inner {
             Inner::Local(session) => session.close().await,
+            Inner::Remote(session) => session.close().await,
         }
     }
 
@@ -448,6 +566,7 @@ impl BrowserSession {
                 session.set_policy(Arc::new(policy.clone()));
                 Ok(())
             }
+            Inner::Remote(_) => self.done(Call::SetPolicy(policy.clone())).await,
         }
     }
 

@@ -7,15 +7,20 @@
 //! - [`local`]: the host side, in whatever process runs Chromium.
 //! - [`handle`]: what the control plane holds — a [`Host`] and [`BrowserSession`]s.
 //! - [`proto`]: what crosses between them, as data.
+//! - [`remote`]: the channel to a worker process: its server and the client.
 //! - [`secrets`]: a session's secrets as data, and the redactor and outbound guard
 //!   built from them on either side.
 
 pub mod handle;
 pub mod local;
 pub mod proto;
+pub mod remote;
 pub mod secrets;
 
-pub use handle::{BrowserSession, Host, with_action_budget};
+pub use handle::{BrowserSession, Connecting, Connector, Host, Remote, with_action_budget};
 pub use local::{LocalHost, LocalSession};
 pub use proto::{Call, OpenSpec, PROTOCOL, Reply, SessionFacts};
+pub use remote::{
+    About, Admission, ConnectError, MAX_MESSAGE, RemoteHost, RemoteSession, SocketConnector,
+};
 pub use secrets::{Known, SecretEntry, SecretSet, SecretsError};

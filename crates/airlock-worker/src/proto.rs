@@ -51,7 +51,9 @@ pub struct SessionFacts {
 
 /// One call on a session. Actions answer with their outcome; a dialog that opens
 /// while one runs is its outcome, not an error (the host applies `or_dialog`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// Debug shows only which call it is: a learned value, a typed secret or a policy
+/// never reaches a log through it.
+#[derive(Clone, Serialize, Deserialize)]
 pub enum Call {
     /// Go to a URL.
     Navigate {
@@ -232,8 +234,9 @@ pub enum Call {
     ReplaceLostTabs,
 }
 
-/// The answer to a [`Call`].
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The answer to a [`Call`]. Debug shows only which answer it is (cookies carry
+/// values).
+#[derive(Clone, Serialize, Deserialize)]
 pub enum Reply {
     /// Done, nothing to say.
     Done,
@@ -276,4 +279,103 @@ pub enum Reply {
     },
     /// How many tabs were replaced.
     Replaced(usize),
+}
+
+impl Call {
+    /// Which call this is, for logs and errors.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Call::Navigate { .. } => "navigate",
+            Call::Back => "back",
+            Call::Forward => "forward",
+            Call::Reload => "reload",
+            Call::Click { .. } => "click",
+            Call::Drag { .. } => "drag",
+            Call::Upload { .. } => "upload",
+            Call::Hover(_) => "hover",
+            Call::Type { .. } => "type",
+            Call::FillForm(_) => "fill_form",
+            Call::PressKey(_) => "press_key",
+            Call::SelectOption { .. } => "select_option",
+            Call::SetChecked { .. } => "set_checked",
+            Call::Scroll(_) => "scroll",
+            Call::WaitFor { .. } => "wait_for",
+            Call::HandleDialog { .. } => "handle_dialog",
+            Call::Resize { .. } => "resize",
+            Call::Emulate(_) => "emulate",
+            Call::Resolve(_) => "resolve",
+            Call::Snapshot(_) => "snapshot",
+            Call::Changes => "changes",
+            Call::ForgetChanges => "forget_changes",
+            Call::Console { .. } => "console",
+            Call::Evaluate { .. } => "evaluate",
+            Call::Pdf => "pdf",
+            Call::NetworkRequests { .. } => "network_requests",
+            Call::ReadText { .. } => "read_text",
+            Call::Screenshot(_) => "screenshot",
+            Call::Tabs => "tabs",
+            Call::NewTab(_) => "new_tab",
+            Call::SelectTab(_) => "select_tab",
+            Call::CloseTab(_) => "close_tab",
+            Call::AllowDownloads { .. } => "allow_downloads",
+            Call::Cookies => "cookies",
+            Call::Viewport => "viewport",
+            Call::SetPolicy(_) => "set_policy",
+            Call::Learn { .. } => "learn",
+            Call::AllowSockets(_) => "allow_sockets",
+            Call::ForeignSockets => "foreign_sockets",
+            Call::TakeBlocked => "take_blocked",
+            Call::ProxyFailures(_) => "proxy_failures",
+            Call::Health => "health",
+            Call::ReplaceLostTabs => "replace_lost_tabs",
+        }
+    }
+
+    /// How long the call may wait on the page by its own say, beyond the action
+    /// budget (a wait's or a dialog's timeout).
+    pub fn own_wait(&self) -> Duration {
+        match self {
+            Call::WaitFor { timeout, .. } => timeout.unwrap_or_default(),
+            Call::HandleDialog { wait, .. } => *wait,
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Call::{}", self.kind())
+    }
+}
+
+impl Reply {
+    /// Which answer this is, for logs and errors.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Reply::Done => "done",
+            Reply::Outcome(_) => "outcome",
+            Reply::Resolved(_) => "resolved",
+            Reply::Snapshot(_) => "snapshot",
+            Reply::Changes(_) => "changes",
+            Reply::Console(_) => "console",
+            Reply::Text(_) => "text",
+            Reply::File(_) => "file",
+            Reply::Network(_) => "network",
+            Reply::Page(_) => "page",
+            Reply::Tabs(_) => "tabs",
+            Reply::Cookies(_) => "cookies",
+            Reply::Viewport(..) => "viewport",
+            Reply::Sockets(_) => "sockets",
+            Reply::Blocked(_) => "blocked",
+            Reply::Failures(_) => "failures",
+            Reply::Health { .. } => "health",
+            Reply::Replaced(_) => "replaced",
+        }
+    }
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Reply::{}", self.kind())
+    }
 }

@@ -17,7 +17,7 @@ use crate::{click_button, config, navigate};
 async fn gateway(h: &Harness, timeout: Duration) -> (Arc<Gateway>, Store) {
     let store = Store::open_in_memory().await.unwrap();
     let gateway = Gateway::new(
-        h.browsers.clone(),
+        h.host().await,
         GatewayConfig {
             store: Some(store.clone()),
             rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
@@ -250,7 +250,7 @@ async fn requests_the_page_made_and_the_proxy_refused_are_on_the_record_by_reaso
     with_browser(|h| async move {
         let store = Store::open_in_memory().await.unwrap();
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 store: Some(store.clone()),
                 warm_sessions: 1,
@@ -318,7 +318,7 @@ async fn each_default_rule_fires_however_the_agent_names_the_target() {
         })
         .unwrap();
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 policy,
                 store: Some(store.clone()),

@@ -147,7 +147,7 @@ async fn recording_gateway(
     })
     .unwrap();
     let gateway = Gateway::new(
-        h.browsers.clone(),
+        h.host().await,
         GatewayConfig {
             policy,
             credentials: CredentialSource {

@@ -68,7 +68,7 @@ async fn gateway_allowing(h: &Harness, also: &[u16]) -> Arc<Gateway> {
     })
     .unwrap();
     Gateway::new(
-        h.browsers.clone(),
+        h.host().await,
         GatewayConfig {
             policy,
             credentials: CredentialSource {

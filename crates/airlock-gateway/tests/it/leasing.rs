@@ -43,7 +43,7 @@ fn quota(result: Result<airlock_gateway::Leased, Error>) -> (String, u64) {
 async fn each_cap_refuses_a_new_session_with_a_time_to_retry() {
     with_browser(|h| async move {
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 idle_ttl: Duration::from_secs(120),
                 caps: Caps {
@@ -92,7 +92,7 @@ async fn each_cap_refuses_a_new_session_with_a_time_to_retry() {
 
         // Below the memory floor, nothing opens (a floor no machine has).
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 caps: Caps {
                     min_free_memory_mib: u64::MAX / 2,
@@ -114,7 +114,7 @@ async fn each_cap_refuses_a_new_session_with_a_time_to_retry() {
 async fn heartbeats_keep_a_lease_and_its_end_reaches_every_agent() {
     with_browser(|h| async move {
         let ttl = Duration::from_millis(600);
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let acme = caller("acme");
         let leased = gateway
             .lease(
@@ -193,7 +193,7 @@ async fn heartbeats_keep_a_lease_and_its_end_reaches_every_agent() {
 async fn the_per_user_cap_counts_the_sessions_a_key_opens_itself() {
     with_browser(|h| async move {
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 caps: Caps {
                     per_user: Some(2),

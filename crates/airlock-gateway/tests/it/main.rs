@@ -107,7 +107,7 @@ macro_rules! eventually {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_sessions_open_lazily_and_close_with_their_agent() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         assert_eq!(
             gateway.open_browser_sessions().await,
@@ -178,7 +178,7 @@ async fn chromiums_own_autofill_queries_are_off() {
         ..Default::default()
     };
     airlock_test_support::with_browser_config(full_chromium, |h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
@@ -200,7 +200,7 @@ async fn chromiums_own_autofill_queries_are_off() {
 async fn browser_sessions_are_leases_with_an_id_and_an_owner() {
     with_browser(|h| async move {
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 idle_ttl: Duration::from_millis(300),
                 ..config(&h)
@@ -258,7 +258,7 @@ async fn browser_sessions_are_leases_with_an_id_and_an_owner() {
 async fn an_idle_session_expires_once_then_starts_fresh() {
     with_browser(|h| async move {
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 idle_ttl: Duration::from_millis(300),
                 ..config(&h)
@@ -288,7 +288,7 @@ async fn an_idle_session_expires_once_then_starts_fresh() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), warm_config(&h));
+        let gateway = Gateway::new(h.host().await, warm_config(&h));
         // Straight away: the first session waits for the warm-up under way rather
         // than opening cold beside it.
         let first = gateway.agent_session();
@@ -380,7 +380,7 @@ async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
 async fn navigation_is_refused_before_chromium_sees_it() {
     with_browser(|h| async move {
         // Without an allow_private entry the fixture site on loopback is refused …
-        let strict = Gateway::new(h.browsers.clone(), GatewayConfig::default());
+        let strict = Gateway::new(h.host().await, GatewayConfig::default());
         let agent = strict.agent_session();
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
@@ -400,7 +400,7 @@ async fn navigation_is_refused_before_chromium_sees_it() {
         assert_eq!(strict.open_browser_sessions().await, 0);
 
         // With the port listed, the same request goes through (the negative control).
-        let allowed = Gateway::new(h.browsers.clone(), config(&h));
+        let allowed = Gateway::new(h.host().await, config(&h));
         let out = allowed
             .agent_session()
             .call(navigate(h.site.url("login.html")))
@@ -423,7 +423,7 @@ async fn navigation_is_refused_before_chromium_sees_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dangerous_schemes_are_each_refused() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         for url in [
             "file:///etc/passwd",
@@ -473,7 +473,7 @@ async fn a_call_longer_than_the_idle_ttl_is_not_cut_off() {
     with_browser(|h| async move {
         // The page takes 800 ms; the TTL is 200 ms. The session must survive the call.
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 idle_ttl: Duration::from_millis(200),
                 ..config(&h)
@@ -505,7 +505,7 @@ fn policy_allowing(ports: &[u16]) -> Policy {
 
 async fn probe_egress(h: &Harness, policy: Policy, target: String) -> String {
     let gateway = Gateway::new(
-        h.browsers.clone(),
+        h.host().await,
         GatewayConfig {
             policy,
             ..GatewayConfig::default()
@@ -590,7 +590,7 @@ async fn page_initiated_navigations_and_redirects_are_stopped_too() {
         let (a, b) = (h.site.a.port(), h.site.b.port());
         let target = format!("http://127.0.0.1:{b}");
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 policy: policy_allowing(&[a]),
                 ..GatewayConfig::default()
@@ -705,7 +705,7 @@ async fn poll_outputs(
 async fn page_initiated_navigations_to_local_schemes_go_nowhere() {
     with_browser(|h| async move {
         // A warm session: its navigation guard must be armed when it is handed out.
-        let gateway = Gateway::new(h.browsers.clone(), warm_config(&h));
+        let gateway = Gateway::new(h.host().await, warm_config(&h));
         assert!(eventually!(gateway.warm_sessions().0 == 1));
         let agent = gateway.agent_session();
         // `javascript:` is left out: it runs in the page like any of the page's scripts.
@@ -852,13 +852,17 @@ async fn a_name_rebinding_to_a_private_address_is_refused_through_chromium() {
                 false,
             ),
         ] {
-            let gateway = Gateway::with_resolver(
-                h.browsers.clone(),
+            let gateway = Gateway::new(
+                h.host_with_resolver(Scripted::new(vec![(
+                    "rebind.test",
+                    [127, 0, 0, 1],
+                    [127, 0, 0, 2],
+                )]))
+                .await,
                 GatewayConfig {
                     policy: policy_allowing_addrs(&entries),
                     ..GatewayConfig::default()
                 },
-                Scripted::new(vec![("rebind.test", [127, 0, 0, 1], [127, 0, 0, 2])]),
             );
             let agent = gateway.agent_session();
             let out = agent.call(navigate(page.clone())).await;
@@ -885,13 +889,13 @@ async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
         let (a, b) = (h.site.a.port(), h.site.b.port());
         // Sessions come pre-warmed here: a warm session's proxy and guard must take
         // the narrowed policy when it is handed out (the rest of this file opens cold).
-        let gateway = Gateway::with_resolver(
-            h.browsers.clone(),
-            warm_config(&h),
-            Scripted::new(vec![
+        let gateway = Gateway::new(
+            h.host_with_resolver(Scripted::new(vec![
                 ("app.test", [127, 0, 0, 1], [127, 0, 0, 1]),
                 ("sibling.test", [127, 0, 0, 1], [127, 0, 0, 1]),
-            ]),
+            ]))
+            .await,
+            warm_config(&h),
         );
         assert!(eventually!(gateway.warm_sessions().0 == 1));
         let fetching = |host: &str, target: &str| {
@@ -995,7 +999,7 @@ async fn a_new_tabs_favicon_reaches_no_denied_port() {
             .url(&format!("icon.html?href=http://127.0.0.1:{b}/favicon.ico"));
         for allowed in [&[a][..], &[a, b][..]] {
             let gateway = Gateway::new(
-                h.browsers.clone(),
+                h.host().await,
                 GatewayConfig {
                     policy: policy_allowing(allowed),
                     ..GatewayConfig::default()
@@ -1044,7 +1048,7 @@ fn renderers(h: &Harness) -> Vec<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_page_is_replaced_by_a_blank_tab_and_the_session_goes_on() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         let out = agent
             .call(navigate(h.site.url("cookie.html?set=kept")))
@@ -1091,13 +1095,12 @@ async fn a_name_that_does_not_resolve_or_a_closed_port_is_navigation_failed() {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap().port()
         };
-        let gateway = Gateway::with_resolver(
-            h.browsers.clone(),
+        let gateway = Gateway::new(
+            h.host_with_resolver(Scripted::new(vec![])).await,
             GatewayConfig {
                 policy: policy_allowing_addrs(&[format!("127.0.0.1:{closed}")]),
                 ..GatewayConfig::default()
             },
-            Scripted::new(vec![]),
         );
         let agent = gateway.agent_session();
         for (url, why) in [
@@ -1133,7 +1136,7 @@ async fn a_name_that_does_not_resolve_or_a_closed_port_is_navigation_failed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_document_replaced_by_a_javascript_url_leaves_the_session_usable() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         for link in ["Replace", "Rewrite"] {
             agent.call(navigate(h.site.url("jslink.html"))).await;
@@ -1170,7 +1173,7 @@ async fn a_document_replaced_by_a_javascript_url_leaves_the_session_usable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         let go = |view| ToolCall::Navigate {
             url: h.site.url("article.html"),
@@ -1256,7 +1259,7 @@ async fn an_observer_may_look_but_not_act() {
             },
             ..config(&h)
         };
-        let gateway = Gateway::new(h.browsers.clone(), observer);
+        let gateway = Gateway::new(h.host().await, observer);
         let agent = gateway.agent_session();
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
@@ -1276,7 +1279,7 @@ async fn an_observer_may_look_but_not_act() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_that_allocates_without_end_loses_its_tab_not_the_host() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("memory.html"))).await;
         // The renderer's JavaScript heap is bounded: it runs out and crashes.
@@ -1300,7 +1303,7 @@ async fn a_page_that_fills_native_memory_loses_its_tab_and_the_session_beside_it
         ..BrowserConfig::default()
     };
     with_browser_config(browser, |h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let bystander = gateway.agent_session();
         let out = bystander.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
@@ -1336,7 +1339,7 @@ async fn a_page_that_fills_native_memory_loses_its_tab_and_the_session_beside_it
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_can_set_its_own_action_budget() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         // The page never stops changing, so only the budget ends the search.
         agent.call(navigate(h.site.url("busy.html"))).await;
@@ -1382,7 +1385,7 @@ impl CallObserver for Recorder {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_call_is_observed_once_with_its_caller_session_and_outcome() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let recorder = Arc::new(Recorder::default());
         gateway.observe(recorder.clone());
         let agent =
@@ -1420,7 +1423,7 @@ async fn every_call_is_observed_once_with_its_caller_session_and_outcome() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hint_names_only_tools_the_callers_surface_has() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let typing = || ToolCall::Type {
             target: airlock_gateway::action::Target::Selector("#user".to_owned()),
             text: "{{secret:nowhere.password}}".to_owned(),
@@ -1454,7 +1457,7 @@ async fn a_lease_keeps_its_budget_lifetime_and_operator_hold() {
     with_browser(|h| async move {
         // The budget: actions count, looking does not.
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 action_budget: Some(2),
                 ..config(&h)
@@ -1496,7 +1499,7 @@ async fn a_lease_keeps_its_budget_lifetime_and_operator_hold() {
 
         // The lifetime: a busy session ends all the same, said once.
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 max_lifetime: Some(Duration::from_millis(400)),
                 ..config(&h)
@@ -1533,7 +1536,7 @@ async fn a_hold_nobody_tends_goes_back_to_the_agent() {
     with_browser(|h| async move {
         let hold_idle = Duration::from_millis(400);
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 hold_idle,
                 ..config(&h)
@@ -1626,7 +1629,7 @@ impl CallObserver for TargetRecorder {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pipeline_resolves_the_target_and_acts_on_that_element() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let recorder = Arc::new(TargetRecorder::default());
         gateway.observe(recorder.clone());
         let agent = gateway.agent_session();
@@ -1661,7 +1664,7 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
         let key = SigningKey::from_bytes(&[5u8; 32]);
         let path = dir.path().join("audit.checkpoints");
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 store: Some(store.clone()),
                 checkpoints: Some(airlock_gateway::Checkpoints {
@@ -1714,7 +1717,7 @@ async fn network_requests_say_what_the_page_asked_for_and_why_the_proxy_refused(
     with_browser(|h| async move {
         let (a, b) = (h.site.a.port(), h.site.b.port());
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 policy: policy_allowing(&[a]),
                 ..GatewayConfig::default()
@@ -1783,7 +1786,7 @@ async fn network_requests_say_what_the_page_asked_for_and_why_the_proxy_refused(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_as_a_phone_looks_like_one_to_pages() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         let open = |device: &str| {
             ToolCall::SessionOpen(airlock_gateway::OpenOptions {
@@ -1812,7 +1815,7 @@ async fn a_session_opened_as_a_phone_looks_like_one_to_pages() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_prints_to_a_pdf() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("article.html"))).await;
         let out = agent.call(ToolCall::Pdf).await;
@@ -1835,7 +1838,7 @@ async fn evaluate_is_off_unless_turned_on_then_bounded_audited_and_fenced() {
             target,
         };
         // Off (the default): refused on every surface, nothing runs.
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("login.html"))).await;
         let out = agent
@@ -1851,7 +1854,7 @@ async fn evaluate_is_off_unless_turned_on_then_bounded_audited_and_fenced() {
 
         let store = airlock_store::Store::open_in_memory().await.unwrap();
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 evaluate: true,
                 store: Some(store.clone()),
@@ -1949,7 +1952,7 @@ async fn uploads_come_only_from_the_upload_directory() {
             index: None,
         };
         // No directory: no uploads.
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("upload.html"))).await;
         let out = agent.call(upload(button.clone(), &["ok.txt"])).await;
@@ -1967,7 +1970,7 @@ async fn uploads_come_only_from_the_upload_directory() {
         std::os::unix::fs::symlink(outside.path(), dir.path().join("link.txt")).unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 upload_dir: Some(dir.path().to_owned()),
                 ..config(&h)
@@ -2037,7 +2040,7 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
             options: Default::default(),
         };
         // No directory: refused (Chromium denies it), nothing reported.
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("download.html"))).await;
         let out = agent.call(click()).await;
@@ -2047,7 +2050,7 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
 
         let dir = tempfile::tempdir().unwrap();
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 download_dir: Some(dir.path().canonicalize().unwrap()),
                 ..config(&h)
@@ -2091,7 +2094,7 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn page_text_that_reads_other_than_it_is_is_shown_as_it_is() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         let mut seen = agent.call(navigate(h.site.url("bidi.html"))).await.text;
         seen.push_str(
@@ -2130,7 +2133,7 @@ async fn a_quiet_audit_log_gets_a_checkpoint_over_its_tail_within_seconds() {
         let key = SigningKey::from_bytes(&[6u8; 32]);
         let path = dir.path().join("audit.checkpoints");
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 store: Some(store.clone()),
                 checkpoints: Some(airlock_gateway::Checkpoints {

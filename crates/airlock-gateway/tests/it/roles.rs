@@ -215,7 +215,7 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
         let uploads = tempfile::tempdir().unwrap();
         std::fs::write(uploads.path().join("a.txt"), "a").unwrap();
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 store: Some(store.clone()),
                 // The tools an operator switches on are in the matrix too.

@@ -26,7 +26,7 @@ async fn viewport(agent: &airlock_gateway::AgentSession) -> (u32, u32) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resize_sets_the_viewport_of_every_tab_and_of_new_ones() {
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
@@ -70,7 +70,7 @@ async fn console_messages_are_filtered_by_level_limited_and_fenced() {
     use airlock_browser::ConsoleLevel;
 
     with_browser(|h| async move {
-        let gateway = Gateway::new(h.browsers.clone(), config(&h));
+        let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         let out = agent.call(navigate(h.site.url("app/console.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);

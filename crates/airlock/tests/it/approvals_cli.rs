@@ -44,7 +44,7 @@ async fn an_operator_approves_a_held_click_from_another_process() {
         })
         .unwrap();
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 policy,
                 store: Some(store.clone()),
@@ -179,7 +179,7 @@ async fn a_held_navigation_to_a_homograph_host_is_listed_punycode_first() {
         })
         .unwrap();
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 policy,
                 store: Some(store.clone()),

@@ -70,7 +70,7 @@ async fn a_replay_page_shows_every_step_and_no_secret_in_any_form() {
             .await
             .unwrap();
         let gateway = Gateway::new(
-            h.browsers.clone(),
+            h.host().await,
             GatewayConfig {
                 policy: Policy::from_config(&PolicyConfig {
                     allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],

@@ -1,0 +1,638 @@
+//! A browser host behind a channel: the worker's server ([`serve`]) and the control
+//! plane's client ([`RemoteHost`]).
+//!
+//! The channel is tarpc over a byte stream (a unix socket on one machine). Before
+//! tarpc speaks, each side checks the other: the worker checks the peer's uid (unix
+//! sockets), then reads a hello carrying the protocol version and the deployment's
+//! worker token, compared in constant time; a mismatch is answered with one line
+//! saying why and the connection closed. Every frame is bounded ([`MAX_MESSAGE`]).
+//! Sessions belong to the connection that opened them: when it ends, for whatever
+//! reason, the worker closes them all, so a control plane that dies leaves nothing
+//! running.
+
+use std::collections::HashMap;
+use std::io;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use airlock_browser::{Error, Result};
+use airlock_config::Isolation;
+use bytes::{Bytes, BytesMut};
+use futures_util::{SinkExt, StreamExt};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tarpc::context::Context;
+use tarpc::server::{BaseChannel, Channel};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use zeroize::Zeroizing;
+
+use crate::local::{LocalHost, LocalSession};
+use crate::proto::{Call, OpenSpec, PROTOCOL, Reply, SessionFacts};
+
+/// The largest frame either side sends or accepts: a full-page screenshot or a PDF
+/// fits; anything larger ends the connection.
+pub const MAX_MESSAGE: usize = 64 << 20;
+
+/// How long a peer has to say hello.
+const HELLO_WITHIN: Duration = Duration::from_secs(10);
+
+/// What a call may take beyond its budget before the host counts as hung.
+const GRACE: Duration = Duration::from_secs(60);
+
+/// What a worker says of itself at the handshake.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct About {
+    /// Its protocol version.
+    pub protocol: u32,
+    /// Its process id.
+    pub pid: u32,
+    /// The uid it runs as.
+    pub uid: u32,
+    /// Whether its Chromium runs with its own sandbox.
+    pub sandbox: bool,
+    /// The isolation of a session that asks for none.
+    pub default_isolation: Isolation,
+    /// The longest a call waits on a page by its budgets (action or navigation),
+    /// in milliseconds.
+    pub action_budget_ms: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Hello {
+    protocol: u32,
+    token: Zeroizing<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum Welcome {
+    Ok(About),
+    Refused(String),
+}
+
+/// The browser session API a worker serves.
+#[tarpc::service]
+pub trait Worker {
+    /// How many Chromium processes it has launched.
+    async fn launches() -> u64;
+    /// Opens a session.
+    async fn open(spec: OpenSpec) -> std::result::Result<SessionFacts, Error>;
+    /// Runs a call on session `id`, with this action budget (the worker's own when
+    /// `None`).
+    async fn call(
+        id: String,
+        call: Call,
+        budget_ms: Option<u64>,
+    ) -> std::result::Result<Reply, Error>;
+    /// Closes session `id`.
+    async fn close(id: String);
+}
+
+/// MessagePack with field names (structs as maps), so optional and defaulted fields
+/// survive, and bytes as bytes.
+struct Msgpack<In, Out>(PhantomData<fn(Out) -> In>);
+
+impl<In, Out> Default for Msgpack<In, Out> {
+    fn default() -> Self {
+        Msgpack(PhantomData)
+    }
+}
+
+impl<In, Out: Serialize> tokio_serde::Serializer<Out> for Msgpack<In, Out> {
+    type Error = io::Error;
+
+    fn serialize(self: Pin<&mut Self>, item: &Out) -> io::Result<Bytes> {
+        rmp_serde::to_vec_named(item)
+            .map(Bytes::from)
+            .map_err(io::Error::other)
+    }
+}
+
+impl<In: DeserializeOwned, Out> tokio_serde::Deserializer<In> for Msgpack<In, Out> {
+    type Error = io::Error;
+
+    fn deserialize(self: Pin<&mut Self>, src: &BytesMut) -> io::Result<In> {
+        rmp_serde::from_slice(src).map_err(io::Error::other)
+    }
+}
+
+fn framed<S: AsyncRead + AsyncWrite>(stream: S) -> Framed<S, LengthDelimitedCodec> {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_MESSAGE)
+        .new_framed(stream)
+}
+
+/// Who may connect to a worker.
+pub struct Admission {
+    /// The deployment's worker token.
+    pub token: Zeroizing<String>,
+    /// On a unix socket, the only uid allowed to connect (the control plane's).
+    pub peer_uid: Option<u32>,
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admission")
+            .field("peer_uid", &self.peer_uid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serves `host` to every connection `listener` accepts that passes `admission`,
+/// until `shutdown` resolves; then closes every session and stops every Chromium.
+pub async fn serve(
+    listener: tokio::net::UnixListener,
+    host: Arc<LocalHost>,
+    admission: Admission,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    serve_sessions(listener, host.clone(), admission, shutdown).await;
+    host.shutdown().await;
+}
+
+/// [`serve`], but the pool is left running (its owner shuts it down).
+pub async fn serve_sessions(
+    listener: tokio::net::UnixListener,
+    host: Arc<LocalHost>,
+    admission: Admission,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let admission = Arc::new(admission);
+    let mut connections = tokio::task::JoinSet::new();
+    let mut served: Vec<Connection> = Vec::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let peer = stream.peer_cred().ok().map(|c| c.uid());
+                    if let Some(expected) = admission.peer_uid
+                        && peer != Some(expected)
+                    {
+                        tracing::warn!(?peer, expected, "refused a connection from a foreign uid");
+                        continue;
+                    }
+                    let connection = Connection {
+                        host: host.clone(),
+                        sessions: Arc::default(),
+                    };
+                    served.retain(|c| Arc::strong_count(&c.sessions) > 1);
+                    served.push(connection.clone());
+                    connections.spawn(connection.run(stream, admission.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    connections.abort_all();
+    while connections.join_next().await.is_some() {}
+    // The connections were cut mid-way: close what they had open.
+    for connection in served {
+        connection.close_all().await;
+    }
+}
+
+/// Serves one connection over `stream` (any byte stream: a TLS stream for a remote
+/// control plane): the handshake, then calls until it closes; then its sessions
+/// are closed.
+pub async fn serve_connection<S>(stream: S, host: Arc<LocalHost>, admission: Arc<Admission>)
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    Connection {
+        host,
+        sessions: Arc::default(),
+    }
+    .run(stream, admission)
+    .await;
+}
+
+impl Connection {
+    async fn run<S>(self, stream: S, admission: Arc<Admission>)
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let Some(framed) = handshake(stream, &self.host, &admission).await else {
+            return;
+        };
+        let transport = tarpc::serde_transport::new(framed, Msgpack::default());
+        BaseChannel::with_defaults(transport)
+            .execute(Worker::serve(self.clone()))
+            .for_each(|request| async {
+                tokio::spawn(request);
+            })
+            .await;
+        self.close_all().await;
+    }
+}
+
+// The worker's side of the handshake: the framed stream, ready for tarpc, when the
+// peer said the right hello; `None` (the peer told why) otherwise.
+async fn handshake<S>(
+    stream: S,
+    host: &LocalHost,
+    admission: &Admission,
+) -> Option<Framed<S, LengthDelimitedCodec>>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let mut framed = framed(stream);
+    let about = about(host);
+    match tokio::time::timeout(HELLO_WITHIN, framed.next()).await {
+        Ok(Some(Ok(frame))) => {
+            let refusal = match rmp_serde::from_slice::<Hello>(&frame) {
+                Err(_) => Some("the first message was not a hello".to_owned()),
+                Ok(hello) if hello.protocol != PROTOCOL => Some(format!(
+                    "this worker speaks protocol {PROTOCOL} and the control plane {}: run the same Airlock version on both",
+                    hello.protocol
+                )),
+                Ok(hello) => {
+                    let same: bool = subtle::ConstantTimeEq::ct_eq(
+                        hello.token.as_bytes(),
+                        admission.token.as_bytes(),
+                    )
+                    .into();
+                    (!same).then(|| "the worker token is not this worker's".to_owned())
+                }
+            };
+            let welcome = match &refusal {
+                Some(why) => Welcome::Refused(why.clone()),
+                None => Welcome::Ok(about),
+            };
+            let sent = match rmp_serde::to_vec_named(&welcome) {
+                Ok(bytes) => framed.send(Bytes::from(bytes)).await.is_ok(),
+                Err(_) => false,
+            };
+            if let Some(why) = refusal {
+                tracing::warn!(%why, "refused a control plane");
+                return None;
+            }
+            sent.then_some(framed)
+        }
+        Ok(Some(Err(e))) => {
+            tracing::warn!(error = %e, "refused a connection: its hello could not be read");
+            None
+        }
+        Ok(None) => None,
+        Err(_) => {
+            tracing::warn!("refused a connection: no hello in time");
+            None
+        }
+    }
+}
+
+fn about(host: &LocalHost) -> About {
+    let options = host.browsers().options();
+    About {
+        protocol: PROTOCOL,
+        pid: std::process::id(),
+        uid: nix::unistd::geteuid().as_raw(),
+        sandbox: !airlock_browser::needs_no_sandbox(),
+        default_isolation: options.default_isolation,
+        action_budget_ms: u64::try_from(
+            options
+                .action_timeout
+                .max(options.navigation_timeout)
+                .as_millis(),
+        )
+        .unwrap_or(u64::MAX),
+    }
+}
+
+// One control plane's connection: the sessions it opened.
+#[derive(Clone)]
+struct Connection {
+    host: Arc<LocalHost>,
+    sessions: Arc<Mutex<HashMap<String, Arc<LocalSession>>>>,
+}
+
+impl Connection {
+    fn session(&self, id: &str) -> Result<Arc<LocalSession>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or(Error::SessionClosed)
+    }
+
+    async fn close_all(&self) {
+        let sessions: Vec<_> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        if !sessions.is_empty() {
+            tracing::info!(
+                sessions = sessions.len(),
+                "the control plane went away: closing its sessions"
+            );
+        }
+        for session in sessions {
+            session.close().await;
+        }
+    }
+}
+
+impl Worker for Connection {
+    async fn launches(self, _: Context) -> u64 {
+        self.host.browsers().launched_pids().len() as u64
+    }
+
+    async fn open(self, _: Context, spec: OpenSpec) -> Result<SessionFacts> {
+        let session = self.host.open(spec).await?;
+        let facts = session.facts();
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(facts.id.clone(), Arc::new(session));
+        Ok(facts)
+    }
+
+    async fn call(
+        self,
+        _: Context,
+        id: String,
+        call: Call,
+        budget_ms: Option<u64>,
+    ) -> Result<Reply> {
+        let session = self.session(&id)?;
+        match budget_ms {
+            Some(ms) => {
+                Box::pin(airlock_browser::with_action_budget(
+                    Duration::from_millis(ms),
+                    session.call(call),
+                ))
+                .await
+            }
+            None => Box::pin(session.call(call)).await,
+        }
+    }
+
+    async fn close(self, _: Context, id: String) {
+        let session = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        if let Some(session) = session {
+            session.close().await;
+        }
+    }
+}
+
+/// Errors of reaching a worker.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// It could not be reached.
+    #[error("cannot reach the browser worker at {at}: {source}")]
+    Unreachable {
+        /// Where.
+        at: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// It runs as another uid than the one it should.
+    #[error("the browser worker at {at} runs as uid {found:?}, not {expected}: refusing it")]
+    WrongUid {
+        /// Where.
+        at: String,
+        /// Its uid.
+        found: Option<u32>,
+        /// The one expected.
+        expected: u32,
+    },
+    /// It refused this control plane, saying why.
+    #[error("the browser worker refused this control plane: {0}")]
+    Refused(String),
+    /// It spoke, but not the handshake.
+    #[error("the browser worker did not answer the handshake: {0}")]
+    Handshake(String),
+}
+
+/// A connected worker, as the control plane holds it.
+#[derive(Clone)]
+pub struct RemoteHost {
+    client: WorkerClient,
+    about: About,
+    gone: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for RemoteHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteHost")
+            .field("about", &self.about)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteHost {
+    /// Connects to the worker on the unix socket at `path` with `token`; when
+    /// `worker_uid` is given, a worker running as any other uid is refused.
+    pub async fn connect_unix(
+        path: &std::path::Path,
+        token: &str,
+        worker_uid: Option<u32>,
+    ) -> std::result::Result<RemoteHost, ConnectError> {
+        let at = path.display().to_string();
+        let stream = tokio::net::UnixStream::connect(path)
+            .await
+            .map_err(|source| ConnectError::Unreachable {
+                at: at.clone(),
+                source,
+            })?;
+        if let Some(expected) = worker_uid {
+            let found = stream.peer_cred().ok().map(|c| c.uid());
+            if found != Some(expected) {
+                return Err(ConnectError::WrongUid {
+                    at,
+                    found,
+                    expected,
+                });
+            }
+        }
+        RemoteHost::handshake(stream, token).await
+    }
+
+    /// Speaks the handshake over `stream`, then tarpc.
+    pub async fn handshake<S>(
+        stream: S,
+        token: &str,
+    ) -> std::result::Result<RemoteHost, ConnectError>
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let mut framed = framed(stream);
+        let hello = Hello {
+            protocol: PROTOCOL,
+            token: Zeroizing::new(token.to_owned()),
+        };
+        let bytes =
+            rmp_serde::to_vec_named(&hello).map_err(|e| ConnectError::Handshake(e.to_string()))?;
+        framed
+            .send(Bytes::from(bytes))
+            .await
+            .map_err(|e| ConnectError::Handshake(e.to_string()))?;
+        let answer = tokio::time::timeout(HELLO_WITHIN, framed.next())
+            .await
+            .map_err(|_| ConnectError::Handshake("no answer in time".to_owned()))?
+            .ok_or_else(|| ConnectError::Handshake("the connection closed".to_owned()))?
+            .map_err(|e| ConnectError::Handshake(e.to_string()))?;
+        let about = match rmp_serde::from_slice::<Welcome>(&answer) {
+            Ok(Welcome::Ok(about)) => about,
+            Ok(Welcome::Refused(why)) => return Err(ConnectError::Refused(why)),
+            Err(e) => return Err(ConnectError::Handshake(e.to_string())),
+        };
+        let transport = tarpc::serde_transport::new(framed, Msgpack::default());
+        let new = WorkerClient::new(tarpc::client::Config::default(), transport);
+        let gone = Arc::new(AtomicBool::new(false));
+        let flag = gone.clone();
+        let dispatch = new.dispatch;
+        tokio::spawn(async move {
+            if let Err(e) = dispatch.await {
+                tracing::warn!(error = %e, "the browser worker's connection broke");
+            }
+            flag.store(true, Ordering::Relaxed);
+        });
+        Ok(RemoteHost {
+            client: new.client,
+            about,
+            gone,
+        })
+    }
+
+    /// What the worker said of itself.
+    pub fn about(&self) -> &About {
+        &self.about
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Relaxed)
+    }
+
+    fn context(&self, wait: Duration) -> Context {
+        let mut context = tarpc::context::current();
+        // tarpc's deadline is a std Instant; tokio's converts to one.
+        context.deadline = (tokio::time::Instant::now() + wait + GRACE).into_std();
+        context
+    }
+
+    /// How many Chromium processes the worker has launched.
+    pub async fn launches(&self) -> u64 {
+        self.client
+            .launches(self.context(Duration::ZERO))
+            .await
+            .unwrap_or(0)
+    }
+
+    /// Opens a session.
+    pub async fn open(&self, spec: OpenSpec) -> Result<RemoteSession> {
+        let budget = Duration::from_millis(self.about.action_budget_ms);
+        let facts = self
+            .client
+            .open(self.context(budget), spec)
+            .await
+            .map_err(gone)??;
+        Ok(RemoteSession {
+            host: self.clone(),
+            id: facts.id.clone(),
+            facts,
+            closed: AtomicBool::new(false),
+        })
+    }
+}
+
+/// What a broken channel means to the caller: the host is gone.
+fn gone(error: tarpc::client::RpcError) -> Error {
+    let reason = match error {
+        tarpc::client::RpcError::DeadlineExceeded => "it did not answer in time".to_owned(),
+        tarpc::client::RpcError::Server(e) => format!("it aborted the call: {}", e.detail),
+        _ => "the connection to it closed".to_owned(),
+    };
+    Error::HostGone { reason }
+}
+
+/// A session on a worker.
+pub struct RemoteSession {
+    host: RemoteHost,
+    id: String,
+    facts: SessionFacts,
+    closed: AtomicBool,
+}
+
+impl RemoteSession {
+    /// What it is.
+    pub fn facts(&self) -> SessionFacts {
+        self.facts.clone()
+    }
+
+    /// Runs a call with `budget` (the worker's own when `None`).
+    pub async fn call(&self, call: Call, budget: Option<Duration>) -> Result<Reply> {
+        let wait = budget.unwrap_or(Duration::from_millis(self.host.about.action_budget_ms))
+            + call.own_wait();
+        let budget_ms = budget.map(|b| u64::try_from(b.as_millis()).unwrap_or(u64::MAX));
+        self.host
+            .client
+            .call(self.host.context(wait), self.id.clone(), call, budget_ms)
+            .await
+            .map_err(gone)?
+    }
+
+    /// Closes it.
+    pub async fn close(&self) {
+        if self.closed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let _ = self
+            .host
+            .client
+            .close(self.host.context(Duration::ZERO), self.id.clone())
+            .await;
+    }
+}
+
+impl Drop for RemoteSession {
+    fn drop(&mut self) {
+        // A session dropped unclosed is closed on the worker all the same.
+        if !self.closed.load(Ordering::Relaxed)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let client = self.host.client.clone();
+            let id = std::mem::take(&mut self.id);
+            let context = self.host.context(Duration::ZERO);
+            runtime.spawn(async move {
+                let _ = client.close(context, id).await;
+            });
+        }
+    }
+}
+
+/// Dials a worker already listening on a unix socket.
+pub struct SocketConnector {
+    /// The socket.
+    pub path: std::path::PathBuf,
+    /// The deployment's worker token.
+    pub token: Zeroizing<String>,
+    /// The uid the worker must run as, if known.
+    pub worker_uid: Option<u32>,
+}
+
+impl crate::handle::Connector for SocketConnector {
+    fn connect(&self) -> crate::handle::Connecting<'_> {
+        Box::pin(RemoteHost::connect_unix(
+            &self.path,
+            &self.token,
+            self.worker_uid,
+        ))
+    }
+}

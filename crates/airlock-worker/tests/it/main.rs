@@ -1,0 +1,191 @@
+//! The worker's channel, over a real unix socket: who it admits, what it refuses,
+//! and what it leaves behind when the control plane goes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_policy::Policy;
+use airlock_test_support::{chromium_processes_under, with_browser};
+use airlock_worker::{
+    Admission, ConnectError, LocalHost, MAX_MESSAGE, OpenSpec, PROTOCOL, RemoteHost, SecretSet,
+};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use zeroize::Zeroizing;
+
+const TOKEN: &str = "the-deployment-token";
+
+fn my_uid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+// A worker on a fresh socket, admitting `peer_uid`; stops when the guard drops.
+struct Served {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Served {
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.take().unwrap().await.unwrap();
+    }
+}
+
+fn serve(h: &airlock_test_support::Harness, peer_uid: Option<u32>) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("worker.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(airlock_worker::remote::serve_sessions(
+        listener,
+        Arc::new(LocalHost::new(h.browsers.clone())),
+        Admission {
+            token: Zeroizing::new(TOKEN.to_owned()),
+            peer_uid,
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Served {
+        path,
+        _dir: dir,
+        stop: Some(stop),
+        task: Some(task),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_right_token_and_version_are_admitted_and_anything_else_is_told_why() {
+    with_browser(|h| async move {
+        let served = serve(&h, Some(my_uid()));
+        let host = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
+            .await
+            .expect("the right token is admitted");
+        assert_eq!(host.about().protocol, PROTOCOL);
+        assert_eq!(host.about().uid, my_uid());
+
+        let wrong = RemoteHost::connect_unix(&served.path, "not-the-token", None).await;
+        match wrong {
+            Err(ConnectError::Refused(why)) => assert!(why.contains("token"), "{why}"),
+            other => panic!("a wrong token must be refused: {:?}", other.map(|_| ())),
+        }
+        // The worker's reply does not echo the token it was given.
+        let wrong = RemoteHost::connect_unix(&served.path, "not-the-token", None)
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            !wrong.contains("not-the-token") && !wrong.contains(TOKEN),
+            "{wrong}"
+        );
+
+        // An older control plane: its hello names another protocol version.
+        let stream = tokio::net::UnixStream::connect(&served.path).await.unwrap();
+        let mut framed = tokio_util::codec::LengthDelimitedCodec::builder().new_framed(stream);
+        #[derive(serde::Serialize)]
+        struct Hello<'a> {
+            protocol: u32,
+            token: &'a str,
+        }
+        let hello = rmp_serde::to_vec_named(&Hello {
+            protocol: PROTOCOL + 1,
+            token: TOKEN,
+        })
+        .unwrap();
+        framed.send(bytes::Bytes::from(hello)).await.unwrap();
+        let answer = framed.next().await.unwrap().unwrap();
+        let answer: serde_json::Value = rmp_serde::from_slice(&answer).unwrap();
+        let why = answer["Refused"].as_str().unwrap_or_default().to_owned();
+        assert!(
+            why.contains("protocol") && why.contains("same Airlock version"),
+            "{answer}"
+        );
+        assert!(
+            framed.next().await.is_none(),
+            "the connection ends after the refusal"
+        );
+
+        // A uid the worker does not expect: the connection is cut before any word.
+        let foreign = serve(&h, Some(my_uid() + 1));
+        match RemoteHost::connect_unix(&foreign.path, TOKEN, None).await {
+            Err(ConnectError::Handshake(_)) => {}
+            other => panic!("a foreign uid must be refused: {:?}", other.map(|_| ())),
+        }
+        // And the control plane refuses a worker of another uid than configured.
+        match RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid() + 1)).await {
+            Err(ConnectError::WrongUid { found, .. }) => assert_eq!(found, Some(my_uid())),
+            other => panic!(
+                "a worker of another uid must be refused: {:?}",
+                other.map(|_| ())
+            ),
+        }
+        foreign.stop().await;
+        served.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_oversized_message_ends_the_connection_before_it_is_read() {
+    with_browser(|h| async move {
+        let served = serve(&h, Some(my_uid()));
+        let mut stream = tokio::net::UnixStream::connect(&served.path).await.unwrap();
+        // A length prefix one byte over the bound, then a little of the body: the
+        // worker must not wait for (or buffer) the rest.
+        let length = u32::try_from(MAX_MESSAGE + 1).unwrap();
+        stream.write_all(&length.to_be_bytes()).await.unwrap();
+        stream.write_all(&[0u8; 1024]).await.unwrap();
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest))
+            .await
+            .expect("the worker closes the connection at once");
+        assert!(
+            read.is_err() || rest.is_empty(),
+            "nothing is answered: {rest:?}"
+        );
+        served.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_control_plane_that_goes_away_leaves_no_browser_running() {
+    with_browser(|h| async move {
+        let served = serve(&h, Some(my_uid()));
+        let host = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
+            .await
+            .unwrap();
+        let session = host
+            .open(OpenSpec {
+                isolation: Some(airlock_config::Isolation::Process),
+                policy: Policy::deny_all(),
+                injection: None,
+                secrets: SecretSet::default(),
+            })
+            .await
+            .unwrap();
+        let pid = session.facts().browser_pid;
+        assert!(
+            chromium_processes_under(h.profile_parent()).contains(&pid),
+            "its Chromium runs"
+        );
+        // The control plane dies: its connection closes without a word.
+        drop(session);
+        drop(host);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while chromium_processes_under(h.profile_parent()).contains(&pid) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the worker closed the session of a control plane that went away"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        served.stop().await;
+    })
+    .await;
+}
