@@ -55,6 +55,18 @@ pub struct RawConfig {
     /// `[audit]`: where signed checkpoints are published.
     #[serde(default)]
     pub audit: RawAudit,
+    /// `[worker]`: the local browser worker process.
+    #[serde(default)]
+    pub worker: RawWorker,
+}
+
+/// `[worker]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorker {
+    /// The user the local worker runs as when Airlock is started as root
+    /// (default `nobody`).
+    pub user: Option<String>,
 }
 
 /// `[audit]` as written.
@@ -299,6 +311,9 @@ pub struct RawBrowser {
     /// Memory bound of each Chromium and all its processes, in MiB (default 4096;
     /// 0 for none). Kept by a cgroup where the host allows one.
     pub memory_limit_mb: Option<u64>,
+    /// Where sessions run: `local` (a worker process of its own, unprivileged;
+    /// the default) or `embedded` (in the gateway's process).
+    pub worker: Option<String>,
 }
 
 /// Validated configuration.
@@ -329,6 +344,8 @@ pub struct Config {
     pub recording: RecordingConfig,
     /// The audit log's checkpoints.
     pub audit: AuditConfig,
+    /// The user the local worker runs as when started as root (`[worker] user`).
+    pub worker_user: String,
 }
 
 /// Validated `[approvals]`.
@@ -485,8 +502,23 @@ impl Isolation {
     }
 }
 
+/// Where browser sessions run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerMode {
+    /// A worker process of its own, started by the gateway on a unix socket; as an
+    /// unprivileged user when the gateway runs as root.
+    #[default]
+    Local,
+    /// In the gateway's own process (development, tests).
+    Embedded,
+}
+
+/// The user a local worker runs as when `[worker] user` is not set.
+pub const DEFAULT_WORKER_USER: &str = "nobody";
+
 /// Validated `[browser]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct BrowserConfig {
     /// Explicit Chromium path (`AIRLOCK_CHROME` beats the file).
     pub chrome: Option<PathBuf>,
@@ -502,6 +534,8 @@ pub struct BrowserConfig {
     pub viewport: (u32, u32),
     /// Memory bound of each Chromium in bytes, `None` for none.
     pub memory_limit: Option<u64>,
+    /// Where sessions run.
+    pub worker: WorkerMode,
 }
 
 impl Default for BrowserConfig {
@@ -514,6 +548,7 @@ impl Default for BrowserConfig {
             navigation_timeout: Duration::from_secs(30),
             viewport: (1280, 720),
             memory_limit: Some(4096 << 20),
+            worker: WorkerMode::Local,
         }
     }
 }
@@ -661,6 +696,16 @@ impl Config {
                     return Err(Error::Invalid {
                         key: "browser.memory_limit_mb".to_owned(),
                         message: format!("{mb} is outside 256..=1048576 (or 0 for no bound)"),
+                    });
+                }
+            },
+            worker: match b.worker.as_deref() {
+                None | Some("local") => WorkerMode::Local,
+                Some("embedded") => WorkerMode::Embedded,
+                Some(other) => {
+                    return Err(Error::Invalid {
+                        key: "browser.worker".to_owned(),
+                        message: format!("`{other}` is not `local` or `embedded`"),
                     });
                 }
             },
@@ -901,6 +946,11 @@ impl Config {
             approvals,
             recording,
             audit,
+            worker_user: raw
+                .worker
+                .user
+                .filter(|u| !u.is_empty())
+                .unwrap_or_else(|| DEFAULT_WORKER_USER.to_owned()),
         })
     }
 }

@@ -1003,7 +1003,7 @@ impl AgentSession {
                         },
                     ));
                 }
-                Err(Refusal::Ended(End::Closed | End::Lost)) => *slot = Slot::Empty,
+                Err(Refusal::Ended(End::Closed | End::Lost | End::HostGone)) => *slot = Slot::Empty,
                 Err(Refusal::Held) => return Err(Error::SessionHeld),
                 Err(Refusal::BudgetSpent(budget)) => {
                     return Err(Error::BudgetExhausted { budget });

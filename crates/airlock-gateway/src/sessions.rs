@@ -113,6 +113,8 @@ pub(crate) enum End {
     OutLived,
     /// Its browser died: the next call opens a fresh one.
     Lost,
+    /// The browser worker hosting it died, hung or disconnected.
+    HostGone,
 }
 
 /// Why a lease refused a call.
@@ -672,6 +674,7 @@ impl Sessions {
                 Some(End::Expired) => "idle",
                 Some(End::OutLived) => "lifetime",
                 Some(End::Lost) => "browser lost",
+                Some(End::HostGone) => "browser host gone",
             };
             self.note("session_close", lease, Some(reason));
         }

@@ -61,10 +61,11 @@ impl Harness {
     /// connected to it; the worker stops at teardown.
     pub async fn worker_host(&self, local: LocalHost) -> Host {
         let token = "harness-worker-token";
-        let path = {
-            let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-            self.sockets.path().join(format!("w{}.sock", workers.len()))
-        };
+        let n = self.workers.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let path = self.sockets.path().join(format!("w{n}.sock"));
+        // Downloads and uploads cross the channel as bytes, as with a worker
+        // process that cannot see the gateway's directories.
+        let local = local.with_spool(self.sockets.path().join(format!("spool{n}")));
         let listener = tokio::net::UnixListener::bind(&path).expect("bind the worker socket");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let admission = Admission {

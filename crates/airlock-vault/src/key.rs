@@ -96,7 +96,13 @@ impl MasterKey {
         match read_key_file(&path)? {
             Some(key) => Ok((key, KeySource::File(path))),
             None => {
-                std::fs::create_dir_all(data_dir).map_err(|e| {
+                // Readable by this user only: not by the browser worker's.
+                std::os::unix::fs::DirBuilderExt::mode(
+                    std::fs::DirBuilder::new().recursive(true),
+                    0o700,
+                )
+                .create(data_dir)
+                .map_err(|e| {
                     VaultError::Key(format!("cannot create {}: {e}", data_dir.display()))
                 })?;
                 let key = MasterKey::generate()?;

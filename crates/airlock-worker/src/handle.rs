@@ -152,7 +152,8 @@ impl Host {
                 let session = host.open(spec).await?;
                 Ok(BrowserSession {
                     facts: session.facts(),
-                    inner: Inner::Local(session),
+                    inner: Inner::Local(Box::new(session)),
+                    downloads: Default::default(),
                 })
             }
             Host::Remote(remote) => {
@@ -160,6 +161,7 @@ impl Host {
                 Ok(BrowserSession {
                     facts: session.facts(),
                     inner: Inner::Remote(session),
+                    downloads: Default::default(),
                 })
             }
         }
@@ -217,7 +219,7 @@ impl Host {
 }
 
 enum Inner {
-    Local(LocalSession),
+    Local(Box<LocalSession>),
     Remote(RemoteSession),
 }
 
@@ -225,6 +227,9 @@ enum Inner {
 pub struct BrowserSession {
     facts: SessionFacts,
     inner: Inner,
+    // On a worker: where the gateway keeps downloads (the worker keeps them in its
+    // own directory until fetched).
+    downloads: std::sync::Mutex<Option<PathBuf>>,
 }
 
 impl std::fmt::Debug for BrowserSession {
@@ -274,7 +279,46 @@ impl BrowserSession {
     }
 
     async fn act(&self, call: Call) -> Result<ActionOutcome> {
-        expect!(self.call(call).await?, Reply::Outcome(o) => o)
+        let mut outcome = expect!(self.call(call).await?, Reply::Outcome(o) => o)?;
+        self.fetch_downloads(&mut outcome).await;
+        Ok(outcome)
+    }
+
+    // A worker keeps a finished download in its own directory: bring each one the
+    // outcome reports into the gateway's download directory, where the agent's
+    // operator finds it. One that cannot be brought is reported refused.
+    async fn fetch_downloads(&self, outcome: &mut ActionOutcome) {
+        use airlock_browser::Notice;
+        let Inner::Remote(_) = &self.inner else {
+            return;
+        };
+        let dir = self
+            .downloads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(dir) = dir else {
+            return;
+        };
+        for notice in &mut outcome.notices {
+            let Notice::Downloaded { name, saved_as, .. } = notice else {
+                continue;
+            };
+            let fetched = match self.call(Call::TakeDownload(saved_as.clone())).await {
+                Ok(Reply::Bytes(data)) => write_private(&dir.join(&*saved_as), &data)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Ok(other) => Err(unexpected(&other).to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(why) = fetched {
+                tracing::warn!(%why, "a download could not be brought from the worker");
+                *notice = Notice::DownloadRefused {
+                    name: name.clone(),
+                    why: "it could not be brought from the browser worker".to_owned(),
+                };
+            }
+        }
     }
 
     async fn done(&self, call: Call) -> Result<()> {
@@ -359,11 +403,33 @@ impl BrowserSession {
         .await
     }
 
-    /// Gives the chooser `target` opens these files.
+    /// Gives the chooser `target` opens these files (paths of this process; a worker
+    /// is sent their bytes first).
     pub async fn upload(&self, target: &Target, paths: &[PathBuf]) -> Result<ActionOutcome> {
+        let paths = match &self.inner {
+            Inner::Local(_) => paths.to_vec(),
+            Inner::Remote(_) => {
+                let mut staged = Vec::with_capacity(paths.len());
+                for path in paths {
+                    let data = tokio::fs::read(path).await.map_err(|e| {
+                        Error::InvalidArgument(format!("cannot read a file to upload: {e}"))
+                    })?;
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let at = expect!(
+                        self.call(Call::Stage { name, data }).await?,
+                        Reply::Text(at) => at
+                    )?;
+                    staged.push(PathBuf::from(at));
+                }
+                staged
+            }
+        };
         self.act(Call::Upload {
             target: target.clone(),
-            paths: paths.to_vec(),
+            paths,
         })
         .await
     }
@@ -541,6 +607,7 @@ impl BrowserSession {
 
     /// Keeps downloads in `dir`.
     pub async fn allow_downloads(&self, dir: &std::path::Path, cap: u64) -> Result<()> {
+        *self.downloads.lock().unwrap_or_else(|e| e.into_inner()) = Some(dir.to_owned());
         self.done(Call::AllowDownloads {
             dir: dir.to_owned(),
             cap,
@@ -610,4 +677,18 @@ impl BrowserSession {
     pub async fn replace_lost_tabs(&self) -> Result<usize> {
         expect!(self.call(Call::ReplaceLostTabs).await?, Reply::Replaced(n) => n)
     }
+}
+
+// Writes a fetched download readable by this process's user only, as Chromium
+// would have.
+async fn write_private(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .await?;
+    file.write_all(data).await?;
+    file.flush().await
 }

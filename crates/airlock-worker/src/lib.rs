@@ -7,18 +7,21 @@
 //! - [`local`]: the host side, in whatever process runs Chromium.
 //! - [`handle`]: what the control plane holds — a [`Host`] and [`BrowserSession`]s.
 //! - [`proto`]: what crosses between them, as data.
+//! - [`process`]: the local worker process: how the gateway starts it, how it runs.
 //! - [`remote`]: the channel to a worker process: its server and the client.
 //! - [`secrets`]: a session's secrets as data, and the redactor and outbound guard
 //!   built from them on either side.
 
 pub mod handle;
 pub mod local;
+pub mod process;
 pub mod proto;
 pub mod remote;
 pub mod secrets;
 
 pub use handle::{BrowserSession, Connecting, Connector, Host, Remote, with_action_budget};
 pub use local::{LocalHost, LocalSession};
+pub use process::{LocalWorker, WorkerSpawn, WorkerStart};
 pub use proto::{Call, OpenSpec, PROTOCOL, Reply, SessionFacts};
 pub use remote::{
     About, Admission, ConnectError, MAX_MESSAGE, RemoteHost, RemoteSession, SocketConnector,

@@ -18,6 +18,7 @@ use crate::secrets::Known;
 pub struct LocalHost {
     browsers: Arc<Browsers>,
     resolver: Arc<dyn Resolver>,
+    spool: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for LocalHost {
@@ -35,7 +36,19 @@ impl LocalHost {
     /// Hosts sessions in `browsers`, resolving names with `resolver` (tests script
     /// DNS with one).
     pub fn with_resolver(browsers: Arc<Browsers>, resolver: Arc<dyn Resolver>) -> LocalHost {
-        LocalHost { browsers, resolver }
+        LocalHost {
+            browsers,
+            resolver,
+            spool: None,
+        }
+    }
+
+    /// Keeps each session's downloads and staged uploads under `dir` (a worker's
+    /// own directory), not where the gateway asks: the gateway fetches downloads and
+    /// sends uploads over the channel.
+    pub fn with_spool(mut self, dir: std::path::PathBuf) -> LocalHost {
+        self.spool = Some(dir);
+        self
     }
 
     /// The browser pool.
@@ -69,10 +82,13 @@ impl LocalHost {
                 request_guard: known.holds_secrets().then(|| known.guard()),
             })
             .await?;
+        let spool = self.spool.as_ref().map(|dir| dir.join(session.id()));
         Ok(LocalSession {
             session,
             proxy,
             known,
+            spool,
+            staged: Default::default(),
         })
     }
 
@@ -87,6 +103,8 @@ pub struct LocalSession {
     session: Session,
     proxy: EgressProxy,
     known: Arc<Known>,
+    spool: Option<std::path::PathBuf>,
+    staged: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for LocalSession {
@@ -113,9 +131,25 @@ impl LocalSession {
         &self.session
     }
 
-    /// Closes the browser session; the proxy goes with this value.
+    /// Closes the browser session and forgets its files; the proxy goes with this
+    /// value.
     pub async fn close(&self) {
         self.session.close().await;
+        if let Some(spool) = &self.spool {
+            let _ = tokio::fs::remove_dir_all(spool).await;
+        }
+    }
+
+    fn spool(&self, what: &str) -> Result<std::path::PathBuf> {
+        let dir = self
+            .spool
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument("this browser host takes paths".to_owned()))?
+            .join(what);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::BrowserUnavailable {
+            reason: format!("cannot keep files for the session: {e}"),
+        })?;
+        Ok(dir)
     }
 
     /// Runs one call.
@@ -185,8 +219,50 @@ impl LocalSession {
             Call::SelectTab(index) => Reply::Tabs(s.select_tab(index).await?),
             Call::CloseTab(index) => Reply::Tabs(s.close_tab(index).await?),
             Call::AllowDownloads { dir, cap } => {
+                let dir = match self.spool {
+                    Some(_) => self.spool("downloads")?,
+                    None => dir,
+                };
                 s.allow_downloads(&dir, cap).await?;
                 Reply::Done
+            }
+            Call::Stage { name, data } => {
+                // Its own directory, so the page sees the file under the name given.
+                let name = std::path::Path::new(&name)
+                    .file_name()
+                    .ok_or_else(|| Error::InvalidArgument("a file needs a name".to_owned()))?
+                    .to_owned();
+                let n = self
+                    .staged
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let dir = self.spool("uploads")?.join(n.to_string());
+                let path = dir.join(name);
+                let written =
+                    std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, data));
+                written.map_err(|e| Error::BrowserUnavailable {
+                    reason: format!("cannot keep a file for upload: {e}"),
+                })?;
+                Reply::Text(path.display().to_string())
+            }
+            Call::TakeDownload(saved_as) => {
+                // A download's name is a GUID the browser made: nothing else is read.
+                if saved_as.is_empty()
+                    || !saved_as
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-')
+                {
+                    return Err(Error::InvalidArgument(format!(
+                        "`{saved_as}` is not a download of this session"
+                    )));
+                }
+                let path = self.spool("downloads")?.join(&saved_as);
+                let data = std::fs::read(&path).map_err(|_| {
+                    Error::InvalidArgument(format!(
+                        "`{saved_as}` is not a download of this session"
+                    ))
+                })?;
+                let _ = std::fs::remove_file(&path);
+                Reply::Bytes(data)
             }
             Call::Cookies => Reply::Cookies(s.cookies().await?),
             Call::Viewport => {

@@ -230,6 +230,17 @@ pub enum Call {
     ProxyFailures(Vec<String>),
     /// Whether the browser lives and the session can still be used.
     Health,
+    /// Keep a file for a later upload (a worker cannot read the gateway's upload
+    /// directory); answers the path it is kept at on the host.
+    Stage {
+        /// Its name, as the page will see it.
+        name: String,
+        /// Its bytes.
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
+    /// Hand over a finished download (`saved_as` of its notice) and forget it.
+    TakeDownload(String),
     /// Replace crashed tabs with blank ones; how many.
     ReplaceLostTabs,
 }
@@ -279,6 +290,8 @@ pub enum Reply {
     },
     /// How many tabs were replaced.
     Replaced(usize),
+    /// A file's bytes.
+    Bytes(#[serde(with = "serde_bytes")] Vec<u8>),
 }
 
 impl Call {
@@ -327,6 +340,8 @@ impl Call {
             Call::TakeBlocked => "take_blocked",
             Call::ProxyFailures(_) => "proxy_failures",
             Call::Health => "health",
+            Call::Stage { .. } => "stage",
+            Call::TakeDownload(_) => "take_download",
             Call::ReplaceLostTabs => "replace_lost_tabs",
         }
     }
@@ -370,6 +385,7 @@ impl Reply {
             Reply::Failures(_) => "failures",
             Reply::Health { .. } => "health",
             Reply::Replaced(_) => "replaced",
+            Reply::Bytes(_) => "bytes",
         }
     }
 }

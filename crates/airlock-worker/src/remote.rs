@@ -417,6 +417,9 @@ pub enum ConnectError {
     /// It spoke, but not the handshake.
     #[error("the browser worker did not answer the handshake: {0}")]
     Handshake(String),
+    /// A local worker could not be started.
+    #[error("cannot start the browser worker: {0}")]
+    Spawn(String),
 }
 
 /// A connected worker, as the control plane holds it.

@@ -225,7 +225,11 @@ impl AgentSession {
             Err(e) => {
                 let mut out = self.failure(context, &e);
                 if e.code() == ErrorCode::BrowserCrashed {
-                    out.push_note(&self.recover(lease).await);
+                    let end = match &e {
+                        Error::Browser(airlock_browser::Error::HostGone { .. }) => End::HostGone,
+                        _ => End::Lost,
+                    };
+                    out.push_note(&self.recover(lease, end).await);
                 }
                 out
             }
@@ -394,7 +398,7 @@ impl AgentSession {
     // After a crash, what the next call gets: a fresh blank tab in the same session
     // when only a page's renderer died, a fresh session when the browser did. Says
     // which, for the failed call's message.
-    async fn recover(&self, lease: InUse) -> String {
+    async fn recover(&self, lease: InUse, end: End) -> String {
         let held = lease.held.clone();
         if matches!(held.session.health().await, Ok((true, _))) {
             match held.session.replace_lost_tabs().await {
@@ -415,7 +419,7 @@ impl AgentSession {
             // A leased session stays named, ended: its backend leases a new one.
             let open = open.clone();
             drop(slot);
-            self.inner.sessions.close(&open, End::Lost).await;
+            self.inner.sessions.close(&open, end).await;
             return "; the leased browser session was lost with it: lease a new one".to_owned();
         }
         if let Slot::Leased(open) = &*slot
@@ -424,7 +428,7 @@ impl AgentSession {
             let open = open.clone();
             *slot = Slot::Empty;
             drop(slot);
-            self.inner.sessions.close(&open, End::Lost).await;
+            self.inner.sessions.close(&open, end).await;
         }
         "; the browser session was lost with it: the next call opens a fresh one (cookies and tabs are gone)".to_owned()
     }

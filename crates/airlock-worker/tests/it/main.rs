@@ -1,6 +1,8 @@
 //! The worker's channel, over a real unix socket: who it admits, what it refuses,
 //! and what it leaves behind when the control plane goes.
 
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

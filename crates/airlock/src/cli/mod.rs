@@ -83,6 +83,14 @@ enum Command {
     },
     /// Check that Chromium, the data directory and the configuration work.
     Doctor,
+    /// Host browser sessions for a gateway: Chromium, the egress proxy, what each
+    /// session must hide. `serve`, `mcp` and `demo` start one themselves (as an
+    /// unprivileged user when root) and give it its options on stdin.
+    Worker {
+        /// The unix socket to serve on.
+        #[arg(long)]
+        socket: PathBuf,
+    },
     /// Explain egress policy decisions.
     Policy {
         #[command(subcommand)]
@@ -361,7 +369,35 @@ pub(crate) fn main() -> ExitCode {
         ignore_local_file: matches!(cli.command, Command::Mcp),
     };
     let config_or_exit = |flag: Option<&Path>| config_or_exit(flag, &overrides);
+    let log_args = {
+        let mut args = vec![
+            "--log-format".to_owned(),
+            match cli.log_format {
+                LogFormat::Text => "text",
+                LogFormat::Json => "json",
+            }
+            .to_owned(),
+        ];
+        if let Some(level) = cli.log_level {
+            args.extend(["--log-level".to_owned(), level.to_string()]);
+        }
+        args
+    };
+    let _ = LOG_ARGS.set(log_args);
     match cli.command {
+        Command::Worker { socket } => {
+            let outcome = runtime.block_on(airlock_worker::process::run(&socket));
+            // Its stdin is read on a blocking thread that never ends on its own; the
+            // sessions are closed, so leave without waiting for it.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+            match outcome {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(error = %e, "browser worker");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Doctor => runtime.block_on(doctor::run(cli.config.as_deref(), &overrides)),
         Command::Policy {
             command: PolicyCommand::Check { url, resolve },
@@ -644,7 +680,38 @@ pub(crate) fn config_path(flag: Option<&Path>, ignore_local: bool) -> Option<Pat
         })
 }
 
-/// The engine as configured: browser pool (Chromium found, not yet started), vault
+// The log flags this process was started with, for the worker it starts.
+static LOG_ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Where sessions run, as configured: a local worker process (started now, as an
+/// unprivileged user when root), or this process.
+pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_worker::Host> {
+    let options = airlock_browser::BrowserOptions::from_config(&config.browser)
+        .context("finding Chromium")?;
+    match config.browser.worker {
+        airlock_config::WorkerMode::Embedded => {
+            tracing::info!(
+                "browser sessions run in this process ([browser] worker = \"embedded\")"
+            );
+            Ok(std::sync::Arc::new(airlock_browser::Browsers::new(options)).into())
+        }
+        airlock_config::WorkerMode::Local => {
+            let spawn = airlock_worker::WorkerSpawn {
+                exe: std::env::current_exe().context("finding the airlock executable")?,
+                browser: config.browser.clone(),
+                user: config.worker_user.clone(),
+                parent: None,
+                args: LOG_ARGS.get().cloned().unwrap_or_default(),
+            };
+            let remote = airlock_worker::Remote::new(airlock_worker::LocalWorker::new(spawn))
+                .await
+                .context("starting the browser worker")?;
+            Ok(remote.into())
+        }
+    }
+}
+
+/// The engine as configured: browser host (Chromium found, not yet started), vault
 /// and gateway. `own_addresses` are Airlock's listeners, which no page may reach.
 pub(crate) async fn gateway(
     config: &Config,
@@ -659,16 +726,14 @@ pub(crate) async fn gateway_as(
     own_addresses: Vec<std::net::SocketAddr>,
     role: airlock_core::Role,
 ) -> anyhow::Result<std::sync::Arc<airlock_gateway::Gateway>> {
-    let options = airlock_browser::BrowserOptions::from_config(&config.browser)
-        .context("finding Chromium")?;
-    let browsers = std::sync::Arc::new(airlock_browser::Browsers::new(options));
+    let host = browser_host(config).await?;
     let store = vault::open_store(config).await?;
     let (vault, source) = vault::open_vault_in(config, store.clone())
         .await
         .context("opening the vault")?;
     tracing::info!(key = %source, role = role.as_str(), "vault open");
     let gateway = airlock_gateway::Gateway::new(
-        browsers,
+        host,
         airlock_gateway::GatewayConfig {
             idle_ttl: config.sessions.idle_ttl,
             hold_idle: config.sessions.hold_idle,

@@ -36,7 +36,7 @@ pub(crate) async fn serve_until(
             config.server.listen
         );
     }
-    std::fs::create_dir_all(&config.data_dir)
+    super::vault::create_data_dir(&config.data_dir)
         .with_context(|| format!("creating data dir `{}`", config.data_dir.display()))?;
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await

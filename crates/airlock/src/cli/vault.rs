@@ -26,9 +26,22 @@ pub(crate) fn hold_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
     Ok(file)
 }
 
+/// Creates the data dir, readable by this user only (0700): the browser worker's
+/// user, and everyone else, cannot list or open the store and keys in it. An
+/// existing one is left as it is (`doctor` says when others can read it).
+pub(crate) fn create_data_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 fn lock_file(dir: &Path) -> anyhow::Result<std::fs::File> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating the data dir {}", dir.display()))?;
+    create_data_dir(dir).with_context(|| format!("creating the data dir {}", dir.display()))?;
     std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -74,8 +87,7 @@ async fn open_existing_for_cli(config: &Config) -> anyhow::Result<Option<Vault>>
 /// and the gateway.
 pub(crate) async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let dir = &config.data_dir;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating the data dir {}", dir.display()))?;
+    create_data_dir(dir).with_context(|| format!("creating the data dir {}", dir.display()))?;
     Store::open_sqlite(&dir.join(DB_FILE))
         .await
         .with_context(|| format!("opening {}", dir.join(DB_FILE).display()))

@@ -21,3 +21,4 @@ mod replay_cli;
 mod server;
 mod tidy;
 mod vault_cli;
+mod worker;

@@ -1,0 +1,374 @@
+//! The local worker: a process of its own that hosts Chromium for the gateway on
+//! one machine, started and restarted by the gateway ([`LocalWorker`]) and run by
+//! `airlock worker` ([`run`]).
+//!
+//! Why a process: the gateway holds the vault's master key, the store, the audit
+//! signing key and every tenant's keys; a page that breaks out of a renderer must
+//! not land next to them. Started as root, the gateway starts its worker as an
+//! unprivileged user (`[worker] user`, `nobody` by default), so Chromium runs with
+//! its own sandbox, and in a directory of its own (0700, its user's): it cannot read
+//! the data dir. Its environment is emptied (no `AIRLOCK_*` variable reaches it);
+//! what it needs arrives on its stdin as one JSON line — the browser options, the
+//! per-start channel token and the uid allowed to connect. When that stdin closes
+//! (the gateway is gone, however it went) the worker closes its sessions and exits.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_browser::{BrowserOptions, Browsers};
+use airlock_config::BrowserConfig;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use zeroize::Zeroizing;
+
+use crate::handle::{Connecting, Connector};
+use crate::remote::{Admission, ConnectError, RemoteHost};
+
+/// What the gateway tells a worker it starts, on its stdin.
+#[derive(Serialize, Deserialize)]
+pub struct WorkerStart {
+    /// The browser options.
+    pub browser: BrowserConfig,
+    /// The token of this start's channel.
+    pub token: Zeroizing<String>,
+    /// The only uid that may connect (the gateway's).
+    pub peer_uid: u32,
+}
+
+/// What the worker prints on stdout once it listens.
+const READY: &str = "airlock-worker ready";
+
+/// Runs a worker on the unix socket `socket`, reading its [`WorkerStart`] from stdin;
+/// returns when stdin closes or SIGTERM arrives, every session closed.
+pub async fn run(socket: &Path) -> Result<(), RunError> {
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut line = Zeroizing::new(String::new());
+    stdin
+        .read_line(&mut line)
+        .await
+        .map_err(|e| RunError::Start(e.to_string()))?;
+    let start: WorkerStart = serde_json::from_str(&line)
+        .map_err(|e| RunError::Start(format!("the start line is not valid: {e}")))?;
+    drop(line);
+    let mut options =
+        BrowserOptions::from_config(&start.browser).map_err(|e| RunError::Start(e.to_string()))?;
+    // Profiles beside the socket: the one directory this process may write to.
+    if let Some(dir) = socket.parent() {
+        options.profile_parent = dir.to_owned();
+    }
+    let mut host = crate::LocalHost::new(Arc::new(Browsers::new(options)));
+    if let Some(dir) = socket.parent() {
+        host = host.with_spool(dir.join("spool"));
+    }
+    let host = Arc::new(host);
+    let _ = std::fs::remove_file(socket);
+    let listener = tokio::net::UnixListener::bind(socket)
+        .map_err(|e| RunError::Start(format!("cannot listen on {}: {e}", socket.display())))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| RunError::Start(e.to_string()))?;
+    tracing::info!(
+        pid = std::process::id(),
+        uid = nix::unistd::geteuid().as_raw(),
+        sandbox = !airlock_browser::needs_no_sandbox(),
+        "browser worker listening"
+    );
+    let mut stdout = tokio::io::stdout();
+    stdout
+        .write_all(format!("{READY}\n").as_bytes())
+        .await
+        .and(stdout.flush().await)
+        .map_err(|e| RunError::Start(e.to_string()))?;
+    let admission = Admission {
+        token: start.token,
+        peer_uid: Some(start.peer_uid),
+    };
+    let stop = async move {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut rest = String::new();
+        tokio::select! {
+            // EOF: the gateway closed our stdin or died.
+            _ = stdin.read_line(&mut rest) => {}
+            _ = async {
+                match terminate.as_mut() {
+                    Some(t) => { t.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {}
+        }
+    };
+    crate::remote::serve(listener, host, admission, stop).await;
+    Ok(())
+}
+
+/// Why a worker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Its start failed.
+    #[error("the browser worker could not start: {0}")]
+    Start(String),
+}
+
+/// How the gateway starts its local worker.
+#[derive(Debug, Clone)]
+pub struct WorkerSpawn {
+    /// The `airlock` executable (it runs `airlock worker`).
+    pub exe: PathBuf,
+    /// The browser options the worker gets.
+    pub browser: BrowserConfig,
+    /// The user to run it as when this process is root.
+    pub user: String,
+    /// Where the worker's own directory is made (the system's temp dir when `None`).
+    pub parent: Option<PathBuf>,
+    /// Extra arguments before `worker` (the log format and level).
+    pub args: Vec<String>,
+}
+
+/// The local worker process, started on first use and again whenever the last one
+/// is gone (died, hung, or its channel broke).
+pub struct LocalWorker {
+    spawn: WorkerSpawn,
+    running: tokio::sync::Mutex<Option<Running>>,
+}
+
+struct Running {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for LocalWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalWorker")
+            .field("user", &self.spawn.user)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The uid and gid a worker runs as, and whether that is a drop from root.
+fn identity(user: &str) -> Result<Option<(u32, u32)>, ConnectError> {
+    if !nix::unistd::geteuid().is_root() {
+        // Not root: the worker runs as this user, which is no more than it is.
+        return Ok(None);
+    }
+    let found = nix::unistd::User::from_name(user)
+        .ok()
+        .flatten()
+        .ok_or_else(|| ConnectError::Spawn(format!("there is no user `{user}` ([worker] user)")))?;
+    if found.uid.is_root() {
+        return Err(ConnectError::Spawn(format!(
+            "[worker] user `{user}` is root: the worker must run unprivileged"
+        )));
+    }
+    Ok(Some((found.uid.as_raw(), found.gid.as_raw())))
+}
+
+impl LocalWorker {
+    /// A worker started as `spawn` says, on first connect.
+    pub fn new(spawn: WorkerSpawn) -> LocalWorker {
+        LocalWorker {
+            spawn,
+            running: tokio::sync::Mutex::default(),
+        }
+    }
+
+    /// The uid the worker runs as.
+    pub fn worker_uid(&self) -> Result<u32, ConnectError> {
+        Ok(identity(&self.spawn.user)?
+            .map_or_else(|| nix::unistd::geteuid().as_raw(), |(uid, _)| uid))
+    }
+
+    /// The worker's process id, if one runs.
+    pub async fn pid(&self) -> Option<u32> {
+        self.running
+            .lock()
+            .await
+            .as_ref()
+            .and_then(|r| r.child.id())
+    }
+
+    async fn start(&self) -> Result<RemoteHost, ConnectError> {
+        let mut running = self.running.lock().await;
+        // Whatever ran before is done with: its channel broke, so it died or hung.
+        if let Some(old) = running.take() {
+            stop(old, Duration::ZERO).await;
+        }
+        let ids = identity(&self.spawn.user)?;
+        let dir = match &self.spawn.parent {
+            Some(parent) => tempfile::Builder::new()
+                .prefix("airlock-worker-")
+                .tempdir_in(parent),
+            None => tempfile::Builder::new().prefix("airlock-worker-").tempdir(),
+        }
+        .map_err(|e| ConnectError::Spawn(format!("cannot make the worker's directory: {e}")))?;
+        let spawn_error = |e: std::io::Error| ConnectError::Spawn(e.to_string());
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+            .map_err(spawn_error)?;
+        if let Some((uid, gid)) = ids {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).map_err(spawn_error)?;
+        }
+        let socket = dir.path().join("worker.sock");
+        let token = Zeroizing::new(hex::encode({
+            let mut bytes = [0u8; 32];
+            getrandom::fill(&mut bytes)
+                .map_err(|e| ConnectError::Spawn(format!("no randomness: {e}")))?;
+            bytes
+        }));
+
+        // The second place Airlock starts a process (Chromium is the first).
+        #[allow(clippy::disallowed_methods)]
+        let mut command = tokio::process::Command::new(&self.spawn.exe);
+        command
+            .args(&self.spawn.args)
+            .arg("worker")
+            .arg("--socket")
+            .arg(&socket)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", dir.path())
+            .env("LANG", "C.UTF-8")
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true);
+        if let Some((uid, gid)) = ids {
+            // std drops the supplementary groups when root sets a uid.
+            command.uid(uid).gid(gid);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            ConnectError::Spawn(format!("cannot start {}: {e}", self.spawn.exe.display()))
+        })?;
+        let mut stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let start = WorkerStart {
+            browser: self.spawn.browser.clone(),
+            token: token.clone(),
+            peer_uid: nix::unistd::geteuid().as_raw(),
+        };
+        let line = Zeroizing::new(
+            serde_json::to_string(&start).map_err(|e| ConnectError::Spawn(e.to_string()))? + "\n",
+        );
+        if let Some(stdin) = stdin.as_mut() {
+            stdin
+                .write_all(line.as_bytes())
+                .await
+                .map_err(spawn_error)?;
+        }
+        let running_now = Running { child, stdin, dir };
+        // Ready when it says so; a worker that exits first ends the read at EOF.
+        let ready = async {
+            let mut lines = BufReader::new(stdout?).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line == READY {
+                    return Some(());
+                }
+            }
+            None
+        };
+        let within = self
+            .spawn
+            .browser
+            .navigation_timeout
+            .max(Duration::from_secs(30));
+        if !matches!(tokio::time::timeout(within, ready).await, Ok(Some(()))) {
+            stop(running_now, Duration::ZERO).await;
+            return Err(ConnectError::Spawn(
+                "the browser worker exited or did not become ready (its log says why)".to_owned(),
+            ));
+        }
+        let worker_uid = ids.map_or_else(|| nix::unistd::geteuid().as_raw(), |(uid, _)| uid);
+        match RemoteHost::connect_unix(&socket, &token, Some(worker_uid)).await {
+            Ok(host) => {
+                tracing::info!(
+                    pid = host.about().pid,
+                    uid = host.about().uid,
+                    sandbox = host.about().sandbox,
+                    "browser worker started"
+                );
+                *running = Some(running_now);
+                Ok(host)
+            }
+            Err(e) => {
+                stop(running_now, Duration::ZERO).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Stops the worker: asks it to close its sessions (its stdin closes), then
+    /// kills it and whatever it started if it has not gone within a few seconds.
+    pub async fn stop(&self) {
+        if let Some(running) = self.running.lock().await.take() {
+            stop(running, Duration::from_secs(10)).await;
+        }
+    }
+}
+
+// Ends a worker: given `grace`, it closes its sessions itself; after that, it and
+// every process under its directory (its Chromiums) are killed and the directory
+// removed.
+async fn stop(mut running: Running, grace: Duration) {
+    drop(running.stdin.take());
+    if tokio::time::timeout(grace, running.child.wait())
+        .await
+        .is_err()
+        || grace.is_zero()
+    {
+        let _ = running.child.start_kill();
+        let _ = running.child.wait().await;
+    }
+    kill_processes_under(running.dir.path());
+    if let Err(e) = running.dir.close() {
+        tracing::warn!(error = %e, "could not remove the worker's directory");
+    }
+}
+
+/// Kills every process whose command line names `dir` (Chromium's profiles live
+/// there, so its flags name it): what a worker that died left running.
+pub fn kill_processes_under(dir: &Path) {
+    let needle = dir.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let named = std::fs::read(entry.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(&needle))
+            .unwrap_or(false);
+        if named && pid != std::process::id() as i32 {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+impl Connector for LocalWorker {
+    fn connect(&self) -> Connecting<'_> {
+        Box::pin(self.start())
+    }
+
+    fn shutdown(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(self.stop())
+    }
+}
+
+impl Connector for Arc<LocalWorker> {
+    fn connect(&self) -> Connecting<'_> {
+        Box::pin(self.start())
+    }
+
+    fn shutdown(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(LocalWorker::stop(self))
+    }
+}

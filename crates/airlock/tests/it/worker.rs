@@ -1,0 +1,249 @@
+//! The local browser worker as `airlock serve` starts it: a process of its own, as
+//! `nobody` when the gateway is root, with Chromium in its sandbox; unable to read
+//! the data dir; and when it is killed mid-call the call says so, the session ends
+//! on the record, the next session gets a new worker and nothing is left running.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_core::ErrorCode;
+use airlock_gateway::{Gateway, GatewayConfig, ToolCall};
+use airlock_policy::{Policy, PolicyConfig};
+use airlock_store::Store;
+use airlock_test_support::{chromium_processes_under, with_browser};
+use airlock_worker::{Host, LocalWorker, Remote, WorkerSpawn};
+
+use crate::server::BIN;
+
+fn navigate(url: String) -> ToolCall {
+    ToolCall::Navigate {
+        url,
+        wait_until: airlock_gateway::action::WaitUntil::Load,
+        snapshot: airlock_gateway::PageView::None,
+    }
+}
+
+// The real uid of a process, from /proc.
+fn uid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn cmdline(pid: u32) -> String {
+    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+        .replace('\0', " ")
+}
+
+async fn gone(pids: &[u32]) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while pids
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
+        if tokio::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its_sessions() {
+    with_browser(|h| async move {
+        let root = nix::unistd::geteuid().is_root();
+        // Where the worker makes its directory: any user may pass through it.
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A data dir as the CLI makes it: store and master key.
+        let data = tempfile::tempdir().unwrap();
+        let data_dir = data.path().join("data");
+        let made = {
+            use std::io::Write as _;
+            let mut child = std::process::Command::new(BIN)
+                .args(["vault", "set", "demo", "--origin", "https://example.com"])
+                .arg("--password-stdin")
+                .env_remove("AIRLOCK_CONFIG")
+                .env("AIRLOCK_DATA_DIR", &data_dir)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"a-long-password\n")
+                .unwrap();
+            child.wait_with_output().unwrap()
+        };
+        assert!(made.status.success(), "{made:?}");
+        let store = Store::open_sqlite(&data_dir.join("airlock.db"))
+            .await
+            .unwrap();
+
+        let browser = airlock_config::BrowserConfig {
+            chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
+            ..Default::default()
+        };
+        let worker = Arc::new(LocalWorker::new(WorkerSpawn {
+            exe: BIN.into(),
+            browser,
+            user: "nobody".to_owned(),
+            parent: Some(parent.path().to_owned()),
+            args: vec![],
+        }));
+        let remote = Remote::new(worker.clone())
+            .await
+            .expect("the worker starts");
+        let sandboxed = remote.about().sandbox;
+        let host: Host = remote.into();
+        let policy = Policy::from_config(&PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+            ..PolicyConfig::default()
+        })
+        .unwrap();
+        let gateway = Gateway::new(
+            host,
+            GatewayConfig {
+                policy,
+                store: Some(store.clone()),
+                ..GatewayConfig::default()
+            },
+        );
+        let agent = Arc::new(gateway.agent_session());
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+
+        // Who runs: the worker and every Chromium process, never root.
+        let pid = worker.pid().await.expect("a worker runs");
+        let uid = uid_of(pid).unwrap();
+        let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
+        if root {
+            assert_eq!(
+                uid,
+                nobody.uid.as_raw(),
+                "a root gateway's worker runs as nobody"
+            );
+            assert!(
+                sandboxed,
+                "this kernel lets Chromium sandbox itself as nobody"
+            );
+        }
+        let chromium = chromium_processes_under(parent.path());
+        assert!(
+            !chromium.is_empty(),
+            "its Chromium profiles live in its directory"
+        );
+        for p in &chromium {
+            assert_eq!(uid_of(*p), Some(uid), "{}", cmdline(*p));
+            if sandboxed {
+                assert!(!cmdline(*p).contains("--no-sandbox"), "{}", cmdline(*p));
+            }
+        }
+        // Its environment carries nothing of the gateway's.
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&environ).contains("AIRLOCK_"),
+            "the worker's environment is emptied"
+        );
+
+        // As its user, the data dir's store and keys cannot be read.
+        if root {
+            for file in ["master.key", "airlock.db"] {
+                let path = data_dir.join(file);
+                assert!(path.exists(), "{file} is made by the CLI");
+                let read = std::process::Command::new("cat")
+                    .arg(&path)
+                    .uid(uid)
+                    .gid(nobody.gid.as_raw())
+                    .output()
+                    .unwrap();
+                assert!(
+                    !read.status.success(),
+                    "{file} was readable as the worker's user"
+                );
+                assert!(
+                    String::from_utf8_lossy(&read.stderr).contains("Permission denied"),
+                    "{read:?}"
+                );
+            }
+        }
+
+        // Killed in the middle of a call: the page is still loading when it dies.
+        let before = h.site.a.connections();
+        let slow = h.site.url("slow?ms=20000");
+        let loading = {
+            let agent = agent.clone();
+            tokio::spawn(async move { agent.call(navigate(slow)).await })
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while h.site.a.connections() == before {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the slow page was never asked for"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let out = loading.await.unwrap();
+        assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
+        assert!(out.text.contains("browser host"), "{}", out.text);
+        assert!(
+            out.text.contains("next call opens a fresh one"),
+            "{}",
+            out.text
+        );
+
+        // The next call gets a new worker; what the dead one started is gone.
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let next = worker.pid().await.expect("a new worker runs");
+        assert_ne!(next, pid);
+        assert!(
+            gone(&chromium).await,
+            "the dead worker's Chromium was left running"
+        );
+
+        drop(agent);
+        gateway.shutdown().await;
+        assert!(
+            gone(&[next]).await,
+            "the worker outlived the gateway's shutdown"
+        );
+        assert!(
+            gone(&chromium_processes_under(parent.path())).await,
+            "a Chromium outlived the gateway's shutdown"
+        );
+        assert_eq!(
+            std::fs::read_dir(parent.path()).unwrap().count(),
+            0,
+            "the worker's directory is removed"
+        );
+
+        // On the record: the session the worker took with it ended, saying why.
+        let records = store.audit_events(0, 1000).await.unwrap();
+        let reasons: Vec<String> = records
+            .iter()
+            .map(|r| serde_json::from_str::<serde_json::Value>(&r.body).unwrap())
+            .filter(|e| e["kind"] == "session_close")
+            .map(|e| e["reason"].as_str().unwrap_or("").to_owned())
+            .collect();
+        assert_eq!(reasons, ["browser host gone", "closed"], "{reasons:?}");
+    })
+    .await;
+}
