@@ -117,6 +117,64 @@ impl Drop for MemoryCgroup {
     }
 }
 
+/// A memory cgroup handed to the browser worker's user: the gateway (root) makes it
+/// and moves the worker into it; the worker, unprivileged, then makes a bounded
+/// group for each of its Chromiums inside it, as the gateway would in its own. It
+/// is removed, with whatever the worker left in it, when dropped.
+#[derive(Debug)]
+pub struct DelegatedCgroup {
+    dir: PathBuf,
+}
+
+impl DelegatedCgroup {
+    /// Makes one beside this process's own group, owned by `uid`:`gid`.
+    pub fn create(uid: u32, gid: u32) -> Result<DelegatedCgroup, String> {
+        let home = home()?;
+        sweep_stale(&home.dir);
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = home.dir.join(format!(
+            "{PREFIX}{}-w{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot create a cgroup in `{}`: {e}", home.dir.display()))?;
+        let group = DelegatedCgroup { dir };
+        // The directory (to make groups in it) and its interface files (to move
+        // processes, hand controllers down) become the worker's.
+        let chown = |path: &Path| std::os::unix::fs::chown(path, Some(uid), Some(gid));
+        chown(&group.dir).map_err(|e| format!("cannot hand the cgroup over: {e}"))?;
+        for file in ["cgroup.procs", "tasks", "cgroup.subtree_control"] {
+            let path = group.dir.join(file);
+            if path.exists() {
+                chown(&path).map_err(|e| format!("cannot hand `{file}` over: {e}"))?;
+            }
+        }
+        Ok(group)
+    }
+
+    /// Moves process `pid` into it.
+    pub fn adopt(&self, pid: u32) -> Result<(), String> {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
+            .map_err(|e| format!("cannot move the worker into its cgroup: {e}"))
+    }
+}
+
+impl Drop for DelegatedCgroup {
+    fn drop(&mut self) {
+        // Groups the worker made and left (it was killed) go first; they are empty
+        // once its processes are.
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    let _ = std::fs::remove_dir(entry.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
 /// The gateway's own memory cgroup directory, from `/proc/self/cgroup` and the mount
 /// table: the v1 `memory` hierarchy if mounted, else the v2 unified one.
 fn home() -> Result<Home, String> {

@@ -195,9 +195,26 @@ pub fn chromium_flags(kind: ChromiumKind, no_sandbox: bool) -> Vec<String> {
     flags
 }
 
-/// Whether Chromium must run without its sandbox: it refuses to start sandboxed as root.
+/// Whether Chromium must run without its sandbox: it refuses to start sandboxed as
+/// root, and unprivileged it needs user namespaces the kernel may not offer.
 pub fn needs_no_sandbox() -> bool {
-    nix::unistd::geteuid().is_root()
+    no_sandbox_reason().is_some()
+}
+
+/// Why Chromium runs without its sandbox here, if it does.
+pub fn no_sandbox_reason() -> Option<&'static str> {
+    if nix::unistd::geteuid().is_root() {
+        return Some("running as root");
+    }
+    let is =
+        |path: &str, value: &str| std::fs::read_to_string(path).is_ok_and(|v| v.trim() == value);
+    (is("/proc/sys/kernel/unprivileged_userns_clone", "0")
+        || is("/proc/sys/user/max_user_namespaces", "0")
+        || is(
+            "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+            "1",
+        ))
+    .then_some("the kernel offers no user namespaces to an unprivileged process")
 }
 
 /// One running Chromium process and its profile directory; the only owner of both.
@@ -306,8 +323,11 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
     });
 
     let no_sandbox = needs_no_sandbox();
-    if no_sandbox {
-        tracing::warn!("running as root: Chromium starts with --no-sandbox");
+    if let Some(reason) = no_sandbox_reason() {
+        static SAID: AtomicBool = AtomicBool::new(false);
+        if !SAID.swap(true, Ordering::Relaxed) {
+            tracing::warn!(%reason, "Chromium starts with --no-sandbox");
+        }
     }
     // In a memory cgroup, Chromium is started by a shell that moves itself into the
     // group and then becomes Chromium (`exec` keeps the PID and the pipe fds), so the

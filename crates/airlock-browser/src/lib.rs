@@ -37,9 +37,11 @@ pub use action::{
     Waited,
 };
 pub use browser::{Browsers, Probe, probe};
+pub use cgroup::DelegatedCgroup;
 pub use error::{Error, Result};
 pub use launch::{
     ChromiumBinary, ChromiumKind, PROFILE_PREFIX, chromium_flags, find_chromium, needs_no_sandbox,
+    no_sandbox_reason,
 };
 pub use options::BrowserOptions;
 pub use oracle::AxPair;

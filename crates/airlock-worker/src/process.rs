@@ -137,6 +137,8 @@ struct Running {
     child: tokio::process::Child,
     stdin: Option<tokio::process::ChildStdin>,
     dir: tempfile::TempDir,
+    // Dropped after the worker and its Chromiums are gone.
+    cgroup: Option<airlock_browser::DelegatedCgroup>,
 }
 
 impl std::fmt::Debug for LocalWorker {
@@ -257,7 +259,29 @@ impl LocalWorker {
                 .await
                 .map_err(spawn_error)?;
         }
-        let running_now = Running { child, stdin, dir };
+        // Root can bound Chromium's memory with cgroups; the worker's user cannot
+        // make them unless given a group of its own. Moved in before it says ready,
+        // so before it starts any Chromium.
+        let cgroup = match (ids, self.spawn.browser.memory_limit, child.id()) {
+            (Some((uid, gid)), Some(_), Some(pid)) => {
+                match airlock_browser::DelegatedCgroup::create(uid, gid)
+                    .and_then(|group| group.adopt(pid).map(|()| group))
+                {
+                    Ok(group) => Some(group),
+                    Err(reason) => {
+                        tracing::warn!(%reason, "the browser worker gets no memory cgroup of its own");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let running_now = Running {
+            child,
+            stdin,
+            dir,
+            cgroup,
+        };
         // Ready when it says so; a worker that exits first ends the read at EOF.
         let ready = async {
             let mut lines = BufReader::new(stdout?).lines();
@@ -321,6 +345,7 @@ async fn stop(mut running: Running, grace: Duration) {
         let _ = running.child.wait().await;
     }
     kill_processes_under(running.dir.path());
+    drop(running.cgroup.take());
     if let Err(e) = running.dir.close() {
         tracing::warn!(error = %e, "could not remove the worker's directory");
     }

@@ -66,15 +66,18 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
                 "chromium found",
                 &format!("{} ({kind})", options.binary.path.display()),
             );
-            if airlock_browser::needs_no_sandbox() {
+            // Embedded, Chromium runs as this process; a local worker runs it as the
+            // worker's user, whose sandbox the worker reports below.
+            let embedded = config.browser.worker == airlock_config::WorkerMode::Embedded;
+            if embedded && let Some(reason) = airlock_browser::no_sandbox_reason() {
                 report.note(
                     "sandbox",
-                    "running as root: Chromium will start with --no-sandbox",
+                    &format!("{reason}: Chromium will start with --no-sandbox ([browser] worker = \"embedded\")"),
                 );
             }
             let flags = airlock_browser::chromium_flags(
                 options.binary.kind,
-                airlock_browser::needs_no_sandbox(),
+                embedded && airlock_browser::needs_no_sandbox(),
             );
             // Shell-quoted, so the line can be pasted (and split by `shlex`).
             let shown: Vec<String> = flags
@@ -123,6 +126,15 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
         Err(e) => report.fail("chromium found", &e.to_string()),
     }
 
+    if config.browser.worker == airlock_config::WorkerMode::Local {
+        check_worker(&config, &mut report).await;
+    } else {
+        report.note(
+            "browser worker",
+            "embedded: Chromium runs inside this process, beside the vault and audit keys ([browser] worker)",
+        );
+    }
+
     let caps = super::session_caps(&config);
     let show = |cap: Option<usize>| cap.map_or("none".to_owned(), |n| n.to_string());
     let memory = airlock_browser::host::memory().map_or("unknown".to_owned(), |m| {
@@ -156,12 +168,87 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
             &format!("{}: {e}", config.data_dir.display()),
         ),
     }
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(&config.data_dir)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            report.note(
+                "data dir private",
+                &format!(
+                    "other users can enter `{}`: `chmod 700` it, so the browser worker's user cannot list it",
+                    config.data_dir.display()
+                ),
+            );
+        }
+    }
 
     if report.failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     }
+}
+
+// Starts the local worker as `serve` would, opens one session in it, and says who
+// it runs as and whether its Chromium has its sandbox.
+async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
+    let host = match super::browser_host(config).await {
+        Ok(host) => host,
+        Err(e) => {
+            report.fail("browser worker", &format!("{e:#}"));
+            return;
+        }
+    };
+    if let Some(remote) = host.remote() {
+        let about = remote.about().clone();
+        let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(about.uid))
+            .ok()
+            .flatten()
+            .map_or_else(|| format!("uid {}", about.uid), |u| u.name);
+        if about.uid == 0 {
+            report.fail(
+                "browser worker",
+                "runs as root: set [worker] user to an unprivileged user",
+            );
+        } else {
+            report.pass(
+                "browser worker",
+                &format!(
+                    "a process of its own (pid {}) as `{user}` ([worker] user = \"{}\")",
+                    about.pid, config.worker_user
+                ),
+            );
+        }
+        if about.sandbox {
+            report.pass(
+                "sandbox",
+                "Chromium runs with its own sandbox in the worker",
+            );
+        } else {
+            report.note(
+                "sandbox",
+                "the kernel offers the worker's user no sandbox: Chromium starts with --no-sandbox",
+            );
+        }
+    }
+    let spec = airlock_worker::OpenSpec {
+        isolation: None,
+        policy: airlock_policy::Policy::deny_all(),
+        injection: None,
+        secrets: airlock_worker::SecretSet::default(),
+    };
+    match host.open(spec).await {
+        Ok(session) => {
+            report.pass(
+                "chromium starts in the worker",
+                &format!("pid {}", session.browser_pid()),
+            );
+            session.close().await;
+        }
+        Err(e) => report.fail("chromium starts in the worker", &e.to_string()),
+    }
+    host.shutdown().await;
 }
 
 fn check_writable(dir: &Path) -> std::io::Result<()> {

@@ -43,6 +43,21 @@ fn cmdline(pid: u32) -> String {
         .replace('\0', " ")
 }
 
+// A process's v1 memory cgroup path, if it has one.
+fn memory_cgroup(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            controllers
+                .split(',')
+                .any(|c| c == "memory")
+                .then(|| path.to_owned())
+        })
+}
+
 async fn gone(pids: &[u32]) -> bool {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while pids
@@ -140,7 +155,11 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
                 "this kernel lets Chromium sandbox itself as nobody"
             );
         }
-        let chromium = chromium_processes_under(parent.path());
+        // (The worker's own command line names its directory too.)
+        let chromium: Vec<u32> = chromium_processes_under(parent.path())
+            .into_iter()
+            .filter(|p| *p != pid)
+            .collect();
         assert!(
             !chromium.is_empty(),
             "its Chromium profiles live in its directory"
@@ -149,6 +168,19 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             assert_eq!(uid_of(*p), Some(uid), "{}", cmdline(*p));
             if sandboxed {
                 assert!(!cmdline(*p).contains("--no-sandbox"), "{}", cmdline(*p));
+            }
+        }
+        // Root can bound memory with cgroups: the worker's Chromiums are bounded in
+        // groups it made inside the one the gateway handed it.
+        if root && memory_cgroup(std::process::id()).is_some() {
+            let worker_group = memory_cgroup(pid).expect("the worker has a memory cgroup");
+            assert!(worker_group.contains("/airlock-"), "{worker_group}");
+            for p in &chromium {
+                let group = memory_cgroup(*p).unwrap_or_default();
+                assert!(
+                    group.starts_with(&format!("{worker_group}/airlock-")),
+                    "Chromium {p} is in `{group}`, not a bounded group of the worker's `{worker_group}`"
+                );
             }
         }
         // Its environment carries nothing of the gateway's.
