@@ -5,7 +5,7 @@ against the same fixture pages served on loopback by this script. Per metric: me
 min and max over the measured runs (after one warm-up), and Airlock / peer ratios.
 Writes a Markdown table to stdout and bench/results/latest.json.
 
-  python bench/run.py [--runs 5] [--systems airlock,playwright-mcp,agent-browser]
+  python bench/run.py [--runs 5] [--systems airlock,airlock-embedded,playwright-mcp,agent-browser]
 """
 
 import argparse
@@ -179,6 +179,20 @@ class Airlock(System):
         return "browser_read", {"format": "text"}
 
 
+class AirlockEmbedded(Airlock):
+    """Airlock with its sessions in its own process ([browser] worker = "embedded"),
+    beside the default: a worker process of its own. The pair shows what the
+    boundary costs per call and in memory."""
+
+    name = "airlock-embedded"
+
+    def params(self):
+        params = super().params()
+        config = pathlib.Path(self.tmp) / "airlock.toml"
+        config.write_text(config.read_text() + '[browser]\nworker = "embedded"\n')
+        return params
+
+
 class PlaywrightMcp(System):
     name = "playwright-mcp"
 
@@ -239,7 +253,7 @@ class AgentBrowser(System):
         return "agent_browser_get_text", {"selector": "body"}
 
 
-SYSTEMS = {s.name: s for s in (Airlock, PlaywrightMcp, AgentBrowser)}
+SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, PlaywrightMcp, AgentBrowser)}
 # Systems with a Streamable HTTP server (agent-browser's MCP server is stdio only).
 HTTP_SYSTEMS = ("airlock", "playwright-mcp")
 # The Airlock binary under test (release for `make bench`, debug for the CI smoke run).
@@ -290,6 +304,17 @@ def pss_mib(pids):
         except OSError:
             pass
     return total / 1024
+
+
+def cmdline(pid):
+    try:
+        return pathlib.Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+# Calls of each kind timed back to back for the per-call medians.
+REPEATS = 20
 
 
 def all_pids():
@@ -385,7 +410,7 @@ async def measure(system, url, b, m, before):
             m["snapshot_table_ms"] = ms
             m["snapshot_table_default_bytes"], m["snapshot_table_default_tokens"] = len(first.encode()), COUNT(first)
             whole, page = first, first
-            while (more := re.search(r"offset=(\d+) for the next page", page)) and system.name == "airlock":
+            while (more := re.search(r"offset=(\d+) for the next page", page)) and system.name.startswith("airlock"):
                 _, res = await timed(session, *system.snapshot(int(more.group(1))))
                 page = text_of(res)
                 whole += "\n" + page
@@ -396,6 +421,24 @@ async def measure(system, url, b, m, before):
             # egress proxy; direct for the peers and the raw-CDP floor).
             await timed(session, *system.navigate(url(f"fetches.html?n={floors.FETCHES}")))
             m["fetch_ms"] = await fetch_median(session, system)
+            if system.name.startswith("airlock"):
+                # Per-call medians over repeats: what the worker boundary adds shows
+                # here (one call per run above is too few for a millisecond).
+                await timed(session, *system.navigate(url("login.html")))
+                _, res = await timed(session, *system.snapshot())
+                snap = text_of(res)
+                user, remember = system.ref_of(snap, 'textbox "Username"'), system.ref_of(snap, 'checkbox "Remember me"')
+                times = {"snapshot": [], "type": [], "click": []}
+                for _ in range(REPEATS):
+                    times["snapshot"].append((await timed(session, *system.snapshot()))[0])
+                    times["type"].append((await timed(session, *system.type(user, "Username field", "alice")))[0])
+                    times["click"].append((await timed(session, *system.click(remember, "Remember me")))[0])
+                for kind, values in times.items():
+                    m[f"{kind}_p50_ms"] = statistics.median(values)
+                # The worker process alone (Chromium is counted in pss_mib either way).
+                workers = [p for p in started_by_system(before) if "worker\x00--socket" in cmdline(p)]
+                if workers:
+                    m["worker_process_pss_mib"] = pss_mib(workers)
             if system.name == "airlock":
                 # Session open with Chromium already running: a fresh context, and a
                 # dedicated Chromium (the peers have no such call to compare).
@@ -509,7 +552,7 @@ def summarize(values):
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--systems", default="airlock,playwright-mcp,agent-browser")
+    parser.add_argument("--systems", default="airlock,airlock-embedded,playwright-mcp,agent-browser")
     parser.add_argument("--out", default=str(BENCH / "results/latest.json"))
     parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")
     parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,
