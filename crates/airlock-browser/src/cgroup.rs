@@ -158,20 +158,42 @@ impl DelegatedCgroup {
         std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
             .map_err(|e| format!("cannot move the worker into its cgroup: {e}"))
     }
+
+    /// Removes it and the groups the worker left in it once their processes are
+    /// gone (killed ones leave within milliseconds), trying for up to `patience`.
+    pub async fn remove(self, patience: Duration) {
+        let deadline = tokio::time::Instant::now() + patience;
+        while !remove_tree(&self.dir) {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(path = %self.dir.display(), "could not remove the worker's cgroup");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        std::mem::forget(self);
+    }
+}
+
+// Removes a cgroup and the groups inside it; whether it is gone.
+fn remove_tree(dir: &Path) -> bool {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_tree(&entry.path());
+            }
+        }
+    }
+    match std::fs::remove_dir(dir) {
+        Ok(()) => true,
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    }
 }
 
 impl Drop for DelegatedCgroup {
+    // Paths that never reach `remove` try once; what is still busy is swept at the
+    // next launch after this gateway is gone.
     fn drop(&mut self) {
-        // Groups the worker made and left (it was killed) go first; they are empty
-        // once its processes are.
-        if let Ok(entries) = std::fs::read_dir(&self.dir) {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    let _ = std::fs::remove_dir(entry.path());
-                }
-            }
-        }
-        let _ = std::fs::remove_dir(&self.dir);
+        remove_tree(&self.dir);
     }
 }
 
@@ -256,6 +278,14 @@ fn sweep_stale(dir: &Path) {
             continue;
         };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            // A worker's group holds the groups of its Chromiums: those go first.
+            if let Ok(inner) = std::fs::read_dir(entry.path()) {
+                for group in inner.flatten() {
+                    if group.file_type().is_ok_and(|t| t.is_dir()) {
+                        let _ = std::fs::remove_dir(group.path());
+                    }
+                }
+            }
             match std::fs::remove_dir(entry.path()) {
                 Ok(()) => {
                     tracing::info!(path = %entry.path().display(), "removed a stale Chromium cgroup")

@@ -39,6 +39,30 @@ pub enum Host {
     Local(Arc<LocalHost>),
     /// In a worker process, reached over its channel.
     Remote(Arc<Remote>),
+    /// In workers on other machines: each session opens on the next that answers.
+    Fleet(Arc<Fleet>),
+}
+
+/// Workers listed in `[[workers]]`.
+pub struct Fleet {
+    workers: Vec<Arc<Remote>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl Fleet {
+    /// Sessions spread over `workers` in turn (at least one).
+    pub fn new(workers: Vec<Remote>) -> Option<Fleet> {
+        (!workers.is_empty()).then(|| Fleet {
+            workers: workers.into_iter().map(Arc::new).collect(),
+            next: Default::default(),
+        })
+    }
+}
+
+impl From<Fleet> for Host {
+    fn from(fleet: Fleet) -> Self {
+        Host::Fleet(Arc::new(fleet))
+    }
 }
 
 impl std::fmt::Debug for Host {
@@ -46,6 +70,7 @@ impl std::fmt::Debug for Host {
         match self {
             Host::Local(_) => f.write_str("Host::Local"),
             Host::Remote(remote) => write!(f, "Host::Remote({:?})", remote.about),
+            Host::Fleet(fleet) => write!(f, "Host::Fleet({} workers)", fleet.workers.len()),
         }
     }
 }
@@ -164,6 +189,38 @@ impl Host {
                     downloads: Default::default(),
                 })
             }
+            Host::Fleet(fleet) => {
+                let n = fleet.workers.len();
+                let first = fleet
+                    .next
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let mut last = None;
+                for i in 0..n {
+                    let remote = &fleet.workers[(first + i) % n];
+                    // A worker that cannot be reached is passed over for this one.
+                    let opened = match remote.host().await {
+                        Ok(host) => host.open(spec.clone()).await,
+                        Err(e) => Err(e),
+                    };
+                    match opened {
+                        Ok(session) => {
+                            return Ok(BrowserSession {
+                                facts: session.facts(),
+                                inner: Inner::Remote(session),
+                                downloads: Default::default(),
+                            });
+                        }
+                        Err(e @ (Error::BrowserUnavailable { .. } | Error::HostGone { .. })) => {
+                            tracing::warn!(error = %e, "a browser worker could not open a session");
+                            last = Some(e);
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(last.unwrap_or(Error::BrowserUnavailable {
+                    reason: "no browser worker is configured".to_owned(),
+                }))
+            }
         }
     }
 
@@ -172,6 +229,7 @@ impl Host {
         match self {
             Host::Local(host) => host.default_isolation(),
             Host::Remote(remote) => remote.about.default_isolation,
+            Host::Fleet(fleet) => fleet.workers[0].about.default_isolation,
         }
     }
 
@@ -179,16 +237,24 @@ impl Host {
     /// connection to it).
     pub async fn launches(&self) -> u64 {
         use std::sync::atomic::Ordering;
+        async fn of(remote: &Remote) -> u64 {
+            if let Ok(host) = remote.host().await {
+                remote
+                    .launched_now
+                    .fetch_max(host.launches().await, Ordering::Relaxed);
+            }
+            remote.launched_before.load(Ordering::Relaxed)
+                + remote.launched_now.load(Ordering::Relaxed)
+        }
         match self {
             Host::Local(host) => host.browsers().launched_pids().len() as u64,
-            Host::Remote(remote) => {
-                if let Ok(host) = remote.host().await {
-                    remote
-                        .launched_now
-                        .fetch_max(host.launches().await, Ordering::Relaxed);
+            Host::Remote(remote) => of(remote).await,
+            Host::Fleet(fleet) => {
+                let mut sum = 0;
+                for remote in &fleet.workers {
+                    sum += of(remote).await;
                 }
-                remote.launched_before.load(Ordering::Relaxed)
-                    + remote.launched_now.load(Ordering::Relaxed)
+                sum
             }
         }
     }
@@ -197,15 +263,16 @@ impl Host {
     pub fn local(&self) -> Option<&Arc<LocalHost>> {
         match self {
             Host::Local(host) => Some(host),
-            Host::Remote(_) => None,
+            Host::Remote(_) | Host::Fleet(_) => None,
         }
     }
 
-    /// The worker, if sessions run in one.
+    /// The worker, if sessions run in one (the first of several).
     pub fn remote(&self) -> Option<&Arc<Remote>> {
         match self {
             Host::Local(_) => None,
             Host::Remote(remote) => Some(remote),
+            Host::Fleet(fleet) => fleet.workers.first(),
         }
     }
 
@@ -214,6 +281,11 @@ impl Host {
         match self {
             Host::Local(host) => host.shutdown().await,
             Host::Remote(remote) => remote.connector.shutdown().await,
+            Host::Fleet(fleet) => {
+                for remote in &fleet.workers {
+                    remote.connector.shutdown().await;
+                }
+            }
         }
     }
 }

@@ -18,12 +18,14 @@ pub mod process;
 pub mod proto;
 pub mod remote;
 pub mod secrets;
+pub mod tls;
 
-pub use handle::{BrowserSession, Connecting, Connector, Host, Remote, with_action_budget};
+pub use handle::{BrowserSession, Connecting, Connector, Fleet, Host, Remote, with_action_budget};
 pub use local::{LocalHost, LocalSession};
 pub use process::{LocalWorker, WorkerSpawn, WorkerStart};
 pub use proto::{Call, OpenSpec, PROTOCOL, Reply, SessionFacts};
 pub use remote::{
-    About, Admission, ConnectError, MAX_MESSAGE, RemoteHost, RemoteSession, SocketConnector,
+    About, Admission, ConnectError, Listener, MAX_MESSAGE, RemoteHost, RemoteSession,
+    SocketConnector, TlsConnector,
 };
 pub use secrets::{Known, SecretEntry, SecretSet, SecretsError};

@@ -13,6 +13,8 @@
 //! (the gateway is gone, however it went) the worker closes its sessions and exits.
 
 use std::os::unix::fs::PermissionsExt;
+
+use command_fds::CommandFdExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +37,15 @@ pub struct WorkerStart {
     pub token: Zeroizing<String>,
     /// The only uid that may connect (the gateway's).
     pub peer_uid: u32,
+}
+
+/// The descriptor the worker's executable is passed on.
+const EXE_FD: i32 = 3;
+
+// Whether every directory from `/` down to `dir` lets other users pass through.
+fn passable(dir: &Path) -> bool {
+    dir.ancestors()
+        .all(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
 }
 
 /// What the worker prints on stdout once it listens.
@@ -198,13 +209,18 @@ impl LocalWorker {
             stop(old, Duration::ZERO).await;
         }
         let ids = identity(&self.spawn.user)?;
-        let dir = match &self.spawn.parent {
-            Some(parent) => tempfile::Builder::new()
-                .prefix("airlock-worker-")
-                .tempdir_in(parent),
-            None => tempfile::Builder::new().prefix("airlock-worker-").tempdir(),
-        }
-        .map_err(|e| ConnectError::Spawn(format!("cannot make the worker's directory: {e}")))?;
+        // The worker's user must be able to reach its directory: the temp dir when
+        // every directory above it lets others pass, else /tmp.
+        let parent = self.spawn.parent.clone().unwrap_or_else(std::env::temp_dir);
+        let parent = if ids.is_none() || passable(&parent) {
+            parent
+        } else {
+            PathBuf::from("/tmp")
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("airlock-worker-")
+            .tempdir_in(&parent)
+            .map_err(|e| ConnectError::Spawn(format!("cannot make the worker's directory: {e}")))?;
         let spawn_error = |e: std::io::Error| ConnectError::Spawn(e.to_string());
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
             .map_err(spawn_error)?;
@@ -219,10 +235,23 @@ impl LocalWorker {
             bytes
         }));
 
+        // The executable is opened here and run from that descriptor: the worker's
+        // user may not be able to reach its path (a checkout under /root), and
+        // need not: the file itself is executable by anyone.
+        let exe = std::fs::File::open(&self.spawn.exe).map_err(|e| {
+            ConnectError::Spawn(format!("cannot open {}: {e}", self.spawn.exe.display()))
+        })?;
         // The second place Airlock starts a process (Chromium is the first).
         #[allow(clippy::disallowed_methods)]
-        let mut command = tokio::process::Command::new(&self.spawn.exe);
+        let mut command = tokio::process::Command::new(format!("/proc/self/fd/{EXE_FD}"));
         command
+            .fd_mappings(vec![command_fds::FdMapping {
+                parent_fd: exe.into(),
+                child_fd: EXE_FD,
+            }])
+            .map_err(|e| ConnectError::Spawn(e.to_string()))?;
+        command
+            .arg0("airlock")
             .args(&self.spawn.args)
             .arg("worker")
             .arg("--socket")
@@ -345,7 +374,9 @@ async fn stop(mut running: Running, grace: Duration) {
         let _ = running.child.wait().await;
     }
     kill_processes_under(running.dir.path());
-    drop(running.cgroup.take());
+    if let Some(cgroup) = running.cgroup.take() {
+        cgroup.remove(Duration::from_secs(2)).await;
+    }
     if let Err(e) = running.dir.close() {
         tracing::warn!(error = %e, "could not remove the worker's directory");
     }

@@ -141,10 +141,24 @@ impl std::fmt::Debug for Admission {
     }
 }
 
+/// Where a worker takes connections.
+pub enum Listener {
+    /// A unix socket on the gateway's machine: the kernel names the peer's uid.
+    Unix(tokio::net::UnixListener),
+    /// TCP for gateways on other machines, always inside TLS.
+    Tls(tokio::net::TcpListener, tokio_rustls::TlsAcceptor),
+}
+
+impl From<tokio::net::UnixListener> for Listener {
+    fn from(listener: tokio::net::UnixListener) -> Self {
+        Listener::Unix(listener)
+    }
+}
+
 /// Serves `host` to every connection `listener` accepts that passes `admission`,
 /// until `shutdown` resolves; then closes every session and stops every Chromium.
 pub async fn serve(
-    listener: tokio::net::UnixListener,
+    listener: impl Into<Listener>,
     host: Arc<LocalHost>,
     admission: Admission,
     shutdown: impl std::future::Future<Output = ()>,
@@ -155,11 +169,12 @@ pub async fn serve(
 
 /// [`serve`], but the pool is left running (its owner shuts it down).
 pub async fn serve_sessions(
-    listener: tokio::net::UnixListener,
+    listener: impl Into<Listener>,
     host: Arc<LocalHost>,
     admission: Admission,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    let listener = listener.into();
     let admission = Arc::new(admission);
     let mut connections = tokio::task::JoinSet::new();
     let mut served: Vec<Connection> = Vec::new();
@@ -167,23 +182,31 @@ pub async fn serve_sessions(
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let peer = stream.peer_cred().ok().map(|c| c.uid());
-                    if let Some(expected) = admission.peer_uid
-                        && peer != Some(expected)
-                    {
-                        tracing::warn!(?peer, expected, "refused a connection from a foreign uid");
-                        continue;
-                    }
+            accepted = accept(&listener, &admission) => match accepted {
+                Ok(Some(stream)) => {
                     let connection = Connection {
                         host: host.clone(),
                         sessions: Arc::default(),
                     };
                     served.retain(|c| Arc::strong_count(&c.sessions) > 1);
                     served.push(connection.clone());
-                    connections.spawn(connection.run(stream, admission.clone()));
+                    let admission = admission.clone();
+                    connections.spawn(async move {
+                        match stream {
+                            Accepted::Unix(stream) => connection.run(stream, admission).await,
+                            Accepted::Tcp(stream, tls) => {
+                                // The TLS handshake runs in the connection's task, so
+                                // a slow peer holds up no other.
+                                match tokio::time::timeout(HELLO_WITHIN, tls.accept(stream)).await {
+                                    Ok(Ok(stream)) => connection.run(stream, admission).await,
+                                    Ok(Err(e)) => tracing::warn!(error = %e, "refused a connection: TLS failed"),
+                                    Err(_) => tracing::warn!("refused a connection: no TLS handshake in time"),
+                                }
+                            }
+                        }
+                    });
                 }
+                Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -196,6 +219,32 @@ pub async fn serve_sessions(
     // The connections were cut mid-way: close what they had open.
     for connection in served {
         connection.close_all().await;
+    }
+}
+
+enum Accepted {
+    Unix(tokio::net::UnixStream),
+    Tcp(tokio::net::TcpStream, tokio_rustls::TlsAcceptor),
+}
+
+// The next connection, `None` when one was refused at once (a foreign uid).
+async fn accept(listener: &Listener, admission: &Admission) -> io::Result<Option<Accepted>> {
+    match listener {
+        Listener::Unix(listener) => {
+            let (stream, _) = listener.accept().await?;
+            let peer = stream.peer_cred().ok().map(|c| c.uid());
+            if let Some(expected) = admission.peer_uid
+                && peer != Some(expected)
+            {
+                tracing::warn!(?peer, expected, "refused a connection from a foreign uid");
+                return Ok(None);
+            }
+            Ok(Some(Accepted::Unix(stream)))
+        }
+        Listener::Tls(listener, tls) => {
+            let (stream, _) = listener.accept().await?;
+            Ok(Some(Accepted::Tcp(stream, tls.clone())))
+        }
     }
 }
 
@@ -466,6 +515,34 @@ impl RemoteHost {
         RemoteHost::handshake(stream, token).await
     }
 
+    /// Connects to the worker at `address` over TLS, checking its certificate names
+    /// `server_name` under the CA of `tls`, then speaks the handshake with `token`.
+    pub async fn connect_tls(
+        address: &str,
+        server_name: &str,
+        tls: Arc<rustls::ClientConfig>,
+        token: &str,
+    ) -> std::result::Result<RemoteHost, ConnectError> {
+        let unreachable = |source: io::Error| ConnectError::Unreachable {
+            at: address.to_owned(),
+            source,
+        };
+        let name = rustls::pki_types::ServerName::try_from(server_name.to_owned())
+            .map_err(|e| unreachable(io::Error::other(e)))?;
+        let stream = tokio::time::timeout(HELLO_WITHIN, tokio::net::TcpStream::connect(address))
+            .await
+            .map_err(|_| unreachable(io::ErrorKind::TimedOut.into()))?
+            .map_err(unreachable)?;
+        let stream = tokio::time::timeout(
+            HELLO_WITHIN,
+            tokio_rustls::TlsConnector::from(tls).connect(name, stream),
+        )
+        .await
+        .map_err(|_| unreachable(io::ErrorKind::TimedOut.into()))?
+        .map_err(unreachable)?;
+        RemoteHost::handshake(stream, token).await
+    }
+
     /// Speaks the handshake over `stream`, then tarpc.
     pub async fn handshake<S>(
         stream: S,
@@ -636,6 +713,29 @@ impl crate::handle::Connector for SocketConnector {
             &self.path,
             &self.token,
             self.worker_uid,
+        ))
+    }
+}
+
+/// Dials a worker on another machine over TLS.
+pub struct TlsConnector {
+    /// `host:port`.
+    pub address: String,
+    /// The name its certificate must carry.
+    pub server_name: String,
+    /// Trusts the workers' CA.
+    pub tls: Arc<rustls::ClientConfig>,
+    /// The deployment's worker token.
+    pub token: Zeroizing<String>,
+}
+
+impl crate::handle::Connector for TlsConnector {
+    fn connect(&self) -> crate::handle::Connecting<'_> {
+        Box::pin(RemoteHost::connect_tls(
+            &self.address,
+            &self.server_name,
+            self.tls.clone(),
+            &self.token,
         ))
     }
 }

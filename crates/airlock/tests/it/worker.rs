@@ -172,8 +172,13 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
         }
         // Root can bound memory with cgroups: the worker's Chromiums are bounded in
         // groups it made inside the one the gateway handed it.
+        let mut cgroup_dirs = vec![];
         if root && memory_cgroup(std::process::id()).is_some() {
             let worker_group = memory_cgroup(pid).expect("the worker has a memory cgroup");
+            let dir = Path::new("/sys/fs/cgroup/memory").join(worker_group.trim_start_matches('/'));
+            if dir.is_dir() {
+                cgroup_dirs.push(dir);
+            }
             assert!(worker_group.contains("/airlock-"), "{worker_group}");
             for p in &chromium {
                 let group = memory_cgroup(*p).unwrap_or_default();
@@ -246,6 +251,9 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
         assert_eq!(out.error, None, "{}", out.text);
         let next = worker.pid().await.expect("a new worker runs");
         assert_ne!(next, pid);
+        if let Some(group) = memory_cgroup(next).filter(|_| !cgroup_dirs.is_empty()) {
+            cgroup_dirs.push(Path::new("/sys/fs/cgroup/memory").join(group.trim_start_matches('/')));
+        }
         assert!(
             gone(&chromium).await,
             "the dead worker's Chromium was left running"
@@ -266,6 +274,9 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             0,
             "the worker's directory is removed"
         );
+        for dir in &cgroup_dirs {
+            assert!(!dir.exists(), "the worker's cgroup {} is left", dir.display());
+        }
 
         // On the record: the session the worker took with it ended, saying why.
         let records = store.audit_events(0, 1000).await.unwrap();
