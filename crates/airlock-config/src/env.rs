@@ -30,6 +30,9 @@ pub mod vars {
     /// The new master key `airlock vault rotate-key` moves to when the key is in the
     /// environment.
     pub const NEW_MASTER_KEY: &str = "AIRLOCK_NEW_MASTER_KEY";
+    /// The token a gateway and its workers on other machines share (else
+    /// `token_file` of `[[workers]]`, or `airlock worker --token-file`).
+    pub const WORKER_TOKEN: &str = "AIRLOCK_WORKER_TOKEN";
 
     /// All of the above, for `airlock doctor` (which never prints secret values).
     pub const ALL: &[&str] = &[
@@ -45,6 +48,7 @@ pub mod vars {
         JWT_SECRET,
         MASTER_KEY,
         NEW_MASTER_KEY,
+        WORKER_TOKEN,
     ];
 
     /// Variables whose values are secrets.
@@ -55,6 +59,7 @@ pub mod vars {
         JWT_SECRET,
         MASTER_KEY,
         NEW_MASTER_KEY,
+        WORKER_TOKEN,
     ];
 }
 

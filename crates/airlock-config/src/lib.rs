@@ -58,6 +58,77 @@ pub struct RawConfig {
     /// `[worker]`: the local browser worker process.
     #[serde(default)]
     pub worker: RawWorker,
+    /// `[[workers]]`: browser workers on other machines.
+    #[serde(default)]
+    pub workers: Vec<RawRemoteWorker>,
+}
+
+/// One `[[workers]]` entry as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRemoteWorker {
+    /// `host:port` of its `airlock worker --listen`.
+    pub address: String,
+    /// The name its certificate carries (default: the address's host).
+    pub server_name: Option<String>,
+    /// PEM CA certificate(s) its certificate must chain to.
+    pub ca_file: PathBuf,
+    /// A file holding the worker token (else `AIRLOCK_WORKER_TOKEN`).
+    pub token_file: Option<PathBuf>,
+}
+
+/// A browser worker on another machine.
+#[derive(Clone)]
+pub struct RemoteWorker {
+    /// `host:port`.
+    pub address: String,
+    /// The name its certificate must carry.
+    pub server_name: String,
+    /// The CA its certificate must chain to.
+    pub ca_file: PathBuf,
+    /// The shared worker token.
+    pub token: ApiKey,
+}
+
+impl std::fmt::Debug for RemoteWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteWorker")
+            .field("address", &self.address)
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads a worker token: the file's first line, else `AIRLOCK_WORKER_TOKEN`; at
+/// least 32 characters (it is the only thing between a network and the browsers).
+pub fn worker_token(file: Option<&Path>, env: &dyn EnvSource) -> Result<ApiKey, Error> {
+    let (token, key) = match file {
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .map_err(|e| Error::Invalid {
+                    key: "workers.token_file".to_owned(),
+                    message: format!("cannot read `{}`: {e}", path.display()),
+                })?
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+            "workers.token_file",
+        ),
+        None => (
+            env.get(vars::WORKER_TOKEN).unwrap_or_default(),
+            vars::WORKER_TOKEN,
+        ),
+    };
+    if token.len() < 32 {
+        return Err(Error::Invalid {
+            key: key.to_owned(),
+            message: "a worker token must be at least 32 characters (`openssl rand -hex 32`)"
+                .to_owned(),
+        });
+    }
+    Ok(ApiKey(token))
 }
 
 /// `[worker]` as written.
@@ -346,6 +417,9 @@ pub struct Config {
     pub audit: AuditConfig,
     /// The user the local worker runs as when started as root (`[worker] user`).
     pub worker_user: String,
+    /// Browser workers on other machines (`[[workers]]`); when any is listed,
+    /// sessions open on them instead of a local worker.
+    pub workers: Vec<RemoteWorker>,
 }
 
 /// Validated `[approvals]`.
@@ -924,6 +998,29 @@ impl Config {
             },
         };
 
+        let mut workers = Vec::with_capacity(raw.workers.len());
+        for w in &raw.workers {
+            let host = w
+                .address
+                .rsplit_once(':')
+                .filter(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+                .map(|(host, _)| {
+                    host.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_owned()
+                })
+                .ok_or_else(|| Error::Invalid {
+                    key: "workers.address".to_owned(),
+                    message: format!("`{}` is not host:port", w.address),
+                })?;
+            workers.push(RemoteWorker {
+                address: w.address.clone(),
+                server_name: w.server_name.clone().unwrap_or(host),
+                ca_file: w.ca_file.clone(),
+                token: worker_token(w.token_file.as_deref(), env)?,
+            });
+        }
+
         Ok(Config {
             data_dir,
             server: ServerConfig {
@@ -951,6 +1048,7 @@ impl Config {
                 .user
                 .filter(|u| !u.is_empty())
                 .unwrap_or_else(|| DEFAULT_WORKER_USER.to_owned()),
+            workers,
         })
     }
 }

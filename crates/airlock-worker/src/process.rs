@@ -114,6 +114,73 @@ pub async fn run(socket: &Path) -> Result<(), RunError> {
     Ok(())
 }
 
+/// Runs a worker for gateways on other machines: TLS on `listen` with the
+/// certificate `tls`, admitting whoever says hello with `token`; prints the bound
+/// address on stdout, then serves until SIGTERM or Ctrl-C, every session closed.
+pub async fn run_listening(
+    listen: std::net::SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+    token: Zeroizing<String>,
+    browser: &BrowserConfig,
+) -> Result<(), RunError> {
+    let dir = tempfile::Builder::new()
+        .prefix("airlock-worker-")
+        .tempdir()
+        .map_err(|e| RunError::Start(format!("cannot make the worker's directory: {e}")))?;
+    let mut options =
+        BrowserOptions::from_config(browser).map_err(|e| RunError::Start(e.to_string()))?;
+    options.profile_parent = dir.path().to_owned();
+    let host = Arc::new(
+        crate::LocalHost::new(Arc::new(Browsers::new(options)))
+            .with_spool(dir.path().join("spool")),
+    );
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| RunError::Start(format!("cannot listen on {listen}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| RunError::Start(e.to_string()))?;
+    tracing::info!(
+        %bound,
+        pid = std::process::id(),
+        uid = nix::unistd::geteuid().as_raw(),
+        sandbox = !airlock_browser::needs_no_sandbox(),
+        "browser worker listening (TLS)"
+    );
+    let mut stdout = tokio::io::stdout();
+    stdout
+        .write_all(format!("{READY} {bound}\n").as_bytes())
+        .await
+        .and(stdout.flush().await)
+        .map_err(|e| RunError::Start(e.to_string()))?;
+    let stop = async {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async {
+                match terminate.as_mut() {
+                    Some(t) => { t.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {}
+        }
+    };
+    let admission = Admission {
+        token,
+        peer_uid: None,
+    };
+    crate::remote::serve(
+        crate::remote::Listener::Tls(listener, tokio_rustls::TlsAcceptor::from(tls)),
+        host,
+        admission,
+        stop,
+    )
+    .await;
+    drop(dir);
+    Ok(())
+}
+
 /// Why a worker could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {

@@ -87,9 +87,22 @@ enum Command {
     /// session must hide. `serve`, `mcp` and `demo` start one themselves (as an
     /// unprivileged user when root) and give it its options on stdin.
     Worker {
-        /// The unix socket to serve on.
+        /// The unix socket to serve on (the gateway's own worker).
+        #[arg(long, conflicts_with = "listen", required_unless_present = "listen")]
+        socket: Option<PathBuf>,
+        /// Serve gateways on other machines on this address, over TLS (`[[workers]]`
+        /// on their side); browser options from this machine's config.
+        #[arg(long, requires_all = ["tls_cert", "tls_key"])]
+        listen: Option<std::net::SocketAddr>,
+        /// The worker's certificate chain (PEM), with --listen.
         #[arg(long)]
-        socket: PathBuf,
+        tls_cert: Option<PathBuf>,
+        /// The worker's private key (PEM), with --listen.
+        #[arg(long)]
+        tls_key: Option<PathBuf>,
+        /// A file holding the worker token, with --listen (else AIRLOCK_WORKER_TOKEN).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
     },
     /// Explain egress policy decisions.
     Policy {
@@ -385,15 +398,51 @@ pub(crate) fn main() -> ExitCode {
     };
     let _ = LOG_ARGS.set(log_args);
     match cli.command {
-        Command::Worker { socket } => {
-            let outcome = runtime.block_on(airlock_worker::process::run(&socket));
+        Command::Worker {
+            socket,
+            listen,
+            tls_cert,
+            tls_key,
+            token_file,
+        } => {
+            let outcome = match (socket, listen, tls_cert, tls_key) {
+                (Some(socket), _, _, _) => runtime
+                    .block_on(airlock_worker::process::run(&socket))
+                    .map_err(anyhow::Error::from),
+                (None, Some(listen), Some(cert), Some(key)) => {
+                    let config = match config_or_exit(cli.config.as_deref()) {
+                        Ok(c) => c,
+                        Err(code) => return code,
+                    };
+                    let start = || -> anyhow::Result<_> {
+                        let tls = airlock_worker::tls::server_config(&cert, &key)?;
+                        let token =
+                            airlock_config::worker_token(token_file.as_deref(), &ProcessEnv)?;
+                        Ok((tls, token))
+                    };
+                    match start() {
+                        Ok((tls, token)) => runtime
+                            .block_on(airlock_worker::process::run_listening(
+                                listen,
+                                tls,
+                                zeroize::Zeroizing::new(token.expose().to_owned()),
+                                &config.browser,
+                            ))
+                            .map_err(anyhow::Error::from),
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => Err(anyhow::anyhow!(
+                    "airlock worker needs --socket, or --listen with --tls-cert and --tls-key"
+                )),
+            };
             // Its stdin is read on a blocking thread that never ends on its own; the
             // sessions are closed, so leave without waiting for it.
             runtime.shutdown_timeout(std::time::Duration::from_millis(100));
             match outcome {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    tracing::error!(error = %e, "browser worker");
+                    report_error(&e);
                     ExitCode::FAILURE
                 }
             }
@@ -686,6 +735,27 @@ static LOG_ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 /// Where sessions run, as configured: a local worker process (started now, as an
 /// unprivileged user when root), or this process.
 pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_worker::Host> {
+    if !config.workers.is_empty() {
+        let mut remotes = Vec::with_capacity(config.workers.len());
+        for worker in &config.workers {
+            let tls = airlock_worker::tls::client_config(&worker.ca_file)?;
+            let connector = airlock_worker::TlsConnector {
+                address: worker.address.clone(),
+                server_name: worker.server_name.clone(),
+                tls,
+                token: zeroize::Zeroizing::new(worker.token.expose().to_owned()),
+            };
+            let remote = airlock_worker::Remote::new(connector)
+                .await
+                .with_context(|| {
+                    format!("connecting to the browser worker at {}", worker.address)
+                })?;
+            tracing::info!(address = %worker.address, pid = remote.about().pid, "browser worker connected");
+            remotes.push(remote);
+        }
+        let fleet = airlock_worker::Fleet::new(remotes).context("no browser worker")?;
+        return Ok(fleet.into());
+    }
     let options = airlock_browser::BrowserOptions::from_config(&config.browser)
         .context("finding Chromium")?;
     match config.browser.worker {

@@ -290,3 +290,139 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
     })
     .await;
 }
+
+// A certificate for `localhost` signed by a CA of the test's own: (CA PEM, cert
+// PEM, key PEM).
+fn certificates() -> (String, String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&key, &rcgen::Issuer::from_params(&ca_params, &ca_key))
+        .unwrap();
+    (ca.pem(), cert.pem(), key.serialize_pem())
+}
+
+const TOKEN: &str = "a-worker-token-of-at-least-thirty-two-characters";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deployment_token() {
+    with_browser(|h| async move {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ca, cert, key) = certificates();
+        let write = |name: &str, text: &str| {
+            let path = tmp.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let (ca_file, cert_file, key_file) =
+            (write("ca.pem", &ca), write("cert.pem", &cert), write("key.pem", &key));
+        let token_file = write("token", TOKEN);
+        let wrong_token_file = write("wrong-token", &TOKEN.replace('a', "b"));
+        let other_ca = write("other-ca.pem", &certificates().0);
+        let profiles = tmp.path().join("worker-tmp");
+        std::fs::create_dir(&profiles).unwrap();
+
+        let mut worker = tokio::process::Command::new(BIN)
+            .args(["worker", "--listen", "127.0.0.1:0", "--tls-cert"])
+            .arg(&cert_file)
+            .arg("--tls-key")
+            .arg(&key_file)
+            .env_remove("AIRLOCK_CONFIG")
+            .env("AIRLOCK_WORKER_TOKEN", TOKEN)
+            .env("TMPDIR", &profiles)
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let address = {
+            use tokio::io::AsyncBufReadExt as _;
+            let mut lines = tokio::io::BufReader::new(worker.stdout.take().unwrap()).lines();
+            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("the worker says where it listens")
+                .unwrap()
+                .expect("the worker printed its address");
+            line.rsplit(' ').next().unwrap().to_owned()
+        };
+
+        // The gateway's side as configured: doctor connects as serve would.
+        let doctor = |token_file: &Path, ca_file: &Path| {
+            let config = tmp.path().join("gateway.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "[[workers]]\naddress = \"{address}\"\nserver_name = \"localhost\"\nca_file = \"{}\"\ntoken_file = \"{}\"\n",
+                    ca_file.display(),
+                    token_file.display()
+                ),
+            )
+            .unwrap();
+            let out = std::process::Command::new(BIN)
+                .arg("doctor")
+                .env("AIRLOCK_CONFIG", &config)
+                .env("AIRLOCK_DATA_DIR", tmp.path().join("data"))
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr)
+        };
+        let out = doctor(&token_file, &ca_file);
+        assert!(out.contains("ok    chromium starts in the worker"), "{out}");
+        let out = doctor(&wrong_token_file, &ca_file);
+        assert!(
+            out.contains("FAIL  browser worker") && out.contains("worker token is not this worker's"),
+            "{out}"
+        );
+        assert!(!out.contains(TOKEN) && !out.contains(&TOKEN.replace('a', "b")), "{out}");
+        let out = doctor(&token_file, &other_ca);
+        assert!(out.contains("FAIL  browser worker") && out.contains("certificate"), "{out}");
+
+        // A gateway drives a page through it.
+        let connector = airlock_worker::TlsConnector {
+            address: address.clone(),
+            server_name: "localhost".to_owned(),
+            tls: airlock_worker::tls::client_config(&ca_file).unwrap(),
+            token: zeroize::Zeroizing::new(TOKEN.to_owned()),
+        };
+        let host: Host = airlock_worker::Fleet::new(vec![Remote::new(connector).await.unwrap()])
+            .unwrap()
+            .into();
+        let policy = Policy::from_config(&PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+            ..PolicyConfig::default()
+        })
+        .unwrap();
+        let gateway = Gateway::new(
+            host,
+            GatewayConfig {
+                policy,
+                ..GatewayConfig::default()
+            },
+        );
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("Sign in"), "{}", out.text);
+        drop(agent);
+        gateway.shutdown().await;
+
+        // Stopped, it leaves nothing running.
+        let pid = worker.id().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(15), worker.wait())
+            .await
+            .expect("the worker stops on SIGTERM")
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+        assert!(gone(&chromium_processes_under(&profiles)).await);
+    })
+    .await;
+}
