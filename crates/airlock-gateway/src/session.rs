@@ -751,7 +751,11 @@ impl Gateway {
                 session.id = %lease.id,
                 tenant = %lease.owner.tenant,
                 idle_ms = idle.as_millis() as u64,
-                reason = if end == End::OutLived { "lifetime" } else { "idle" },
+                reason = match end {
+                    End::OutLived => "lifetime",
+                    End::HostGone => "browser host gone",
+                    _ => "idle",
+                },
                 "closing browser session"
             );
             lease.held.close().await;

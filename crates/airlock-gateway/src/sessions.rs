@@ -249,7 +249,11 @@ impl Lease {
         if state.ended.is_some() || state.busy > 0 {
             return None;
         }
-        let end = if idle >= self.terms.idle_ttl {
+        // A worker that went away took the browser with it: the session ends now,
+        // on the record, not at its agent's next call.
+        let end = if self.held.session.host_gone() {
+            End::HostGone
+        } else if idle >= self.terms.idle_ttl {
             End::Expired
         } else if self
             .terms

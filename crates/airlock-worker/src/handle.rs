@@ -331,7 +331,10 @@ fn unexpected(reply: &Reply) -> Error {
 }
 
 impl BrowserSession {
-    async fn call(&self, call: Call) -> Result<Reply> {
+    /// Runs one call as it is sent to the host, none of the gateway's own checks
+    /// or file transfers added (tests that ask a worker directly); the pipeline uses
+    /// the typed methods below.
+    pub async fn call(&self, call: Call) -> Result<Reply> {
         let budget = BUDGET.try_with(|b| *b).ok();
         match &self.inner {
             // Boxed: one future for every kind of call is large, and nested in a
@@ -400,6 +403,14 @@ impl BrowserSession {
     /// The browser layer's id of the session.
     pub fn id(&self) -> &str {
         &self.facts.id
+    }
+
+    /// Whether the worker hosting it went away (its browser is gone with it).
+    pub fn host_gone(&self) -> bool {
+        match &self.inner {
+            Inner::Local(_) => false,
+            Inner::Remote(session) => session.host_gone(),
+        }
     }
 
     /// Whether it has a Chromium of its own.

@@ -656,6 +656,11 @@ impl RemoteSession {
         self.facts.clone()
     }
 
+    /// Whether the connection it was opened on has ended.
+    pub fn host_gone(&self) -> bool {
+        self.host.is_gone()
+    }
+
     /// Runs a call with `budget` (the worker's own when `None`).
     pub async fn call(&self, call: Call, budget: Option<Duration>) -> Result<Reply> {
         let wait = budget.unwrap_or(Duration::from_millis(self.host.about.action_budget_ms))

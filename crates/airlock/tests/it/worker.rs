@@ -123,6 +123,7 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             .expect("the worker starts");
         let sandboxed = remote.about().sandbox;
         let host: Host = remote.into();
+        let asker = host.clone();
         let policy = Policy::from_config(&PolicyConfig {
             allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
             ..PolicyConfig::default()
@@ -133,6 +134,8 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             GatewayConfig {
                 policy,
                 store: Some(store.clone()),
+                // The reaper comes by every 2 s.
+                idle_ttl: Duration::from_secs(8),
                 ..GatewayConfig::default()
             },
         );
@@ -217,6 +220,43 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             }
         }
 
+        // Asked by a page's session to hand it the master key, it cannot read it:
+        // the file input gets nothing of it (as root it would get its 45 bytes).
+        if root {
+            let key = data_dir.join("master.key");
+            let size = std::fs::metadata(&key).unwrap().len();
+            let session = asker
+                .open(airlock_worker::OpenSpec {
+                    isolation: None,
+                    policy: Policy::from_config(&PolicyConfig {
+                        allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+                        ..PolicyConfig::default()
+                    })
+                    .unwrap(),
+                    injection: None,
+                    secrets: airlock_worker::SecretSet::default(),
+                })
+                .await
+                .unwrap();
+            session
+                .navigate(&h.site.url("upload.html"), airlock_gateway::action::WaitUntil::Load)
+                .await
+                .unwrap();
+            let _ = session
+                .call(airlock_worker::Call::Upload {
+                    target: airlock_gateway::action::Target::Selector("#one".to_owned()),
+                    paths: vec![key.clone()],
+                })
+                .await;
+            let page = session.read_text(0, 4096).await.unwrap();
+            assert!(
+                !page.text.contains(&format!("master.key {size}")),
+                "the worker read the master key: {}",
+                page.text
+            );
+            session.close().await;
+        }
+
         // Killed in the middle of a call: the page is still loading when it dies.
         let before = h.site.a.connections();
         let slow = h.site.url("slow?ms=20000");
@@ -259,6 +299,40 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             "the dead worker's Chromium was left running"
         );
 
+        // Killed while its session sits idle: the session ends on the record at
+        // once, not at its agent's next call.
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(next as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let closes = || async {
+            store
+                .audit_events(0, 1000)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| serde_json::from_str::<serde_json::Value>(&r.body).unwrap())
+                .filter(|e| e["kind"] == "session_close")
+                .map(|e| e["reason"].as_str().unwrap_or("").to_owned())
+                .collect::<Vec<_>>()
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while closes().await != ["browser host gone", "browser host gone"] {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "an idle session of a dead worker did not end: {:?}",
+                closes().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let next = worker.pid().await.expect("a third worker runs");
+        if let Some(group) = memory_cgroup(next).filter(|_| !cgroup_dirs.is_empty()) {
+            cgroup_dirs.push(Path::new("/sys/fs/cgroup/memory").join(group.trim_start_matches('/')));
+        }
+
         drop(agent);
         gateway.shutdown().await;
         assert!(
@@ -286,7 +360,11 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             .filter(|e| e["kind"] == "session_close")
             .map(|e| e["reason"].as_str().unwrap_or("").to_owned())
             .collect();
-        assert_eq!(reasons, ["browser host gone", "closed"], "{reasons:?}");
+        assert_eq!(
+            reasons,
+            ["browser host gone", "browser host gone", "closed"],
+            "{reasons:?}"
+        );
     })
     .await;
 }
