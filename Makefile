@@ -33,8 +33,11 @@ test: chromium pyclient console-deps
 		TMPDIR=$(TEST_TMP) $(CARGO) test --workspace --locked && \
 		AIRLOCK_TEST_HOST=embedded TMPDIR=$(TEST_TMP) $(CARGO) test -p airlock-gateway --locked; \
 	fi
-	@leaked=$$(pgrep -f '[u]ser-data-dir=$(TEST_TMP)/' || true); \
-	if [ -n "$$leaked" ]; then echo "leaked Chromium processes after the tests: $$leaked"; exit 1; fi
+	@# A browser worker started as root may keep its profiles under /tmp (the
+	@# test's own temp dir being closed to its user): those count too.
+	@leaked=$$(pgrep -f '[u]ser-data-dir=($(TEST_TMP)/|/tmp/airlock-worker-)' || true); \
+	leaked="$$leaked$$(pgrep -f '[a]irlock.* worker --socket' || true)"; \
+	if [ -n "$$leaked" ]; then echo "leaked Chromium or worker processes after the tests: $$leaked"; exit 1; fi
 
 ## A virtualenv with the official MCP Python SDK (independent client for the tests)
 ## and schemathesis (the /api/v1 fuzz run).
