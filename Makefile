@@ -28,7 +28,7 @@ test: chromium pyclient console-deps
 	@# "embedded"), which is still a mode users run.
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		TMPDIR=$(TEST_TMP) $(CARGO) nextest run --workspace --locked && \
-		AIRLOCK_TEST_HOST=embedded TMPDIR=$(TEST_TMP) $(CARGO) nextest run -p airlock-gateway --locked; \
+		AIRLOCK_TEST_HOST=embedded TMPDIR=$(TEST_TMP) $(CARGO) nextest run --workspace --locked -E 'package(airlock-gateway)'; \
 	else \
 		TMPDIR=$(TEST_TMP) $(CARGO) test --workspace --locked && \
 		AIRLOCK_TEST_HOST=embedded TMPDIR=$(TEST_TMP) $(CARGO) test -p airlock-gateway --locked; \

@@ -115,7 +115,12 @@ def airlock_flags(airlock_binary, chromium):
     out = subprocess.run([str(airlock_binary), "doctor"], capture_output=True, text=True, env=env).stdout
     for line in out.splitlines():
         if line.startswith("note  chromium flags: "):
-            return shlex.split(line.removeprefix("note  chromium flags: "))
+            flags = shlex.split(line.removeprefix("note  chromium flags: "))
+            # Airlock's worker runs Chromium as an unprivileged user, with its
+            # sandbox; the floor runs it as this process, which as root needs none.
+            if os.geteuid() == 0 and "--no-sandbox" not in flags:
+                flags.append("--no-sandbox")
+            return flags
     raise RuntimeError("airlock doctor printed no chromium flags")
 
 
