@@ -260,6 +260,11 @@ async fn serve(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
             b"<!doctype html><title>Missing</title><p>not here</p>".to_vec(),
         ),
         "/download.bin" => ("200 OK", "application/octet-stream", b"binary".to_vec()),
+        // `bytes` bytes (at most 20 MiB): a download larger than one message's piece.
+        "/big.bin" => {
+            let n: usize = param("bytes").and_then(|v| v.parse().ok()).unwrap_or(1024);
+            ("200 OK", "application/octet-stream", vec![b'x'; n.min(20 << 20)])
+        }
         _ => {
             let relative = path.trim_start_matches('/');
             let relative = if relative.is_empty() {

@@ -379,13 +379,7 @@ impl BrowserSession {
             let Notice::Downloaded { name, saved_as, .. } = notice else {
                 continue;
             };
-            let fetched = match self.call(Call::TakeDownload(saved_as.clone())).await {
-                Ok(Reply::Bytes(data)) => write_private(&dir.join(&*saved_as), &data)
-                    .await
-                    .map_err(|e| e.to_string()),
-                Ok(other) => Err(unexpected(&other).to_string()),
-                Err(e) => Err(e.to_string()),
-            };
+            let fetched = self.fetch_download(saved_as, &dir.join(&*saved_as)).await;
             if let Err(why) = fetched {
                 tracing::warn!(%why, "a download could not be brought from the worker");
                 *notice = Notice::DownloadRefused {
@@ -394,6 +388,46 @@ impl BrowserSession {
                 };
             }
         }
+    }
+
+    // Brings one download over in pieces into `to` (created 0600, as Chromium would
+    // have); a part-written file is removed.
+    async fn fetch_download(
+        &self,
+        saved_as: &str,
+        to: &std::path::Path,
+    ) -> std::result::Result<(), String> {
+        use tokio::io::AsyncWriteExt;
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(to)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut offset = 0u64;
+        let fetched = async {
+            loop {
+                let call = Call::TakeDownload {
+                    saved_as: saved_as.to_owned(),
+                    offset,
+                };
+                let (data, total) = match self.call(call).await.map_err(|e| e.to_string())? {
+                    Reply::Piece { data, total } => (data, total),
+                    other => return Err(unexpected(&other).to_string()),
+                };
+                file.write_all(&data).await.map_err(|e| e.to_string())?;
+                offset += data.len() as u64;
+                if offset >= total || data.is_empty() {
+                    return file.flush().await.map_err(|e| e.to_string());
+                }
+            }
+        }
+        .await;
+        if fetched.is_err() {
+            let _ = tokio::fs::remove_file(to).await;
+        }
+        fetched
     }
 
     async fn done(&self, call: Call) -> Result<()> {
@@ -494,18 +528,7 @@ impl BrowserSession {
             Inner::Remote(_) => {
                 let mut staged = Vec::with_capacity(paths.len());
                 for path in paths {
-                    let data = tokio::fs::read(path).await.map_err(|e| {
-                        Error::InvalidArgument(format!("cannot read a file to upload: {e}"))
-                    })?;
-                    let name = path
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    let at = expect!(
-                        self.call(Call::Stage { name, data }).await?,
-                        Reply::Text(at) => at
-                    )?;
-                    staged.push(PathBuf::from(at));
+                    staged.push(self.stage(path).await?);
                 }
                 staged
             }
@@ -515,6 +538,43 @@ impl BrowserSession {
             paths,
         })
         .await
+    }
+
+    // Sends a file to the worker in pieces; where it keeps it.
+    async fn stage(&self, path: &std::path::Path) -> Result<PathBuf> {
+        use tokio::io::AsyncReadExt;
+        let unreadable = |e: std::io::Error| {
+            Error::InvalidArgument(format!("cannot read a file to upload: {e}"))
+        };
+        let mut file = tokio::fs::File::open(path).await.map_err(unreadable)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut into: Option<String> = None;
+        loop {
+            let mut data = Vec::with_capacity(crate::proto::CHUNK);
+            (&mut file)
+                .take(crate::proto::CHUNK as u64)
+                .read_to_end(&mut data)
+                .await
+                .map_err(unreadable)?;
+            // An empty file is still one (empty) piece; after that, an empty read ends it.
+            if data.is_empty() && into.is_some() {
+                break;
+            }
+            let last = data.len() < crate::proto::CHUNK;
+            let call = Call::Stage {
+                name: name.clone(),
+                data,
+                into: into.clone(),
+            };
+            into = Some(expect!(self.call(call).await?, Reply::Text(at) => at)?);
+            if last {
+                break;
+            }
+        }
+        Ok(PathBuf::from(into.unwrap_or_default()))
     }
 
     /// Hovers.
@@ -760,18 +820,4 @@ impl BrowserSession {
     pub async fn replace_lost_tabs(&self) -> Result<usize> {
         expect!(self.call(Call::ReplaceLostTabs).await?, Reply::Replaced(n) => n)
     }
-}
-
-// Writes a fetched download readable by this process's user only, as Chromium
-// would have.
-async fn write_private(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
-    use tokio::io::AsyncWriteExt;
-    let mut file = tokio::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .await?;
-    file.write_all(data).await?;
-    file.flush().await
 }

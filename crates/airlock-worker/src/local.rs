@@ -226,43 +226,90 @@ impl LocalSession {
                 s.allow_downloads(&dir, cap).await?;
                 Reply::Done
             }
-            Call::Stage { name, data } => {
-                // Its own directory, so the page sees the file under the name given.
-                let name = std::path::Path::new(&name)
-                    .file_name()
-                    .ok_or_else(|| Error::InvalidArgument("a file needs a name".to_owned()))?
-                    .to_owned();
-                let n = self
-                    .staged
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let dir = self.spool("uploads")?.join(n.to_string());
-                let path = dir.join(name);
-                let written =
-                    std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, data));
+            Call::Stage { name, data, into } => {
+                if data.len() > crate::proto::CHUNK {
+                    return Err(Error::InvalidArgument(
+                        "a piece larger than a chunk".to_owned(),
+                    ));
+                }
+                let uploads = self.spool("uploads")?;
+                let path = match into {
+                    // Only a file this session staged: one directory down in its spool.
+                    Some(path) => {
+                        let path = std::path::PathBuf::from(path);
+                        let inside = path.parent().and_then(|p| p.parent()) == Some(&*uploads)
+                            && path.components().all(|c| {
+                                matches!(
+                                    c,
+                                    std::path::Component::Normal(_) | std::path::Component::RootDir
+                                )
+                            });
+                        if !inside || !path.is_file() {
+                            return Err(Error::InvalidArgument(
+                                "that is not a file this session staged".to_owned(),
+                            ));
+                        }
+                        path
+                    }
+                    None => {
+                        // Its own directory, so the page sees the file under the name
+                        // given.
+                        let name = std::path::Path::new(&name)
+                            .file_name()
+                            .ok_or_else(|| {
+                                Error::InvalidArgument("a file needs a name".to_owned())
+                            })?
+                            .to_owned();
+                        let n = self
+                            .staged
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let dir = uploads.join(n.to_string());
+                        std::fs::create_dir_all(&dir).map_err(|e| Error::BrowserUnavailable {
+                            reason: format!("cannot keep a file for upload: {e}"),
+                        })?;
+                        dir.join(name)
+                    }
+                };
+                let written = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut file| std::io::Write::write_all(&mut file, &data));
                 written.map_err(|e| Error::BrowserUnavailable {
                     reason: format!("cannot keep a file for upload: {e}"),
                 })?;
                 Reply::Text(path.display().to_string())
             }
-            Call::TakeDownload(saved_as) => {
+            Call::TakeDownload { saved_as, offset } => {
                 // A download's name is a GUID the browser made: nothing else is read.
+                let not_ours = || {
+                    Error::InvalidArgument(format!(
+                        "`{saved_as}` is not a download of this session"
+                    ))
+                };
                 if saved_as.is_empty()
                     || !saved_as
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || c == '-')
                 {
-                    return Err(Error::InvalidArgument(format!(
-                        "`{saved_as}` is not a download of this session"
-                    )));
+                    return Err(not_ours());
                 }
                 let path = self.spool("downloads")?.join(&saved_as);
-                let data = std::fs::read(&path).map_err(|_| {
-                    Error::InvalidArgument(format!(
-                        "`{saved_as}` is not a download of this session"
-                    ))
-                })?;
-                let _ = std::fs::remove_file(&path);
-                Reply::Bytes(data)
+                let mut file = std::fs::File::open(&path).map_err(|_| not_ours())?;
+                let total = file.metadata().map_err(|_| not_ours())?.len();
+                let mut data = Vec::new();
+                std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offset))
+                    .and_then(|_| {
+                        std::io::Read::read_to_end(
+                            &mut std::io::Read::take(&mut file, crate::proto::CHUNK as u64),
+                            &mut data,
+                        )
+                    })
+                    .map_err(|_| not_ours())?;
+                if offset + data.len() as u64 >= total {
+                    let _ = std::fs::remove_file(&path);
+                }
+                Reply::Piece { data, total }
             }
             Call::Cookies => Reply::Cookies(s.cookies().await?),
             Call::Viewport => {

@@ -18,6 +18,9 @@ use zeroize::Zeroizing;
 
 use crate::secrets::SecretSet;
 
+/// The largest piece of a file one message carries (uploads and downloads).
+pub const CHUNK: usize = 4 << 20;
+
 /// The version of what crosses; a host and a control plane of another refuse each
 /// other at the handshake.
 pub const PROTOCOL: u32 = 1;
@@ -231,16 +234,25 @@ pub enum Call {
     /// Whether the browser lives and the session can still be used.
     Health,
     /// Keep a file for a later upload (a worker cannot read the gateway's upload
-    /// directory); answers the path it is kept at on the host.
+    /// directory), sent in pieces of at most [`CHUNK`] bytes so no message holds up
+    /// the connection's other calls; answers the path it is kept at on the host.
     Stage {
         /// Its name, as the page will see it.
         name: String,
-        /// Its bytes.
+        /// The next piece of it.
         #[serde(with = "serde_bytes")]
         data: Vec<u8>,
+        /// Where earlier pieces went (the answer to the first); `None` starts it.
+        into: Option<String>,
     },
-    /// Hand over a finished download (`saved_as` of its notice) and forget it.
-    TakeDownload(String),
+    /// The next piece (at most [`CHUNK`] bytes from `offset`) of a finished
+    /// download (`saved_as` of its notice); it is forgotten once the last is taken.
+    TakeDownload {
+        /// The name it was saved under.
+        saved_as: String,
+        /// Where to read from.
+        offset: u64,
+    },
     /// Replace crashed tabs with blank ones; how many.
     ReplaceLostTabs,
 }
@@ -290,8 +302,14 @@ pub enum Reply {
     },
     /// How many tabs were replaced.
     Replaced(usize),
-    /// A file's bytes.
-    Bytes(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// A piece of a file.
+    Piece {
+        /// Its bytes.
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        /// The whole file's size.
+        total: u64,
+    },
 }
 
 impl Call {
@@ -341,7 +359,7 @@ impl Call {
             Call::ProxyFailures(_) => "proxy_failures",
             Call::Health => "health",
             Call::Stage { .. } => "stage",
-            Call::TakeDownload(_) => "take_download",
+            Call::TakeDownload { .. } => "take_download",
             Call::ReplaceLostTabs => "replace_lost_tabs",
         }
     }
@@ -385,7 +403,7 @@ impl Reply {
             Reply::Failures(_) => "failures",
             Reply::Health { .. } => "health",
             Reply::Replaced(_) => "replaced",
-            Reply::Bytes(_) => "bytes",
+            Reply::Piece { .. } => "piece",
         }
     }
 }

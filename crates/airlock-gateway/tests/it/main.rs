@@ -2021,8 +2021,15 @@ async fn uploads_come_only_from_the_upload_directory() {
             .call(upload(single.clone(), &["ok.txt", "two.txt"]))
             .await;
         assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
-        let out = agent.call(upload(single, &["two.txt"])).await;
+        let out = agent.call(upload(single.clone(), &["two.txt"])).await;
         assert!(out.text.contains("got two.txt 2"), "{}", out.text);
+        // A file larger than one message's piece arrives whole (a worker is sent
+        // it in pieces).
+        let big = 9 * 1024 * 1024 + 3;
+        std::fs::write(dir.path().join("big.bin"), vec![7u8; big]).unwrap();
+        let out = agent.call(upload(single, &["big.bin"])).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains(&format!("got big.bin {big}")), "{}", out.text);
         gateway.shutdown().await;
     })
     .await;
@@ -2084,6 +2091,37 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
         assert!(!text.contains("quarterly numbers"), "{text}");
         let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(files.len(), 1);
+        // A file larger than one message's piece arrives whole (from a worker, in
+        // pieces).
+        let out = agent
+            .call(ToolCall::Click {
+                target: Target::Role {
+                    role: "link".into(),
+                    name: Some("Get big file".into()),
+                    index: None,
+                },
+                options: Default::default(),
+            })
+            .await;
+        let mut text = out.text;
+        for _ in 0..200 {
+            if text.contains("downloaded \"big.bin\"") {
+                break;
+            }
+            text = agent
+                .call(ToolCall::WaitFor {
+                    condition: airlock_browser::WaitCondition::Time(Duration::from_millis(50)),
+                    timeout: None,
+                })
+                .await
+                .text;
+        }
+        assert!(text.contains("downloaded \"big.bin\""), "{text}");
+        let sizes: Vec<u64> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|f| f.unwrap().metadata().unwrap().len())
+            .collect();
+        assert!(sizes.contains(&9_437_187), "{sizes:?}");
         gateway.shutdown().await;
     })
     .await;
