@@ -191,3 +191,61 @@ async fn a_control_plane_that_goes_away_leaves_no_browser_running() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_the_gateway_stops_waiting_for_is_cancelled_in_the_worker() {
+    with_browser(|h| async move {
+        let served = serve(&h, Some(my_uid()));
+        let host = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
+            .await
+            .unwrap();
+        let policy = Policy::from_config(&airlock_policy::PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+            ..airlock_policy::PolicyConfig::default()
+        })
+        .unwrap();
+        let session = host
+            .open(OpenSpec {
+                isolation: None,
+                policy,
+                injection: None,
+                secrets: SecretSet::default(),
+            })
+            .await
+            .unwrap();
+        let navigate = airlock_worker::Call::Navigate {
+            url: h.site.url("login.html"),
+            wait_until: airlock_browser::WaitUntil::Load,
+        };
+        session.call(navigate, None).await.unwrap();
+        // A wait of 20 s holds the page; the gateway gives up on it after 300 ms.
+        let waiting = session.call(
+            airlock_worker::Call::WaitFor {
+                condition: airlock_browser::WaitCondition::Text("never on this page".to_owned()),
+                timeout: Some(Duration::from_secs(20)),
+            },
+            None,
+        );
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), waiting)
+                .await
+                .is_err()
+        );
+        // The worker stopped it: the next action does not queue behind it.
+        let click = airlock_worker::Call::Click {
+            target: airlock_browser::Target::Role {
+                role: "checkbox".to_owned(),
+                name: Some("Remember me".to_owned()),
+                index: None,
+            },
+            options: airlock_browser::ClickOptions::default(),
+        };
+        let clicked = tokio::time::timeout(Duration::from_secs(5), session.call(click, None))
+            .await
+            .expect("the abandoned wait was cancelled in the worker, not left holding the page");
+        assert!(clicked.is_ok(), "{:?}", clicked.err());
+        session.close().await;
+        served.stop().await;
+    })
+    .await;
+}
