@@ -263,7 +263,11 @@ async fn serve(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
         // `bytes` bytes (at most 20 MiB): a download larger than one message's piece.
         "/big.bin" => {
             let n: usize = param("bytes").and_then(|v| v.parse().ok()).unwrap_or(1024);
-            ("200 OK", "application/octet-stream", vec![b'x'; n.min(20 << 20)])
+            (
+                "200 OK",
+                "application/octet-stream",
+                vec![b'x'; n.min(20 << 20)],
+            )
         }
         _ => {
             let relative = path.trim_start_matches('/');

@@ -2029,7 +2029,11 @@ async fn uploads_come_only_from_the_upload_directory() {
         std::fs::write(dir.path().join("big.bin"), vec![7u8; big]).unwrap();
         let out = agent.call(upload(single, &["big.bin"])).await;
         assert_eq!(out.error, None, "{}", out.text);
-        assert!(out.text.contains(&format!("got big.bin {big}")), "{}", out.text);
+        assert!(
+            out.text.contains(&format!("got big.bin {big}")),
+            "{}",
+            out.text
+        );
         gateway.shutdown().await;
     })
     .await;
