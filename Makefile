@@ -36,7 +36,7 @@ test: chromium pyclient console-deps
 	@# A browser worker started as root may keep its profiles under /tmp (the
 	@# test's own temp dir being closed to its user): those count too.
 	@leaked=$$(pgrep -f '[u]ser-data-dir=($(TEST_TMP)/|/tmp/airlock-worker-)' || true); \
-	leaked="$$leaked$$(pgrep -f '[a]irlock.* worker --socket' || true)"; \
+	leaked="$$leaked$$(pgrep -f ' worker [-]-socket ' || true)"; \
 	if [ -n "$$leaked" ]; then echo "leaked Chromium or worker processes after the tests: $$leaked"; exit 1; fi
 
 ## A virtualenv with the official MCP Python SDK (independent client for the tests)
