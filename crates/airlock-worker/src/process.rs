@@ -202,6 +202,9 @@ pub struct WorkerSpawn {
     pub parent: Option<PathBuf>,
     /// Extra arguments before `worker` (the log format and level).
     pub args: Vec<String>,
+    /// How long past its budget a call may run before the worker counts as hung
+    /// (and is replaced): [`crate::remote::GRACE`] but in tests.
+    pub grace: Duration,
 }
 
 /// The local worker process, started on first use and again whenever the last one
@@ -402,6 +405,7 @@ impl LocalWorker {
         let worker_uid = ids.map_or_else(|| nix::unistd::geteuid().as_raw(), |(uid, _)| uid);
         match RemoteHost::connect_unix(&socket, &token, Some(worker_uid)).await {
             Ok(host) => {
+                let host = host.with_grace(self.spawn.grace);
                 tracing::info!(
                     pid = host.about().pid,
                     uid = host.about().uid,

@@ -41,7 +41,7 @@ pub const MAX_MESSAGE: usize = 64 << 20;
 const HELLO_WITHIN: Duration = Duration::from_secs(10);
 
 /// What a call may take beyond its budget before the host counts as hung.
-const GRACE: Duration = Duration::from_secs(60);
+pub const GRACE: Duration = Duration::from_secs(60);
 
 /// What a worker says of itself at the handshake.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -477,6 +477,7 @@ pub struct RemoteHost {
     client: WorkerClient,
     about: About,
     gone: Arc<AtomicBool>,
+    grace: Duration,
 }
 
 impl std::fmt::Debug for RemoteHost {
@@ -587,6 +588,7 @@ impl RemoteHost {
             client: new.client,
             about,
             gone,
+            grace: GRACE,
         })
     }
 
@@ -600,11 +602,32 @@ impl RemoteHost {
         self.gone.load(Ordering::Relaxed)
     }
 
+    /// Counts the worker as hung when a call runs `grace` past its budget (default
+    /// [`GRACE`]).
+    pub fn with_grace(mut self, grace: Duration) -> RemoteHost {
+        self.grace = grace;
+        self
+    }
+
     fn context(&self, wait: Duration) -> Context {
         let mut context = tarpc::context::current();
         // tarpc's deadline is a std Instant; tokio's converts to one.
-        context.deadline = (tokio::time::Instant::now() + wait + GRACE).into_std();
+        context.deadline = (tokio::time::Instant::now() + wait + self.grace).into_std();
         context
+    }
+
+    // What a failed call means: the host is gone. A missed deadline marks the
+    // connection gone too: a worker that hangs is replaced at the next open (a local
+    // one is killed first), and no later call waits on it again.
+    fn failed(&self, error: tarpc::client::RpcError) -> Error {
+        if matches!(error, tarpc::client::RpcError::DeadlineExceeded) {
+            tracing::warn!(
+                pid = self.about.pid,
+                "the browser worker did not answer in time: counting it as gone"
+            );
+            self.gone.store(true, Ordering::Relaxed);
+        }
+        gone(error)
     }
 
     /// How many Chromium processes the worker has launched.
@@ -622,7 +645,7 @@ impl RemoteHost {
             .client
             .open(self.context(budget), spec)
             .await
-            .map_err(gone)??;
+            .map_err(|e| self.failed(e))??;
         Ok(RemoteSession {
             host: self.clone(),
             id: facts.id.clone(),
@@ -666,16 +689,22 @@ impl RemoteSession {
         let wait = budget.unwrap_or(Duration::from_millis(self.host.about.action_budget_ms))
             + call.own_wait();
         let budget_ms = budget.map(|b| u64::try_from(b.as_millis()).unwrap_or(u64::MAX));
+        if self.host.is_gone() {
+            return Err(Error::HostGone {
+                reason: "the connection to it is gone".to_owned(),
+            });
+        }
         self.host
             .client
             .call(self.host.context(wait), self.id.clone(), call, budget_ms)
             .await
-            .map_err(gone)?
+            .map_err(|e| self.host.failed(e))?
     }
 
     /// Closes it.
     pub async fn close(&self) {
-        if self.closed.swap(true, Ordering::Relaxed) {
+        // Nothing to tell a worker that is gone (or hung).
+        if self.closed.swap(true, Ordering::Relaxed) || self.host.is_gone() {
             return;
         }
         let _ = self

@@ -772,6 +772,7 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
                 user: config.worker_user.clone(),
                 parent: None,
                 args: LOG_ARGS.get().cloned().unwrap_or_default(),
+                grace: airlock_worker::remote::GRACE,
             };
             let remote = airlock_worker::Remote::new(airlock_worker::LocalWorker::new(spawn))
                 .await

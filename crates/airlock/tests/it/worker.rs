@@ -117,6 +117,7 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             user: "nobody".to_owned(),
             parent: Some(parent.path().to_owned()),
             args: vec![],
+            grace: airlock_worker::remote::GRACE,
         }));
         let remote = Remote::new(worker.clone())
             .await
@@ -501,6 +502,81 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
             .unwrap();
         assert!(status.success(), "{status:?}");
         assert!(gone(&chromium_processes_under(&profiles)).await);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_worker_is_counted_gone_and_replaced() {
+    with_browser(|h| async move {
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let worker = Arc::new(LocalWorker::new(WorkerSpawn {
+            exe: BIN.into(),
+            browser: airlock_config::BrowserConfig {
+                chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
+                ..Default::default()
+            },
+            user: "nobody".to_owned(),
+            parent: Some(parent.path().to_owned()),
+            args: vec![],
+            // A call 1 s past its budget means the worker hangs.
+            grace: Duration::from_secs(1),
+        }));
+        let host: Host = Remote::new(worker.clone()).await.unwrap().into();
+        let policy = Policy::from_config(&PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+            ..PolicyConfig::default()
+        })
+        .unwrap();
+        let gateway = Gateway::new(
+            host,
+            GatewayConfig {
+                policy,
+                ..GatewayConfig::default()
+            },
+        );
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let pid = worker.pid().await.unwrap();
+
+        // The worker stops answering (stopped, not dead: its socket stays open).
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGSTOP,
+        )
+        .unwrap();
+        let click = ToolCall::Click {
+            target: airlock_gateway::action::Target::Role {
+                role: "checkbox".into(),
+                name: Some("Remember me".into()),
+                index: None,
+            },
+            options: Default::default(),
+        };
+        let out = tokio::time::timeout(
+            Duration::from_secs(20),
+            agent.call(ToolCall::Budgeted(
+                Duration::from_millis(500),
+                Box::new(click),
+            )),
+        )
+        .await
+        .expect("a call to a hung worker ends at its budget plus the grace");
+        assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
+        assert!(out.text.contains("did not answer in time"), "{}", out.text);
+
+        // The next call gets a new worker; the hung one is killed, not left behind.
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let next = worker.pid().await.unwrap();
+        assert_ne!(next, pid);
+        assert!(gone(&[pid]).await, "the hung worker was left running");
+
+        drop(agent);
+        gateway.shutdown().await;
+        assert!(gone(&chromium_processes_under(parent.path())).await);
     })
     .await;
 }
