@@ -417,7 +417,7 @@ pub(crate) fn sweep_stale_profiles(parent: &Path) {
             let path = entry.path();
             // A Chromium of the dead gateway may still be exiting (or, stuck, not
             // exiting) and writing into the profile: stop it first, by PID.
-            stop_processes_using(&path);
+            stop_chromium_under(&path);
             // A Chromium of the dead gateway may still be writing as it exits: a
             // second try catches what it added during the first.
             let removed = std::fs::remove_dir_all(&path)
@@ -435,10 +435,12 @@ pub(crate) fn sweep_stale_profiles(parent: &Path) {
     }
 }
 
-// Kills every process whose command line names `profile` (the Chromium processes of
-// a gateway that died) and waits, briefly, until they are gone.
-fn stop_processes_using(profile: &Path) {
-    let needle = format!("--user-data-dir={}", profile.display());
+/// Kills every Chromium process whose profile is `dir` or lies under it (what a
+/// gateway or a browser worker that died left running) and waits, at most ~3 s,
+/// until they are gone. Blocks: call it off the async threads.
+pub fn stop_chromium_under(dir: &Path) {
+    let exact = format!("--user-data-dir={}", dir.display());
+    let under = format!("{exact}/");
     let using = || -> Vec<i32> {
         let Ok(procs) = std::fs::read_dir("/proc") else {
             return Vec::new();
@@ -447,8 +449,10 @@ fn stop_processes_using(profile: &Path) {
             .flatten()
             .filter_map(|p| p.file_name().to_str()?.parse::<i32>().ok())
             .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|cmd| cmd.split(|b| *b == 0).any(|arg| arg == needle.as_bytes()))
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| {
+                    cmd.split(|b| *b == 0)
+                        .any(|arg| arg == exact.as_bytes() || arg.starts_with(under.as_bytes()))
+                })
             })
             .collect()
     };
@@ -459,14 +463,11 @@ fn stop_processes_using(profile: &Path) {
             return;
         }
         for pid in &pids {
-            tracing::info!(
-                pid,
-                "stopping a Chromium process a dead gateway left running"
-            );
+            tracing::info!(pid, "stopping a Chromium process left running");
             let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
         }
         // Reaped by init, not by us: poll until /proc no longer lists them.
-        #[allow(clippy::disallowed_methods)] // Start-up, before any session exists.
+        #[allow(clippy::disallowed_methods)] // Off the async threads (see above).
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }

@@ -41,7 +41,7 @@ pub use cgroup::DelegatedCgroup;
 pub use error::{Error, Result};
 pub use launch::{
     ChromiumBinary, ChromiumKind, PROFILE_PREFIX, chromium_flags, find_chromium, needs_no_sandbox,
-    no_sandbox_reason,
+    no_sandbox_reason, stop_chromium_under,
 };
 pub use options::BrowserOptions;
 pub use oracle::AxPair;

@@ -151,22 +151,9 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// An engine whose sessions run in this process, every egress proxy asking
-    /// `resolver` for names (tests script it to show that a name re-resolving to a
-    /// private address is refused).
-    pub fn with_resolver(
-        browsers: Arc<airlock_browser::Browsers>,
-        config: GatewayConfig,
-        resolver: Arc<dyn airlock_egress::Resolver>,
-    ) -> Arc<Gateway> {
-        Gateway::new(
-            airlock_worker::LocalHost::with_resolver(browsers, resolver),
-            config,
-        )
-    }
-
     /// Starts the engine and its idle-session reaper; browser sessions open on `host`
-    /// (an `Arc<Browsers>` is an in-process host).
+    /// (an `Arc<Browsers>` is an in-process host; `LocalHost::with_resolver` one whose
+    /// proxies ask a given resolver, as tests script DNS).
     pub fn new(host: impl Into<Host>, config: GatewayConfig) -> Arc<Gateway> {
         let host = host.into();
         // Session events go to the audit log through one writer, in order.

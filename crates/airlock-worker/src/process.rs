@@ -60,8 +60,14 @@ pub async fn run(socket: &Path) -> Result<(), RunError> {
         .read_line(&mut line)
         .await
         .map_err(|e| RunError::Start(e.to_string()))?;
-    let start: WorkerStart = serde_json::from_str(&line)
-        .map_err(|e| RunError::Start(format!("the start line is not valid: {e}")))?;
+    // The error says where, never what: the line holds the token.
+    let start: WorkerStart = serde_json::from_str(&line).map_err(|e| {
+        RunError::Start(format!(
+            "the start line is not valid (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
     drop(line);
     let mut options =
         BrowserOptions::from_config(&start.browser).map_err(|e| RunError::Start(e.to_string()))?;
@@ -79,35 +85,17 @@ pub async fn run(socket: &Path) -> Result<(), RunError> {
         .map_err(|e| RunError::Start(format!("cannot listen on {}: {e}", socket.display())))?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| RunError::Start(e.to_string()))?;
-    tracing::info!(
-        pid = std::process::id(),
-        uid = nix::unistd::geteuid().as_raw(),
-        sandbox = !airlock_browser::needs_no_sandbox(),
-        "browser worker listening"
-    );
-    let mut stdout = tokio::io::stdout();
-    stdout
-        .write_all(format!("{READY}\n").as_bytes())
-        .await
-        .and(stdout.flush().await)
-        .map_err(|e| RunError::Start(e.to_string()))?;
+    announce(READY.to_owned(), "unix socket").await?;
     let admission = Admission {
         token: start.token,
         peer_uid: Some(start.peer_uid),
     };
     let stop = async move {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut rest = String::new();
         tokio::select! {
             // EOF: the gateway closed our stdin or died.
             _ = stdin.read_line(&mut rest) => {}
-            _ = async {
-                match terminate.as_mut() {
-                    Some(t) => { t.recv().await; }
-                    None => std::future::pending::<()>().await,
-                }
-            } => {}
+            () = terminated() => {}
         }
     };
     crate::remote::serve(listener, host, admission, stop).await;
@@ -140,30 +128,11 @@ pub async fn run_listening(
     let bound = listener
         .local_addr()
         .map_err(|e| RunError::Start(e.to_string()))?;
-    tracing::info!(
-        %bound,
-        pid = std::process::id(),
-        uid = nix::unistd::geteuid().as_raw(),
-        sandbox = !airlock_browser::needs_no_sandbox(),
-        "browser worker listening (TLS)"
-    );
-    let mut stdout = tokio::io::stdout();
-    stdout
-        .write_all(format!("{READY} {bound}\n").as_bytes())
-        .await
-        .and(stdout.flush().await)
-        .map_err(|e| RunError::Start(e.to_string()))?;
+    announce(format!("{READY} {bound}"), "TLS").await?;
     let stop = async {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
-            _ = async {
-                match terminate.as_mut() {
-                    Some(t) => { t.recv().await; }
-                    None => std::future::pending::<()>().await,
-                }
-            } => {}
+            () = terminated() => {}
         }
     };
     let admission = Admission {
@@ -179,6 +148,34 @@ pub async fn run_listening(
     .await;
     drop(dir);
     Ok(())
+}
+
+// Says the worker listens: in its log, and as `line` on stdout for whoever started
+// it (the gateway waits for that line rather than for time to pass).
+async fn announce(line: String, on: &str) -> Result<(), RunError> {
+    tracing::info!(
+        on,
+        pid = std::process::id(),
+        uid = nix::unistd::geteuid().as_raw(),
+        sandbox = !airlock_browser::needs_no_sandbox(),
+        "browser worker listening"
+    );
+    let mut stdout = tokio::io::stdout();
+    stdout
+        .write_all(format!("{line}\n").as_bytes())
+        .await
+        .and(stdout.flush().await)
+        .map_err(|e| RunError::Start(e.to_string()))
+}
+
+// Resolves on SIGTERM (never, where no handler can be installed).
+async fn terminated() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            terminate.recv().await;
+        }
+        Err(_) => std::future::pending::<()>().await,
+    }
 }
 
 /// Why a worker could not start.
@@ -444,39 +441,13 @@ async fn stop(mut running: Running, grace: Duration) {
         let _ = running.child.start_kill();
         let _ = running.child.wait().await;
     }
-    kill_processes_under(running.dir.path());
+    let dir = running.dir.path().to_owned();
+    let _ = tokio::task::spawn_blocking(move || airlock_browser::stop_chromium_under(&dir)).await;
     if let Some(cgroup) = running.cgroup.take() {
         cgroup.remove(Duration::from_secs(2)).await;
     }
     if let Err(e) = running.dir.close() {
         tracing::warn!(error = %e, "could not remove the worker's directory");
-    }
-}
-
-/// Kills every process whose command line names `dir` (Chromium's profiles live
-/// there, so its flags name it): what a worker that died left running.
-pub fn kill_processes_under(dir: &Path) {
-    let needle = dir.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let named = std::fs::read(entry.path().join("cmdline"))
-            .map(|c| String::from_utf8_lossy(&c).contains(&needle))
-            .unwrap_or(false);
-        if named && pid != std::process::id() as i32 {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
     }
 }
 

@@ -177,7 +177,9 @@ pub async fn serve_sessions(
     let listener = listener.into();
     let admission = Arc::new(admission);
     let mut connections = tokio::task::JoinSet::new();
-    let mut served: Vec<Connection> = Vec::new();
+    // Connections are asked to stop, not aborted: each then closes its sessions
+    // whole (an abort part-way through a close would leave its cgroup behind).
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -188,17 +190,16 @@ pub async fn serve_sessions(
                         host: host.clone(),
                         sessions: Arc::default(),
                     };
-                    served.retain(|c| Arc::strong_count(&c.sessions) > 1);
-                    served.push(connection.clone());
                     let admission = admission.clone();
+                    let stopping = stopping.clone();
                     connections.spawn(async move {
                         match stream {
-                            Accepted::Unix(stream) => connection.run(stream, admission).await,
+                            Accepted::Unix(stream) => connection.run(stream, admission, stopping).await,
                             Accepted::Tcp(stream, tls) => {
                                 // The TLS handshake runs in the connection's task, so
                                 // a slow peer holds up no other.
                                 match tokio::time::timeout(HELLO_WITHIN, tls.accept(stream)).await {
-                                    Ok(Ok(stream)) => connection.run(stream, admission).await,
+                                    Ok(Ok(stream)) => connection.run(stream, admission, stopping).await,
                                     Ok(Err(e)) => tracing::warn!(error = %e, "refused a connection: TLS failed"),
                                     Err(_) => tracing::warn!("refused a connection: no TLS handshake in time"),
                                 }
@@ -214,12 +215,8 @@ pub async fn serve_sessions(
             },
         }
     }
-    connections.abort_all();
+    let _ = stop.send(true);
     while connections.join_next().await.is_some() {}
-    // The connections were cut mid-way: close what they had open.
-    for connection in served {
-        connection.close_all().await;
-    }
 }
 
 enum Accepted {
@@ -259,25 +256,37 @@ where
         host,
         sessions: Arc::default(),
     }
-    .run(stream, admission)
+    .run(stream, admission, tokio::sync::watch::channel(false).1)
     .await;
 }
 
 impl Connection {
-    async fn run<S>(self, stream: S, admission: Arc<Admission>)
-    where
+    // Serves until the peer goes or `stopping` turns true; then closes every
+    // session this connection opened.
+    async fn run<S>(
+        self,
+        stream: S,
+        admission: Arc<Admission>,
+        mut stopping: tokio::sync::watch::Receiver<bool>,
+    ) where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
-        let Some(framed) = handshake(stream, &self.host, &admission).await else {
-            return;
+        let serving = async {
+            let Some(framed) = handshake(stream, &self.host, &admission).await else {
+                return;
+            };
+            let transport = tarpc::serde_transport::new(framed, Msgpack::default());
+            BaseChannel::with_defaults(transport)
+                .execute(Worker::serve(self.clone()))
+                .for_each(|request| async {
+                    tokio::spawn(request);
+                })
+                .await;
         };
-        let transport = tarpc::serde_transport::new(framed, Msgpack::default());
-        BaseChannel::with_defaults(transport)
-            .execute(Worker::serve(self.clone()))
-            .for_each(|request| async {
-                tokio::spawn(request);
-            })
-            .await;
+        tokio::select! {
+            () = serving => {}
+            _ = stopping.wait_for(|stop| *stop) => {}
+        }
         self.close_all().await;
     }
 }

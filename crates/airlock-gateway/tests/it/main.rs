@@ -2069,19 +2069,29 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
         );
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("download.html"))).await;
-        let mut text = agent.call(click()).await.text;
-        for _ in 0..100 {
-            if text.contains("downloaded ") {
-                break;
+        // A download finishes after the click; a later result reports it.
+        let reported = |first: String, needle: &'static str| {
+            let agent = &agent;
+            async move {
+                let mut text = first;
+                for _ in 0..200 {
+                    if text.contains(needle) {
+                        break;
+                    }
+                    text = agent
+                        .call(ToolCall::WaitFor {
+                            condition: airlock_browser::WaitCondition::Time(Duration::from_millis(
+                                50,
+                            )),
+                            timeout: None,
+                        })
+                        .await
+                        .text;
+                }
+                text
             }
-            text = agent
-                .call(ToolCall::WaitFor {
-                    condition: airlock_browser::WaitCondition::Time(Duration::from_millis(50)),
-                    timeout: None,
-                })
-                .await
-                .text;
-        }
+        };
+        let text = reported(agent.call(click()).await.text, "downloaded ").await;
         let line = text
             .lines()
             .find(|l| l.starts_with("downloaded "))
@@ -2107,19 +2117,7 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
                 options: Default::default(),
             })
             .await;
-        let mut text = out.text;
-        for _ in 0..200 {
-            if text.contains("downloaded \"big.bin\"") {
-                break;
-            }
-            text = agent
-                .call(ToolCall::WaitFor {
-                    condition: airlock_browser::WaitCondition::Time(Duration::from_millis(50)),
-                    timeout: None,
-                })
-                .await
-                .text;
-        }
+        let text = reported(out.text, "downloaded \"big.bin\"").await;
         assert!(text.contains("downloaded \"big.bin\""), "{text}");
         let sizes: Vec<u64> = std::fs::read_dir(dir.path())
             .unwrap()

@@ -60,6 +60,27 @@ fn serve(h: &airlock_test_support::Harness, peer_uid: Option<u32>) -> Served {
     }
 }
 
+// A connection to `served` and a session opened on it.
+async fn open(
+    served: &Served,
+    isolation: Option<airlock_config::Isolation>,
+    policy: Policy,
+) -> (RemoteHost, airlock_worker::RemoteSession) {
+    let host = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
+        .await
+        .unwrap();
+    let session = host
+        .open(OpenSpec {
+            isolation,
+            policy,
+            injection: None,
+            secrets: SecretSet::default(),
+        })
+        .await
+        .unwrap();
+    (host, session)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_right_token_and_version_are_admitted_and_anything_else_is_told_why() {
     with_browser(|h| async move {
@@ -159,18 +180,12 @@ async fn an_oversized_message_ends_the_connection_before_it_is_read() {
 async fn a_control_plane_that_goes_away_leaves_no_browser_running() {
     with_browser(|h| async move {
         let served = serve(&h, Some(my_uid()));
-        let host = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
-            .await
-            .unwrap();
-        let session = host
-            .open(OpenSpec {
-                isolation: Some(airlock_config::Isolation::Process),
-                policy: Policy::deny_all(),
-                injection: None,
-                secrets: SecretSet::default(),
-            })
-            .await
-            .unwrap();
+        let (host, session) = open(
+            &served,
+            Some(airlock_config::Isolation::Process),
+            Policy::deny_all(),
+        )
+        .await;
         let pid = session.facts().browser_pid;
         assert!(
             chromium_processes_under(h.profile_parent()).contains(&pid),
@@ -196,23 +211,12 @@ async fn a_control_plane_that_goes_away_leaves_no_browser_running() {
 async fn a_call_the_gateway_stops_waiting_for_is_cancelled_in_the_worker() {
     with_browser(|h| async move {
         let served = serve(&h, Some(my_uid()));
-        let host = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
-            .await
-            .unwrap();
         let policy = Policy::from_config(&airlock_policy::PolicyConfig {
             allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
             ..airlock_policy::PolicyConfig::default()
         })
         .unwrap();
-        let session = host
-            .open(OpenSpec {
-                isolation: None,
-                policy,
-                injection: None,
-                secrets: SecretSet::default(),
-            })
-            .await
-            .unwrap();
+        let (_host, session) = open(&served, None, policy).await;
         let navigate = airlock_worker::Call::Navigate {
             url: h.site.url("login.html"),
             wait_until: airlock_browser::WaitUntil::Load,

@@ -26,6 +26,30 @@ fn navigate(url: String) -> ToolCall {
     }
 }
 
+// What the tests' sessions may reach: the fixture site's first port.
+fn site_policy(h: &airlock_test_support::Harness) -> Policy {
+    Policy::from_config(&PolicyConfig {
+        allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+        ..PolicyConfig::default()
+    })
+    .unwrap()
+}
+
+// The local worker as `serve` starts it, under `parent`, hung after `grace`.
+fn local_worker(parent: &Path, grace: Duration) -> Arc<LocalWorker> {
+    Arc::new(LocalWorker::new(WorkerSpawn {
+        exe: BIN.into(),
+        browser: airlock_config::BrowserConfig {
+            chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
+            ..Default::default()
+        },
+        user: "nobody".to_owned(),
+        parent: Some(parent.to_owned()),
+        args: vec![],
+        grace,
+    }))
+}
+
 // The real uid of a process, from /proc.
 fn uid_of(pid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -107,33 +131,17 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             .await
             .unwrap();
 
-        let browser = airlock_config::BrowserConfig {
-            chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
-            ..Default::default()
-        };
-        let worker = Arc::new(LocalWorker::new(WorkerSpawn {
-            exe: BIN.into(),
-            browser,
-            user: "nobody".to_owned(),
-            parent: Some(parent.path().to_owned()),
-            args: vec![],
-            grace: airlock_worker::remote::GRACE,
-        }));
+        let worker = local_worker(parent.path(), airlock_worker::remote::GRACE);
         let remote = Remote::new(worker.clone())
             .await
             .expect("the worker starts");
         let sandboxed = remote.about().sandbox;
         let host: Host = remote.into();
         let asker = host.clone();
-        let policy = Policy::from_config(&PolicyConfig {
-            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-            ..PolicyConfig::default()
-        })
-        .unwrap();
         let gateway = Gateway::new(
             host,
             GatewayConfig {
-                policy,
+                policy: site_policy(&h),
                 store: Some(store.clone()),
                 // The reaper comes by every 2 s.
                 idle_ttl: Duration::from_secs(8),
@@ -229,11 +237,7 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             let session = asker
                 .open(airlock_worker::OpenSpec {
                     isolation: None,
-                    policy: Policy::from_config(&PolicyConfig {
-                        allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-                        ..PolicyConfig::default()
-                    })
-                    .unwrap(),
+                    policy: site_policy(&h),
                     injection: None,
                     secrets: airlock_worker::SecretSet::default(),
                 })
@@ -470,15 +474,10 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
         let host: Host = airlock_worker::Fleet::new(vec![Remote::new(connector).await.unwrap()])
             .unwrap()
             .into();
-        let policy = Policy::from_config(&PolicyConfig {
-            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-            ..PolicyConfig::default()
-        })
-        .unwrap();
         let gateway = Gateway::new(
             host,
             GatewayConfig {
-                policy,
+                policy: site_policy(&h),
                 ..GatewayConfig::default()
             },
         );
@@ -511,28 +510,13 @@ async fn a_hung_worker_is_counted_gone_and_replaced() {
     with_browser(|h| async move {
         let parent = tempfile::tempdir().unwrap();
         std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let worker = Arc::new(LocalWorker::new(WorkerSpawn {
-            exe: BIN.into(),
-            browser: airlock_config::BrowserConfig {
-                chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
-                ..Default::default()
-            },
-            user: "nobody".to_owned(),
-            parent: Some(parent.path().to_owned()),
-            args: vec![],
-            // A call 1 s past its budget means the worker hangs.
-            grace: Duration::from_secs(1),
-        }));
+        // A call 1 s past its budget means the worker hangs.
+        let worker = local_worker(parent.path(), Duration::from_secs(1));
         let host: Host = Remote::new(worker.clone()).await.unwrap().into();
-        let policy = Policy::from_config(&PolicyConfig {
-            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-            ..PolicyConfig::default()
-        })
-        .unwrap();
         let gateway = Gateway::new(
             host,
             GatewayConfig {
-                policy,
+                policy: site_policy(&h),
                 ..GatewayConfig::default()
             },
         );
