@@ -9,6 +9,7 @@ use airlock_core::Redact;
 use airlock_policy::Policy;
 
 use crate::action::Notice;
+use crate::events::{PageEvent, PageEvents};
 
 /// Where pages may navigate by themselves. The egress proxy stops every network
 /// request; this stops what never reaches a network: a page moving its top frame to a
@@ -27,6 +28,8 @@ pub(crate) struct NavGuard {
     /// Windows the session's pages announced they are opening (`Page.windowOpen`):
     /// an action's outcome waits, briefly, until that many popups have arrived.
     pub(crate) windows_opened: Arc<std::sync::atomic::AtomicU64>,
+    /// What a live watcher of the session is shown: every notice too.
+    pub(crate) events: Arc<PageEvents>,
 }
 
 impl NavGuard {
@@ -36,6 +39,7 @@ impl NavGuard {
             notices: Arc::default(),
             redactor,
             windows_opened: Arc::default(),
+            events: Arc::default(),
         }
     }
 
@@ -51,6 +55,7 @@ impl NavGuard {
     }
 
     pub(crate) fn notify(&self, notice: Notice) {
+        self.events.push(PageEvent::Notice(notice.clone()));
         self.notices
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -69,6 +74,7 @@ impl NavGuard {
         };
         let mut notices = self.notices.lock().unwrap_or_else(|p| p.into_inner());
         if !notices.contains(&notice) {
+            self.events.push(PageEvent::Notice(notice.clone()));
             notices.push(notice);
         }
     }

@@ -14,6 +14,7 @@ mod cgroup;
 mod chromium;
 mod download;
 mod error;
+mod events;
 mod guard;
 pub mod host;
 mod keys;
@@ -39,6 +40,7 @@ pub use action::{
 pub use browser::{Browsers, Probe, probe};
 pub use cgroup::DelegatedCgroup;
 pub use error::{Error, Result};
+pub use events::{EVENTS_KEPT, EventBatch, PageEvent, PageEvents};
 pub use launch::{
     ChromiumBinary, ChromiumKind, PROFILE_PREFIX, chromium_flags, find_chromium, needs_no_sandbox,
     no_sandbox_reason, stop_chromium_under,

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 mod dialogs;
 mod input;
+mod live;
 mod locate;
 mod navigate;
 mod read;
@@ -941,6 +942,13 @@ async fn attach_tabs(
                 .await;
                 match tab {
                     Ok(tab) => {
+                        hooks
+                            .guard
+                            .events
+                            .push(crate::events::PageEvent::TabOpened {
+                                tab: serial,
+                                by_page: opener_id.is_some(),
+                            });
                         let mut r = lock(&registry);
                         r.tabs.push(Arc::new(tab));
                         if opener_id.is_some() {

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use crate::action::{Dialog, DialogAnswer, Injection, Notice};
 use crate::cdp::{CdpError, Connection, Event};
 use crate::error::{Error, Result};
+use crate::events::PageEvent;
 use crate::guard::NavGuard;
 use crate::outbound::{Requests, watch_worker};
 
@@ -231,6 +232,14 @@ const CONSOLE_CHARS: usize = 500;
 pub(crate) struct TabState {
     inner: Mutex<TabInner>,
     changed: watch::Sender<u64>,
+    /// The tab's serial (as its refs and events name it).
+    serial: u32,
+    /// Counts the frames Chromium painted while a screencast runs on the tab: a
+    /// watcher's signal that the pixels changed (the frames themselves are dropped;
+    /// what a watcher is shown is a masked screenshot).
+    pub(crate) painted: watch::Sender<u64>,
+    /// A screencast runs on the tab.
+    pub(crate) casting: std::sync::atomic::AtomicBool,
     target_id: String,
     guard: NavGuard,
     requests: Requests,
@@ -479,6 +488,9 @@ impl Tab {
                 ..TabInner::default()
             }),
             changed,
+            serial,
+            painted: watch::channel(0).0,
+            casting: std::sync::atomic::AtomicBool::new(false),
             target_id: target_id.clone(),
             guard,
             requests,
@@ -1332,6 +1344,27 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
         }
         "Inspector.targetCrashed" => {
             state.with(|s| s.crashed = true);
+            state
+                .guard
+                .events
+                .push(PageEvent::TabCrashed { tab: state.serial });
+        }
+        "Page.screencastFrame" => {
+            // Acknowledged off the pump (Chromium sends the next frame only then);
+            // only that it came counts.
+            state.painted.send_modify(|n| *n += 1);
+            let (conn, session) = (conn.clone(), session.to_owned());
+            let ack = json!({ "sessionId": p["sessionId"] });
+            tokio::spawn(async move {
+                let _ = conn
+                    .call(
+                        Some(&session),
+                        "Page.screencastFrameAck",
+                        ack,
+                        Duration::from_secs(5),
+                    )
+                    .await;
+            });
         }
         "Inspector.detached" => {
             state.with(|s| s.detached = true);
@@ -1380,6 +1413,7 @@ async fn on_dialog(conn: &Connection, session: &str, state: &Arc<TabState>, p: &
         MAX_DIALOG_TEXT,
     );
     let url = str_of(&p["url"]);
+    let shown = message.clone();
     let now = tokio::time::Instant::now();
     let (storm, held) = state.with(|s| {
         s.dialog_chain += 1;
@@ -1418,6 +1452,11 @@ async fn on_dialog(conn: &Connection, session: &str, state: &Arc<TabState>, p: &
             s.dialog_times.clear();
         }
         (storm, held.then_some(s.dialog_seq))
+    });
+    state.guard.events.push(PageEvent::DialogOpened {
+        tab: state.serial,
+        kind: kind.clone(),
+        message: shown,
     });
     match held {
         Some(id) => {

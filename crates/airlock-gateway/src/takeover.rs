@@ -5,7 +5,8 @@
 //! result says the page may have changed). None of it counts against the agent's
 //! action budget; each step is on the audit record, without what was typed.
 
-use airlock_browser::{ClickOptions, ImageFormat, ScreenshotOptions, Target, TextPiece, TypedText};
+use airlock_browser::{ClickOptions, PageEvent, Target, TextPiece, TypedText};
+use airlock_worker::{Painted, Watch};
 
 use crate::Gateway;
 use crate::error::{Error, Result};
@@ -31,6 +32,42 @@ impl std::fmt::Debug for LiveFrame {
             .field("bytes", &self.jpeg.len())
             .field("url", &self.url)
             .finish()
+    }
+}
+
+/// Where a live watcher stands: the last event and frame it was shown.
+#[derive(Debug, Default, Clone)]
+pub struct LiveCursor {
+    after: u64,
+    shown: Option<Painted>,
+}
+
+/// What a live watcher is shown next.
+#[derive(Debug, Default)]
+pub struct LiveUpdate {
+    /// A new frame, if the page changed.
+    pub frame: Option<LiveFrame>,
+    /// What happened, one line each, redacted.
+    pub events: Vec<String>,
+    /// Events that went before the watcher asked for them (it fell behind).
+    pub missed: u64,
+    /// Who holds the page, if an operator does.
+    pub controller: Option<String>,
+}
+
+// One event in the words an operator reads.
+fn event_line(event: &PageEvent) -> String {
+    match event {
+        PageEvent::DialogOpened { tab, kind, message } => {
+            format!("tab {tab}: a {kind} dialog holds the page: “{message}”")
+        }
+        PageEvent::TabOpened { tab, by_page: true } => format!("tab {tab}: a page opened it"),
+        PageEvent::TabOpened {
+            tab,
+            by_page: false,
+        } => format!("tab {tab}: opened"),
+        PageEvent::TabCrashed { tab } => format!("tab {tab}: its page crashed"),
+        PageEvent::Notice(notice) => crate::tools::notice_line(notice),
     }
 }
 
@@ -64,30 +101,61 @@ impl std::fmt::Debug for OperatorInput {
 pub(crate) const OPERATOR_SECRET: &str = "operator";
 
 impl Gateway {
-    /// A frame of one of `tenant`'s live sessions.
-    pub async fn live_frame(&self, tenant: &str, id: &str) -> Result<LiveFrame> {
+    /// What happened in one of `tenant`'s live sessions since `cursor` last saw it:
+    /// its events as lines, and (with `frames`) a new frame if the page changed.
+    /// Answers as soon as there is something, or with nothing after `wait`: the
+    /// console keeps one outstanding, so a page's changes reach the operator when
+    /// they happen, through the worker's channel as in process.
+    pub async fn live_watch(
+        &self,
+        tenant: &str,
+        id: &str,
+        cursor: &mut LiveCursor,
+        frames: bool,
+        wait: std::time::Duration,
+    ) -> Result<LiveUpdate> {
         let lease = self.tenant_lease(tenant, id)?;
-        let session = &lease.held.session;
-        let shot = session
-            .screenshot(&ScreenshotOptions {
-                format: ImageFormat::Jpeg { quality: 60 },
-                fast: true,
-                ..ScreenshotOptions::default()
+        let watched = lease
+            .held
+            .session
+            .watch(Watch {
+                after: cursor.after,
+                frames,
+                shown: cursor.shown,
+                wait,
             })
             .await?;
-        let tabs = session.tabs().await?;
-        let (title, url) = tabs
+        let loaded = &lease.held.loaded;
+        let events = watched
+            .events
+            .events
             .iter()
-            .find(|t| t.active)
-            .map(|t| (t.title.clone(), t.url.clone()))
-            .unwrap_or_default();
-        Ok(LiveFrame {
-            jpeg: shot.data,
-            url: lease.held.loaded.redact(&url),
-            title: lease.held.loaded.redact(&title),
+            .map(|(_, event)| loaded.redact(&event_line(event)))
+            .collect();
+        cursor.after = watched.events.last;
+        let frame = watched.frame.map(|frame| {
+            cursor.shown = Some(frame.painted);
+            LiveFrame {
+                jpeg: frame.jpeg,
+                url: loaded.redact(&frame.url),
+                title: loaded.redact(&frame.title),
+                controller: lease.controller(),
+                viewport: frame.viewport,
+            }
+        });
+        Ok(LiveUpdate {
+            frame,
+            events,
+            missed: watched.events.missed,
             controller: lease.controller(),
-            viewport: session.viewport().await?,
         })
+    }
+
+    /// No one watches one of `tenant`'s sessions live any more.
+    pub async fn live_unwatch(&self, tenant: &str, id: &str) {
+        if let Ok(lease) = self.tenant_lease(tenant, id) {
+            let _ = lease.held.session.unwatch().await;
+        }
     }
 
     /// Operator `by` takes one of `tenant`'s sessions over.

@@ -1054,7 +1054,7 @@ fn header(
 }
 
 // What the browser did on the side, in the words an agent reads.
-fn notice_line(notice: &Notice) -> String {
+pub(crate) fn notice_line(notice: &Notice) -> String {
     match notice {
         Notice::PopupDenied { url, reason } => {
             format!("closed a popup the page opened to {url}: {reason}")

@@ -18,7 +18,7 @@ use airlock_policy::{DenyReason, Policy};
 use zeroize::Zeroizing;
 
 use crate::local::{LocalHost, LocalSession};
-use crate::proto::{Call, OpenSpec, Reply, SessionFacts};
+use crate::proto::{Call, OpenSpec, Reply, SessionFacts, Watch, Watched};
 use crate::remote::{About, ConnectError, RemoteHost, RemoteSession};
 
 tokio::task_local! {
@@ -766,6 +766,18 @@ impl BrowserSession {
     /// The viewport in CSS pixels.
     pub async fn viewport(&self) -> Result<(u32, u32)> {
         expect!(self.call(Call::Viewport).await?, Reply::Viewport(w, h) => (w, h))
+    }
+
+    /// What happened since `watch.after` (and a new frame, if asked and the page
+    /// changed since `watch.shown`), as soon as there is any; empty when `watch.wait`
+    /// runs out first. Keep one outstanding to follow the session live.
+    pub async fn watch(&self, watch: Watch) -> Result<Watched> {
+        expect!(self.call(Call::Watch(watch)).await?, Reply::Watched(w) => w)
+    }
+
+    /// No one watches the session's frames any more: the host stops looking.
+    pub async fn unwatch(&self) -> Result<()> {
+        expect!(self.call(Call::Unwatch).await?, Reply::Done => ())
     }
 
     /// Holds the session to `policy` from now on (a warm session handed out).

@@ -9,6 +9,7 @@
 //! - [`proto`]: what crosses between them, as data.
 //! - [`process`]: the local worker process: how the gateway starts it, how it runs.
 //! - [`remote`]: the channel to a worker process: its server and the client.
+//! - `watch`: a session's live stream of events and frames, on the host's side.
 //! - [`secrets`]: a session's secrets as data, and the redactor and outbound guard
 //!   built from them on either side.
 
@@ -19,11 +20,14 @@ pub mod proto;
 pub mod remote;
 pub mod secrets;
 pub mod tls;
+mod watch;
 
 pub use handle::{BrowserSession, Connecting, Connector, Fleet, Host, Remote, with_action_budget};
 pub use local::{LocalHost, LocalSession};
 pub use process::{LocalWorker, WorkerSpawn, WorkerStart};
-pub use proto::{Call, OpenSpec, PROTOCOL, Reply, SessionFacts};
+pub use proto::{
+    Call, Frame, MAX_WATCH, OpenSpec, PROTOCOL, Painted, Reply, SessionFacts, Watch, Watched,
+};
 pub use remote::{
     About, Admission, ConnectError, Listener, MAX_MESSAGE, RemoteHost, RemoteSession,
     SocketConnector, TlsConnector,

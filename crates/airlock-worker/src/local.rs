@@ -374,6 +374,11 @@ impl LocalSession {
                 usable: s.is_usable(),
             },
             Call::ReplaceLostTabs => Reply::Replaced(s.replace_lost_tabs().await?),
+            Call::Watch(watch) => Reply::Watched(crate::watch::watch(s, watch).await?),
+            Call::Unwatch => {
+                s.stop_paints().await;
+                Reply::Done
+            }
         })
     }
 

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use airlock_browser::{
-    ActionOutcome, ClickOptions, ConsoleLevel, ConsoleLog, InjectedCookie, Injection, NetworkLog,
-    PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot, SnapshotOptions, TabInfo,
-    Target, TypedText, WaitCondition, WaitUntil,
+    ActionOutcome, ClickOptions, ConsoleLevel, ConsoleLog, EventBatch, InjectedCookie, Injection,
+    NetworkLog, PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot,
+    SnapshotOptions, TabInfo, Target, TypedText, WaitCondition, WaitUntil,
 };
 use airlock_config::Isolation;
 use airlock_policy::{DenyReason, Policy};
@@ -23,7 +23,7 @@ pub const CHUNK: usize = 4 << 20;
 
 /// The version of what crosses; a host and a control plane of another refuse each
 /// other at the handshake.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 /// What a new browser session is given. Debug never shows a value.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -255,6 +255,71 @@ pub enum Call {
     },
     /// Replace crashed tabs with blank ones; how many.
     ReplaceLostTabs,
+    /// What happened since a watcher last looked, answered as soon as there is
+    /// something (or its wait ran out): the session's stream of events and, when
+    /// asked, of frames. A watcher keeps one of these outstanding.
+    Watch(Watch),
+    /// No one watches the session's frames any more.
+    Unwatch,
+}
+
+/// Where a watcher of a session stands.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Watch {
+    /// The number of the newest event it saw (0: none).
+    pub after: u64,
+    /// It wants frames.
+    pub frames: bool,
+    /// What the last frame it was shown showed (`None`: it has none yet).
+    pub shown: Option<Painted>,
+    /// How long to wait for something to happen (at most [`MAX_WATCH`]).
+    pub wait: Duration,
+}
+
+/// The longest a watch waits before answering with nothing.
+pub const MAX_WATCH: Duration = Duration::from_secs(30);
+
+/// Which paint of which tab a frame shows.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Painted {
+    /// The tab's serial.
+    pub tab: u32,
+    /// Frames the tab had painted when it was taken.
+    pub paints: u64,
+}
+
+/// What a watch found.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Watched {
+    /// Events after the one asked about.
+    pub events: EventBatch,
+    /// A new frame, if one was asked for and the page changed.
+    pub frame: Option<Frame>,
+}
+
+/// One frame of a live session. Debug shows its size and URL only.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Frame {
+    /// The active tab's viewport, JPEG, masked like every screenshot.
+    #[serde(with = "serde_bytes")]
+    pub jpeg: Vec<u8>,
+    /// Its URL (redacted).
+    pub url: String,
+    /// Its title (redacted).
+    pub title: String,
+    /// The viewport in CSS pixels.
+    pub viewport: (u32, u32),
+    /// What it shows (for the next watch).
+    pub painted: Painted,
+}
+
+impl std::fmt::Debug for Frame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Frame")
+            .field("bytes", &self.jpeg.len())
+            .field("url", &self.url)
+            .finish()
+    }
 }
 
 /// The answer to a [`Call`]. Debug shows only which answer it is (cookies carry
@@ -302,6 +367,8 @@ pub enum Reply {
     },
     /// How many tabs were replaced.
     Replaced(usize),
+    /// What a watch found.
+    Watched(Watched),
     /// A piece of a file.
     Piece {
         /// Its bytes.
@@ -361,6 +428,8 @@ impl Call {
             Call::Stage { .. } => "stage",
             Call::TakeDownload { .. } => "take_download",
             Call::ReplaceLostTabs => "replace_lost_tabs",
+            Call::Watch(_) => "watch",
+            Call::Unwatch => "unwatch",
         }
     }
 
@@ -370,6 +439,7 @@ impl Call {
         match self {
             Call::WaitFor { timeout, .. } => timeout.unwrap_or_default(),
             Call::HandleDialog { wait, .. } => *wait,
+            Call::Watch(watch) => watch.wait.min(MAX_WATCH),
             _ => Duration::ZERO,
         }
     }
@@ -403,6 +473,7 @@ impl Reply {
             Reply::Failures(_) => "failures",
             Reply::Health { .. } => "health",
             Reply::Replaced(_) => "replaced",
+            Reply::Watched(_) => "watched",
             Reply::Piece { .. } => "piece",
         }
     }

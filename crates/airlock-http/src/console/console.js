@@ -55,6 +55,17 @@ function live(img) {
     if (m.error) say(m.error);
     if (m.done) say("Done.");
     if (m.viewport) viewport = m.viewport;
+    if (m.events) {
+      // What happened in the session, newest first, as it happened.
+      const list = document.getElementById("live-events");
+      const lines = m.missed ? [...m.events, `(${m.missed} earlier events not shown)`] : m.events;
+      for (const line of lines) {
+        const li = document.createElement("li");
+        li.textContent = line;
+        list.prepend(li);
+      }
+      while (list.children.length > 20) list.lastElementChild.remove();
+    }
     if (m.url !== undefined) {
       document.getElementById("live-title").textContent = `“${m.title}”`;
       document.getElementById("live-url").textContent = m.url;

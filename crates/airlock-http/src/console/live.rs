@@ -1,14 +1,16 @@
 //! The live view of one session over a WebSocket: frames of its active tab (JPEG, at
-//! most 2.5 a second, none while the console's tab is hidden or the page is
-//! unchanged), its URL and title, the agent's last actions; and, once the operator
-//! has taken the page over, their clicks, keys and text. The socket is the page's
+//! most 2.5 a second, sent when the page paints and none while the console's tab is
+//! hidden), its URL and title, what happened in it (dialogs, tabs, downloads,
+//! refusals) as it happens, the agent's last actions; and, once the operator has
+//! taken the page over, their clicks, keys and text. It follows the session's
+//! stream from its browser host (`Gateway::live_watch`), not a timer. The socket is the page's
 //! own: the upgrade needs the login's cookie and this console's `Origin` (browsers
 //! always send one on a WebSocket), so another site cannot open it in the
 //! operator's name.
 
 use std::time::Duration;
 
-use airlock_gateway::{AuditFilter, OperatorInput};
+use airlock_gateway::{AuditFilter, LiveCursor, OperatorInput};
 use axum::Extension;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
@@ -16,14 +18,19 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
+use tokio::time::Instant;
 
 use super::{Console, Login, pages, refused};
 
-/// Time between two frames.
+/// Least time between two frames.
 const FRAME_EVERY: Duration = Duration::from_millis(400);
 
-/// Frames between two reads of the agent's last actions.
-const ACTIONS_EVERY: u32 = 5;
+/// Longest a watch of the page waits for news before the socket says it lives again
+/// (and the login's end, or another's hold, is noticed).
+const HEARTBEAT: Duration = Duration::from_secs(2);
+
+/// Least time between two reads of the agent's last actions.
+const ACTIONS_EVERY: Duration = Duration::from_secs(2);
 
 /// Largest message an operator's page sends (a click, a key, a line of text).
 const MAX_MESSAGE: usize = 16 * 1024;
@@ -238,14 +245,25 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
     let by = login.controller();
     let mut paused = false;
     let mut last_click: Option<(f64, f64)> = None;
-    let mut last_frame: Vec<u8> = Vec::new();
+    let mut cursor = LiveCursor::default();
+    // What the last frame showed: every status line says it again.
+    let mut page = (String::new(), String::new(), (0u32, 0u32));
     let mut actions: Vec<String> = Vec::new();
-    let mut ticks: u32 = 0;
-    let mut clock = tokio::time::interval(FRAME_EVERY);
-    clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut actions_read: Option<Instant> = None;
+    // Frames are paced (at most one per `FRAME_EVERY`), not polled: the next watch
+    // starts once this moment has passed.
+    let mut next_watch = Instant::now();
     loop {
+        let frames = !paused;
+        let watch = async {
+            tokio::time::sleep_until(next_watch).await;
+            console
+                .gateway
+                .live_watch(&tenant, &id, &mut cursor, frames, HEARTBEAT)
+                .await
+        };
         tokio::select! {
-            _ = clock.tick(), if !paused => {
+            update = watch => {
                 // A login that ended holds nothing: its page goes back to the agent.
                 if !console.alive(&login) {
                     console.gateway.release_holds_of(&by, "console login ended").await;
@@ -254,39 +272,58 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
                 }
                 // Watching the page it holds, shown: the hold is tended.
                 console.gateway.tend_hold(&tenant, &id, &by);
-                let frame = console.gateway.live_frame(&tenant, &id).await;
-                let Ok(frame) = frame else {
-                    // Gone, or only unreadable this moment (a dialog holds the page).
-                    let gone = console.gateway.session_info(&tenant, &id).is_err();
-                    let message = match frame {
-                        Err(e) if !gone => serde_json::json!({"error": e.to_string()}),
-                        _ => serde_json::json!({"ended": true}),
-                    };
-                    if tx.send(Message::Text(message.to_string().into())).await.is_err() || gone {
+                let update = match update {
+                    Ok(update) => update,
+                    Err(e) => {
+                        // Gone, or only unshowable this moment (a dialog holds the page).
+                        let gone = console.gateway.session_info(&tenant, &id).is_err();
+                        let message = if gone {
+                            serde_json::json!({"ended": true})
+                        } else {
+                            serde_json::json!({"error": e.to_string()})
+                        };
+                        if tx.send(Message::Text(message.to_string().into())).await.is_err() || gone {
+                            break;
+                        }
+                        next_watch = Instant::now() + FRAME_EVERY;
+                        continue;
+                    }
+                };
+                if actions_read.is_none_or(|at| at.elapsed() >= ACTIONS_EVERY) {
+                    actions = last_actions(&console, &tenant, &id).await;
+                    actions_read = Some(Instant::now());
+                }
+                if !update.events.is_empty() || update.missed > 0 {
+                    let events: Vec<String> = update
+                        .events
+                        .iter()
+                        .map(|line| airlock_core::text::display_safe(line).into_owned())
+                        .collect();
+                    let message = serde_json::json!({"events": events, "missed": update.missed});
+                    if tx.send(Message::Text(message.to_string().into())).await.is_err() {
                         break;
                     }
-                    continue;
-                };
-                if ticks.is_multiple_of(ACTIONS_EVERY) {
-                    actions = last_actions(&console, &tenant, &id).await;
                 }
-                ticks = ticks.wrapping_add(1);
+                let jpeg = update.frame.map(|frame| {
+                    page = (frame.url, frame.title, frame.viewport);
+                    frame.jpeg
+                });
                 let status = serde_json::json!({
-                    "url": airlock_core::text::display_safe(&airlock_policy::display_url(&frame.url)),
-                    "title": airlock_core::text::display_safe(&frame.title),
-                    "controller": frame.controller,
-                    "mine": frame.controller.as_deref() == Some(by.as_str()),
-                    "viewport": [frame.viewport.0, frame.viewport.1],
+                    "url": airlock_core::text::display_safe(&airlock_policy::display_url(&page.0)),
+                    "title": airlock_core::text::display_safe(&page.1),
+                    "controller": update.controller,
+                    "mine": update.controller.as_deref() == Some(by.as_str()),
+                    "viewport": [page.2.0, page.2.1],
                     "actions": actions,
                 });
                 if tx.send(Message::Text(status.to_string().into())).await.is_err() {
                     break;
                 }
-                if frame.jpeg != last_frame {
-                    if tx.send(Message::Binary(frame.jpeg.clone().into())).await.is_err() {
+                if let Some(jpeg) = jpeg {
+                    if tx.send(Message::Binary(jpeg.into())).await.is_err() {
                         break;
                     }
-                    last_frame = frame.jpeg;
+                    next_watch = Instant::now() + FRAME_EVERY;
                 }
             }
             message = rx.next() => {
@@ -318,14 +355,16 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
                     Ok(()) => serde_json::json!({"done": true}),
                     Err(e) => serde_json::json!({"error": e.to_string()}),
                 };
-                // Something happened: the next frame comes at once.
-                clock.reset_immediately();
+                // What the input changed is shown once it paints, paced as ever.
                 if tx.send(Message::Text(reply.to_string().into())).await.is_err() {
                     break;
                 }
             }
         }
     }
+    // The page need not be watched for this socket any more (another console's
+    // watch starts it again).
+    console.gateway.live_unwatch(&tenant, &id).await;
 }
 
 // The agent's last five calls in the session, newest first, as one line each.

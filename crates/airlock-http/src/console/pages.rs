@@ -420,6 +420,8 @@ pub(super) fn live(
             }
             h2 { "Last actions" }
             ol id="live-actions" class="steps" {}
+            h2 { "Page events" }
+            ul id="live-events" class="steps" {}
         },
     )
 }

@@ -253,3 +253,188 @@ async fn a_call_the_gateway_stops_waiting_for_is_cancelled_in_the_worker() {
     })
     .await;
 }
+
+// What a watch answers, over the channel.
+async fn watch(
+    session: &airlock_worker::RemoteSession,
+    watch: airlock_worker::Watch,
+) -> airlock_worker::Watched {
+    match session
+        .call(airlock_worker::Call::Watch(watch), None)
+        .await
+        .unwrap()
+    {
+        airlock_worker::Reply::Watched(watched) => watched,
+        other => panic!("a watch answers what it found, not {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_streams_its_frames_when_the_page_paints_and_its_events_as_they_happen() {
+    use airlock_browser::PageEvent;
+    use airlock_worker::{Call, Reply, SecretEntry, Watch};
+    with_browser(|h| async move {
+        let served = serve(&h, Some(my_uid()));
+        let policy = Policy::from_config(&airlock_policy::PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
+            ..airlock_policy::PolicyConfig::default()
+        })
+        .unwrap();
+        let host = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
+            .await
+            .unwrap();
+        // What the page's confirm dialog asks, loaded as a secret: the page shows it.
+        let secret = "Really delete";
+        let session = host
+            .open(OpenSpec {
+                isolation: None,
+                policy,
+                injection: None,
+                secrets: SecretSet {
+                    entries: vec![SecretEntry {
+                        name: "PIN".to_owned(),
+                        values: vec![Zeroizing::new(secret.to_owned())],
+                        origins: vec![],
+                    }],
+                    sockets: vec![],
+                },
+            })
+            .await
+            .unwrap();
+        let navigate = Call::Navigate {
+            url: h.site.url("dialogs.html"),
+            wait_until: airlock_browser::WaitUntil::Load,
+        };
+        session.call(navigate, None).await.unwrap();
+        let button = |name: &str| Call::Click {
+            target: airlock_browser::Target::Role {
+                role: "button".to_owned(),
+                name: Some(name.to_owned()),
+                index: None,
+            },
+            options: airlock_browser::ClickOptions::default(),
+        };
+
+        // A new watcher is shown the page at once, masked JPEG and all.
+        let first = watch(
+            &session,
+            Watch {
+                frames: true,
+                wait: Duration::from_secs(10),
+                ..Watch::default()
+            },
+        )
+        .await;
+        let frame = first.frame.expect("a new watcher gets a frame at once");
+        assert_eq!(&frame.jpeg[..2], &[0xFF, 0xD8], "a JPEG");
+        assert!(frame.url.ends_with("/dialogs.html"), "{}", frame.url);
+        assert_eq!(frame.title, "Dialogs");
+        assert!(
+            first.events.events.iter().any(|(_, e)| matches!(
+                e,
+                PageEvent::TabOpened {
+                    tab: 0,
+                    by_page: false
+                }
+            )),
+            "{:?}",
+            first.events
+        );
+        let mut after = first.events.last;
+        let mut shown = Some(frame.painted);
+
+        // A page that does not change paints nothing: the watch runs out empty.
+        let idle = watch(
+            &session,
+            Watch {
+                after,
+                frames: true,
+                shown,
+                wait: Duration::from_millis(800),
+            },
+        )
+        .await;
+        assert!(
+            idle.frame.is_none(),
+            "an idle page sends no frame: {shown:?} then {:?}",
+            idle.frame.as_ref().map(|f| f.painted)
+        );
+        assert!(idle.events.events.is_empty(), "{:?}", idle.events);
+
+        // A watch waiting when the page changes answers with the change, long before
+        // its wait runs out.
+        let session = Arc::new(session);
+        let waiting = {
+            let session = session.clone();
+            let watch_call = Call::Watch(Watch {
+                after,
+                frames: true,
+                shown,
+                wait: Duration::from_secs(30),
+            });
+            tokio::spawn(async move { session.call(watch_call, None).await })
+        };
+        session.call(button("Guard"), None).await.unwrap();
+        let changed = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("the paint answers the watch, not its 30 s wait")
+            .unwrap()
+            .unwrap();
+        let Reply::Watched(changed) = changed else {
+            panic!("a watch answers what it found");
+        };
+        let frame = changed.frame.expect("the page changed: a new frame");
+        assert!(frame.painted.paints > shown.unwrap().paints);
+        assert_ne!(Some(frame.painted), shown);
+        shown = Some(frame.painted);
+        after = changed.events.last.max(after);
+
+        // A dialog the page opens reaches the watcher, its message redacted where it
+        // was made.
+        let clicked = session.call(button("Confirm"), None).await.unwrap();
+        assert!(matches!(clicked, Reply::Outcome(_)));
+        let mut seen = Vec::new();
+        while !seen
+            .iter()
+            .any(|e| matches!(e, PageEvent::DialogOpened { .. }))
+        {
+            let got = tokio::time::timeout(
+                Duration::from_secs(10),
+                watch(
+                    &session,
+                    Watch {
+                        after,
+                        frames: false,
+                        shown,
+                        wait: Duration::from_secs(30),
+                    },
+                ),
+            )
+            .await
+            .expect("the dialog answers the watch");
+            assert_eq!(got.events.missed, 0);
+            after = got.events.last;
+            seen.extend(got.events.events.into_iter().map(|(_, e)| e));
+        }
+        let dialog = seen
+            .iter()
+            .find_map(|e| match e {
+                PageEvent::DialogOpened { kind, message, .. } => Some((kind, message)),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(dialog.0, "confirm");
+        assert!(
+            dialog.1.contains("[REDACTED:PIN]") && !dialog.1.contains(secret),
+            "{}",
+            dialog.1
+        );
+        assert!(!format!("{seen:?}").contains(secret));
+
+        let unwatched = session.call(Call::Unwatch, None).await.unwrap();
+        assert!(matches!(unwatched, Reply::Done));
+        session.close().await;
+        served.stop().await;
+    })
+    .await;
+}

@@ -187,6 +187,8 @@ try {
   await page.waitForFunction(() => document.getElementById("live-url").textContent.includes("console-login.html")
     && Number(document.getElementById("live").dataset.frames || 0) >= 1, null, { timeout: 60_000 });
   check("the live view shows the agent's page", (await page.textContent("#live-title")).includes("Bank sign-in"));
+  const pageEvents = await page.locator("#live-events li").allTextContents();
+  check("what happened in the session streams in", pageEvents.some((e) => e.startsWith("tab 0: opened")), pageEvents);
   check("the agent's last actions show", (await page.locator("#live-actions li").allTextContents())
     .some((a) => a.includes("tool_call · browser_")));
   await review("live");
