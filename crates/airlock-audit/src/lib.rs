@@ -9,6 +9,7 @@
 //! up to its size, also one that rewrote the chain; checkpoints kept outside the
 //! database catch a log cut short after them.
 
+use hex::ToHex as _;
 use std::fmt;
 
 use base64::Engine as _;
@@ -228,10 +229,7 @@ pub fn key_id(name: &str, key: &VerifyingKey) -> [u8; 4] {
 
 /// A verifier key in the C2SP note format: `name+keyid(hex)+base64(0x01 ‖ key)`.
 pub fn verifier_key(name: &str, key: &VerifyingKey) -> String {
-    let id: String = key_id(name, key)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let id: String = key_id(name, key).encode_hex::<String>();
     let mut blob = vec![0x01];
     blob.extend_from_slice(key.as_bytes());
     format!("{name}+{id}+{}", STANDARD.encode(blob))
@@ -247,10 +245,7 @@ pub fn parse_verifier_key(text: &str) -> Option<(String, VerifyingKey)> {
         return None;
     }
     let key = VerifyingKey::from_bytes(key.try_into().ok()?).ok()?;
-    let want: String = key_id(name, &key)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let want: String = key_id(name, &key).encode_hex::<String>();
     (want == id).then(|| (name.to_owned(), key))
 }
 

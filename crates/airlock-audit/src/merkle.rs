@@ -149,7 +149,7 @@ mod tests {
     use super::*;
 
     fn hex(hash: &Hash) -> String {
-        hash.iter().map(|b| format!("{b:02x}")).collect()
+        ::hex::encode(hash)
     }
 
     // The leaf inputs and tree roots of the Certificate Transparency reference

@@ -2,6 +2,7 @@
 //! dedicated Chromium per `process` session. The pool relaunches the shared Chromium
 //! when it died.
 
+use hex::ToHex as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -152,6 +153,6 @@ fn session_id(counter: u64) -> String {
         // Only reached if the OS has no randomness; the counter keeps ids unique.
         return format!("s{counter:024x}");
     }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = bytes.encode_hex::<String>();
     format!("s{hex}")
 }

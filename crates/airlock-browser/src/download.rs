@@ -3,6 +3,7 @@
 //! cap is cancelled and what it wrote removed; a finished one is reported by name,
 //! size and SHA-256 — its bytes never reach the agent.
 
+use hex::ToHex as _;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -128,10 +129,6 @@ fn hash_file(path: &std::path::Path, cap: u64) -> Result<(u64, String), String> 
         }
         hasher.update(&buf[..n]);
     }
-    let sha256 = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let sha256 = hasher.finalize().encode_hex::<String>();
     Ok((bytes, sha256))
 }

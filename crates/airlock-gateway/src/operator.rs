@@ -3,6 +3,7 @@
 //! Every read is scoped to the operator's tenant; nothing here returns a secret value.
 
 use airlock_store::AuditRecord;
+use hex::ToHex as _;
 
 use crate::Gateway;
 use crate::error::{Error, Result};
@@ -138,10 +139,7 @@ impl Gateway {
             return Ok(None);
         };
         use sha2::Digest as _;
-        let actual: String = sha2::Sha256::digest(&data)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let actual: String = sha2::Sha256::digest(&data).encode_hex::<String>();
         Ok((actual == sha256).then_some(data))
     }
 

@@ -5,6 +5,7 @@
 //! that event, and the reaper prunes them after the retention period. Screenshots
 //! paint over fields showing a secret, as every capture does.
 
+use hex::ToHex as _;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -171,10 +172,7 @@ impl Recorder {
             .map_err(|e| format!("could not capture the step: {e}"))?;
         let sha256 = {
             use sha2::{Digest, Sha256};
-            Sha256::digest(&shot.data)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect()
+            Sha256::digest(&shot.data).encode_hex::<String>()
         };
         Ok(Step {
             step: self.next.fetch_add(1, Ordering::AcqRel),

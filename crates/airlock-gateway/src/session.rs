@@ -2,6 +2,7 @@
 //! browser session, opened lazily on the first browser tool call, closed on
 //! `browser_session_close`, when the agent session ends, or after an idle TTL.
 
+use hex::ToHex as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -568,7 +569,7 @@ impl Gateway {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::Internal(format!("no randomness for a session handle: {e}")))?;
-        let handle: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let handle: String = bytes.encode_hex::<String>();
         agent.inner.named.store(true, Ordering::Release);
         lock(&self.named).insert(handle.clone(), (caller.to_owned(), agent));
         Ok(handle)

@@ -7,6 +7,7 @@
 //! it: both happen under the lease's own small lock, so the reaper cannot close a
 //! browser under a call that has started.
 
+use hex::ToHex as _;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,9 +32,7 @@ impl SessionId {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::Internal(format!("no randomness for a session id: {e}")))?;
-        Ok(SessionId(
-            bytes.iter().map(|b| format!("{b:02x}")).collect(),
-        ))
+        Ok(SessionId(bytes.encode_hex::<String>()))
     }
 
     /// The id as text.

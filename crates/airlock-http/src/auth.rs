@@ -5,6 +5,7 @@
 //! for the role it needs; below it is `403`, on the audit record.
 
 use std::sync::Arc;
+use subtle::ConstantTimeEq as _;
 
 use airlock_config::ApiKey;
 use airlock_core::Role;
@@ -153,8 +154,7 @@ impl Authenticator {
 
     // Who `token` is, or why it is nobody (for the log and the audit record).
     async fn principal_of(&self, token: &str) -> Result<Principal, &'static str> {
-        let matches =
-            |key: &ApiKey| crate::constant_time_eq(token.as_bytes(), key.expose().as_bytes());
+        let matches = |key: &ApiKey| bool::from(token.as_bytes().ct_eq(key.expose().as_bytes()));
         if self.admin_key.as_ref().is_some_and(matches) {
             return Ok(self.gateway.operator("admin_key"));
         }

@@ -207,10 +207,7 @@ impl JwtVerifier {
 
 fn short_digest(text: &str) -> String {
     use sha2::Digest as _;
-    sha2::Sha256::digest(text.as_bytes())[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(&sha2::Sha256::digest(text.as_bytes())[..8])
 }
 
 #[cfg(test)]

@@ -316,17 +316,6 @@ async fn parse_json_body(request: Request, next: Next) -> Response {
         .await
 }
 
-// Compares without an early exit so the time taken does not reveal how much matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
-}
-
 /// Serves `router` on `listener` until `shutdown` resolves.
 pub async fn serve(
     listener: TcpListener,
@@ -340,17 +329,4 @@ pub async fn serve(
     )
     .with_graceful_shutdown(shutdown)
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn constant_time_eq_compares_fully() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
-        assert!(!constant_time_eq(b"", b"a"));
-    }
 }

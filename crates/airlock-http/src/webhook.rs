@@ -9,6 +9,7 @@
 //! `X-Airlock-Signature: t=UNIX_SECONDS,v1=HEX` where HEX is HMAC-SHA256 under the
 //! webhook secret of `"{t}.{body}"`: a receiver recomputes it and rejects old `t`.
 
+use hex::ToHex as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -163,11 +164,7 @@ pub fn signature(secret: &str, t: u64, body: &str) -> String {
     };
     mac.update(format!("{t}.").as_bytes());
     mac.update(body.as_bytes());
-    mac.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    mac.finalize().into_bytes().encode_hex::<String>()
 }
 
 #[cfg(test)]

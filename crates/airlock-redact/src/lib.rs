@@ -23,6 +23,7 @@
 mod canon;
 mod entities;
 
+use hex::ToHex as _;
 use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -243,7 +244,7 @@ fn forms(value: &str) -> Vec<Zeroizing<String>> {
         }
         // Hex of the UTF-8 and Latin-1 bytes (UTF-16 hex is rare enough to leave).
         if i < encodings.len() - 2 {
-            let lower: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let lower: String = bytes.encode_hex::<String>();
             out.push(Zeroizing::new(lower.to_uppercase()));
             out.push(Zeroizing::new(lower));
         }

@@ -4,6 +4,7 @@
 use airlock_core::Role;
 use airlock_store::{KeyRecord, Store};
 use base64::Engine as _;
+use hex::ToHex as _;
 use zeroize::Zeroizing;
 
 use crate::VaultError;
@@ -71,10 +72,7 @@ pub async fn create(
     let mut id = [0u8; 6];
     getrandom::fill(&mut id).map_err(|e| VaultError::Key(format!("no randomness: {e}")))?;
     let record = KeyRecord {
-        id: format!(
-            "key_{}",
-            id.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        ),
+        id: format!("key_{}", id.encode_hex::<String>()),
         tenant: tenant.to_owned(),
         role: role.as_str().to_owned(),
         name: name.map(str::to_owned),

@@ -1,6 +1,7 @@
 //! Grant tokens: short-lived, tenant- and domain-scoped authority to use credentials,
 //! single-use by default, stored as a SHA-256 hash, revocable.
 
+use hex::ToHex as _;
 use std::time::Duration;
 
 use airlock_store::{GrantRecord, Store};
@@ -144,10 +145,7 @@ pub async fn create(
     getrandom::fill(&mut id).map_err(|e| VaultError::Key(format!("no randomness: {e}")))?;
     let now = unix_now();
     let record = GrantRecord {
-        id: format!(
-            "g_{}",
-            id.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        ),
+        id: format!("g_{}", id.encode_hex::<String>()),
         tenant: tenant.to_owned(),
         token_hash: hash(&token),
         domains,

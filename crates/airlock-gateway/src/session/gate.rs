@@ -4,6 +4,7 @@
 
 use airlock_risk::{Action, Facts};
 use airlock_store::{ApprovalRecord, Store};
+use hex::ToHex as _;
 
 use super::call::{CallContext, Gate};
 use super::record::{now_ms, redact_strings};
@@ -185,10 +186,7 @@ impl AgentSession {
                     .ok();
                 let shot_hash = screenshot.as_ref().map(|s| {
                     use sha2::{Digest, Sha256};
-                    Sha256::digest(&s.data)
-                        .iter()
-                        .map(|b| format!("{b:02x}"))
-                        .collect::<String>()
+                    Sha256::digest(&s.data).encode_hex::<String>()
                 });
                 let now = now_ms();
                 let id = approval_id()?;
@@ -532,10 +530,7 @@ fn approval_id() -> Result<String> {
     let mut bytes = [0u8; 12];
     getrandom::fill(&mut bytes)
         .map_err(|e| Error::Internal(format!("no randomness for an approval id: {e}")))?;
-    Ok(format!(
-        "apr_{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    ))
+    Ok(format!("apr_{}", bytes.encode_hex::<String>()))
 }
 
 // What the rules are told of a call acting on `target` (resolved), typing `text`,

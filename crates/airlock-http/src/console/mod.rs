@@ -14,9 +14,11 @@ mod describe;
 mod live;
 mod pages;
 
+use hex::ToHex as _;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use subtle::ConstantTimeEq as _;
 
 use tokio::time::Instant;
 
@@ -206,7 +208,7 @@ fn random_hex() -> String {
     let mut bytes = [0u8; 32];
     // Without OS randomness no login can be safe: refuse to make one guessable.
     getrandom::fill(&mut bytes).expect("the OS gives random bytes");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.encode_hex::<String>()
 }
 
 fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
@@ -273,7 +275,7 @@ async fn require_login(State(console): State<Console>, request: Request, next: N
         return refused(StatusCode::PAYLOAD_TOO_LARGE, "this form is too large");
     };
     let token = form_field(&bytes, "csrf").unwrap_or_default();
-    if !crate::constant_time_eq(token.as_bytes(), login.csrf.as_bytes()) {
+    if !bool::from(token.as_bytes().ct_eq(login.csrf.as_bytes())) {
         tracing::warn!("the console refused a form without its CSRF token");
         return refused(
             StatusCode::FORBIDDEN,

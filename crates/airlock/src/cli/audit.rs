@@ -3,6 +3,7 @@
 
 #![allow(clippy::print_stdout)] // The CLI's output is its product.
 
+use hex::ToHex as _;
 use std::io::Write as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::Path;
@@ -161,7 +162,7 @@ pub(crate) async fn verify(
             Ok(ExitCode::from(UNANCHORED))
         }
         Ok(verified) => {
-            let root: String = verified.root.iter().map(|b| format!("{b:02x}")).collect();
+            let root: String = verified.root.encode_hex::<String>();
             println!(
                 "ok: {} events, {} signed checkpoints, tree root {root}",
                 verified.events, verified.checkpoints

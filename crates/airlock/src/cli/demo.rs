@@ -9,6 +9,7 @@
 
 #![allow(clippy::print_stdout)] // The tour's narration is its product.
 
+use hex::ToHex as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -163,7 +164,7 @@ fn tempdir() -> anyhow::Result<std::path::PathBuf> {
 fn random_token(bytes: usize) -> zeroize::Zeroizing<String> {
     let mut raw = vec![0u8; bytes];
     getrandom::fill(&mut raw).expect("the OS gives random bytes");
-    zeroize::Zeroizing::new(raw.iter().map(|b| format!("{b:02x}")).collect())
+    zeroize::Zeroizing::new(raw.encode_hex::<String>())
 }
 
 // The demo's configuration: only the demo site is reachable, approvals go to the

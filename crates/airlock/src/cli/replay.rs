@@ -8,6 +8,7 @@
 
 #![allow(clippy::print_stdout)] // The CLI's output is its product.
 
+use hex::ToHex as _;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
@@ -169,10 +170,7 @@ fn embed(recordings: &Path, file: &str, sha256: &str) -> Embedded {
     };
     let actual: String = {
         use sha2::{Digest, Sha256};
-        Sha256::digest(&data)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        Sha256::digest(&data).encode_hex::<String>()
     };
     if actual != sha256 {
         return Embedded::Altered;
