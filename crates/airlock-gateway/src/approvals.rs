@@ -5,7 +5,7 @@
 //! Every lookup is by (tenant, id): another tenant's approval answers exactly like one
 //! that does not exist.
 
-use airlock_store::{ApprovalRecord, Decided};
+use airlock_store::{ApprovalRecord, ApprovalStatus, Decided};
 
 use crate::audit::FeedEvent;
 use tokio::sync::broadcast;
@@ -19,7 +19,7 @@ pub enum Decision {
     /// Recorded; the waiting call sees it within its poll interval.
     Recorded,
     /// Decided already, or expired: its status.
-    Closed(String),
+    Closed(ApprovalStatus),
 }
 
 impl Gateway {
@@ -78,7 +78,7 @@ impl Gateway {
     pub async fn approvals(
         &self,
         tenant: &str,
-        status: Option<&str>,
+        status: Option<ApprovalStatus>,
     ) -> Result<Vec<ApprovalRecord>> {
         self.approver_store()?
             .approvals(Some(tenant), status)
@@ -91,7 +91,7 @@ impl Gateway {
     pub async fn pending_approvals(&self) -> Result<usize> {
         Ok(self
             .approver_store()?
-            .approvals(None, Some("pending"))
+            .approvals(None, Some(ApprovalStatus::Pending))
             .await
             .map_err(internal)?
             .len())

@@ -34,7 +34,7 @@ mod tools;
 mod warm;
 
 pub use airlock_browser::{CONSOLE_KEPT, NETWORK_KEPT, VIEWPORT_MAX, VIEWPORT_MIN};
-pub use airlock_store::{ApprovalRecord, AuditRecord};
+pub use airlock_store::{ApprovalRecord, ApprovalStatus, AuditRecord};
 pub use approvals::Decision;
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};
 pub use audit::{Checkpoints, FeedEvent, PUBLISHED_FILE};

@@ -11,7 +11,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use airlock_core::Role;
-use airlock_gateway::{ApprovalRecord, Decision, FeedEvent, Gateway, Principal};
+use airlock_gateway::{ApprovalRecord, ApprovalStatus, Decision, FeedEvent, Gateway, Principal};
 
 use crate::leases::gateway_error;
 use axum::extract::rejection::QueryRejection;
@@ -216,16 +216,19 @@ pub(crate) async fn list(
         Ok(Query(query)) => query,
         Err(e) => return bad_query(&e),
     };
-    let status = query.status.as_deref().filter(|s| *s != "all");
-    if let Some(s) = status
-        && !matches!(s, "pending" | "approved" | "denied" | "expired")
-    {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            "invalid_argument",
-            "status is one of pending, approved, denied, expired, all",
-        );
-    }
+    let status = match query.status.as_deref().filter(|s| *s != "all") {
+        None => None,
+        Some(word) => match word.parse::<ApprovalStatus>() {
+            Ok(status) => Some(status),
+            Err(_) => {
+                return error_response(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_argument",
+                    "status is one of pending, approved, denied, expired, all",
+                );
+            }
+        },
+    };
     match gateway.approvals(&operator.tenant, status).await {
         Ok(approvals) => Json(ApprovalList {
             approvals: approvals.iter().map(approval_view).collect(),
@@ -404,7 +407,7 @@ async fn decide(
     {
         Ok(Decision::Recorded) => Json(DecisionView {
             id: id.to_owned(),
-            status: if approve { "approved" } else { "denied" },
+            status: ApprovalStatus::decided(approve).as_str(),
             decided_by: by,
         })
         .into_response(),
@@ -550,7 +553,7 @@ fn approval_view(a: &ApprovalRecord) -> ApprovalView {
     let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
     ApprovalView {
         id: a.id.clone(),
-        status: a.status.clone(),
+        status: a.status.to_string(),
         tenant: a.tenant.clone(),
         caller: a.caller.clone(),
         session: a.session.clone(),

@@ -5,6 +5,72 @@ use sqlx::Row as _;
 
 use crate::{Result, Store};
 
+/// Where an approval stands. Stored as its word (`pending` …), which is also how
+/// every surface shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for a human.
+    Pending,
+    /// Approved: the held call may run once.
+    Approved,
+    /// Denied: the held call is refused.
+    Denied,
+    /// Nobody decided in time (or no one was waiting any more).
+    Expired,
+}
+
+impl ApprovalStatus {
+    /// Every status, in the order they are listed.
+    pub const ALL: [ApprovalStatus; 4] = [
+        ApprovalStatus::Pending,
+        ApprovalStatus::Approved,
+        ApprovalStatus::Denied,
+        ApprovalStatus::Expired,
+    ];
+
+    /// Its word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Denied => "denied",
+            ApprovalStatus::Expired => "expired",
+        }
+    }
+
+    /// The status a decision gives.
+    pub fn decided(approve: bool) -> ApprovalStatus {
+        if approve {
+            ApprovalStatus::Approved
+        } else {
+            ApprovalStatus::Denied
+        }
+    }
+}
+
+impl std::fmt::Display for ApprovalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ApprovalStatus {
+    type Err = UnknownStatus;
+
+    fn from_str(word: &str) -> std::result::Result<Self, UnknownStatus> {
+        ApprovalStatus::ALL
+            .into_iter()
+            .find(|s| s.as_str() == word)
+            .ok_or(UnknownStatus)
+    }
+}
+
+/// A word that is no approval status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a status is one of pending, approved, denied, expired")]
+pub struct UnknownStatus;
+
 /// One approval request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalRecord {
@@ -32,8 +98,8 @@ pub struct ApprovalRecord {
     pub risk: String,
     /// Hash binding the record to one call.
     pub binding: Vec<u8>,
-    /// `pending`, `approved`, `denied` or `expired`.
-    pub status: String,
+    /// Where it stands.
+    pub status: ApprovalStatus,
     /// Unix milliseconds.
     pub created_ms: i64,
     /// Undecided by then, it expires.
@@ -56,7 +122,7 @@ pub enum Decided {
     /// No approval has that id.
     NotFound,
     /// It was decided already, or expired: its status.
-    Closed(String),
+    Closed(ApprovalStatus),
 }
 
 impl Store {
@@ -84,7 +150,7 @@ impl Store {
         .bind(&a.rule)
         .bind(&a.risk)
         .bind(&a.binding)
-        .bind(&a.status)
+        .bind(a.status.as_str())
         .bind(a.created_ms)
         .bind(a.expires_ms)
         .bind(a.decided_ms)
@@ -139,14 +205,14 @@ impl Store {
     pub async fn approvals(
         &self,
         tenant: Option<&str>,
-        status: Option<&str>,
+        status: Option<ApprovalStatus>,
     ) -> Result<Vec<ApprovalRecord>> {
         let rows = sqlx::query(
             "SELECT * FROM approvals WHERE (?1 IS NULL OR tenant = ?1) AND (?2 IS NULL OR status = ?2)
              ORDER BY created_ms DESC",
         )
         .bind(tenant)
-        .bind(status)
+        .bind(status.map(ApprovalStatus::as_str))
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(approval_row).collect()
@@ -162,7 +228,7 @@ impl Store {
         note: Option<&str>,
         now_ms: i64,
     ) -> Result<Decided> {
-        let status = if approve { "approved" } else { "denied" };
+        let status = ApprovalStatus::decided(approve).as_str();
         let done = sqlx::query(
             "UPDATE approvals SET status = ?, decided_ms = ?, decided_by = ?, note = ?
              WHERE id = ? AND status = 'pending' AND expires_ms > ?",
@@ -180,7 +246,9 @@ impl Store {
         }
         Ok(match self.approval(id).await? {
             None => Decided::NotFound,
-            Some(a) if a.status == "pending" => Decided::Closed("expired".to_owned()),
+            Some(a) if a.status == ApprovalStatus::Pending => {
+                Decided::Closed(ApprovalStatus::Expired)
+            }
             Some(a) => Decided::Closed(a.status),
         })
     }
@@ -240,7 +308,9 @@ fn approval_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRecord> {
         rule: row.try_get("rule")?,
         risk: row.try_get("risk")?,
         binding: row.try_get("binding")?,
-        status: row.try_get("status")?,
+        status: row.try_get::<String, _>("status")?.parse().map_err(|_| {
+            crate::StoreError::Corrupt("an approval's status is unknown".to_owned())
+        })?,
         created_ms: row.try_get("created_ms")?,
         expires_ms: row.try_get("expires_ms")?,
         decided_ms: row.try_get("decided_ms")?,

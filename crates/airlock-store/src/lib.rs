@@ -18,7 +18,7 @@ mod grants;
 mod secrets;
 mod tenants;
 
-pub use approvals::{ApprovalRecord, Decided};
+pub use approvals::{ApprovalRecord, ApprovalStatus, Decided, UnknownStatus};
 pub use audit::AuditRecord;
 pub use grants::GrantRecord;
 pub use secrets::SecretRecord;

@@ -222,7 +222,7 @@ fn approval(id: &str, expires_ms: i64) -> crate::ApprovalRecord {
         rule: "destructive".to_owned(),
         risk: "high".to_owned(),
         binding: vec![1, 2, 3],
-        status: "pending".to_owned(),
+        status: ApprovalStatus::Pending,
         created_ms: expires_ms - 60_000,
         expires_ms,
         decided_ms: None,
@@ -279,7 +279,7 @@ async fn an_approval_is_decided_once_used_once_and_expires_when_nobody_waits() {
             .decide_approval("apr_old", true, "x", None, now)
             .await
             .unwrap(),
-        crate::Decided::Closed("expired".to_owned())
+        crate::Decided::Closed(ApprovalStatus::Expired)
     );
     // Not approved yet: nothing to use.
     assert!(!store.use_approval("apr_new", now).await.unwrap());

@@ -3,7 +3,7 @@
 //! the store, holding no lock, and runs only on the element that was approved.
 
 use airlock_risk::{Action, Facts};
-use airlock_store::{ApprovalRecord, Store};
+use airlock_store::{ApprovalRecord, ApprovalStatus, Store};
 use hex::ToHex as _;
 
 use super::call::{CallContext, Gate};
@@ -206,7 +206,7 @@ impl AgentSession {
                     rule: rule.clone(),
                     risk: risk.to_owned(),
                     binding: binding.clone(),
-                    status: "pending".to_owned(),
+                    status: ApprovalStatus::Pending,
                     created_ms: now,
                     expires_ms: now + timeout.as_millis() as i64,
                     decided_ms: None,
@@ -283,10 +283,10 @@ impl AgentSession {
                 .await
                 .map_err(|e| Error::Internal(format!("could not read the approval: {e}")))?;
             match record {
-                Some(r) if r.status != "pending" => break r,
+                Some(r) if r.status != ApprovalStatus::Pending => break r,
                 _ if Instant::now() >= deadline => {
                     let _ = store.expire_approval(&id, now_ms()).await;
-                    self.record_decision(context, &id, "expired", None, None, held)
+                    self.record_decision(context, &id, ApprovalStatus::Expired, None, None, held)
                         .await;
                     return Err(Error::ApprovalTimeout {
                         secs: timeout.as_secs(),
@@ -315,7 +315,7 @@ impl AgentSession {
         self.record_decision(
             context,
             &id,
-            &decided.status,
+            decided.status,
             decided.decided_by.as_deref(),
             decided.note.as_deref(),
             held,
@@ -331,15 +331,15 @@ impl AgentSession {
             tracing::error!(approval.id = %id, "an approval's binding changed in the store; refusing the call");
             return Err(Error::ApprovalStale);
         }
-        match decided.status.as_str() {
-            "approved" => {}
-            "denied" => {
+        match decided.status {
+            ApprovalStatus::Approved => {}
+            ApprovalStatus::Denied => {
                 return Err(Error::ApprovalDenied {
                     by,
                     reason: decided.note,
                 });
             }
-            _ => {
+            ApprovalStatus::Pending | ApprovalStatus::Expired => {
                 return Err(Error::ApprovalTimeout {
                     secs: timeout.as_secs(),
                     rule,
@@ -393,7 +393,7 @@ impl AgentSession {
         &self,
         context: &CallContext,
         id: &str,
-        status: &str,
+        status: ApprovalStatus,
         by: Option<&str>,
         note: Option<&str>,
         held: &Held,

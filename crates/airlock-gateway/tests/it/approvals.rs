@@ -8,7 +8,7 @@ use std::time::Duration;
 use airlock_core::ErrorCode;
 use airlock_gateway::{AgentSession, Gateway, GatewayConfig, ToolCall, ToolOutput};
 use airlock_risk::{ApprovalsConfig, Rules};
-use airlock_store::{ApprovalRecord, Decided};
+use airlock_store::{ApprovalRecord, ApprovalStatus, Decided};
 use airlock_test_support::{Harness, with_browser};
 use airlock_vault::Store;
 
@@ -31,7 +31,12 @@ async fn gateway(h: &Harness, timeout: Duration) -> (Arc<Gateway>, Store) {
 // The one pending approval, once the held call has recorded it.
 async fn pending(store: &Store) -> ApprovalRecord {
     for _ in 0..250 {
-        if let Some(a) = store.approvals(None, Some("pending")).await.unwrap().pop() {
+        if let Some(a) = store
+            .approvals(None, Some(ApprovalStatus::Pending))
+            .await
+            .unwrap()
+            .pop()
+        {
             return a;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -108,7 +113,7 @@ async fn a_held_click_runs_once_approved_and_never_when_denied() {
                 .decide_approval(&approval.id, false, "test:bob", None, now_ms())
                 .await
                 .unwrap(),
-            Decided::Closed("approved".to_owned())
+            Decided::Closed(ApprovalStatus::Approved)
         );
 
         let call = held(&agent, click_button("Delete account"));
@@ -164,7 +169,10 @@ async fn a_held_click_times_out_and_a_swapped_element_is_never_clicked() {
         agent.call(navigate(h.site.url("resolve.html"))).await;
         let out = agent.call(click_button("Delete account")).await;
         assert_eq!(out.error, Some(ErrorCode::ApprovalTimeout), "{}", out.text);
-        let expired = store.approvals(None, Some("expired")).await.unwrap();
+        let expired = store
+            .approvals(None, Some(ApprovalStatus::Expired))
+            .await
+            .unwrap();
         assert_eq!(expired.len(), 1);
         assert!(deleted(&agent).await.contains("deleted 0"));
         gateway.shutdown().await;

@@ -23,7 +23,7 @@ use subtle::ConstantTimeEq as _;
 use tokio::time::Instant;
 
 use airlock_core::Role;
-use airlock_gateway::{AuditFilter, Decision, Gateway, Principal};
+use airlock_gateway::{ApprovalStatus, AuditFilter, Decision, Gateway, Principal};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -417,7 +417,7 @@ async fn sessions(State(console): State<Console>, Extension(login): Extension<Lo
     let leases = console.gateway.tenant_sessions(tenant, None);
     let pending = console
         .gateway
-        .approvals(tenant, Some("pending"))
+        .approvals(tenant, Some(ApprovalStatus::Pending))
         .await
         .unwrap_or_default();
     pages::sessions(&login, &leases, &pending).into_response()

@@ -2,7 +2,7 @@
 //! inserted, so a page title or an argument a website controls stays text.
 
 use airlock_gateway::{
-    ApprovalRecord, AuditRecord, ChainStatus, LeaseInfo, RecordedStep, SecretInfo,
+    ApprovalRecord, ApprovalStatus, AuditRecord, ChainStatus, LeaseInfo, RecordedStep, SecretInfo,
 };
 use axum::response::Html;
 use maud::{DOCTYPE, Markup, html};
@@ -195,10 +195,13 @@ pub(super) fn sessions(
 
 /// The approvals queue: pending first, then the last decided.
 pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> Html<String> {
-    let pending: Vec<&ApprovalRecord> = all.iter().filter(|a| a.status == "pending").collect();
+    let pending: Vec<&ApprovalRecord> = all
+        .iter()
+        .filter(|a| a.status == ApprovalStatus::Pending)
+        .collect();
     let decided: Vec<&ApprovalRecord> = all
         .iter()
-        .filter(|a| a.status != "pending")
+        .filter(|a| a.status != ApprovalStatus::Pending)
         .take(20)
         .collect();
     layout(
@@ -689,7 +692,7 @@ mod tests {
             rule: "leaves-trusted-domains".to_owned(),
             risk: "medium".to_owned(),
             binding: Vec::new(),
-            status: "pending".to_owned(),
+            status: ApprovalStatus::Pending,
             created_ms: 0,
             expires_ms: 60_000,
             decided_ms: None,

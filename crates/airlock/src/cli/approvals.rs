@@ -13,7 +13,7 @@ use anyhow::bail;
 /// Lists approvals (pending first by default), as a table or JSON lines.
 pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Result<ExitCode> {
     let store = super::vault::open_store(config).await?;
-    let status = (!all).then_some("pending");
+    let status = (!all).then_some(airlock_store::ApprovalStatus::Pending);
     let approvals = store.approvals(None, status).await?;
     let now = now_ms();
     for a in &approvals {
@@ -52,7 +52,7 @@ pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Resu
                 a.risk,
                 a.tool,
                 a.rule,
-                if a.status == "pending" {
+                if a.status == airlock_store::ApprovalStatus::Pending {
                     format!("{left} s left")
                 } else {
                     a.decided_by.clone().unwrap_or_default()
