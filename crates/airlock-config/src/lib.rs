@@ -7,6 +7,7 @@
 
 mod env;
 mod error;
+mod raw;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -19,63 +20,12 @@ pub use airlock_policy::{Policy, PolicyConfig};
 pub use airlock_risk::{ApprovalsConfig, Rules};
 pub use env::{EnvSource, ProcessEnv, vars};
 pub use error::{Error, Result};
+pub use raw::*;
 
 /// Default listen address: loopback only, so nothing is exposed by accident.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Default state directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "./airlock-data";
-
-/// `airlock.toml`, exactly as written (every field optional).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawConfig {
-    /// Where Airlock keeps its state.
-    pub data_dir: Option<PathBuf>,
-    /// `[server]`.
-    #[serde(default)]
-    pub server: RawServer,
-    /// `[browser]`.
-    #[serde(default)]
-    pub browser: RawBrowser,
-    /// `[policy]`.
-    #[serde(default)]
-    pub policy: PolicyConfig,
-    /// `[sessions]`.
-    #[serde(default)]
-    pub sessions: RawSessions,
-    /// `[tools]`.
-    #[serde(default)]
-    pub tools: RawTools,
-    /// `[approvals]`: risk rules and how long a call waits for a decision.
-    #[serde(default)]
-    pub approvals: ApprovalsConfig,
-    /// `[recording]`: what sessions keep of their steps.
-    #[serde(default)]
-    pub recording: RawRecording,
-    /// `[audit]`: where signed checkpoints are published.
-    #[serde(default)]
-    pub audit: RawAudit,
-    /// `[worker]`: the local browser worker process.
-    #[serde(default)]
-    pub worker: RawWorker,
-    /// `[[workers]]`: browser workers on other machines.
-    #[serde(default)]
-    pub workers: Vec<RawRemoteWorker>,
-}
-
-/// One `[[workers]]` entry as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawRemoteWorker {
-    /// `host:port` of its `airlock worker --listen`.
-    pub address: String,
-    /// The name its certificate carries (default: the address's host).
-    pub server_name: Option<String>,
-    /// PEM CA certificate(s) its certificate must chain to.
-    pub ca_file: PathBuf,
-    /// A file holding the worker token (else `AIRLOCK_WORKER_TOKEN`).
-    pub token_file: Option<PathBuf>,
-}
 
 /// A browser worker on another machine.
 #[derive(Clone)]
@@ -131,39 +81,11 @@ pub fn worker_token(file: Option<&Path>, env: &dyn EnvSource) -> Result<ApiKey, 
     Ok(ApiKey(token))
 }
 
-/// `[worker]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawWorker {
-    /// The user the local worker runs as when Airlock is started as root
-    /// (default `nobody`).
-    pub user: Option<String>,
-}
-
-/// `[audit]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawAudit {
-    /// A directory outside the data dir, ideally on another volume or machine, where
-    /// every signed checkpoint is also appended as it is signed.
-    pub publish_dir: Option<PathBuf>,
-}
-
 /// Validated `[audit]`.
 #[derive(Debug, Clone, Default)]
 pub struct AuditConfig {
     /// Where signed checkpoints are also appended (absolute, outside the data dir).
     pub publish_dir: Option<PathBuf>,
-}
-
-/// `[recording]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawRecording {
-    /// `off`, `transient` (default) or `audit`: what a session keeps unless it asks.
-    pub mode: Option<String>,
-    /// Days an `audit` recording's screenshots are kept (default 30).
-    pub retention_days: Option<u64>,
 }
 
 /// What a session keeps of its steps.
@@ -218,22 +140,6 @@ impl Default for RecordingConfig {
     }
 }
 
-/// `[tools]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawTools {
-    /// `browser` (default: every browser_* tool) or `browser-shell` (one tool).
-    pub profile: Option<String>,
-    /// Offer `browser_evaluate`, which runs an agent's JavaScript in the page
-    /// (default off).
-    pub evaluate: Option<bool>,
-    /// Offer `browser_file_upload`, with files from this directory only (default:
-    /// no uploads).
-    pub upload_dir: Option<PathBuf>,
-    /// Keep downloads here, under generated names (default: downloads refused).
-    pub download_dir: Option<PathBuf>,
-}
-
 /// Which MCP tools Airlock offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ToolProfile {
@@ -242,59 +148,6 @@ pub enum ToolProfile {
     Browser,
     /// The single `browser-shell` tool for clients built around the agent-browser CLI.
     BrowserShell,
-}
-
-/// `[server]` as written.
-#[derive(Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawServer {
-    /// `host:port` to listen on.
-    pub listen: Option<String>,
-    /// Bearer token required on `/mcp` (`AIRLOCK_API_KEY` beats it).
-    pub api_key: Option<String>,
-    /// Bearer token of approvers on `/api/v1` (`AIRLOCK_ADMIN_KEY` beats it).
-    pub admin_key: Option<String>,
-    /// Extra `Origin` values allowed to call `/mcp` from a browser.
-    #[serde(default)]
-    pub allowed_origins: Vec<String>,
-    /// The URL clients reach this server at (`https://airlock.example.com`), which
-    /// the `mcp_url`s Airlock hands out start with (`AIRLOCK_PUBLIC_URL` beats it).
-    pub public_url: Option<String>,
-    /// Role of callers (the API key holder, the stdio user): `observe`, `act`
-    /// (default over HTTP), `operate` (may use stored credentials without a grant;
-    /// the default of `airlock mcp`, whose user is the operator of the data dir), `admin`.
-    pub role: Option<String>,
-    /// `[server.jwt]`: bearer JWTs of service callers.
-    pub jwt: Option<RawJwt>,
-}
-
-/// `[server.jwt]` as written.
-#[derive(Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawJwt {
-    /// The `iss` every token must carry.
-    pub issuer: Option<String>,
-    /// The `aud` every token must carry.
-    pub audience: Option<String>,
-    /// A shared HS256 secret (`AIRLOCK_JWT_SECRET` beats it).
-    pub hs256_secret: Option<String>,
-    /// A JWKS file of the issuer's public keys (RS256, ES256, EdDSA).
-    pub jwks_file: Option<PathBuf>,
-    /// Clock skew tolerated on `exp` and `nbf`, in seconds (default 60, at most 300).
-    pub leeway_secs: Option<u64>,
-    /// Accept tokens naming a tenant `airlock tenant create` never made (default
-    /// false: such a token is refused, so no session lives in a tenant no one listed).
-    pub any_tenant: Option<bool>,
-}
-
-impl std::fmt::Debug for RawJwt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RawJwt")
-            .field("issuer", &self.issuer)
-            .field("audience", &self.audience)
-            .field("jwks_file", &self.jwks_file)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Validated `[server.jwt]`.
@@ -319,72 +172,6 @@ pub enum JwtKeys {
     Hs256(ApiKey),
     /// A JWKS file (read by the binary at start-up).
     JwksFile(PathBuf),
-}
-
-impl std::fmt::Debug for RawServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RawServer")
-            .field("listen", &self.listen)
-            .field("allowed_origins", &self.allowed_origins)
-            .field("public_url", &self.public_url)
-            .field("role", &self.role)
-            .finish()
-    }
-}
-
-/// `[sessions]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawSessions {
-    /// Close a browser session after this many idle seconds (default 600).
-    pub idle_ttl_secs: Option<u64>,
-    /// Release an operator's console hold on a session after this many seconds
-    /// without their input or live view (default 300).
-    pub hold_idle_secs: Option<u64>,
-    /// Context sessions kept ready ahead of demand (default 1; 0 to 16).
-    pub warm: Option<usize>,
-    /// Close a browser session this many seconds after it opened, busy or not
-    /// (default 0: no limit).
-    pub max_lifetime_secs: Option<u64>,
-    /// Most actions one browser session may run (default 100; 0: unlimited).
-    pub action_budget: Option<u64>,
-    /// Most live leased sessions per user of a tenant (default 3; 0: no cap).
-    pub max_per_user: Option<usize>,
-    /// Most live sessions per tenant (default: half the global cap, so one tenant
-    /// cannot take every session; 0: no cap but the global one).
-    pub max_per_tenant: Option<usize>,
-    /// Most live sessions in this gateway (default 0: derived from the machine's
-    /// memory and `[browser] isolation`; `airlock doctor` prints it).
-    pub max_total: Option<usize>,
-    /// Refuse new sessions while the machine has less memory available than this,
-    /// in MiB (default 512; 0: never).
-    pub min_free_memory_mb: Option<u64>,
-}
-
-/// `[browser]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawBrowser {
-    /// Path to the Chromium binary; otherwise it is searched on PATH.
-    pub chrome: Option<PathBuf>,
-    /// Prefer Debian's `chromium-headless-shell` when installed (default true).
-    pub headless_shell: Option<bool>,
-    /// Default isolation for new sessions: `context` or `process`.
-    pub isolation: Option<String>,
-    /// Time budget of one action, in milliseconds.
-    pub action_timeout_ms: Option<u64>,
-    /// Time budget of one navigation, in milliseconds.
-    pub navigation_timeout_ms: Option<u64>,
-    /// Viewport width in CSS pixels.
-    pub viewport_width: Option<u32>,
-    /// Viewport height in CSS pixels.
-    pub viewport_height: Option<u32>,
-    /// Memory bound of each Chromium and all its processes, in MiB (default 4096;
-    /// 0 for none). Kept by a cgroup where the host allows one.
-    pub memory_limit_mb: Option<u64>,
-    /// Where sessions run: `local` (a worker process of its own, unprivileged;
-    /// the default) or `embedded` (in the gateway's process).
-    pub worker: Option<String>,
 }
 
 /// Validated configuration.
@@ -1200,264 +987,4 @@ fn jwt_config(raw: RawJwt, env_secret: Option<String>) -> Result<JwtConfig, Erro
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    fn load(text: &str, env: &[(&str, &str)]) -> Result<Config> {
-        let env: HashMap<String, String> = env
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        Config::load(Some((Path::new("airlock.toml"), text)), &env)
-    }
-
-    #[test]
-    fn defaults_follow_the_spec() {
-        let config = Config::load(None, &HashMap::new()).unwrap();
-        assert_eq!(config.server.listen.to_string(), "127.0.0.1:8080");
-        assert_eq!(config.data_dir, PathBuf::from("./airlock-data"));
-        assert_eq!(config.browser, BrowserConfig::default());
-    }
-
-    #[test]
-    fn the_public_url_is_an_origin_and_the_publish_dir_is_off_the_data_dir() {
-        let config = load(
-            "[server]\npublic_url = \"https://airlock.example.com/\"",
-            &[],
-        )
-        .unwrap();
-        assert_eq!(
-            config.server.public_url.as_deref(),
-            Some("https://airlock.example.com")
-        );
-        let config = load("", &[("AIRLOCK_PUBLIC_URL", "http://10.0.0.7:8080")]).unwrap();
-        assert_eq!(
-            config.server.public_url.as_deref(),
-            Some("http://10.0.0.7:8080")
-        );
-        for bad in [
-            "ftp://x",
-            "https://x/path",
-            "https://user:pw@x",
-            "not a url",
-        ] {
-            let e = load(&format!("[server]\npublic_url = \"{bad}\""), &[]).unwrap_err();
-            assert!(e.to_string().contains("server.public_url"), "{bad}: {e}");
-        }
-        let config = load("[audit]\npublish_dir = \"/mnt/witness\"", &[]).unwrap();
-        assert_eq!(
-            config.audit.publish_dir,
-            Some(PathBuf::from("/mnt/witness"))
-        );
-        for bad in ["relative/dir", "./airlock-data/published"] {
-            let e = load(&format!("[audit]\npublish_dir = \"{bad}\""), &[]).unwrap_err();
-            assert!(e.to_string().contains("audit.publish_dir"), "{bad}: {e}");
-        }
-        let e = load(
-            "data_dir = \"/var/lib/airlock\"\n[audit]\npublish_dir = \"/var/lib/airlock/witness\"",
-            &[],
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("inside the data dir"), "{e}");
-    }
-
-    #[test]
-    fn approvals_rules_load_and_a_bad_one_names_its_key() {
-        let config = load(
-            "[approvals]\ntimeout_secs = 5\n[[approvals.rules]]\nname = \"x\"\ntools = [\"browser_click\"]\nrisk = \"high\"\naction = \"deny\"",
-            &[],
-        )
-        .unwrap();
-        assert_eq!(config.approvals.timeout, Duration::from_secs(5));
-        // The operator's one rule, then the four built-in ones.
-        assert_eq!(config.approvals.rules.len(), 5);
-        assert_eq!(
-            Config::load(None, &HashMap::new())
-                .unwrap()
-                .approvals
-                .timeout,
-            DEFAULT_APPROVAL_TIMEOUT
-        );
-        let err = load(
-            "[approvals]\n[[approvals.rules]]\nurl = \"(\"\nrisk = \"high\"\naction = \"deny\"",
-            &[],
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("approvals.rules[0].url"), "{err}");
-        let err = load("[approvals]\ntimeout_secs = 0", &[]).unwrap_err();
-        assert!(err.to_string().contains("approvals.timeout_secs"), "{err}");
-    }
-
-    #[test]
-    fn env_beats_file() {
-        let config = load(
-            "[browser]\nchrome = \"/from/file\"\n[server]\nlisten = \"127.0.0.1:9000\"",
-            &[(vars::CHROME, "/from/env")],
-        )
-        .unwrap();
-        assert_eq!(config.browser.chrome, Some(PathBuf::from("/from/env")));
-        assert_eq!(config.server.listen.port(), 9000);
-    }
-
-    #[test]
-    fn chromium_memory_is_bounded_unless_the_bound_is_zero() {
-        let config = load("", &[]).unwrap();
-        assert_eq!(config.browser.memory_limit, Some(4 << 30));
-        let config = load("[browser]\nmemory_limit_mb = 512", &[]).unwrap();
-        assert_eq!(config.browser.memory_limit, Some(512 << 20));
-        let config = load("[browser]\nmemory_limit_mb = 0", &[]).unwrap();
-        assert_eq!(config.browser.memory_limit, None);
-    }
-
-    #[test]
-    fn the_approvers_key_is_its_own_and_the_webhook_is_signed() {
-        let agent = "agent-key-0123456789";
-        let config = load(
-            &format!("[server]\napi_key = \"{agent}\"\nadmin_key = \"admin-key-0123456789\""),
-            &[],
-        )
-        .unwrap();
-        assert_eq!(
-            config.server.admin_key.as_ref().unwrap().expose(),
-            "admin-key-0123456789"
-        );
-        let err = load(
-            &format!("[server]\napi_key = \"{agent}\"\nadmin_key = \"{agent}\""),
-            &[],
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains("server.admin_key") && err.contains("differ"),
-            "{err}"
-        );
-        let err = load(
-            "[approvals]\nwebhook_url = \"http://hooks.example.com/a\"",
-            &[],
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains("approvals.webhook_secret"), "{err}");
-        let err = load(
-            "[approvals]\nwebhook_url = \"ftp://x/\"\nwebhook_secret = \"0123456789abcdef\"",
-            &[],
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains("approvals.webhook_url"), "{err}");
-        let config = load(
-            "[approvals]\nwebhook_url = \"http://hooks.example.com/a\"\nwebhook_secret = \"file-secret-0123456789\"",
-            &[(vars::WEBHOOK_SECRET, "env-secret-0123456789")],
-        )
-        .unwrap();
-        let hook = config.approvals.webhook.as_ref().unwrap();
-        assert_eq!(hook.secret.expose(), "env-secret-0123456789");
-        let printed = format!("{config:?}");
-        assert!(
-            !printed.contains("env-secret") && !printed.contains("file-secret"),
-            "{printed}"
-        );
-    }
-
-    #[test]
-    fn errors_name_the_key() {
-        let cases = [
-            ("[browser]\nisolation = \"vm\"", "browser.isolation"),
-            (
-                "[browser]\naction_timeout_ms = 0",
-                "browser.action_timeout_ms",
-            ),
-            ("[browser]\nviewport_width = 5", "browser.viewport_width"),
-            ("[browser]\nmemory_limit_mb = 64", "browser.memory_limit_mb"),
-            ("[server]\nlisten = \"nope\"", "server.listen"),
-            ("[tools]\nprofile = \"shell\"", "tools.profile"),
-            ("[recording]\nmode = \"video\"", "recording.mode"),
-            (
-                "[recording]\nretention_days = 0",
-                "recording.retention_days",
-            ),
-            (
-                "[policy]\nallow_private = [\"10.0.0.0/40\"]",
-                "policy.allow_private[0]",
-            ),
-        ];
-        for (text, key) in cases {
-            let err = load(text, &[]).unwrap_err().to_string();
-            assert!(err.contains(key), "{text:?} gave {err}");
-        }
-        let err = load("bogus = 1", &[]).unwrap_err().to_string();
-        assert!(err.contains("bogus"), "{err}");
-    }
-
-    #[test]
-    fn type_errors_name_the_key_and_show_an_example() {
-        for (text, want) in [
-            (
-                "[browser]\naction_timeout_ms = \"fast\"",
-                "browser.action_timeout_ms: invalid type: string \"fast\", expected u64 (for example `action_timeout_ms = 10`)",
-            ),
-            (
-                "[sessions]\nwarm = \"two\"\n",
-                "sessions.warm: invalid type: string \"two\", expected usize (for example `warm = 10`)",
-            ),
-            (
-                "[policy]\nallow_private = \"10.0.0.0/8\"",
-                "policy.allow_private: invalid type: string \"10.0.0.0/8\", expected a sequence",
-            ),
-        ] {
-            let err = load(text, &[]).unwrap_err().to_string();
-            assert!(err.contains(want), "{text:?} gave {err}");
-        }
-    }
-
-    #[test]
-    fn the_environment_adds_private_allowances_and_is_named_when_wrong() {
-        let text = "[policy]\nallow_private = [\"10.0.0.0/8\"]";
-        let config = load(
-            text,
-            &[(vars::ALLOW_PRIVATE, "127.0.0.1:8080, 192.168.1.0/24")],
-        )
-        .unwrap();
-        for url in [
-            "http://10.1.2.3/",
-            "http://127.0.0.1:8080/",
-            "http://192.168.1.7/",
-        ] {
-            assert!(config.policy.check_url(url).decision.is_allowed(), "{url}");
-        }
-        assert!(
-            !config
-                .policy
-                .check_url("http://127.0.0.1:9/")
-                .decision
-                .is_allowed()
-        );
-        let err = load(text, &[(vars::ALLOW_PRIVATE, "10.0.0.0/40")])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(vars::ALLOW_PRIVATE), "{err}");
-    }
-
-    #[test]
-    fn api_key_is_never_printed() {
-        let config = load("[server]\napi_key = \"0123456789abcdef-secret\"", &[]).unwrap();
-        assert_eq!(
-            config.server.api_key.as_ref().unwrap().expose(),
-            "0123456789abcdef-secret"
-        );
-        let debug = format!("{config:?}");
-        assert!(!debug.contains("secret"), "{debug}");
-        assert!(load("[server]\napi_key = \"short\"", &[]).is_err());
-        let raw: RawConfig =
-            toml::from_str("[server]\napi_key = \"0123456789abcdef-secret\"").unwrap();
-        assert!(!format!("{raw:?}").contains("secret"));
-    }
-
-    #[test]
-    fn example_file_parses() {
-        let text = include_str!("../../../airlock.example.toml");
-        let config = load(text, &[]).unwrap();
-        assert_eq!(config.browser.isolation, Isolation::Context);
-    }
-}
+mod tests;

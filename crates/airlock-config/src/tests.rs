@@ -1,0 +1,258 @@
+use super::*;
+use std::collections::HashMap;
+
+fn load(text: &str, env: &[(&str, &str)]) -> Result<Config> {
+    let env: HashMap<String, String> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    Config::load(Some((Path::new("airlock.toml"), text)), &env)
+}
+
+#[test]
+fn defaults_follow_the_spec() {
+    let config = Config::load(None, &HashMap::new()).unwrap();
+    assert_eq!(config.server.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(config.data_dir, PathBuf::from("./airlock-data"));
+    assert_eq!(config.browser, BrowserConfig::default());
+}
+
+#[test]
+fn the_public_url_is_an_origin_and_the_publish_dir_is_off_the_data_dir() {
+    let config = load(
+        "[server]\npublic_url = \"https://airlock.example.com/\"",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        config.server.public_url.as_deref(),
+        Some("https://airlock.example.com")
+    );
+    let config = load("", &[("AIRLOCK_PUBLIC_URL", "http://10.0.0.7:8080")]).unwrap();
+    assert_eq!(
+        config.server.public_url.as_deref(),
+        Some("http://10.0.0.7:8080")
+    );
+    for bad in [
+        "ftp://x",
+        "https://x/path",
+        "https://user:pw@x",
+        "not a url",
+    ] {
+        let e = load(&format!("[server]\npublic_url = \"{bad}\""), &[]).unwrap_err();
+        assert!(e.to_string().contains("server.public_url"), "{bad}: {e}");
+    }
+    let config = load("[audit]\npublish_dir = \"/mnt/witness\"", &[]).unwrap();
+    assert_eq!(
+        config.audit.publish_dir,
+        Some(PathBuf::from("/mnt/witness"))
+    );
+    for bad in ["relative/dir", "./airlock-data/published"] {
+        let e = load(&format!("[audit]\npublish_dir = \"{bad}\""), &[]).unwrap_err();
+        assert!(e.to_string().contains("audit.publish_dir"), "{bad}: {e}");
+    }
+    let e = load(
+        "data_dir = \"/var/lib/airlock\"\n[audit]\npublish_dir = \"/var/lib/airlock/witness\"",
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("inside the data dir"), "{e}");
+}
+
+#[test]
+fn approvals_rules_load_and_a_bad_one_names_its_key() {
+    let config = load(
+        "[approvals]\ntimeout_secs = 5\n[[approvals.rules]]\nname = \"x\"\ntools = [\"browser_click\"]\nrisk = \"high\"\naction = \"deny\"",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(config.approvals.timeout, Duration::from_secs(5));
+    // The operator's one rule, then the four built-in ones.
+    assert_eq!(config.approvals.rules.len(), 5);
+    assert_eq!(
+        Config::load(None, &HashMap::new())
+            .unwrap()
+            .approvals
+            .timeout,
+        DEFAULT_APPROVAL_TIMEOUT
+    );
+    let err = load(
+        "[approvals]\n[[approvals.rules]]\nurl = \"(\"\nrisk = \"high\"\naction = \"deny\"",
+        &[],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("approvals.rules[0].url"), "{err}");
+    let err = load("[approvals]\ntimeout_secs = 0", &[]).unwrap_err();
+    assert!(err.to_string().contains("approvals.timeout_secs"), "{err}");
+}
+
+#[test]
+fn env_beats_file() {
+    let config = load(
+        "[browser]\nchrome = \"/from/file\"\n[server]\nlisten = \"127.0.0.1:9000\"",
+        &[(vars::CHROME, "/from/env")],
+    )
+    .unwrap();
+    assert_eq!(config.browser.chrome, Some(PathBuf::from("/from/env")));
+    assert_eq!(config.server.listen.port(), 9000);
+}
+
+#[test]
+fn chromium_memory_is_bounded_unless_the_bound_is_zero() {
+    let config = load("", &[]).unwrap();
+    assert_eq!(config.browser.memory_limit, Some(4 << 30));
+    let config = load("[browser]\nmemory_limit_mb = 512", &[]).unwrap();
+    assert_eq!(config.browser.memory_limit, Some(512 << 20));
+    let config = load("[browser]\nmemory_limit_mb = 0", &[]).unwrap();
+    assert_eq!(config.browser.memory_limit, None);
+}
+
+#[test]
+fn the_approvers_key_is_its_own_and_the_webhook_is_signed() {
+    let agent = "agent-key-0123456789";
+    let config = load(
+        &format!("[server]\napi_key = \"{agent}\"\nadmin_key = \"admin-key-0123456789\""),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        config.server.admin_key.as_ref().unwrap().expose(),
+        "admin-key-0123456789"
+    );
+    let err = load(
+        &format!("[server]\napi_key = \"{agent}\"\nadmin_key = \"{agent}\""),
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("server.admin_key") && err.contains("differ"),
+        "{err}"
+    );
+    let err = load(
+        "[approvals]\nwebhook_url = \"http://hooks.example.com/a\"",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("approvals.webhook_secret"), "{err}");
+    let err = load(
+        "[approvals]\nwebhook_url = \"ftp://x/\"\nwebhook_secret = \"0123456789abcdef\"",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("approvals.webhook_url"), "{err}");
+    let config = load(
+        "[approvals]\nwebhook_url = \"http://hooks.example.com/a\"\nwebhook_secret = \"file-secret-0123456789\"",
+        &[(vars::WEBHOOK_SECRET, "env-secret-0123456789")],
+    )
+    .unwrap();
+    let hook = config.approvals.webhook.as_ref().unwrap();
+    assert_eq!(hook.secret.expose(), "env-secret-0123456789");
+    let printed = format!("{config:?}");
+    assert!(
+        !printed.contains("env-secret") && !printed.contains("file-secret"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn errors_name_the_key() {
+    let cases = [
+        ("[browser]\nisolation = \"vm\"", "browser.isolation"),
+        (
+            "[browser]\naction_timeout_ms = 0",
+            "browser.action_timeout_ms",
+        ),
+        ("[browser]\nviewport_width = 5", "browser.viewport_width"),
+        ("[browser]\nmemory_limit_mb = 64", "browser.memory_limit_mb"),
+        ("[server]\nlisten = \"nope\"", "server.listen"),
+        ("[tools]\nprofile = \"shell\"", "tools.profile"),
+        ("[recording]\nmode = \"video\"", "recording.mode"),
+        (
+            "[recording]\nretention_days = 0",
+            "recording.retention_days",
+        ),
+        (
+            "[policy]\nallow_private = [\"10.0.0.0/40\"]",
+            "policy.allow_private[0]",
+        ),
+    ];
+    for (text, key) in cases {
+        let err = load(text, &[]).unwrap_err().to_string();
+        assert!(err.contains(key), "{text:?} gave {err}");
+    }
+    let err = load("bogus = 1", &[]).unwrap_err().to_string();
+    assert!(err.contains("bogus"), "{err}");
+}
+
+#[test]
+fn type_errors_name_the_key_and_show_an_example() {
+    for (text, want) in [
+        (
+            "[browser]\naction_timeout_ms = \"fast\"",
+            "browser.action_timeout_ms: invalid type: string \"fast\", expected u64 (for example `action_timeout_ms = 10`)",
+        ),
+        (
+            "[sessions]\nwarm = \"two\"\n",
+            "sessions.warm: invalid type: string \"two\", expected usize (for example `warm = 10`)",
+        ),
+        (
+            "[policy]\nallow_private = \"10.0.0.0/8\"",
+            "policy.allow_private: invalid type: string \"10.0.0.0/8\", expected a sequence",
+        ),
+    ] {
+        let err = load(text, &[]).unwrap_err().to_string();
+        assert!(err.contains(want), "{text:?} gave {err}");
+    }
+}
+
+#[test]
+fn the_environment_adds_private_allowances_and_is_named_when_wrong() {
+    let text = "[policy]\nallow_private = [\"10.0.0.0/8\"]";
+    let config = load(
+        text,
+        &[(vars::ALLOW_PRIVATE, "127.0.0.1:8080, 192.168.1.0/24")],
+    )
+    .unwrap();
+    for url in [
+        "http://10.1.2.3/",
+        "http://127.0.0.1:8080/",
+        "http://192.168.1.7/",
+    ] {
+        assert!(config.policy.check_url(url).decision.is_allowed(), "{url}");
+    }
+    assert!(
+        !config
+            .policy
+            .check_url("http://127.0.0.1:9/")
+            .decision
+            .is_allowed()
+    );
+    let err = load(text, &[(vars::ALLOW_PRIVATE, "10.0.0.0/40")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(vars::ALLOW_PRIVATE), "{err}");
+}
+
+#[test]
+fn api_key_is_never_printed() {
+    let config = load("[server]\napi_key = \"0123456789abcdef-secret\"", &[]).unwrap();
+    assert_eq!(
+        config.server.api_key.as_ref().unwrap().expose(),
+        "0123456789abcdef-secret"
+    );
+    let debug = format!("{config:?}");
+    assert!(!debug.contains("secret"), "{debug}");
+    assert!(load("[server]\napi_key = \"short\"", &[]).is_err());
+    let raw: RawConfig = toml::from_str("[server]\napi_key = \"0123456789abcdef-secret\"").unwrap();
+    assert!(!format!("{raw:?}").contains("secret"));
+}
+
+#[test]
+fn example_file_parses() {
+    let text = include_str!("../../../airlock.example.toml");
+    let config = load(text, &[]).unwrap();
+    assert_eq!(config.browser.isolation, Isolation::Context);
+}
