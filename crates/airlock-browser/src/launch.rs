@@ -284,6 +284,14 @@ impl Drop for ChromiumProcess {
         if self.profile.is_some() {
             self.kill_group();
             self.remove_profile();
+            // A killed group leaves its cgroup only once its processes have exited:
+            // removed with patience where a runtime is left to wait (MemoryCgroup's
+            // own drop tries once, and the next launch sweeps what remains).
+            if let Some(cgroup) = self.cgroup.take()
+                && let Ok(runtime) = tokio::runtime::Handle::try_current()
+            {
+                runtime.spawn(cgroup.remove(Duration::from_secs(5)));
+            }
         }
     }
 }

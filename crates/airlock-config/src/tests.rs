@@ -1,3 +1,6 @@
+//! Configuration loading, end to end from TOML and the environment: what is accepted,
+//! what is refused and with which words.
+
 use super::*;
 use std::collections::HashMap;
 
