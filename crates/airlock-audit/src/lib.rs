@@ -18,9 +18,15 @@ use ed25519_dalek::{Signer as _, Verifier as _};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+pub mod event;
 pub mod merkle;
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
+pub use event::{
+    ApprovalDecided, ApprovalRequested, ApprovalStatus, AuthFailure, Call, CallDone, Change,
+    CredentialRefusal, Entry, Event, LoginSaved, OperatorStep, Recording, Refusal, SessionChange,
+    Target, UnknownStatus,
+};
 pub use merkle::{Frontier, Hash};
 
 #[cfg(test)]

@@ -238,18 +238,22 @@ impl Gateway {
             if running {
                 continue;
             }
-            let event = serde_json::json!({
-                "kind": "session_close",
-                "tenant": row.tenant,
-                "session": row.id,
-                "user": row.user_id,
-                "conversation": row.conversation,
-                "reason": "gateway gone",
-                "gateway_pid": row.gateway_pid,
-            });
-            if let serde_json::Value::Object(fields) = event {
-                self.record_event(fields).await;
-            }
+            let close = airlock_audit::SessionChange {
+                session: row.id.clone(),
+                caller: None,
+                isolation: None,
+                credentials: None,
+                grant: None,
+                record: None,
+                start: None,
+                open_ms: None,
+                user: row.user_id.clone(),
+                conversation: row.conversation.clone(),
+                reason: Some("gateway gone".to_owned()),
+                gateway_pid: Some(row.gateway_pid),
+            };
+            self.record_event(Some(&row.tenant), airlock_audit::Event::SessionClose(close))
+                .await;
             store
                 .remove_live_session(&row.id)
                 .await

@@ -77,13 +77,16 @@ impl Gateway {
                 continue;
             }
             if filter.tool.is_some() || filter.decision.is_some() {
-                let body: serde_json::Value =
-                    serde_json::from_str(&row.body).unwrap_or(serde_json::Value::Null);
-                let field = |name: &str| body.get(name).and_then(|v| v.as_str()).map(str::to_owned);
-                if filter.tool.is_some() && field("tool") != filter.tool {
+                let entry = airlock_audit::Entry::parse(&row.body).ok();
+                let event = entry.as_ref().map(|e| &e.event);
+                let tool = event.and_then(airlock_audit::Event::tool);
+                let decision = event
+                    .and_then(airlock_audit::Event::call)
+                    .and_then(|c| c.decision.as_deref());
+                if filter.tool.is_some() && tool != filter.tool.as_deref() {
                     continue;
                 }
-                if filter.decision.is_some() && field("decision") != filter.decision {
+                if filter.decision.is_some() && decision != filter.decision.as_deref() {
                     continue;
                 }
             }
@@ -122,20 +125,25 @@ impl Gateway {
         else {
             return Ok(None);
         };
-        let body: serde_json::Value = serde_json::from_str(&row.body).unwrap_or_default();
-        let recording = &body["recording"];
-        let (Some(file), Some(sha256)) = (recording["file"].as_str(), recording["sha256"].as_str())
+        let Ok(airlock_audit::Entry {
+            event:
+                airlock_audit::Event::ToolCall(airlock_audit::CallDone {
+                    recording: Some(airlock_audit::Recording::Stored { file, sha256, .. }),
+                    ..
+                }),
+            ..
+        }) = airlock_audit::Entry::parse(&row.body)
         else {
             return Ok(None);
         };
         // The name comes from the log: one that leaves the directory is refused.
-        let plain = std::path::Path::new(file)
+        let plain = std::path::Path::new(&file)
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
         if !plain {
             return Ok(None);
         }
-        let Ok(data) = tokio::fs::read(dir.join(file)).await else {
+        let Ok(data) = tokio::fs::read(dir.join(&file)).await else {
             return Ok(None);
         };
         use sha2::Digest as _;
@@ -152,10 +160,10 @@ impl Gateway {
             if row.tenant != tenant {
                 continue;
             }
-            let Ok(body) = serde_json::from_str::<serde_json::Value>(&row.body) else {
+            let Ok(entry) = airlock_audit::Entry::parse(&row.body) else {
                 continue;
             };
-            for name in secret_names(&body, &row.body) {
+            for name in secret_names(&entry.event, &row.body) {
                 let at = used.entry(name).or_insert(row.time_ms);
                 *at = (*at).max(row.time_ms);
             }
@@ -175,11 +183,15 @@ impl Gateway {
 
 // The secret names an audit event says were used: a session's loaded `credentials`,
 // and the placeholders (`{{secret:name.field}}`) a call's arguments held.
-fn secret_names(body: &serde_json::Value, text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(list) = body.get("credentials").and_then(|v| v.as_array()) {
-        out.extend(list.iter().filter_map(|v| v.as_str()).map(str::to_owned));
-    }
+// The secrets an event names: those a session loaded or was refused, and every
+// placeholder in its text.
+fn secret_names(event: &airlock_audit::Event, text: &str) -> Vec<String> {
+    use airlock_audit::Event;
+    let mut out = match event {
+        Event::SessionOpen(s) | Event::SessionClose(s) => s.credentials.clone().unwrap_or_default(),
+        Event::CredentialRefusal(c) => c.credentials.clone(),
+        _ => Vec::new(),
+    };
     for (at, _) in text.match_indices("{{secret:") {
         let rest = &text[at + 9..];
         let end = rest.find(['.', '}', '"']).unwrap_or(rest.len());

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use airlock_audit::{self as audit, Entry, Event};
 use airlock_core::HasErrorCode;
 use airlock_core::sync::lock;
 use airlock_egress::summarize;
@@ -382,17 +383,15 @@ impl Gateway {
         // clean, it would send the agent into placeholders that can never work.
         if let Some(why) = refused {
             held.close().await;
-            let event = serde_json::json!({
-                "kind": "credential_refusal",
-                "tenant": caller.tenant,
-                "caller": caller.caller(),
-                "credentials": asked,
-                "reason": why,
-                "time_ms": crate::clock::now_ms(),
-            });
-            if let serde_json::Value::Object(fields) = event {
-                self.record_event(fields).await;
-            }
+            self.record_event(
+                Some(&caller.tenant),
+                Event::CredentialRefusal(audit::CredentialRefusal {
+                    caller: caller.caller(),
+                    credentials: asked,
+                    reason: why.clone(),
+                }),
+            )
+            .await;
             return Err(Error::CredentialRefused { why });
         }
         held.opened_in.set(started.elapsed()).ok();
@@ -659,20 +658,18 @@ impl Gateway {
             }
         };
         for approval in overdue {
-            let event = serde_json::json!({
-                "kind": "approval_decided",
-                "approval": approval.id,
-                "tenant": approval.tenant,
-                "session": approval.session,
-                "tool": approval.tool,
-                "status": "expired",
-                "by": null,
-                "note": "nobody was waiting for it any more",
-                "time_ms": now,
-            });
-            if let serde_json::Value::Object(fields) = event {
-                self.record_event(fields).await;
-            }
+            self.record_event(
+                Some(&approval.tenant),
+                Event::ApprovalDecided(audit::ApprovalDecided {
+                    approval: approval.id,
+                    session: approval.session,
+                    tool: approval.tool,
+                    status: airlock_store::ApprovalStatus::Expired,
+                    by: None,
+                    note: Some("nobody was waiting for it any more".to_owned()),
+                }),
+            )
+            .await;
         }
     }
 
@@ -686,22 +683,17 @@ impl Gateway {
     }
 
     /// Appends an event that is no tool call (an authentication failure on a
-    /// surface) to the audit log, when the gateway has one. `fields` must hold `kind`;
-    /// tenant and time are added when missing.
-    pub async fn record_event(&self, mut fields: serde_json::Map<String, serde_json::Value>) {
+    /// surface, a session's end, an operator's step) to the audit log, when the
+    /// gateway has one, under `tenant` (none: the gateway's own), now.
+    pub async fn record_event(&self, tenant: Option<&str>, event: airlock_audit::Event) {
         let Some(store) = self.store() else {
             return;
         };
-        fields
-            .entry("tenant")
-            .or_insert_with(|| self.config.credentials.tenant.clone().into());
-        fields.entry("time_ms").or_insert_with(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64)
-                .into()
-        });
-        match store.append_audit(&fields).await {
+        let tenant = tenant.unwrap_or(&self.config.credentials.tenant);
+        match store
+            .append_event(&airlock_audit::Entry::now(tenant, event))
+            .await
+        {
             Ok(record) => self.audited(store, record).await,
             Err(e) => tracing::error!(error = %e, "could not record an audit event"),
         }
@@ -788,25 +780,21 @@ impl Gateway {
 
 // Keeps `live_sessions` in step with the session events: what a gateway that dies
 // leaves open is found and cleaned up by the next one.
-async fn note_live(store: &Store, fields: &serde_json::Map<String, serde_json::Value>) {
-    let text = |key: &str| fields.get(key).and_then(|v| v.as_str()).map(str::to_owned);
-    let Some(id) = text("session") else {
-        return;
-    };
-    let done = match fields.get("kind").and_then(|k| k.as_str()) {
-        Some("session_open") => {
+async fn note_live(store: &Store, entry: &Entry) {
+    let done = match &entry.event {
+        Event::SessionOpen(open) => {
             store
                 .insert_live_session(&airlock_store::LiveSessionRecord {
-                    id,
-                    tenant: text("tenant").unwrap_or_default(),
-                    user_id: text("user"),
-                    conversation: text("conversation"),
+                    id: open.session.clone(),
+                    tenant: entry.tenant.clone(),
+                    user_id: open.user.clone(),
+                    conversation: open.conversation.clone(),
                     gateway_pid: i64::from(std::process::id()),
-                    opened_ms: fields.get("time_ms").and_then(|t| t.as_i64()).unwrap_or(0),
+                    opened_ms: entry.time_ms,
                 })
                 .await
         }
-        Some("session_close") => store.remove_live_session(&id).await,
+        Event::SessionClose(close) => store.remove_live_session(&close.session).await,
         _ => return,
     };
     if let Err(e) = done {
@@ -822,9 +810,9 @@ async fn write_journal(
 ) {
     while let Some(item) = events.recv().await {
         match item {
-            Journal::Event(fields) => match store.append_audit(&fields).await {
+            Journal::Event(entry) => match store.append_event(&entry).await {
                 Ok(record) => {
-                    note_live(&store, &fields).await;
+                    note_live(&store, &entry).await;
                     if let Some(gateway) = gateway.upgrade() {
                         gateway.audited(&store, record).await;
                     }

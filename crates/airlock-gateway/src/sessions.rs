@@ -448,7 +448,7 @@ pub struct LeaseInfo {
 /// What the registry tells the audit log: a session opened or ended.
 pub(crate) enum Journal {
     /// An event to append.
-    Event(serde_json::Map<String, serde_json::Value>),
+    Event(Box<airlock_audit::Entry>),
     /// Answered once every event sent before it is written.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -505,32 +505,49 @@ impl Sessions {
     }
 
     // A session event for the audit log (never blocks; written in order).
-    fn note(&self, kind: &str, lease: &Lease, reason: Option<&str>) {
+    fn note(&self, open: bool, lease: &Lease, reason: Option<&str>) {
+        use airlock_audit::{Entry, Event, SessionChange};
         let Some(journal) = &self.journal else {
             return;
         };
-        let time_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        let event = serde_json::json!({
-            "kind": kind,
-            "tenant": lease.owner.tenant,
-            "caller": lease.owner.caller(),
-            "session": lease.id.to_string(),
-            "isolation": if lease.held.is_dedicated() { "process" } else { "context" },
-            "credentials": lease.held.loaded.names(),
-            "grant": lease.held.loaded.grant(),
-            "record": lease.held.recorder.mode().as_str(),
-            "start": if lease.held.warm { "warm" } else { "cold" },
-            "open_ms": lease.held.opened_in.get().map(|d| d.as_millis() as u64),
-            "user": lease.conversation.as_ref().map(|c| c.user.as_str()),
-            "conversation": lease.conversation.as_ref().map(|c| c.conversation.as_str()),
-            "reason": reason,
-            "time_ms": time_ms,
-        });
-        if let serde_json::Value::Object(fields) = event {
-            let _ = journal.send(Journal::Event(fields));
-        }
+        let change = SessionChange {
+            session: lease.id.to_string(),
+            caller: Some(lease.owner.caller()),
+            isolation: Some(
+                if lease.held.is_dedicated() {
+                    "process"
+                } else {
+                    "context"
+                }
+                .to_owned(),
+            ),
+            credentials: Some(
+                lease
+                    .held
+                    .loaded
+                    .names()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
+            ),
+            grant: lease.held.loaded.grant().map(str::to_owned),
+            record: Some(lease.held.recorder.mode().as_str().to_owned()),
+            start: Some(if lease.held.warm { "warm" } else { "cold" }.to_owned()),
+            open_ms: lease.held.opened_in.get().map(|d| d.as_millis() as u64),
+            user: lease.conversation.as_ref().map(|c| c.user.clone()),
+            conversation: lease.conversation.as_ref().map(|c| c.conversation.clone()),
+            reason: reason.map(str::to_owned),
+            gateway_pid: None,
+        };
+        let event = if open {
+            Event::SessionOpen(change)
+        } else {
+            Event::SessionClose(change)
+        };
+        let _ = journal.send(Journal::Event(Box::new(Entry::now(
+            lease.owner.tenant.clone(),
+            event,
+        ))));
     }
 
     /// Resolves once every session event sent so far is written.
@@ -662,7 +679,7 @@ impl Sessions {
         // Counted as open now: the place it reserved is given back.
         drop(reservation);
         self.open.fetch_add(1, Ordering::AcqRel);
-        self.note("session_open", &lease, None);
+        self.note(true, &lease, None);
         Ok(lease)
     }
 
@@ -679,7 +696,7 @@ impl Sessions {
                 Some(End::Lost) => "browser lost",
                 Some(End::HostGone) => "browser host gone",
             };
-            self.note("session_close", lease, Some(reason));
+            self.note(false, lease, Some(reason));
         }
         removed
     }
@@ -770,7 +787,7 @@ impl Sessions {
         self.open.store(0, Ordering::Release);
         for lease in &leases {
             lease.end(End::Closed);
-            self.note("session_close", lease, Some("shutdown"));
+            self.note(false, lease, Some("shutdown"));
         }
         leases
     }

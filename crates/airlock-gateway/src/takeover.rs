@@ -167,7 +167,7 @@ impl Gateway {
             ))
         })?;
         tracing::info!(session.id = %id, operator = by, "an operator took a session over");
-        self.operator_event(tenant, id, by, "operator_takeover", None)
+        self.operator_event(tenant, id, by, airlock_audit::Event::OperatorTakeover, None)
             .await;
         Ok(())
     }
@@ -181,7 +181,7 @@ impl Gateway {
             ));
         }
         tracing::info!(session.id = %id, operator = by, "an operator handed a session back");
-        self.operator_event(tenant, id, by, "operator_handback", None)
+        self.operator_event(tenant, id, by, airlock_audit::Event::OperatorHandback, None)
             .await;
         Ok(())
     }
@@ -251,18 +251,15 @@ impl Gateway {
         by: Option<&str>,
         reason: &str,
     ) {
-        let serde_json::Value::Object(fields) = serde_json::json!({
-            "kind": "operator_handback",
-            "tenant": tenant,
-            "session": id,
-            "by": by,
-            "holder": holder,
-            "reason": reason,
-            "time_ms": crate::clock::now_ms(),
-        }) else {
-            return;
+        let step = airlock_audit::OperatorStep {
+            session: id.to_owned(),
+            by: by.map(str::to_owned),
+            input: None,
+            holder: Some(holder.to_owned()),
+            reason: Some(reason.to_owned()),
         };
-        self.record_event(fields).await;
+        self.record_event(Some(tenant), airlock_audit::Event::OperatorHandback(step))
+            .await;
     }
 
     /// What operator `by`, who holds the session, does to its page. `last_click` is
@@ -341,8 +338,14 @@ impl Gateway {
                 "text"
             }
         };
-        self.operator_event(tenant, id, by, "operator_input", Some(what))
-            .await;
+        self.operator_event(
+            tenant,
+            id,
+            by,
+            airlock_audit::Event::OperatorInput,
+            Some(what),
+        )
+        .await;
         Ok(())
     }
 
@@ -432,19 +435,15 @@ impl Gateway {
             .await
             .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         tracing::info!(session.id = %id, operator = by, secret = name, cookies = saved, "an operator saved a login");
-        let serde_json::Value::Object(fields) = serde_json::json!({
-            "kind": "login_saved",
-            "tenant": tenant,
-            "session": id,
-            "by": by,
-            "secret": name,
-            "origins": secret.origins,
-            "cookies": saved,
-            "time_ms": crate::clock::now_ms(),
-        }) else {
-            return Ok(saved);
+        let saved_login = airlock_audit::LoginSaved {
+            session: id.to_owned(),
+            by: by.to_owned(),
+            secret: name.to_owned(),
+            origins: secret.origins.clone(),
+            cookies: saved as u64,
         };
-        self.record_event(fields).await;
+        self.record_event(Some(tenant), airlock_audit::Event::LoginSaved(saved_login))
+            .await;
         Ok(saved)
     }
 
@@ -455,19 +454,16 @@ impl Gateway {
         tenant: &str,
         id: &str,
         by: &str,
-        kind: &str,
+        kind: fn(airlock_audit::OperatorStep) -> airlock_audit::Event,
         input: Option<&str>,
     ) {
-        let serde_json::Value::Object(fields) = serde_json::json!({
-            "kind": kind,
-            "tenant": tenant,
-            "session": id,
-            "by": by,
-            "input": input,
-            "time_ms": crate::clock::now_ms(),
-        }) else {
-            return;
+        let step = airlock_audit::OperatorStep {
+            session: id.to_owned(),
+            by: Some(by.to_owned()),
+            input: input.map(str::to_owned),
+            holder: None,
+            reason: None,
         };
-        self.record_event(fields).await;
+        self.record_event(Some(tenant), kind(step)).await;
     }
 }

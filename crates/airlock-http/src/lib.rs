@@ -252,18 +252,17 @@ fn record_auth_failure(
     let client = client.map(|c| c.to_string());
     let tenant = tenant.map(str::to_owned);
     tokio::spawn(async move {
-        let serde_json::Value::Object(mut fields) = serde_json::json!({
-            "kind": "auth_failure",
-            "surface": surface,
-            "reason": reason,
-            "client": client,
-        }) else {
-            return;
+        let failure = airlock_audit::AuthFailure {
+            surface: surface.to_owned(),
+            reason: reason.to_owned(),
+            client,
         };
-        if let Some(tenant) = tenant {
-            fields.insert("tenant".to_owned(), tenant.into());
-        }
-        gateway.record_event(fields).await;
+        gateway
+            .record_event(
+                tenant.as_deref(),
+                airlock_audit::Event::AuthFailure(failure),
+            )
+            .await;
     });
 }
 

@@ -5,6 +5,7 @@
 //! are read at scrape time. Every label has a bounded set of values (tool names,
 //! error codes, refusal reasons, statuses); no tenant, URL or name is a label.
 
+use airlock_audit::Event;
 use std::sync::Arc;
 
 use airlock_gateway::{CallObserver, CallRecord, Gateway};
@@ -297,46 +298,48 @@ async fn follow(gateway: Arc<Gateway>, metrics: Arc<Metrics>) {
             }
             Err(RecvError::Closed) => return,
         };
-        let Ok(body) = serde_json::from_str::<serde_json::Value>(&event.body) else {
+        let Ok(entry) = airlock_audit::Entry::parse(&event.body) else {
             continue;
         };
-        let text = |key: &str| body[key].as_str().unwrap_or("unknown").to_owned();
-        match event.kind.as_str() {
-            "session_open" => {
+        let word = |w: &Option<String>| w.clone().unwrap_or_else(|| "unknown".to_owned());
+        match entry.event {
+            Event::SessionOpen(open) => {
                 let labels = OpenLabels {
-                    isolation: text("isolation"),
-                    start: text("start"),
+                    isolation: word(&open.isolation),
+                    start: word(&open.start),
                 };
                 metrics.sessions_opened.get_or_create(&labels).inc();
-                if let Some(ms) = body["open_ms"].as_u64() {
+                if let Some(ms) = open.open_ms {
                     metrics
                         .session_open
                         .get_or_create(&StartLabel {
-                            start: text("start"),
+                            start: word(&open.start),
                         })
                         .observe(ms as f64 / 1000.0);
                 }
             }
-            "session_close" => {
+            Event::SessionClose(close) => {
                 let labels = CloseLabels {
-                    reason: text("reason"),
-                    isolation: text("isolation"),
+                    reason: word(&close.reason),
+                    isolation: word(&close.isolation),
                 };
                 metrics.sessions_closed.get_or_create(&labels).inc();
             }
-            "approval_requested" => {
-                let labels = RiskLabel { risk: text("risk") };
+            Event::ApprovalRequested(requested) => {
+                let labels = RiskLabel {
+                    risk: requested.risk,
+                };
                 metrics.approvals_requested.get_or_create(&labels).inc();
             }
-            "approval_decided" => {
+            Event::ApprovalDecided(decided) => {
                 let labels = StatusLabel {
-                    status: text("status"),
+                    status: decided.status.to_string(),
                 };
                 metrics.approvals_decided.get_or_create(&labels).inc();
             }
-            "auth_failure" => {
+            Event::AuthFailure(failure) => {
                 let labels = SurfaceLabel {
-                    surface: text("surface"),
+                    surface: failure.surface,
                 };
                 metrics.auth_failures.get_or_create(&labels).inc();
             }

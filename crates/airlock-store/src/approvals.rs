@@ -5,71 +5,7 @@ use sqlx::Row as _;
 
 use crate::{Result, Store};
 
-/// Where an approval stands. Stored as its word (`pending` …), which is also how
-/// every surface shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalStatus {
-    /// Waiting for a human.
-    Pending,
-    /// Approved: the held call may run once.
-    Approved,
-    /// Denied: the held call is refused.
-    Denied,
-    /// Nobody decided in time (or no one was waiting any more).
-    Expired,
-}
-
-impl ApprovalStatus {
-    /// Every status, in the order they are listed.
-    pub const ALL: [ApprovalStatus; 4] = [
-        ApprovalStatus::Pending,
-        ApprovalStatus::Approved,
-        ApprovalStatus::Denied,
-        ApprovalStatus::Expired,
-    ];
-
-    /// Its word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalStatus::Pending => "pending",
-            ApprovalStatus::Approved => "approved",
-            ApprovalStatus::Denied => "denied",
-            ApprovalStatus::Expired => "expired",
-        }
-    }
-
-    /// The status a decision gives.
-    pub fn decided(approve: bool) -> ApprovalStatus {
-        if approve {
-            ApprovalStatus::Approved
-        } else {
-            ApprovalStatus::Denied
-        }
-    }
-}
-
-impl std::fmt::Display for ApprovalStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for ApprovalStatus {
-    type Err = UnknownStatus;
-
-    fn from_str(word: &str) -> std::result::Result<Self, UnknownStatus> {
-        ApprovalStatus::ALL
-            .into_iter()
-            .find(|s| s.as_str() == word)
-            .ok_or(UnknownStatus)
-    }
-}
-
-/// A word that is no approval status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("a status is one of pending, approved, denied, expired")]
-pub struct UnknownStatus;
+pub use airlock_audit::{ApprovalStatus, UnknownStatus};
 
 /// One approval request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -62,7 +62,13 @@ impl AuditRecord {
 }
 
 impl Store {
-    /// Appends an event: `fields` must hold `tenant`, `time_ms` and `kind` (and
+    /// Appends a typed event. Durable when this returns.
+    pub async fn append_event(&self, entry: &airlock_audit::Entry) -> Result<AuditRecord> {
+        self.append_audit(&entry.fields()).await
+    }
+
+    /// Appends an event's fields (an [`airlock_audit::Entry`] a writer has redacted):
+    /// `fields` must hold `tenant`, `time_ms` and `kind` (and
     /// `session` when it concerns one). Durable when this returns.
     pub async fn append_audit(&self, fields: &Map<String, Value>) -> Result<AuditRecord> {
         let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);

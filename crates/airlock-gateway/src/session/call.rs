@@ -50,6 +50,9 @@ pub struct CallContext {
     pub(crate) recorded: Option<std::result::Result<crate::recording::Recorded, String>>,
     /// Who to ask in the client when the call is held (when the gateway allows it).
     pub(crate) asker: Option<Asker>,
+    /// Why the call failed, as the stage that failed it said (the audit stage records
+    /// its code and words; the agent reads it rendered).
+    pub(crate) failed: Option<Arc<Error>>,
     /// When the call arrived.
     pub started: Instant,
 }
@@ -132,6 +135,7 @@ impl AgentSession {
             acted: false,
             recorded: None,
             asker: asker.map(Asker),
+            failed: None,
             started: Instant::now(),
         };
         let args = call.audit_args();
@@ -140,7 +144,7 @@ impl AgentSession {
             let _busy = BusyGuard::new(&self.inner);
             self.run(&mut context, call, &mut held).await
         };
-        if let Err(e) = self.audit(&context, args, held.as_deref(), &out).await {
+        if let Err(e) = self.audit(&context, args, held.as_deref()).await {
             tracing::error!(error = %e, tool.name = context.tool, "the audit log refused a tool call");
             out = ToolOutput::error(
                 ErrorCode::Internal,
@@ -175,17 +179,17 @@ impl AgentSession {
             .waiting
             .load(std::sync::atomic::Ordering::Acquire)
         {
-            return self.failure(context, &Error::ApprovalPending);
+            return self.failure(context, Error::ApprovalPending);
         }
         if let Err(e) = self.admit(&call).await {
-            return self.failure(context, &e);
+            return self.failure(context, e);
         }
         let acts = call.min_role() >= Role::Act;
         let lease = match call {
             ToolCall::SessionOpen(options) => {
                 let out = match self.open(options).await {
                     Ok(out) => out,
-                    Err(e) => self.failure(context, &e),
+                    Err(e) => self.failure(context, e),
                 };
                 context.session = self.open_lease_id().await;
                 return out;
@@ -193,7 +197,7 @@ impl AgentSession {
             ToolCall::SessionClose => return self.close_browser().await,
             _ => match self.browser_session(acts).await {
                 Ok(lease) => lease,
-                Err(e) => return self.failure(context, &e),
+                Err(e) => return self.failure(context, e),
             },
         };
         context.session = Some(lease.id.clone());
@@ -223,12 +227,13 @@ impl AgentSession {
         let mut out = match acted {
             Ok(out) => out,
             Err(e) => {
-                let mut out = self.failure(context, &e);
-                if e.code() == ErrorCode::BrowserCrashed {
-                    let end = match &e {
-                        Error::Browser(airlock_browser::Error::HostGone { .. }) => End::HostGone,
-                        _ => End::Lost,
-                    };
+                let end = match &e {
+                    Error::Browser(airlock_browser::Error::HostGone { .. }) => Some(End::HostGone),
+                    e if e.code() == ErrorCode::BrowserCrashed => Some(End::Lost),
+                    _ => None,
+                };
+                let mut out = self.failure(context, e);
+                if let Some(end) = end {
                     out.push_note(&self.recover(lease, end).await);
                 }
                 out
@@ -297,12 +302,14 @@ impl AgentSession {
         .await
     }
 
-    // A failure in words, with the next step this surface offers, if any.
-    fn failure(&self, context: &CallContext, error: &Error) -> ToolOutput {
-        let mut out = ToolOutput::from_error(error);
-        if let Some(hint) = context.surface.hint(error) {
+    // A failure in words, with the next step this surface offers, if any; the error
+    // itself stays on the context for the audit stage.
+    fn failure(&self, context: &mut CallContext, error: Error) -> ToolOutput {
+        let mut out = ToolOutput::from_error(&error);
+        if let Some(hint) = context.surface.hint(&error) {
             out.push_note(&hint);
         }
+        context.failed = Some(Arc::new(error));
         out
     }
 

@@ -224,34 +224,33 @@ impl AgentSession {
                     gate.approval = Some(id.clone());
                 }
                 // On the record (and the live feed) before anyone can decide it.
-                let requested = serde_json::json!({
-                    "kind": "approval_requested",
-                    "approval": id,
-                    "tenant": record.tenant,
-                    "caller": record.caller,
-                    "session": record.session,
-                    "tool": record.tool,
-                    "args": args,
-                    "target": context.target.as_ref().map(|t| serde_json::json!({
-                        "role": t.role, "name": t.name, "frame_url": t.frame_url,
-                    })),
-                    "page_url": record.page_url,
-                    "page_title": record.page_title,
-                    "rule": rule,
-                    "risk": risk,
-                    "expires_ms": record.expires_ms,
-                    "screenshot_sha256": shot_hash,
-                    "time_ms": now,
-                });
-                if let serde_json::Value::Object(fields) = requested {
-                    self.record(fields, Some(held)).await.map_err(|e| {
-                tracing::error!(error = %e, "the audit log refused an approval request");
-                Error::Internal(
-                    "this call's approval request could not be recorded in the audit log, so it was not run"
-                        .to_owned(),
-                )
-            })?;
-                }
+                let requested = airlock_audit::ApprovalRequested {
+                    approval: id.clone(),
+                    caller: record.caller.clone(),
+                    session: record.session.clone(),
+                    tool: record.tool.clone(),
+                    args: args.clone(),
+                    target: context.target.as_ref().map(|t| airlock_audit::Target {
+                        role: t.role.clone(),
+                        name: t.name.clone(),
+                        frame_url: t.frame_url.clone(),
+                        password: None,
+                    }),
+                    page_url: record.page_url.clone(),
+                    page_title: record.page_title.clone(),
+                    rule: rule.clone(),
+                    risk: risk.to_owned(),
+                    expires_ms: record.expires_ms,
+                    screenshot_sha256: shot_hash,
+                };
+                let event = airlock_audit::Event::ApprovalRequested(requested);
+                self.record(context, event, Some(held)).await.map_err(|e| {
+                    tracing::error!(error = %e, "the audit log refused an approval request");
+                    Error::Internal(
+                        "this call's approval request could not be recorded in the audit log, so it was not run"
+                            .to_owned(),
+                    )
+                })?;
                 tracing::warn!(approval.id = %id, tool.name = context.tool, rule = %rule, "call held for a human's approval");
                 // The person at the agent's client is one more decider, when allowed: their
                 // answer is written to the store like any other, and the wait below reads it.
@@ -398,20 +397,15 @@ impl AgentSession {
         note: Option<&str>,
         held: &Held,
     ) {
-        let event = serde_json::json!({
-            "kind": "approval_decided",
-            "approval": id,
-            "tenant": context.principal.tenant,
-            "session": context.session.as_ref().map(ToString::to_string),
-            "tool": context.tool,
-            "status": status,
-            "by": by,
-            "note": note,
-            "time_ms": now_ms(),
+        let event = airlock_audit::Event::ApprovalDecided(airlock_audit::ApprovalDecided {
+            approval: id.to_owned(),
+            session: context.session.as_ref().map(ToString::to_string),
+            tool: context.tool.to_owned(),
+            status,
+            by: by.map(str::to_owned),
+            note: note.map(str::to_owned),
         });
-        if let serde_json::Value::Object(fields) = event
-            && let Err(e) = self.record(fields, Some(held)).await
-        {
+        if let Err(e) = self.record(context, event, Some(held)).await {
             tracing::error!(error = %e, approval.id = %id, "could not record an approval's decision");
         }
     }

@@ -2,69 +2,66 @@
 //! every call's outcome before its result returns, each string through the session's
 //! redactor.
 
-use airlock_core::ErrorCode;
+use airlock_audit::{Call, CallDone, Entry, Event, Recording, Refusal, Target};
+use airlock_core::{ErrorCode, HasErrorCode as _};
 
 use super::call::CallContext;
 use super::*;
 
 impl AgentSession {
     // The call's audit event, durable before the result returns, when the gateway
-    // has a store. Every string in it passes the session's redactor.
+    // has a store: what failed comes from the stage that failed it, by code. Every
+    // string in it passes the session's redactor.
     pub(super) async fn audit(
         &self,
         context: &CallContext,
         args: serde_json::Map<String, serde_json::Value>,
         held: Option<&Held>,
-        out: &ToolOutput,
     ) -> std::result::Result<(), airlock_store::StoreError> {
+        let call = call_facts(context, args);
+        let error = context
+            .failed
+            .as_ref()
+            .map(|e| e.code().as_str().to_owned());
         // A refusal is an event of its own, so an auditor finds them without reading
         // every call; a secret sent where it does not belong is flagged suspicious.
-        let refusal = match out.error {
-            Some(ErrorCode::PolicyDenied) => Some(("policy_refusal", false)),
-            Some(ErrorCode::SecretOriginMismatch) => Some(("secret_refusal", true)),
-            _ => None,
+        if let Some(failed) = &context.failed {
+            let refusal = |suspicious| Refusal {
+                call: call.clone(),
+                error: error.clone(),
+                reason: failed.to_string(),
+                suspicious,
+            };
+            let event = match failed.code() {
+                ErrorCode::PolicyDenied => Some(Event::PolicyRefusal(refusal(false))),
+                ErrorCode::SecretOriginMismatch => Some(Event::SecretRefusal(refusal(true))),
+                _ => None,
+            };
+            if let Some(event) = event {
+                self.record(context, event, held).await?;
+            }
+        }
+        let recording = context.recorded.as_ref().map(|r| match r {
+            Ok(r) => Recording::Stored {
+                step: r.step,
+                sha256: r.sha256.clone(),
+                file: r.file.clone(),
+            },
+            Err(e) => Recording::Failed { error: e.clone() },
+        });
+        let done = CallDone {
+            call,
+            error,
+            duration_ms: context.started.elapsed().as_millis() as u64,
+            blocked: context.blocked,
+            blocked_by: context
+                .blocked_by
+                .iter()
+                .map(|(why, n)| ((*why).to_owned(), *n))
+                .collect(),
+            recording,
         };
-        if let Some((kind, suspicious)) = refusal {
-            let mut event = call_event(context, kind, args.clone());
-            event.insert("error".to_owned(), out.error.map(ErrorCode::as_str).into());
-            event.insert(
-                "reason".to_owned(),
-                out.message
-                    .clone()
-                    .unwrap_or_else(|| out.text.clone())
-                    .into(),
-            );
-            if suspicious {
-                event.insert("suspicious".to_owned(), true.into());
-            }
-            self.record(event, held).await?;
-        }
-        let mut event = call_event(context, "tool_call", args);
-        event.insert("error".to_owned(), out.error.map(ErrorCode::as_str).into());
-        event.insert(
-            "duration_ms".to_owned(),
-            (context.started.elapsed().as_millis() as u64).into(),
-        );
-        event.insert("blocked".to_owned(), context.blocked.into());
-        match &context.recorded {
-            Some(Ok(r)) => {
-                event.insert(
-                    "recording".to_owned(),
-                    serde_json::json!({ "step": r.step, "sha256": r.sha256, "file": r.file }),
-                );
-            }
-            Some(Err(e)) => {
-                event.insert("recording".to_owned(), serde_json::json!({ "error": e }));
-            }
-            None => {}
-        }
-        if !context.blocked_by.is_empty() {
-            event.insert(
-                "blocked_by".to_owned(),
-                serde_json::to_value(&context.blocked_by).unwrap_or_default(),
-            );
-        }
-        self.record(event, held).await
+        self.record(context, Event::ToolCall(done), held).await
     }
 
     // An `audit` recording: the page after the step, stored before the step's event
@@ -98,8 +95,8 @@ impl AgentSession {
         held: &Held,
         call: &ToolCall,
     ) -> Result<()> {
-        let event = call_event(context, "tool_intent", call.audit_args());
-        self.record(event, Some(held)).await.map_err(|e| {
+        let event = Event::ToolIntent(call_facts(context, call.audit_args()));
+        self.record(context, event, Some(held)).await.map_err(|e| {
             tracing::error!(error = %e, tool.name = context.tool, "the audit log refused a call's intent");
             Error::Internal(
                 "this call could not be recorded in the audit log, so it was not run".to_owned(),
@@ -107,9 +104,11 @@ impl AgentSession {
         })
     }
 
+    // One event of this call's, under the caller's tenant, now.
     pub(super) async fn record(
         &self,
-        fields: serde_json::Map<String, serde_json::Value>,
+        context: &CallContext,
+        event: Event,
         held: Option<&Held>,
     ) -> std::result::Result<(), airlock_store::StoreError> {
         let Some(gateway) = self.inner.gateway.upgrade() else {
@@ -118,7 +117,8 @@ impl AgentSession {
         let Some(store) = gateway.store() else {
             return Ok(());
         };
-        let mut event = serde_json::Value::Object(fields);
+        let entry = Entry::now(context.principal.tenant.clone(), event);
+        let mut event = serde_json::Value::Object(entry.fields());
         if let Some(held) = held {
             redact_strings(&mut event, &|text| held.loaded.redact(text));
         }
@@ -151,41 +151,30 @@ pub(super) fn redact_strings(value: &mut serde_json::Value, redact: &dyn Fn(&str
 
 pub(crate) use crate::clock::now_ms;
 
-// The fields every event about a call has: who, where, what, and what the gate said.
-fn call_event(
-    context: &CallContext,
-    kind: &str,
-    args: serde_json::Map<String, serde_json::Value>,
-) -> serde_json::Map<String, serde_json::Value> {
-    use serde_json::{Value, json};
-    let event = json!({
-        "kind": kind,
-        "tenant": context.principal.tenant,
-        "caller": context.principal.caller(),
-        "role": context.principal.role.as_str(),
-        "surface": context.surface.as_str(),
-        "session": context.session.as_ref().map(ToString::to_string),
-        "tool": context.tool,
-        "args": Value::Object(args),
-        "target": context.target.as_ref().map(|t| json!({
-            "role": t.role,
-            "name": t.name,
-            "frame_url": t.frame_url,
-            "password": t.password,
-        })),
-        "rule": context.gate.as_ref().map(|g| g.rule.clone()),
-        "risk": context.gate.as_ref().map(|g| g.risk),
-        "decision": context
+// The part every event about a call has: who, where, what, and what the gate said.
+fn call_facts(context: &CallContext, args: serde_json::Map<String, serde_json::Value>) -> Call {
+    Call {
+        caller: context.principal.caller(),
+        role: context.principal.role.as_str().to_owned(),
+        surface: context.surface.as_str().to_owned(),
+        session: context.session.as_ref().map(ToString::to_string),
+        tool: context.tool.to_owned(),
+        args,
+        target: context.target.as_ref().map(|t| Target {
+            role: t.role.clone(),
+            name: t.name.clone(),
+            frame_url: t.frame_url.clone(),
+            password: Some(t.password),
+        }),
+        rule: context.gate.as_ref().map(|g| g.rule.clone()),
+        risk: context.gate.as_ref().map(|g| g.risk.to_owned()),
+        decision: context
             .gate
             .as_ref()
             .map(|g| g.action)
-            .or(context.gated.then_some("allow")),
-        "approval": context.gate.as_ref().and_then(|g| g.approval.clone()),
-        "approver": context.gate.as_ref().and_then(|g| g.approver.clone()),
-        "time_ms": now_ms(),
-    });
-    match event {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
+            .or(context.gated.then_some("allow"))
+            .map(str::to_owned),
+        approval: context.gate.as_ref().and_then(|g| g.approval.clone()),
+        approver: context.gate.as_ref().and_then(|g| g.approver.clone()),
     }
 }

@@ -301,7 +301,11 @@ pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> H
 
 // Whether the call `intent` announced has its outcome among the events after it.
 fn finished(intent: &AuditRecord, later: &[AuditRecord]) -> bool {
-    let tool = |e: &AuditRecord| parse(&e.body)["tool"].as_str().map(str::to_owned);
+    let tool = |e: &AuditRecord| {
+        airlock_audit::Entry::parse(&e.body)
+            .ok()
+            .and_then(|entry| entry.event.tool().map(str::to_owned))
+    };
     later
         .iter()
         .find(|e| e.kind == "tool_call" || e.kind == "tool_intent")
@@ -430,50 +434,85 @@ pub(super) fn live(
 }
 
 // An event's fields as the tables show them.
+#[derive(Default)]
 struct Shown {
     tool: String,
     decision: String,
     outcome: String,
     // The step's screenshot is stored (`audit` recording).
     stored_image: bool,
+    // The call's arguments and target, for the kinds about a call.
+    args: Option<serde_json::Value>,
+    target: serde_json::Value,
+    duration_ms: Option<u64>,
 }
 
 fn shown(event: &AuditRecord) -> Shown {
-    let body: serde_json::Value = serde_json::from_str(&event.body).unwrap_or_default();
-    let text = |name: &str| {
-        body.get(name)
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_owned()
+    use airlock_audit::Event;
+    let Ok(entry) = airlock_audit::Entry::parse(&event.body) else {
+        return Shown::default();
     };
-    let outcome = match (body.get("error"), body.get("reason"), body.get("status")) {
-        (Some(e), _, _) if !e.is_null() => e
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| e.to_string()),
-        (_, Some(r), _) if !r.is_null() => r.as_str().unwrap_or("").to_owned(),
-        (_, _, Some(s)) if !s.is_null() => s
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| s.to_string()),
-        _ => String::new(),
+    let event = &entry.event;
+    let (error, blocked, stored_image, duration_ms) = match event {
+        Event::ToolCall(done) => (
+            done.error.clone(),
+            done.blocked,
+            matches!(
+                done.recording,
+                Some(airlock_audit::Recording::Stored { .. })
+            ),
+            Some(done.duration_ms),
+        ),
+        Event::PolicyRefusal(r) | Event::SecretRefusal(r) => (r.error.clone(), 0, false, None),
+        _ => (None, 0, false, None),
     };
-    let mut outcome: String = outcome.chars().take(200).collect();
-    if let Some(blocked) = body
-        .get("blocked")
-        .and_then(|b| b.as_u64())
-        .filter(|b| *b > 0)
-    {
+    let reason = match event {
+        Event::PolicyRefusal(r) | Event::SecretRefusal(r) => Some(r.reason.clone()),
+        Event::SessionOpen(s) | Event::SessionClose(s) => s.reason.clone(),
+        Event::OperatorTakeover(o) | Event::OperatorHandback(o) | Event::OperatorInput(o) => {
+            o.reason.clone()
+        }
+        Event::CredentialRefusal(c) => Some(c.reason.clone()),
+        Event::AuthFailure(a) => Some(a.reason.clone()),
+        _ => None,
+    };
+    let status = match event {
+        Event::ApprovalDecided(d) => Some(d.status.to_string()),
+        _ => None,
+    };
+    let mut outcome: String = error
+        .or(reason)
+        .or(status)
+        .unwrap_or_default()
+        .chars()
+        .take(200)
+        .collect();
+    if blocked > 0 {
         if !outcome.is_empty() {
             outcome.push_str(" · ");
         }
         outcome.push_str(&format!("{blocked} requests blocked"));
     }
+    let call = event.call();
+    let (args, target) = match (event, call) {
+        (_, Some(call)) => (
+            Some(serde_json::Value::Object(call.args.clone())),
+            serde_json::to_value(&call.target).unwrap_or_default(),
+        ),
+        (Event::ApprovalRequested(a), None) => (
+            Some(a.args.clone()),
+            serde_json::to_value(&a.target).unwrap_or_default(),
+        ),
+        _ => (None, serde_json::Value::Null),
+    };
     Shown {
-        tool: safe(&text("tool")),
-        decision: safe(&text("decision")),
+        tool: safe(event.tool().unwrap_or_default()),
+        decision: safe(call.and_then(|c| c.decision.as_deref()).unwrap_or_default()),
         outcome: safe(&outcome),
-        stored_image: body["recording"]["file"].is_string(),
+        stored_image,
+        args,
+        target,
+        duration_ms,
     }
 }
 
@@ -566,22 +605,21 @@ pub(super) fn replay(
                     // outcome followed it (the call never finished).
                     @if !(e.kind == "tool_intent" && finished(e, &events[i + 1..])) {
                         @let s = shown(e);
-                        @let body = parse(&e.body);
                         li {
                             div class="line" {
                                 span class="when" { (time(e.time_ms)) }
                                 " " strong { (e.kind) }
                                 @if !s.tool.is_empty() { " " code { (s.tool) } }
-                                @if body.get("args").is_some() {
-                                    " " span class="what" { (safe(&describe::action(&s.tool, &body["args"], &body["target"]))) }
+                                @if let Some(args) = &s.args {
+                                    " " span class="what" { (safe(&describe::action(&s.tool, args, &s.target))) }
                                 }
-                                @if let Some(site) = describe::site(&body["target"], None) { " on " (safe(&site)) }
+                                @if let Some(site) = describe::site(&s.target, None) { " on " (safe(&site)) }
                                 @if !s.decision.is_empty() { " · " (s.decision) }
                                 @if !s.outcome.is_empty() { " · " (s.outcome) }
-                                @if let Some(ms) = body["duration_ms"].as_u64() { " · " (ms) " ms" }
+                                @if let Some(ms) = s.duration_ms { " · " (ms) " ms" }
                             }
                             @if !s.tool.is_empty() {
-                                @let args = describe::fields(&body["args"]);
+                                @let args = s.args.as_ref().map(describe::fields).unwrap_or_default();
                                 @if !args.is_empty() {
                                     dl class="args" { @for (k, v) in args { dt { (k) } dd { code { (safe(&v)) } } } }
                                 }

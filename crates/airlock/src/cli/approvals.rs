@@ -110,29 +110,30 @@ pub(crate) async fn watch(config: &Config, json: bool) -> anyhow::Result<ExitCod
                 println!("{}", terminal_safe(&record.body));
                 continue;
             }
-            let Ok(event) = serde_json::from_str::<serde_json::Value>(&record.body) else {
+            let Ok(entry) = airlock_audit::Entry::parse(&record.body) else {
                 continue;
             };
-            let text = |key: &str| event[key].as_str().unwrap_or_default().to_owned();
-            let line = if record.kind == "approval_requested" {
-                format!(
+            let line = match entry.event {
+                airlock_audit::Event::ApprovalRequested(a) => format!(
                     "requested {}  {:<6}  {:<22}  {:?}  rule {:?}  on {:?}",
-                    text("approval"),
-                    text("risk"),
-                    text("tool"),
-                    event["target"]["name"].as_str().unwrap_or("-"),
-                    text("rule"),
-                    airlock_policy::display_url(&text("page_url")),
-                )
-            } else {
-                let mut line = format!("{} {}", text("status"), text("approval"));
-                if let Some(by) = event["by"].as_str() {
-                    line.push_str(&format!("  by {by:?}"));
+                    a.approval,
+                    a.risk,
+                    a.tool,
+                    a.target.as_ref().map_or("-", |t| t.name.as_str()),
+                    a.rule,
+                    airlock_policy::display_url(a.page_url.as_deref().unwrap_or_default()),
+                ),
+                airlock_audit::Event::ApprovalDecided(d) => {
+                    let mut line = format!("{} {}", d.status, d.approval);
+                    if let Some(by) = d.by {
+                        line.push_str(&format!("  by {by:?}"));
+                    }
+                    if let Some(note) = d.note {
+                        line.push_str(&format!("  {note:?}"));
+                    }
+                    line
                 }
-                if let Some(note) = event["note"].as_str() {
-                    line.push_str(&format!("  {note:?}"));
-                }
-                line
+                _ => continue,
             };
             println!("{}", terminal_safe(&line));
         }

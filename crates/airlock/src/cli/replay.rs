@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
+use airlock_audit::{Entry, Event, Recording, SessionChange};
 use airlock_config::Config;
 use anyhow::{Context as _, bail};
 use base64::Engine as _;
@@ -43,24 +44,30 @@ pub(crate) async fn replay(config: &Config, session: &str, out: &Path) -> anyhow
     let mut rows = String::new();
     let mut header = String::new();
     for record in &events {
-        let event: Value = serde_json::from_str(&record.body).unwrap_or(Value::Null);
-        let kind = text(&event, "kind");
-        if kind == "session_open" || kind == "session_close" {
+        let Ok(entry) = Entry::parse(&record.body) else {
+            continue;
+        };
+        let event = &entry.event;
+        let kind = event.kind();
+        if let Event::SessionOpen(change) | Event::SessionClose(change) = event {
             let _ = write!(
                 header,
                 "<li>{} {} — {}</li>",
                 esc(&time(record.time_ms)),
-                esc(&kind),
-                esc(&describe_session(&event)),
+                esc(kind),
+                esc(&describe_session(change)),
             );
             continue;
         }
-        let image = match event.get("recording") {
-            Some(r) if r.get("file").is_some() => {
-                match embed(&recordings, &text(r, "file"), &text(r, "sha256")) {
-                    Embedded::Image(uri) => {
-                        format!("<img alt=\"step {}\" src=\"{uri}\">", r["step"])
-                    }
+        let (error, done) = match event {
+            Event::ToolCall(done) => (done.error.as_deref(), Some(done)),
+            Event::PolicyRefusal(r) | Event::SecretRefusal(r) => (r.error.as_deref(), None),
+            _ => (None, None),
+        };
+        let image = match done.and_then(|d| d.recording.as_ref()) {
+            Some(Recording::Stored { step, sha256, file }) => {
+                match embed(&recordings, file, sha256) {
+                    Embedded::Image(uri) => format!("<img alt=\"step {step}\" src=\"{uri}\">"),
                     Embedded::Altered => {
                         altered += 1;
                         "<p class=bad>image altered since it was recorded (SHA-256 differs); not shown</p>".to_owned()
@@ -68,54 +75,81 @@ pub(crate) async fn replay(config: &Config, session: &str, out: &Path) -> anyhow
                     Embedded::Gone => "<p class=dim>image pruned or missing</p>".to_owned(),
                 }
             }
-            Some(r) if r.get("error").is_some() => {
-                format!("<p class=bad>not recorded: {}</p>", esc(&text(r, "error")))
+            Some(Recording::Failed { error }) => {
+                format!("<p class=bad>not recorded: {}</p>", esc(error))
             }
-            _ => String::new(),
-        };
-        let outcome = match event.get("error").and_then(Value::as_str) {
-            Some(code) => format!("<span class=bad>{}</span>", esc(code)),
-            None if kind == "tool_call" => "ok".to_owned(),
             None => String::new(),
         };
+        let outcome = match error {
+            Some(code) => format!("<span class=bad>{}</span>", esc(code)),
+            None if done.is_some() => "ok".to_owned(),
+            None => String::new(),
+        };
+        let call = event.call();
+        let (status, by, reason, note) = match event {
+            Event::ApprovalDecided(d) => (
+                Some(d.status.to_string()),
+                d.by.clone(),
+                None,
+                d.note.clone(),
+            ),
+            Event::PolicyRefusal(r) | Event::SecretRefusal(r) => {
+                (None, None, Some(r.reason.clone()), None)
+            }
+            Event::OperatorTakeover(o) | Event::OperatorHandback(o) | Event::OperatorInput(o) => {
+                (None, o.by.clone(), o.reason.clone(), None)
+            }
+            Event::LoginSaved(l) => (None, Some(l.by.clone()), None, None),
+            _ => (None, None, None, None),
+        };
+        let (rule, risk) = match event {
+            Event::ApprovalRequested(a) => (Some(a.rule.clone()), Some(a.risk.clone())),
+            _ => (
+                call.and_then(|c| c.rule.clone()),
+                call.and_then(|c| c.risk.clone()),
+            ),
+        };
         let decision = [
-            ("rule", text(&event, "rule")),
-            ("risk", text(&event, "risk")),
-            ("decision", text(&event, "decision")),
-            ("approver", text(&event, "approver")),
-            ("status", text(&event, "status")),
-            ("by", text(&event, "by")),
-            ("reason", text(&event, "reason")),
-            ("note", text(&event, "note")),
+            ("rule", rule),
+            ("risk", risk),
+            ("decision", call.and_then(|c| c.decision.clone())),
+            ("approver", call.and_then(|c| c.approver.clone())),
+            ("status", status),
+            ("by", by),
+            ("reason", reason),
+            ("note", note),
         ]
         .iter()
-        .filter(|(_, v)| !v.is_empty())
+        .filter_map(|(k, v)| v.as_deref().filter(|v| !v.is_empty()).map(|v| (k, v)))
         .map(|(k, v)| format!("{k}: {}", esc(v)))
         .collect::<Vec<_>>()
         .join("<br>");
-        let blocked = match event.get("blocked").and_then(Value::as_u64) {
-            Some(n) if n > 0 => format!(
-                "{n} refused {}",
-                esc(&event
-                    .get("blocked_by")
-                    .map(Value::to_string)
-                    .unwrap_or_default())
+        let blocked = match done {
+            Some(d) if d.blocked > 0 => format!(
+                "{} refused {}",
+                d.blocked,
+                esc(&serde_json::to_string(&d.blocked_by).unwrap_or_default())
             ),
             _ => String::new(),
         };
-        let target = event
-            .get("target")
-            .filter(|t| !t.is_null())
-            .map(|t| format!("{} {:?}", text(t, "role"), text(t, "name")))
+        let (args, target) = match event {
+            Event::ApprovalRequested(a) => (Some(a.args.to_string()), a.target.as_ref()),
+            _ => (
+                call.map(|c| Value::Object(c.args.clone()).to_string()),
+                call.and_then(|c| c.target.as_ref()),
+            ),
+        };
+        let target = target
+            .map(|t| format!("{} {:?}", t.role, t.name))
             .unwrap_or_default();
         let _ = writeln!(
             rows,
             "<tr><td>{}</td><td>{}</td><td>{}<br><span class=dim>{}</span></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{image}</td></tr>",
             record.seq,
             esc(&time(record.time_ms)),
-            esc(&text(&event, "tool")),
-            esc(&kind),
-            esc(&event.get("args").map(Value::to_string).unwrap_or_default()),
+            esc(event.tool().unwrap_or_default()),
+            esc(kind),
+            esc(&args.unwrap_or_default()),
             esc(&target),
             decision,
             outcome,
@@ -181,35 +215,22 @@ fn embed(recordings: &Path, file: &str, sha256: &str) -> Embedded {
     ))
 }
 
-fn describe_session(event: &Value) -> String {
-    let mut parts = vec![text(event, "caller")];
-    for key in ["isolation", "record", "reason", "grant"] {
-        let value = text(event, key);
-        if !value.is_empty() {
+fn describe_session(change: &SessionChange) -> String {
+    let mut parts = vec![change.caller.clone().unwrap_or_default()];
+    for (key, value) in [
+        ("isolation", &change.isolation),
+        ("record", &change.record),
+        ("reason", &change.reason),
+        ("grant", &change.grant),
+    ] {
+        if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
             parts.push(format!("{key} {value}"));
         }
     }
-    if let Some(names) = event.get("credentials").and_then(Value::as_array)
-        && !names.is_empty()
-    {
-        parts.push(format!(
-            "credentials {}",
-            names
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+    if let Some(names) = change.credentials.as_ref().filter(|n| !n.is_empty()) {
+        parts.push(format!("credentials {}", names.join(", ")));
     }
     parts.join(", ")
-}
-
-fn text(value: &Value, key: &str) -> String {
-    match value.get(key) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    }
 }
 
 fn time(ms: i64) -> String {

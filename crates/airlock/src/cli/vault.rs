@@ -172,19 +172,17 @@ pub(crate) async fn record_change(
     action: &str,
     detail: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let serde_json::Value::Object(mut fields) = detail else {
+    let serde_json::Value::Object(detail) = detail else {
         bail!("an audit detail is an object");
     };
-    fields.insert("kind".to_owned(), "vault_change".into());
-    fields.insert("action".to_owned(), action.into());
-    fields.insert("tenant".to_owned(), tenant.into());
-    fields.insert("by".to_owned(), super::os_user().into());
-    fields.insert(
-        "time_ms".to_owned(),
-        chrono::Utc::now().timestamp_millis().into(),
-    );
+    let change = airlock_audit::Change {
+        action: action.to_owned(),
+        by: super::os_user(),
+        detail,
+    };
+    let entry = airlock_audit::Entry::now(tenant, airlock_audit::Event::VaultChange(change));
     store
-        .append_audit(&fields)
+        .append_event(&entry)
         .await
         .context("the change was made, but the audit log could not record it")?;
     Ok(())
