@@ -13,10 +13,10 @@ use std::sync::Arc;
 use airlock_core::Role;
 use airlock_gateway::{ApprovalRecord, ApprovalStatus, Decision, FeedEvent, Gateway, Principal};
 
-use crate::leases::gateway_error;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use crate::error::{ApiError, ApiJson, ApiQuery, JsonBody};
+use airlock_core::ErrorCode;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -52,51 +52,92 @@ pub(crate) fn routes(
             )
         }
     });
-    Router::new()
-        .route("/metrics", scrape)
+    // One role layer per router: the route decides nothing about who may call it.
+    let metrics =
+        Router::new()
+            .route("/metrics", scrape)
+            .route_layer(middleware::from_fn_with_state(
+                Gatekeeper::new(&auth, Role::Admin, Local::Open),
+                authenticate,
+            ));
+    let operator = Router::new()
         .route("/api/v1/approvals", get(list))
         .route("/api/v1/approvals/{id}", get(one))
         .route("/api/v1/approvals/{id}/screenshot", get(screenshot))
         .route("/api/v1/approvals/{id}/approve", post(approve))
         .route("/api/v1/approvals/{id}/deny", post(deny))
         .route("/api/v1/events", get(events))
-        .merge(crate::leases::routes(public_url))
+        .route_layer(middleware::from_fn_with_state(
+            Gatekeeper::new(&auth, Role::Admin, Local::Refused),
+            authenticate,
+        ));
+    // Leasing is for the backend that runs agents (`act`); the rest is the operator's.
+    let leasing = crate::leases::routes(public_url).route_layer(middleware::from_fn_with_state(
+        Gatekeeper::new(&auth, Role::Act, Local::Caller),
+        authenticate,
+    ));
+    Router::new()
+        .merge(metrics)
+        .merge(operator)
+        .merge(leasing)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_API_BODY_BYTES))
-        .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .with_state(gateway)
 }
 
-// A key of the role the route needs (`admin` for approvals, events and metrics), or
-// 401 (no or a wrong key) / 403 (a key of a lower role, e.g. the agent's own: an
-// agent cannot approve what it asked for). Where no key is configured at all, the
-// local caller may use `/metrics` but not the operator's routes.
+/// What a router lets the local caller do where no key is configured at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Local {
+    /// Call it as the local principal (leasing, like `/mcp` without keys).
+    Caller,
+    /// Read it with no principal (`/metrics` on a keyless dev server).
+    Open,
+    /// Nothing: the operator's routes need a configured key.
+    Refused,
+}
+
+/// Who a router admits: a key of at least `needs`, and the local caller as `local`
+/// says.
+#[derive(Clone)]
+struct Gatekeeper {
+    auth: Arc<crate::auth::Authenticator>,
+    needs: Role,
+    local: Local,
+}
+
+impl Gatekeeper {
+    fn new(auth: &Arc<crate::auth::Authenticator>, needs: Role, local: Local) -> Gatekeeper {
+        Gatekeeper {
+            auth: auth.clone(),
+            needs,
+            local,
+        }
+    }
+}
+
+// A key of the role the router needs, or 401 (no or a wrong key) / 403 (a key of a
+// lower role, e.g. the agent's own: an agent cannot approve what it asked for).
 async fn authenticate(
-    State(auth): State<Arc<crate::auth::Authenticator>>,
+    State(Gatekeeper { auth, needs, local }): State<Gatekeeper>,
     mut request: Request,
     next: Next,
 ) -> Response {
     use crate::auth::Identity;
-    // Leasing is for the backend that runs agents (`act`); the rest is the operator's.
-    let leasing = request.uri().path().starts_with("/api/v1/sessions");
-    let needed = if leasing { Role::Act } else { Role::Admin };
-    let principal = match auth.identify(&request, "api").await {
-        Identity::Refused(response) => return response,
-        Identity::Local(_) if request.uri().path() == "/metrics" => {
-            return next.run(request).await;
-        }
-        Identity::Local(principal) if leasing => principal,
-        Identity::Local(_) => {
-            return error_response(
-                StatusCode::FORBIDDEN,
-                "forbidden",
+    let principal = match (auth.identify(&request, "api").await, local) {
+        (Identity::Refused(response), _) => return response,
+        (Identity::Local(_), Local::Open) => return next.run(request).await,
+        (Identity::Local(principal), Local::Caller) => principal,
+        (Identity::Local(_), Local::Refused) => {
+            return ApiError::new(
+                ErrorCode::Forbidden,
                 "the operator API is off: set [server] admin_key (or AIRLOCK_ADMIN_KEY), or create an admin key with `airlock key create --tenant default --role admin` (then /mcp needs a key too)",
-            );
+            )
+            .into_response();
         }
-        Identity::Known(principal) => principal,
+        (Identity::Known(principal), _) => principal,
     };
     let client = crate::client_addr(&request);
     if let Some(refused) =
-        crate::auth::refuse_below(&auth.gateway, &principal, needed, "api", client)
+        crate::auth::refuse_below(&auth.gateway, &principal, needs, "api", client)
     {
         return refused;
     }
@@ -210,32 +251,18 @@ pub(crate) struct ListQuery {
 pub(crate) async fn list(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
-    query: Result<Query<ListQuery>, QueryRejection>,
-) -> Response {
-    let query = match query {
-        Ok(Query(query)) => query,
-        Err(e) => return bad_query(&e),
-    };
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<ApprovalList>, ApiError> {
     let status = match query.status.as_deref().filter(|s| *s != "all") {
         None => None,
-        Some(word) => match word.parse::<ApprovalStatus>() {
-            Ok(status) => Some(status),
-            Err(_) => {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_argument",
-                    "status is one of pending, approved, denied, expired, all",
-                );
-            }
-        },
+        Some(word) => Some(word.parse::<ApprovalStatus>().map_err(|_| {
+            ApiError::invalid("status is one of pending, approved, denied, expired, all")
+        })?),
     };
-    match gateway.approvals(&operator.tenant, status).await {
-        Ok(approvals) => Json(ApprovalList {
-            approvals: approvals.iter().map(approval_view).collect(),
-        })
-        .into_response(),
-        Err(e) => gateway_error(&e),
-    }
+    let approvals = gateway.approvals(&operator.tenant, status).await?;
+    Ok(Json(ApprovalList {
+        approvals: approvals.iter().map(approval_view).collect(),
+    }))
 }
 
 /// One approval.
@@ -256,11 +283,9 @@ pub(crate) async fn one(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
     Path(id): Path<String>,
-) -> Response {
-    match gateway.approval(&operator.tenant, &id).await {
-        Ok(a) => Json(approval_view(&a)).into_response(),
-        Err(e) => gateway_error(&e),
-    }
+) -> Result<Json<ApprovalView>, ApiError> {
+    let approval = gateway.approval(&operator.tenant, &id).await?;
+    Ok(Json(approval_view(&approval)))
 }
 
 /// The viewport when the call was held, the target outlined (JPEG).
@@ -281,24 +306,25 @@ pub(crate) async fn screenshot(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
     Path(id): Path<String>,
-) -> Response {
-    match gateway.approval_screenshot(&operator.tenant, &id).await {
-        Ok(Some((mime, data))) => (
-            [
-                (header::CONTENT_TYPE, mime),
-                (header::CACHE_CONTROL, "no-store".to_owned()),
-                (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
-            ],
-            data,
-        )
-            .into_response(),
-        Ok(None) => error_response(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no screenshot was taken for this approval",
-        ),
-        Err(e) => gateway_error(&e),
-    }
+) -> Result<Response, ApiError> {
+    let (mime, data) = gateway
+        .approval_screenshot(&operator.tenant, &id)
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::NotFound,
+                "no screenshot was taken for this approval",
+            )
+        })?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, mime),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+        ],
+        data,
+    )
+        .into_response())
 }
 
 /// A decision's note (approve) or reason (deny); the body may also be empty.
@@ -335,9 +361,9 @@ pub(crate) async fn approve(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
-) -> Response {
-    decide(&gateway, &operator, &id, true, &body).await
+    ApiJson(body): ApiJson<DecideBody>,
+) -> Result<Json<DecisionView>, ApiError> {
+    decide(&gateway, &operator, &id, true, body).await
 }
 
 /// Refuses the held call; the agent is told, with the reason.
@@ -362,9 +388,17 @@ pub(crate) async fn deny(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
-) -> Response {
-    decide(&gateway, &operator, &id, false, &body).await
+    ApiJson(body): ApiJson<DecideBody>,
+) -> Result<Json<DecisionView>, ApiError> {
+    decide(&gateway, &operator, &id, false, body).await
+}
+
+impl JsonBody for DecideBody {
+    const WHAT: &'static str = "{\"note\": …} or {\"reason\": …}";
+
+    fn empty() -> Option<DecideBody> {
+        Some(DecideBody::default())
+    }
 }
 
 async fn decide(
@@ -372,51 +406,31 @@ async fn decide(
     operator: &Principal,
     id: &str,
     approve: bool,
-    body: &[u8],
-) -> Response {
-    // No body, or JSON with a note (approve) or reason (deny).
-    let parsed = if body.iter().all(u8::is_ascii_whitespace) {
-        DecideBody::default()
-    } else {
-        match serde_json::from_slice::<Option<DecideBody>>(body) {
-            Ok(b) => b.unwrap_or_default(),
-            Err(e) => {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_argument",
-                    &format!("the body is not {{\"note\": …}} or {{\"reason\": …}}: {e}"),
-                );
-            }
-        }
-    };
-    let note = parsed.note.or(parsed.reason);
+    body: DecideBody,
+) -> Result<Json<DecisionView>, ApiError> {
+    let note = body.note.or(body.reason);
     if note
         .as_ref()
         .is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS)
     {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            "invalid_argument",
-            &format!("a note is at most {MAX_NOTE_CHARS} characters"),
-        );
+        return Err(ApiError::invalid(format!(
+            "a note is at most {MAX_NOTE_CHARS} characters"
+        )));
     }
     let by = format!("api:{}", operator.key.as_deref().unwrap_or("operator"));
     match gateway
         .decide(&operator.tenant, id, approve, &by, note.as_deref())
-        .await
+        .await?
     {
-        Ok(Decision::Recorded) => Json(DecisionView {
+        Decision::Recorded => Ok(Json(DecisionView {
             id: id.to_owned(),
             status: ApprovalStatus::decided(approve).as_str(),
             decided_by: by,
-        })
-        .into_response(),
-        Ok(Decision::Closed(status)) => error_response(
-            StatusCode::CONFLICT,
-            "approval_closed",
-            &format!("this approval is {status} already; nothing was changed"),
-        ),
-        Err(e) => gateway_error(&e),
+        })),
+        Decision::Closed(status) => Err(ApiError::new(
+            ErrorCode::ApprovalClosed,
+            format!("this approval is {status} already; nothing was changed"),
+        )),
     }
 }
 
@@ -504,13 +518,9 @@ impl Cursor {
 pub(crate) async fn events(
     State(gateway): State<Arc<Gateway>>,
     Extension(operator): Extension<Principal>,
-    query: Result<Query<EventsQuery>, QueryRejection>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
-) -> Response {
-    let query = match query {
-        Ok(Query(query)) => query,
-        Err(e) => return bad_query(&e),
-    };
+) -> Result<Response, ApiError> {
     let resume = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -520,10 +530,7 @@ pub(crate) async fn events(
     let rx = gateway.feed();
     let last = match resume {
         Some(seq) => seq,
-        None => match gateway.last_event_seq().await {
-            Ok(seq) => seq,
-            Err(e) => return gateway_error(&e),
-        },
+        None => gateway.last_event_seq().await?,
     };
     let cursor = Cursor {
         gateway,
@@ -537,9 +544,9 @@ pub(crate) async fn events(
         let event = cursor.next().await?;
         Some((Ok::<_, Infallible>(sse_event(&event)), cursor))
     });
-    Sse::new(stream)
+    Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
-        .into_response()
+        .into_response())
 }
 
 fn sse_event(event: &FeedEvent) -> Event {
@@ -571,17 +578,4 @@ fn approval_view(a: &ApprovalRecord) -> ApprovalView {
         note: a.note.clone(),
         screenshot: format!("/api/v1/approvals/{}/screenshot", a.id),
     }
-}
-
-// A query string that does not parse, as a JSON error like every other.
-pub(crate) fn bad_query(rejection: &QueryRejection) -> Response {
-    error_response(
-        StatusCode::BAD_REQUEST,
-        "invalid_argument",
-        &rejection.body_text(),
-    )
-}
-
-pub(crate) fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
-    (status, Json(ErrorBody::new(code, message, None))).into_response()
 }

@@ -201,15 +201,17 @@ pub(crate) fn refuse_below(
         "a caller reached above its role"
     );
     crate::record_auth_failure(gateway, surface, "role", client, Some(&principal.tenant));
-    Some(crate::api::error_response(
-        StatusCode::FORBIDDEN,
-        "forbidden",
-        &format!(
-            "this needs the `{}` role; this key has `{}`",
-            needed.as_str(),
-            principal.role.as_str()
-        ),
-    ))
+    Some(
+        crate::error::ApiError::new(
+            airlock_core::ErrorCode::Forbidden,
+            format!(
+                "this needs the `{}` role; this key has `{}`",
+                needed.as_str(),
+                principal.role.as_str()
+            ),
+        )
+        .into_response(),
+    )
 }
 
 /// Where a client reads how this resource is protected (RFC 9728).
@@ -225,11 +227,11 @@ fn unauthorized(surface: &str, public_url: &str) -> Response {
         )
             .into_response()
     } else {
-        crate::api::error_response(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
+        crate::error::ApiError::new(
+            airlock_core::ErrorCode::Unauthorized,
             "send Authorization: Bearer <key>",
         )
+        .into_response()
     };
     let realm = if surface == "mcp" {
         "airlock"

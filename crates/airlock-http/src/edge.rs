@@ -13,6 +13,7 @@
 //!
 //! Health probes (`/healthz`, `/readyz`) answer to any host: they say nothing.
 
+use airlock_core::ErrorCode;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -74,7 +75,7 @@ impl Edge {
         if json_route && unsafe_method && has_body(headers) && !is_json(headers) {
             return Some(Refusal {
                 status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                code: "invalid_argument",
+                code: ErrorCode::InvalidArgument,
                 message: "send the body as JSON with Content-Type: application/json",
             });
         }
@@ -83,8 +84,9 @@ impl Edge {
 }
 
 struct Refusal {
+    // The code's own status, but for a body that is not JSON (415).
     status: StatusCode,
-    code: &'static str,
+    code: ErrorCode,
     message: &'static str,
 }
 
@@ -92,7 +94,7 @@ impl Refusal {
     fn forbidden(message: &'static str) -> Refusal {
         Refusal {
             status: StatusCode::FORBIDDEN,
-            code: "forbidden",
+            code: ErrorCode::Forbidden,
             message,
         }
     }
@@ -112,7 +114,10 @@ pub(crate) async fn check(State(edge): State<Arc<Edge>>, request: Request, next:
         "refused a request at the edge"
     );
     if path.starts_with("/api/") {
-        crate::api::error_response(refusal.status, refusal.code, refusal.message)
+        let mut response =
+            crate::error::ApiError::new(refusal.code, refusal.message).into_response();
+        *response.status_mut() = refusal.status;
+        response
     } else {
         (refusal.status, format!("{}\n", refusal.message)).into_response()
     }

@@ -6,16 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use airlock_config::{Isolation, RecordMode};
-use airlock_gateway::{Error, Gateway, LeaseInfo, LeaseRequest, OpenOptions, Principal};
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use airlock_gateway::{Gateway, LeaseInfo, LeaseRequest, OpenOptions, Principal};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::api::error_response;
+use crate::error::{ApiError, ApiJson, ApiQuery, JsonBody};
 
 /// Where clients reach this server (no trailing `/`), for the `mcp_url`s handed out.
 #[derive(Debug, Clone)]
@@ -156,34 +155,24 @@ pub(crate) async fn lease(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     Extension(public_url): Extension<PublicUrl>,
-    body: axum::body::Bytes,
-) -> Response {
-    let body: LeaseBody = match serde_json::from_slice(&body) {
-        Ok(body) => body,
-        Err(e) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                "invalid_argument",
-                &format!("the body is not a lease request: {e}"),
-            );
-        }
-    };
+    ApiJson(body): ApiJson<LeaseBody>,
+) -> Result<(StatusCode, Json<SessionView>), ApiError> {
     let record = match body.record.as_deref().map(|r| (r, RecordMode::parse(r))) {
         None => None,
         Some((_, Some(mode))) => Some(mode),
         Some((text, None)) => {
-            return bad(&format!(
+            return Err(ApiError::invalid(format!(
                 "record is one of off, transient, audit, not {text:?}"
-            ));
+            )));
         }
     };
     let isolation = match body.isolation.as_deref().map(|i| (i, Isolation::parse(i))) {
         None => None,
         Some((_, Some(isolation))) => Some(isolation),
         Some((text, None)) => {
-            return bad(&format!(
+            return Err(ApiError::invalid(format!(
                 "isolation is one of context, process, not {text:?}"
-            ));
+            )));
         }
     };
     let ttl = match body.ttl_secs {
@@ -191,10 +180,16 @@ pub(crate) async fn lease(
         Some(secs) if secs.fract() == 0.0 && (1.0..=86_400.0).contains(&secs) => {
             Some(Duration::from_secs(secs as u64))
         }
-        Some(_) => return bad("ttl_secs is a whole number of seconds from 1 to 86400"),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "ttl_secs is a whole number of seconds from 1 to 86400",
+            ));
+        }
     };
     if body.credentials.len() > 16 || body.allow_hosts.len() > 64 {
-        return bad("at most 16 credentials and 64 allow_hosts");
+        return Err(ApiError::invalid(
+            "at most 16 credentials and 64 allow_hosts",
+        ));
     }
     let request = LeaseRequest {
         user: body.user_id,
@@ -209,19 +204,19 @@ pub(crate) async fn lease(
             device: body.device,
         },
     };
-    match gateway.lease(&caller, request).await {
-        Ok(leased) => {
-            let mut out = session_view(&leased.info, &public_url);
-            out.created = Some(leased.created);
-            let status = if leased.created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            (status, Json(out)).into_response()
-        }
-        Err(e) => gateway_error(&e),
-    }
+    let leased = gateway.lease(&caller, request).await?;
+    let mut out = session_view(&leased.info, &public_url);
+    out.created = Some(leased.created);
+    let status = if leased.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(out)))
+}
+
+impl JsonBody for LeaseBody {
+    const WHAT: &'static str = "a lease request";
 }
 
 /// Which sessions to list.
@@ -250,19 +245,15 @@ pub(crate) struct ListQuery {
 pub(crate) async fn list(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(query): ApiQuery<ListQuery>,
     Extension(public_url): Extension<PublicUrl>,
-) -> Response {
-    let query = match query {
-        Ok(Query(query)) => query,
-        Err(e) => return crate::api::bad_query(&e),
-    };
+) -> Json<SessionList> {
     let sessions = gateway
         .tenant_sessions(&caller.tenant, query.user_id.as_deref())
         .iter()
         .map(|info| session_view(info, &public_url))
         .collect();
-    Json(SessionList { sessions }).into_response()
+    Json(SessionList { sessions })
 }
 
 /// One of the tenant's sessions.
@@ -284,11 +275,9 @@ pub(crate) async fn one(
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
     Extension(public_url): Extension<PublicUrl>,
-) -> Response {
-    match gateway.session_info(&caller.tenant, &id) {
-        Ok(info) => Json(session_view(&info, &public_url)).into_response(),
-        Err(e) => gateway_error(&e),
-    }
+) -> Result<Json<SessionView>, ApiError> {
+    let info = gateway.session_info(&caller.tenant, &id)?;
+    Ok(Json(session_view(&info, &public_url)))
 }
 
 /// Starts the session's idle TTL over.
@@ -310,11 +299,9 @@ pub(crate) async fn heartbeat(
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
     Extension(public_url): Extension<PublicUrl>,
-) -> Response {
-    match gateway.heartbeat(&caller.tenant, &id) {
-        Ok(info) => Json(session_view(&info, &public_url)).into_response(),
-        Err(e) => gateway_error(&e),
-    }
+) -> Result<Json<SessionView>, ApiError> {
+    let info = gateway.heartbeat(&caller.tenant, &id)?;
+    Ok(Json(session_view(&info, &public_url)))
 }
 
 /// Ends the session now.
@@ -335,15 +322,9 @@ pub(crate) async fn end(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     Path(id): Path<String>,
-) -> Response {
-    match gateway.end_session(&caller.tenant, &id).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(e) => gateway_error(&e),
-    }
-}
-
-fn bad(message: &str) -> Response {
-    error_response(StatusCode::BAD_REQUEST, "invalid_argument", message)
+) -> Result<StatusCode, ApiError> {
+    gateway.end_session(&caller.tenant, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 // A session as the API shows it. `mcp_url` starts with the server's public URL, never
@@ -377,20 +358,4 @@ fn session_view(info: &LeaseInfo, public_url: &PublicUrl) -> SessionView {
         blocked_requests: info.blocked,
         created: None,
     }
-}
-
-// A gateway error as JSON with its HTTP status; over a cap, 429 with `Retry-After`.
-pub(crate) fn gateway_error(e: &Error) -> Response {
-    use airlock_core::HasErrorCode as _;
-    let code = e.code();
-    let status =
-        StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let body = crate::api::ErrorBody::new(code.as_str(), &e.to_string(), e.retry_after_secs());
-    let mut response = (status, Json(body)).into_response();
-    if let Some(secs) = e.retry_after_secs()
-        && let Ok(value) = HeaderValue::from_str(&secs.to_string())
-    {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
-    }
-    response
 }

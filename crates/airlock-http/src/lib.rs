@@ -17,6 +17,7 @@ mod api;
 mod auth;
 mod console;
 mod edge;
+mod error;
 pub mod jwt;
 mod leases;
 mod limit;
