@@ -323,7 +323,7 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
                     tracing::warn!(
                         %reason,
                         "Chromium's memory is not bounded: no cgroup could be made for it \
-                         (ARCHITECTURE.md, \"Crashes\")"
+                         (docs/internals.md, \"Crashes\")"
                     );
                 }
             })
