@@ -5,14 +5,12 @@
 //! Each MCP session gets its own [`AgentSession`](airlock_gateway::AgentSession) and so
 //! its own browser session; tool calls go straight to the gateway and its
 //! [`ToolOutput`](airlock_gateway::ToolOutput) becomes the tool result. Only this crate
-//! knows rmcp.
+//! knows rmcp. The tools it lists and the checks of their arguments are the
+//! catalogue's (`airlock-tools`), which every surface shares.
 
 mod elicit;
-mod params;
-mod schema;
 mod server;
 mod shell;
-mod tools;
 
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@ use airlock_config::ToolProfile;
 use airlock_core::ErrorCode;
 use airlock_gateway::{AgentSession, Gateway, PageFence, Principal, Surface, ToolCall, ToolOutput};
 use base64::Engine as _;
-use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -19,8 +19,8 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use serde_json::json;
 
-use crate::params::BadArgument;
 use crate::shell::{self, ShellParams, ShellResult};
+use airlock_tools::BadArgument;
 
 const INSTRUCTIONS: &str = "Airlock drives an isolated headless browser for you. \
 Start with browser_navigate, read the page with browser_snapshot (one element a line: \
@@ -52,51 +52,27 @@ impl AirlockMcp {
     /// clone is dropped), offering the tools of `profile`.
     pub fn new(gateway: Arc<Gateway>, profile: ToolProfile) -> AirlockMcp {
         let mut tool_router = match profile {
-            ToolProfile::Browser => {
-                Self::navigate_router()
-                    + Self::interact_router()
-                    + Self::read_router()
-                    + Self::tabs_router()
-                    + Self::session_router()
-            }
+            ToolProfile::Browser => catalogue_router(&gateway),
             ToolProfile::BrowserShell => Self::shell_router(),
         };
-        // Code for the page is offered only where the operator turned it on; the
-        // gateway refuses it anyway (other surfaces, a client calling it unlisted).
-        if !gateway.evaluate_enabled() {
-            tool_router.map.remove("browser_evaluate");
-        }
-        if gateway.upload_dir().is_none() {
-            tool_router.map.remove("browser_file_upload");
-        }
         let mut folded = std::collections::HashSet::new();
         for route in tool_router.map.values_mut() {
-            let mut schema = crate::schema::compact(&route.attr.input_schema);
-            if route.attr.name == "browser_click" {
-                crate::schema::trim_click(&mut schema);
-            } else if crate::schema::fold_targets(
-                &mut schema,
-                match route.attr.name.as_ref() {
-                    "browser_wait_for" => &["timeout_ms"],
-                    "browser_type" | "browser_fill_form" => &["role", "name"],
-                    _ => &[],
-                },
-            ) {
-                folded.insert(route.attr.name.to_string());
-            }
-            route.attr.input_schema = Arc::new(schema);
-            // A hint equal to the protocol's default says nothing: leave it out. Except
-            // `destructiveHint: true`, said outright so no client takes silence for safe.
-            // Tools declare only the two hints clients act on (whether a call may be
-            // allowed without asking): idempotent and open-world hints cost ~170 tokens
-            // of every listing and change no client's behaviour.
-            if let Some(hints) = &mut route.attr.annotations {
-                if hints.read_only_hint == Some(false) {
-                    hints.read_only_hint = None;
+            if let Some(tool) = airlock_tools::find(&route.attr.name) {
+                folded.extend(tool.listed().folded.then(|| tool.name.to_owned()));
+            } else {
+                // A tool of this surface's own (browser-shell): made lean the same way.
+                let mut schema = airlock_tools::schema::compact(&route.attr.input_schema);
+                if airlock_tools::schema::fold_targets(&mut schema, &[]) {
+                    folded.insert(route.attr.name.to_string());
                 }
-                // destructiveHint means something only when readOnlyHint is false.
-                if hints.read_only_hint == Some(true) {
-                    hints.destructive_hint = None;
+                route.attr.input_schema = Arc::new(schema);
+                if let Some(hints) = &mut route.attr.annotations {
+                    if hints.read_only_hint == Some(false) {
+                        hints.read_only_hint = None;
+                    }
+                    if hints.read_only_hint == Some(true) {
+                        hints.destructive_hint = None;
+                    }
                 }
             }
         }
@@ -308,6 +284,54 @@ impl AirlockMcp {
     }
 }
 
+// The `browser_*` tools as MCP lists and dispatches them: every entry of the catalogue
+// the gateway offers (code for the page only where the operator turned it on, uploads
+// only where there is an upload directory; the gateway refuses both anyway).
+fn catalogue_router(gateway: &Gateway) -> ToolRouter<AirlockMcp> {
+    let mut router = ToolRouter::new();
+    for tool in airlock_tools::tools() {
+        let offered = match tool.name {
+            "browser_evaluate" => gateway.evaluate_enabled(),
+            "browser_file_upload" => gateway.upload_dir().is_some(),
+            _ => true,
+        };
+        if !offered {
+            continue;
+        }
+        // A hint equal to the protocol's default says nothing: leave it out. Except
+        // `destructiveHint: true`, said outright so no client takes silence for safe
+        // (it means something only when the tool is not read-only). Idempotent and
+        // open-world hints cost ~170 tokens of every listing and change no client.
+        let hints = rmcp::model::ToolAnnotations::from_raw(
+            None,
+            tool.read_only.then_some(true),
+            (!tool.read_only).then_some(tool.destructive),
+            None,
+            None,
+        );
+        let listed = rmcp::model::Tool::new(
+            tool.name,
+            tool.description,
+            Arc::new(tool.listed().schema.clone()),
+        )
+        .with_annotations(hints);
+        router.add_route(ToolRoute::new_dyn(
+            listed,
+            move |context: ToolCallContext<'_, AirlockMcp>| {
+                Box::pin(async move {
+                    let call = tool.parse(context.arguments.as_ref());
+                    context
+                        .service
+                        .run(tool.name, call, &context.request_context.extensions)
+                        .await
+                        .map(Into::into)
+                })
+            },
+        ));
+    }
+    router
+}
+
 /// Which agent session serves a request.
 enum Serving {
     /// A session that outlives the request.
@@ -362,44 +386,16 @@ impl AirlockMcp {
     }
 }
 
-/// A refusal naming the arguments `tool` does not take, if `arguments` holds any.
-/// A tool whose listing was folded also takes every target field (`role`, `name` …).
+/// A refusal naming the arguments `tool` does not take, if `arguments` holds any
+/// (the catalogue's words, for the tools outside it too).
 fn unknown_arguments(
     tool: &rmcp::model::Tool,
     folded: bool,
     arguments: Option<&serde_json::Map<String, serde_json::Value>>,
 ) -> Option<ToolOutput> {
-    let properties = tool.input_schema.get("properties")?.as_object()?;
-    let unknown: Vec<&str> = arguments?
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !properties.contains_key(*k))
-        .filter(|k| !(folded && crate::schema::is_target_field(k)))
-        .collect();
-    if unknown.is_empty() {
-        return None;
-    }
-    let mut allowed: Vec<&str> = properties.keys().map(String::as_str).collect();
-    allowed.sort_unstable();
-    Some(ToolOutput::error(
-        ErrorCode::InvalidArgument,
-        format!(
-            "{} does not take {}; it takes {}",
-            tool.name,
-            unknown
-                .iter()
-                .map(|k| format!("`{}`", k.chars().take(40).collect::<String>()))
-                .collect::<Vec<_>>()
-                .join(", "),
-            if allowed.is_empty() {
-                "no arguments".to_owned()
-            } else if folded {
-                format!("{} and a target as browser_click", allowed.join(", "))
-            } else {
-                allowed.join(", ")
-            }
-        ),
-    ))
+    airlock_tools::check_arguments(&tool.name, &tool.input_schema, folded, arguments)
+        .err()
+        .map(|BadArgument(why)| ToolOutput::error(ErrorCode::InvalidArgument, why))
 }
 
 /// The handle of a `/mcp/s/<handle>` path.
@@ -583,11 +579,8 @@ impl AirlockMcp {
         let tcc = ToolCallContext::new(self, request, context);
         let misfit = |message: &str| {
             let message = message.trim_start_matches(DESERIALIZE_FAILED);
-            Ok(result(ToolOutput::error(
-                ErrorCode::InvalidArgument,
-                format!("the arguments do not fit {}: {message}", tool.name),
-            ))
-            .into())
+            let BadArgument(why) = airlock_tools::misfit(&tool.name, message);
+            Ok(result(ToolOutput::error(ErrorCode::InvalidArgument, why)).into())
         };
         match self.tool_router.call(tcc).await {
             Err(e) if e.code == rmcp::model::ErrorCode::INVALID_PARAMS => misfit(&e.message),

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 /// Drops `$schema`, turns `["T", "null"]` into `"T"` (an optional parameter may simply
 /// be left out), and drops number `format`s, the `minimum: 0` of unsigned integers,
 /// and defaults that say nothing (`false`, `[]`, `null`).
-pub(crate) fn compact(schema: &Map<String, Value>) -> Map<String, Value> {
+pub fn compact(schema: &Map<String, Value>) -> Map<String, Value> {
     let mut out = schema.clone();
     out.remove("$schema");
     compact_object(&mut out);
@@ -21,7 +21,7 @@ const TARGET_EXTRAS: [&str; 1] = ["timeout_ms"];
 const SELF_EVIDENT: [&str; 4] = ["selector", "x", "y", "timeout_ms"];
 
 /// Drops the descriptions `browser_click`'s own description makes redundant.
-pub(crate) fn trim_click(schema: &mut Map<String, Value>) {
+pub fn trim_click(schema: &mut Map<String, Value>) {
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         for field in SELF_EVIDENT {
             if let Some(Value::Object(p)) = properties.get_mut(field) {
@@ -42,7 +42,7 @@ pub(crate) fn trim_click(schema: &mut Map<String, Value>) {
 /// listed properties can too.
 /// Returns whether the top level was folded (the tool takes the unlisted target
 /// fields as arguments).
-pub(crate) fn fold_targets(schema: &mut Map<String, Value>, keep: &[&str]) -> bool {
+pub fn fold_targets(schema: &mut Map<String, Value>, keep: &[&str]) -> bool {
     let folded = fold(schema, keep);
     if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
         for def in defs.values_mut().filter_map(Value::as_object_mut) {
@@ -54,7 +54,7 @@ pub(crate) fn fold_targets(schema: &mut Map<String, Value>, keep: &[&str]) -> bo
 }
 
 /// Whether `key` is one of the target fields a folded schema takes unlisted.
-pub(crate) fn is_target_field(key: &str) -> bool {
+pub fn is_target_field(key: &str) -> bool {
     TARGET_FIELDS.contains(&key) || TARGET_EXTRAS.contains(&key)
 }
 

@@ -9,14 +9,15 @@ use airlock_gateway::action::{
     SnapshotOptions, Target, WaitCondition, WaitUntil,
 };
 use airlock_gateway::{OpenOptions, PageView, ReadFormat, TabAction, ToolCall};
-use rmcp::schemars::{self, JsonSchema};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Longest text accepted for typing; more is refused rather than truncated.
 const MAX_TEXT_CHARS: usize = 100_000;
 
 /// A problem with the arguments, reported as `invalid_argument`.
-pub(crate) struct BadArgument(pub(crate) String);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadArgument(pub String);
 
 fn bad<T>(message: impl Into<String>) -> Result<T, BadArgument> {
     Err(BadArgument(message.into()))
@@ -37,25 +38,25 @@ fn budgeted(call: ToolCall, timeout_ms: Option<u64>) -> Result<ToolCall, BadArgu
 /// What to act on: give exactly one of `ref`; `role` (with `name`, optionally
 /// `index`); `selector`; or `x` and `y`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-pub(crate) struct TargetParams {
+pub struct TargetParams {
     /// From the latest snapshot of the tab in use (`e12`, `f1e3`, `t2e5`); preferred.
     #[serde(rename = "ref")]
-    pub(crate) reference: Option<String>,
+    pub reference: Option<String>,
     /// As the snapshot shows it (`button`).
-    pub(crate) role: Option<String>,
+    pub role: Option<String>,
     /// Exact, else substring.
-    pub(crate) name: Option<String>,
+    pub name: Option<String>,
     /// Of several matches, 0-based.
-    pub(crate) index: Option<usize>,
+    pub index: Option<usize>,
     /// CSS selector.
-    pub(crate) selector: Option<String>,
+    pub selector: Option<String>,
     /// Viewport point, CSS px (with `y`).
-    pub(crate) x: Option<f64>,
+    pub x: Option<f64>,
     /// Viewport point, CSS px (with `x`).
-    pub(crate) y: Option<f64>,
+    pub y: Option<f64>,
     /// How long finding and acting on the target may take, ms (100–120000; default:
     /// the server's action budget).
-    pub(crate) timeout_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
 }
 
 impl TargetParams {
@@ -67,7 +68,7 @@ impl TargetParams {
             && self.y.is_none()
     }
 
-    pub(crate) fn target(&self) -> Result<Target, BadArgument> {
+    pub fn target(&self) -> Result<Target, BadArgument> {
         let kinds = [
             self.reference.is_some(),
             self.role.is_some(),
@@ -121,19 +122,19 @@ impl TargetParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct NavigateParams {
+pub struct NavigateParams {
     /// Absolute http(s) URL.
-    pub(crate) url: String,
+    pub url: String,
     /// Default `load`.
     #[schemars(extend("enum" = ["load", "domcontentloaded", "networkidle"]))]
-    pub(crate) wait_until: Option<String>,
+    pub wait_until: Option<String>,
     /// What of the page the result shows (default `full`, at most 16,000 bytes).
     #[schemars(extend("enum" = ["full", "interactive", "none"]))]
-    pub(crate) snapshot: Option<String>,
+    pub snapshot: Option<String>,
 }
 
 impl NavigateParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         if self.url.len() > 8_192 {
             return bad("`url` is longer than 8192 characters");
         }
@@ -167,27 +168,27 @@ impl NavigateParams {
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-pub(crate) struct SnapshotParams {
+pub struct SnapshotParams {
     /// Only what can be acted on, with the headings and rows that locate it.
     #[serde(default)]
-    pub(crate) interactive_only: bool,
+    pub interactive_only: bool,
     /// Most lines to return.
-    pub(crate) max_nodes: Option<usize>,
+    pub max_nodes: Option<usize>,
     /// Only this ref's subtree (a table, a dialog).
-    pub(crate) scope_ref: Option<String>,
+    pub scope_ref: Option<String>,
     /// Lines containing this text, with subtree, ancestors and heading.
-    pub(crate) find: Option<String>,
+    pub find: Option<String>,
     /// From a previous snapshot's truncation line.
-    pub(crate) offset: Option<usize>,
+    pub offset: Option<usize>,
     /// Levels shown (1: top only); cut subtrees end `[+N]`.
-    pub(crate) depth: Option<usize>,
+    pub depth: Option<usize>,
     /// Each ref's `[box=x,y,w,h]` in viewport CSS px.
     #[serde(default)]
-    pub(crate) boxes: bool,
+    pub boxes: bool,
 }
 
 impl SnapshotParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let scope = match &self.scope_ref {
             Some(r) => Some(
                 r.trim()
@@ -213,23 +214,23 @@ impl SnapshotParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct ClickParams {
+pub struct ClickParams {
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
     /// Default `left`.
     #[schemars(extend("enum" = ["left", "right", "middle"]))]
-    pub(crate) button: Option<String>,
+    pub button: Option<String>,
     /// Double-click.
     #[serde(default)]
-    pub(crate) double: bool,
+    pub double: bool,
     /// Held keys.
     #[serde(default)]
     #[schemars(extend("items" = { "type": "string", "enum": ["Alt", "Control", "Meta", "Shift"] }))]
-    pub(crate) modifiers: Vec<String>,
+    pub modifiers: Vec<String>,
 }
 
 impl ClickParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let button = match self.button.as_deref() {
             None | Some("left") => MouseButton::Left,
             Some("right") => MouseButton::Right,
@@ -267,21 +268,21 @@ impl ClickParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct TypeParams {
+pub struct TypeParams {
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
     /// The text.
-    pub(crate) text: String,
+    pub text: String,
     /// Replace the field's content.
     #[serde(default)]
-    pub(crate) clear_first: bool,
+    pub clear_first: bool,
     /// Press Enter afterwards.
     #[serde(default)]
-    pub(crate) submit: bool,
+    pub submit: bool,
 }
 
 impl TypeParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         check_text(&self.text)?;
         let call = ToolCall::Type {
             target: self.target.target()?,
@@ -301,21 +302,21 @@ fn check_text(text: &str) -> Result<(), BadArgument> {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct FormField {
+pub struct FormField {
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
     /// Text; `true`/`false` for a checkbox; an option for a select.
-    pub(crate) value: String,
+    pub value: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct FillFormParams {
+pub struct FillFormParams {
     /// In order.
-    pub(crate) fields: Vec<FormField>,
+    pub fields: Vec<FormField>,
 }
 
 impl FillFormParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         if self.fields.is_empty() || self.fields.len() > 100 {
             return bad("`fields` must hold 1 to 100 fields");
         }
@@ -331,13 +332,13 @@ impl FillFormParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct PressKeyParams {
+pub struct PressKeyParams {
     /// `Enter`, `Tab`, `Escape`, `ArrowDown`, `a`, `Control+A` …
-    pub(crate) key: String,
+    pub key: String,
 }
 
 impl PressKeyParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         if self.key.len() > 64 {
             return bad("`key` is a key name or combo such as `Control+A`");
         }
@@ -346,15 +347,15 @@ impl PressKeyParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct SelectParams {
+pub struct SelectParams {
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
     /// Values or labels (several for a multi-select).
-    pub(crate) values: Vec<String>,
+    pub values: Vec<String>,
 }
 
 impl SelectParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         if self.values.is_empty() {
             return bad("`values` must name at least one option");
         }
@@ -367,15 +368,15 @@ impl SelectParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct CheckParams {
+pub struct CheckParams {
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
     /// Default `true`.
-    pub(crate) checked: Option<bool>,
+    pub checked: Option<bool>,
 }
 
 impl CheckParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let call = ToolCall::Check {
             target: self.target.target()?,
             checked: self.checked.unwrap_or(true),
@@ -385,13 +386,13 @@ impl CheckParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct HoverParams {
+pub struct HoverParams {
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
 }
 
 impl HoverParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let call = ToolCall::Hover {
             target: self.target.target()?,
         };
@@ -400,19 +401,19 @@ impl HoverParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct ScrollParams {
+pub struct ScrollParams {
     /// Give a target to scroll it into view; otherwise the page scrolls by `direction`.
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
     /// Default `down`.
     #[schemars(extend("enum" = ["down", "up", "left", "right"]))]
-    pub(crate) direction: Option<String>,
+    pub direction: Option<String>,
     /// CSS pixels (default: most of a viewport).
-    pub(crate) amount: Option<f64>,
+    pub amount: Option<f64>,
 }
 
 impl ScrollParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         if !self.target.is_empty() {
             let call = ToolCall::Scroll(Scroll::IntoView(self.target.target()?));
             return budgeted(call, self.target.timeout_ms);
@@ -436,22 +437,22 @@ impl ScrollParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct WaitForParams {
+pub struct WaitForParams {
     /// Text to appear.
-    pub(crate) text: Option<String>,
+    pub text: Option<String>,
     /// Text to disappear.
-    pub(crate) text_gone: Option<String>,
+    pub text_gone: Option<String>,
     /// Wait until this target exists and is visible.
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
     /// Fixed wait, ms (at most 60000).
-    pub(crate) time_ms: Option<u64>,
+    pub time_ms: Option<u64>,
     /// Give up after (ms; default 10000).
-    pub(crate) timeout_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
 }
 
 impl WaitForParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let mut conditions = Vec::new();
         if let Some(t) = self.text {
             conditions.push(WaitCondition::Text(t));
@@ -482,22 +483,22 @@ impl WaitForParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct ScreenshotParams {
+pub struct ScreenshotParams {
     /// Not just the viewport.
     #[serde(default)]
-    pub(crate) full_page: bool,
+    pub full_page: bool,
     /// Only this element.
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
     /// Default `png`.
     #[schemars(extend("enum" = ["png", "jpeg"]))]
-    pub(crate) format: Option<String>,
+    pub format: Option<String>,
     /// JPEG quality 1–100 (default 80).
-    pub(crate) quality: Option<u8>,
+    pub quality: Option<u8>,
 }
 
 impl ScreenshotParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let format = match self.format.as_deref() {
             None | Some("png") => {
                 if self.quality.is_some() {
@@ -529,16 +530,16 @@ impl ScreenshotParams {
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-pub(crate) struct ReadParams {
+pub struct ReadParams {
     /// Default `markdown`.
     #[schemars(extend("enum" = ["markdown", "text"]))]
-    pub(crate) format: Option<String>,
+    pub format: Option<String>,
     /// From a previous read's truncation line.
-    pub(crate) offset: Option<usize>,
+    pub offset: Option<usize>,
 }
 
 impl ReadParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let format = match self.format.as_deref() {
             None | Some("markdown") => ReadFormat::Markdown,
             Some("text") => ReadFormat::Text,
@@ -552,16 +553,16 @@ impl ReadParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct ConsoleParams {
+pub struct ConsoleParams {
     /// Least level shown (default `info`).
     #[schemars(extend("enum" = ["debug", "info", "warning", "error"]))]
-    pub(crate) level: Option<String>,
+    pub level: Option<String>,
     /// Newest N (default 50, max 200).
-    pub(crate) limit: Option<usize>,
+    pub limit: Option<usize>,
 }
 
 impl ConsoleParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let level = match self.level.as_deref() {
             None => airlock_gateway::action::ConsoleLevel::Info,
             Some(text) => airlock_gateway::action::ConsoleLevel::parse(text).ok_or_else(|| {
@@ -577,15 +578,15 @@ impl ConsoleParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct NetworkParams {
+pub struct NetworkParams {
     /// Only URLs containing this.
-    pub(crate) filter: Option<String>,
+    pub filter: Option<String>,
     /// Newest N (default 50, max 200).
-    pub(crate) limit: Option<usize>,
+    pub limit: Option<usize>,
 }
 
 impl NetworkParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let limit = self.limit.unwrap_or(50);
         if !(1..=airlock_gateway::NETWORK_KEPT).contains(&limit) {
             return bad(format!("`limit` is 1 to {}", airlock_gateway::NETWORK_KEPT));
@@ -601,16 +602,16 @@ impl NetworkParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct EvaluateParams {
+pub struct EvaluateParams {
     /// A JavaScript function: `() => document.title`, or `(el) => el.value` with a
     /// target.
-    pub(crate) function: String,
+    pub function: String,
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
 }
 
 impl EvaluateParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let call = ToolCall::Evaluate {
             function: self.function,
             target: if self.target.is_empty() {
@@ -624,15 +625,15 @@ impl EvaluateParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct UploadParams {
+pub struct UploadParams {
     #[serde(flatten)]
-    pub(crate) target: TargetParams,
+    pub target: TargetParams,
     /// Names in the server's upload directory.
-    pub(crate) files: Vec<String>,
+    pub files: Vec<String>,
 }
 
 impl UploadParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let call = ToolCall::FileUpload {
             target: self.target.target()?,
             files: self.files,
@@ -642,15 +643,15 @@ impl UploadParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct DragParams {
+pub struct DragParams {
     /// What to drag.
-    pub(crate) from: TargetParams,
+    pub from: TargetParams,
     /// Where to drop it.
-    pub(crate) to: TargetParams,
+    pub to: TargetParams,
 }
 
 impl DragParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let call = ToolCall::Drag {
             from: self.from.target()?,
             to: self.to.target()?,
@@ -660,17 +661,17 @@ impl DragParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct DialogParams {
+pub struct DialogParams {
     /// OK (true) or Cancel (false).
-    pub(crate) accept: bool,
+    pub accept: bool,
     /// A prompt's answer.
-    pub(crate) prompt_text: Option<String>,
+    pub prompt_text: Option<String>,
     /// Wait this long (ms) for one to open (default 0).
-    pub(crate) timeout_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
 }
 
 impl DialogParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         if self.prompt_text.is_some() && !self.accept {
             return bad("`prompt_text` goes with accept: true".to_owned());
         }
@@ -687,15 +688,15 @@ impl DialogParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct ResizeParams {
+pub struct ResizeParams {
     /// 200–3840.
-    pub(crate) width: u32,
+    pub width: u32,
     /// 200–2160.
-    pub(crate) height: u32,
+    pub height: u32,
 }
 
 impl ResizeParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let (min, max) = (airlock_gateway::VIEWPORT_MIN, airlock_gateway::VIEWPORT_MAX);
         if !(min.0..=max.0).contains(&self.width) || !(min.1..=max.1).contains(&self.height) {
             return bad(format!(
@@ -711,17 +712,17 @@ impl ResizeParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct TabsParams {
+pub struct TabsParams {
     #[schemars(extend("enum" = ["list", "new", "select", "close"]))]
-    pub(crate) action: String,
+    pub action: String,
     /// For `select` and `close`.
-    pub(crate) index: Option<usize>,
+    pub index: Option<usize>,
     /// For `new`.
-    pub(crate) url: Option<String>,
+    pub url: Option<String>,
 }
 
 impl TabsParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let index = || {
             self.index
                 .ok_or_else(|| BadArgument(format!("`{}` needs `index`", self.action)))
@@ -753,24 +754,24 @@ impl TabsParams {
 
 // Debug by hand below: the grant token is a credential.
 #[derive(Default, Deserialize, JsonSchema)]
-pub(crate) struct SessionOpenParams {
+pub struct SessionOpenParams {
     /// Stored credentials to log in with; type values as `{{secret:NAME.password}}`.
     #[serde(default)]
-    pub(crate) credentials: Vec<String>,
+    pub credentials: Vec<String>,
     /// Grant token for the credentials.
-    pub(crate) grant: Option<String>,
+    pub grant: Option<String>,
     /// Screenshots of your steps (`transient`: the last 50).
     #[schemars(extend("enum" = ["off", "transient", "audit"]))]
-    pub(crate) record: Option<String>,
+    pub record: Option<String>,
     /// `process`: own Chromium.
     #[schemars(extend("enum" = ["context", "process"]))]
-    pub(crate) isolation: Option<String>,
+    pub isolation: Option<String>,
     /// Only these hosts (`a.com`, `*.a.com`), within the policy.
     #[serde(default)]
-    pub(crate) allow_hosts: Vec<String>,
+    pub allow_hosts: Vec<String>,
     /// Emulate it (viewport, density, touch, User-Agent).
     #[schemars(extend("enum" = ["desktop", "iphone-15", "pixel-8", "ipad"]))]
-    pub(crate) device: Option<String>,
+    pub device: Option<String>,
 }
 
 impl std::fmt::Debug for SessionOpenParams {
@@ -787,7 +788,7 @@ impl std::fmt::Debug for SessionOpenParams {
 }
 
 impl SessionOpenParams {
-    pub(crate) fn call(self) -> Result<ToolCall, BadArgument> {
+    pub fn call(self) -> Result<ToolCall, BadArgument> {
         let record = match self.record.as_deref() {
             None => None,
             Some(text) => Some(RecordMode::parse(text).ok_or_else(|| {
@@ -813,7 +814,7 @@ impl SessionOpenParams {
 
 /// For tools without parameters.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-pub(crate) struct NoParams {}
+pub struct NoParams {}
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,86 @@
+//! The catalogue as a surface sees it: every tool once, arguments parsed into calls,
+//! and refusals in the words every surface shows.
+
+use serde_json::json;
+
+use super::*;
+
+fn args(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn refused(tool: &str, value: Value) -> String {
+    match find(tool).unwrap().parse(Some(&args(value))) {
+        Err(BadArgument(why)) => why,
+        Ok(call) => panic!("{tool} took it: {call:?}"),
+    }
+}
+
+#[test]
+fn every_tool_is_listed_once_under_its_own_name() {
+    let mut names: Vec<&str> = tools().iter().map(|t| t.name).collect();
+    assert_eq!(names.len(), 27);
+    assert!(names.iter().all(|n| n.starts_with("browser_")));
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 27, "a name is listed twice");
+    for tool in tools() {
+        let listed = tool.listed();
+        assert_eq!(listed.schema["type"], "object", "{}", tool.name);
+        assert!(!listed.schema.contains_key("$schema"), "{}", tool.name);
+        assert!(!tool.description.is_empty());
+        // A read-only tool is never called destructive.
+        assert!(!(tool.read_only && tool.destructive), "{}", tool.name);
+    }
+    assert!(find("browser_launch_missiles").is_none());
+}
+
+#[test]
+fn arguments_parse_into_the_gateways_calls() {
+    let navigate = find("browser_navigate").unwrap();
+    let call = navigate
+        .parse(Some(&args(json!({"url": "https://a.test/"}))))
+        .unwrap();
+    assert!(matches!(call, ToolCall::Navigate { ref url, .. } if url == "https://a.test/"));
+    assert!(matches!(
+        find("browser_back").unwrap().parse(None),
+        Ok(ToolCall::Back)
+    ));
+    // A folded tool takes the target fields it does not list.
+    let hover = find("browser_hover").unwrap();
+    assert!(hover.listed().folded);
+    let call = hover
+        .parse(Some(&args(json!({"role": "button", "name": "Go"}))))
+        .unwrap();
+    assert!(matches!(call, ToolCall::Hover { .. }));
+}
+
+#[test]
+fn refusals_say_what_the_tool_takes_and_what_did_not_fit() {
+    assert_eq!(
+        refused("browser_back", json!({"x": 1})),
+        "browser_back does not take `x`; it takes no arguments"
+    );
+    let why = refused(
+        "browser_type",
+        json!({"ref": "e1", "text": "hi", "clearFirst": true}),
+    );
+    assert!(
+        why.starts_with("browser_type does not take `clearFirst`; it takes ")
+            && why.ends_with(" and a target as browser_click"),
+        "{why}"
+    );
+    let why = refused("browser_click", json!({"ref": 5}));
+    assert!(
+        why.starts_with("the arguments do not fit browser_click: invalid type"),
+        "{why}"
+    );
+    // The parameters' own checks, unchanged.
+    let why = refused("browser_click", json!({}));
+    assert!(why.starts_with("give a target"), "{why}");
+    let why = refused("browser_click", json!({"ref": "e1", "timeout_ms": 5}));
+    assert_eq!(why, "`timeout_ms` is 100 to 120000; got 5");
+}
