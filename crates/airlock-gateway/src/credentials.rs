@@ -62,7 +62,7 @@ impl CredentialSource {
     /// not (the session opens clean and says why).
     pub(crate) async fn load(
         &self,
-        caller: &crate::sessions::Principal,
+        caller: &crate::principal::Principal,
         names: &[String],
         grant_token: Option<&str>,
     ) -> Result<Outcome> {

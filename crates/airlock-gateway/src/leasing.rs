@@ -13,7 +13,7 @@ use airlock_core::sync::lock;
 
 use crate::error::{Error, Result};
 use crate::session::{AgentSession, Gateway};
-use crate::sessions::{ConversationKey, LeaseInfo, Principal, SessionId};
+use crate::sessions::{ConversationKey, LeaseInfo, Principal};
 use crate::surface::Surface;
 use crate::tools::OpenOptions;
 
@@ -43,12 +43,6 @@ pub struct Leased {
     /// Created by this request (else it existed).
     pub created: bool,
 }
-
-// One (tenant, user, conversation) and the session it names. Racing requests for the
-// same key wait on its lock, so exactly one creates the session.
-pub(crate) type ConversationSlots =
-    std::sync::Mutex<std::collections::HashMap<(String, ConversationKey), ConversationSlot>>;
-pub(crate) type ConversationSlot = Arc<tokio::sync::Mutex<Option<SessionId>>>;
 
 fn valid_key(what: &str, text: &str) -> Result<()> {
     if text.is_empty() || text.chars().count() > MAX_KEY_CHARS || text.chars().any(char::is_control)

@@ -24,6 +24,7 @@ mod credentials;
 mod error;
 mod leasing;
 mod operator;
+mod principal;
 mod recording;
 mod session;
 mod sessions;

@@ -126,7 +126,7 @@ pub struct Gateway {
     // Every open browser session, as a lease with an id and an owner.
     pub(crate) sessions: Arc<Sessions>,
     // Which session each leased (tenant, user, conversation) names.
-    pub(crate) conversations: crate::leasing::ConversationSlots,
+    pub(crate) conversations: crate::sessions::ConversationSlots,
     // Agent sessions of stateless callers (one per caller identity).
     callers: Mutex<std::collections::HashMap<String, Arc<AgentSession>>>,
     // Agent sessions named by a handle (a stateless client's session URL), with the

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use airlock_core::Role;
 use airlock_core::sync::lock;
 use airlock_policy::Policy;
 use airlock_worker::BrowserSession;
@@ -21,6 +20,7 @@ use tokio::time::Instant;
 
 use crate::credentials::Loaded;
 use crate::error::{Error, Result};
+pub use crate::principal::Principal;
 
 /// A lease's id: 128 random bits in hex, unguessable, so an id names a session to
 /// whoever holds it and to nobody else.
@@ -44,30 +44,6 @@ impl SessionId {
 impl std::fmt::Display for SessionId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
-    }
-}
-
-/// Who a call comes from: what a lease's owner is, and what admission checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    /// The tenant whose policy, vault and sessions the caller uses.
-    pub tenant: String,
-    /// What the caller may do.
-    pub role: Role,
-    /// A digest naming the caller's credentials (never the credentials), when it
-    /// authenticated; `None` for the local stdio user.
-    pub key: Option<String>,
-}
-
-impl Principal {
-    /// What names this caller among others: its tenant and key. Callers without a
-    /// key (no auth configured: the local user) are one caller per tenant.
-    pub fn caller(&self) -> String {
-        format!(
-            "{}/{}",
-            self.tenant,
-            self.key.as_deref().unwrap_or("anonymous")
-        )
     }
 }
 
@@ -792,3 +768,9 @@ impl Sessions {
         leases
     }
 }
+
+// One (tenant, user, conversation) and the session it names. Racing requests for the
+// same key wait on its lock, so exactly one creates the session.
+pub(crate) type ConversationSlots =
+    std::sync::Mutex<std::collections::HashMap<(String, ConversationKey), ConversationSlot>>;
+pub(crate) type ConversationSlot = Arc<tokio::sync::Mutex<Option<SessionId>>>;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use airlock_core::Role;
 use airlock_gateway::{ApprovalRecord, ApprovalStatus, Decision, FeedEvent, Gateway, Principal};
 
-use crate::error::{ApiError, ApiJson, ApiQuery, JsonBody};
+use crate::error::{ApiError, ApiJson, ApiQuery, ErrorBody, JsonBody};
 use airlock_core::ErrorCode;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, header};
@@ -143,36 +143,6 @@ async fn authenticate(
     }
     request.extensions_mut().insert(principal);
     next.run(request).await
-}
-
-/// A failure: a code an agent or operator can act on, and a one-line message.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct ErrorBody {
-    error: ErrorDetail,
-}
-
-/// What went wrong.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct ErrorDetail {
-    /// `invalid_argument`, `not_found`, `forbidden`, `quota_exceeded` …
-    code: String,
-    /// One line for a person.
-    message: String,
-    /// Over a cap: seconds until a retry may succeed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    retry_after_secs: Option<u64>,
-}
-
-impl ErrorBody {
-    pub(crate) fn new(code: &str, message: &str, retry_after_secs: Option<u64>) -> ErrorBody {
-        ErrorBody {
-            error: ErrorDetail {
-                code: code.to_owned(),
-                message: message.to_owned(),
-                retry_after_secs,
-            },
-        }
-    }
 }
 
 /// A call held for a human, as an operator reads it (redacted).

@@ -12,7 +12,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
-use crate::api::ErrorBody;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 /// A failed request, as every `/api` route answers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,5 +124,35 @@ impl<S: Send + Sync, T: JsonBody> FromRequest<S> for ApiJson<T> {
             }
         };
         body.map(ApiJson).map_err(IntoResponse::into_response)
+    }
+}
+
+/// A failure: a code an agent or operator can act on, and a one-line message.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorBody {
+    error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorDetail {
+    /// `invalid_argument`, `not_found`, `forbidden`, `quota_exceeded` …
+    code: String,
+    /// One line for a person.
+    message: String,
+    /// Over a cap: seconds until a retry may succeed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_after_secs: Option<u64>,
+}
+
+impl ErrorBody {
+    pub(crate) fn new(code: &str, message: &str, retry_after_secs: Option<u64>) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: code.to_owned(),
+                message: message.to_owned(),
+                retry_after_secs,
+            },
+        }
     }
 }

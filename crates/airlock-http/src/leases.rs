@@ -140,14 +140,14 @@ pub(crate) struct SessionList {
     responses(
         (status = 201, description = "A new session", body = SessionView),
         (status = 200, description = "The open session of this key", body = SessionView),
-        (status = 400, description = "A bad request", body = crate::api::ErrorBody),
-        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
-        (status = 403, description = "A key below `act`, or credentials this key may not use (nothing is opened)", body = crate::api::ErrorBody),
-        (status = 404, description = "A credential that does not exist", body = crate::api::ErrorBody),
+        (status = 400, description = "A bad request", body = crate::error::ErrorBody),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `act`, or credentials this key may not use (nothing is opened)", body = crate::error::ErrorBody),
+        (status = 404, description = "A credential that does not exist", body = crate::error::ErrorBody),
         (status = 413, description = "A body over 64 KiB"),
-        (status = 429, description = "Over a cap (see Retry-After)", body = crate::api::ErrorBody,
+        (status = 429, description = "Over a cap (see Retry-After)", body = crate::error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until a place may free up"))),
-        (status = 503, description = "The browser could not start", body = crate::api::ErrorBody),
+        (status = 503, description = "The browser could not start", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -236,9 +236,9 @@ pub(crate) struct ListQuery {
     params(ListQuery),
     responses(
         (status = 200, description = "Oldest first", body = SessionList),
-        (status = 400, description = "A bad query", body = crate::api::ErrorBody),
-        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
-        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
+        (status = 400, description = "A bad query", body = crate::error::ErrorBody),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `act`", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -264,9 +264,9 @@ pub(crate) async fn list(
     params(("id" = String, Path, description = "The session's id")),
     responses(
         (status = 200, description = "The session", body = SessionView),
-        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
-        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
-        (status = 404, description = "No such session (or another tenant's)", body = crate::api::ErrorBody),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `act`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such session (or another tenant's)", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -288,9 +288,9 @@ pub(crate) async fn one(
     params(("id" = String, Path, description = "The session's id")),
     responses(
         (status = 200, description = "The session, idle from now", body = SessionView),
-        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
-        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
-        (status = 404, description = "No such session (or another tenant's)", body = crate::api::ErrorBody),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `act`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such session (or another tenant's)", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -312,9 +312,9 @@ pub(crate) async fn heartbeat(
     params(("id" = String, Path, description = "The session's id")),
     responses(
         (status = 204, description = "Ended"),
-        (status = 401, description = "No or a wrong key", body = crate::api::ErrorBody),
-        (status = 403, description = "A key below `act`", body = crate::api::ErrorBody),
-        (status = 404, description = "No such session (or another tenant's)", body = crate::api::ErrorBody),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `act`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such session (or another tenant's)", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []))
 )]
