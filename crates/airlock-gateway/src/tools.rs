@@ -18,6 +18,10 @@ use crate::error::{Error, Result};
 use crate::surface::{Step, Surface};
 
 mod files;
+mod interact;
+mod navigate;
+mod read;
+mod tabs;
 mod words;
 
 use files::*;
@@ -580,8 +584,19 @@ async fn page_line(session: &BrowserSession, fence: &PageFence) -> Result<String
     Ok(format!("page: {whose}"))
 }
 
-/// Runs one browser call in `session` and words its result.
-#[allow(clippy::too_many_arguments)]
+/// What running a call needs: its browser session, the fence around page content, the
+/// credentials it loaded, where uploads may come from, and the surface it came by.
+#[derive(Clone, Copy)]
+pub(crate) struct Cx<'a> {
+    session: &'a BrowserSession,
+    fence: &'a PageFence,
+    loaded: &'a Loaded,
+    uploads: Option<&'a std::path::Path>,
+    surface: Surface,
+}
+
+/// Runs one browser call in `session` and words its result: each family of tools in a
+/// file of its own (`navigate`, `interact`, `read`, `tabs`).
 pub(crate) async fn execute(
     session: &BrowserSession,
     fence: &PageFence,
@@ -590,323 +605,45 @@ pub(crate) async fn execute(
     surface: Surface,
     call: ToolCall,
 ) -> Result<ToolOutput> {
-    Ok(match call {
+    let cx = Cx {
+        session,
+        fence,
+        loaded,
+        uploads,
+        surface,
+    };
+    match call {
         ToolCall::Budgeted(budget, call) => {
             let inner = Box::pin(execute(session, fence, loaded, uploads, surface, *call));
-            airlock_worker::with_action_budget(budget, inner).await?
+            Ok(airlock_worker::with_action_budget(budget, inner).await?)
         }
-        ToolCall::Navigate {
-            url,
-            wait_until,
-            snapshot: view,
-        } => {
-            let outcome = match session.navigate(&url, wait_until).await {
-                // An https navigation the proxy could not carry out fails in Chromium
-                // (a tunnel error); the proxy knows why.
-                Err(BrowserError::NavigationFailed { url: shown, reason }) => {
-                    let reason = match proxy_failure(session, &[&url]).await {
-                        Some(why) => format!("{why} ({reason})"),
-                        None => reason,
-                    };
-                    return Err(BrowserError::NavigationFailed { url: shown, reason }.into());
-                }
-                other => other?,
-            };
-            // An http one ends on the proxy's error page: a failure, not a page.
-            if outcome.status == Some(502)
-                && let Some(why) = proxy_failure(session, &[&outcome.url, &url]).await
-            {
-                return Err(BrowserError::NavigationFailed {
-                    url: url.chars().take(200).collect(),
-                    reason: why,
-                }
-                .into());
-            }
-            // A new document: the whole (capped) snapshot says more than a diff.
-            let mut text = header(&outcome, fence, surface, None);
-            if holds_page(&outcome) {
-                return Ok(ToolOutput::text(text.trim_end()));
-            }
-            let options = match view {
-                PageView::Full => SnapshotOptions {
-                    max_bytes: NAVIGATION_SNAPSHOT_BYTES,
-                    ..SnapshotOptions::default()
-                },
-                PageView::Interactive => SnapshotOptions {
-                    interactive_only: true,
-                    max_bytes: NAVIGATION_SNAPSHOT_BYTES,
-                    ..SnapshotOptions::default()
-                },
-                PageView::None => {
-                    // The next action's changes start from this page, not the last.
-                    match session.forget_changes().await {
-                        Err(BrowserError::DialogOpen { kind }) => {
-                            text.push_str(&dialog_line(&kind, surface));
-                            return Ok(ToolOutput::text(text));
-                        }
-                        other => other?,
-                    }
-                    text.push_str("(no snapshot was asked for");
-                    if let Some(step) = surface.suggest(Step::Snapshot) {
-                        text.push_str(&format!(": {step}"));
-                    }
-                    text.push(')');
-                    return Ok(ToolOutput::text(text));
-                }
-            };
-            match session.snapshot(&options).await {
-                Ok(snapshot) => text.push_str(&fence.wrap(&snapshot.text)),
-                Err(BrowserError::DialogOpen { kind }) => {
-                    text.push_str(&dialog_line(&kind, surface))
-                }
-                Err(e) => return Err(e.into()),
-            }
-            ToolOutput::text(text)
-        }
-        ToolCall::Snapshot(options) => {
-            let snapshot = session.snapshot(&options).await?;
-            // The page line only when the agent was not already told it (by the
-            // navigation, the last action or the last read): on a small page it is a
-            // fifth of the result.
-            let whose = whose(&snapshot.title, &snapshot.url);
-            let mut text = match fence.seen(&whose) {
-                true => format!("page: {whose}\n"),
-                false => String::new(),
-            };
-            text.push_str(&fence.wrap(&snapshot.text));
-            ToolOutput::text(text)
-        }
-        ToolCall::Click { target, options } => {
-            let outcome = session.click(&target, &options).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Type {
-            target,
-            text,
-            clear_first,
-            submit,
-        } => {
-            let typed = loaded.typed(&text)?;
-            let outcome = session
-                .type_pieces(&target, &typed, clear_first, submit)
-                .await?;
-            // The agent sees its own placeholder back, never the value it stood for.
-            let shown = typed.has_secret().then_some(text.as_str());
-            after_action(session, fence, surface, outcome, shown).await?
-        }
-        ToolCall::FillForm { fields } => {
-            let mut typed = Vec::with_capacity(fields.len());
-            for (target, value) in fields {
-                typed.push((target, loaded.typed(&value)?));
-            }
-            let outcome = session.fill_form_pieces(&typed).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::PressKey { key } => {
-            let outcome = session.press_key(&key).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::SelectOption { target, values } => {
-            let outcome = session.select_option(&target, &values).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Check { target, checked } => {
-            let outcome = session.set_checked(&target, checked).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Hover { target } => {
-            let outcome = session.hover(&target).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Drag { from, to } => {
-            let outcome = session.drag(&from, &to).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Resize { width, height } => {
-            let outcome = session.resize(width, height).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Scroll(scroll) => {
-            let outcome = session.scroll(&scroll).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::WaitFor { condition, timeout } => {
-            let outcome = session.wait_for(&condition, timeout).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Screenshot(options) => {
-            let shot = session.screenshot(&options).await?;
-            ToolOutput {
-                text: format!("screenshot ({}, {} bytes)", shot.mime, shot.data.len()),
-                file: Some(shot),
-                error: None,
-                message: None,
-                retry_after_secs: None,
-            }
-        }
-        ToolCall::FileUpload { target, files } => {
-            let paths = upload_paths(uploads, &files)?;
-            let outcome = session.upload(&target, &paths).await?;
-            after_action(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Evaluate { function, target } => {
-            let result = session.evaluate(&function, target.as_ref()).await?;
-            let whose = page_line(session, fence).await?;
-            // What the page's world returned is the page's word: fenced.
-            ToolOutput::text(format!(
-                "ran the function in the page; it returned:\n{whose}\n{}",
-                fence.wrap(&result)
-            ))
-        }
-        ToolCall::Pdf => {
-            let pdf = session.pdf().await?;
-            let whose = page_line(session, fence).await?;
-            ToolOutput {
-                text: format!(
-                    "PDF of {} ({} bytes)",
-                    whose.trim_start_matches("page: "),
-                    pdf.data.len()
-                ),
-                file: Some(pdf),
-                error: None,
-                message: None,
-                retry_after_secs: None,
-            }
-        }
-        ToolCall::Read { format, offset } => {
-            let page = session.read_text(offset, DEFAULT_TEXT_BYTES).await?;
-            let whose = page_line(session, fence).await?;
-            let body = match format {
-                ReadFormat::Markdown => page.text,
-                ReadFormat::Text => plain(&page.text),
-            };
-            ToolOutput::text(format!("{whose}\n{}", fence.wrap(&body)))
-        }
-        ToolCall::ConsoleMessages { level, limit } => {
-            let log = session.console(level, limit).await?;
-            let whose = page_line(session, fence).await?;
-            // The page wrote every word of it: fenced like any page content.
-            let mut body = String::new();
-            for entry in &log.entries {
-                body.push_str(&format!("[{}] {}\n", entry.level.as_str(), entry.text));
-            }
-            let mut text = format!(
-                "{} console message{} (level {} and up)",
-                log.entries.len(),
-                if log.entries.len() == 1 { "" } else { "s" },
-                level.as_str()
-            );
-            if log.dropped > 0 {
-                text.push_str(&format!(
-                    "; {} older ones were let go (the tab keeps its last {})",
-                    log.dropped,
-                    airlock_browser::CONSOLE_KEPT
-                ));
-            }
-            text.push_str(&format!("\n{whose}\n"));
-            text.push_str(&fence.wrap(body.trim_end()));
-            ToolOutput::text(text)
-        }
-        ToolCall::HandleDialog {
-            accept,
-            prompt_text,
-            wait,
-        } => {
-            let typed = prompt_text
-                .as_deref()
-                .map(|t| loaded.typed(t))
-                .transpose()?;
-            let outcome = session.handle_dialog(accept, typed.as_ref(), wait).await?;
-            let shown = typed
-                .as_ref()
-                .filter(|t| t.has_secret())
-                .and(prompt_text.as_deref());
-            after_action(session, fence, surface, outcome, shown).await?
-        }
-        ToolCall::NetworkRequests { filter, limit } => {
-            let log = session.network_requests(filter.as_deref(), limit).await?;
-            let whose = page_line(session, fence).await?;
-            // URLs are the page's words: fenced like any page content.
-            // The proxy knows why the requests it failed failed: asked once for all.
-            let failed: Vec<&str> = log
-                .entries
-                .iter()
-                .filter(|e| {
-                    e.refused.is_none()
-                        && (e.failure.is_some() || matches!(e.status, Some(403 | 502)))
-                })
-                .map(|e| e.url.as_str())
-                .collect();
-            let failures = match failed.is_empty() {
-                true => Vec::new(),
-                false => session.proxy_failures(&failed).await?,
-            };
-            let why = |url: &str| {
-                failed
-                    .iter()
-                    .position(|f| *f == url)
-                    .and_then(|i| failures.get(i).cloned().flatten())
-            };
-            let mut body = String::new();
-            for entry in &log.entries {
-                body.push_str(&network_line(entry, why(&entry.url)));
-                body.push('\n');
-            }
-            let mut text = format!(
-                "{} request{} (newest last)",
-                log.entries.len(),
-                if log.entries.len() == 1 { "" } else { "s" }
-            );
-            if log.dropped > 0 {
-                text.push_str(&format!(
-                    "; {} older ones were let go (the tab keeps its last {})",
-                    log.dropped,
-                    airlock_browser::NETWORK_KEPT
-                ));
-            }
-            text.push_str(&format!("\n{whose}\n"));
-            text.push_str(&fence.wrap(body.trim_end()));
-            ToolOutput::text(text)
-        }
-        ToolCall::Tabs(action) => {
-            let tabs = match action {
-                TabAction::List => session.tabs().await?,
-                TabAction::New(url) => session.new_tab(url.as_deref()).await?,
-                TabAction::Select(i) => session.select_tab(i).await?,
-                TabAction::Close(i) => session.close_tab(i).await?,
-            };
-            ToolOutput::text(render_tabs(&tabs))
-        }
-        ToolCall::Back => {
-            let outcome = session.back().await?;
-            after_navigation(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Forward => {
-            let outcome = session.forward().await?;
-            after_navigation(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::Reload => {
-            let outcome = session.reload().await?;
-            after_navigation(session, fence, surface, outcome, None).await?
-        }
-        ToolCall::SessionOpen(_) | ToolCall::SessionClose => {
-            // Handled by the agent session, which owns the browser session.
-            return Err(Error::Internal(
-                "session calls are not browser actions".to_owned(),
-            ));
-        }
-    })
+        call @ (ToolCall::Navigate { .. }
+        | ToolCall::Back
+        | ToolCall::Forward
+        | ToolCall::Reload) => navigate::run(cx, call).await,
+        call @ (ToolCall::Snapshot(_)
+        | ToolCall::Screenshot(_)
+        | ToolCall::Pdf
+        | ToolCall::Read { .. }
+        | ToolCall::ConsoleMessages { .. }
+        | ToolCall::NetworkRequests { .. }
+        | ToolCall::Evaluate { .. }
+        | ToolCall::WaitFor { .. }) => read::run(cx, call).await,
+        call @ (ToolCall::Tabs(_) | ToolCall::Resize { .. }) => tabs::run(cx, call).await,
+        // Handled by the agent session, which owns the browser session.
+        ToolCall::SessionOpen(_) | ToolCall::SessionClose => Err(Error::Internal(
+            "session calls are not browser actions".to_owned(),
+        )),
+        call => interact::run(cx, call).await,
+    }
 }
 
-// Why the egress proxy could not carry out a request to one of `urls`, if it could not.
-async fn proxy_failure(session: &BrowserSession, urls: &[&str]) -> Option<String> {
-    match session.proxy_failures(urls).await {
-        Ok(failures) => failures.into_iter().flatten().next(),
-        Err(e) => {
-            tracing::debug!(error = %e, "could not ask the proxy why a request failed");
-            None
-        }
-    }
+// A call routed to a family it is not of: a bug in `execute`, said as one.
+fn not_of_family(call: &ToolCall) -> Error {
+    Error::Internal(format!(
+        "{} was routed to the wrong tool family",
+        call.tool_name()
+    ))
 }
 
 // After an action: what changed on the page since the agent last saw it; after a
