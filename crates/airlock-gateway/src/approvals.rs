@@ -26,7 +26,7 @@ impl Gateway {
     /// Audit events as they are written, from now on. A reader that falls more than
     /// 1,024 events behind gets `Lagged` and may fill the gap from the store.
     pub fn feed(&self) -> broadcast::Receiver<FeedEvent> {
-        self.feed.subscribe()
+        self.audit.subscribe()
     }
 
     /// Resolves once the gateway stops (or [`Gateway::stop_streams`] is called): a

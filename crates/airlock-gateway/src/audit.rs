@@ -184,3 +184,91 @@ async fn catch_up(store: &Store, state: &mut State, seq: u64) -> Result<(), Stor
     }
     Ok(())
 }
+
+/// The audit log as the gateway writes it: appends of typed events (every string
+/// through the writer's redactor first, when it has one), the live feed each written
+/// event goes to, and the signed checkpoints over the log. One per gateway; whatever
+/// writes events (an agent session's pipeline, the session registry's journal, the
+/// operator's actions) is handed this, not the gateway.
+pub(crate) struct AuditLog {
+    store: Option<Store>,
+    trail: Option<Trail>,
+    feed: tokio::sync::broadcast::Sender<FeedEvent>,
+}
+
+impl AuditLog {
+    /// A log in `store` (none: events are not kept), signed as `checkpoints` say.
+    pub(crate) fn new(store: Option<Store>, checkpoints: Option<Checkpoints>) -> AuditLog {
+        AuditLog {
+            store,
+            trail: checkpoints.map(Trail::new),
+            feed: tokio::sync::broadcast::channel(FEED_DEPTH).0,
+        }
+    }
+
+    /// Whether it signs checkpoints.
+    pub(crate) fn signs(&self) -> bool {
+        self.trail.is_some()
+    }
+
+    /// Every event written from now on, as it is written.
+    pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<FeedEvent> {
+        self.feed.subscribe()
+    }
+
+    /// Appends `entry`, every string of it through `redact` first when given; durable
+    /// when this returns. `None` when the log keeps nothing (no store).
+    pub(crate) async fn append(
+        &self,
+        entry: &airlock_audit::Entry,
+        redact: Option<&(dyn Fn(&str) -> String + Sync)>,
+    ) -> Result<Option<FeedEvent>, StoreError> {
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let mut fields = serde_json::Value::Object(entry.fields());
+        if let Some(redact) = redact {
+            redact_strings(&mut fields, redact);
+        }
+        let serde_json::Value::Object(fields) = fields else {
+            return Ok(None);
+        };
+        let record = Arc::new(store.append_audit(&fields).await?);
+        // No reader is no error: the feed is for whoever listens now.
+        let _ = self.feed.send(record.clone());
+        if let Some(trail) = &self.trail
+            && let Err(e) = trail.appended(store, &record).await
+        {
+            tracing::error!(error = %e, "could not write an audit checkpoint");
+        }
+        Ok(Some(record))
+    }
+
+    /// Signs a checkpoint over the log's tail if it has been quiet a while (or now,
+    /// when `force`: at shutdown).
+    pub(crate) async fn settle(&self, force: bool) {
+        if let (Some(trail), Some(store)) = (&self.trail, &self.store)
+            && let Err(e) = trail.settle(store, force).await
+        {
+            tracing::error!(error = %e, "could not write an audit checkpoint");
+        }
+    }
+}
+
+// Every string inside `value`, redacted in place.
+pub(crate) fn redact_strings(value: &mut serde_json::Value, redact: &dyn Fn(&str) -> String) {
+    match value {
+        serde_json::Value::String(text) => *text = redact(text),
+        serde_json::Value::Array(items) => {
+            for item in items {
+                redact_strings(item, redact);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for item in map.values_mut() {
+                redact_strings(item, redact);
+            }
+        }
+        _ => {}
+    }
+}

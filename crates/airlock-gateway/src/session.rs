@@ -26,7 +26,7 @@ pub use agent::*;
 pub use call::{CallContext, CallObserver, CallRecord, Gate};
 pub(crate) use record::now_ms;
 
-use crate::audit::{Checkpoints, Trail};
+use crate::audit::{AuditLog, Checkpoints};
 use crate::content::PageFence;
 use crate::credentials::{CredentialSource, Loaded, Outcome};
 use crate::error::{Error, Result};
@@ -121,7 +121,7 @@ impl Default for GatewayConfig {
 /// The engine: owns every agent session's browser session, on the host it was given.
 pub struct Gateway {
     host: Host,
-    pub(crate) config: GatewayConfig,
+    pub(crate) config: Arc<GatewayConfig>,
     policy: Arc<Policy>,
     // Every open browser session, as a lease with an id and an owner.
     pub(crate) sessions: Arc<Sessions>,
@@ -137,11 +137,9 @@ pub struct Gateway {
     warm: Arc<WarmPool>,
     activity: Arc<Activity>,
     // Told of every finished call (metrics).
-    observers: std::sync::RwLock<Vec<Arc<dyn CallObserver>>>,
-    // The audit log's tree, for signed checkpoints.
-    trail: Option<Trail>,
-    // Every audit event as it is written, for live readers (SSE, webhook, console).
-    pub(crate) feed: tokio::sync::broadcast::Sender<crate::audit::FeedEvent>,
+    observers: Arc<call::Observers>,
+    // The audit log: appends, the live feed (SSE, webhook, console) and checkpoints.
+    pub(crate) audit: Arc<AuditLog>,
     // Set once the gateway stops: long-lived readers (event streams) end.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
     // When stored recordings were last pruned.
@@ -177,19 +175,21 @@ impl Gateway {
             reaper: Mutex::new(None),
             warm: WarmPool::new(config.warm_sessions),
             activity: Activity::new(),
-            observers: std::sync::RwLock::default(),
-            trail: config.checkpoints.clone().map(Trail::new),
-            feed: tokio::sync::broadcast::channel(crate::audit::FEED_DEPTH).0,
+            observers: Arc::default(),
+            audit: Arc::new(AuditLog::new(
+                config.store.clone(),
+                config.checkpoints.clone(),
+            )),
             stopping: tokio::sync::watch::Sender::new(false),
             pruned: Mutex::new(None),
             decided: Arc::new(tokio::sync::Notify::new()),
             keys_seen: std::sync::atomic::AtomicBool::new(false),
             quota_refused: Mutex::default(),
-            config,
+            config: Arc::new(config),
         });
         gateway.warm.refill(&gateway.host, None);
         if let Some(store) = gateway.config.store.clone() {
-            tokio::spawn(write_journal(store, Arc::downgrade(&gateway), journal_rx));
+            tokio::spawn(write_journal(store, gateway.audit.clone(), journal_rx));
         }
         let weak = Arc::downgrade(&gateway);
         let period = (gateway.config.idle_ttl.min(gateway.config.hold_idle) / 4)
@@ -206,7 +206,7 @@ impl Gateway {
             }
         });
         *lock(&gateway.reaper) = Some(reaper);
-        if gateway.trail.is_some() {
+        if gateway.audit.signs() {
             // Signs a checkpoint over the log's tail once it has been quiet a moment.
             let weak = Arc::downgrade(&gateway);
             tokio::spawn(async move {
@@ -217,7 +217,7 @@ impl Gateway {
                     let Some(gateway) = weak.upgrade() else {
                         return;
                     };
-                    gateway.settle_audit(false).await;
+                    gateway.audit.settle(false).await;
                 }
             });
         }
@@ -447,26 +447,7 @@ impl Gateway {
 
     /// Tells `observer` of every call that finishes from now on.
     pub fn observe(&self, observer: Arc<dyn CallObserver>) {
-        self.observers
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(observer);
-    }
-
-    // Whether a call's target must be resolved before it acts.
-    fn wants_targets(&self) -> bool {
-        self.observers
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .any(|o| o.wants_targets())
-    }
-
-    fn observers(&self) -> Vec<Arc<dyn CallObserver>> {
-        self.observers
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.observers.add(observer);
     }
 
     /// The gateway's configured caller, known by `key` (a digest of its credentials)
@@ -512,6 +493,11 @@ impl Gateway {
             surface,
             sessions: self.sessions.clone(),
             gateway: Arc::downgrade(self),
+            config: self.config.clone(),
+            policy: self.policy.clone(),
+            audit: self.audit.clone(),
+            observers: self.observers.clone(),
+            decided: self.decided.clone(),
             activity: self.activity.clone(),
             slot: tokio::sync::Mutex::new(Slot::Empty),
             fence,
@@ -686,37 +672,13 @@ impl Gateway {
     /// surface, a session's end, an operator's step) to the audit log, when the
     /// gateway has one, under `tenant` (none: the gateway's own), now.
     pub async fn record_event(&self, tenant: Option<&str>, event: airlock_audit::Event) {
-        let Some(store) = self.store() else {
-            return;
-        };
         let tenant = tenant.unwrap_or(&self.config.credentials.tenant);
-        match store
-            .append_event(&airlock_audit::Entry::now(tenant, event))
+        if let Err(e) = self
+            .audit
+            .append(&airlock_audit::Entry::now(tenant, event), None)
             .await
         {
-            Ok(record) => self.audited(store, record).await,
-            Err(e) => tracing::error!(error = %e, "could not record an audit event"),
-        }
-    }
-
-    // Takes in an audit event just written (checkpoints).
-    pub(crate) async fn audited(&self, store: &Store, record: airlock_store::AuditRecord) {
-        let record = Arc::new(record);
-        // No reader is no error: the feed is for whoever listens now.
-        let _ = self.feed.send(record.clone());
-        let record = &*record;
-        if let Some(trail) = &self.trail
-            && let Err(e) = trail.appended(store, record).await
-        {
-            tracing::error!(error = %e, "could not write an audit checkpoint");
-        }
-    }
-
-    async fn settle_audit(&self, force: bool) {
-        if let (Some(trail), Some(store)) = (&self.trail, self.store())
-            && let Err(e) = trail.settle(store, force).await
-        {
-            tracing::error!(error = %e, "could not write an audit checkpoint");
+            tracing::error!(error = %e, "could not record an audit event");
         }
     }
 
@@ -774,7 +736,7 @@ impl Gateway {
         self.warm.stop().await;
         self.host.shutdown().await;
         self.sessions.flush().await;
-        self.settle_audit(true).await;
+        self.audit.settle(true).await;
     }
 }
 
@@ -805,18 +767,13 @@ async fn note_live(store: &Store, entry: &Entry) {
 // Writes the registry's session events to the audit log, in the order they happened.
 async fn write_journal(
     store: Store,
-    gateway: Weak<Gateway>,
+    audit: Arc<AuditLog>,
     mut events: tokio::sync::mpsc::UnboundedReceiver<Journal>,
 ) {
     while let Some(item) = events.recv().await {
         match item {
-            Journal::Event(entry) => match store.append_event(&entry).await {
-                Ok(record) => {
-                    note_live(&store, &entry).await;
-                    if let Some(gateway) = gateway.upgrade() {
-                        gateway.audited(&store, record).await;
-                    }
-                }
+            Journal::Event(entry) => match audit.append(&entry, None).await {
+                Ok(_) => note_live(&store, &entry).await,
                 Err(e) => tracing::error!(error = %e, "could not record a session event"),
             },
             Journal::Flush(done) => {

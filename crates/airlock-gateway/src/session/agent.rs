@@ -36,6 +36,14 @@ pub(crate) struct AgentInner {
     pub(super) surface: Surface,
     pub(super) sessions: Arc<Sessions>,
     pub(super) gateway: Weak<Gateway>,
+    // What the call pipeline reads besides its lease, handed over at creation: the
+    // gateway's settings, the tenant policy, the audit log, who is told of each call,
+    // and the signal that an approval was decided in this process.
+    pub(super) config: Arc<GatewayConfig>,
+    pub(super) policy: Arc<Policy>,
+    pub(super) audit: Arc<crate::audit::AuditLog>,
+    pub(super) observers: Arc<super::call::Observers>,
+    pub(super) decided: Arc<tokio::sync::Notify>,
     // The gateway's record of calls in flight (warm-ups keep out of their way).
     pub(super) activity: Arc<Activity>,
     pub(crate) slot: tokio::sync::Mutex<Slot>,

@@ -96,6 +96,35 @@ pub trait CallObserver: Send + Sync + 'static {
     }
 }
 
+/// Who is told of every finished call; shared by the gateway (which adds them) and
+/// every agent session (whose calls tell them).
+#[derive(Default)]
+pub(crate) struct Observers(std::sync::RwLock<Vec<Arc<dyn CallObserver>>>);
+
+impl Observers {
+    /// Tells `observer` of every call that finishes from now on.
+    pub(crate) fn add(&self, observer: Arc<dyn CallObserver>) {
+        self.0
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(observer);
+    }
+
+    /// Every observer now.
+    pub(crate) fn all(&self) -> Vec<Arc<dyn CallObserver>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether any needs each call's resolved target.
+    pub(crate) fn wants_targets(&self) -> bool {
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|o| o.wants_targets())
+    }
+}
+
 /// A surface's in-client approver, carried by the call it may be asked about.
 #[derive(Clone)]
 pub(crate) struct Asker(pub(crate) Arc<dyn crate::asking::ApprovalAsker>);
@@ -273,11 +302,7 @@ impl AgentSession {
         call: &mut ToolCall,
     ) -> Result<()> {
         // Risk rules judge the resolved element, so they want it too.
-        let wanted = self
-            .inner
-            .gateway
-            .upgrade()
-            .is_some_and(|gateway| gateway.wants_targets() || !gateway.config.rules.is_empty());
+        let wanted = self.inner.observers.wants_targets() || !self.inner.config.rules.is_empty();
         let Some(target) = call.target_mut().filter(|_| wanted) else {
             return Ok(());
         };
@@ -289,8 +314,7 @@ impl AgentSession {
 
     // The browser work itself.
     async fn act(&self, context: &CallContext, held: &Held, call: ToolCall) -> Result<ToolOutput> {
-        let gateway = self.inner.gateway.upgrade();
-        let uploads = gateway.as_ref().and_then(|g| g.upload_dir());
+        let uploads = self.inner.config.upload_dir.as_deref();
         tools::execute(
             &held.session,
             &self.inner.fence,
@@ -349,10 +373,8 @@ impl AgentSession {
             error.code = record.error.map(ErrorCode::as_str),
             "tool call"
         );
-        if let Some(gateway) = self.inner.gateway.upgrade() {
-            for observer in gateway.observers() {
-                observer.call_finished(&record);
-            }
+        for observer in self.inner.observers.all() {
+            observer.call_finished(&record);
         }
     }
 
@@ -369,13 +391,7 @@ impl AgentSession {
                 has: has.as_str(),
             });
         }
-        if call.runs_page_code()
-            && !self
-                .inner
-                .gateway
-                .upgrade()
-                .is_some_and(|g| g.evaluate_enabled())
-        {
+        if call.runs_page_code() && !self.inner.config.evaluate {
             return Err(Error::ToolOff {
                 tool: call.tool_name(),
                 how: "an operator turns it on with [tools] evaluate = true",
@@ -446,6 +462,6 @@ impl AgentSession {
         if let Some(lease) = self.inner.slot.lock().await.open_lease() {
             return Some(lease.held.policy.clone());
         }
-        Some(self.inner.gateway.upgrade()?.policy.clone())
+        Some(self.inner.policy.clone())
     }
 }

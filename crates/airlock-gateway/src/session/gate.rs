@@ -7,9 +7,10 @@ use airlock_store::{ApprovalRecord, ApprovalStatus, Store};
 use hex::ToHex as _;
 
 use super::call::{CallContext, Gate};
-use super::record::{now_ms, redact_strings};
+use super::record::now_ms;
 use super::*;
 use crate::action::{ImageFormat, Resolved, ScreenshotOptions};
+use crate::audit::redact_strings;
 
 impl AgentSession {
     // Risk, then approval: the first rule that matches the call (as resolved)
@@ -20,11 +21,9 @@ impl AgentSession {
         held: &Held,
         call: &ToolCall,
     ) -> Result<()> {
-        let Some(gateway) = self.inner.gateway.upgrade() else {
-            return Ok(());
-        };
+        let config = &self.inner.config;
         context.gated = true;
-        let rules = &gateway.config.rules;
+        let rules = &config.rules;
         if rules.is_empty() {
             return Ok(());
         }
@@ -87,14 +86,14 @@ impl AgentSession {
                 rule: verdict.rule,
             }),
             Action::Approve => {
-                let Some(store) = gateway.store() else {
+                let Some(store) = config.store.as_ref() else {
                     return Err(Error::RuleDenied {
                         rule: verdict.rule,
                         message: "this call needs a human's approval, and this gateway has no store to ask in"
                             .to_owned(),
                     });
                 };
-                self.await_approval(context, held, call, store, gateway.config.approval_timeout)
+                self.await_approval(context, held, call, store, config.approval_timeout)
                     .await
             }
         }
@@ -266,7 +265,7 @@ impl AgentSession {
                             prompt_of(context, &record, timeout),
                             store.clone(),
                             format!("client:{}", record.caller),
-                            gateway_decided(&self.inner.gateway).unwrap_or_default(),
+                            self.inner.decided.clone(),
                         )));
                     }
                     None => {}
@@ -295,18 +294,12 @@ impl AgentSession {
                 _ => {
                     // A decision made in this process (REST, the client) wakes the
                     // wait at once; one from another process (the CLI) within a poll.
-                    let decided = gateway_decided(&self.inner.gateway);
                     let nap = tokio::time::sleep(
                         APPROVAL_POLL.min(deadline.saturating_duration_since(Instant::now())),
                     );
-                    match decided {
-                        Some(decided) => {
-                            tokio::select! {
-                                () = nap => {}
-                                () = decided.notified() => {}
-                            }
-                        }
-                        None => nap.await,
+                    tokio::select! {
+                        () = nap => {}
+                        () = self.inner.decided.notified() => {}
                     }
                 }
             }
@@ -379,8 +372,7 @@ impl AgentSession {
 impl AgentSession {
     // The surface's asker, when the gateway allows in-client approval.
     fn in_client_asker(&self, context: &CallContext) -> Option<super::call::Asker> {
-        let gateway = self.inner.gateway.upgrade()?;
-        if !gateway.config.in_client_approval {
+        if !self.inner.config.in_client_approval {
             return None;
         }
         context.asker.clone()
@@ -409,13 +401,6 @@ impl AgentSession {
             tracing::error!(error = %e, approval.id = %id, "could not record an approval's decision");
         }
     }
-}
-
-// The gateway's "a decision was made" signal, if the gateway is still there.
-fn gateway_decided(
-    gateway: &std::sync::Weak<crate::session::Gateway>,
-) -> Option<Arc<tokio::sync::Notify>> {
-    gateway.upgrade().map(|g| g.decided.clone())
 }
 
 /// How often a held call looks for its decision: a decision unblocks it within this.

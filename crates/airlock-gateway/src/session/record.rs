@@ -71,10 +71,8 @@ impl AgentSession {
         if held.recorder.mode() != airlock_config::RecordMode::Audit {
             return;
         }
-        let Some(gateway) = self.inner.gateway.upgrade() else {
-            return;
-        };
-        let (Some(dir), Some(session)) = (&gateway.config.recordings_dir, &context.session) else {
+        let (Some(dir), Some(session)) = (&self.inner.config.recordings_dir, &context.session)
+        else {
             return;
         };
         let stored = held
@@ -104,48 +102,21 @@ impl AgentSession {
         })
     }
 
-    // One event of this call's, under the caller's tenant, now.
+    // One event of this call's, under the caller's tenant, now, through the session's
+    // redactor.
     pub(super) async fn record(
         &self,
         context: &CallContext,
         event: Event,
         held: Option<&Held>,
     ) -> std::result::Result<(), airlock_store::StoreError> {
-        let Some(gateway) = self.inner.gateway.upgrade() else {
-            return Ok(());
-        };
-        let Some(store) = gateway.store() else {
-            return Ok(());
-        };
         let entry = Entry::now(context.principal.tenant.clone(), event);
-        let mut event = serde_json::Value::Object(entry.fields());
-        if let Some(held) = held {
-            redact_strings(&mut event, &|text| held.loaded.redact(text));
-        }
-        let serde_json::Value::Object(fields) = event else {
-            return Ok(());
-        };
-        let record = store.append_audit(&fields).await?;
-        gateway.audited(store, record).await;
+        let redact = held.map(|held| move |text: &str| held.loaded.redact(text));
+        let redact = redact
+            .as_ref()
+            .map(|r| r as &(dyn Fn(&str) -> String + Sync));
+        self.inner.audit.append(&entry, redact).await?;
         Ok(())
-    }
-}
-
-// Every string inside `value`, redacted in place.
-pub(super) fn redact_strings(value: &mut serde_json::Value, redact: &dyn Fn(&str) -> String) {
-    match value {
-        serde_json::Value::String(text) => *text = redact(text),
-        serde_json::Value::Array(items) => {
-            for item in items {
-                redact_strings(item, redact);
-            }
-        }
-        serde_json::Value::Object(map) => {
-            for item in map.values_mut() {
-                redact_strings(item, redact);
-            }
-        }
-        _ => {}
     }
 }
 
