@@ -5,6 +5,8 @@
 //! Every lookup is by (tenant, id): another tenant's approval answers exactly like one
 //! that does not exist.
 
+use std::sync::Arc;
+
 use airlock_store::{ApprovalRecord, ApprovalStatus, Decided};
 
 use crate::audit::FeedEvent;
@@ -22,7 +24,114 @@ pub enum Decision {
     Closed(ApprovalStatus),
 }
 
+/// Held calls and their decisions: the one owner of approvals in a gateway. Reads and
+/// decides through the store (any process with the database may decide: the CLI
+/// does), and tells calls waiting in this process at once when one is decided here.
+pub struct Approvals {
+    store: Option<airlock_store::Store>,
+    decided: Arc<tokio::sync::Notify>,
+}
+
+impl Approvals {
+    pub(crate) fn new(store: Option<airlock_store::Store>) -> Approvals {
+        Approvals {
+            store,
+            decided: Arc::default(),
+        }
+    }
+
+    /// Resolves when an approval is decided in this process (a decision from another
+    /// process is seen by a waiting call's poll).
+    pub(crate) async fn decided_here(&self) {
+        self.decided.notified().await;
+    }
+
+    /// Wakes the calls waiting in this process: a decision was just written.
+    pub(crate) fn tell_waiters(&self) {
+        self.decided.notify_waiters();
+    }
+
+    /// The tenant's approvals, newest first, of one status (all when `None`).
+    pub async fn list(
+        &self,
+        tenant: &str,
+        status: Option<ApprovalStatus>,
+    ) -> Result<Vec<ApprovalRecord>> {
+        self.store()?
+            .approvals(Some(tenant), status)
+            .await
+            .map_err(internal)
+    }
+
+    /// How many approvals wait for a decision, in every tenant (for `/metrics`, which
+    /// shows no tenant).
+    pub async fn pending(&self) -> Result<usize> {
+        Ok(self
+            .store()?
+            .approvals(None, Some(ApprovalStatus::Pending))
+            .await
+            .map_err(internal)?
+            .len())
+    }
+
+    /// One of the tenant's approvals.
+    pub async fn get(&self, tenant: &str, id: &str) -> Result<ApprovalRecord> {
+        match self.store()?.approval(id).await.map_err(internal)? {
+            Some(a) if a.tenant == tenant => Ok(a),
+            _ => Err(no_such_approval(id)),
+        }
+    }
+
+    /// The screenshot an approver is shown (MIME type, bytes), if one was taken.
+    pub async fn screenshot(&self, tenant: &str, id: &str) -> Result<Option<(String, Vec<u8>)>> {
+        self.get(tenant, id).await?;
+        self.store()?
+            .approval_screenshot(id)
+            .await
+            .map_err(internal)
+    }
+
+    /// Approves or denies one of the tenant's pending approvals, as `by` (the
+    /// decider's name, on the record), with a note or reason.
+    pub async fn decide(
+        &self,
+        tenant: &str,
+        id: &str,
+        approve: bool,
+        by: &str,
+        note: Option<&str>,
+    ) -> Result<Decision> {
+        self.get(tenant, id).await?;
+        let now = crate::clock::now_ms();
+        match self
+            .store()?
+            .decide_approval(id, approve, by, note, now)
+            .await
+            .map_err(internal)?
+        {
+            Decided::Done => {
+                tracing::info!(approval.id = %id, by, approve, "approval decided");
+                self.tell_waiters();
+                Ok(Decision::Recorded)
+            }
+            Decided::NotFound => Err(no_such_approval(id)),
+            Decided::Closed(status) => Ok(Decision::Closed(status)),
+        }
+    }
+
+    fn store(&self) -> Result<&airlock_store::Store> {
+        self.store.as_ref().ok_or_else(|| {
+            Error::Internal("this gateway keeps no store, so it has no approvals".to_owned())
+        })
+    }
+}
+
 impl Gateway {
+    /// The gateway's approvals.
+    pub fn approvals(&self) -> &Approvals {
+        &self.approvals
+    }
+
     /// Audit events as they are written, from now on. A reader that falls more than
     /// 1,024 events behind gets `Lagged` and may fill the gap from the store.
     pub fn feed(&self) -> broadcast::Receiver<FeedEvent> {
@@ -72,83 +181,6 @@ impl Gateway {
         let store = self.approver_store()?;
         let tail = store.audit_tail(1).await.map_err(internal)?;
         Ok(tail.last().map_or(0, |e| e.seq))
-    }
-
-    /// The tenant's approvals, newest first, of one status (all when `None`).
-    pub async fn approvals(
-        &self,
-        tenant: &str,
-        status: Option<ApprovalStatus>,
-    ) -> Result<Vec<ApprovalRecord>> {
-        self.approver_store()?
-            .approvals(Some(tenant), status)
-            .await
-            .map_err(internal)
-    }
-
-    /// How many approvals wait for a decision, in every tenant (for `/metrics`, which
-    /// shows no tenant).
-    pub async fn pending_approvals(&self) -> Result<usize> {
-        Ok(self
-            .approver_store()?
-            .approvals(None, Some(ApprovalStatus::Pending))
-            .await
-            .map_err(internal)?
-            .len())
-    }
-
-    /// One of the tenant's approvals.
-    pub async fn approval(&self, tenant: &str, id: &str) -> Result<ApprovalRecord> {
-        match self
-            .approver_store()?
-            .approval(id)
-            .await
-            .map_err(internal)?
-        {
-            Some(a) if a.tenant == tenant => Ok(a),
-            _ => Err(no_such_approval(id)),
-        }
-    }
-
-    /// The screenshot an approver is shown (MIME type, bytes), if one was taken.
-    pub async fn approval_screenshot(
-        &self,
-        tenant: &str,
-        id: &str,
-    ) -> Result<Option<(String, Vec<u8>)>> {
-        self.approval(tenant, id).await?;
-        self.approver_store()?
-            .approval_screenshot(id)
-            .await
-            .map_err(internal)
-    }
-
-    /// Approves or denies one of the tenant's pending approvals, as `by` (the
-    /// decider's name, on the record), with a note or reason.
-    pub async fn decide(
-        &self,
-        tenant: &str,
-        id: &str,
-        approve: bool,
-        by: &str,
-        note: Option<&str>,
-    ) -> Result<Decision> {
-        self.approval(tenant, id).await?;
-        let now = crate::clock::now_ms();
-        match self
-            .approver_store()?
-            .decide_approval(id, approve, by, note, now)
-            .await
-            .map_err(internal)?
-        {
-            Decided::Done => {
-                tracing::info!(approval.id = %id, by, approve, "approval decided");
-                self.decided.notify_waiters();
-                Ok(Decision::Recorded)
-            }
-            Decided::NotFound => Err(no_such_approval(id)),
-            Decided::Closed(status) => Ok(Decision::Closed(status)),
-        }
     }
 
     fn approver_store(&self) -> Result<&airlock_store::Store> {

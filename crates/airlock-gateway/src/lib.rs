@@ -36,7 +36,7 @@ mod warm;
 
 pub use airlock_browser::{CONSOLE_KEPT, NETWORK_KEPT, VIEWPORT_MAX, VIEWPORT_MIN};
 pub use airlock_store::{ApprovalRecord, ApprovalStatus, AuditRecord};
-pub use approvals::Decision;
+pub use approvals::{Approvals, Decision};
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};
 pub use audit::{Checkpoints, FeedEvent, PUBLISHED_FILE};
 pub use content::PageFence;

@@ -145,7 +145,7 @@ pub struct Gateway {
     // When stored recordings were last pruned.
     pruned: Mutex<Option<Instant>>,
     // Told of every decision made in this process: waiting calls look at once.
-    pub(crate) decided: Arc<tokio::sync::Notify>,
+    pub(crate) approvals: Arc<crate::approvals::Approvals>,
     // A live API key was seen in the store: callers must authenticate.
     pub(crate) keys_seen: std::sync::atomic::AtomicBool,
     // New sessions refused over a cap, by scope.
@@ -182,7 +182,7 @@ impl Gateway {
             )),
             stopping: tokio::sync::watch::Sender::new(false),
             pruned: Mutex::new(None),
-            decided: Arc::new(tokio::sync::Notify::new()),
+            approvals: Arc::new(crate::approvals::Approvals::new(config.store.clone())),
             keys_seen: std::sync::atomic::AtomicBool::new(false),
             quota_refused: Mutex::default(),
             config: Arc::new(config),
@@ -497,7 +497,7 @@ impl Gateway {
             policy: self.policy.clone(),
             audit: self.audit.clone(),
             observers: self.observers.clone(),
-            decided: self.decided.clone(),
+            approvals: self.approvals.clone(),
             activity: self.activity.clone(),
             slot: tokio::sync::Mutex::new(Slot::Empty),
             fence,

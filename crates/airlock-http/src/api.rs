@@ -229,7 +229,7 @@ pub(crate) async fn list(
             ApiError::invalid("status is one of pending, approved, denied, expired, all")
         })?),
     };
-    let approvals = gateway.approvals(&operator.tenant, status).await?;
+    let approvals = gateway.approvals().list(&operator.tenant, status).await?;
     Ok(Json(ApprovalList {
         approvals: approvals.iter().map(approval_view).collect(),
     }))
@@ -254,7 +254,7 @@ pub(crate) async fn one(
     Extension(operator): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Result<Json<ApprovalView>, ApiError> {
-    let approval = gateway.approval(&operator.tenant, &id).await?;
+    let approval = gateway.approvals().get(&operator.tenant, &id).await?;
     Ok(Json(approval_view(&approval)))
 }
 
@@ -278,7 +278,8 @@ pub(crate) async fn screenshot(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (mime, data) = gateway
-        .approval_screenshot(&operator.tenant, &id)
+        .approvals()
+        .screenshot(&operator.tenant, &id)
         .await?
         .ok_or_else(|| {
             ApiError::new(
@@ -389,6 +390,7 @@ async fn decide(
     }
     let by = format!("api:{}", operator.key.as_deref().unwrap_or("operator"));
     match gateway
+        .approvals()
         .decide(&operator.tenant, id, approve, &by, note.as_deref())
         .await?
     {

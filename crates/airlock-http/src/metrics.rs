@@ -239,7 +239,7 @@ impl Metrics {
                     .inc_by(n.saturating_sub(before));
             }
         }
-        if let Ok(pending) = gateway.pending_approvals().await {
+        if let Ok(pending) = gateway.approvals().pending().await {
             self.approvals_pending.set(pending as i64);
         }
         let mut text = String::new();

@@ -274,6 +274,7 @@ impl AirlockMcp {
             // stands, and the call reads it.
             if let Err(e) = self
                 .gateway
+                .approvals()
                 .decide(&principal.tenant, &id, approve, &by, note.as_deref())
                 .await
             {

@@ -265,7 +265,7 @@ impl AgentSession {
                             prompt_of(context, &record, timeout),
                             store.clone(),
                             format!("client:{}", record.caller),
-                            self.inner.decided.clone(),
+                            self.inner.approvals.clone(),
                         )));
                     }
                     None => {}
@@ -299,7 +299,7 @@ impl AgentSession {
                     );
                     tokio::select! {
                         () = nap => {}
-                        () = self.inner.decided.notified() => {}
+                        () = self.inner.approvals.decided_here() => {}
                     }
                 }
             }
@@ -454,7 +454,7 @@ fn ask_in_client(
     prompt: crate::asking::ApprovalPrompt,
     store: Store,
     by: String,
-    decided: Arc<tokio::sync::Notify>,
+    decided: Arc<crate::approvals::Approvals>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let Some(answer) = asker.0.ask(prompt.clone()).await else {
@@ -468,7 +468,7 @@ fn ask_in_client(
             .decide_approval(&prompt.id, approve, &by, note.as_deref(), now_ms())
             .await
         {
-            Ok(_) => decided.notify_waiters(),
+            Ok(_) => decided.tell_waiters(),
             Err(e) => {
                 tracing::error!(error = %e, approval.id = %prompt.id, "could not record an in-client decision")
             }

@@ -417,7 +417,8 @@ async fn sessions(State(console): State<Console>, Extension(login): Extension<Lo
     let leases = console.gateway.tenant_sessions(tenant, None);
     let pending = console
         .gateway
-        .approvals(tenant, Some(ApprovalStatus::Pending))
+        .approvals()
+        .list(tenant, Some(ApprovalStatus::Pending))
         .await
         .unwrap_or_default();
     pages::sessions(&login, &leases, &pending).into_response()
@@ -511,7 +512,8 @@ fn image(mime: &str, data: Vec<u8>) -> Response {
 async fn approvals(State(console): State<Console>, Extension(login): Extension<Login>) -> Response {
     let all = console
         .gateway
-        .approvals(&login.operator.tenant, None)
+        .approvals()
+        .list(&login.operator.tenant, None)
         .await
         .unwrap_or_default();
     pages::approvals(&login, &all, now_ms()).into_response()
@@ -524,7 +526,8 @@ async fn approval_screenshot(
 ) -> Response {
     match console
         .gateway
-        .approval_screenshot(&login.operator.tenant, &id)
+        .approvals()
+        .screenshot(&login.operator.tenant, &id)
         .await
     {
         Ok(Some((mime, data))) => image(&mime, data),
@@ -563,6 +566,7 @@ async fn decide(
     );
     match console
         .gateway
+        .approvals()
         .decide(&login.operator.tenant, &id, approve, &by, note)
         .await
     {
