@@ -83,11 +83,7 @@ async fn main() {
         let (changes_ms, _) = time(|| s.changes()).await;
 
         // The same navigations through the session's egress proxy.
-        let policy = airlock_policy::Policy::from_config(&airlock_policy::PolicyConfig {
-            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-            ..Default::default()
-        })
-        .unwrap();
+        let policy = h.site.policy();
         let proxy = airlock_egress::EgressProxy::start(std::sync::Arc::new(policy), std::sync::Arc::new(airlock_egress::SystemResolver))
             .await
             .unwrap();

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use airlock_gateway::action::{Target, WaitUntil};
 use airlock_gateway::{Checkpoints, Gateway, GatewayConfig, PageView, ToolCall};
-use airlock_policy::{Policy, PolicyConfig};
 use airlock_risk::{ApprovalsConfig, Rules};
 use airlock_store::Store;
 use airlock_test_support::with_browser;
@@ -43,11 +42,7 @@ fn trimmed_mean(values: &[f64], cut: f64) -> f64 {
 async fn main() {
     with_browser(|h| async move {
         let dir = tempfile::tempdir().unwrap();
-        let policy = Policy::from_config(&PolicyConfig {
-            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-            ..PolicyConfig::default()
-        })
-        .unwrap();
+        let policy = h.site.policy();
         let bare = Gateway::new(
             h.browsers.clone(),
             GatewayConfig {

@@ -89,6 +89,25 @@ pub struct FixtureSite {
 }
 
 impl FixtureSite {
+    /// The egress settings tests run under: public addresses plus the site under
+    /// test's one loopback port (the policy denies loopback unless told). Add to it
+    /// for more.
+    pub fn policy_config(&self) -> airlock_policy::PolicyConfig {
+        airlock_policy::PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", self.a.port())],
+            ..airlock_policy::PolicyConfig::default()
+        }
+    }
+
+    /// [`FixtureSite::policy_config`] as a policy.
+    pub fn policy(&self) -> airlock_policy::Policy {
+        match airlock_policy::Policy::from_config(&self.policy_config()) {
+            Ok(policy) => policy,
+            // One allowed loopback port is always a valid policy.
+            Err(e) => unreachable!("the fixture policy is invalid: {e}"),
+        }
+    }
+
     /// Starts both servers over the bundled `fixtures/site` pages.
     pub async fn start() -> FixtureSite {
         let root = bundled_root();

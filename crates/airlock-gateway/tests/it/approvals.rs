@@ -320,9 +320,8 @@ async fn each_default_rule_fires_however_the_agent_names_the_target() {
     with_browser(|h| async move {
         let store = Store::open_in_memory().await.unwrap();
         let policy = Policy::from_config(&PolicyConfig {
-            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
             trusted_domains: vec!["127.0.0.1".to_owned()],
-            ..PolicyConfig::default()
+            ..h.site.policy_config()
         })
         .unwrap();
         let gateway = Gateway::new(

@@ -27,18 +27,9 @@ mod roles;
 mod sessions;
 mod view;
 
-/// The policy tests run under: public addresses plus the fixture site's one port.
-fn fixture_policy(h: &Harness) -> Policy {
-    Policy::from_config(&PolicyConfig {
-        allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-        ..PolicyConfig::default()
-    })
-    .unwrap()
-}
-
 fn config(h: &Harness) -> GatewayConfig {
     GatewayConfig {
-        policy: fixture_policy(h),
+        policy: h.site.policy(),
         ..GatewayConfig::default()
     }
 }

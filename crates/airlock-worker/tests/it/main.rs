@@ -60,15 +60,6 @@ fn serve(h: &airlock_test_support::Harness, peer_uid: Option<u32>) -> Served {
     }
 }
 
-// The fixture site's loopback port allowed, as tests must (the policy denies loopback).
-fn site_policy(h: &airlock_test_support::Harness) -> Policy {
-    Policy::from_config(&airlock_policy::PolicyConfig {
-        allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-        ..airlock_policy::PolicyConfig::default()
-    })
-    .unwrap()
-}
-
 // A connection to `served` and a session opened on it.
 async fn open(
     served: &Served,
@@ -220,7 +211,7 @@ async fn a_control_plane_that_goes_away_leaves_no_browser_running() {
 async fn a_call_the_gateway_stops_waiting_for_is_cancelled_in_the_worker() {
     with_browser(|h| async move {
         let served = serve(&h, Some(my_uid()));
-        let policy = site_policy(&h);
+        let policy = h.site.policy();
         let (_host, session) = open(&served, None, policy).await;
         let navigate = airlock_worker::Call::Navigate {
             url: h.site.url("login.html"),
@@ -280,7 +271,7 @@ async fn a_session_streams_its_frames_when_the_page_paints_and_its_events_as_the
     use airlock_worker::{Call, Reply, SecretEntry, Watch};
     with_browser(|h| async move {
         let served = serve(&h, Some(my_uid()));
-        let policy = site_policy(&h);
+        let policy = h.site.policy();
         let host = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
             .await
             .unwrap();

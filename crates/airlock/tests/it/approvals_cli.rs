@@ -38,11 +38,7 @@ async fn an_operator_approves_a_held_click_from_another_process() {
         let store = Store::open_sqlite(&dir.path().join("airlock.db"))
             .await
             .unwrap();
-        let policy = Policy::from_config(&PolicyConfig {
-            allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-            ..PolicyConfig::default()
-        })
-        .unwrap();
+        let policy = h.site.policy();
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {

@@ -9,7 +9,6 @@ use airlock_config::RecordMode;
 use airlock_core::Role;
 use airlock_gateway::action::{Target, WaitUntil};
 use airlock_gateway::{CredentialSource, Gateway, GatewayConfig, OpenOptions, PageView, ToolCall};
-use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::with_browser;
 use airlock_vault::{Fields, MasterKey, Secret, Store, Vault};
 use base64::Engine as _;
@@ -72,11 +71,7 @@ async fn a_replay_page_shows_every_step_and_no_secret_in_any_form() {
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                policy: Policy::from_config(&PolicyConfig {
-                    allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-                    ..PolicyConfig::default()
-                })
-                .unwrap(),
+                policy: h.site.policy(),
                 credentials: CredentialSource {
                     vault: Some(Arc::new(vault)),
                     tenant: "default".into(),

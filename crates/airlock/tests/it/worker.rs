@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use airlock_core::ErrorCode;
 use airlock_gateway::{Gateway, GatewayConfig, ToolCall};
-use airlock_policy::{Policy, PolicyConfig};
 use airlock_store::Store;
 use airlock_test_support::{chromium_processes_under, with_browser};
 use airlock_worker::{Host, LocalWorker, Remote, WorkerSpawn};
@@ -24,15 +23,6 @@ fn navigate(url: String) -> ToolCall {
         wait_until: airlock_gateway::action::WaitUntil::Load,
         snapshot: airlock_gateway::PageView::None,
     }
-}
-
-// What the tests' sessions may reach: the fixture site's first port.
-fn site_policy(h: &airlock_test_support::Harness) -> Policy {
-    Policy::from_config(&PolicyConfig {
-        allow_private: vec![format!("127.0.0.1:{}", h.site.a.port())],
-        ..PolicyConfig::default()
-    })
-    .unwrap()
 }
 
 // The local worker as `serve` starts it, under `parent`, hung after `grace`.
@@ -141,7 +131,7 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
         let gateway = Gateway::new(
             host,
             GatewayConfig {
-                policy: site_policy(&h),
+                policy: h.site.policy(),
                 store: Some(store.clone()),
                 // The reaper comes by every 2 s.
                 idle_ttl: Duration::from_secs(8),
@@ -237,7 +227,7 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             let session = asker
                 .open(airlock_worker::OpenSpec {
                     isolation: None,
-                    policy: site_policy(&h),
+                    policy: h.site.policy(),
                     injection: None,
                     secrets: airlock_worker::SecretSet::default(),
                 })
@@ -477,7 +467,7 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
         let gateway = Gateway::new(
             host,
             GatewayConfig {
-                policy: site_policy(&h),
+                policy: h.site.policy(),
                 ..GatewayConfig::default()
             },
         );
@@ -516,7 +506,7 @@ async fn a_hung_worker_is_counted_gone_and_replaced() {
         let gateway = Gateway::new(
             host,
             GatewayConfig {
-                policy: site_policy(&h),
+                policy: h.site.policy(),
                 ..GatewayConfig::default()
             },
         );
