@@ -1,19 +1,18 @@
 //! The `browser-shell` profile: one tool whose `argv` reads like the agent-browser CLI
 //! (`["click", "@e3"]`), for clients built around it. `argv` is never given to a
 //! shell: it is matched against an allowlist of subcommands and turned into the same
-//! gateway calls the `browser_*` tools make. Global flags (`--session`, `--json`,
+//! gateway calls the `browser_*` tools make: each command becomes a catalogue tool's
+//! arguments, which the catalogue checks and parses as for any other surface. Global flags (`--session`, `--json`,
 //! `--cdp`, `--x=…`) are refused: the session comes from `session_id`, and nothing
 //! reaches the browser's control channel.
 
 use std::time::Duration;
 
 use airlock_core::text::prefix;
-use airlock_gateway::action::{
-    ClickOptions, ImageFormat, ScreenshotOptions, SnapshotOptions, Target, WaitCondition, WaitUntil,
-};
 use airlock_gateway::{ToolCall, ToolOutput};
 use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
 
 /// Subcommands `argv[0]` may name.
 pub(crate) const SUBCOMMANDS: &[&str] = &[
@@ -203,7 +202,9 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
             Err(format!("{command} takes {shape}"))
         }
     };
-    let call = match command {
+    // The command as a catalogue tool and its arguments: the catalogue checks and
+    // parses them exactly as it does for `browser_*` calls.
+    let (tool, args) = match command {
         "open" => {
             need(1, "one URL")?;
             let url = args[0];
@@ -216,95 +217,70 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
                     prefix(url, 60)
                 ));
             }
-            ToolCall::Navigate {
-                url: url.to_owned(),
-                wait_until: WaitUntil::Load,
-                snapshot: airlock_gateway::PageView::Full,
-            }
+            ("browser_navigate", json!({ "url": url }))
         }
         "snapshot" => {
             need(0, "no arguments (and -i for interactive elements only)")?;
-            ToolCall::Snapshot(SnapshotOptions {
-                interactive_only: has(&["-i", "--interactive"]),
-                ..SnapshotOptions::default()
-            })
+            let interactive = has(&["-i", "--interactive"]);
+            (
+                "browser_snapshot",
+                json!({ "interactive_only": interactive }),
+            )
         }
         "click" | "dblclick" => {
             need(1, "one target (@ref or CSS selector)")?;
-            ToolCall::Click {
-                target: target(args[0])?,
-                options: ClickOptions {
-                    double: command == "dblclick",
-                    ..ClickOptions::default()
-                },
-            }
+            let mut args = target(args[0])?;
+            args.insert("double".to_owned(), (command == "dblclick").into());
+            ("browser_click", Value::Object(args))
         }
         "hover" => {
             need(1, "one target (@ref or CSS selector)")?;
-            ToolCall::Hover {
-                target: target(args[0])?,
-            }
+            ("browser_hover", Value::Object(target(args[0])?))
         }
-        "fill" | "type" => {
-            need(2, "a target (@ref or CSS selector) and the text")?;
-            ToolCall::Type {
-                target: target(args[0])?,
-                text: args[1].to_owned(),
-                clear_first: command == "fill",
-                submit: false,
-            }
-        }
-        "focus" => {
-            need(1, "one target (@ref or CSS selector)")?;
+        "fill" | "type" | "focus" => {
             // Focusing a field is typing nothing into it.
-            ToolCall::Type {
-                target: target(args[0])?,
-                text: String::new(),
-                clear_first: false,
-                submit: false,
-            }
+            let text = if command == "focus" {
+                need(1, "one target (@ref or CSS selector)")?;
+                ""
+            } else {
+                need(2, "a target (@ref or CSS selector) and the text")?;
+                args[1]
+            };
+            let mut call = target(args[0])?;
+            call.insert("text".to_owned(), text.into());
+            call.insert("clear_first".to_owned(), (command == "fill").into());
+            ("browser_type", Value::Object(call))
         }
         "press" => {
             need(1, "one key or combo, e.g. Enter or Control+A")?;
-            ToolCall::PressKey {
-                key: args[0].to_owned(),
-            }
+            ("browser_press_key", json!({ "key": args[0] }))
         }
         "check" | "uncheck" => {
             need(1, "one target (@ref or CSS selector)")?;
-            ToolCall::Check {
-                target: target(args[0])?,
-                checked: command == "check",
-            }
+            let mut call = target(args[0])?;
+            call.insert("checked".to_owned(), (command == "check").into());
+            ("browser_check", Value::Object(call))
         }
         "select" => {
             if args.len() < 2 {
                 return Err("select takes a target and one or more values".to_owned());
             }
-            ToolCall::SelectOption {
-                target: target(args[0])?,
-                values: args[1..].iter().map(|v| (*v).to_owned()).collect(),
-            }
+            let mut call = target(args[0])?;
+            call.insert("values".to_owned(), json!(args[1..]));
+            ("browser_select_option", Value::Object(call))
         }
         "wait" => {
             if has(&["--text"]) {
                 need(1, "--text and the text to wait for")?;
-                ToolCall::WaitFor {
-                    condition: WaitCondition::Text(args[0].to_owned()),
-                    timeout: None,
-                }
+                ("browser_wait_for", json!({ "text": args[0] }))
             } else {
                 need(
                     1,
                     "milliseconds, a target (@ref or CSS selector), or --text TEXT",
                 )?;
-                let condition = match args[0].parse::<u64>() {
-                    Ok(ms) => WaitCondition::Time(Duration::from_millis(ms)),
-                    Err(_) => WaitCondition::Target(target(args[0])?),
-                };
-                ToolCall::WaitFor {
-                    condition,
-                    timeout: None,
+                match args[0].parse::<u64>() {
+                    Ok(ms) => ("browser_wait_for", json!({ "time_ms": ms })),
+                    Err(_) => ("browser_wait_for", Value::Object(target(args[0])?)),
                 }
             }
         }
@@ -313,38 +289,31 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
                 0,
                 "no arguments (and --full for the whole page); the image comes back as image content",
             )?;
-            ToolCall::Screenshot(ScreenshotOptions {
-                full_page: has(&["--full", "-f"]),
-                target: None,
-                format: ImageFormat::Png,
-                outline: None,
-                fast: false,
-            })
+            let full = has(&["--full", "-f"]);
+            (
+                "browser_screenshot",
+                json!({ "full_page": full, "format": "png" }),
+            )
         }
         "close" => {
             need(0, "no arguments")?;
-            ToolCall::SessionClose
+            ("browser_session_close", json!({}))
         }
         "dialog" => match args.as_slice() {
-            ["accept"] => ToolCall::HandleDialog {
-                accept: true,
-                prompt_text: None,
-                wait: Duration::ZERO,
-            },
-            ["accept", text] => ToolCall::HandleDialog {
-                accept: true,
-                prompt_text: Some((*text).to_owned()),
-                wait: Duration::ZERO,
-            },
-            ["dismiss"] => ToolCall::HandleDialog {
-                accept: false,
-                prompt_text: None,
-                wait: Duration::ZERO,
-            },
+            ["accept"] => ("browser_handle_dialog", json!({ "accept": true })),
+            ["accept", text] => (
+                "browser_handle_dialog",
+                json!({ "accept": true, "prompt_text": text }),
+            ),
+            ["dismiss"] => ("browser_handle_dialog", json!({ "accept": false })),
             _ => return Err("dialog takes accept [prompt text] or dismiss".to_owned()),
         },
         _ => return Err(format!("`{}` is not allowed", prefix(command, 60))),
     };
+    let call = airlock_tools::find(tool)
+        .ok_or_else(|| format!("{command} has no tool behind it"))?
+        .parse(args.as_object())
+        .map_err(|airlock_tools::BadArgument(why)| why)?;
     Ok(Invocation {
         session_id: id.clone(),
         call,
@@ -352,11 +321,14 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
     })
 }
 
-// `@e3`, `e3`, `f1e3` and `t2e3` are refs; anything else is a CSS selector.
-fn target(arg: &str) -> Result<Target, String> {
+// `@e3`, `e3`, `f1e3` and `t2e3` are refs; anything else is a CSS selector: the
+// catalogue's target arguments.
+fn target(arg: &str) -> Result<Map<String, Value>, String> {
     let bare = arg.strip_prefix('@').unwrap_or(arg);
-    if let Ok(reference) = bare.parse() {
-        return Ok(Target::Ref(reference));
+    let mut out = Map::new();
+    if bare.parse::<airlock_core::NodeRef>().is_ok() {
+        out.insert("ref".to_owned(), bare.into());
+        return Ok(out);
     }
     if arg.starts_with('@') {
         return Err(format!(
@@ -364,12 +336,14 @@ fn target(arg: &str) -> Result<Target, String> {
             prefix(arg, 60)
         ));
     }
-    Ok(Target::Selector(arg.to_owned()))
+    out.insert("selector".to_owned(), arg.into());
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use airlock_gateway::action::{SnapshotOptions, Target, WaitCondition};
 
     fn run(argv: &[&str]) -> Result<ToolCall, String> {
         parse(&ShellParams {
