@@ -187,15 +187,7 @@ impl Gateway {
         tenant: &str,
         id: &str,
     ) -> Result<Arc<crate::sessions::Lease>> {
-        self.sessions
-            .find(id)
-            .filter(|lease| {
-                // One past its idle TTL that the reaper has yet to close is gone too.
-                lease.owner.tenant == tenant
-                    && lease.ended().is_none()
-                    && lease.expires_in() != Some(Duration::ZERO)
-            })
-            .ok_or(Error::NoSuchSession)
+        self.sessions.tenant_lease(tenant, id)
     }
 
     // Conversation slots whose session ended go (the reaper's tick).

@@ -50,7 +50,7 @@ pub use session::{
 };
 pub use sessions::{Caps, ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
 pub use surface::Surface;
-pub use takeover::{LiveCursor, LiveFrame, LiveUpdate, OperatorInput};
+pub use takeover::{LiveCursor, LiveFrame, LiveUpdate, OperatorInput, Operators};
 pub use tools::{
     MAX_DOWNLOAD_BYTES, MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, OpenOptions, PageView, ReadFormat,
     TabAction, ToolCall, ToolFile, ToolOutput,

@@ -138,6 +138,8 @@ pub struct Gateway {
     activity: Arc<Activity>,
     // Told of every finished call (metrics).
     observers: Arc<call::Observers>,
+    // Operators on sessions' pages: live view, take-over, input, saved logins.
+    pub(crate) operators: crate::takeover::Operators,
     // The audit log: appends, the live feed (SSE, webhook, console) and checkpoints.
     pub(crate) audit: Arc<AuditLog>,
     // Set once the gateway stops: long-lived readers (event streams) end.
@@ -160,14 +162,24 @@ impl Gateway {
         let host = host.into();
         // Session events go to the audit log through one writer, in order.
         let (journal, journal_rx) = tokio::sync::mpsc::unbounded_channel();
-        let sessions = match &config.store {
+        let sessions = Arc::new(match &config.store {
             Some(_) => Sessions::journaled(journal),
             None => Sessions::default(),
-        };
+        });
+        let config = Arc::new(config);
+        let audit = Arc::new(AuditLog::new(
+            config.store.clone(),
+            config.checkpoints.clone(),
+        ));
         let gateway = Arc::new(Gateway {
             host,
             policy: Arc::new(config.policy.clone()),
-            sessions: Arc::new(sessions),
+            operators: crate::takeover::Operators::new(
+                sessions.clone(),
+                audit.clone(),
+                config.clone(),
+            ),
+            sessions,
             conversations: Default::default(),
             callers: Mutex::new(std::collections::HashMap::new()),
             named: Mutex::new(std::collections::HashMap::new()),
@@ -176,16 +188,13 @@ impl Gateway {
             warm: WarmPool::new(config.warm_sessions),
             activity: Activity::new(),
             observers: Arc::default(),
-            audit: Arc::new(AuditLog::new(
-                config.store.clone(),
-                config.checkpoints.clone(),
-            )),
+            audit,
             stopping: tokio::sync::watch::Sender::new(false),
             pruned: Mutex::new(None),
             approvals: Arc::new(crate::approvals::Approvals::new(config.store.clone())),
             keys_seen: std::sync::atomic::AtomicBool::new(false),
             quota_refused: Mutex::default(),
-            config: Arc::new(config),
+            config,
         });
         gateway.warm.refill(&gateway.host, None);
         if let Some(store) = gateway.config.store.clone() {
@@ -686,7 +695,7 @@ impl Gateway {
         self.forget_ended_conversations();
         self.prune_recordings();
         self.expire_overdue_approvals().await;
-        self.release_untended_holds().await;
+        self.operators.release_untended_holds().await;
         let ttl = self.config.idle_ttl;
         // Leases past their idle TTL or lifetime with no call in them end; their
         // agents say so once.

@@ -472,6 +472,18 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
+    /// One of `tenant`'s live sessions: another tenant's, an ended one, or one past
+    /// its idle TTL that the reaper has yet to close is no such session.
+    pub(crate) fn tenant_lease(&self, tenant: &str, id: &str) -> Result<Arc<Lease>> {
+        self.find(id)
+            .filter(|lease| {
+                lease.owner.tenant == tenant
+                    && lease.ended().is_none()
+                    && lease.expires_in() != Some(Duration::ZERO)
+            })
+            .ok_or(Error::NoSuchSession)
+    }
+
     /// A registry that tells `journal` of every session opened and ended.
     pub(crate) fn journaled(journal: tokio::sync::mpsc::UnboundedSender<Journal>) -> Sessions {
         Sessions {

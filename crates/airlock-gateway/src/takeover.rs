@@ -8,8 +8,12 @@
 use airlock_browser::{ClickOptions, PageEvent, Target, TextPiece, TypedText};
 use airlock_worker::{Painted, Watch};
 
-use crate::Gateway;
+use std::sync::Arc;
+
+use crate::audit::AuditLog;
 use crate::error::{Error, Result};
+use crate::session::{Gateway, GatewayConfig};
+use crate::sessions::{Lease, Sessions};
 
 /// One frame of a live session.
 pub struct LiveFrame {
@@ -100,7 +104,51 @@ impl std::fmt::Debug for OperatorInput {
 /// The name what an operator types is redacted under (`[REDACTED:operator]`).
 pub(crate) const OPERATOR_SECRET: &str = "operator";
 
+/// Operators on sessions' pages: watching them live, taking them over and handing them
+/// back, typing into them, saving their logins. One per gateway, over the lease
+/// registry, the audit log and the gateway's settings; the console is its caller.
+pub struct Operators {
+    sessions: Arc<Sessions>,
+    audit: Arc<AuditLog>,
+    config: Arc<GatewayConfig>,
+}
+
 impl Gateway {
+    /// What operators do to sessions' pages.
+    pub fn operators(&self) -> &Operators {
+        &self.operators
+    }
+}
+
+impl Operators {
+    pub(crate) fn new(
+        sessions: Arc<Sessions>,
+        audit: Arc<AuditLog>,
+        config: Arc<GatewayConfig>,
+    ) -> Operators {
+        Operators {
+            sessions,
+            audit,
+            config,
+        }
+    }
+
+    // One of `tenant`'s live sessions.
+    fn tenant_lease(&self, tenant: &str, id: &str) -> Result<Arc<Lease>> {
+        self.sessions.tenant_lease(tenant, id)
+    }
+
+    // An operator's event on the record, under `tenant`, now.
+    async fn record_event(&self, tenant: &str, event: airlock_audit::Event) {
+        if let Err(e) = self
+            .audit
+            .append(&airlock_audit::Entry::now(tenant, event), None)
+            .await
+        {
+            tracing::error!(error = %e, "could not record an operator's step");
+        }
+    }
+
     /// What happened in one of `tenant`'s live sessions since `cursor` last saw it:
     /// its events as lines, and (with `frames`) a new frame if the page changed.
     /// Answers as soon as there is something, or with nothing after `wait`: the
@@ -258,7 +306,7 @@ impl Gateway {
             holder: Some(holder.to_owned()),
             reason: Some(reason.to_owned()),
         };
-        self.record_event(Some(tenant), airlock_audit::Event::OperatorHandback(step))
+        self.record_event(tenant, airlock_audit::Event::OperatorHandback(step))
             .await;
     }
 
@@ -442,7 +490,7 @@ impl Gateway {
             origins: secret.origins.clone(),
             cookies: saved as u64,
         };
-        self.record_event(Some(tenant), airlock_audit::Event::LoginSaved(saved_login))
+        self.record_event(tenant, airlock_audit::Event::LoginSaved(saved_login))
             .await;
         Ok(saved)
     }
@@ -464,6 +512,6 @@ impl Gateway {
             holder: None,
             reason: None,
         };
-        self.record_event(Some(tenant), kind(step)).await;
+        self.record_event(tenant, kind(step)).await;
     }
 }

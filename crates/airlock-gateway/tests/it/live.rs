@@ -19,6 +19,7 @@ async fn a_live_watcher_sees_the_page_change_and_its_events_when_they_happen() {
         let wait = Duration::from_secs(20);
 
         let first = gateway
+            .operators()
             .live_watch("default", &id, &mut cursor, true, wait)
             .await
             .unwrap();
@@ -26,6 +27,7 @@ async fn a_live_watcher_sees_the_page_change_and_its_events_when_they_happen() {
         assert!(frame.url.ends_with("/dialogs.html"), "{}", frame.url);
         assert_eq!(frame.title, "Dialogs");
         let idle = gateway
+            .operators()
             .live_watch(
                 "default",
                 &id,
@@ -39,6 +41,7 @@ async fn a_live_watcher_sees_the_page_change_and_its_events_when_they_happen() {
         // Another tenant's operator sees nothing of it.
         assert!(
             gateway
+                .operators()
                 .live_watch("other", &id, &mut LiveCursor::default(), true, wait)
                 .await
                 .is_err()
@@ -47,6 +50,7 @@ async fn a_live_watcher_sees_the_page_change_and_its_events_when_they_happen() {
         let out = agent.call(click_button("Guard")).await;
         assert_eq!(out.error, None, "{}", out.text);
         let changed = gateway
+            .operators()
             .live_watch("default", &id, &mut cursor, true, wait)
             .await
             .unwrap();
@@ -60,6 +64,7 @@ async fn a_live_watcher_sees_the_page_change_and_its_events_when_they_happen() {
         let mut lines = Vec::new();
         while !lines.iter().any(|l: &String| l.contains("dialog")) {
             let update = gateway
+                .operators()
                 .live_watch("default", &id, &mut cursor, false, wait)
                 .await
                 .unwrap();
@@ -75,7 +80,7 @@ async fn a_live_watcher_sees_the_page_change_and_its_events_when_they_happen() {
                 .any(|l| l == "tab 0: a confirm dialog holds the page: “Really delete?”"),
             "{lines:?}"
         );
-        gateway.live_unwatch("default", &id).await;
+        gateway.operators().live_unwatch("default", &id).await;
         gateway.shutdown().await;
     })
     .await;

@@ -574,20 +574,39 @@ async fn a_hold_nobody_tends_goes_back_to_the_agent() {
         let id = gateway.leases()[0].id.to_string();
 
         // Released by another admin of the tenant; the agent is told once.
-        gateway.take_over("default", &id, "op-a").await.unwrap();
+        gateway
+            .operators()
+            .take_over("default", &id, "op-a")
+            .await
+            .unwrap();
         assert_eq!(agent.call(look()).await.error, Some(ErrorCode::SessionHeld));
-        let e = gateway.take_over("default", &id, "op-b").await.unwrap_err();
+        let e = gateway
+            .operators()
+            .take_over("default", &id, "op-b")
+            .await
+            .unwrap_err();
         assert!(e.to_string().contains("op-a holds this session"), "{e}");
         assert_eq!(
-            gateway.release_hold("default", &id, "op-b").await.unwrap(),
+            gateway
+                .operators()
+                .release_hold("default", &id, "op-b")
+                .await
+                .unwrap(),
             "op-a"
         );
         let out = agent.call(look()).await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("handed it back"), "{}", out.text);
-        assert!(gateway.release_hold("default", &id, "op-b").await.is_err());
         assert!(
             gateway
+                .operators()
+                .release_hold("default", &id, "op-b")
+                .await
+                .is_err()
+        );
+        assert!(
+            gateway
+                .operators()
                 .release_hold("other-tenant", &id, "op-b")
                 .await
                 .is_err(),
@@ -595,9 +614,14 @@ async fn a_hold_nobody_tends_goes_back_to_the_agent() {
         );
 
         // A login that ended releases what it held, and only that.
-        gateway.take_over("default", &id, "op-a").await.unwrap();
+        gateway
+            .operators()
+            .take_over("default", &id, "op-a")
+            .await
+            .unwrap();
         assert_eq!(
             gateway
+                .operators()
                 .release_holds_of("op-b", "console login ended")
                 .await,
             0
@@ -605,6 +629,7 @@ async fn a_hold_nobody_tends_goes_back_to_the_agent() {
         assert_eq!(agent.call(look()).await.error, Some(ErrorCode::SessionHeld));
         assert_eq!(
             gateway
+                .operators()
                 .release_holds_of("op-a", "console login ended")
                 .await,
             1
@@ -613,10 +638,14 @@ async fn a_hold_nobody_tends_goes_back_to_the_agent() {
 
         // Tended (watched, typed into), a hold lasts past `hold_idle`; untended, it
         // goes back by itself.
-        gateway.take_over("default", &id, "op-a").await.unwrap();
+        gateway
+            .operators()
+            .take_over("default", &id, "op-a")
+            .await
+            .unwrap();
         let tended_until = tokio::time::Instant::now() + hold_idle * 3;
         while tokio::time::Instant::now() < tended_until {
-            gateway.tend_hold("default", &id, "op-a");
+            gateway.operators().tend_hold("default", &id, "op-a");
             tokio::time::sleep(hold_idle / 4).await;
         }
         assert_eq!(

@@ -66,6 +66,7 @@ pub(super) async fn take_over(
     let by = login.controller();
     let done = console
         .gateway
+        .operators()
         .take_over(&login.operator.tenant, &id, &by)
         .await;
     back_to_live(&id, done)
@@ -79,6 +80,7 @@ pub(super) async fn hand_back(
     let by = login.controller();
     let done = console
         .gateway
+        .operators()
         .hand_back(&login.operator.tenant, &id, &by)
         .await;
     back_to_live(&id, done)
@@ -93,6 +95,7 @@ pub(super) async fn release(
 ) -> Response {
     let done = console
         .gateway
+        .operators()
         .release_hold(&login.operator.tenant, &id, &login.controller())
         .await
         .map(|_| ());
@@ -150,6 +153,7 @@ pub(super) async fn save_login(
     }
     match console
         .gateway
+        .operators()
         .save_login(
             &login.operator.tenant,
             &id,
@@ -175,6 +179,7 @@ pub(super) async fn save_login(
             let handed_back = holds
                 && console
                     .gateway
+                    .operators()
                     .hand_back(&login.operator.tenant, &id, &by)
                     .await
                     .is_ok();
@@ -259,6 +264,7 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
             tokio::time::sleep_until(next_watch).await;
             console
                 .gateway
+                .operators()
                 .live_watch(&tenant, &id, &mut cursor, frames, HEARTBEAT)
                 .await
         };
@@ -266,12 +272,12 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
             update = watch => {
                 // A login that ended holds nothing: its page goes back to the agent.
                 if !console.alive(&login) {
-                    console.gateway.release_holds_of(&by, "console login ended").await;
+                    console.gateway.operators().release_holds_of(&by, "console login ended").await;
                     let _ = tx.send(Message::Text(r#"{"signed_out":true}"#.into())).await;
                     break;
                 }
                 // Watching the page it holds, shown: the hold is tended.
-                console.gateway.tend_hold(&tenant, &id, &by);
+                console.gateway.operators().tend_hold(&tenant, &id, &by);
                 let update = match update {
                     Ok(update) => update,
                     Err(e) => {
@@ -349,6 +355,7 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
                 };
                 let done = console
                     .gateway
+                    .operators()
                     .operator_input(&tenant, &id, &by, input, last_click)
                     .await;
                 let reply = match done {
@@ -364,7 +371,7 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
     }
     // The page need not be watched for this socket any more (another console's
     // watch starts it again).
-    console.gateway.live_unwatch(&tenant, &id).await;
+    console.gateway.operators().live_unwatch(&tenant, &id).await;
 }
 
 // The agent's last five calls in the session, newest first, as one line each.

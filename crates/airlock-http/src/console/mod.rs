@@ -382,6 +382,7 @@ async fn sign_out(State(console): State<Console>, headers: HeaderMap) -> Respons
     if let Some(login) = ended {
         console
             .gateway
+            .operators()
             .release_holds_of(&login.controller(), "console login ended")
             .await;
     }

@@ -31,12 +31,18 @@ async fn operator_types(gateway: &Gateway, agent: &AgentSession, field: &str, va
     use airlock_gateway::OperatorInput;
     let (x, y) = centre_of(agent, field).await;
     let id = gateway.tenant_sessions("default", None)[0].id.to_string();
-    gateway.take_over("default", &id, "op").await.unwrap();
     gateway
+        .operators()
+        .take_over("default", &id, "op")
+        .await
+        .unwrap();
+    gateway
+        .operators()
         .operator_input("default", &id, "op", OperatorInput::Click { x, y }, None)
         .await
         .unwrap();
     gateway
+        .operators()
         .operator_input(
             "default",
             &id,
@@ -46,7 +52,11 @@ async fn operator_types(gateway: &Gateway, agent: &AgentSession, field: &str, va
         )
         .await
         .unwrap();
-    gateway.hand_back("default", &id, "op").await.unwrap();
+    gateway
+        .operators()
+        .hand_back("default", &id, "op")
+        .await
+        .unwrap();
 }
 
 /// What an operator types during a take-over is the session's secret from then on:
@@ -184,8 +194,13 @@ async fn an_operator_types_nothing_while_the_page_holds_a_socket_open() {
         assert_eq!(out.error, None, "{}", out.text);
         let (x, y) = centre_of(&agent, "Code").await;
         let id = gateway.tenant_sessions("default", None)[0].id.to_string();
-        gateway.take_over("default", &id, "op").await.unwrap();
         gateway
+            .operators()
+            .take_over("default", &id, "op")
+            .await
+            .unwrap();
+        gateway
+            .operators()
             .operator_input(
                 "default",
                 &id,
@@ -196,6 +211,7 @@ async fn an_operator_types_nothing_while_the_page_holds_a_socket_open() {
             .await
             .unwrap();
         let typed = gateway
+            .operators()
             .operator_input(
                 "default",
                 &id,
@@ -207,7 +223,11 @@ async fn an_operator_types_nothing_while_the_page_holds_a_socket_open() {
         let e = typed.expect_err("typing while a socket is open");
         assert!(e.to_string().contains("holds a WebSocket open"), "{e}");
         assert_eq!(received.load(std::sync::atomic::Ordering::SeqCst), 0);
-        gateway.hand_back("default", &id, "op").await.unwrap();
+        gateway
+            .operators()
+            .hand_back("default", &id, "op")
+            .await
+            .unwrap();
         let out = agent.call(read_at(0)).await;
         assert!(!out.text.contains("Pä$$"), "{}", out.text);
         gateway.shutdown().await;
