@@ -110,10 +110,36 @@ impl MemoryCgroup {
 }
 
 impl Drop for MemoryCgroup {
-    // Paths that never reach `remove` (a panic, a dropped process) try once; a group
-    // still busy then is swept at the next launch after this gateway is gone.
+    // Paths that never reach `remove`, or whose `remove` was cancelled part way (a
+    // panic, a dropped process, a worker stopped while it closed a session): a killed
+    // group may still be busy for a few milliseconds, so a short-lived thread keeps
+    // trying for the same patience `remove` has; it needs no runtime, which may be
+    // going away too. A group still busy after that is swept at the next launch.
+    // On an OS thread of its own, with no runtime, std's clock and sleep are the
+    // right ones (the lints steer async code and tests to tokio's).
+    #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.dir);
+        match std::fs::remove_dir(&self.dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(_) => {
+                let dir = self.dir.clone();
+                let _ = std::thread::Builder::new()
+                    .name("cgroup-remove".to_owned())
+                    .spawn(move || {
+                        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                        while std::time::Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(10));
+                            match std::fs::remove_dir(&dir) {
+                                Ok(()) => return,
+                                Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+                                Err(_) => {}
+                            }
+                        }
+                        tracing::warn!(path = %dir.display(), "could not remove Chromium's cgroup");
+                    });
+            }
+        }
     }
 }
 
