@@ -196,6 +196,13 @@ impl Error {
                 what: format!("browser command `{method}`"),
                 ms,
             },
+            // The document a command was for navigated or closed under it: the page
+            // changed, which the agent answers with a new snapshot, not a fault of ours.
+            CdpError::Protocol { ref message, .. }
+                if message.contains("Inspected target navigated or closed") =>
+            {
+                Error::PageChanged
+            }
             other => Error::Protocol(other.to_string()),
         }
     }
@@ -220,3 +227,22 @@ fn other_tab_message(reference: &str, tab: Option<usize>) -> String {
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_whose_document_went_away_is_page_changed_not_internal() {
+        let gone = Error::from_cdp(CdpError::Protocol {
+            method: "Runtime.evaluate".to_owned(),
+            message: "Inspected target navigated or closed".to_owned(),
+        });
+        assert_eq!(gone.code(), ErrorCode::PageChanged, "{gone}");
+        let other = Error::from_cdp(CdpError::Protocol {
+            method: "Runtime.evaluate".to_owned(),
+            message: "Invalid parameters".to_owned(),
+        });
+        assert_ne!(other.code(), ErrorCode::PageChanged, "{other}");
+    }
+}

@@ -953,6 +953,7 @@ fn seeding_scripts(injection: &Injection) -> Vec<(&'static str, Value)> {
 
 fn is_context_gone(message: &str) -> bool {
     message.contains("Cannot find context")
+        || message.contains("Inspected target navigated or closed")
         || message.contains("Execution context was destroyed")
         || message.contains("Cannot find default execution context")
         || message.contains("No frame")
