@@ -8,6 +8,7 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+use airlock_gateway::{Interaction, Navigation};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,22 +73,22 @@ async fn main() {
         let agents = [bare.agent_session(), full.agent_session()];
         for agent in &agents {
             let out = agent
-                .call(ToolCall::Navigate {
+                .call(ToolCall::Navigate(Navigation::To {
                     url: h.site.url("login.html"),
                     wait_until: WaitUntil::Load,
                     snapshot: PageView::None,
-                })
+                }))
                 .await;
             assert_eq!(out.error, None, "{}", out.text);
         }
-        let click = || ToolCall::Click {
+        let click = || ToolCall::Interact(Interaction::Click {
             target: Target::Role {
                 role: "checkbox".into(),
                 name: Some("Remember me".into()),
                 index: None,
             },
             options: Default::default(),
-        };
+        });
         let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         for i in 0..WARMUP + PAIRS {
             // Alternate which goes first, so neither always follows the other.

@@ -52,6 +52,6 @@ pub use sessions::{Caps, ConversationKey, LeaseInfo, LeaseTerms, Principal, Sess
 pub use surface::Surface;
 pub use takeover::{LiveCursor, LiveFrame, LiveUpdate, OperatorInput, Operators};
 pub use tools::{
-    MAX_DOWNLOAD_BYTES, MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, OpenOptions, PageView, ReadFormat,
-    TabAction, ToolCall, ToolFile, ToolOutput,
+    Interaction, MAX_DOWNLOAD_BYTES, MAX_UPLOAD_BYTES, MAX_UPLOAD_FILES, Navigation, OpenOptions,
+    PageView, ReadFormat, Reading, SessionCall, TabAction, ToolCall, ToolFile, ToolOutput, Window,
 };

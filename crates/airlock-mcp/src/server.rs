@@ -2,6 +2,7 @@
 //! MCP tool result. The tool methods (`tools/`, one file per family) are thin mappings
 //! from wire parameters to a gateway call.
 
+use airlock_gateway::SessionCall;
 use std::sync::{Arc, OnceLock};
 
 use airlock_config::ToolProfile;
@@ -356,7 +357,7 @@ impl AirlockMcp {
     // a browser session of its own, closed when the call ends, so no two clients ever
     // see each other's pages.
     async fn one_off(&self, agent: Arc<AgentSession>, call: ToolCall) -> ToolOutput {
-        if matches!(call, ToolCall::SessionOpen(_)) {
+        if matches!(call, ToolCall::Session(SessionCall::Open(_))) {
             let mut out = agent.call(call).await;
             if out.error.is_some() {
                 return out;

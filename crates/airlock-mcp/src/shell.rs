@@ -344,6 +344,7 @@ fn target(arg: &str) -> Result<Map<String, Value>, String> {
 mod tests {
     use super::*;
     use airlock_gateway::action::{SnapshotOptions, Target, WaitCondition};
+    use airlock_gateway::{Interaction, Navigation, Reading, SessionCall};
 
     fn run(argv: &[&str]) -> Result<ToolCall, String> {
         parse(&ShellParams {
@@ -358,74 +359,80 @@ mod tests {
     fn allowlisted_commands_parse() {
         assert!(matches!(
             run(&["open", "https://example.com"]),
-            Ok(ToolCall::Navigate { .. })
+            Ok(ToolCall::Navigate(Navigation::To { .. }))
         ));
         assert!(matches!(
             run(&["snapshot", "-i"]),
-            Ok(ToolCall::Snapshot(SnapshotOptions {
+            Ok(ToolCall::Read(Reading::Snapshot(SnapshotOptions {
                 interactive_only: true,
+                ..
+            })))
+        ));
+        assert!(matches!(
+            run(&["click", "@e3"]),
+            Ok(ToolCall::Interact(Interaction::Click {
+                target: Target::Ref(_),
                 ..
             }))
         ));
         assert!(matches!(
-            run(&["click", "@e3"]),
-            Ok(ToolCall::Click {
-                target: Target::Ref(_),
-                ..
-            })
-        ));
-        assert!(matches!(
             run(&["click", "#save"]),
-            Ok(ToolCall::Click {
+            Ok(ToolCall::Interact(Interaction::Click {
                 target: Target::Selector(_),
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             run(&["fill", "@e2", "alice"]),
-            Ok(ToolCall::Type {
+            Ok(ToolCall::Interact(Interaction::Type {
                 clear_first: true,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             run(&["press", "Enter"]),
-            Ok(ToolCall::PressKey { .. })
+            Ok(ToolCall::Interact(Interaction::PressKey { .. }))
         ));
         assert!(matches!(
             run(&["wait", "500"]),
-            Ok(ToolCall::WaitFor {
+            Ok(ToolCall::Read(Reading::WaitFor {
                 condition: WaitCondition::Time(_),
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             run(&["wait", "--text", "Done"]),
-            Ok(ToolCall::WaitFor {
+            Ok(ToolCall::Read(Reading::WaitFor {
                 condition: WaitCondition::Text(_),
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             run(&["select", "@e4", "a", "b"]),
-            Ok(ToolCall::SelectOption { .. })
+            Ok(ToolCall::Interact(Interaction::SelectOption { .. }))
         ));
         assert!(matches!(
             run(&["uncheck", "@e5"]),
-            Ok(ToolCall::Check { checked: false, .. })
+            Ok(ToolCall::Interact(Interaction::Check {
+                checked: false,
+                ..
+            }))
         ));
-        assert!(matches!(run(&["close"]), Ok(ToolCall::SessionClose)));
+        assert!(matches!(
+            run(&["close"]),
+            Ok(ToolCall::Session(SessionCall::Close))
+        ));
         assert!(matches!(
             run(&["dialog", "accept", "Ada"]),
-            Ok(ToolCall::HandleDialog { accept: true, prompt_text: Some(t), .. }) if t == "Ada"
+            Ok(ToolCall::Interact(Interaction::HandleDialog { accept: true, prompt_text: Some(t), .. })) if t == "Ada"
         ));
         assert!(matches!(
             run(&["dialog", "dismiss"]),
-            Ok(ToolCall::HandleDialog {
+            Ok(ToolCall::Interact(Interaction::HandleDialog {
                 accept: false,
                 prompt_text: None,
                 ..
-            })
+            }))
         ));
     }
 

@@ -3,6 +3,7 @@
 //! and dispatches from it; the browser-shell profile and a server-side task loop read
 //! the same entries, so a tool is described and checked the same wherever it is called.
 
+use airlock_gateway::{Navigation, Reading, SessionCall};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -211,7 +212,7 @@ static TOOLS: &[Tool] = &[
         raw_schema: input_schema::<NoParams>,
         parse: |args| {
             parse::<NoParams>(args)?;
-            Ok(Ok(ToolCall::Back))
+            Ok(Ok(ToolCall::Navigate(Navigation::Back)))
         },
     },
     Tool {
@@ -224,7 +225,7 @@ static TOOLS: &[Tool] = &[
         raw_schema: input_schema::<NoParams>,
         parse: |args| {
             parse::<NoParams>(args)?;
-            Ok(Ok(ToolCall::Forward))
+            Ok(Ok(ToolCall::Navigate(Navigation::Forward)))
         },
     },
     Tool {
@@ -237,7 +238,7 @@ static TOOLS: &[Tool] = &[
         raw_schema: input_schema::<NoParams>,
         parse: |args| {
             parse::<NoParams>(args)?;
-            Ok(Ok(ToolCall::Reload))
+            Ok(Ok(ToolCall::Navigate(Navigation::Reload)))
         },
     },
     Tool {
@@ -410,7 +411,7 @@ static TOOLS: &[Tool] = &[
         raw_schema: input_schema::<NoParams>,
         parse: |args| {
             parse::<NoParams>(args)?;
-            Ok(Ok(ToolCall::Pdf))
+            Ok(Ok(ToolCall::Read(Reading::Pdf)))
         },
     },
     Tool {
@@ -473,7 +474,7 @@ static TOOLS: &[Tool] = &[
         raw_schema: input_schema::<NoParams>,
         parse: |args| {
             parse::<NoParams>(args)?;
-            Ok(Ok(ToolCall::SessionClose))
+            Ok(Ok(ToolCall::Session(SessionCall::Close)))
         },
     },
 ];

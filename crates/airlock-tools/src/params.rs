@@ -1,6 +1,7 @@
 //! Wire parameters of each tool (their doc comments become the JSON-schema
 //! descriptions the model reads) and their conversion into gateway calls.
 
+use airlock_gateway::{Interaction, Navigation, Reading, SessionCall, Window};
 use std::time::Duration;
 
 use airlock_config::{Isolation, RecordMode};
@@ -159,11 +160,11 @@ impl NavigateParams {
                 ));
             }
         };
-        Ok(ToolCall::Navigate {
+        Ok(ToolCall::Navigate(Navigation::To {
             url: self.url.trim().to_owned(),
             wait_until,
             snapshot,
-        })
+        }))
     }
 }
 
@@ -197,7 +198,7 @@ impl SnapshotParams {
             ),
             None => None,
         };
-        Ok(ToolCall::Snapshot(SnapshotOptions {
+        Ok(ToolCall::Read(Reading::Snapshot(SnapshotOptions {
             interactive_only: self.interactive_only,
             max_nodes: self.max_nodes.unwrap_or(usize::MAX).max(1),
             scope,
@@ -209,7 +210,7 @@ impl SnapshotParams {
             },
             boxes: self.boxes,
             ..SnapshotOptions::default()
-        }))
+        })))
     }
 }
 
@@ -255,14 +256,14 @@ impl ClickParams {
                 }
             });
         }
-        let call = ToolCall::Click {
+        let call = ToolCall::Interact(Interaction::Click {
             target: self.target.target()?,
             options: ClickOptions {
                 button,
                 double: self.double,
                 modifiers,
             },
-        };
+        });
         budgeted(call, self.target.timeout_ms)
     }
 }
@@ -284,12 +285,12 @@ pub struct TypeParams {
 impl TypeParams {
     pub fn call(self) -> Result<ToolCall, BadArgument> {
         check_text(&self.text)?;
-        let call = ToolCall::Type {
+        let call = ToolCall::Interact(Interaction::Type {
             target: self.target.target()?,
             text: self.text,
             clear_first: self.clear_first,
             submit: self.submit,
-        };
+        });
         budgeted(call, self.target.timeout_ms)
     }
 }
@@ -327,7 +328,10 @@ impl FillFormParams {
             check_text(&field.value)?;
             fields.push((field.target.target()?, field.value));
         }
-        budgeted(ToolCall::FillForm { fields }, timeout_ms)
+        budgeted(
+            ToolCall::Interact(Interaction::FillForm { fields }),
+            timeout_ms,
+        )
     }
 }
 
@@ -342,7 +346,7 @@ impl PressKeyParams {
         if self.key.len() > 64 {
             return bad("`key` is a key name or combo such as `Control+A`");
         }
-        Ok(ToolCall::PressKey { key: self.key })
+        Ok(ToolCall::Interact(Interaction::PressKey { key: self.key }))
     }
 }
 
@@ -359,10 +363,10 @@ impl SelectParams {
         if self.values.is_empty() {
             return bad("`values` must name at least one option");
         }
-        let call = ToolCall::SelectOption {
+        let call = ToolCall::Interact(Interaction::SelectOption {
             target: self.target.target()?,
             values: self.values,
-        };
+        });
         budgeted(call, self.target.timeout_ms)
     }
 }
@@ -377,10 +381,10 @@ pub struct CheckParams {
 
 impl CheckParams {
     pub fn call(self) -> Result<ToolCall, BadArgument> {
-        let call = ToolCall::Check {
+        let call = ToolCall::Interact(Interaction::Check {
             target: self.target.target()?,
             checked: self.checked.unwrap_or(true),
-        };
+        });
         budgeted(call, self.target.timeout_ms)
     }
 }
@@ -393,9 +397,9 @@ pub struct HoverParams {
 
 impl HoverParams {
     pub fn call(self) -> Result<ToolCall, BadArgument> {
-        let call = ToolCall::Hover {
+        let call = ToolCall::Interact(Interaction::Hover {
             target: self.target.target()?,
-        };
+        });
         budgeted(call, self.target.timeout_ms)
     }
 }
@@ -415,7 +419,8 @@ pub struct ScrollParams {
 impl ScrollParams {
     pub fn call(self) -> Result<ToolCall, BadArgument> {
         if !self.target.is_empty() {
-            let call = ToolCall::Scroll(Scroll::IntoView(self.target.target()?));
+            let call =
+                ToolCall::Interact(Interaction::Scroll(Scroll::IntoView(self.target.target()?)));
             return budgeted(call, self.target.timeout_ms);
         }
         let direction = match self.direction.as_deref() {
@@ -429,10 +434,10 @@ impl ScrollParams {
                 ));
             }
         };
-        Ok(ToolCall::Scroll(Scroll::Page {
+        Ok(ToolCall::Interact(Interaction::Scroll(Scroll::Page {
             direction,
             amount: self.amount,
-        }))
+        })))
     }
 }
 
@@ -475,10 +480,10 @@ impl WaitForParams {
             }
             other => other.map(Duration::from_millis),
         };
-        Ok(ToolCall::WaitFor {
+        Ok(ToolCall::Read(Reading::WaitFor {
             condition: conditions.remove(0),
             timeout,
-        })
+        }))
     }
 }
 
@@ -519,13 +524,13 @@ impl ScreenshotParams {
         if target.is_some() && self.full_page {
             return bad("give a target or `full_page`, not both");
         }
-        Ok(ToolCall::Screenshot(ScreenshotOptions {
+        Ok(ToolCall::Read(Reading::Screenshot(ScreenshotOptions {
             full_page: self.full_page,
             target,
             format,
             outline: None,
             fast: false,
-        }))
+        })))
     }
 }
 
@@ -545,10 +550,10 @@ impl ReadParams {
             Some("text") => ReadFormat::Text,
             Some(other) => return bad(format!("`format` is markdown or text; got `{other}`")),
         };
-        Ok(ToolCall::Read {
+        Ok(ToolCall::Read(Reading::Text {
             format,
             offset: self.offset.unwrap_or(0),
-        })
+        }))
     }
 }
 
@@ -573,7 +578,7 @@ impl ConsoleParams {
         if !(1..=airlock_gateway::CONSOLE_KEPT).contains(&limit) {
             return bad(format!("`limit` is 1 to {}", airlock_gateway::CONSOLE_KEPT));
         }
-        Ok(ToolCall::ConsoleMessages { level, limit })
+        Ok(ToolCall::Read(Reading::ConsoleMessages { level, limit }))
     }
 }
 
@@ -594,10 +599,10 @@ impl NetworkParams {
         if self.filter.as_ref().is_some_and(|f| f.len() > 2_000) {
             return bad("`filter` is at most 2000 characters");
         }
-        Ok(ToolCall::NetworkRequests {
+        Ok(ToolCall::Read(Reading::NetworkRequests {
             filter: self.filter.filter(|f| !f.is_empty()),
             limit,
-        })
+        }))
     }
 }
 
@@ -612,14 +617,14 @@ pub struct EvaluateParams {
 
 impl EvaluateParams {
     pub fn call(self) -> Result<ToolCall, BadArgument> {
-        let call = ToolCall::Evaluate {
+        let call = ToolCall::Read(Reading::Evaluate {
             function: self.function,
             target: if self.target.is_empty() {
                 None
             } else {
                 Some(self.target.target()?)
             },
-        };
+        });
         budgeted(call, self.target.timeout_ms)
     }
 }
@@ -634,10 +639,10 @@ pub struct UploadParams {
 
 impl UploadParams {
     pub fn call(self) -> Result<ToolCall, BadArgument> {
-        let call = ToolCall::FileUpload {
+        let call = ToolCall::Interact(Interaction::FileUpload {
             target: self.target.target()?,
             files: self.files,
-        };
+        });
         budgeted(call, self.target.timeout_ms)
     }
 }
@@ -652,10 +657,10 @@ pub struct DragParams {
 
 impl DragParams {
     pub fn call(self) -> Result<ToolCall, BadArgument> {
-        let call = ToolCall::Drag {
+        let call = ToolCall::Interact(Interaction::Drag {
             from: self.from.target()?,
             to: self.to.target()?,
-        };
+        });
         budgeted(call, self.from.timeout_ms.max(self.to.timeout_ms))
     }
 }
@@ -679,11 +684,11 @@ impl DialogParams {
             Some(ms) if ms > 30_000 => return bad("`timeout_ms` is at most 30000"),
             other => Duration::from_millis(other.unwrap_or(0)),
         };
-        Ok(ToolCall::HandleDialog {
+        Ok(ToolCall::Interact(Interaction::HandleDialog {
             accept: self.accept,
             prompt_text: self.prompt_text,
             wait,
-        })
+        }))
     }
 }
 
@@ -704,10 +709,10 @@ impl ResizeParams {
                 min.0, max.0, min.1, max.1
             ));
         }
-        Ok(ToolCall::Resize {
+        Ok(ToolCall::Window(Window::Resize {
             width: self.width,
             height: self.height,
-        })
+        }))
     }
 }
 
@@ -748,7 +753,7 @@ impl TabsParams {
                 ));
             }
         };
-        Ok(ToolCall::Tabs(action))
+        Ok(ToolCall::Window(Window::Tabs(action)))
     }
 }
 
@@ -801,14 +806,14 @@ impl SessionOpenParams {
                 BadArgument(format!("`isolation` is context or process; got `{text}`"))
             })?),
         };
-        Ok(ToolCall::SessionOpen(OpenOptions {
+        Ok(ToolCall::Session(SessionCall::Open(OpenOptions {
             isolation,
             allow_hosts: self.allow_hosts,
             credentials: self.credentials,
             grant: self.grant,
             record,
             device: self.device,
-        }))
+        })))
     }
 }
 
@@ -845,7 +850,7 @@ mod tests {
             !shown.contains("sekrit") && shown.contains("[REDACTED]"),
             "{shown}"
         );
-        let Ok(ToolCall::SessionOpen(options)) = p.call() else {
+        let Ok(ToolCall::Session(SessionCall::Open(options))) = p.call() else {
             panic!("not a session open");
         };
         assert!(!format!("{options:?}").contains("sekrit"));

@@ -15,6 +15,7 @@ use super::*;
 use crate::action::Resolved;
 use crate::sessions::SessionId;
 use crate::surface::Surface;
+use crate::tools::SessionCall;
 
 /// One call on its way through the pipeline: who made it, through which surface, and
 /// what the stages found. Later stages (risk, approval, audit) read and add to it.
@@ -215,7 +216,7 @@ impl AgentSession {
         }
         let acts = call.min_role() >= Role::Act;
         let lease = match call {
-            ToolCall::SessionOpen(options) => {
+            ToolCall::Session(SessionCall::Open(options)) => {
                 let out = match self.open(options).await {
                     Ok(out) => out,
                     Err(e) => self.failure(context, e),
@@ -223,7 +224,7 @@ impl AgentSession {
                 context.session = self.open_lease_id().await;
                 return out;
             }
-            ToolCall::SessionClose => return self.close_browser().await,
+            ToolCall::Session(SessionCall::Close) => return self.close_browser().await,
             _ => match self.browser_session(acts).await {
                 Ok(lease) => lease,
                 Err(e) => return self.failure(context, e),

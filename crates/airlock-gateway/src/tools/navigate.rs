@@ -3,8 +3,71 @@
 
 use super::*;
 
+/// A call that goes places.
+#[derive(Debug, Clone)]
+pub enum Navigation {
+    /// `browser_navigate`.
+    To {
+        /// Where to.
+        url: String,
+        /// When it counts as loaded.
+        wait_until: WaitUntil,
+        /// What of the new page the result shows.
+        snapshot: PageView,
+    },
+    /// `browser_back`.
+    Back,
+    /// `browser_forward`.
+    Forward,
+    /// `browser_reload`.
+    Reload,
+}
+
+/// What of a new page a navigation's result shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PageView {
+    /// The capped snapshot.
+    #[default]
+    Full,
+    /// Only what can be acted on, and the headings that locate it.
+    Interactive,
+    /// Nothing: the agent reads the page when it wants to.
+    None,
+}
+
+impl Family for Navigation {
+    fn tool_name(&self) -> &'static str {
+        match self {
+            Navigation::To { .. } => "browser_navigate",
+            Navigation::Back => "browser_back",
+            Navigation::Forward => "browser_forward",
+            Navigation::Reload => "browser_reload",
+        }
+    }
+
+    fn misplaced_placeholder(&self) -> Option<&'static str> {
+        self.navigation_target()
+            .is_some_and(mentions)
+            .then_some("url")
+    }
+
+    fn audit_args(&self) -> serde_json::Value {
+        match self {
+            Navigation::To { url, .. } => serde_json::json!({ "url": url }),
+            _ => serde_json::json!({}),
+        }
+    }
+
+    fn navigation_target(&self) -> Option<&str> {
+        match self {
+            Navigation::To { url, .. } => Some(url),
+            _ => None,
+        }
+    }
+}
+
 /// Runs one call of this family.
-pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
+pub(super) async fn run(cx: Cx<'_>, call: Navigation) -> Result<ToolOutput> {
     let Cx {
         session,
         fence,
@@ -12,7 +75,7 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
         ..
     } = cx;
     Ok(match call {
-        ToolCall::Navigate {
+        Navigation::To {
             url,
             wait_until,
             snapshot: view,
@@ -80,19 +143,18 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
             }
             ToolOutput::text(text)
         }
-        ToolCall::Back => {
+        Navigation::Back => {
             let outcome = session.back().await?;
             after_navigation(session, fence, surface, outcome, None).await?
         }
-        ToolCall::Forward => {
+        Navigation::Forward => {
             let outcome = session.forward().await?;
             after_navigation(session, fence, surface, outcome, None).await?
         }
-        ToolCall::Reload => {
+        Navigation::Reload => {
             let outcome = session.reload().await?;
             after_navigation(session, fence, surface, outcome, None).await?
         }
-        other => return Err(not_of_family(&other)),
     })
 }
 

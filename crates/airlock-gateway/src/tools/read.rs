@@ -3,8 +3,140 @@
 
 use super::*;
 
+/// A call that reads the page (or waits for it).
+#[derive(Debug, Clone)]
+pub enum Reading {
+    /// `browser_snapshot`.
+    Snapshot(SnapshotOptions),
+    /// `browser_screenshot`.
+    Screenshot(ScreenshotOptions),
+    /// `browser_pdf`: the page as a PDF.
+    Pdf,
+    /// `browser_read`.
+    Text {
+        /// Markdown-ish or plain.
+        format: ReadFormat,
+        /// Byte offset to continue from.
+        offset: usize,
+    },
+    /// `browser_console_messages`: what the active tab logged.
+    ConsoleMessages {
+        /// The least serious level shown.
+        level: ConsoleLevel,
+        /// The newest this many.
+        limit: usize,
+    },
+    /// `browser_network_requests`: what the active tab requested.
+    NetworkRequests {
+        /// Only URLs containing this (case-insensitive).
+        filter: Option<String>,
+        /// The newest this many.
+        limit: usize,
+    },
+    /// `browser_evaluate`: the agent's function, run in the page's main world (off
+    /// unless the server turns it on).
+    Evaluate {
+        /// A JavaScript function (`() => document.title`, `(el) => el.value`).
+        function: String,
+        /// The element passed to it, if any.
+        target: Option<Target>,
+    },
+    /// `browser_wait_for`.
+    WaitFor {
+        /// What to wait for.
+        condition: WaitCondition,
+        /// Budget (default: the action budget).
+        timeout: Option<Duration>,
+    },
+}
+
+/// Page text format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadFormat {
+    /// Headings, lists, links and tables in markdown.
+    #[default]
+    Markdown,
+    /// Plain text: no markdown syntax.
+    Text,
+}
+
+impl Family for Reading {
+    fn tool_name(&self) -> &'static str {
+        match self {
+            Reading::Snapshot(_) => "browser_snapshot",
+            Reading::Screenshot(_) => "browser_screenshot",
+            Reading::Pdf => "browser_pdf",
+            Reading::Text { .. } => "browser_read",
+            Reading::ConsoleMessages { .. } => "browser_console_messages",
+            Reading::NetworkRequests { .. } => "browser_network_requests",
+            Reading::Evaluate { .. } => "browser_evaluate",
+            Reading::WaitFor { .. } => "browser_wait_for",
+        }
+    }
+
+    // Everything here only looks, except the agent's own code.
+    fn min_role(&self) -> Role {
+        match self {
+            Reading::Evaluate { .. } => Role::Act,
+            _ => Role::Observe,
+        }
+    }
+
+    fn misplaced_placeholder(&self) -> Option<&'static str> {
+        match self {
+            Reading::Evaluate { function, .. } if mentions(function) => Some("function"),
+            Reading::Evaluate {
+                target: Some(target),
+                ..
+            } => target_mentions(target).then_some("target"),
+            Reading::NetworkRequests {
+                filter: Some(filter),
+                ..
+            } => mentions(filter).then_some("filter"),
+            Reading::WaitFor { condition, .. } => match condition {
+                WaitCondition::Text(text) | WaitCondition::TextGone(text) => {
+                    mentions(text).then_some("text")
+                }
+                WaitCondition::Target(target) => target_mentions(target).then_some("target"),
+                WaitCondition::Time(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn audit_args(&self) -> serde_json::Value {
+        use serde_json::json;
+        match self {
+            Reading::WaitFor { condition, .. } => match condition {
+                WaitCondition::Text(text) => json!({ "text": text }),
+                WaitCondition::TextGone(text) => json!({ "text_gone": text }),
+                WaitCondition::Target(target) => json!({ "target": target_json(target) }),
+                WaitCondition::Time(d) => json!({ "ms": d.as_millis() as u64 }),
+            },
+            Reading::ConsoleMessages { level, limit } => {
+                json!({ "level": level.as_str(), "limit": limit })
+            }
+            Reading::NetworkRequests { filter, limit } => {
+                json!({ "filter": filter, "limit": limit })
+            }
+            // The code run in the page, whole: what it did is on the record.
+            Reading::Evaluate { function, target } => json!({
+                "function": function,
+                "target": target.as_ref().map(target_json),
+            }),
+            Reading::Snapshot(_) | Reading::Screenshot(_) | Reading::Pdf | Reading::Text { .. } => {
+                json!({})
+            }
+        }
+    }
+
+    fn runs_page_code(&self) -> bool {
+        matches!(self, Reading::Evaluate { .. })
+    }
+}
+
 /// Runs one call of this family.
-pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
+pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
     let Cx {
         session,
         fence,
@@ -12,7 +144,7 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
         ..
     } = cx;
     Ok(match call {
-        ToolCall::Snapshot(options) => {
+        Reading::Snapshot(options) => {
             let snapshot = session.snapshot(&options).await?;
             // The page line only when the agent was not already told it (by the
             // navigation, the last action or the last read): on a small page it is a
@@ -25,11 +157,11 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
             text.push_str(&fence.wrap(&snapshot.text));
             ToolOutput::text(text)
         }
-        ToolCall::WaitFor { condition, timeout } => {
+        Reading::WaitFor { condition, timeout } => {
             let outcome = session.wait_for(&condition, timeout).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
-        ToolCall::Screenshot(options) => {
+        Reading::Screenshot(options) => {
             let shot = session.screenshot(&options).await?;
             ToolOutput {
                 text: format!("screenshot ({}, {} bytes)", shot.mime, shot.data.len()),
@@ -39,7 +171,7 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
                 retry_after_secs: None,
             }
         }
-        ToolCall::Evaluate { function, target } => {
+        Reading::Evaluate { function, target } => {
             let result = session.evaluate(&function, target.as_ref()).await?;
             let whose = page_line(session, fence).await?;
             // What the page's world returned is the page's word: fenced.
@@ -48,7 +180,7 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
                 fence.wrap(&result)
             ))
         }
-        ToolCall::Pdf => {
+        Reading::Pdf => {
             let pdf = session.pdf().await?;
             let whose = page_line(session, fence).await?;
             ToolOutput {
@@ -63,7 +195,7 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
                 retry_after_secs: None,
             }
         }
-        ToolCall::Read { format, offset } => {
+        Reading::Text { format, offset } => {
             let page = session.read_text(offset, DEFAULT_TEXT_BYTES).await?;
             let whose = page_line(session, fence).await?;
             let body = match format {
@@ -72,7 +204,7 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
             };
             ToolOutput::text(format!("{whose}\n{}", fence.wrap(&body)))
         }
-        ToolCall::ConsoleMessages { level, limit } => {
+        Reading::ConsoleMessages { level, limit } => {
             let log = session.console(level, limit).await?;
             let whose = page_line(session, fence).await?;
             // The page wrote every word of it: fenced like any page content.
@@ -97,7 +229,7 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
             text.push_str(&fence.wrap(body.trim_end()));
             ToolOutput::text(text)
         }
-        ToolCall::NetworkRequests { filter, limit } => {
+        Reading::NetworkRequests { filter, limit } => {
             let log = session.network_requests(filter.as_deref(), limit).await?;
             let whose = page_line(session, fence).await?;
             // URLs are the page's words: fenced like any page content.
@@ -142,6 +274,5 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
             text.push_str(&fence.wrap(body.trim_end()));
             ToolOutput::text(text)
         }
-        other => return Err(not_of_family(&other)),
     })
 }

@@ -2,8 +2,75 @@
 
 use super::*;
 
+/// A call on tabs or the viewport.
+#[derive(Debug, Clone)]
+pub enum Window {
+    /// `browser_tabs`.
+    Tabs(TabAction),
+    /// `browser_resize`: every tab's viewport, in CSS pixels.
+    Resize {
+        /// Width.
+        width: u32,
+        /// Height.
+        height: u32,
+    },
+}
+
+/// `browser_tabs` actions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TabAction {
+    /// List tabs.
+    List,
+    /// Open a tab, optionally at a URL, and make it active.
+    New(Option<String>),
+    /// Make tab N active.
+    Select(usize),
+    /// Close tab N.
+    Close(usize),
+}
+
+impl Family for Window {
+    fn tool_name(&self) -> &'static str {
+        match self {
+            Window::Tabs(_) => "browser_tabs",
+            Window::Resize { .. } => "browser_resize",
+        }
+    }
+
+    fn min_role(&self) -> Role {
+        match self {
+            Window::Tabs(TabAction::List) => Role::Observe,
+            _ => Role::Act,
+        }
+    }
+
+    fn misplaced_placeholder(&self) -> Option<&'static str> {
+        self.navigation_target()
+            .is_some_and(mentions)
+            .then_some("url")
+    }
+
+    fn audit_args(&self) -> serde_json::Value {
+        use serde_json::json;
+        match self {
+            Window::Tabs(TabAction::List) => json!({}),
+            Window::Tabs(TabAction::New(url)) => json!({ "new": url }),
+            Window::Tabs(TabAction::Select(i)) => json!({ "select": i }),
+            Window::Tabs(TabAction::Close(i)) => json!({ "close": i }),
+            Window::Resize { width, height } => json!({ "width": width, "height": height }),
+        }
+    }
+
+    fn navigation_target(&self) -> Option<&str> {
+        match self {
+            Window::Tabs(TabAction::New(Some(url))) => Some(url),
+            _ => None,
+        }
+    }
+}
+
 /// Runs one call of this family.
-pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
+pub(super) async fn run(cx: Cx<'_>, call: Window) -> Result<ToolOutput> {
     let Cx {
         session,
         fence,
@@ -11,11 +78,11 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
         ..
     } = cx;
     Ok(match call {
-        ToolCall::Resize { width, height } => {
+        Window::Resize { width, height } => {
             let outcome = session.resize(width, height).await?;
             after_action(session, fence, surface, outcome, None).await?
         }
-        ToolCall::Tabs(action) => {
+        Window::Tabs(action) => {
             let tabs = match action {
                 TabAction::List => session.tabs().await?,
                 TabAction::New(url) => session.new_tab(url.as_deref()).await?,
@@ -24,6 +91,5 @@ pub(super) async fn run(cx: Cx<'_>, call: ToolCall) -> Result<ToolOutput> {
             };
             ToolOutput::text(render_tabs(&tabs))
         }
-        other => return Err(not_of_family(&other)),
     })
 }

@@ -28,60 +28,68 @@ fn placeholders_outside_typed_text_are_found_in_every_typed_field() {
     };
     let cases = [
         (
-            ToolCall::Navigate {
+            ToolCall::Navigate(Navigation::To {
                 url: format!("https://x.test/?q={p}"),
                 wait_until: WaitUntil::Load,
                 snapshot: PageView::Full,
-            },
+            }),
             Some("url"),
         ),
         (
-            ToolCall::Tabs(TabAction::New(Some(format!("https://x.test/{p}")))),
+            ToolCall::Window(Window::Tabs(TabAction::New(Some(format!(
+                "https://x.test/{p}"
+            ))))),
             Some("url"),
         ),
-        (ToolCall::PressKey { key: p.into() }, Some("key")),
         (
-            ToolCall::WaitFor {
+            ToolCall::Interact(Interaction::PressKey { key: p.into() }),
+            Some("key"),
+        ),
+        (
+            ToolCall::Read(Reading::WaitFor {
                 condition: WaitCondition::TextGone(p.into()),
                 timeout: None,
-            },
+            }),
             Some("text"),
         ),
         (
-            ToolCall::WaitFor {
+            ToolCall::Read(Reading::WaitFor {
                 condition: WaitCondition::Target(Target::Selector(p.into())),
                 timeout: None,
-            },
+            }),
             Some("target"),
         ),
-        (ToolCall::Scroll(Scroll::IntoView(role(p))), Some("target")),
+        (
+            ToolCall::Interact(Interaction::Scroll(Scroll::IntoView(role(p)))),
+            Some("target"),
+        ),
         (
             ToolCall::Budgeted(
                 Duration::from_secs(1),
-                Box::new(ToolCall::Hover { target: role(p) }),
+                Box::new(ToolCall::Interact(Interaction::Hover { target: role(p) })),
             ),
             Some("target"),
         ),
         (
-            ToolCall::FillForm {
+            ToolCall::Interact(Interaction::FillForm {
                 fields: vec![(role(p), "x".into())],
-            },
+            }),
             Some("target"),
         ),
         // Typed text is where placeholders belong.
         (
-            ToolCall::Type {
+            ToolCall::Interact(Interaction::Type {
                 target: role("Password"),
                 text: p.into(),
                 clear_first: false,
                 submit: false,
-            },
+            }),
             None,
         ),
         (
-            ToolCall::FillForm {
+            ToolCall::Interact(Interaction::FillForm {
                 fields: vec![(role("Password"), p.into())],
-            },
+            }),
             None,
         ),
     ];

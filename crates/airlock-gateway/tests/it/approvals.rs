@@ -2,6 +2,7 @@
 //! runs once approved and not otherwise, on the element that was approved and no
 //! other, while the session refuses other calls instead of queueing them.
 
+use airlock_gateway::{Interaction, Reading};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,9 +59,9 @@ fn held(agent: &Arc<AgentSession>, call: ToolCall) -> tokio::task::JoinHandle<To
 
 async fn deleted(agent: &AgentSession) -> String {
     let out = agent
-        .call(ToolCall::Snapshot(
+        .call(ToolCall::Read(Reading::Snapshot(
             airlock_browser::SnapshotOptions::default(),
-        ))
+        )))
         .await;
     out.text
         .lines()
@@ -95,7 +96,9 @@ async fn a_held_click_runs_once_approved_and_never_when_denied() {
         );
         assert_eq!(approval.page_url, Some(h.site.url("resolve.html")));
         // While it waits, the session refuses other calls at once.
-        let out = agent.call(ToolCall::Snapshot(Default::default())).await;
+        let out = agent
+            .call(ToolCall::Read(Reading::Snapshot(Default::default())))
+            .await;
         assert_eq!(out.error, Some(ErrorCode::ApprovalPending), "{}", out.text);
         assert_eq!(
             store
@@ -212,11 +215,13 @@ async fn a_literal_password_is_refused_and_a_placeholder_is_not() {
         let (gateway, _store) = gateway(&h, Duration::from_secs(30)).await;
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("resolve.html"))).await;
-        let typing = |text: &str| ToolCall::Type {
-            target: airlock_gateway::action::Target::Selector("#pw".to_owned()),
-            text: text.to_owned(),
-            clear_first: true,
-            submit: false,
+        let typing = |text: &str| {
+            ToolCall::Interact(Interaction::Type {
+                target: airlock_gateway::action::Target::Selector("#pw".to_owned()),
+                text: text.to_owned(),
+                clear_first: true,
+                submit: false,
+            })
         };
         let out = agent.call(typing("hunter22")).await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
@@ -228,23 +233,23 @@ async fn a_literal_password_is_refused_and_a_placeholder_is_not() {
         assert!(out.text.contains("literal-password"), "{}", out.text);
         // The same through a form fill, beside an ordinary field.
         let out = agent
-            .call(ToolCall::FillForm {
+            .call(ToolCall::Interact(Interaction::FillForm {
                 fields: vec![(
                     airlock_gateway::action::Target::Selector("#pw".to_owned()),
                     "hunter22".to_owned(),
                 )],
-            })
+            }))
             .await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
         assert!(out.text.contains("literal-password"), "{}", out.text);
         // A placeholder is no risk to the rules.
         let out = agent
-            .call(ToolCall::Type {
+            .call(ToolCall::Interact(Interaction::Type {
                 target: airlock_gateway::action::Target::Selector("#pw".to_owned()),
                 text: "{{secret:nowhere.password}}".to_owned(),
                 clear_first: true,
                 submit: false,
-            })
+            }))
             .await;
         // Not held or refused by a rule: refused because nothing is loaded.
         assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
@@ -276,10 +281,10 @@ async fn requests_the_page_made_and_the_proxy_refused_are_on_the_record_by_reaso
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         let out = agent
-            .call(ToolCall::WaitFor {
+            .call(ToolCall::Read(Reading::WaitFor {
                 condition: airlock_browser::WaitCondition::Text("done".into()),
                 timeout: Some(Duration::from_secs(20)),
-            })
+            }))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         gateway.shutdown().await;
@@ -338,9 +343,9 @@ async fn each_default_rule_fires_however_the_agent_names_the_target() {
         let out = agent.call(navigate(h.site.url("risky.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         let snapshot = agent
-            .call(ToolCall::Snapshot(
+            .call(ToolCall::Read(Reading::Snapshot(
                 airlock_browser::SnapshotOptions::default(),
-            ))
+            )))
             .await
             .text;
         let ref_of = |needle: &str| -> Target {
@@ -379,10 +384,10 @@ async fn each_default_rule_fires_however_the_agent_names_the_target() {
             for (form, target) in forms(role, name, y) {
                 let call = held(
                     &agent,
-                    ToolCall::Click {
+                    ToolCall::Interact(Interaction::Click {
                         target,
                         options: Default::default(),
-                    },
+                    }),
                 );
                 let approval = pending(&store).await;
                 assert_eq!(
@@ -411,12 +416,12 @@ async fn each_default_rule_fires_however_the_agent_names_the_target() {
         // Literal text into the password field: refused outright, however named.
         for (form, target) in forms("textbox", "Password", 220.0) {
             let out = agent
-                .call(ToolCall::Type {
+                .call(ToolCall::Interact(Interaction::Type {
                     target,
                     text: "hunter22".to_owned(),
                     clear_first: true,
                     submit: false,
-                })
+                }))
                 .await;
             assert_eq!(
                 out.error,
@@ -427,9 +432,9 @@ async fn each_default_rule_fires_however_the_agent_names_the_target() {
             assert!(out.text.contains("literal-password"), "{}", out.text);
         }
         let out = agent
-            .call(ToolCall::Snapshot(
+            .call(ToolCall::Read(Reading::Snapshot(
                 airlock_browser::SnapshotOptions::default(),
-            ))
+            )))
             .await;
         assert!(out.text.contains("hits none"), "{}", out.text);
         gateway.shutdown().await;

@@ -2,6 +2,7 @@
 //! local schemes, name rebinding, session allowlists, and what the agent is told.
 
 use super::*;
+use airlock_gateway::{Reading, SessionCall, Window};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn navigation_is_refused_before_chromium_sees_it() {
@@ -17,9 +18,9 @@ async fn navigation_is_refused_before_chromium_sees_it() {
             out.text
         );
         let out = agent
-            .call(ToolCall::Tabs(TabAction::New(Some(
+            .call(ToolCall::Window(Window::Tabs(TabAction::New(Some(
                 h.site.url("login.html"),
-            ))))
+            )))))
             .await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
         // … so nothing reached it and no browser was even opened.
@@ -117,10 +118,10 @@ async fn probe_egress(h: &Harness, policy: Policy, target: String) -> String {
     let first = agent.call(navigate(url)).await;
     assert_eq!(first.error, None, "{}", first.text);
     let out = agent
-        .call(ToolCall::WaitFor {
+        .call(ToolCall::Read(Reading::WaitFor {
             condition: airlock_browser::WaitCondition::Text("done".into()),
             timeout: Some(Duration::from_secs(20)),
-        })
+        }))
         .await;
     assert_eq!(out.error, None, "{}", out.text);
     gateway.shutdown().await;
@@ -198,9 +199,11 @@ async fn page_initiated_navigations_and_redirects_are_stopped_too() {
             },
         );
         let agent = gateway.agent_session();
-        let wait_denied = || ToolCall::WaitFor {
-            condition: airlock_browser::WaitCondition::Text("policy_denied".into()),
-            timeout: Some(Duration::from_secs(10)),
+        let wait_denied = || {
+            ToolCall::Read(Reading::WaitFor {
+                condition: airlock_browser::WaitCondition::Text("policy_denied".into()),
+                timeout: Some(Duration::from_secs(10)),
+            })
         };
         // A 302 from the allowed site to the denied port.
         let out = agent
@@ -240,7 +243,7 @@ async fn page_initiated_navigations_and_redirects_are_stopped_too() {
         assert!(
             eventually!(
                 agent
-                    .call(ToolCall::Tabs(TabAction::List))
+                    .call(ToolCall::Window(Window::Tabs(TabAction::List)))
                     .await
                     .text
                     .lines()
@@ -259,7 +262,7 @@ async fn page_initiated_navigations_and_redirects_are_stopped_too() {
         assert!(
             eventually!(
                 agent
-                    .call(ToolCall::Tabs(TabAction::List))
+                    .call(ToolCall::Window(Window::Tabs(TabAction::List)))
                     .await
                     .text
                     .contains(&popup)
@@ -286,15 +289,17 @@ async fn poll_outputs(
 ) -> Option<String> {
     for _ in 0..100 {
         let out = agent
-            .call(ToolCall::WaitFor {
+            .call(ToolCall::Read(Reading::WaitFor {
                 condition: airlock_browser::WaitCondition::Time(Duration::from_millis(50)),
                 timeout: None,
-            })
+            }))
             .await;
         if done(&out.text) {
             return Some(out.text);
         }
-        let tabs = agent.call(ToolCall::Tabs(TabAction::List)).await;
+        let tabs = agent
+            .call(ToolCall::Window(Window::Tabs(TabAction::List)))
+            .await;
         if done(&tabs.text) {
             return Some(tabs.text);
         }
@@ -331,13 +336,15 @@ async fn page_initiated_navigations_to_local_schemes_go_nowhere() {
                 .await
                 .text;
             let out = agent
-                .call(ToolCall::WaitFor {
+                .call(ToolCall::Read(Reading::WaitFor {
                     condition: airlock_browser::WaitCondition::Text("still here".into()),
                     timeout: Some(Duration::from_secs(3)),
-                })
+                }))
                 .await;
             text.push_str(&out.text);
-            let tabs = agent.call(ToolCall::Tabs(TabAction::List)).await;
+            let tabs = agent
+                .call(ToolCall::Window(Window::Tabs(TabAction::List)))
+                .await;
             let scheme = if target == "blob" {
                 "blob:"
             } else {
@@ -422,17 +429,17 @@ fn policy_allowing_addrs(entries: &[String]) -> Policy {
 
 async fn wait_done(agent: &airlock_gateway::AgentSession) -> String {
     let out = agent
-        .call(ToolCall::WaitFor {
+        .call(ToolCall::Read(Reading::WaitFor {
             condition: airlock_browser::WaitCondition::Text("done".into()),
             timeout: Some(Duration::from_secs(10)),
-        })
+        }))
         .await;
     assert_eq!(out.error, None, "{}", out.text);
     let read = agent
-        .call(ToolCall::Read {
+        .call(ToolCall::Read(Reading::Text {
             format: airlock_gateway::ReadFormat::Text,
             offset: 0,
-        })
+        }))
         .await;
     format!("{}\n{}", out.text, read.text)
 }
@@ -513,10 +520,12 @@ async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
         assert!(eventually!(gateway.warm_sessions().0 == 1));
         let narrow = gateway.agent_session();
         let out = narrow
-            .call(ToolCall::SessionOpen(airlock_gateway::OpenOptions {
-                allow_hosts: vec!["app.test".into(), "127.0.0.1".into()],
-                ..Default::default()
-            }))
+            .call(ToolCall::Session(SessionCall::Open(
+                airlock_gateway::OpenOptions {
+                    allow_hosts: vec!["app.test".into(), "127.0.0.1".into()],
+                    ..Default::default()
+                },
+            )))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(
@@ -552,10 +561,12 @@ async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
         // A bad entry is a clear error, not a session that allows everything.
         let bad = gateway.agent_session();
         let out = bad
-            .call(ToolCall::SessionOpen(airlock_gateway::OpenOptions {
-                allow_hosts: vec!["not a host/".into()],
-                ..Default::default()
-            }))
+            .call(ToolCall::Session(SessionCall::Open(
+                airlock_gateway::OpenOptions {
+                    allow_hosts: vec!["not a host/".into()],
+                    ..Default::default()
+                },
+            )))
             .await;
         assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
 
@@ -564,10 +575,12 @@ async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
         let lazy = gateway.agent_session();
         lazy.call(navigate(h.site.url("login.html"))).await;
         let out = lazy
-            .call(ToolCall::SessionOpen(airlock_gateway::OpenOptions {
-                allow_hosts: vec!["app.test".into()],
-                ..Default::default()
-            }))
+            .call(ToolCall::Session(SessionCall::Open(
+                airlock_gateway::OpenOptions {
+                    allow_hosts: vec!["app.test".into()],
+                    ..Default::default()
+                },
+            )))
             .await;
         assert_eq!(
             out.error,
@@ -576,12 +589,14 @@ async fn a_session_allowlist_narrows_the_policy_and_never_widens_it() {
             out.text
         );
         assert!(out.text.contains("browser_session_close"), "{}", out.text);
-        lazy.call(ToolCall::SessionClose).await;
+        lazy.call(ToolCall::Session(SessionCall::Close)).await;
         let out = lazy
-            .call(ToolCall::SessionOpen(airlock_gateway::OpenOptions {
-                allow_hosts: vec!["app.test".into()],
-                ..Default::default()
-            }))
+            .call(ToolCall::Session(SessionCall::Open(
+                airlock_gateway::OpenOptions {
+                    allow_hosts: vec!["app.test".into()],
+                    ..Default::default()
+                },
+            )))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         let out = lazy.call(fetching("127.0.0.1", "127.0.0.1")).await;
@@ -608,16 +623,18 @@ async fn a_new_tabs_favicon_reaches_no_denied_port() {
             );
             let agent = gateway.agent_session();
             let out = agent
-                .call(ToolCall::Tabs(TabAction::New(Some(icon_page.clone()))))
+                .call(ToolCall::Window(Window::Tabs(TabAction::New(Some(
+                    icon_page.clone(),
+                )))))
                 .await;
             assert_eq!(out.error, None, "{}", out.text);
             // The browser fetches favicons on its own schedule, with no page event to
             // await; give it a second.
             agent
-                .call(ToolCall::WaitFor {
+                .call(ToolCall::Read(Reading::WaitFor {
                     condition: airlock_browser::WaitCondition::Time(Duration::from_secs(1)),
                     timeout: None,
-                })
+                }))
                 .await;
             gateway.shutdown().await;
         }
@@ -690,9 +707,11 @@ async fn network_requests_say_what_the_page_asked_for_and_why_the_proxy_refused(
             },
         );
         let agent = gateway.agent_session();
-        let requests = |filter: Option<&str>| ToolCall::NetworkRequests {
-            filter: filter.map(str::to_owned),
-            limit: 50,
+        let requests = |filter: Option<&str>| {
+            ToolCall::Read(Reading::NetworkRequests {
+                filter: filter.map(str::to_owned),
+                limit: 50,
+            })
         };
         let denied = format!("http://127.0.0.1:{b}/login.html");
         agent

@@ -2,6 +2,7 @@
 //! only into the download directory.
 
 use super::*;
+use airlock_gateway::{Interaction, Reading};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_prints_to_a_pdf() {
@@ -9,7 +10,7 @@ async fn a_page_prints_to_a_pdf() {
         let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("article.html"))).await;
-        let out = agent.call(ToolCall::Pdf).await;
+        let out = agent.call(ToolCall::Read(Reading::Pdf)).await;
         assert_eq!(out.error, None, "{}", out.text);
         let pdf = out.file.expect("a PDF");
         assert_eq!(pdf.mime, "application/pdf");
@@ -24,9 +25,11 @@ async fn a_page_prints_to_a_pdf() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_come_only_from_the_upload_directory() {
     with_browser(|h| async move {
-        let upload = |target: Target, files: &[&str]| ToolCall::FileUpload {
-            target,
-            files: files.iter().map(|f| (*f).to_owned()).collect(),
+        let upload = |target: Target, files: &[&str]| {
+            ToolCall::Interact(Interaction::FileUpload {
+                target,
+                files: files.iter().map(|f| (*f).to_owned()).collect(),
+            })
         };
         let button = Target::Role {
             role: "button".into(),
@@ -86,7 +89,9 @@ async fn uploads_come_only_from_the_upload_directory() {
         }
         // Nothing reached the page.
         let out = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert!(out.text.contains("got nothing"), "{}", out.text);
         // A hidden input opened by a button takes several files …
@@ -124,13 +129,15 @@ async fn uploads_come_only_from_the_upload_directory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn downloads_go_only_to_the_download_directory_and_are_reported_not_returned() {
     with_browser(|h| async move {
-        let click = || ToolCall::Click {
-            target: Target::Role {
-                role: "link".into(),
-                name: Some("Get report".into()),
-                index: None,
-            },
-            options: Default::default(),
+        let click = || {
+            ToolCall::Interact(Interaction::Click {
+                target: Target::Role {
+                    role: "link".into(),
+                    name: Some("Get report".into()),
+                    index: None,
+                },
+                options: Default::default(),
+            })
         };
         // No directory: refused (Chromium denies it), nothing reported.
         let gateway = Gateway::new(h.host().await, config(&h));
@@ -161,12 +168,12 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
                         break;
                     }
                     text = agent
-                        .call(ToolCall::WaitFor {
+                        .call(ToolCall::Read(Reading::WaitFor {
                             condition: airlock_browser::WaitCondition::Time(Duration::from_millis(
                                 50,
                             )),
                             timeout: None,
-                        })
+                        }))
                         .await
                         .text;
                 }
@@ -190,14 +197,14 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
         // A file larger than one message's piece arrives whole (from a worker, in
         // pieces).
         let out = agent
-            .call(ToolCall::Click {
+            .call(ToolCall::Interact(Interaction::Click {
                 target: Target::Role {
                     role: "link".into(),
                     name: Some("Get big file".into()),
                     index: None,
                 },
                 options: Default::default(),
-            })
+            }))
             .await;
         let text = reported(out.text, "downloaded \"big.bin\"").await;
         assert!(text.contains("downloaded \"big.bin\""), "{text}");

@@ -2,6 +2,7 @@
 //! time, the machine's memory floor refuses, heartbeats keep a lease past its idle
 //! TTL, and a leased session ends for every agent driving it.
 
+use airlock_gateway::{Reading, SessionCall};
 use std::time::Duration;
 
 use airlock_browser::SnapshotOptions;
@@ -156,7 +157,9 @@ async fn heartbeats_keep_a_lease_and_its_end_reaches_every_agent() {
         let out = driver.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         let out = observer
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert!(out.text.contains("Sign in"), "{}", out.text);
         let out = observer.call(navigate(h.site.url("page2.html"))).await;
@@ -171,7 +174,9 @@ async fn heartbeats_keep_a_lease_and_its_end_reaches_every_agent() {
             "the lease outlived its idle TTL"
         );
         let out = driver
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert_eq!(out.error, Some(ErrorCode::SessionExpired), "{}", out.text);
         assert!(out.text.contains("lease a new one"), "{}", out.text);
@@ -206,11 +211,13 @@ async fn the_per_user_cap_counts_the_sessions_a_key_opens_itself() {
             .map(|_| gateway.agent_session_as(caller("acme"), airlock_gateway::Surface::Mcp))
             .collect();
         for agent in &agents[..2] {
-            let out = agent.call(ToolCall::SessionOpen(Default::default())).await;
+            let out = agent
+                .call(ToolCall::Session(SessionCall::Open(Default::default())))
+                .await;
             assert_eq!(out.error, None, "{}", out.text);
         }
         let out = agents[2]
-            .call(ToolCall::SessionOpen(Default::default()))
+            .call(ToolCall::Session(SessionCall::Open(Default::default())))
             .await;
         assert_eq!(out.error, Some(ErrorCode::QuotaExceeded), "{}", out.text);
         assert!(out.text.contains("per user"), "{}", out.text);
@@ -222,7 +229,9 @@ async fn the_per_user_cap_counts_the_sessions_a_key_opens_itself() {
             },
             airlock_gateway::Surface::Mcp,
         );
-        let out = other.call(ToolCall::SessionOpen(Default::default())).await;
+        let out = other
+            .call(ToolCall::Session(SessionCall::Open(Default::default())))
+            .await;
         assert_eq!(out.error, None, "{}", out.text);
         gateway.shutdown().await;
     })

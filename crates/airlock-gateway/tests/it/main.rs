@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use airlock_gateway::{Interaction, Navigation, Reading};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,23 +44,23 @@ fn warm_config(h: &Harness) -> GatewayConfig {
 }
 
 pub(crate) fn navigate(url: String) -> ToolCall {
-    ToolCall::Navigate {
+    ToolCall::Navigate(Navigation::To {
         url,
         wait_until: WaitUntil::Load,
         snapshot: airlock_gateway::PageView::Full,
-    }
+    })
 }
 
 /// A click on the button named `name`.
 fn click_button(name: &str) -> ToolCall {
-    ToolCall::Click {
+    ToolCall::Interact(Interaction::Click {
         target: airlock_browser::Target::Role {
             role: "button".into(),
             name: Some(name.into()),
             index: None,
         },
         options: Default::default(),
-    }
+    })
 }
 
 /// Clicks the button named `name` on a page that will crash its renderer, then reads
@@ -76,7 +77,9 @@ async fn click_until_crashed(
         }
         before(&out);
         out = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
     }
     out

@@ -2,16 +2,19 @@
 //! resolved targets, audit checkpoints, evaluate, and page text shown as it is.
 
 use super::*;
+use airlock_gateway::{Interaction, Navigation, Reading, Window};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
     with_browser(|h| async move {
         let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
-        let go = |view| ToolCall::Navigate {
-            url: h.site.url("article.html"),
-            wait_until: WaitUntil::Load,
-            snapshot: view,
+        let go = |view| {
+            ToolCall::Navigate(Navigation::To {
+                url: h.site.url("article.html"),
+                wait_until: WaitUntil::Load,
+                snapshot: view,
+            })
         };
         let full = agent.call(go(airlock_gateway::PageView::Full)).await;
         let interactive = agent.call(go(airlock_gateway::PageView::Interactive)).await;
@@ -30,7 +33,9 @@ async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
         assert!(!none.text.contains("<page "), "{}", none.text);
         // The next action's changes start from the new page.
         let snap = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert!(snap.text.contains("paragraph"), "{}", snap.text);
 
@@ -63,10 +68,10 @@ async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
             .max()
             .expect("rows in the navigation's snapshot");
         let more = agent
-            .call(ToolCall::Snapshot(SnapshotOptions {
+            .call(ToolCall::Read(Reading::Snapshot(SnapshotOptions {
                 offset: next,
                 ..SnapshotOptions::default()
-            }))
+            })))
             .await;
         assert!(
             more.text.contains(&format!("user{}", last_row + 1)),
@@ -74,7 +79,9 @@ async fn a_navigation_shows_as_much_of_the_new_page_as_asked() {
             &more.text[..more.text.len().min(600)]
         );
         let whole = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert!(fenced(&whole.text) > 30_000, "{}", fenced(&whole.text));
         gateway.shutdown().await;
@@ -101,7 +108,9 @@ async fn an_observer_may_look_but_not_act() {
             Some("`browser_navigate` needs the `act` role; this caller has `observe`")
         );
         let out = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         gateway.shutdown().await;
@@ -174,11 +183,13 @@ async fn every_call_is_observed_once_with_its_caller_session_and_outcome() {
 async fn a_hint_names_only_tools_the_callers_surface_has() {
     with_browser(|h| async move {
         let gateway = Gateway::new(h.host().await, config(&h));
-        let typing = || ToolCall::Type {
-            target: airlock_gateway::action::Target::Selector("#user".to_owned()),
-            text: "{{secret:nowhere.password}}".to_owned(),
-            clear_first: true,
-            submit: false,
+        let typing = || {
+            ToolCall::Interact(Interaction::Type {
+                target: airlock_gateway::action::Target::Selector("#user".to_owned()),
+                text: "{{secret:nowhere.password}}".to_owned(),
+                clear_first: true,
+                submit: false,
+            })
         };
         let mcp = gateway.agent_session_as(gateway.principal(None), Surface::Mcp);
         let shell = gateway.agent_session_as(gateway.principal(None), Surface::Shell);
@@ -271,7 +282,9 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
         agent.call(navigate(h.site.url("login.html"))).await;
         for _ in 0..5 {
             agent
-                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .call(ToolCall::Read(
+                    Reading::Snapshot(SnapshotOptions::default()),
+                ))
                 .await;
         }
         gateway.shutdown().await;
@@ -305,9 +318,11 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evaluate_is_off_unless_turned_on_then_bounded_audited_and_fenced() {
     with_browser(|h| async move {
-        let eval = |function: &str, target: Option<Target>| ToolCall::Evaluate {
-            function: function.to_owned(),
-            target,
+        let eval = |function: &str, target: Option<Target>| {
+            ToolCall::Read(Reading::Evaluate {
+                function: function.to_owned(),
+                target,
+            })
         };
         // Off (the default): refused on every surface, nothing runs.
         let gateway = Gateway::new(h.host().await, config(&h));
@@ -319,7 +334,9 @@ async fn evaluate_is_off_unless_turned_on_then_bounded_audited_and_fenced() {
         assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
         assert!(out.text.contains("[tools] evaluate = true"), "{}", out.text);
         let out = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert!(out.text.contains("\"Sign in\""), "{}", out.text);
         gateway.shutdown().await;
@@ -395,7 +412,9 @@ async fn evaluate_is_off_unless_turned_on_then_bounded_audited_and_fenced() {
             .await;
         assert_eq!(out.error, Some(ErrorCode::Timeout), "{}", out.text);
         let out = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         gateway.shutdown().await;
@@ -421,13 +440,17 @@ async fn page_text_that_reads_other_than_it_is_is_shown_as_it_is() {
         let mut seen = agent.call(navigate(h.site.url("bidi.html"))).await.text;
         seen.push_str(
             &agent
-                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .call(ToolCall::Read(
+                    Reading::Snapshot(SnapshotOptions::default()),
+                ))
                 .await
                 .text,
         );
         seen.push_str(
             &agent
-                .call(ToolCall::Tabs(airlock_gateway::TabAction::List))
+                .call(ToolCall::Window(Window::Tabs(
+                    airlock_gateway::TabAction::List,
+                )))
                 .await
                 .text,
         );

@@ -2,6 +2,7 @@
 //! the caller's role is `forbidden`, runs nothing, and is on the audit record; one
 //! within it is never refused for its role.
 
+use airlock_gateway::{Interaction, Navigation, Reading, SessionCall, Window};
 use std::time::Duration;
 
 use airlock_browser::{
@@ -36,175 +37,199 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
     vec![
         (
             "snapshot",
-            ToolCall::Snapshot(SnapshotOptions::default()),
+            ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
             Role::Observe,
         ),
         (
             "screenshot",
-            ToolCall::Screenshot(ScreenshotOptions::default()),
+            ToolCall::Read(Reading::Screenshot(ScreenshotOptions::default())),
             Role::Observe,
         ),
         (
             "read",
-            ToolCall::Read {
+            ToolCall::Read(Reading::Text {
                 format: ReadFormat::Text,
                 offset: 0,
-            },
+            }),
             Role::Observe,
         ),
         (
             "wait_for",
-            ToolCall::WaitFor {
+            ToolCall::Read(Reading::WaitFor {
                 condition: WaitCondition::Time(Duration::from_millis(1)),
                 timeout: None,
-            },
+            }),
             Role::Observe,
         ),
-        ("tabs list", ToolCall::Tabs(TabAction::List), Role::Observe),
+        (
+            "tabs list",
+            ToolCall::Window(Window::Tabs(TabAction::List)),
+            Role::Observe,
+        ),
         (
             "console_messages",
-            ToolCall::ConsoleMessages {
+            ToolCall::Read(Reading::ConsoleMessages {
                 level: airlock_browser::ConsoleLevel::Debug,
                 limit: 50,
-            },
+            }),
             Role::Observe,
         ),
-        ("pdf", ToolCall::Pdf, Role::Observe),
+        ("pdf", ToolCall::Read(Reading::Pdf), Role::Observe),
         (
             "evaluate",
-            ToolCall::Evaluate {
+            ToolCall::Read(Reading::Evaluate {
                 function: "() => 1".into(),
                 target: None,
-            },
+            }),
             Role::Act,
         ),
         (
             "file_upload",
             // The field opens no chooser: element_not_actionable, not forbidden.
-            ToolCall::FileUpload {
+            ToolCall::Interact(Interaction::FileUpload {
                 target: field("Username"),
                 files: vec!["a.txt".into()],
-            },
+            }),
             Role::Act,
         ),
         (
             "network_requests",
-            ToolCall::NetworkRequests {
+            ToolCall::Read(Reading::NetworkRequests {
                 filter: None,
                 limit: 50,
-            },
+            }),
             Role::Observe,
         ),
         (
             "navigate",
-            ToolCall::Navigate {
+            ToolCall::Navigate(Navigation::To {
                 url: url.to_owned(),
                 wait_until: WaitUntil::Load,
                 snapshot: PageView::None,
-            },
+            }),
             Role::Act,
         ),
         (
             "click",
-            ToolCall::Click {
+            ToolCall::Interact(Interaction::Click {
                 target: button.clone(),
                 options: Default::default(),
-            },
+            }),
             Role::Act,
         ),
         (
             "type",
-            ToolCall::Type {
+            ToolCall::Interact(Interaction::Type {
                 target: field("Username"),
                 text: "bob".into(),
                 clear_first: true,
                 submit: false,
-            },
+            }),
             Role::Act,
         ),
         (
             "fill_form",
-            ToolCall::FillForm {
+            ToolCall::Interact(Interaction::FillForm {
                 fields: vec![(field("Username"), "eve".into())],
-            },
+            }),
             Role::Act,
         ),
         (
             "press_key",
-            ToolCall::PressKey { key: "Tab".into() },
+            ToolCall::Interact(Interaction::PressKey { key: "Tab".into() }),
             Role::Act,
         ),
         (
             "select_option",
-            ToolCall::SelectOption {
+            ToolCall::Interact(Interaction::SelectOption {
                 target: field("Username"),
                 values: vec!["x".into()],
-            },
+            }),
             Role::Act,
         ),
         (
             "check",
-            ToolCall::Check {
+            ToolCall::Interact(Interaction::Check {
                 target: Target::Role {
                     role: "checkbox".into(),
                     name: Some("Remember me".into()),
                     index: None,
                 },
                 checked: true,
-            },
+            }),
             Role::Act,
         ),
         (
             "drag",
-            ToolCall::Drag {
+            ToolCall::Interact(Interaction::Drag {
                 from: button.clone(),
                 to: field("Username"),
-            },
-            Role::Act,
-        ),
-        ("hover", ToolCall::Hover { target: button }, Role::Act),
-        (
-            "scroll",
-            ToolCall::Scroll(Scroll::Page {
-                direction: Direction::Down,
-                amount: None,
             }),
             Role::Act,
         ),
-        ("tabs new", ToolCall::Tabs(TabAction::New(None)), Role::Act),
         (
-            "tabs select",
-            ToolCall::Tabs(TabAction::Select(0)),
+            "hover",
+            ToolCall::Interact(Interaction::Hover { target: button }),
             Role::Act,
         ),
-        ("tabs close", ToolCall::Tabs(TabAction::Close(1)), Role::Act),
-        ("back", ToolCall::Back, Role::Act),
-        ("forward", ToolCall::Forward, Role::Act),
-        ("reload", ToolCall::Reload, Role::Act),
+        (
+            "scroll",
+            ToolCall::Interact(Interaction::Scroll(Scroll::Page {
+                direction: Direction::Down,
+                amount: None,
+            })),
+            Role::Act,
+        ),
+        (
+            "tabs new",
+            ToolCall::Window(Window::Tabs(TabAction::New(None))),
+            Role::Act,
+        ),
+        (
+            "tabs select",
+            ToolCall::Window(Window::Tabs(TabAction::Select(0))),
+            Role::Act,
+        ),
+        (
+            "tabs close",
+            ToolCall::Window(Window::Tabs(TabAction::Close(1))),
+            Role::Act,
+        ),
+        ("back", ToolCall::Navigate(Navigation::Back), Role::Act),
+        (
+            "forward",
+            ToolCall::Navigate(Navigation::Forward),
+            Role::Act,
+        ),
+        ("reload", ToolCall::Navigate(Navigation::Reload), Role::Act),
         (
             "resize",
-            ToolCall::Resize {
+            ToolCall::Window(Window::Resize {
                 width: 800,
                 height: 600,
-            },
+            }),
             Role::Act,
         ),
         (
             "handle_dialog",
             // None is open: `not_found` at once.
-            ToolCall::HandleDialog {
+            ToolCall::Interact(Interaction::HandleDialog {
                 accept: true,
                 prompt_text: None,
                 wait: Duration::ZERO,
-            },
+            }),
             Role::Act,
         ),
         (
             "session_open",
-            ToolCall::SessionOpen(OpenOptions::default()),
+            ToolCall::Session(SessionCall::Open(OpenOptions::default())),
             Role::Act,
         ),
-        ("session_close", ToolCall::SessionClose, Role::Act),
+        (
+            "session_close",
+            ToolCall::Session(SessionCall::Close),
+            Role::Act,
+        ),
     ]
 }
 
@@ -259,11 +284,11 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
                 // Leave the session on the page for the next call.
                 if role >= Role::Act && (name == "session_close" || name == "tabs close") {
                     let _ = agent
-                        .call(ToolCall::Navigate {
+                        .call(ToolCall::Navigate(Navigation::To {
                             url: url.clone(),
                             wait_until: WaitUntil::Load,
                             snapshot: PageView::None,
-                        })
+                        }))
                         .await;
                 }
             }

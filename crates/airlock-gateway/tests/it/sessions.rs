@@ -2,6 +2,7 @@
 //! idle, warm ones fresh, crashed tabs and hosts replaced, budgets and operator holds kept.
 
 use super::*;
+use airlock_gateway::{Interaction, Navigation, Reading, SessionCall, Window};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_sessions_open_lazily_and_close_with_their_agent() {
@@ -29,7 +30,9 @@ async fn browser_sessions_open_lazily_and_close_with_their_agent() {
         assert!(out.text.starts_with("page: \"Sign in\""), "{}", out.text);
         // A snapshot of the page the agent was just told about skips the page line;
         // once the page is another, it says it again.
-        let snap = ToolCall::Snapshot(airlock_browser::SnapshotOptions::default());
+        let snap = ToolCall::Read(Reading::Snapshot(
+            airlock_browser::SnapshotOptions::default(),
+        ));
         let out = agent.call(snap.clone()).await;
         assert!(
             out.text.starts_with(&format!("<page {nonce}>\n")),
@@ -38,7 +41,7 @@ async fn browser_sessions_open_lazily_and_close_with_their_agent() {
         );
         let out = agent.call(navigate(h.site.url("article.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
-        let out = agent.call(ToolCall::Back).await;
+        let out = agent.call(ToolCall::Navigate(Navigation::Back)).await;
         assert!(out.text.contains("page: \"Sign in\""), "{}", out.text);
         let out = agent.call(snap).await;
         assert!(
@@ -46,7 +49,7 @@ async fn browser_sessions_open_lazily_and_close_with_their_agent() {
             "{}",
             out.text
         );
-        let out = agent.call(ToolCall::SessionClose).await;
+        let out = agent.call(ToolCall::Session(SessionCall::Close)).await;
         assert!(out.text.contains("closed"), "{}", out.text);
         assert_eq!(gateway.open_browser_sessions().await, 0);
 
@@ -82,10 +85,10 @@ async fn chromiums_own_autofill_queries_are_off() {
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         let waited = agent
-            .call(ToolCall::WaitFor {
+            .call(ToolCall::Read(Reading::WaitFor {
                 condition: airlock_browser::WaitCondition::Time(Duration::from_millis(1500)),
                 timeout: None,
-            })
+            }))
             .await;
         for text in [&out.text, &waited.text] {
             assert!(!text.contains("blocked"), "{text}");
@@ -118,7 +121,7 @@ async fn browser_sessions_are_leases_with_an_id_and_an_owner() {
         assert_eq!(lease.owner.key.as_deref(), Some("caller-digest"));
         assert_eq!(lease.busy, 0);
         // Closing ends the lease; a second agent's lease has another id.
-        agent.call(ToolCall::SessionClose).await;
+        agent.call(ToolCall::Session(SessionCall::Close)).await;
         assert!(gateway.leases().is_empty());
         let other = gateway.agent_session();
         other.call(navigate(h.site.url("login.html"))).await;
@@ -135,7 +138,9 @@ async fn browser_sessions_are_leases_with_an_id_and_an_owner() {
         let named = |key: &str| gateway.caller_agent(&caller, key, Surface::Shell);
         let first = named("shell-caller");
         first
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert!(Arc::ptr_eq(&first, &named("shell-caller")));
         // Another caller's same name is another agent.
@@ -172,7 +177,9 @@ async fn an_idle_session_expires_once_then_starts_fresh() {
             "idle session was not closed"
         );
         let out = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert_eq!(out.error, Some(ErrorCode::SessionExpired), "{}", out.text);
         assert!(out.text.starts_with("session_expired: "), "{}", out.text);
@@ -198,10 +205,10 @@ async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
         assert!(out.text.contains("cookie=[flavor=first]"), "{}", out.text);
         assert_eq!(gateway.warm_sessions().1, 1, "the session was opened cold");
         // The refill keeps out of the way of calls: none starts while one runs.
-        let busy = first.call(ToolCall::WaitFor {
+        let busy = first.call(ToolCall::Read(Reading::WaitFor {
             condition: airlock_browser::WaitCondition::Time(Duration::from_millis(800)),
             timeout: None,
-        });
+        }));
         tokio::pin!(busy);
         let mut samples = 0;
         loop {
@@ -233,14 +240,16 @@ async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
         assert!(eventually!(gateway.warm_sessions().0 == 1));
         let dedicated = gateway.agent_session();
         let out = dedicated
-            .call(ToolCall::SessionOpen(airlock_gateway::OpenOptions {
-                isolation: Some(airlock_config::Isolation::Process),
-                ..Default::default()
-            }))
+            .call(ToolCall::Session(SessionCall::Open(
+                airlock_gateway::OpenOptions {
+                    isolation: Some(airlock_config::Isolation::Process),
+                    ..Default::default()
+                },
+            )))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         assert_eq!(gateway.warm_sessions(), (1, 2));
-        dedicated.call(ToolCall::SessionClose).await;
+        dedicated.call(ToolCall::Session(SessionCall::Close)).await;
 
         // A warm session that died with its Chromium is passed over, not handed out.
         assert!(eventually!(gateway.warm_sessions().0 == 1));
@@ -253,7 +262,9 @@ async fn warm_sessions_are_fresh_and_replaced_and_dead_ones_passed_over() {
         // Once the first session reports the crash, the pipe's end has been seen.
         assert!(eventually!(
             first
-                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .call(ToolCall::Read(
+                    Reading::Snapshot(SnapshotOptions::default())
+                ))
                 .await
                 .error
                 == Some(ErrorCode::BrowserCrashed)
@@ -333,7 +344,9 @@ async fn a_crashed_page_is_replaced_by_a_blank_tab_and_the_session_goes_on() {
             );
         }
         let mut out = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         // The crash event may trail the kill by a moment.
         for _ in 0..100 {
@@ -341,7 +354,9 @@ async fn a_crashed_page_is_replaced_by_a_blank_tab_and_the_session_goes_on() {
                 break;
             }
             out = agent
-                .call(ToolCall::Snapshot(SnapshotOptions::default()))
+                .call(ToolCall::Read(
+                    Reading::Snapshot(SnapshotOptions::default()),
+                ))
                 .await;
         }
         assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
@@ -350,7 +365,9 @@ async fn a_crashed_page_is_replaced_by_a_blank_tab_and_the_session_goes_on() {
         let out = agent.call(navigate(h.site.url("cookie.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("cookie=[flavor=kept]"), "{}", out.text);
-        let tabs = agent.call(ToolCall::Tabs(TabAction::List)).await;
+        let tabs = agent
+            .call(ToolCall::Window(Window::Tabs(TabAction::List)))
+            .await;
         assert_eq!(tabs.text.lines().count(), 1, "{}", tabs.text);
         gateway.shutdown().await;
     })
@@ -365,24 +382,24 @@ async fn a_document_replaced_by_a_javascript_url_leaves_the_session_usable() {
         for link in ["Replace", "Rewrite"] {
             agent.call(navigate(h.site.url("jslink.html"))).await;
             let out = agent
-                .call(ToolCall::Click {
+                .call(ToolCall::Interact(Interaction::Click {
                     target: airlock_browser::Target::Role {
                         role: "link".into(),
                         name: Some(link.into()),
                         index: None,
                     },
                     options: Default::default(),
-                })
+                }))
                 .await;
             assert_eq!(out.error, None, "{}", out.text);
             for call in [
-                ToolCall::Snapshot(SnapshotOptions::default()),
-                ToolCall::Read {
+                ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
+                ToolCall::Read(Reading::Text {
                     format: airlock_gateway::ReadFormat::Text,
                     offset: 0,
-                },
+                }),
                 navigate(h.site.url("login.html")),
-                ToolCall::Snapshot(SnapshotOptions::default()),
+                ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
             ] {
                 let out = agent.call(call.clone()).await;
                 assert_eq!(out.error, None, "{call:?}: {}", out.text);
@@ -443,7 +460,9 @@ async fn a_page_that_fills_native_memory_loses_its_tab_and_the_session_beside_it
 
         // The session beside it, in the same Chromium, lost nothing.
         let out = bystander
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("Sign in"), "{}", out.text);
@@ -489,7 +508,7 @@ async fn a_lease_keeps_its_budget_lifetime_and_operator_hold() {
             },
         );
         let agent = gateway.agent_session();
-        let look = || ToolCall::Snapshot(SnapshotOptions::default());
+        let look = || ToolCall::Read(Reading::Snapshot(SnapshotOptions::default()));
         for call in [navigate(h.site.url("login.html")), look(), look()] {
             let out = agent.call(call).await;
             assert_eq!(out.error, None, "{}", out.text);
@@ -507,7 +526,7 @@ async fn a_lease_keeps_its_budget_lifetime_and_operator_hold() {
         let lease = gateway.leases().remove(0);
         assert_eq!(lease.actions, 2);
         // A new session gets a fresh budget.
-        agent.call(ToolCall::SessionClose).await;
+        agent.call(ToolCall::Session(SessionCall::Close)).await;
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
 
@@ -568,7 +587,7 @@ async fn a_hold_nobody_tends_goes_back_to_the_agent() {
             },
         );
         let agent = gateway.agent_session();
-        let look = || ToolCall::Snapshot(SnapshotOptions::default());
+        let look = || ToolCall::Read(Reading::Snapshot(SnapshotOptions::default()));
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         let id = gateway.leases()[0].id.to_string();
@@ -672,10 +691,10 @@ async fn a_session_opened_as_a_phone_looks_like_one_to_pages() {
         let gateway = Gateway::new(h.host().await, config(&h));
         let agent = gateway.agent_session();
         let open = |device: &str| {
-            ToolCall::SessionOpen(airlock_gateway::OpenOptions {
+            ToolCall::Session(SessionCall::Open(airlock_gateway::OpenOptions {
                 device: Some(device.to_owned()),
                 ..Default::default()
-            })
+            }))
         };
         let out = agent.call(open("nokia-3310")).await;
         assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);

@@ -4,6 +4,7 @@
 use airlock_browser::{ScreenshotOptions, SnapshotOptions};
 use airlock_core::ErrorCode;
 use airlock_gateway::{Gateway, TabAction, ToolCall};
+use airlock_gateway::{Reading, Window};
 use airlock_test_support::with_browser;
 
 use crate::{config, navigate};
@@ -17,7 +18,9 @@ fn png_size(data: &[u8]) -> (u32, u32) {
 
 async fn viewport(agent: &airlock_gateway::AgentSession) -> (u32, u32) {
     let out = agent
-        .call(ToolCall::Screenshot(ScreenshotOptions::default()))
+        .call(ToolCall::Read(Reading::Screenshot(
+            ScreenshotOptions::default(),
+        )))
         .await;
     assert_eq!(out.error, None, "{}", out.text);
     png_size(&out.file.expect("a screenshot").data)
@@ -31,32 +34,42 @@ async fn resize_sets_the_viewport_of_every_tab_and_of_new_ones() {
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         let before = viewport(&agent).await;
-        let out = agent.call(ToolCall::Tabs(TabAction::New(None))).await;
+        let out = agent
+            .call(ToolCall::Window(Window::Tabs(TabAction::New(None))))
+            .await;
         assert_eq!(out.error, None, "{}", out.text);
         let out = agent
-            .call(ToolCall::Resize {
+            .call(ToolCall::Window(Window::Resize {
                 width: 390,
                 height: 844,
-            })
+            }))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("viewport is 390×844"), "{}", out.text);
         assert_eq!(viewport(&agent).await, (390, 844));
         assert_ne!(before, (390, 844));
         // The tab opened before the resize…
-        agent.call(ToolCall::Tabs(TabAction::Select(0))).await;
+        agent
+            .call(ToolCall::Window(Window::Tabs(TabAction::Select(0))))
+            .await;
         assert_eq!(viewport(&agent).await, (390, 844));
         // …and one opened after it.
-        agent.call(ToolCall::Tabs(TabAction::New(None))).await;
+        agent
+            .call(ToolCall::Window(Window::Tabs(TabAction::New(None))))
+            .await;
         assert_eq!(viewport(&agent).await, (390, 844));
         // The page laid out at the new width: the snapshot still reads it.
         let out = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         // Out of bounds: refused, nothing changed.
         for (width, height) in [(10, 844), (390, 99_999), (0, 0)] {
-            let out = agent.call(ToolCall::Resize { width, height }).await;
+            let out = agent
+                .call(ToolCall::Window(Window::Resize { width, height }))
+                .await;
             assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
         }
         assert_eq!(viewport(&agent).await, (390, 844));
@@ -74,7 +87,7 @@ async fn console_messages_are_filtered_by_level_limited_and_fenced() {
         let agent = gateway.agent_session();
         let out = agent.call(navigate(h.site.url("app/console.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
-        let console = |level, limit| ToolCall::ConsoleMessages { level, limit };
+        let console = |level, limit| ToolCall::Read(Reading::ConsoleMessages { level, limit });
         let out = agent.call(console(ConsoleLevel::Debug, 200)).await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(

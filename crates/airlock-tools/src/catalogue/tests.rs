@@ -1,6 +1,7 @@
 //! The catalogue as a surface sees it: every tool once, arguments parsed into calls,
 //! and refusals in the words every surface shows.
 
+use airlock_gateway::{Interaction, Navigation};
 use serde_json::json;
 
 use super::*;
@@ -44,10 +45,12 @@ fn arguments_parse_into_the_gateways_calls() {
     let call = navigate
         .parse(Some(&args(json!({"url": "https://a.test/"}))))
         .unwrap();
-    assert!(matches!(call, ToolCall::Navigate { ref url, .. } if url == "https://a.test/"));
+    assert!(
+        matches!(call, ToolCall::Navigate(Navigation::To { ref url, .. }) if url == "https://a.test/")
+    );
     assert!(matches!(
         find("browser_back").unwrap().parse(None),
-        Ok(ToolCall::Back)
+        Ok(ToolCall::Navigate(Navigation::Back))
     ));
     // A folded tool takes the target fields it does not list.
     let hover = find("browser_hover").unwrap();
@@ -55,7 +58,10 @@ fn arguments_parse_into_the_gateways_calls() {
     let call = hover
         .parse(Some(&args(json!({"role": "button", "name": "Go"}))))
         .unwrap();
-    assert!(matches!(call, ToolCall::Hover { .. }));
+    assert!(matches!(
+        call,
+        ToolCall::Interact(Interaction::Hover { .. })
+    ));
 }
 
 #[test]

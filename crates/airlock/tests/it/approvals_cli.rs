@@ -1,6 +1,7 @@
 //! A call held for approval in a running gateway, decided from a second process with
 //! `airlock approvals …` through the shared store, as an operator in another terminal.
 
+use airlock_gateway::{Interaction, Navigation};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -68,25 +69,25 @@ async fn an_operator_approves_a_held_click_from_another_process() {
         assert_eq!(next_watched().await, "no pending approvals");
         let agent = Arc::new(gateway.agent_session());
         let out = agent
-            .call(ToolCall::Navigate {
+            .call(ToolCall::Navigate(Navigation::To {
                 url: h.site.url("resolve.html"),
                 wait_until: airlock_gateway::action::WaitUntil::Load,
                 snapshot: airlock_gateway::PageView::None,
-            })
+            }))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         let clicking = {
             let agent = agent.clone();
             tokio::spawn(async move {
                 agent
-                    .call(ToolCall::Click {
+                    .call(ToolCall::Interact(Interaction::Click {
                         target: Target::Role {
                             role: "button".to_owned(),
                             name: Some("Delete account".to_owned()),
                             index: None,
                         },
                         options: Default::default(),
-                    })
+                    }))
                     .await
             })
         };
@@ -189,11 +190,11 @@ async fn a_held_navigation_to_a_homograph_host_is_listed_punycode_first() {
             let agent = agent.clone();
             tokio::spawn(async move {
                 agent
-                    .call(ToolCall::Navigate {
+                    .call(ToolCall::Navigate(Navigation::To {
                         url: "https://bund\u{435}.test/pay".to_owned(),
                         wait_until: airlock_gateway::action::WaitUntil::Load,
                         snapshot: airlock_gateway::PageView::None,
-                    })
+                    }))
                     .await
             })
         };

@@ -3,6 +3,7 @@
 //! step and its screenshot, no form of the secret, and markup from the agent or the
 //! page as text; an image altered after the fact is named, not shown.
 
+use airlock_gateway::{Interaction, Navigation, SessionCall};
 use std::sync::Arc;
 
 use airlock_config::RecordMode;
@@ -88,27 +89,29 @@ async fn a_replay_page_shows_every_step_and_no_secret_in_any_form() {
             let out = agent.call(call).await;
             assert_eq!(out.error, None, "{}", out.text);
         };
-        run(ToolCall::SessionOpen(OpenOptions {
+        run(ToolCall::Session(SessionCall::Open(OpenOptions {
             credentials: vec!["login".into()],
             ..OpenOptions::default()
-        }))
+        })))
         .await;
         let field = || Target::Role {
             role: "textbox".into(),
             name: Some("Anything".into()),
             index: None,
         };
-        let typing = |text: &str| ToolCall::Type {
-            target: field(),
-            text: text.into(),
-            clear_first: true,
-            submit: false,
+        let typing = |text: &str| {
+            ToolCall::Interact(Interaction::Type {
+                target: field(),
+                text: text.into(),
+                clear_first: true,
+                submit: false,
+            })
         };
-        run(ToolCall::Navigate {
+        run(ToolCall::Navigate(Navigation::To {
             url: h.site.url("app/reflect.html"),
             wait_until: WaitUntil::Load,
             snapshot: PageView::None,
-        })
+        }))
         .await;
         // The page reflects it raw, URL-encoded, base64, HTML- and JSON-escaped, into
         // its title, body and URL.

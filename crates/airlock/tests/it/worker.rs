@@ -3,6 +3,7 @@
 //! the data dir; and when it is killed mid-call the call says so, the session ends
 //! on the record, the next session gets a new worker and nothing is left running.
 
+use airlock_gateway::{Interaction, Navigation};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -18,11 +19,11 @@ use airlock_worker::{Host, LocalWorker, Remote, WorkerSpawn};
 use crate::server::BIN;
 
 fn navigate(url: String) -> ToolCall {
-    ToolCall::Navigate {
+    ToolCall::Navigate(Navigation::To {
         url,
         wait_until: airlock_gateway::action::WaitUntil::Load,
         snapshot: airlock_gateway::PageView::None,
-    }
+    })
 }
 
 // The local worker as `serve` starts it, under `parent`, hung after `grace`.
@@ -521,14 +522,14 @@ async fn a_hung_worker_is_counted_gone_and_replaced() {
             nix::sys::signal::Signal::SIGSTOP,
         )
         .unwrap();
-        let click = ToolCall::Click {
+        let click = ToolCall::Interact(Interaction::Click {
             target: airlock_gateway::action::Target::Role {
                 role: "checkbox".into(),
                 name: Some("Remember me".into()),
                 index: None,
             },
             options: Default::default(),
-        };
+        });
         let out = tokio::time::timeout(
             Duration::from_secs(20),
             agent.call(ToolCall::Budgeted(

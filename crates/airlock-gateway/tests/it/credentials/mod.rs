@@ -3,6 +3,7 @@
 //! pre-authentication, placeholders bound to origins, authorization, and no byte of a
 //! secret value in any output or log line.
 
+use airlock_gateway::{Interaction, Navigation, Reading, SessionCall, Window};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -179,11 +180,11 @@ async fn single_use_grant(vault: &Vault, domain: &str) -> airlock_vault::grant::
 }
 
 fn open_with(names: &[&str], grant: Option<String>) -> ToolCall {
-    ToolCall::SessionOpen(OpenOptions {
+    ToolCall::Session(SessionCall::Open(OpenOptions {
         credentials: names.iter().map(|n| (*n).to_owned()).collect(),
         grant,
         ..OpenOptions::default()
-    })
+    }))
 }
 
 /// Calls and checks that nothing of a secret is in the output, then returns it.
@@ -197,10 +198,10 @@ async fn call(agent: &AgentSession, call: ToolCall) -> ToolOutput {
 async fn read(agent: &AgentSession) -> String {
     call(
         agent,
-        ToolCall::Read {
+        ToolCall::Read(Reading::Text {
             format: ReadFormat::Text,
             offset: 0,
-        },
+        }),
     )
     .await
     .text
@@ -215,12 +216,12 @@ fn role(role: &str, name: &str) -> Target {
 }
 
 fn typing(target: Target, text: &str) -> ToolCall {
-    ToolCall::Type {
+    ToolCall::Interact(Interaction::Type {
         target,
         text: text.into(),
         clear_first: true,
         submit: false,
-    }
+    })
 }
 
 /// Captures every log line of this test process at TRACE level.
@@ -282,10 +283,10 @@ async fn a_session_opened_with_credentials_is_logged_in_and_shows_no_value() {
         call(&agent, navigate(h.site.url("fetch.html?url=/app/api"))).await;
         let out = call(
             &agent,
-            ToolCall::WaitFor {
+            ToolCall::Read(Reading::WaitFor {
                 condition: WaitCondition::Text("done".into()),
                 timeout: Some(Duration::from_secs(5)),
-            },
+            }),
         )
         .await;
         assert_eq!(out.error, None, "{}", out.text);
@@ -315,7 +316,7 @@ async fn a_session_opened_with_credentials_is_logged_in_and_shows_no_value() {
             ))),
         )
         .await;
-        let tabs = call(&agent, ToolCall::Tabs(TabAction::List)).await;
+        let tabs = call(&agent, ToolCall::Window(Window::Tabs(TabAction::List))).await;
         assert!(tabs.text.contains("[REDACTED:app]"), "{}", tabs.text);
         gateway.shutdown().await;
     })
@@ -352,10 +353,10 @@ async fn placeholders_type_only_on_their_origin_and_every_reflection_is_redacted
         );
         let out = call(
             &agent,
-            ToolCall::Click {
+            ToolCall::Interact(Interaction::Click {
                 target: role("button", "Sign in"),
                 options: Default::default(),
-            },
+            }),
         )
         .await;
         assert!(out.text.contains("Welcome back, alice"), "{}", out.text);
@@ -374,7 +375,11 @@ async fn placeholders_type_only_on_their_origin_and_every_reflection_is_redacted
             out.text
         );
         assert!(out.text.contains("login.password"), "{}", out.text);
-        let snap = call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+        let snap = call(
+            &agent,
+            ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
+        )
+        .await;
         assert!(
             !snap.text.contains("value=") && !snap.text.contains("••••"),
             "something was typed: {}",
@@ -392,7 +397,11 @@ async fn placeholders_type_only_on_their_origin_and_every_reflection_is_redacted
         .await;
         let mut frame_ref = None;
         for _ in 0..50 {
-            let snap = call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+            let snap = call(
+                &agent,
+                ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
+            )
+            .await;
             if let Some(line) = snap
                 .text
                 .lines()
@@ -403,10 +412,10 @@ async fn placeholders_type_only_on_their_origin_and_every_reflection_is_redacted
             }
             call(
                 &agent,
-                ToolCall::WaitFor {
+                ToolCall::Read(Reading::WaitFor {
                     condition: WaitCondition::Time(Duration::from_millis(50)),
                     timeout: None,
-                },
+                }),
             )
             .await;
         }
@@ -447,14 +456,18 @@ async fn placeholders_type_only_on_their_origin_and_every_reflection_is_redacted
         ] {
             assert!(text.contains(line), "{line}: {text}");
         }
-        let snap = call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+        let snap = call(
+            &agent,
+            ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
+        )
+        .await;
         assert!(
             snap.text.contains("textbox \"Anything\"") && snap.text.contains("value=\"••••\""),
             "{}",
             snap.text
         );
-        call(&agent, ToolCall::Tabs(TabAction::List)).await;
-        call(&agent, ToolCall::Reload).await;
+        call(&agent, ToolCall::Window(Window::Tabs(TabAction::List))).await;
+        call(&agent, ToolCall::Navigate(Navigation::Reload)).await;
 
         // Placeholders anywhere but typed text are refused.
         let out = call(
@@ -470,9 +483,9 @@ async fn placeholders_type_only_on_their_origin_and_every_reflection_is_redacted
         );
         let out = call(
             &agent,
-            ToolCall::PressKey {
+            ToolCall::Interact(Interaction::PressKey {
                 key: "{{secret:login.password}}".into(),
-            },
+            }),
         )
         .await;
         assert_eq!(
@@ -622,10 +635,10 @@ async fn every_call_goes_on_the_audit_record_and_no_secret_with_it() {
         assert_eq!(out.error, None, "{}", out.text);
         // The agent guesses the value in a wait: the record must not keep the guess.
         agent
-            .call(ToolCall::WaitFor {
+            .call(ToolCall::Read(Reading::WaitFor {
                 condition: WaitCondition::Text(APP_PASSWORD.into()),
                 timeout: Some(Duration::from_millis(200)),
-            })
+            }))
             .await;
         let out = call(&agent, navigate("file:///etc/passwd".to_owned())).await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied));
@@ -794,9 +807,11 @@ async fn console_messages_and_requests_never_carry_a_typed_secret_in_any_encodin
         )
         .await;
         assert_eq!(out.error, None, "{}", out.text);
-        let everything = || ToolCall::ConsoleMessages {
-            level: airlock_browser::ConsoleLevel::Debug,
-            limit: 200,
+        let everything = || {
+            ToolCall::Read(Reading::ConsoleMessages {
+                level: airlock_browser::ConsoleLevel::Debug,
+                limit: 200,
+            })
         };
         // The page logged it at every level and threw it; each line is there,
         // with the secret's every form redacted (`call` checks every form).
@@ -850,10 +865,10 @@ async fn console_messages_and_requests_never_carry_a_typed_secret_in_any_encodin
         for _ in 0..100 {
             requests = call(
                 &agent,
-                ToolCall::NetworkRequests {
+                ToolCall::Read(Reading::NetworkRequests {
                     filter: Some("collect".into()),
                     limit: 200,
-                },
+                }),
             )
             .await
             .text;
@@ -903,14 +918,18 @@ async fn a_prompt_takes_a_placeholder_only_on_its_origin_and_shows_no_value() {
         let agent = gateway.agent_session();
         let out = call(&agent, open_with(&["login"], None)).await;
         assert_eq!(out.error, None, "{}", out.text);
-        let ask = || ToolCall::Click {
-            target: role("button", "Ask"),
-            options: Default::default(),
+        let ask = || {
+            ToolCall::Interact(Interaction::Click {
+                target: role("button", "Ask"),
+                options: Default::default(),
+            })
         };
-        let answer = |accept: bool, text: Option<&str>| ToolCall::HandleDialog {
-            accept,
-            prompt_text: text.map(str::to_owned),
-            wait: Duration::from_secs(5),
+        let answer = |accept: bool, text: Option<&str>| {
+            ToolCall::Interact(Interaction::HandleDialog {
+                accept,
+                prompt_text: text.map(str::to_owned),
+                wait: Duration::from_secs(5),
+            })
         };
         let secret = "{{secret:login.password}}";
 
@@ -930,7 +949,11 @@ async fn a_prompt_takes_a_placeholder_only_on_its_origin_and_shows_no_value() {
             "{}",
             out.text
         );
-        let out = call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+        let out = call(
+            &agent,
+            ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
+        )
+        .await;
         assert_eq!(out.error, Some(ErrorCode::DialogOpen), "{}", out.text);
         assert!(out.text.contains("browser_handle_dialog"), "{}", out.text);
         let out = call(&agent, answer(false, None)).await;
@@ -986,7 +1009,7 @@ async fn a_session_holding_secrets_makes_no_pdf() {
         let out = call(&agent, open_with(&["login"], None)).await;
         assert_eq!(out.error, None, "{}", out.text);
         call(&agent, navigate(h.site.url("app/login.html"))).await;
-        let out = call(&agent, ToolCall::Pdf).await;
+        let out = call(&agent, ToolCall::Read(Reading::Pdf)).await;
         assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
         assert!(out.file.is_none());
         assert!(

@@ -3,6 +3,7 @@
 //! stored ones need a place and go after their retention.
 
 use super::*;
+use airlock_gateway::{Interaction, Reading, SessionCall};
 
 /// The RGB of the JPEG pixel at CSS (x, y) (device scale 1).
 fn jpeg_pixel(data: &[u8], x: usize, y: usize) -> [u8; 3] {
@@ -30,11 +31,11 @@ async fn an_audit_recording_stores_each_step_with_its_hash_and_paints_secrets_ov
         let agent = gateway.agent_session();
         let out = call(
             &agent,
-            ToolCall::SessionOpen(OpenOptions {
+            ToolCall::Session(SessionCall::Open(OpenOptions {
                 credentials: vec!["login".into()],
                 record: Some(RecordMode::Audit),
                 ..OpenOptions::default()
-            }),
+            })),
         )
         .await;
         assert_eq!(out.error, None, "{}", out.text);
@@ -47,7 +48,11 @@ async fn an_audit_recording_stores_each_step_with_its_hash_and_paints_secrets_ov
         .await;
         assert_eq!(out.error, None, "{}", out.text);
         // Looking is no step.
-        call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+        call(
+            &agent,
+            ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
+        )
+        .await;
         gateway.shutdown().await;
 
         let events: Vec<serde_json::Value> = vault
@@ -129,10 +134,10 @@ async fn a_transient_recording_keeps_the_last_steps_in_memory_and_off_keeps_none
         for n in 2..=airlock_gateway::TRANSIENT_STEPS + 3 {
             let out = call(
                 &agent,
-                ToolCall::Scroll(airlock_gateway::action::Scroll::Page {
+                ToolCall::Interact(Interaction::Scroll(airlock_gateway::action::Scroll::Page {
                     direction: airlock_gateway::action::Direction::Down,
                     amount: Some(1.0),
-                }),
+                })),
             )
             .await;
             assert_eq!(out.error, None, "{}", out.text);
@@ -146,13 +151,17 @@ async fn a_transient_recording_keeps_the_last_steps_in_memory_and_off_keeps_none
         // A call right after a step never waits on that step's capture: the capture
         // gives way (the page is looked at, not changed, so nothing is lost).
         let scroll_up = || {
-            ToolCall::Scroll(airlock_gateway::action::Scroll::Page {
+            ToolCall::Interact(Interaction::Scroll(airlock_gateway::action::Scroll::Page {
                 direction: airlock_gateway::action::Direction::Up,
                 amount: Some(1.0),
-            })
+            }))
         };
         call(&agent, scroll_up()).await;
-        call(&agent, ToolCall::Snapshot(SnapshotOptions::default())).await;
+        call(
+            &agent,
+            ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
+        )
+        .await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let last = gateway.recorded_steps("default", &id).unwrap();
         assert_eq!(
@@ -170,10 +179,10 @@ async fn a_transient_recording_keeps_the_last_steps_in_memory_and_off_keeps_none
         let quiet = gateway.agent_session();
         call(
             &quiet,
-            ToolCall::SessionOpen(OpenOptions {
+            ToolCall::Session(SessionCall::Open(OpenOptions {
                 record: Some(RecordMode::Off),
                 ..OpenOptions::default()
-            }),
+            })),
         )
         .await;
         call(&quiet, navigate(h.site.url("clickable.html"))).await;
@@ -202,10 +211,10 @@ async fn audit_recordings_need_a_place_and_go_after_their_retention() {
         let (gateway, _) = gateway(&h, Role::Act).await;
         let out = gateway
             .agent_session()
-            .call(ToolCall::SessionOpen(OpenOptions {
+            .call(ToolCall::Session(SessionCall::Open(OpenOptions {
                 record: Some(RecordMode::Audit),
                 ..OpenOptions::default()
-            }))
+            })))
             .await;
         assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
         assert!(out.text.contains("stores no recordings"), "{}", out.text);

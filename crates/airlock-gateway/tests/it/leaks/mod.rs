@@ -4,6 +4,7 @@
 //! must not hold are computed by that page itself, read from a browser session that
 //! has no redactor, never by the redactor under test.
 
+use airlock_gateway::{Interaction, Navigation, Reading, SessionCall, Window};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -164,33 +165,33 @@ fn role(role: &str, name: &str) -> Target {
 }
 
 fn typing(target: Target, text: &str) -> ToolCall {
-    ToolCall::Type {
+    ToolCall::Interact(Interaction::Type {
         target,
         text: text.into(),
         clear_first: true,
         submit: false,
-    }
-}
-
-fn find(query: &str) -> ToolCall {
-    ToolCall::Snapshot(SnapshotOptions {
-        find: Some(query.into()),
-        ..SnapshotOptions::default()
     })
 }
 
+fn find(query: &str) -> ToolCall {
+    ToolCall::Read(Reading::Snapshot(SnapshotOptions {
+        find: Some(query.into()),
+        ..SnapshotOptions::default()
+    }))
+}
+
 fn wait(condition: WaitCondition) -> ToolCall {
-    ToolCall::WaitFor {
+    ToolCall::Read(Reading::WaitFor {
         condition,
         timeout: Some(Duration::from_millis(300)),
-    }
+    })
 }
 
 fn read_at(offset: usize) -> ToolCall {
-    ToolCall::Read {
+    ToolCall::Read(Reading::Text {
         format: ReadFormat::Text,
         offset,
-    }
+    })
 }
 
 /// The body of a read result: what is inside the page fence.
@@ -237,10 +238,10 @@ async fn play(attack: Attack) {
         let denied = FixtureServer::start(std::env::temp_dir()).await;
         let agent = gateway.agent_session();
         let out = agent
-            .call(ToolCall::SessionOpen(OpenOptions {
+            .call(ToolCall::Session(SessionCall::Open(OpenOptions {
                 credentials: vec!["latin".into(), "wide".into()],
                 ..OpenOptions::default()
-            }))
+            })))
             .await;
         assert!(
             out.text
@@ -294,38 +295,44 @@ async fn play(attack: Attack) {
             );
             match attack {
                 Attack::Encodings => {
-                    let snap = call(ToolCall::Snapshot(SnapshotOptions::default())).await;
+                    let snap = call(ToolCall::Read(
+                        Reading::Snapshot(SnapshotOptions::default()),
+                    ))
+                    .await;
                     assert!(snap.text.contains("form b64utf16le:"), "{}", snap.text);
                     assert!(snap.text.contains("value=\"••••\""), "{}", snap.text);
-                    call(ToolCall::Snapshot(SnapshotOptions {
+                    call(ToolCall::Read(Reading::Snapshot(SnapshotOptions {
                         interactive_only: true,
                         ..SnapshotOptions::default()
-                    }))
+                    })))
                     .await;
                     for format in [ReadFormat::Text, ReadFormat::Markdown] {
-                        let out = call(ToolCall::Read {
+                        let out = call(ToolCall::Read(Reading::Text {
                             format,
                             offset: 40_000,
-                        })
+                        }))
                         .await;
                         assert!(out.text.contains("form hex:"), "{}", out.text);
                     }
-                    call(ToolCall::Tabs(TabAction::List)).await;
-                    call(ToolCall::Reload).await;
+                    call(ToolCall::Window(Window::Tabs(TabAction::List))).await;
+                    call(ToolCall::Navigate(Navigation::Reload)).await;
                 }
                 Attack::Cuts => {
                     // The 200-character cut falls inside the encoded value on the
                     // `xxx…` line, the 120-character title cut inside the value.
-                    let snap = call(ToolCall::Snapshot(SnapshotOptions::default())).await;
+                    let snap = call(ToolCall::Read(
+                        Reading::Snapshot(SnapshotOptions::default()),
+                    ))
+                    .await;
                     assert!(snap.text.contains("paragraph: xxxxxxxxxx"), "{}", snap.text);
-                    let tabs = call(ToolCall::Tabs(TabAction::List)).await;
+                    let tabs = call(ToolCall::Window(Window::Tabs(TabAction::List))).await;
                     assert!(tabs.text.contains("xxxxxxxxxx"), "{}", tabs.text);
                     for offset in 0..12 {
-                        call(ToolCall::Snapshot(SnapshotOptions {
+                        call(ToolCall::Read(Reading::Snapshot(SnapshotOptions {
                             offset,
                             max_nodes: 3,
                             ..SnapshotOptions::default()
-                        }))
+                        })))
                         .await;
                     }
                     // Page text: the first page ends near the value, the next starts
@@ -356,10 +363,10 @@ async fn play(attack: Attack) {
                     }
                 }
                 Attack::ChromiumWords => {
-                    let alert = call(ToolCall::Click {
+                    let alert = call(ToolCall::Interact(Interaction::Click {
                         target: role("button", "Alert"),
                         options: Default::default(),
-                    })
+                    }))
                     .await;
                     assert!(
                         alert.text.contains("is open and holds the page"),
@@ -367,27 +374,30 @@ async fn play(attack: Attack) {
                         alert.text
                     );
                     // Its message again, as the answer's effect.
-                    let answered = call(ToolCall::HandleDialog {
+                    let answered = call(ToolCall::Interact(Interaction::HandleDialog {
                         accept: true,
                         prompt_text: None,
                         wait: Duration::ZERO,
-                    })
+                    }))
                     .await;
                     assert!(
                         answered.text.contains("accepted the alert dialog"),
                         "{}",
                         answered.text
                     );
-                    call(ToolCall::Click {
+                    call(ToolCall::Interact(Interaction::Click {
                         target: role("button", "Send"),
                         options: Default::default(),
-                    })
+                    }))
                     .await;
-                    let tabs = call(ToolCall::Tabs(TabAction::List)).await;
+                    let tabs = call(ToolCall::Window(Window::Tabs(TabAction::List))).await;
                     assert!(tabs.text.contains("/collect?pw="), "{}", tabs.text);
                     call(wait(WaitCondition::Text("nothing like this".into()))).await;
-                    call(ToolCall::Snapshot(SnapshotOptions::default())).await;
-                    call(ToolCall::Back).await;
+                    call(ToolCall::Read(
+                        Reading::Snapshot(SnapshotOptions::default()),
+                    ))
+                    .await;
+                    call(ToolCall::Navigate(Navigation::Back)).await;
                 }
             }
         }
@@ -452,10 +462,10 @@ async fn yes_no_tools_answer_the_same_for_right_and_wrong_guesses() {
         let gateway = gateway(&h).await;
         let agent = gateway.agent_session();
         agent
-            .call(ToolCall::SessionOpen(OpenOptions {
+            .call(ToolCall::Session(SessionCall::Open(OpenOptions {
                 credentials: vec!["latin".into(), "wide".into()],
                 ..OpenOptions::default()
-            }))
+            })))
             .await;
         agent.call(navigate(h.site.url("app/echo.html"))).await;
         // The page shows both values back: as text, in a button's name, in an
@@ -487,9 +497,11 @@ async fn yes_no_tools_answer_the_same_for_right_and_wrong_guesses() {
         same_answer(
             &agent,
             "click by name",
-            |g| ToolCall::Click {
-                target: role("button", &format!("Log in as {g}")),
-                options: Default::default(),
+            |g| {
+                ToolCall::Interact(Interaction::Click {
+                    target: role("button", &format!("Log in as {g}")),
+                    options: Default::default(),
+                })
             },
             whole,
         )
@@ -504,10 +516,10 @@ async fn yes_no_tools_answer_the_same_for_right_and_wrong_guesses() {
         // A selector matching part of an attribute is refused outright.
         for selector in ["[data-v^='P']", "div[data-v*=\"ö\"]", "[data-v$='7' i]"] {
             let out = agent
-                .call(ToolCall::Click {
+                .call(ToolCall::Interact(Interaction::Click {
                     target: Target::Selector(selector.into()),
                     options: Default::default(),
-                })
+                }))
                 .await;
             assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
         }
@@ -521,10 +533,10 @@ async fn yes_no_tools_answer_the_same_for_right_and_wrong_guesses() {
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         let out = agent
-            .call(ToolCall::Click {
+            .call(ToolCall::Interact(Interaction::Click {
                 target: role("button", "Log in as [REDACTED:latin] [REDACTED:wide]"),
                 options: Default::default(),
-            })
+            }))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
 
@@ -556,17 +568,17 @@ async fn yes_no_tools_answer_the_same_for_right_and_wrong_guesses() {
 /// returns every output's text.
 async fn press(agent: &AgentSession, button: &str, prefix: &str) -> String {
     let mut seen = agent
-        .call(ToolCall::Click {
+        .call(ToolCall::Interact(Interaction::Click {
             target: role("button", button),
             options: Default::default(),
-        })
+        }))
         .await
         .text;
     let out = agent
-        .call(ToolCall::WaitFor {
+        .call(ToolCall::Read(Reading::WaitFor {
             condition: WaitCondition::Text(prefix.into()),
             timeout: Some(Duration::from_secs(20)),
-        })
+        }))
         .await;
     assert_eq!(out.error, None, "{}\n{seen}", out.text);
     seen.push_str(&out.text);
@@ -586,10 +598,10 @@ async fn a_bound_page_cannot_send_a_secret_to_an_origin_it_is_not_bound_to() {
         );
         let agent = gateway.agent_session();
         agent
-            .call(ToolCall::SessionOpen(OpenOptions {
+            .call(ToolCall::Session(SessionCall::Open(OpenOptions {
                 credentials: vec!["latin".into()],
                 ..OpenOptions::default()
-            }))
+            })))
             .await;
         agent.call(navigate(url.clone())).await;
         let out = agent
@@ -602,7 +614,7 @@ async fn a_bound_page_cannot_send_a_secret_to_an_origin_it_is_not_bound_to() {
         // Every way the page tries to send the value out is refused, and said so.
         let seen = press(&agent, "Send everywhere", "attempts done").await;
         let snap = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())))
             .await;
         let line = snap
             .text
@@ -614,10 +626,10 @@ async fn a_bound_page_cannot_send_a_secret_to_an_origin_it_is_not_bound_to() {
         let mut seen = seen + &snap.text;
         seen.push_str(&press(&agent, "Own", "own: sent").await);
         let out = agent
-            .call(ToolCall::Click {
+            .call(ToolCall::Interact(Interaction::Click {
                 target: role("button", "Post form"),
                 options: Default::default(),
-            })
+            }))
             .await;
         seen.push_str(&out.text);
         assert!(seen.contains("carried a secret"), "{seen}");
@@ -674,7 +686,9 @@ async fn a_data_frame_runs_nothing_and_loads_nothing() {
         // reached the collector, the frame's never left.
         assert_eq!(collector.connections(), 1);
         let snap = agent
-            .call(ToolCall::Snapshot(SnapshotOptions::default()))
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
             .await;
         assert!(snap.text.contains("frame silent"), "{}", snap.text);
         assert!(!snap.text.contains("inside"), "{}", snap.text);
@@ -749,10 +763,10 @@ async fn every_place_a_page_shows_a_secret_is_painted_over_in_images() {
         let gateway = gateway(&h).await;
         let agent = gateway.agent_session();
         agent
-            .call(ToolCall::SessionOpen(OpenOptions {
+            .call(ToolCall::Session(SessionCall::Open(OpenOptions {
                 credentials: vec!["latin".into()],
                 ..OpenOptions::default()
-            }))
+            })))
             .await;
         agent.call(navigate(page.clone())).await;
         let out = agent
@@ -764,10 +778,10 @@ async fn every_place_a_page_shows_a_secret_is_painted_over_in_images() {
             (airlock_browser::ImageFormat::Jpeg { quality: 60 }, 60),
         ] {
             let out = agent
-                .call(ToolCall::Screenshot(airlock_browser::ScreenshotOptions {
+                .call(ToolCall::Read(Reading::Screenshot(airlock_browser::ScreenshotOptions {
                     format,
                     ..Default::default()
-                }))
+                })))
                 .await;
             let (painted, w) = rgb(&out.file.expect("an image").data);
             assert_eq!(w, width);

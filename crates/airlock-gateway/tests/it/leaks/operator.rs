@@ -2,15 +2,16 @@
 //! another origin, and not typed at all while the page holds a socket open.
 
 use super::*;
+use airlock_gateway::{Reading, Window};
 
 /// Where the field named `name` is on the page, in CSS pixels (its box's centre), as
 /// the agent's snapshot with boxes gives it.
 async fn centre_of(agent: &AgentSession, name: &str) -> (f64, f64) {
     let snap = agent
-        .call(ToolCall::Snapshot(SnapshotOptions {
+        .call(ToolCall::Read(Reading::Snapshot(SnapshotOptions {
             boxes: true,
             ..SnapshotOptions::default()
-        }))
+        })))
         .await;
     let line = snap
         .text
@@ -80,9 +81,9 @@ async fn what_an_operator_types_never_reaches_the_agent_nor_another_origin() {
 
         let mut seen = String::new();
         for call in [
-            ToolCall::Snapshot(SnapshotOptions::default()),
+            ToolCall::Read(Reading::Snapshot(SnapshotOptions::default())),
             read_at(0),
-            ToolCall::Tabs(TabAction::List),
+            ToolCall::Window(Window::Tabs(TabAction::List)),
             find("form"),
             find("Log in as"),
         ] {
@@ -98,7 +99,7 @@ async fn what_an_operator_types_never_reaches_the_agent_nor_another_origin() {
         );
         assert_clean("after the take-over", &seen, &pieces);
         // Code and documents are refused now that the session holds a secret.
-        let out = agent.call(ToolCall::Pdf).await;
+        let out = agent.call(ToolCall::Read(Reading::Pdf)).await;
         assert_eq!(out.error, Some(ErrorCode::Forbidden), "{}", out.text);
 
         // The page tries to send what the operator typed to an origin the policy
@@ -186,10 +187,10 @@ async fn an_operator_types_nothing_while_the_page_holds_a_socket_open() {
             .call(navigate(format!("{}?c={port}", h.site.url("socket.html"))))
             .await;
         let out = agent
-            .call(ToolCall::WaitFor {
+            .call(ToolCall::Read(Reading::WaitFor {
                 condition: WaitCondition::Text("socket open".into()),
                 timeout: Some(Duration::from_secs(10)),
-            })
+            }))
             .await;
         assert_eq!(out.error, None, "{}", out.text);
         let (x, y) = centre_of(&agent, "Code").await;

@@ -1,0 +1,72 @@
+//! Opening and closing the browser session: calls the agent session carries out
+//! itself, since it owns the browser session they change.
+
+use super::*;
+
+/// A call on the browser session itself.
+#[derive(Debug, Clone)]
+pub enum SessionCall {
+    /// `browser_session_open`.
+    Open(OpenOptions),
+    /// `browser_session_close`.
+    Close,
+}
+
+/// What `browser_session_open` asks for. Debug never shows the grant token.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Isolation mode; the pool's default when `None`.
+    pub isolation: Option<Isolation>,
+    /// Narrows the policy for this session: hosts must also be on this list (exact
+    /// names, or `*.example.com` for a domain and its subdomains). Never widens it.
+    pub allow_hosts: Vec<String>,
+    /// Stored credentials to log in with.
+    pub credentials: Vec<String>,
+    /// A grant token authorizing them (callers without the `operate` role).
+    pub grant: Option<String>,
+    /// What to keep of the session's steps; the gateway's default when `None`.
+    pub record: Option<RecordMode>,
+    /// A device of [`airlock_browser::DEVICES`] the session looks like to pages
+    /// (viewport, pixel density, touch, User-Agent); Chromium's own when `None`.
+    pub device: Option<String>,
+}
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("isolation", &self.isolation)
+            .field("allow_hosts", &self.allow_hosts)
+            .field("credentials", &self.credentials)
+            .field("grant", &self.grant.as_ref().map(|_| "[REDACTED]"))
+            .field("record", &self.record)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+impl Family for SessionCall {
+    fn tool_name(&self) -> &'static str {
+        match self {
+            SessionCall::Open(_) => "browser_session_open",
+            SessionCall::Close => "browser_session_close",
+        }
+    }
+
+    fn misplaced_placeholder(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn audit_args(&self) -> serde_json::Value {
+        match self {
+            // Whether a grant came, never the grant.
+            SessionCall::Open(options) => serde_json::json!({
+                "credentials": options.credentials,
+                "allow_hosts": options.allow_hosts,
+                "grant": options.grant.is_some(),
+                "record": options.record.map(RecordMode::as_str),
+                "device": options.device,
+            }),
+            SessionCall::Close => serde_json::json!({}),
+        }
+    }
+}
