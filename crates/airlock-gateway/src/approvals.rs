@@ -9,9 +9,6 @@ use std::sync::Arc;
 
 use airlock_store::{ApprovalRecord, ApprovalStatus, Decided};
 
-use crate::audit::FeedEvent;
-use tokio::sync::broadcast;
-
 use crate::error::{Error, Result};
 use crate::session::Gateway;
 
@@ -132,61 +129,9 @@ impl Gateway {
         &self.approvals
     }
 
-    /// Audit events as they are written, from now on. A reader that falls more than
-    /// 1,024 events behind gets `Lagged` and may fill the gap from the store.
-    pub fn feed(&self) -> broadcast::Receiver<FeedEvent> {
-        self.audit.subscribe()
-    }
-
-    /// Resolves once the gateway stops (or [`Gateway::stop_streams`] is called): a
-    /// long-lived reader ends then, so a server's graceful shutdown does not wait on it.
-    pub async fn stopped(&self) {
-        let mut rx = self.stopping.subscribe();
-        let _ = rx.wait_for(|stopping| *stopping).await;
-    }
-
-    /// Ends every long-lived reader (event streams) now: the first step of a graceful
-    /// shutdown, before the server waits for its connections to close.
-    pub fn stop_streams(&self) {
-        self.stopping.send_replace(true);
-    }
-
-    /// Up to `limit` audit events after `seq`, oldest first, and of those the
-    /// tenant's: a feed reader catching up (the seq read up to moves past other
-    /// tenants' events too). `None` when there were none after `seq`.
-    pub async fn events_after(
-        &self,
-        tenant: &str,
-        seq: u64,
-        limit: u32,
-    ) -> Result<Option<(u64, Vec<FeedEvent>)>> {
-        let store = self.approver_store()?;
-        let events = store.audit_events(seq, limit).await.map_err(internal)?;
-        let Some(last) = events.last().map(|e| e.seq) else {
-            return Ok(None);
-        };
-        Ok(Some((
-            last,
-            events
-                .into_iter()
-                .filter(|e| e.tenant == tenant)
-                .map(std::sync::Arc::new)
-                .collect(),
-        )))
-    }
-
-    /// The newest audit event's seq (0 for an empty log): a feed reader that wants no
-    /// history starts after it.
-    pub async fn last_event_seq(&self) -> Result<u64> {
-        let store = self.approver_store()?;
-        let tail = store.audit_tail(1).await.map_err(internal)?;
-        Ok(tail.last().map_or(0, |e| e.seq))
-    }
-
-    fn approver_store(&self) -> Result<&airlock_store::Store> {
-        self.store().ok_or_else(|| {
-            Error::Internal("this gateway keeps no store, so it has no approvals".to_owned())
-        })
+    /// The gateway's audit log: its live feed and the reads that catch up on it.
+    pub fn audit(&self) -> &crate::audit::AuditLog {
+        &self.audit
     }
 }
 

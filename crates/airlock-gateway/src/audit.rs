@@ -189,8 +189,9 @@ async fn catch_up(store: &Store, state: &mut State, seq: u64) -> Result<(), Stor
 /// through the writer's redactor first, when it has one), the live feed each written
 /// event goes to, and the signed checkpoints over the log. One per gateway; whatever
 /// writes events (an agent session's pipeline, the session registry's journal, the
-/// operator's actions) is handed this, not the gateway.
-pub(crate) struct AuditLog {
+/// operator's actions) is handed this, not the gateway; readers of the feed (the
+/// event stream, the webhook, metrics) reach it by [`crate::Gateway::audit`].
+pub struct AuditLog {
     store: Option<Store>,
     trail: Option<Trail>,
     feed: tokio::sync::broadcast::Sender<FeedEvent>,
@@ -211,9 +212,51 @@ impl AuditLog {
         self.trail.is_some()
     }
 
-    /// Every event written from now on, as it is written.
-    pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<FeedEvent> {
+    /// Audit events as they are written, from now on. A reader that falls more than
+    /// 1,024 events behind gets `Lagged` and may fill the gap with
+    /// [`AuditLog::events_after`].
+    pub fn feed(&self) -> tokio::sync::broadcast::Receiver<FeedEvent> {
         self.feed.subscribe()
+    }
+
+    /// Up to `limit` audit events after `seq`, oldest first, and of those the
+    /// tenant's: a feed reader catching up (the seq read up to moves past other
+    /// tenants' events too). `None` when there were none after `seq`.
+    pub async fn events_after(
+        &self,
+        tenant: &str,
+        seq: u64,
+        limit: u32,
+    ) -> crate::Result<Option<(u64, Vec<FeedEvent>)>> {
+        let events = self
+            .kept()?
+            .audit_events(seq, limit)
+            .await
+            .map_err(unanswered)?;
+        let Some(last) = events.last().map(|e| e.seq) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            last,
+            events
+                .into_iter()
+                .filter(|e| e.tenant == tenant)
+                .map(Arc::new)
+                .collect(),
+        )))
+    }
+
+    /// The newest audit event's seq (0 for an empty log): a feed reader that wants no
+    /// history starts after it.
+    pub async fn last_event_seq(&self) -> crate::Result<u64> {
+        let tail = self.kept()?.audit_tail(1).await.map_err(unanswered)?;
+        Ok(tail.last().map_or(0, |e| e.seq))
+    }
+
+    fn kept(&self) -> crate::Result<&Store> {
+        self.store.as_ref().ok_or_else(|| {
+            crate::Error::Internal("this gateway keeps no store, so it has no audit log".to_owned())
+        })
     }
 
     /// Appends `entry`, every string of it through `redact` first when given; durable
@@ -253,6 +296,11 @@ impl AuditLog {
             tracing::error!(error = %e, "could not write an audit checkpoint");
         }
     }
+}
+
+fn unanswered(e: StoreError) -> crate::Error {
+    tracing::error!(error = %e, "the store failed an audit log read");
+    crate::Error::Internal("the store could not answer".to_owned())
 }
 
 // Every string inside `value`, redacted in place.

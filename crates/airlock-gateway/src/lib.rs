@@ -38,7 +38,7 @@ pub use airlock_browser::{CONSOLE_KEPT, NETWORK_KEPT, VIEWPORT_MAX, VIEWPORT_MIN
 pub use airlock_store::{ApprovalRecord, ApprovalStatus, AuditRecord};
 pub use approvals::{Approvals, Decision};
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};
-pub use audit::{Checkpoints, FeedEvent, PUBLISHED_FILE};
+pub use audit::{AuditLog, Checkpoints, FeedEvent, PUBLISHED_FILE};
 pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};

@@ -3,7 +3,6 @@
 //! Every read is scoped to the operator's tenant; nothing here returns a secret value.
 
 use airlock_store::AuditRecord;
-use hex::ToHex as _;
 
 use crate::Gateway;
 use crate::error::{Error, Result};
@@ -111,9 +110,9 @@ impl Gateway {
     /// The stored screenshot of the step audit event `seq` (of `tenant`) recorded, if
     /// it is still there and still the image whose SHA-256 the event holds.
     pub async fn recorded_image(&self, tenant: &str, seq: u64) -> Result<Option<Vec<u8>>> {
-        let Some(dir) = self.config.recordings_dir.clone() else {
+        if self.recordings.dir().is_none() {
             return Ok(None);
-        };
+        }
         let store = self.store().ok_or_else(no_store)?;
         let rows = store
             .audit_events(seq.saturating_sub(1), 1)
@@ -136,19 +135,7 @@ impl Gateway {
         else {
             return Ok(None);
         };
-        // The name comes from the log: one that leaves the directory is refused.
-        let plain = std::path::Path::new(&file)
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)));
-        if !plain {
-            return Ok(None);
-        }
-        let Ok(data) = tokio::fs::read(dir.join(&file)).await else {
-            return Ok(None);
-        };
-        use sha2::Digest as _;
-        let actual: String = sha2::Sha256::digest(&data).encode_hex::<String>();
-        Ok((actual == sha256).then_some(data))
+        Ok(self.recordings.image(&file, &sha256).await)
     }
 
     /// `tenant`'s secrets: names, origins, fields, and when the log last saw one used.

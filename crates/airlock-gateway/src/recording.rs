@@ -203,9 +203,72 @@ fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     file.sync_data()
 }
 
+/// The stored recordings of `audit` sessions: where their steps go, how long they stay,
+/// and an image read back for the operator. One per gateway.
+pub(crate) struct Recordings {
+    dir: Option<PathBuf>,
+    retention: Duration,
+    // When they were last pruned.
+    pruned: std::sync::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl Recordings {
+    /// Recordings under `dir` (none: `audit` recording is refused), kept `retention`.
+    pub(crate) fn new(dir: Option<PathBuf>, retention: Duration) -> Recordings {
+        Recordings {
+            dir,
+            retention,
+            pruned: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Where steps are stored, if anywhere.
+    pub(crate) fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// Removes what is past its retention, at most once an hour and off the caller's
+    /// task (a slow disk never delays the reaper).
+    pub(crate) fn prune_due(&self) {
+        let Some(dir) = self.dir.clone() else {
+            return;
+        };
+        {
+            let mut last = lock(&self.pruned);
+            if last.is_some_and(|t| t.elapsed() < Duration::from_secs(3_600)) {
+                return;
+            }
+            *last = Some(tokio::time::Instant::now());
+        }
+        let retention = self.retention;
+        tokio::task::spawn_blocking(move || match prune(&dir, retention) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(files = n, "pruned recordings past their retention"),
+            Err(e) => tracing::warn!(error = %e, "could not prune recordings"),
+        });
+    }
+
+    /// The stored image `file` (a name from the audit log), if it is still there and
+    /// still the image whose SHA-256 is `sha256`.
+    pub(crate) async fn image(&self, file: &str, sha256: &str) -> Option<Vec<u8>> {
+        let dir = self.dir.as_deref()?;
+        // The name comes from the log: one that leaves the directory is refused.
+        let plain = Path::new(file)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain {
+            return None;
+        }
+        let data = tokio::fs::read(dir.join(file)).await.ok()?;
+        use sha2::Digest as _;
+        let actual: String = sha2::Sha256::digest(&data).encode_hex::<String>();
+        (actual == sha256).then_some(data)
+    }
+}
+
 /// Removes stored step screenshots older than `retention`, and session directories
 /// left empty. Returns how many files went.
-pub(crate) fn prune(dir: &Path, retention: Duration) -> std::io::Result<usize> {
+fn prune(dir: &Path, retention: Duration) -> std::io::Result<usize> {
     let Some(cutoff) = std::time::SystemTime::now().checked_sub(retention) else {
         return Ok(0);
     };

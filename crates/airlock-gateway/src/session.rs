@@ -144,8 +144,8 @@ pub struct Gateway {
     pub(crate) audit: Arc<AuditLog>,
     // Set once the gateway stops: long-lived readers (event streams) end.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
-    // When stored recordings were last pruned.
-    pruned: Mutex<Option<Instant>>,
+    // The stored recordings and their retention.
+    pub(crate) recordings: Arc<crate::recording::Recordings>,
     // Told of every decision made in this process: waiting calls look at once.
     pub(crate) approvals: Arc<crate::approvals::Approvals>,
     // A live API key was seen in the store: callers must authenticate.
@@ -190,7 +190,10 @@ impl Gateway {
             observers: Arc::default(),
             audit,
             stopping: tokio::sync::watch::Sender::new(false),
-            pruned: Mutex::new(None),
+            recordings: Arc::new(crate::recording::Recordings::new(
+                config.recordings_dir.clone(),
+                config.recording_retention,
+            )),
             approvals: Arc::new(crate::approvals::Approvals::new(config.store.clone())),
             keys_seen: std::sync::atomic::AtomicBool::new(false),
             quota_refused: Mutex::default(),
@@ -290,7 +293,7 @@ impl Gateway {
         options: OpenOptions,
     ) -> Result<(Arc<Held>, Option<String>)> {
         let record = options.record.unwrap_or(self.config.recording);
-        if record == airlock_config::RecordMode::Audit && self.config.recordings_dir.is_none() {
+        if record == airlock_config::RecordMode::Audit && self.recordings.dir().is_none() {
             return Err(Error::InvalidArgument(
                 "this gateway stores no recordings; record `transient` or `off`".to_owned(),
             ));
@@ -503,6 +506,7 @@ impl Gateway {
             sessions: self.sessions.clone(),
             gateway: Arc::downgrade(self),
             config: self.config.clone(),
+            recordings: self.recordings.clone(),
             policy: self.policy.clone(),
             audit: self.audit.clone(),
             observers: self.observers.clone(),
@@ -616,27 +620,6 @@ impl Gateway {
         Ok(lease.held.recorder.steps())
     }
 
-    // Stored recordings past their retention go, at most once an hour (off the
-    // reaper's tick: a slow disk never delays it).
-    fn prune_recordings(&self) {
-        let Some(dir) = self.config.recordings_dir.clone() else {
-            return;
-        };
-        {
-            let mut last = lock(&self.pruned);
-            if last.is_some_and(|t| t.elapsed() < Duration::from_secs(3_600)) {
-                return;
-            }
-            *last = Some(Instant::now());
-        }
-        let retention = self.config.recording_retention;
-        tokio::task::spawn_blocking(move || match crate::recording::prune(&dir, retention) {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(files = n, "pruned recordings past their retention"),
-            Err(e) => tracing::warn!(error = %e, "could not prune recordings"),
-        });
-    }
-
     // Approvals nobody waits on any more (a stateless client that never retried, a
     // gateway that stopped mid-wait) expire, on the record, a while after their time:
     // a waiting call expires its own within a poll.
@@ -693,7 +676,7 @@ impl Gateway {
 
     async fn reap_idle(&self) {
         self.forget_ended_conversations();
-        self.prune_recordings();
+        self.recordings.prune_due();
         self.expire_overdue_approvals().await;
         self.operators.release_untended_holds().await;
         let ttl = self.config.idle_ttl;
@@ -728,6 +711,19 @@ impl Gateway {
         };
         lock(&self.named).retain(|_, (_, agent)| !forget(agent));
         lock(&self.callers).retain(|_, agent| !forget(agent));
+    }
+
+    /// Resolves once the gateway stops (or [`Gateway::stop_streams`] is called): a
+    /// long-lived reader ends then, so a server's graceful shutdown does not wait on it.
+    pub async fn stopped(&self) {
+        let mut rx = self.stopping.subscribe();
+        let _ = rx.wait_for(|stopping| *stopping).await;
+    }
+
+    /// Ends every long-lived reader (event streams) now: the first step of a graceful
+    /// shutdown, before the server waits for its connections to close.
+    pub fn stop_streams(&self) {
+        self.stopping.send_replace(true);
     }
 
     /// Closes every browser session and stops every Chromium.

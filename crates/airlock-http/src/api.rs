@@ -436,6 +436,7 @@ impl Cursor {
             if self.behind {
                 match self
                     .gateway
+                    .audit()
                     .events_after(&self.tenant, self.last, 500)
                     .await
                 {
@@ -499,10 +500,10 @@ pub(crate) async fn events(
         .and_then(|v| v.trim().parse::<u64>().ok())
         .or(query.after);
     // Subscribed before the store is read: nothing written in between is lost.
-    let rx = gateway.feed();
+    let rx = gateway.audit().feed();
     let last = match resume {
         Some(seq) => seq,
-        None => gateway.last_event_seq().await?,
+        None => gateway.audit().last_event_seq().await?,
     };
     let cursor = Cursor {
         gateway,

@@ -41,7 +41,8 @@ pub struct AirlockMcp {
     fence: PageFence,
     gateway: Arc<Gateway>,
     tool_router: ToolRouter<Self>,
-    /// Tools whose listing shows only `ref` of the target fields they take.
+    /// This surface's own tools (outside the catalogue) whose listing shows only `ref`
+    /// of the target fields they take.
     folded: Arc<std::collections::HashSet<String>>,
     /// Where HTTP clients reach this server (no trailing `/`): the start of the
     /// `mcp_url` a stateless session open hands out. `None` over stdio.
@@ -58,9 +59,8 @@ impl AirlockMcp {
         };
         let mut folded = std::collections::HashSet::new();
         for route in tool_router.map.values_mut() {
-            if let Some(tool) = airlock_tools::find(&route.attr.name) {
-                folded.extend(tool.listed().folded.then(|| tool.name.to_owned()));
-            } else {
+            // A catalogue tool is lean already and checks its own arguments.
+            if airlock_tools::find(&route.attr.name).is_none() {
                 // A tool of this surface's own (browser-shell): made lean the same way.
                 let mut schema = airlock_tools::schema::compact(&route.attr.input_schema);
                 if airlock_tools::schema::fold_targets(&mut schema, &[]) {
@@ -574,9 +574,13 @@ impl AirlockMcp {
             let tcc = ToolCallContext::new(self, request, context);
             return self.tool_router.call(tcc).await;
         };
-        let folded = self.folded.contains(request.name.as_ref());
-        if let Some(refusal) = unknown_arguments(&tool, folded, request.arguments.as_ref()) {
-            return Ok(result(refusal).into());
+        // A catalogue tool's parse refuses unknown arguments itself; a surface's own
+        // tool is checked here, in the same words.
+        if airlock_tools::find(&request.name).is_none() {
+            let folded = self.folded.contains(request.name.as_ref());
+            if let Some(refusal) = unknown_arguments(&tool, folded, request.arguments.as_ref()) {
+                return Ok(result(refusal).into());
+            }
         }
         let tcc = ToolCallContext::new(self, request, context);
         let misfit = |message: &str| {

@@ -37,11 +37,12 @@ pub(crate) struct AgentInner {
     pub(super) sessions: Arc<Sessions>,
     pub(super) gateway: Weak<Gateway>,
     // What the call pipeline reads besides its lease, handed over at creation: the
-    // gateway's settings, the tenant policy, the audit log, who is told of each call,
-    // and the signal that an approval was decided in this process.
+    // gateway's settings, the tenant policy, the audit log and stored recordings, who
+    // is told of each call, and the signal that an approval was decided here.
     pub(super) config: Arc<GatewayConfig>,
     pub(super) policy: Arc<Policy>,
     pub(super) audit: Arc<crate::audit::AuditLog>,
+    pub(super) recordings: Arc<crate::recording::Recordings>,
     pub(super) observers: Arc<super::call::Observers>,
     pub(super) approvals: Arc<crate::approvals::Approvals>,
     // The gateway's record of calls in flight (warm-ups keep out of their way).

@@ -71,8 +71,7 @@ impl AgentSession {
         if held.recorder.mode() != airlock_config::RecordMode::Audit {
             return;
         }
-        let (Some(dir), Some(session)) = (&self.inner.config.recordings_dir, &context.session)
-        else {
+        let (Some(dir), Some(session)) = (self.inner.recordings.dir(), &context.session) else {
             return;
         };
         let stored = held
