@@ -104,7 +104,7 @@ async fn the_listing_is_the_catalogues() {
 #[tokio::test]
 async fn bad_arguments_are_refused_in_the_catalogues_words_before_any_browser_work() {
     let c = connect().await;
-    let cases: [(&'static str, Value, &str); 5] = [
+    let cases: [(&'static str, Value, &str); 12] = [
         (
             "browser_type",
             json!({"ref": "e1", "text": "hi", "clearFirst": true}),
@@ -129,6 +129,41 @@ async fn bad_arguments_are_refused_in_the_catalogues_words_before_any_browser_wo
             "browser_navigate",
             json!({"url": "https://a.test/", "wait_until": "never"}),
             "invalid_argument: `wait_until` is one of load, domcontentloaded, networkidle",
+        ),
+        (
+            "browser_snapshot",
+            json!({"depth": 0}),
+            "invalid_argument: `depth` is at least 1",
+        ),
+        (
+            "browser_network_requests",
+            json!({"limit": 0}),
+            "invalid_argument: `limit` is 1 to 200",
+        ),
+        (
+            "browser_console_messages",
+            json!({"level": "loud"}),
+            "invalid_argument: `level` is debug, info",
+        ),
+        (
+            "browser_resize",
+            json!({"width": 10, "height": 10}),
+            "invalid_argument: the viewport is 200–3840",
+        ),
+        (
+            "browser_type",
+            json!({"ref": "e1", "text": "x".repeat(100_001)}),
+            "invalid_argument: `text` is longer than 100000",
+        ),
+        (
+            "browser_click",
+            json!({"role": "button", "name": "x", "timeout_ms": 5}),
+            "invalid_argument: `timeout_ms` is 100 to 120000",
+        ),
+        (
+            "browser_handle_dialog",
+            json!({"accept": false, "prompt_text": "x"}),
+            "invalid_argument: `prompt_text` goes with accept: true",
         ),
     ];
     for (tool, args, says) in cases {

@@ -134,20 +134,14 @@ async def flow(client, base):
           not r.is_error and "console message" in t and "<page " in t, t)
     r = await client.call_tool("browser_snapshot", {"boxes": True, "depth": 2})
     check("a snapshot gives boxes for refs, to the depth asked", not r.is_error and "[box=" in text_of(r), text_of(r))
-    r = await client.call_tool("browser_snapshot", {"depth": 0})
-    check("depth 0 is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
     r = await client.call_tool("browser_network_requests", {"filter": "login"})
     t = text_of(r)
     check("network requests list the page's own, fenced",
           not r.is_error and "GET 200 document" in t and "<page " in t, t)
-    r = await client.call_tool("browser_network_requests", {"limit": 0})
-    check("a limit out of bounds is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
-    r = await client.call_tool("browser_console_messages", {"level": "loud"})
-    check("an unknown level is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
-    r = await client.call_tool("browser_resize", {"width": 10, "height": 10})
-    check("a size out of bounds is invalid_argument", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
 
     # Bad input: each gets a tool error with a code, and the session keeps working.
+    # (Argument checks without a browser are airlock-mcp's tests/arguments.rs; these
+    # are the ones a real client over HTTP and a live page add.)
     r = await client.call_tool("browser_click", {})
     check("missing target -> invalid_argument", r.is_error and text_of(r).startswith("invalid_argument:"), text_of(r))
     r = await client.call_tool("browser_click", {"ref": "e99999"})
@@ -159,18 +153,10 @@ async def flow(client, base):
     if DENIED_URL:
         r = await client.call_tool("browser_navigate", {"url": DENIED_URL})
         check("loopback port not in allow_private refused", r.is_error and text_of(r).startswith("policy_denied: 127.0.0.1 is loopback"), text_of(r))
-    r = await client.call_tool("browser_type", {"ref": "e1", "text": "x" * 100_001})
-    check("huge text refused", r.is_error and text_of(r).startswith("invalid_argument:"), text_of(r)[:200])
     r = await client.call_tool("browser_click", {"ref": 12})
     check("wrong type -> invalid_argument with structured content",
           r.is_error and text_of(r).startswith("invalid_argument:")
           and (r.structured_content or {}).get("error", {}).get("code") == "invalid_argument", text_of(r))
-    r = await client.call_tool("browser_click", {"role": "button", "name": "x", "timeout_ms": 5})
-    check("a timeout_ms out of range is refused", r.is_error and "timeout_ms" in text_of(r), text_of(r))
-    r = await client.call_tool("browser_type", {"ref": "e1", "text": "x", "clearFirst": True})
-    t = text_of(r)
-    check("an unknown argument is refused, naming the allowed ones",
-          r.is_error and t.startswith("invalid_argument: browser_type does not take `clearFirst`") and "clear_first" in t, t)
     # Tools other than browser_click list only `ref`, and take every target field.
     r = await client.call_tool("browser_hover", {"role": "checkbox", "name": "Remember me"})
     check("an unlisted target field is taken", not r.is_error and "hovering over" in text_of(r), text_of(r))
@@ -192,9 +178,6 @@ async def flow(client, base):
           r.is_error and text_of(r).startswith("dialog_open:"), text_of(r))
     r = await client.call_tool("browser_handle_dialog", {"accept": True})
     check("accepting answers it", not r.is_error and "confirm returned true" in text_of(r), text_of(r))
-    r = await client.call_tool("browser_handle_dialog", {"accept": False, "prompt_text": "x"})
-    check("prompt_text without accept -> invalid_argument",
-          r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
 
     await client.call_tool("browser_navigate", {"url": base + "/drag.html", "snapshot": "none"})
     r = await client.call_tool("browser_drag", {"from": {"selector": "#b"}, "to": {"role": "region", "name": "Done"}})
