@@ -10,7 +10,6 @@ use std::sync::Arc;
 use airlock_store::{ApprovalRecord, ApprovalStatus, Decided};
 
 use crate::error::{Error, Result};
-use crate::session::Gateway;
 
 /// What a decision did, for the decider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,18 +119,6 @@ impl Approvals {
         self.store.as_ref().ok_or_else(|| {
             Error::Internal("this gateway keeps no store, so it has no approvals".to_owned())
         })
-    }
-}
-
-impl Gateway {
-    /// The gateway's approvals.
-    pub fn approvals(&self) -> &Approvals {
-        &self.approvals
-    }
-
-    /// The gateway's audit log: its live feed and the reads that catch up on it.
-    pub fn audit(&self) -> &crate::audit::AuditLog {
-        &self.audit
     }
 }
 

@@ -19,6 +19,7 @@ mod approvals;
 mod asking;
 mod audit;
 mod clock;
+mod config;
 mod content;
 mod credentials;
 mod error;

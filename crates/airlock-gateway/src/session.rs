@@ -26,9 +26,10 @@ pub use agent::*;
 pub use call::{CallContext, CallObserver, CallRecord, Gate};
 pub(crate) use record::now_ms;
 
-use crate::audit::{AuditLog, Checkpoints};
+use crate::audit::AuditLog;
+pub use crate::config::GatewayConfig;
 use crate::content::PageFence;
-use crate::credentials::{CredentialSource, Loaded, Outcome};
+use crate::credentials::{Loaded, Outcome};
 use crate::error::{Error, Result};
 use crate::sessions::{
     ConversationKey, End, Held, InUse, Journal, Lease, LeaseInfo, LeaseTerms, Principal, Refusal,
@@ -37,86 +38,6 @@ use crate::sessions::{
 use crate::surface::Surface;
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
 use crate::warm::{Activity, WarmPool};
-
-/// Engine settings.
-#[derive(Debug, Clone)]
-pub struct GatewayConfig {
-    /// A browser session idle this long is closed.
-    pub idle_ttl: Duration,
-    /// An operator's hold on a session nobody tended this long (no input, no live
-    /// view open) is released, handing the page back to its agent.
-    pub hold_idle: Duration,
-    /// A browser session open this long is closed, busy or not (`None`: no limit).
-    pub max_lifetime: Option<Duration>,
-    /// Most actions one browser session may run (`None`: no limit).
-    pub action_budget: Option<u64>,
-    /// Caps on live sessions, and the memory a new one needs (default: none).
-    pub caps: crate::sessions::Caps,
-    /// What the browser may reach.
-    pub policy: Policy,
-    /// Stored credentials and who may use them.
-    pub credentials: CredentialSource,
-    /// Context sessions kept open ahead of demand, so `browser_session_open` (and an
-    /// agent's first browser call) need not wait for a context and tab. 0 opens every
-    /// session on demand, and Chromium only on the first one.
-    pub warm_sessions: usize,
-    /// The store the binary opened (the vault holds another handle to it); `None`
-    /// runs without persistence (tests, stdio without a data dir).
-    pub store: Option<Store>,
-    /// How audit checkpoints are signed and kept (needs `store`); `None`: none.
-    pub checkpoints: Option<Checkpoints>,
-    /// Risk rules (empty: every call runs).
-    pub rules: airlock_risk::Rules,
-    /// How long a held call waits for a decision.
-    pub approval_timeout: Duration,
-    /// What sessions that do not ask keep of their steps.
-    pub recording: airlock_config::RecordMode,
-    /// Where `audit` recordings are stored; `None`: that mode is refused.
-    pub recordings_dir: Option<std::path::PathBuf>,
-    /// How long stored recordings are kept.
-    pub recording_retention: Duration,
-    /// Whether a held call may also be put to the person at the agent's own client
-    /// (MCP elicitation), when the client can ask. Off by default: a headless
-    /// client could answer for itself.
-    pub in_client_approval: bool,
-    /// Whether `browser_evaluate` runs agents' code in pages (`[tools] evaluate`).
-    pub evaluate: bool,
-    /// The only directory `browser_file_upload` takes files from; no uploads when
-    /// `None` (`[tools] upload_dir`).
-    pub upload_dir: Option<std::path::PathBuf>,
-    /// Where downloads are kept, under generated names, absolute; refused when
-    /// `None` (`[tools] download_dir`).
-    pub download_dir: Option<std::path::PathBuf>,
-}
-
-impl Default for GatewayConfig {
-    fn default() -> Self {
-        GatewayConfig {
-            idle_ttl: Duration::from_secs(600),
-            hold_idle: Duration::from_secs(300),
-            max_lifetime: None,
-            action_budget: None,
-            caps: crate::sessions::Caps::default(),
-            policy: Policy::public_only(),
-            credentials: CredentialSource {
-                tenant: "default".to_owned(),
-                ..CredentialSource::default()
-            },
-            warm_sessions: 0,
-            store: None,
-            checkpoints: None,
-            rules: airlock_risk::Rules::default(),
-            approval_timeout: Duration::from_secs(60),
-            recording: airlock_config::RecordMode::Off,
-            recordings_dir: None,
-            recording_retention: Duration::from_secs(30 * 86_400),
-            in_client_approval: false,
-            evaluate: false,
-            upload_dir: None,
-            download_dir: None,
-        }
-    }
-}
 
 /// The engine: owns every agent session's browser session, on the host it was given.
 pub struct Gateway {
@@ -724,6 +645,21 @@ impl Gateway {
     /// shutdown, before the server waits for its connections to close.
     pub fn stop_streams(&self) {
         self.stopping.send_replace(true);
+    }
+
+    /// The gateway's approvals.
+    pub fn approvals(&self) -> &crate::approvals::Approvals {
+        &self.approvals
+    }
+
+    /// The gateway's audit log: its live feed and the reads that catch up on it.
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// What operators do to sessions' pages.
+    pub fn operators(&self) -> &crate::takeover::Operators {
+        &self.operators
     }
 
     /// Closes every browser session and stops every Chromium.

@@ -11,8 +11,8 @@ use airlock_worker::{Painted, Watch};
 use std::sync::Arc;
 
 use crate::audit::AuditLog;
+use crate::config::GatewayConfig;
 use crate::error::{Error, Result};
-use crate::session::{Gateway, GatewayConfig};
 use crate::sessions::{Lease, Sessions};
 
 /// One frame of a live session.
@@ -111,13 +111,6 @@ pub struct Operators {
     sessions: Arc<Sessions>,
     audit: Arc<AuditLog>,
     config: Arc<GatewayConfig>,
-}
-
-impl Gateway {
-    /// What operators do to sessions' pages.
-    pub fn operators(&self) -> &Operators {
-        &self.operators
-    }
 }
 
 impl Operators {

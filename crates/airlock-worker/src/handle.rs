@@ -19,7 +19,7 @@ use zeroize::Zeroizing;
 
 use crate::local::{LocalHost, LocalSession};
 use crate::proto::{Call, OpenSpec, Reply, SessionFacts, Watch, Watched};
-use crate::remote::{About, ConnectError, RemoteHost, RemoteSession};
+use crate::remote::{About, ConnectError, Connector, RemoteHost, RemoteSession};
 
 tokio::task_local! {
     // The action budget of the session calls made inside `with_action_budget`.
@@ -72,24 +72,6 @@ impl std::fmt::Debug for Host {
             Host::Remote(remote) => write!(f, "Host::Remote({:?})", remote.about),
             Host::Fleet(fleet) => write!(f, "Host::Fleet({} workers)", fleet.workers.len()),
         }
-    }
-}
-
-/// A future the connector returns.
-pub type Connecting<'a> = std::pin::Pin<
-    Box<
-        dyn std::future::Future<Output = std::result::Result<RemoteHost, ConnectError>> + Send + 'a,
-    >,
->;
-
-/// How a control plane (re)connects to its worker: a socket to dial, or a local
-/// worker process to start first when the last one is gone.
-pub trait Connector: Send + Sync + 'static {
-    /// A fresh connection, the worker started first if need be.
-    fn connect(&self) -> Connecting<'_>;
-    /// Stops what the connector started.
-    fn shutdown(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
-        Box::pin(async {})
     }
 }
 

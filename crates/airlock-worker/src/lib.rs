@@ -22,14 +22,14 @@ pub mod secrets;
 pub mod tls;
 mod watch;
 
-pub use handle::{BrowserSession, Connecting, Connector, Fleet, Host, Remote, with_action_budget};
+pub use handle::{BrowserSession, Fleet, Host, Remote, with_action_budget};
 pub use local::{LocalHost, LocalSession};
 pub use process::{LocalWorker, WorkerSpawn, WorkerStart};
 pub use proto::{
     Call, Frame, MAX_WATCH, OpenSpec, PROTOCOL, Painted, Reply, SessionFacts, Watch, Watched,
 };
 pub use remote::{
-    About, Admission, ConnectError, Listener, MAX_MESSAGE, RemoteHost, RemoteSession,
-    SocketConnector, TlsConnector,
+    About, Admission, ConnectError, Connecting, Connector, Listener, MAX_MESSAGE, RemoteHost,
+    RemoteSession, SocketConnector, TlsConnector,
 };
 pub use secrets::{Known, SecretEntry, SecretSet, SecretsError};

@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use zeroize::Zeroizing;
 
-use crate::handle::{Connecting, Connector};
 use crate::remote::{Admission, ConnectError, RemoteHost};
+use crate::remote::{Connecting, Connector};
 
 /// What the gateway tells a worker it starts, on its stdin.
 #[derive(Serialize, Deserialize)]

@@ -740,6 +740,24 @@ impl Drop for RemoteSession {
     }
 }
 
+/// A future the connector returns.
+pub type Connecting<'a> = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = std::result::Result<RemoteHost, ConnectError>> + Send + 'a,
+    >,
+>;
+
+/// How a control plane (re)connects to its worker: a socket to dial, or a local
+/// worker process to start first when the last one is gone.
+pub trait Connector: Send + Sync + 'static {
+    /// A fresh connection, the worker started first if need be.
+    fn connect(&self) -> Connecting<'_>;
+    /// Stops what the connector started.
+    fn shutdown(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async {})
+    }
+}
+
 /// Dials a worker already listening on a unix socket.
 pub struct SocketConnector {
     /// The socket.
@@ -750,8 +768,8 @@ pub struct SocketConnector {
     pub worker_uid: Option<u32>,
 }
 
-impl crate::handle::Connector for SocketConnector {
-    fn connect(&self) -> crate::handle::Connecting<'_> {
+impl Connector for SocketConnector {
+    fn connect(&self) -> Connecting<'_> {
         Box::pin(RemoteHost::connect_unix(
             &self.path,
             &self.token,
@@ -772,8 +790,8 @@ pub struct TlsConnector {
     pub token: Zeroizing<String>,
 }
 
-impl crate::handle::Connector for TlsConnector {
-    fn connect(&self) -> crate::handle::Connecting<'_> {
+impl Connector for TlsConnector {
+    fn connect(&self) -> Connecting<'_> {
         Box::pin(RemoteHost::connect_tls(
             &self.address,
             &self.server_name,
