@@ -11,6 +11,7 @@
 mod elicit;
 mod server;
 mod shell;
+mod stdio;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 pub use server::AirlockMcp;
+pub use stdio::{Starting, starting};
 
 /// The Streamable HTTP service type `airlock-http` mounts at `/mcp`.
 pub type McpHttpService = StreamableHttpService<AirlockMcp, LocalSessionManager>;
@@ -63,18 +65,25 @@ pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpServi
 }
 
 /// Serves MCP over stdin/stdout until the client disconnects; logs must go to stderr.
-pub async fn serve_stdio(
-    gateway: Arc<Gateway>,
-    profile: ToolProfile,
-) -> Result<(), std::io::Error> {
-    let server = AirlockMcp::new(gateway, profile);
+/// `initialize` is answered at once; requests that need the engine wait for
+/// `gateway`, and if it cannot start, serving ends with its reason.
+pub async fn serve_stdio(gateway: Starting, profile: ToolProfile) -> Result<(), std::io::Error> {
+    let server = stdio::Deferred::new(gateway.clone(), profile);
     let running = server
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| std::io::Error::other(format!("MCP handshake failed: {e}")))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| std::io::Error::other(format!("MCP service failed: {e}")))?;
-    Ok(())
+    let failed = async {
+        match gateway.await {
+            Err(why) => why,
+            Ok(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        served = running.waiting() => {
+            served.map_err(|e| std::io::Error::other(format!("MCP service failed: {e}")))?;
+            Ok(())
+        }
+        why = failed => Err(std::io::Error::other(format!("Airlock could not start: {why}"))),
+    }
 }

@@ -87,6 +87,12 @@ impl AirlockMcp {
         }
     }
 
+    /// This server with `fence` (the one its `initialize` answer named).
+    pub(crate) fn fenced(mut self, fence: PageFence) -> AirlockMcp {
+        self.fence = fence;
+        self
+    }
+
     /// This server as reached at `public_url` (the URLs it hands out start with it).
     pub fn at(mut self, public_url: Option<String>) -> AirlockMcp {
         self.public_url = public_url.map(|u| u.trim_end_matches('/').into());
@@ -553,13 +559,19 @@ impl ServerHandler for AirlockMcp {
     }
 
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "{INSTRUCTIONS} This session's nonce N is {}.",
-                self.fence.nonce()
-            ))
+        info(&self.fence)
     }
+}
+
+/// What the server says of itself at `initialize`: tools, its name and version, and
+/// how to read its results (with the nonce of `fence`).
+pub(crate) fn info(fence: &PageFence) -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!(
+            "{INSTRUCTIONS} This session's nonce N is {}.",
+            fence.nonce()
+        ))
 }
 
 impl AirlockMcp {

@@ -20,9 +20,23 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     } else {
         airlock_core::Role::Operate
     };
-    let gateway = super::gateway_as(&config, Vec::new(), role).await?;
+    // The engine (store, vault, browser worker) starts beside the MCP handshake:
+    // `initialize` needs none of it, and a client waits on that answer first.
+    let profile = config.tool_profile;
+    let starting = {
+        let build = tokio::spawn(async move {
+            super::gateway_as(&config, Vec::new(), role)
+                .await
+                .map_err(|e| format!("{e:#}"))
+        });
+        airlock_mcp::starting(async move {
+            build
+                .await
+                .map_err(|e| format!("the start was cut short: {e}"))?
+        })
+    };
     let served = tokio::select! {
-        served = airlock_mcp::serve_stdio(gateway.clone(), config.tool_profile) => served,
+        served = airlock_mcp::serve_stdio(starting.clone(), profile) => served,
         _ = term.recv() => {
             tracing::info!("SIGTERM: closing every session");
             Ok(())
@@ -32,6 +46,9 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
             Ok(())
         }
     };
-    gateway.shutdown().await;
+    // A start still under way is let finish, so what it started is stopped too.
+    if let Ok(gateway) = starting.await {
+        gateway.shutdown().await;
+    }
     served.context("serving MCP over stdio")
 }

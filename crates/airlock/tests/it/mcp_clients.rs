@@ -270,3 +270,61 @@ async fn sigterm_closes_every_session_of_a_stdio_server_and_leaves_nothing() {
     assert!(status.success(), "{status:?}");
     assert_clean(tmp.path()).await;
 }
+
+/// A stdio client's `initialize` is answered before the engine (store, vault, browser
+/// worker) is up: here it never comes up, since the vault's key file is readable by
+/// other users, and the answer still comes. The reason reaches stderr, and the
+/// server exits failing instead of serving without its engine.
+#[tokio::test]
+async fn stdio_answers_initialize_before_the_engine_and_exits_if_it_cannot_start() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let key = data.join("master.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--data-dir"])
+        .arg(&data)
+        .env_remove("AIRLOCK_CONFIG")
+        .env("TMPDIR", tmp.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}
+    });
+    stdin
+        .write_all(format!("{initialize}\n").as_bytes())
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(20), stdout.next_line())
+        .await
+        .expect("initialize was answered")
+        .unwrap()
+        .expect("a line on stdout");
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "airlock",
+        "{answer}"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("the server exits once its engine failed to start")
+        .unwrap();
+    assert!(!status.success(), "{status:?}");
+    let mut stderr = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)
+        .await
+        .unwrap();
+    assert!(stderr.contains("could not start"), "{stderr}");
+    assert!(stderr.contains("readable by other users"), "{stderr}");
+}
