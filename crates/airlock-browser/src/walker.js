@@ -644,6 +644,171 @@
     return !!b.stop;
   }
 
+  // ---- the walk cache ----------------------------------------------------------------
+  //
+  // What each element contributed to the last walk, so the walk that builds an
+  // action's diff re-walks only what may have changed: an element whose subtree saw
+  // no mutation since is taken whole from here. What a mutation cannot show is never
+  // taken from here: form controls and other elements whose state lives in
+  // properties, shadow trees (the observer does not see inside them), elements named
+  // from elsewhere in the page; the surroundings of what the agent acted on and of
+  // the focus (CSS :hover, :focus-within and :checked change what shows without a
+  // mutation); and the whole page while an animation runs, after a style sheet
+  // changed, or when the viewport did.
+  const REGION_NODES = 400;
+  const walkCache = {
+    entries: new WeakMap(),
+    // Elements whose own node must be walked again (and their ancestors).
+    dirty: new WeakSet(),
+    // Elements whose whole subtree must be walked again.
+    deep: new WeakSet(),
+    // Whether the entries hold a whole walk of this document as it was then.
+    valid: false,
+    url: '',
+    viewport: '',
+    // Under the pointer, or left by it, since the last walk; the pointer's element
+    // now, and the focus at the last walk.
+    acted: [],
+    hovered: null,
+    focus: null,
+    // This walk: storing entries, taking them, and how deep inside a subtree that
+    // must be walked fresh it is.
+    on: false,
+    reusing: false,
+    fresh: 0,
+    volatile: 0,
+  };
+
+  function isVolatile(el) {
+    const tag = el.localName;
+    return tag === 'input' || tag === 'textarea' || tag === 'select' || tag === 'option' ||
+      tag === 'iframe' || tag === 'frame' || tag === 'object' || tag === 'embed' ||
+      tag === 'slot' || !!el.shadowRoot || el.isContentEditable ||
+      el.hasAttribute('popover') || el.hasAttribute('aria-labelledby') ||
+      el.hasAttribute('aria-describedby') || el.hasAttribute('aria-owns') ||
+      el.hasAttribute('aria-activedescendant') || secretFilled.has(el);
+  }
+
+  function cacheContext(inLabel, hiddenHere) {
+    return `${inLabel ? 1 : 0}${hiddenHere ? 1 : 0}:${walkDepth}:${emitDepth}:${maxCut}`;
+  }
+
+  function cacheMark() {
+    const b = walkBudget;
+    return { nodes: b.nodes, chars: b.chars, deep: b.deep, volatile: walkCache.volatile };
+  }
+
+  function cacheStore(mark, el, out, start, inLabel, hiddenHere) {
+    const b = walkBudget;
+    if (b.stop) return;
+    if (isVolatile(el)) walkCache.volatile += 1;
+    walkCache.entries.set(el, {
+      ctx: cacheContext(inLabel, hiddenHere),
+      out: out.slice(start),
+      nodes: b.nodes - mark.nodes,
+      chars: b.chars - mark.chars,
+      deep: !mark.deep && b.deep,
+      volatile: walkCache.volatile !== mark.volatile,
+    });
+  }
+
+  // Takes `el`'s part of the last walk, if it still holds.
+  function reuse(el, out, inLabel, hiddenHere) {
+    if (walkCache.fresh || walkCache.dirty.has(el)) return false;
+    const e = walkCache.entries.get(el);
+    if (!e || e.volatile || e.ctx !== cacheContext(inLabel, hiddenHere)) return false;
+    const b = walkBudget;
+    if (b.stop || b.nodes + e.nodes > WALK_LIMITS.nodes || b.chars + e.chars > WALK_LIMITS.chars) return false;
+    b.nodes += e.nodes;
+    b.chars += e.chars;
+    if (e.deep) b.deep = true;
+    for (const n of e.out) out.push(n);
+    return true;
+  }
+
+  function markDirty(el) {
+    for (let n = el; n && !walkCache.dirty.has(n); n = parentElementComposed(n)) walkCache.dirty.add(n);
+  }
+
+  const STYLE_TAGS = new Set(['style', 'link', 'head', 'meta', 'base']);
+  function touchesStyle(nodes) {
+    for (const n of nodes) if (n.nodeType === Node.ELEMENT_NODE && STYLE_TAGS.has(n.localName)) return true;
+    return false;
+  }
+
+  // What the observer saw, noted for the next walk.
+  function noteMutations(records) {
+    if (!walkCache.valid) return;
+    for (const r of records) {
+      const t = r.target;
+      const el = t.nodeType === Node.ELEMENT_NODE ? t : t.parentElement;
+      if (!el || STYLE_TAGS.has(el.localName) ||
+          (r.type === 'childList' && (touchesStyle(r.addedNodes) || touchesStyle(r.removedNodes)))) {
+        walkCache.valid = false;
+        return;
+      }
+      // An attribute (a class, a style, hidden) may change how all below it shows.
+      if (r.type === 'attributes') walkCache.deep.add(el);
+      markDirty(el);
+    }
+  }
+
+  // What `el`'s own :hover, :focus or :checked can reach through the selectors
+  // around it: its parent at least (siblings: `:checked + .panel`), and the largest
+  // ancestor above whose last walk was small (`.menu:hover ul`).
+  function region(el) {
+    let n = parentElementComposed(el) || el;
+    for (let up = parentElementComposed(n); up; up = parentElementComposed(up)) {
+      const e = walkCache.entries.get(up);
+      if (!e || e.nodes > REGION_NODES) break;
+      n = up;
+    }
+    return n;
+  }
+
+  // Before a walk: whether the last one's parts may be taken, and what may not be.
+  function prepareReuse() {
+    if (observer) noteMutations(observer.takeRecords());
+    const viewport = `${innerWidth}x${innerHeight}@${devicePixelRatio}`;
+    if (!walkCache.valid || walkCache.url !== location.href || walkCache.viewport !== viewport ||
+        document.getAnimations().length > 0) return false;
+    const around = walkCache.acted.slice();
+    const focused = focusedElement();
+    if (focused !== walkCache.focus) around.push(focused, walkCache.focus);
+    if (around.length > 64) return false;
+    for (const el of around) {
+      if (!el || !el.isConnected) continue;
+      const r = region(el);
+      walkCache.deep.add(r);
+      markDirty(r);
+    }
+    return true;
+  }
+
+  // The pointer moves to `el` for an action: the element it leaves loses :hover.
+  function pointerTo(el) {
+    if (walkCache.hovered && walkCache.hovered !== el) walkCache.acted.push(walkCache.hovered);
+    walkCache.hovered = el;
+    walkCache.acted.push(el);
+  }
+
+  // The element with the focus, if one has it (not the page itself).
+  function focusedElement() {
+    const el = document.activeElement;
+    return el && el !== document.body && el !== document.documentElement ? el : null;
+  }
+
+  // After a whole walk of the document: its parts are the next one's base.
+  function finishCache(truncated) {
+    walkCache.valid = !truncated;
+    walkCache.url = location.href;
+    walkCache.viewport = `${innerWidth}x${innerHeight}@${devicePixelRatio}`;
+    walkCache.dirty = new WeakSet();
+    walkCache.deep = new WeakSet();
+    walkCache.acted = [];
+    walkCache.focus = focusedElement();
+  }
+
   // The outermost element with a pointer cursor (its children inherit the cursor),
   // not inside a link or other control, which have refs of their own.
   // How an element that is no control shows it is made to be clicked: 1 for a
@@ -696,8 +861,24 @@
         return;
       }
       if (child.nodeType !== Node.ELEMENT_NODE) return;
+      if (walkCache.reusing && reuse(child, out, inLabel, hiddenHere)) return;
+      const mark = walkCache.on ? cacheMark() : null;
       if (spent(0)) return;
-      const el = child;
+      const start = out.length;
+      const fresh = walkCache.on && (isVolatile(child) || walkCache.deep.has(child));
+      if (fresh) walkCache.fresh += 1;
+      try {
+        walkElement(child, out, inLabel, hiddenHere);
+      } finally {
+        if (fresh) walkCache.fresh -= 1;
+      }
+      if (mark) cacheStore(mark, child, out, start, inLabel, hiddenHere);
+    });
+  }
+
+  // One element child of a walk, and what of it is exposed, into `out`.
+  function walkElement(el, out, inLabel, hiddenHere) {
+    {
       if (SKIP_TAGS.has(el.localName)) return;
       if (el.getAttribute('aria-hidden') === 'true' || el.inert) return;
       const style = getComputedStyle(el);
@@ -806,7 +987,7 @@
         if (kids.length) node_.k = kids;
       }
       out.push(node_);
-    });
+    }
   }
 
   function snapshot(opts) {
@@ -823,12 +1004,22 @@
     walkBudget = { nodes: 0, chars: 0, deadline: performance.now() + WALK_LIMITS.ms, stop: null, deep: false };
     walkDepth = 0;
     emitDepth = 0;
+    // Only a walk of the whole document builds (and may take from) the cache.
+    const whole = !(opts && opts.scope) && !refAll;
+    watchMutations();
+    walkCache.on = whole;
+    walkCache.reusing = whole && !!(opts && opts.reuse) && prepareReuse();
+    walkCache.fresh = 0;
+    walkCache.volatile = 0;
     try {
       if (start) walk(start === document.body ? document.documentElement : start, root.k, false, false);
     } finally {
       refAll = false;
+      walkCache.on = false;
+      walkCache.reusing = false;
     }
     const truncated = walkBudget.stop || (walkBudget.deep ? `it nests deeper than ${WALK_LIMITS.nesting} levels of elements, or ${WALK_LIMITS.depth} of tags` : null);
+    if (whole) finishCache(!!walkBudget.stop);
     walkBudget = null;
     // One JSON string crosses CDP far faster than a deep object returned by value.
     return JSON.stringify({ tree: root, next: nextRef, url: location.href, truncated });
@@ -995,7 +1186,10 @@
           } else {
             const cx = rect.x + rect.w / 2, cy = rect.y + rect.h / 2;
             const hit = opts.hitTest ? hitTargetOk(el, cx, cy) : { ok: true };
-            if (hit.ok) return { x: cx, y: cy, rect, desc, ref: refFor(el) };
+            if (hit.ok) {
+              pointerTo(el);
+              return { x: cx, y: cy, rect, desc, ref: refFor(el) };
+            }
             why = `it is covered by ${hit.by}`;
           }
         }
@@ -1117,6 +1311,7 @@
       hit = inner;
     }
     if (!hit) return { error: 'not_found', message: `nothing at (${x}, ${y})` };
+    pointerTo(hit);
     for (let n = hit; n; n = parentElementComposed(n)) {
       if (ACTING_ROLES.has(roleOf(n))) return inspect({ ref: refFor(n) });
     }
@@ -1129,8 +1324,9 @@
   let waiters = [];
   function watchMutations() {
     if (observer) return;
-    observer = new MutationObserver(() => {
+    observer = new MutationObserver((records) => {
       mutationCount++;
+      noteMutations(records);
       const woken = waiters;
       waiters = [];
       for (const w of woken) w();

@@ -15,7 +15,7 @@ impl Session {
         let url = tab.state.read(|s| s.url.clone());
         tab.state.with(|s| s.walk_truncated = None);
         let tree = match options.scope {
-            None => self.walk_frame(&tab, 0, 0).await?,
+            None => self.walk_frame(&tab, 0, 0, false).await?,
             Some(scope) => self.walk_scope(&tab, scope).await?,
         };
         let truncated = tab.state.with(|s| s.walk_truncated.take());
@@ -120,7 +120,8 @@ impl Session {
         let tab = self.page().await?;
         let url = tab.state.read(|s| s.url.clone());
         tab.state.with(|s| s.walk_truncated = None);
-        let tree = self.walk_frame(&tab, 0, 0).await?;
+        // Only what changed since the last walk is walked again.
+        let tree = self.walk_frame(&tab, 0, 0, true).await?;
         let truncated = tab.state.with(|s| s.walk_truncated.take());
         let new = airlock_snapshot::lines(&tree, &self.render_options(&tab, &url));
         let old = tab.state.with(|s| s.last_snapshot.replace(new.clone()));
@@ -135,6 +136,27 @@ impl Session {
             (Some(text), Some(why)) => Some(text + &walk_stopped(&why)),
             (None, Some(_)) => None,
         })
+    }
+
+    /// The active tab's page read twice as a tree, as text: first by the walk an
+    /// action's diff makes (taking what did not change from the last walk), then by
+    /// a whole walk. They must agree; tests hold the first to the second.
+    #[doc(hidden)]
+    pub async fn walks_for_diff_and_whole(&self) -> Result<(String, String)> {
+        let _op = self.op.lock().await;
+        let tab = self.page().await?;
+        let url = tab.state.read(|s| s.url.clone());
+        let options = self.render_options(&tab, &url);
+        let text = |tree: &Node| {
+            airlock_snapshot::lines(tree, &options)
+                .iter()
+                .map(|l| format!("{}{}", "  ".repeat(l.depth), l.text))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let reused = self.walk_frame(&tab, 0, 0, true).await?;
+        let whole = self.walk_frame(&tab, 0, 0, false).await?;
+        Ok((text(&reused), text(&whole)))
     }
 
     /// Forgets the base of [`Session::changes`]: the next call returns the page
@@ -166,7 +188,7 @@ impl Session {
                 reference: scope.to_string(),
             });
         }
-        self.finish_walk(tab, scope.frame, 0, walked).await
+        self.finish_walk(tab, scope.frame, 0, walked, false).await
     }
 
     pub(super) fn walk_frame<'a>(
@@ -174,18 +196,19 @@ impl Session {
         tab: &'a Tab,
         frame: u32,
         depth: usize,
+        reuse: bool,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Node>> + Send + 'a>> {
         Box::pin(async move {
             let base = frame_base(tab, frame)?;
             let value = tab
                 .eval(
                     frame,
-                    &format!("__airlock.snapshot({{\"base\": {base}}})"),
+                    &format!("__airlock.snapshot({{\"base\": {base}, \"reuse\": {reuse}}})"),
                     false,
                     self.budget(),
                 )
                 .await?;
-            self.finish_walk(tab, frame, depth, WalkResult::decode(value)?)
+            self.finish_walk(tab, frame, depth, WalkResult::decode(value)?, reuse)
                 .await
         })
     }
@@ -196,6 +219,7 @@ impl Session {
         frame: u32,
         depth: usize,
         walked: WalkResult,
+        reuse: bool,
     ) -> Result<Node> {
         if let Some(next) = walked.next {
             tab.state.with(|s| {
@@ -219,7 +243,7 @@ impl Session {
         collect_frame_owners(&tree, &mut Vec::new(), &mut owners);
         for (path, owner_ref) in owners {
             let child = match self.child_frame(tab, frame, owner_ref).await {
-                Ok(Some(index)) => self.walk_frame(tab, index, depth + 1).await.ok(),
+                Ok(Some(index)) => self.walk_frame(tab, index, depth + 1, reuse).await.ok(),
                 _ => None,
             };
             if let Some(owner) = node_at(&mut tree, &path) {

@@ -142,6 +142,74 @@ async fn changes_after_an_action_are_a_small_diff() {
     .await;
 }
 
+/// The walk behind an action's diff takes what did not change from the last walk.
+/// After each action here it must read the page exactly as a whole walk does, above
+/// all where CSS state, not a mutation, changed what shows: a `:hover` menu, a
+/// `:checked` sibling, a `:focus-within` list, the menu closing when the pointer
+/// leaves; and where mutations did (text, a class hiding a section, a value set from
+/// script, a label elsewhere, a new style sheet).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_walk_behind_a_diff_reads_the_page_as_a_whole_walk_does() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("walk-cache.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        snap(&s).await;
+        let click = |r: &'static str, n: &'static str| {
+            let s = &s;
+            async move {
+                s.click(&role(r, n), &ClickOptions::default())
+                    .await
+                    .unwrap();
+            }
+        };
+        let steps: [(&str, &str, bool); 9] = [
+            ("hover Products", "Alpha product", true),
+            ("check Show panel", "Panel text", true),
+            ("click Search", "Suggestion one", true),
+            ("click Hide section", "Section words", false),
+            ("click Finish", "done", true),
+            ("click Fill mirror", "mirrored", true),
+            ("click Rename", "region \"New label\"", true),
+            ("click Pick 120", "Picked 120", true),
+            ("click Add style", "text: done", false),
+        ];
+        for (step, shows, present) in steps {
+            match step {
+                "hover Products" => {
+                    s.hover(&role("button", "Products")).await.unwrap();
+                }
+                "check Show panel" => {
+                    s.set_checked(&role("checkbox", "Show panel"), true)
+                        .await
+                        .unwrap();
+                }
+                "click Search" => click("textbox", "Search").await,
+                "click Hide section" => click("button", "Hide section").await,
+                "click Finish" => click("button", "Finish").await,
+                "click Fill mirror" => click("button", "Fill mirror").await,
+                "click Rename" => click("button", "Rename").await,
+                "click Pick 120" => click("button", "Pick 120").await,
+                "click Add style" => click("button", "Add style").await,
+                _ => unreachable!(),
+            }
+            let (for_diff, whole) = s.walks_for_diff_and_whole().await.unwrap();
+            assert_eq!(for_diff, whole, "after {step}");
+            assert_eq!(
+                for_diff.contains(shows),
+                present,
+                "after {step}: {for_diff}"
+            );
+        }
+        // The pointer left the menu: it closed, and the diff's walk saw that too.
+        let (for_diff, _) = s.walks_for_diff_and_whole().await.unwrap();
+        assert!(!for_diff.contains("Alpha product"), "{for_diff}");
+        s.close().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_table_pages_filters_and_finds() {
     with_browser(|h| async move {
