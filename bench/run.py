@@ -116,6 +116,10 @@ class System:
     def params(self):
         raise NotImplementedError
 
+    def log_path(self):
+        """Where the server's stderr goes (Airlock's holds the stages of each call)."""
+        return pathlib.Path(self.tmp) / "server.log"
+
     def navigate(self, url):
         raise NotImplementedError
 
@@ -155,10 +159,14 @@ class Airlock(System):
         if AIRLOCK_WARM[0] is not None:
             config.write_text(config.read_text() + f"[sessions]\nwarm = {AIRLOCK_WARM[0]}\n")
 
+        # The one `tool call` line of each call, as JSON: the stages of an action.
         env = dict(os.environ, AIRLOCK_CONFIG=str(config), AIRLOCK_DATA_DIR=str(pathlib.Path(self.tmp) / "data"),
-                   AIRLOCK_CHROME=CHROMIUM, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
+                   AIRLOCK_CHROME=CHROMIUM,
+                   RUST_LOG=os.environ.get("RUST_LOG", "warn,airlock_gateway::session::call=info"))
         binary = AIRLOCK_BINARY[0]
-        return StdioServerParameters(command=str(binary), args=["mcp"], env=env)
+        return StdioServerParameters(command=str(binary), args=["--log-format", "json", "mcp"], env=env)
+
+
 
     def navigate(self, url):
         return "browser_navigate", {"url": url}
@@ -376,7 +384,8 @@ async def one_run(system, site):
 
 async def measure(system, url, b, m, before):
     started = time.perf_counter()
-    async with stdio_client(system.params()) as (read, write):
+    errlog = open(system.log_path(), "w")
+    async with stdio_client(system.params(), errlog=errlog) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             m["spawn_to_initialize_ms"] = (time.perf_counter() - started) * 1000
@@ -415,6 +424,13 @@ async def measure(system, url, b, m, before):
                 page = text_of(res)
                 whole += "\n" + page
             m["snapshot_table_full_bytes"], m["snapshot_table_full_tokens"] = len(whole.encode()), COUNT(whole)
+            # A click in the large page: "Edit" in row 1000. What it costs is what the
+            # page's change costs, not a walk of the whole page (issue #30's case).
+            edit = system.ref_of(whole[whole.index("user1000@"):], 'button "Edit"')
+            ms, res = await timed(session, *system.click(edit, "Edit button in row 1000"))
+            m["table_click_ms"], m["table_click_result_bytes"] = ms, len(text_of(res).encode())
+            if system.name.startswith("airlock"):
+                m.update(stage_metrics("table_click", [ms], tool_calls(system, "browser_click")[-1:]))
             ms, _ = await timed(session, *system.navigate(url(f"redirect?to=http://127.0.0.1:{b}/login.html")))
             m["navigate_redirect_ms"] = ms
             # Per request: the page times 60 sequential fetches itself (through Airlock's
@@ -435,6 +451,11 @@ async def measure(system, url, b, m, before):
                     times["click"].append((await timed(session, *system.click(remember, "Remember me")))[0])
                 for kind, values in times.items():
                     m[f"{kind}_p50_ms"] = statistics.median(values)
+                # Where each click's and each type's time went: the stages the server
+                # logs, and transport (what the client saw beyond the server's time).
+                for kind, tool in (("click", "browser_click"), ("type", "browser_type")):
+                    logged = tool_calls(system, tool)[-REPEATS:]
+                    m.update(stage_metrics(kind, times[kind], logged))
                 # The worker process alone (Chromium is counted in pss_mib either way).
                 workers = [p for p in started_by_system(before) if "worker\x00--socket" in cmdline(p)]
                 if workers:
@@ -454,6 +475,38 @@ async def measure(system, url, b, m, before):
             # the server's own process tree: agent-browser's browser is a daemon's child.
             m["pss_mib"] = pss_mib(started_by_system(before))
     return m
+
+
+def tool_calls(system, tool):
+    """The `tool call` lines Airlock logged for `tool` so far, oldest first."""
+    calls = []
+    for line in system.log_path().read_text(errors="replace").splitlines():
+        if '"tool call"' not in line:
+            continue
+        try:
+            fields = json.loads(line)["fields"]
+        except (ValueError, KeyError):
+            continue
+        if fields.get("tool.name") == tool:
+            calls.append(fields)
+    return calls
+
+
+STAGES = ("locate", "dispatch", "settle", "outcome", "diff", "render")
+
+
+def stage_metrics(kind, client_ms, logged):
+    """Medians of each stage of these calls and of their transport, in ms."""
+    out = {}
+    if not logged or len(logged) != len(client_ms):
+        return out
+    for stage in STAGES:
+        values = [f.get(f"stage.{stage}_us") for f in logged]
+        if all(v is not None for v in values):
+            out[f"{kind}_stage_{stage}_ms"] = statistics.median(values) / 1000
+    out[f"{kind}_stage_transport_ms"] = statistics.median(
+        c - f["duration_us"] / 1000 for c, f in zip(client_ms, logged))
+    return out
 
 
 async def fetch_median(session, system):

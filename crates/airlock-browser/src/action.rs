@@ -293,6 +293,29 @@ pub struct ActionOutcome {
     pub navigated: bool,
     /// HTTP status of the main document, after a navigation.
     pub status: Option<u16>,
+    /// How long its parts took.
+    #[serde(default)]
+    pub stages: Stages,
+}
+
+/// How long the parts of one action took, in microseconds: finding the element and
+/// waiting until it can be acted on, sending the input, waiting for the page to
+/// react, and reading where the tab ended up. The gateway adds the diff and the
+/// wording; the bench and the `tool call` log line report them.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stages {
+    /// Finding the target and waiting until it is actionable.
+    pub locate_us: u64,
+    /// Sending the input (mouse, keys, CDP calls of the action itself).
+    pub dispatch_us: u64,
+    /// Waiting for the page to react (a frame and a task, a navigation's load).
+    pub settle_us: u64,
+    /// Collecting the outcome (popups, dialogs, the tab's URL and title).
+    pub outcome_us: u64,
+    /// Walking the page and diffing it against the last walk (the gateway's).
+    pub diff_us: u64,
+    /// Wording the result and redacting it (the gateway's).
+    pub render_us: u64,
 }
 
 /// An action's own effect. Element descriptions (`button "Save"`) and option labels

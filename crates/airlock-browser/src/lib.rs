@@ -34,8 +34,8 @@ pub use action::{
     DEFAULT_SNAPSHOT_BYTES, DEFAULT_TEXT_BYTES, DEVICES, Device, Dialog, DialogAnswer, Direction,
     Effect, ImageFormat, InjectedCookie, Injection, Modifier, MouseButton, NetworkEntry,
     NetworkLog, NewTab, Notice, PageText, Resolved, Screenshot, ScreenshotOptions, Scroll,
-    Snapshot, SnapshotOptions, TabInfo, Target, TextPiece, TypedText, WaitCondition, WaitUntil,
-    Waited,
+    Snapshot, SnapshotOptions, Stages, TabInfo, Target, TextPiece, TypedText, WaitCondition,
+    WaitUntil, Waited,
 };
 pub use browser::{Browsers, Probe, probe};
 pub use cgroup::DelegatedCgroup;

@@ -142,6 +142,9 @@ pub struct Session {
     attach_task: JoinHandle<()>,
     guard: NavGuard,
     op: tokio::sync::Mutex<()>,
+    // When the operation holding `op` began, and what of it went to locating and
+    // settling (an action's outcome reports its stages from this).
+    clock: Mutex<Clock>,
     closed: AtomicBool,
     /// A secret was typed into some field: screenshots paint such fields over.
     secret_typed: AtomicBool,
@@ -295,6 +298,7 @@ impl Session {
             attach_task,
             guard,
             op: tokio::sync::Mutex::new(()),
+            clock: Mutex::new(Clock::default()),
             closed: AtomicBool::new(false),
             secret_typed: AtomicBool::new(false),
             redactor,
@@ -451,7 +455,7 @@ impl Session {
     /// becomes active. Cookies, storage and the other tabs are kept. Fails when the
     /// session is closed or its Chromium is gone.
     pub async fn replace_lost_tabs(&self) -> Result<usize> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::SessionClosed);
         }
@@ -731,7 +735,28 @@ impl Session {
         }
     }
 
+    // Takes the session's one operation at a time, and starts its clock.
+    async fn begin(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        let guard = self.op.lock().await;
+        *lock(&self.clock) = Clock {
+            start: Some(tokio::time::Instant::now()),
+            ..Clock::default()
+        };
+        guard
+    }
+
+    // Adds the time since `from` to locating (or, with `settling`, settling).
+    fn clocked(&self, from: tokio::time::Instant, settling: bool) {
+        let mut clock = lock(&self.clock);
+        if settling {
+            clock.settle += from.elapsed();
+        } else {
+            clock.locate += from.elapsed();
+        }
+    }
+
     async fn outcome(&self, tab: &Tab, navigated: bool) -> ActionOutcome {
+        let collecting = tokio::time::Instant::now();
         self.await_popups().await;
         let info = tab
             .conn
@@ -787,8 +812,33 @@ impl Session {
             new_tabs,
             navigated,
             status: None,
+            stages: self.stages(collecting),
         }
     }
+
+    // The stages of the operation under way, its outcome collected since `collecting`.
+    fn stages(&self, collecting: tokio::time::Instant) -> crate::action::Stages {
+        let clock = lock(&self.clock);
+        let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let before = clock
+            .start
+            .map_or(Duration::ZERO, |start| collecting.duration_since(start));
+        crate::action::Stages {
+            locate_us: us(clock.locate),
+            dispatch_us: us(before.saturating_sub(clock.locate + clock.settle)),
+            settle_us: us(clock.settle),
+            outcome_us: us(collecting.elapsed()),
+            ..Default::default()
+        }
+    }
+}
+
+/// The clock of the operation under way.
+#[derive(Default)]
+struct Clock {
+    start: Option<tokio::time::Instant>,
+    locate: Duration,
+    settle: Duration,
 }
 
 impl Session {

@@ -11,7 +11,7 @@ pub mod action {
     pub use airlock_browser::{
         ActionOutcome, Bounds, ClickOptions, ConsoleLevel, DEVICES, Device, Dialog, Direction,
         Effect, ImageFormat, Modifier, MouseButton, NewTab, Notice, Resolved, ScreenshotOptions,
-        Scroll, SnapshotOptions, Target, WaitCondition, WaitUntil, Waited,
+        Scroll, SnapshotOptions, Stages, Target, WaitCondition, WaitUntil, Waited,
     };
 }
 

@@ -224,6 +224,9 @@ pub struct ToolOutput {
     pub message: Option<String>,
     /// When a retry may succeed (`quota_exceeded`).
     pub retry_after_secs: Option<u64>,
+    /// How long the parts of an action took (never shown to the agent: the log line
+    /// and the bench read it).
+    pub stages: Option<Box<airlock_browser::Stages>>,
 }
 
 impl ToolOutput {
@@ -234,6 +237,7 @@ impl ToolOutput {
             error: None,
             message: None,
             retry_after_secs: None,
+            stages: None,
         }
     }
 
@@ -246,6 +250,7 @@ impl ToolOutput {
             error: Some(code),
             message: Some(message),
             retry_after_secs: None,
+            stages: None,
         }
     }
 
@@ -345,11 +350,16 @@ async fn after_action(
     if outcome.navigated {
         return after_navigation(session, fence, surface, outcome, typed).await;
     }
+    let mut stages = outcome.stages;
     let mut text = header(&outcome, fence, surface, typed);
     if holds_page(&outcome) {
         return Ok(ToolOutput::text(text.trim_end()));
     }
-    match session.changes().await {
+    let diffing = tokio::time::Instant::now();
+    let changes = session.changes().await;
+    stages.diff_us = micros(diffing);
+    let wording = tokio::time::Instant::now();
+    match changes {
         Ok(Some(diff)) => {
             text.push_str("changes (+ new, ~ changed, - gone):\n");
             text.push_str(&fence.wrap(&diff));
@@ -359,7 +369,14 @@ async fn after_action(
         Err(BrowserError::DialogOpen { kind }) => text.push_str(&dialog_line(&kind, surface)),
         Err(e) => return Err(e.into()),
     }
-    Ok(ToolOutput::text(text))
+    stages.render_us = micros(wording);
+    let mut out = ToolOutput::text(text);
+    out.stages = Some(Box::new(stages));
+    Ok(out)
+}
+
+fn micros(since: tokio::time::Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 // Whether a dialog the outcome reports holds the page (it cannot be read until the

@@ -32,7 +32,7 @@ impl Session {
     pub async fn or_dialog(&self, result: Result<ActionOutcome>) -> Result<ActionOutcome> {
         match result {
             Err(Error::DialogOpened { .. }) => {
-                let _op = self.op.lock().await;
+                let _op = self.begin().await;
                 let tab = self.tab().await?;
                 Ok(self.outcome(&tab, false).await)
             }
@@ -51,7 +51,7 @@ impl Session {
         prompt: Option<&TypedText>,
         wait: Duration,
     ) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.tab().await?;
         let wait = wait.min(MAX_DIALOG_WAIT);
         if !tab.state.wait(wait, |s| s.dialog.is_some()).await {

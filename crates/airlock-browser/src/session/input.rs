@@ -27,7 +27,7 @@ impl Session {
 
     /// Clicks the target.
     pub async fn click(&self, target: &Target, options: &ClickOptions) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let (_, located, _) = self.locate(&tab, target, CLICKABLE).await?;
         let before = Self::nav_counters(&tab);
@@ -80,7 +80,7 @@ impl Session {
     /// data Chromium hands over (enter, over, drop at `to`). Both ends must fit in the
     /// viewport together; `to` is located first, so it is in view when `from` is.
     pub async fn drag(&self, from: &Target, to: &Target) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let (_, end, _) = self.locate(&tab, to, VISIBLE).await?;
         let (_, start, _) = self.locate(&tab, from, HOVERABLE).await?;
@@ -184,7 +184,7 @@ impl Session {
         target: &Target,
         files: &[std::path::PathBuf],
     ) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let (_, located, _) = self.locate(&tab, target, CLICKABLE).await?;
         let before = Self::nav_counters(&tab);
@@ -253,7 +253,7 @@ impl Session {
 
     /// Moves the mouse over the target.
     pub async fn hover(&self, target: &Target) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let (_, located, _) = self.locate(&tab, target, HOVERABLE).await?;
         let before = Self::nav_counters(&tab);
@@ -288,7 +288,7 @@ impl Session {
         clear_first: bool,
         submit: bool,
     ) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         let desc = self.type_into(&tab, target, text, clear_first).await?;
@@ -449,7 +449,7 @@ impl Session {
     /// [`Session::fill_form`] with secret pieces in text fields (checkboxes and
     /// selects take plain values only).
     pub async fn fill_form_pieces(&self, fields: &[(Target, TypedText)]) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         let mut done = Vec::new();
@@ -551,7 +551,7 @@ impl Session {
     /// Presses a key or combo (`Enter`, `Control+A`, `Shift+Tab`) in the focused element.
     pub async fn press_key(&self, key: &str) -> Result<ActionOutcome> {
         let combo = keys::parse_combo(key)?;
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         self.press_combo(&tab, &combo).await?;
@@ -568,7 +568,7 @@ impl Session {
                 "give at least one value to select".to_owned(),
             ));
         }
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let (frame, _, target) = self.locate(&tab, target, EDITABLE).await?;
         let before = Self::nav_counters(&tab);
@@ -603,7 +603,7 @@ impl Session {
     /// Checks (`true`) or unchecks a checkbox, radio or switch, by clicking it when its
     /// state differs; verifies the state changed.
     pub async fn set_checked(&self, target: &Target, checked: bool) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         let effect = self.set_checked_in(&tab, target, checked).await?;
@@ -665,7 +665,7 @@ impl Session {
 
     /// Scrolls the page, or brings a target into view.
     pub async fn scroll(&self, scroll: &Scroll) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let before = Self::nav_counters(&tab);
         let effect = match scroll {
@@ -723,7 +723,7 @@ impl Session {
         condition: &WaitCondition,
         timeout: Option<Duration>,
     ) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let budget = timeout.unwrap_or(self.budget());
         let what = match condition {

@@ -62,6 +62,18 @@ impl Session {
         target: &Target,
         prepare: Prepare,
     ) -> Result<(u32, Located, Target)> {
+        let started = tokio::time::Instant::now();
+        let located = self.locate_unclocked(tab, target, prepare).await;
+        self.clocked(started, false);
+        located
+    }
+
+    async fn locate_unclocked(
+        &self,
+        tab: &Tab,
+        target: &Target,
+        prepare: Prepare,
+    ) -> Result<(u32, Located, Target)> {
         self.own_ref(tab, target)?;
         if let Target::Point { x, y } = target {
             let (w, h) = lock(&self.registry).screen.viewport;
@@ -152,7 +164,7 @@ impl Session {
     /// and link, and a target that names that element alone (see [`Resolved`]).
     /// Waits for the target like an action does, and scrolls it into view.
     pub async fn resolve(&self, target: &Target) -> Result<Resolved> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let (frame, located, named) = self.locate(&tab, target, VISIBLE).await?;
         let (call, at) = match target {

@@ -7,7 +7,7 @@ impl Session {
 
     /// Navigates the active tab and waits until `wait_until`.
     pub async fn navigate(&self, url: &str, wait_until: WaitUntil) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let timeout = self.options.navigation_timeout;
         let reply = tab
@@ -70,7 +70,7 @@ impl Session {
     }
 
     pub(super) async fn history(&self, delta: i64) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let timeout = self.options.navigation_timeout;
         let history = tab
@@ -104,7 +104,7 @@ impl Session {
 
     /// Reloads the active tab.
     pub async fn reload(&self) -> Result<ActionOutcome> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let timeout = self.options.navigation_timeout;
         let before = tab.state.read(|s| s.navigations);
@@ -146,6 +146,13 @@ impl Session {
     }
 
     pub(super) async fn settle_with(&self, tab: &Tab, before: (u64, u64), script: &str) -> bool {
+        let started = tokio::time::Instant::now();
+        let navigated = self.settle_unclocked(tab, before, script).await;
+        self.clocked(started, true);
+        navigated
+    }
+
+    async fn settle_unclocked(&self, tab: &Tab, before: (u64, u64), script: &str) -> bool {
         let closing = tokio::time::timeout(
             Duration::from_millis(500),
             tab.eval(0, script, true, Duration::from_millis(500)),

@@ -10,7 +10,7 @@ impl Session {
     /// Takes an accessibility snapshot of the active tab and remembers it as the base
     /// for [`Session::changes`].
     pub async fn snapshot(&self, options: &SnapshotOptions) -> Result<Snapshot> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let url = tab.state.read(|s| s.url.clone());
         tab.state.with(|s| s.walk_truncated = None);
@@ -116,7 +116,7 @@ impl Session {
     /// What changed since the previous snapshot (or `changes` call) of the active tab,
     /// or `None` when nothing did; the new state becomes the base of the next call.
     pub async fn changes(&self) -> Result<Option<String>> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let url = tab.state.read(|s| s.url.clone());
         tab.state.with(|s| s.walk_truncated = None);
@@ -143,7 +143,7 @@ impl Session {
     /// a whole walk. They must agree; tests hold the first to the second.
     #[doc(hidden)]
     pub async fn walks_for_diff_and_whole(&self) -> Result<(String, String)> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let url = tab.state.read(|s| s.url.clone());
         let options = self.render_options(&tab, &url);
@@ -162,7 +162,7 @@ impl Session {
     /// Forgets the base of [`Session::changes`]: the next call returns the page
     /// whole (capped), as after a navigation whose snapshot nobody read.
     pub async fn forget_changes(&self) -> Result<()> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         tab.state.with(|s| s.last_snapshot = None);
         Ok(())
@@ -286,7 +286,7 @@ impl Session {
 
     /// What the active tab logged (at least `level`), the newest `limit`, oldest first.
     pub async fn console(&self, level: ConsoleLevel, limit: usize) -> Result<ConsoleLog> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         // The buffer only: what the page logged can be read while a dialog holds it.
         let tab = self.tab().await?;
         Ok(tab.state.read(|s| {
@@ -323,7 +323,7 @@ impl Session {
                 "`function` is JavaScript of 1 to {EVALUATE_SOURCE_BYTES} bytes"
             )));
         }
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let budget = self.budget().min(EVALUATE_TIME);
         // The page's own world may have replaced JSON.stringify: a JSON value comes
@@ -440,7 +440,7 @@ impl Session {
                 "this session holds secrets, and no redaction reaches into a PDF: make PDFs in a session opened without credentials".to_owned(),
             ));
         }
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let reply = tab
             .call(
@@ -472,7 +472,7 @@ impl Session {
     /// `filter` (case-insensitive; URLs were redacted when kept, so a filter never
     /// matches what a secret hid), oldest first.
     pub async fn network_requests(&self, filter: Option<&str>, limit: usize) -> Result<NetworkLog> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.tab().await?;
         let filter = filter.map(str::to_lowercase);
         let network = tab.state.network.lock().unwrap_or_else(|p| p.into_inner());
@@ -499,7 +499,7 @@ impl Session {
     /// The page's text as markdown-ish lines (headings, lists, links, tables), paged
     /// by bytes from `offset`.
     pub async fn read_text(&self, offset: usize, max_bytes: usize) -> Result<PageText> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let value = tab
             .eval(0, "__airlock.readText()", false, self.budget())
@@ -532,7 +532,7 @@ impl Session {
     /// text node, a field's value, a name), and every field a secret was typed into, is
     /// painted black in the image before it leaves this function.
     pub async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let tab = self.page().await?;
         let timeout = self.budget();
         let (format, mime, quality) = match options.format {

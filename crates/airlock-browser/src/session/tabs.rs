@@ -20,7 +20,7 @@ impl Session {
                 VIEWPORT_MIN.0, VIEWPORT_MAX.0, VIEWPORT_MIN.1, VIEWPORT_MAX.1
             )));
         }
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let active = self.page().await?;
         let screen = Screen {
             viewport: (width, height),
@@ -35,7 +35,7 @@ impl Session {
     /// Makes the session look like `device` to pages: every tab and tabs opened
     /// from now on (for a session just opened, before the agent's first action).
     pub async fn emulate(&self, device: &Device) -> Result<()> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         let active = self.page().await?;
         let screen = Screen {
             viewport: (device.width, device.height),
@@ -66,7 +66,7 @@ impl Session {
 
     /// Lists the session's tabs.
     pub async fn tabs(&self) -> Result<Vec<TabInfo>> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         self.tab().await?;
         self.list_tabs().await
     }
@@ -109,7 +109,7 @@ impl Session {
     /// Opens a new tab (optionally navigating it) and makes it active.
     pub async fn new_tab(&self, url: Option<&str>) -> Result<Vec<TabInfo>> {
         {
-            let _op = self.op.lock().await;
+            let _op = self.begin().await;
             self.tab().await?;
             if lock(&self.registry).tabs.len() >= MAX_TABS {
                 return Err(Error::TabLimit { max: MAX_TABS });
@@ -121,13 +121,13 @@ impl Session {
         if let Some(url) = url {
             self.navigate(url, WaitUntil::Load).await?;
         }
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         self.list_tabs().await
     }
 
     /// Makes tab `index` active.
     pub async fn select_tab(&self, index: usize) -> Result<Vec<TabInfo>> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         self.tab().await?;
         let tab = {
             let mut registry = lock(&self.registry);
@@ -146,7 +146,7 @@ impl Session {
 
     /// Closes tab `index`; the last tab cannot be closed (close the session instead).
     pub async fn close_tab(&self, index: usize) -> Result<Vec<TabInfo>> {
-        let _op = self.op.lock().await;
+        let _op = self.begin().await;
         self.tab().await?;
         let tab = {
             let registry = lock(&self.registry);

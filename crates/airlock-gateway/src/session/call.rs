@@ -370,8 +370,15 @@ impl AgentSession {
             tenant = %context.principal.tenant,
             tool.name = context.tool,
             duration_ms = record.duration.as_millis() as u64,
+            duration_us = u64::try_from(record.duration.as_micros()).unwrap_or(u64::MAX),
             blocked = context.blocked,
             error.code = record.error.map(ErrorCode::as_str),
+            stage.locate_us = out.stages.as_ref().map(|s| s.locate_us),
+            stage.dispatch_us = out.stages.as_ref().map(|s| s.dispatch_us),
+            stage.settle_us = out.stages.as_ref().map(|s| s.settle_us),
+            stage.outcome_us = out.stages.as_ref().map(|s| s.outcome_us),
+            stage.diff_us = out.stages.as_ref().map(|s| s.diff_us),
+            stage.render_us = out.stages.as_ref().map(|s| s.render_us),
             "tool call"
         );
         for observer in self.inner.observers.all() {

@@ -169,6 +169,7 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
                 error: None,
                 message: None,
                 retry_after_secs: None,
+                stages: None,
             }
         }
         Reading::Evaluate { function, target } => {
@@ -193,6 +194,7 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
                 error: None,
                 message: None,
                 retry_after_secs: None,
+                stages: None,
             }
         }
         Reading::Text { format, offset } => {

@@ -179,6 +179,41 @@ async fn every_call_is_observed_once_with_its_caller_session_and_outcome() {
     .await;
 }
 
+/// An action's result carries how long its stages took (for the log line and the
+/// bench, never for the agent); a read, which has no stages, carries none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_says_how_long_each_of_its_stages_took() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.host().await, config(&h));
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("login.html"))).await;
+        let read = agent
+            .call(ToolCall::Read(
+                Reading::Snapshot(SnapshotOptions::default()),
+            ))
+            .await;
+        assert_eq!(read.stages, None);
+        let out = agent
+            .call(ToolCall::Interact(Interaction::Click {
+                target: Target::Role {
+                    role: "checkbox".into(),
+                    name: Some("Remember me".into()),
+                    index: None,
+                },
+                options: Default::default(),
+            }))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let stages = out.stages.expect("a click's stages");
+        // Three mouse events are sent and a frame is waited for: neither takes no time.
+        assert!(stages.dispatch_us > 0 && stages.settle_us > 0, "{stages:?}");
+        assert!(stages.diff_us > 0, "{stages:?}");
+        assert!(!out.text.contains("_us"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hint_names_only_tools_the_callers_surface_has() {
     with_browser(|h| async move {
