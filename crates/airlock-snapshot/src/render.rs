@@ -75,8 +75,9 @@ pub struct Line {
     pub reference: Option<NodeRef>,
     /// Whether the node can be acted on.
     pub interactive: bool,
-    /// Whether the node is a heading.
-    pub heading: bool,
+    /// The heading's level, when the node is a heading (2, ARIA's default, when the
+    /// page gives none).
+    pub heading: Option<u32>,
     /// Whether some descendant is interactive.
     pub contains_interactive: bool,
     /// Whether the node locates what it contains (a table, row, form, dialog …): kept
@@ -191,12 +192,36 @@ pub fn window(lines: &[Line], offset: usize, max_nodes: usize, max_bytes: usize)
     }
 }
 
-/// Keeps what can be acted on, the headings that locate it, and the containers with
-/// refs (rows, tables, dialogs, forms) that hold something actionable.
+/// Keeps what can be acted on, the containers with refs (rows, tables, dialogs,
+/// forms) that hold something actionable, and the headings that tell apart where
+/// actions are: a heading whose section (up to the next heading of its level or
+/// above) holds something to act on, when at least two do. A heading over text
+/// alone, or the one heading over every action of the page, locates nothing.
 pub fn interactive_only(lines: &[Line]) -> Vec<Line> {
-    filter(lines, |line| {
-        line.interactive || line.heading || (line.locates && line.contains_interactive)
-    })
+    let headings: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].heading.is_some())
+        .collect();
+    let mut locating = vec![false; lines.len()];
+    for (k, &h) in headings.iter().enumerate() {
+        let level = lines[h].heading;
+        let end = headings[k + 1..]
+            .iter()
+            .copied()
+            .find(|&j| lines[j].heading <= level)
+            .unwrap_or(lines.len());
+        locating[h] = lines[h + 1..end].iter().any(|l| l.interactive);
+    }
+    let sections = locating.iter().filter(|&&l| l).count();
+    let mask: Vec<bool> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            line.interactive
+                || (line.locates && line.contains_interactive)
+                || (sections >= 2 && locating[i])
+        })
+        .collect();
+    filter_by_mask(lines, &mask)
 }
 
 /// The lines at most `depth` levels deep (1: only the top level). A kept line whose
@@ -254,7 +279,7 @@ pub fn find(lines: &[Line], query: &str) -> Vec<Line> {
                 keep[h] = true;
             }
         }
-        if line.heading {
+        if line.heading.is_some() {
             last_heading = Some(i);
         }
     }
@@ -496,7 +521,7 @@ fn emit(
             node: n,
         }),
         interactive,
-        heading: node.role == "heading",
+        heading: (node.role == "heading").then(|| node.level.unwrap_or(2)),
         contains_interactive: false,
         // Rows have no ref (a row is acted on through its buttons and links; leaving
         // its ref out saves ~5 tokens a row), but they still say which row a button is in.
@@ -770,7 +795,7 @@ mod tests {
     }
 
     #[test]
-    fn interactive_only_keeps_actions_headings_and_rows() {
+    fn interactive_only_keeps_actions_rows_and_the_headings_that_tell_them_apart() {
         let json = r#"{"r":"RootWebArea","k":[
             {"r":"heading","n":"Users","l":1},
             {"r":"paragraph","k":[{"r":"text","t":"intro"}]},
@@ -779,9 +804,26 @@ mod tests {
         let all = lines(&tree(json), &RenderOptions::default());
         let kept = interactive_only(&all);
         let text = window(&kept, 0, usize::MAX, usize::MAX).text;
+        // The one heading over every action locates nothing.
+        assert_eq!(text, "- e2 table\n  - row: a\n    - e4 button \"Go\"\n");
+        // Two sections with actions keep their headings; one over text alone goes,
+        // and a subsection's action counts for the heading above it too.
+        let json = r#"{"r":"RootWebArea","k":[
+            {"r":"heading","n":"Billing","l":2},
+            {"r":"button","n":"Pay","i":1},
+            {"r":"heading","n":"History","l":2},
+            {"r":"paragraph","k":[{"r":"text","t":"nothing yet"}]},
+            {"r":"heading","n":"Account","l":2},
+            {"r":"heading","n":"Danger","l":3},
+            {"r":"button","n":"Delete","i":2}
+        ]}"#;
+        let all = lines(&tree(json), &RenderOptions::default());
+        let text = window(&interactive_only(&all), 0, usize::MAX, usize::MAX).text;
         assert_eq!(
             text,
-            "- heading \"Users\" [level=1]\n- e2 table\n  - row: a\n    - e4 button \"Go\"\n"
+            "- heading \"Billing\" [level=2]\n- e1 button \"Pay\"\n\
+             - heading \"Account\" [level=2]\n- heading \"Danger\" [level=3]\n\
+             - e2 button \"Delete\"\n"
         );
     }
 
