@@ -286,11 +286,6 @@ pub fn find(lines: &[Line], query: &str) -> Vec<Line> {
     filter_by_mask(lines, &keep)
 }
 
-fn filter(lines: &[Line], keep: impl Fn(&Line) -> bool) -> Vec<Line> {
-    let mask: Vec<bool> = lines.iter().map(keep).collect();
-    filter_by_mask(lines, &mask)
-}
-
 // Keeps the masked lines, re-computing depth and parent from the kept ancestors only.
 fn filter_by_mask(lines: &[Line], mask: &[bool]) -> Vec<Line> {
     let mut new_index = vec![None; lines.len()];
