@@ -492,7 +492,7 @@ def tool_calls(system, tool):
     return calls
 
 
-STAGES = ("locate", "dispatch", "settle", "outcome", "diff", "render")
+STAGES = ("locate", "dispatch", "settle", "outcome", "diff", "render", "intent", "audit", "egress")
 
 
 def stage_metrics(kind, client_ms, logged):

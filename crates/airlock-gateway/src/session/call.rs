@@ -54,8 +54,20 @@ pub struct CallContext {
     /// Why the call failed, as the stage that failed it said (the audit stage records
     /// its code and words; the agent reads it rendered).
     pub(crate) failed: Option<Arc<Error>>,
+    /// Time spent on the pipeline's own writes and reads: the intent event, the
+    /// outcome event, the egress summary (the log line reports them beside an
+    /// action's stages).
+    pub(crate) spent: Spent,
     /// When the call arrived.
     pub started: Instant,
+}
+
+/// The pipeline's own costs of one call.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Spent {
+    pub(crate) intent: Duration,
+    pub(crate) audit: Duration,
+    pub(crate) egress: Duration,
 }
 
 /// What the risk and approval stages decided about a call.
@@ -166,6 +178,7 @@ impl AgentSession {
             recorded: None,
             asker: asker.map(Asker),
             failed: None,
+            spent: Spent::default(),
             started: Instant::now(),
         };
         let args = call.audit_args();
@@ -174,7 +187,10 @@ impl AgentSession {
             let _busy = BusyGuard::new(&self.inner);
             self.run(&mut context, call, &mut held).await
         };
-        if let Err(e) = self.audit(&context, args, held.as_deref()).await {
+        let auditing = Instant::now();
+        let audited = self.audit(&context, args, held.as_deref()).await;
+        context.spent.audit = auditing.elapsed();
+        if let Err(e) = audited {
             tracing::error!(error = %e, tool.name = context.tool, "the audit log refused a tool call");
             out = ToolOutput::error(
                 ErrorCode::Internal,
@@ -238,7 +254,7 @@ impl AgentSession {
         *held_out = Some(held.clone());
         let acted = match self.resolve_target(context, &held, &mut call).await {
             Ok(()) => match self.gate(context, &held, &call).await {
-                Ok(()) if acts => match self.record_intent(context, &held, &call).await {
+                Ok(()) if acts => match self.timed_intent(context, &held, &call).await {
                     Ok(()) => {
                         let acted = self.act(context, &held, call).await;
                         if acted.is_ok() {
@@ -269,7 +285,9 @@ impl AgentSession {
                 out
             }
         };
+        let summing = Instant::now();
         self.egress_summary(context, &held, &mut out).await;
+        context.spent.egress = summing.elapsed();
         if let Some(lease) = &entered {
             lease.add_blocked(context.blocked);
             if lease.take_handed_back() {
@@ -286,6 +304,19 @@ impl AgentSession {
         // is written out, not obeyed, wherever the result is read.
         out.redact_with(|text| airlock_core::text::display_safe(text).into_owned());
         out
+    }
+
+    // The intent stage, timed.
+    async fn timed_intent(
+        &self,
+        context: &mut CallContext,
+        held: &Held,
+        call: &ToolCall,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let recorded = self.record_intent(context, held, call).await;
+        context.spent.intent = started.elapsed();
+        recorded
     }
 
     async fn open_lease_id(&self) -> Option<SessionId> {
@@ -379,6 +410,9 @@ impl AgentSession {
             stage.outcome_us = out.stages.as_ref().map(|s| s.outcome_us),
             stage.diff_us = out.stages.as_ref().map(|s| s.diff_us),
             stage.render_us = out.stages.as_ref().map(|s| s.render_us),
+            stage.intent_us = micros(context.spent.intent),
+            stage.audit_us = micros(context.spent.audit),
+            stage.egress_us = micros(context.spent.egress),
             "tool call"
         );
         for observer in self.inner.observers.all() {
@@ -472,4 +506,8 @@ impl AgentSession {
         }
         Some(self.inner.policy.clone())
     }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
