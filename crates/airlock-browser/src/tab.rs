@@ -123,6 +123,10 @@ pub(crate) struct TabInner {
     pub(crate) last_snapshot: Option<Vec<Line>>,
     /// Why the current walk stopped early, if it did (any of its frames).
     pub(crate) walk_truncated: Option<String>,
+    /// The number of the top frame's last whole walk, and of the walk
+    /// `last_snapshot` was rendered from.
+    pub(crate) walk_gen: Option<u64>,
+    pub(crate) last_gen: Option<u64>,
     /// A command to the renderer timed out: the next call first stops its scripts.
     pub(crate) unresponsive: bool,
     /// A popup whose first real URL the guard has not judged yet.

@@ -677,6 +677,12 @@
     reusing: false,
     fresh: 0,
     volatile: 0,
+    frames: 0,
+    // The last whole walk's tree as JSON, and its number: a diff's walk that reads
+    // the same says only that (Airlock still holds what it rendered from it).
+    // Numbers start anywhere, so no walk of another document has the same one.
+    gen: Math.floor(Math.random() * 2 ** 40),
+    json: '',
   };
 
   function isVolatile(el) {
@@ -956,7 +962,10 @@
         if (value !== null && value !== '' && value !== name) node_.v = value.length > maxCut ? value.slice(0, maxCut) + '…' : value;
       }
       if (role === 'link' && el.href) node_.u = el.href;
-      if (role === 'Iframe') node_.fr = 1;
+      if (role === 'Iframe') {
+        node_.fr = 1;
+        walkCache.frames += 1;
+      }
       // A label that names a rendered control: its words are that control's name.
       if (role === 'LabelText' && el.control) node_.lc = 1;
       // A masked editable box's content is its value: never walked into.
@@ -1011,6 +1020,7 @@
     walkCache.reusing = whole && !!(opts && opts.reuse) && prepareReuse();
     walkCache.fresh = 0;
     walkCache.volatile = 0;
+    walkCache.frames = 0;
     try {
       if (start) walk(start === document.body ? document.documentElement : start, root.k, false, false);
     } finally {
@@ -1022,7 +1032,15 @@
     if (whole) finishCache(!!walkBudget.stop);
     walkBudget = null;
     // One JSON string crosses CDP far faster than a deep object returned by value.
-    return JSON.stringify({ tree: root, next: nextRef, url: location.href, truncated });
+    if (!whole) return JSON.stringify({ tree: root, next: nextRef, url: location.href, truncated });
+    const tree = JSON.stringify(root);
+    const same = !!(opts && opts.sameAs) && opts.sameAs === walkCache.gen && walkCache.frames === 0 &&
+      tree === walkCache.json;
+    walkCache.gen += 1;
+    walkCache.json = walkCache.frames === 0 ? tree : '';
+    const rest = JSON.stringify({ next: nextRef, url: location.href, truncated, gen: walkCache.gen });
+    if (same) return '{"same":true,' + rest.slice(1);
+    return '{"tree":' + tree + ',' + rest.slice(1);
   }
 
   // ---- targets ----------------------------------------------------------------------

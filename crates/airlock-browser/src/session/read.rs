@@ -23,7 +23,10 @@ impl Session {
         let all = airlock_snapshot::lines(&tree, &self.render_options(&tab, &url));
         let url = self.scrub(&url);
         if options.scope.is_none() {
-            tab.state.with(|s| s.last_snapshot = Some(all.clone()));
+            tab.state.with(|s| {
+                s.last_snapshot = Some(all.clone());
+                s.last_gen = s.walk_gen;
+            });
         }
         let mut lines = all;
         if options.interactive_only {
@@ -120,11 +123,22 @@ impl Session {
         let tab = self.page().await?;
         let url = tab.state.read(|s| s.url.clone());
         tab.state.with(|s| s.walk_truncated = None);
-        // Only what changed since the last walk is walked again.
-        let tree = self.walk_frame(&tab, 0, 0, true).await?;
+        // Only what changed since the last walk is walked again; a page that reads
+        // exactly as the walk the last lines came from is not sent or rendered again.
+        let same_as = tab.state.read(|s| s.last_snapshot.as_ref().and(s.last_gen));
+        let Some(tree) = self.walk_top_unless(&tab, same_as).await? else {
+            tab.state.with(|s| {
+                s.last_gen = s.walk_gen;
+                s.walk_truncated = None;
+            });
+            return Ok(None);
+        };
         let truncated = tab.state.with(|s| s.walk_truncated.take());
         let new = airlock_snapshot::lines(&tree, &self.render_options(&tab, &url));
-        let old = tab.state.with(|s| s.last_snapshot.replace(new.clone()));
+        let old = tab.state.with(|s| {
+            s.last_gen = s.walk_gen;
+            s.last_snapshot.replace(new.clone())
+        });
         let changes = match old {
             Some(old) => airlock_snapshot::diff(&old, &new),
             None => {
@@ -191,6 +205,33 @@ impl Session {
         self.finish_walk(tab, scope.frame, 0, walked, false).await
     }
 
+    // The top frame walked for a diff (taking what did not change from the last
+    // walk), or `None` when it reads exactly as walk `same_as` did.
+    async fn walk_top_unless(&self, tab: &Tab, same_as: Option<u64>) -> Result<Option<Node>> {
+        let Some(same_as) = same_as else {
+            return self.walk_frame(tab, 0, 0, true).await.map(Some);
+        };
+        let base = frame_base(tab, 0)?;
+        let value = tab
+            .eval(
+                0,
+                &format!("__airlock.snapshot({{\"base\": {base}, \"reuse\": true, \"sameAs\": {same_as}}})"),
+                false,
+                self.budget(),
+            )
+            .await?;
+        let walked = WalkResult::decode(value)?;
+        if walked.same {
+            tab.state.with(|s| s.walk_gen = walked.walk);
+            if let Some(why) = walked.truncated {
+                tab.state
+                    .with(|s| s.walk_truncated.get_or_insert(why).clone());
+            }
+            return Ok(None);
+        }
+        self.finish_walk(tab, 0, 0, walked, true).await.map(Some)
+    }
+
     pub(super) fn walk_frame<'a>(
         &'a self,
         tab: &'a Tab,
@@ -231,6 +272,9 @@ impl Session {
         if let Some(why) = walked.truncated {
             tab.state
                 .with(|s| s.walk_truncated.get_or_insert(why).clone());
+        }
+        if frame == 0 && walked.walk.is_some() {
+            tab.state.with(|s| s.walk_gen = walked.walk);
         }
         let mut tree = walked
             .tree

@@ -12,6 +12,12 @@ pub(crate) struct WalkResult {
     /// Why the walk stopped early (a page too large, too deep or too slow to walk).
     #[serde(default)]
     pub(crate) truncated: Option<String>,
+    /// The number of this whole walk of the frame's document.
+    #[serde(default, rename = "gen")]
+    pub(crate) walk: Option<u64>,
+    /// The tree reads exactly as the walk numbered `sameAs` did (and is not sent).
+    #[serde(default)]
+    pub(crate) same: bool,
 }
 
 impl WalkResult {

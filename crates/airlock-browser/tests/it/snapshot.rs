@@ -210,6 +210,34 @@ async fn the_walk_behind_a_diff_reads_the_page_as_a_whole_walk_does() {
     .await;
 }
 
+/// A diff whose page reads exactly as the walk its base came from is "no change"
+/// without the tree being sent again; but only against that walk: a change that
+/// another walk saw in between is still reported against the base the agent has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_change_is_said_only_against_the_walk_the_base_came_from() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("walk-cache.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        snap(&s).await;
+        assert_eq!(s.changes().await.unwrap(), None);
+        s.hover(&role("heading", "Walk cache")).await.unwrap();
+        assert_eq!(s.changes().await.unwrap(), None, "hovering a heading");
+        s.click(&role("button", "Finish"), &ClickOptions::default())
+            .await
+            .unwrap();
+        // Another whole walk sees the change first; the diff still reports it.
+        let (seen, _) = s.walks_for_diff_and_whole().await.unwrap();
+        assert!(seen.contains("paragraph: done"), "{seen}");
+        let diff = s.changes().await.unwrap().expect("the change");
+        assert!(diff.contains("done"), "{diff}");
+        assert_eq!(s.changes().await.unwrap(), None, "nothing since");
+        s.close().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_table_pages_filters_and_finds() {
     with_browser(|h| async move {
