@@ -127,6 +127,11 @@ pub(crate) struct TabInner {
     /// `last_snapshot` was rendered from.
     pub(crate) walk_gen: Option<u64>,
     pub(crate) last_gen: Option<u64>,
+    /// Whether the top frame's last whole walk found frames in the page.
+    pub(crate) walk_framed: bool,
+    /// The top frame's tree of walk N (a page without frames): a diff's walk sends
+    /// only what it did not take whole from it.
+    pub(crate) last_tree: Option<(u64, airlock_snapshot::Node)>,
     /// A command to the renderer timed out: the next call first stops its scripts.
     pub(crate) unresponsive: bool,
     /// A popup whose first real URL the guard has not judged yet.

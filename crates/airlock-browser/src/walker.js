@@ -683,6 +683,7 @@
     // Numbers start anywhere, so no walk of another document has the same one.
     gen: Math.floor(Math.random() * 2 ** 40),
     json: '',
+    root: null,
   };
 
   function isVolatile(el) {
@@ -796,6 +797,25 @@
     if (walkCache.hovered && walkCache.hovered !== el) walkCache.acted.push(walkCache.hovered);
     walkCache.hovered = el;
     walkCache.acted.push(el);
+  }
+
+  // `root` as JSON, each node that is also in `previous` written as `{"=": N}`, N
+  // its place in `previous` in preorder (the root is 0).
+  function patched(root, previous) {
+    const place = new Map();
+    let n = 0;
+    const number = (node) => {
+      place.set(node, n++);
+      if (node.k) for (const k of node.k) number(k);
+    };
+    number(previous);
+    return JSON.stringify(root, function (key, value) {
+      if (value !== null && typeof value === 'object' && !Array.isArray(value) && value !== root) {
+        const at = place.get(value);
+        if (at !== undefined) return { '=': at };
+      }
+      return value;
+    });
   }
 
   // The element with the focus, if one has it (not the page itself).
@@ -1014,7 +1034,8 @@
     walkDepth = 0;
     emitDepth = 0;
     // Only a walk of the whole document builds (and may take from) the cache.
-    const whole = !(opts && opts.scope) && !refAll;
+    // A probe (a test's whole walk) reads the page and leaves the cache as it was.
+    const whole = !(opts && opts.scope) && !refAll && !(opts && opts.probe);
     watchMutations();
     walkCache.on = whole;
     walkCache.reusing = whole && !!(opts && opts.reuse) && prepareReuse();
@@ -1034,13 +1055,20 @@
     // One JSON string crosses CDP far faster than a deep object returned by value.
     if (!whole) return JSON.stringify({ tree: root, next: nextRef, url: location.href, truncated });
     const tree = JSON.stringify(root);
-    const same = !!(opts && opts.sameAs) && opts.sameAs === walkCache.gen && walkCache.frames === 0 &&
+    const framed = walkCache.frames > 0;
+    const same = !!(opts && opts.sameAs) && opts.sameAs === walkCache.gen && !framed &&
       tree === walkCache.json;
+    // Airlock holds the tree of walk `patchFrom`: every node taken whole from it is
+    // sent as its number in that tree (preorder), not again.
+    const patch = !same && !framed && !!(opts && opts.patchFrom) && opts.patchFrom === walkCache.gen &&
+      walkCache.root !== null;
+    const sent = patch ? patched(root, walkCache.root) : tree;
     walkCache.gen += 1;
-    walkCache.json = walkCache.frames === 0 ? tree : '';
-    const rest = JSON.stringify({ next: nextRef, url: location.href, truncated, gen: walkCache.gen });
+    walkCache.json = framed ? '' : tree;
+    walkCache.root = framed ? null : root;
+    const rest = JSON.stringify({ next: nextRef, url: location.href, truncated, gen: walkCache.gen, patched: patch });
     if (same) return '{"same":true,' + rest.slice(1);
-    return '{"tree":' + tree + ',' + rest.slice(1);
+    return '{"tree":' + sent + ',' + rest.slice(1);
   }
 
   // ---- targets ----------------------------------------------------------------------

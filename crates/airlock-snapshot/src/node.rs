@@ -6,7 +6,7 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct Node {
     /// Chromium's role name (`button`, `heading`, `Iframe`) or `text` for a text run.
-    #[serde(rename = "r")]
+    #[serde(rename = "r", default)]
     pub role: String,
     /// Accessible name.
     #[serde(rename = "n", default)]
@@ -58,6 +58,10 @@ pub struct Node {
     /// It has a ref.
     #[serde(rename = "cp", default)]
     pub clickable: Option<u8>,
+    /// In a patched walk: this node is node N (preorder, the root 0) of the tree the
+    /// patch is against, whole. Resolved by the browser layer before rendering.
+    #[serde(rename = "=", default)]
+    pub same_as: Option<usize>,
 }
 
 impl Node {
@@ -67,6 +71,31 @@ impl Node {
         for child in &mut self.children {
             child.set_frame(frame);
         }
+    }
+
+    /// Replaces every `{"=": N}` node with node N of `previous` (preorder, its root
+    /// 0), whole. `None` when a number is not in `previous` (the patch was not
+    /// against it): the caller then walks again.
+    pub fn resolve_against(&mut self, previous: &Node) -> Option<()> {
+        fn number<'a>(node: &'a Node, out: &mut Vec<&'a Node>) {
+            out.push(node);
+            for child in &node.children {
+                number(child, out);
+            }
+        }
+        fn fill(node: &mut Node, places: &[&Node]) -> Option<()> {
+            if let Some(at) = node.same_as {
+                *node = (*places.get(at)?).clone();
+                return Some(());
+            }
+            for child in &mut node.children {
+                fill(child, places)?;
+            }
+            Some(())
+        }
+        let mut places = Vec::new();
+        number(previous, &mut places);
+        fill(self, &places)
     }
 
     /// Every ref'd node number in this subtree with its frame, in document order.
@@ -83,5 +112,34 @@ impl Node {
         for child in &self.children {
             child.collect_refs(out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_takes_numbered_nodes_whole_from_the_tree_it_is_against() {
+        let previous: Node = serde_json::from_str(
+            r#"{"r":"RootWebArea","k":[{"r":"list","k":[{"r":"listitem","n":"a"},{"r":"listitem","n":"b"}]},{"r":"button","n":"Go","i":3}]}"#,
+        )
+        .unwrap();
+        // 0 root, 1 list, 2 item a, 3 item b, 4 button.
+        let mut patch: Node = serde_json::from_str(
+            r#"{"r":"RootWebArea","k":[{"r":"list","k":[{"=":2},{"r":"listitem","n":"c"},{"=":3}]},{"=":4}]}"#,
+        )
+        .unwrap();
+        patch.resolve_against(&previous).unwrap();
+        let names: Vec<&str> = patch.children[0]
+            .children
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "c", "b"]);
+        assert_eq!(patch.children[1], previous.children[1]);
+        // A number the tree does not have: not a patch against it.
+        let mut wrong: Node = serde_json::from_str(r#"{"r":"RootWebArea","k":[{"=":9}]}"#).unwrap();
+        assert_eq!(wrong.resolve_against(&previous), None);
     }
 }

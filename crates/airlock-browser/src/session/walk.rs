@@ -18,6 +18,9 @@ pub(crate) struct WalkResult {
     /// The tree reads exactly as the walk numbered `sameAs` did (and is not sent).
     #[serde(default)]
     pub(crate) same: bool,
+    /// The tree is a patch against the walk numbered `patchFrom`.
+    #[serde(default)]
+    pub(crate) patched: bool,
 }
 
 impl WalkResult {

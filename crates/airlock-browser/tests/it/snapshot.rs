@@ -194,17 +194,18 @@ async fn the_walk_behind_a_diff_reads_the_page_as_a_whole_walk_does() {
                 "click Add style" => click("button", "Add style").await,
                 _ => unreachable!(),
             }
-            let (for_diff, whole) = s.walks_for_diff_and_whole().await.unwrap();
-            assert_eq!(for_diff, whole, "after {step}");
-            assert_eq!(
-                for_diff.contains(shows),
-                present,
-                "after {step}: {for_diff}"
-            );
+            // The diff an agent gets (its walk taking what did not change, the page
+            // sending only the rest); the lines it leaves as the next base must be
+            // the page as a whole walk reads it.
+            s.changes().await.unwrap();
+            let (base, whole) = s.diff_base_and_whole().await.unwrap();
+            assert_eq!(base, whole, "after {step}");
+            assert_eq!(base.contains(shows), present, "after {step}: {base}");
         }
         // The pointer left the menu: it closed, and the diff's walk saw that too.
-        let (for_diff, _) = s.walks_for_diff_and_whole().await.unwrap();
-        assert!(!for_diff.contains("Alpha product"), "{for_diff}");
+        s.changes().await.unwrap();
+        let (base, _) = s.diff_base_and_whole().await.unwrap();
+        assert!(!base.contains("Alpha product"), "{base}");
         s.close().await;
     })
     .await;
