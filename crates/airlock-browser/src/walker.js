@@ -678,11 +678,10 @@
     fresh: 0,
     volatile: 0,
     frames: 0,
-    // The last whole walk's tree as JSON, and its number: a diff's walk that reads
-    // the same says only that (Airlock still holds what it rendered from it).
+    // The last whole walk's tree, and its number: a diff's walk that reads the same
+    // says only that (Airlock still holds what it rendered from it).
     // Numbers start anywhere, so no walk of another document has the same one.
     gen: Math.floor(Math.random() * 2 ** 40),
-    json: '',
     root: null,
   };
 
@@ -797,6 +796,22 @@
     if (walkCache.hovered && walkCache.hovered !== el) walkCache.acted.push(walkCache.hovered);
     walkCache.hovered = el;
     walkCache.acted.push(el);
+  }
+
+  // Whether two walks' trees read the same: a node taken whole from the cache is the
+  // very object it was, so only what was walked again is compared field by field.
+  function sameTree(a, b) {
+    if (a === b) return true;
+    const keys = Object.keys(a);
+    if (keys.length !== Object.keys(b).length) return false;
+    for (const key of keys) {
+      if (key === 'k') continue;
+      if (a[key] !== b[key]) return false;
+    }
+    const ak = a.k || [], bk = b.k || [];
+    if (ak.length !== bk.length) return false;
+    for (let i = 0; i < ak.length; i++) if (!sameTree(ak[i], bk[i])) return false;
+    return true;
   }
 
   // `root` as JSON, each node that is also in `previous` written as `{"=": N}`, N
@@ -1054,17 +1069,16 @@
     walkBudget = null;
     // One JSON string crosses CDP far faster than a deep object returned by value.
     if (!whole) return JSON.stringify({ tree: root, next: nextRef, url: location.href, truncated });
-    const tree = JSON.stringify(root);
     const framed = walkCache.frames > 0;
-    const same = !!(opts && opts.sameAs) && opts.sameAs === walkCache.gen && !framed &&
-      tree === walkCache.json;
+    const previous = framed ? null : walkCache.root;
+    const same = !!(opts && opts.sameAs) && opts.sameAs === walkCache.gen && previous !== null &&
+      sameTree(root, previous);
     // Airlock holds the tree of walk `patchFrom`: every node taken whole from it is
     // sent as its number in that tree (preorder), not again.
-    const patch = !same && !framed && !!(opts && opts.patchFrom) && opts.patchFrom === walkCache.gen &&
-      walkCache.root !== null;
-    const sent = patch ? patched(root, walkCache.root) : tree;
+    const patch = !same && !!(opts && opts.patchFrom) && opts.patchFrom === walkCache.gen &&
+      previous !== null;
+    const sent = same ? '' : patch ? patched(root, previous) : JSON.stringify(root);
     walkCache.gen += 1;
-    walkCache.json = framed ? '' : tree;
     walkCache.root = framed ? null : root;
     const rest = JSON.stringify({ next: nextRef, url: location.href, truncated, gen: walkCache.gen, patched: patch });
     if (same) return '{"same":true,' + rest.slice(1);
