@@ -1022,7 +1022,7 @@
       } else if (el.localName === 'select') {
         const kids = [];
         for (const opt of el.options) {
-          if (opt.hidden) return;
+          if (opt.hidden) continue;
           const o = { r: 'option', n: collapse(opt.label).trim(), i: refFor(opt) };
           if (opt.selected) o.s = true;
           if (opt.disabled) o.d = true;

@@ -7,6 +7,26 @@ use airlock_test_support::with_browser;
 
 use crate::{open, ref_of, role, snap};
 
+/// A `<select>` whose placeholder option is hidden (`<option hidden>Choose…`) is
+/// listed with the options a person can pick; it once vanished whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_with_a_hidden_option_is_listed_without_it() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("select-hidden.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let text = snap(&s).await.text;
+        assert!(text.contains("combobox \"Country\""), "{text}");
+        assert!(text.contains("option \"France\""), "{text}");
+        assert!(text.contains("option \"Spain\""), "{text}");
+        assert!(!text.contains("Choose"), "{text}");
+        assert!(text.contains("combobox \"Size\""), "{text}");
+        s.close().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_page_reads_as_roles_and_names_without_the_password() {
     with_browser(|h| async move {
@@ -375,6 +395,8 @@ async fn roles_and_names_agree_with_chromiums_accessibility_tree() {
             h.site.url("shadow.html"),
             h.site.url("mutate.html"),
             h.site.url("cookie.html"),
+            h.site.url("select-hidden.html"),
+            h.site.url("walk-cache.html"),
             format!("{}?b={}", h.site.url("frames.html"), h.site.b.port()),
         ];
         let mut failures = Vec::new();
