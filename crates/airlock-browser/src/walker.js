@@ -919,119 +919,117 @@
 
   // One element child of a walk, and what of it is exposed, into `out`.
   function walkElement(el, out, inLabel, hiddenHere) {
-    {
-      if (SKIP_TAGS.has(el.localName)) return;
-      if (el.getAttribute('aria-hidden') === 'true' || el.inert) return;
-      const style = getComputedStyle(el);
-      if (style.display === 'none') return;
-      if (el.localName === 'details' && !el.open) {
-        // Only the summary of a closed <details> is exposed.
-        const summary = el.querySelector(':scope > summary');
-        const group = { r: 'group', k: [] };
-        if (summary) walk({ childNodes: [summary] }, group.k, inLabel, false);
-        out.push(group);
-        return;
-      }
-      const role = roleOf(el);
-      const clickable = role === 'generic' && !selfHidden(style) ? clickableRoot(el, style) : 0;
-      if (clickable) {
-        // Not a control, but made to be clicked (a div with a click handler and a
-        // pointer): it gets a ref, so an agent can click what a person would.
-        const node_ = { r: 'generic', i: refFor(el), cp: clickable };
-        if (!(walkBudget && emitDepth >= WALK_LIMITS.nesting)) {
-          const kids = [];
-          emitDepth += 1;
-          try {
-            walk(el, kids, inLabel, false);
-          } finally {
-            emitDepth -= 1;
-          }
-          if (kids.length) node_.k = kids;
-        }
-        out.push(node_);
-        return;
-      }
-      if (selfHidden(style) || role === 'none' || role === 'generic' || role === 'LineBreak') {
-        // Not exposed itself; its children may be.
+    if (SKIP_TAGS.has(el.localName)) return;
+    if (el.getAttribute('aria-hidden') === 'true' || el.inert) return;
+    const style = getComputedStyle(el);
+    if (style.display === 'none') return;
+    if (el.localName === 'details' && !el.open) {
+      // Only the summary of a closed <details> is exposed.
+      const summary = el.querySelector(':scope > summary');
+      const group = { r: 'group', k: [] };
+      if (summary) walk({ childNodes: [summary] }, group.k, inLabel, false);
+      out.push(group);
+      return;
+    }
+    const role = roleOf(el);
+    const clickable = role === 'generic' && !selfHidden(style) ? clickableRoot(el, style) : 0;
+    if (clickable) {
+      // Not a control, but made to be clicked (a div with a click handler and a
+      // pointer): it gets a ref, so an agent can click what a person would.
+      const node_ = { r: 'generic', i: refFor(el), cp: clickable };
+      if (!(walkBudget && emitDepth >= WALK_LIMITS.nesting)) {
         const kids = [];
-        walk(el, kids, inLabel, selfHidden(style));
-        if (el.localName === 'label' && role === 'none') {
-          // A checkbox/radio label: its words are already the control's name.
-          for (const k of kids) if (k.r !== 'text') out.push(k);
-          return;
-        }
-        if (role === 'LineBreak') return;
-        for (const k of kids) out.push(k);
-        return;
-      }
-      const node_ = { r: role };
-      const name = nameOf(el, role);
-      if (name) node_.n = name;
-      if (refAll || INTERACTIVE.has(role) || role === 'table' || role === 'grid' ||
-          role === 'dialog' || role === 'alertdialog' || role === 'Iframe' || role === 'form' ||
-          role === 'tabpanel' || role === 'menu' || role === 'tree' || role === 'region') {
-        node_.i = refFor(el);
-      } else if (draggable(el)) {
-        // A list item or the like made to be dragged: `browser_drag` needs its ref.
-        node_.i = refFor(el);
-        node_.cp = 3;
-      }
-      const level = headingLevel(el, role);
-      if (level) node_.l = level;
-      const checked = checkedState(el, role);
-      if (checked !== null && checked !== 'false') node_.c = checked;
-      const expanded = el.getAttribute('aria-expanded');
-      if (expanded === 'true' || expanded === 'false') node_.x = expanded === 'true';
-      else if (el.localName === 'details') node_.x = el.open;
-      const selected = el.localName === 'option' ? el.selected : el.getAttribute('aria-selected') === 'true';
-      if (selected) node_.s = true;
-      if ((INTERACTIVE.has(role) || role === 'group') && isDisabled(el)) node_.d = true;
-      if (masked(el)) {
-        // A field that received a secret stays masked even if a script flips it to
-        // type=text, until it is emptied.
-        if (secretFilled.has(el) && !el.value && !el.innerText) secretFilled.delete(el);
-        if (looksLikePassword(el)) node_.p = true;
-        if (el.value || (el.isContentEditable && el.innerText)) node_.v = '••••';
-      } else {
-        const value = valueOf(el, role);
-        if (value !== null && value !== '' && value !== name) node_.v = value.length > maxCut ? value.slice(0, maxCut) + '…' : value;
-      }
-      if (role === 'link' && el.href) node_.u = el.href;
-      if (role === 'Iframe') {
-        node_.fr = 1;
-        walkCache.frames += 1;
-      }
-      // A label that names a rendered control: its words are that control's name.
-      if (role === 'LabelText' && el.control) node_.lc = 1;
-      // A masked editable box's content is its value: never walked into.
-      if (role !== 'Iframe' && el.localName !== 'select' && !(el.localName === 'input') && el.localName !== 'textarea' && !masked(el)) {
-        // Output nesting is bounded apart from the DOM's (folded wrappers add none):
-        // the tree crosses as JSON, and JSON nested past ~120 levels is refused.
-        if (walkBudget && emitDepth >= WALK_LIMITS.nesting) {
-          walkBudget.deep = true;
-        } else {
-          const kids = [];
-          emitDepth += 1;
-          try {
-            walk(el, kids, inLabel || role === 'LabelText', false);
-          } finally {
-            emitDepth -= 1;
-          }
-          if (kids.length) node_.k = kids;
-        }
-      } else if (el.localName === 'select') {
-        const kids = [];
-        for (const opt of el.options) {
-          if (opt.hidden) continue;
-          const o = { r: 'option', n: collapse(opt.label).trim(), i: refFor(opt) };
-          if (opt.selected) o.s = true;
-          if (opt.disabled) o.d = true;
-          kids.push(o);
+        emitDepth += 1;
+        try {
+          walk(el, kids, inLabel, false);
+        } finally {
+          emitDepth -= 1;
         }
         if (kids.length) node_.k = kids;
       }
       out.push(node_);
+      return;
     }
+    if (selfHidden(style) || role === 'none' || role === 'generic' || role === 'LineBreak') {
+      // Not exposed itself; its children may be.
+      const kids = [];
+      walk(el, kids, inLabel, selfHidden(style));
+      if (el.localName === 'label' && role === 'none') {
+        // A checkbox/radio label: its words are already the control's name.
+        for (const k of kids) if (k.r !== 'text') out.push(k);
+        return;
+      }
+      if (role === 'LineBreak') return;
+      for (const k of kids) out.push(k);
+      return;
+    }
+    const node_ = { r: role };
+    const name = nameOf(el, role);
+    if (name) node_.n = name;
+    if (refAll || INTERACTIVE.has(role) || role === 'table' || role === 'grid' ||
+        role === 'dialog' || role === 'alertdialog' || role === 'Iframe' || role === 'form' ||
+        role === 'tabpanel' || role === 'menu' || role === 'tree' || role === 'region') {
+      node_.i = refFor(el);
+    } else if (draggable(el)) {
+      // A list item or the like made to be dragged: `browser_drag` needs its ref.
+      node_.i = refFor(el);
+      node_.cp = 3;
+    }
+    const level = headingLevel(el, role);
+    if (level) node_.l = level;
+    const checked = checkedState(el, role);
+    if (checked !== null && checked !== 'false') node_.c = checked;
+    const expanded = el.getAttribute('aria-expanded');
+    if (expanded === 'true' || expanded === 'false') node_.x = expanded === 'true';
+    else if (el.localName === 'details') node_.x = el.open;
+    const selected = el.localName === 'option' ? el.selected : el.getAttribute('aria-selected') === 'true';
+    if (selected) node_.s = true;
+    if ((INTERACTIVE.has(role) || role === 'group') && isDisabled(el)) node_.d = true;
+    if (masked(el)) {
+      // A field that received a secret stays masked even if a script flips it to
+      // type=text, until it is emptied.
+      if (secretFilled.has(el) && !el.value && !el.innerText) secretFilled.delete(el);
+      if (looksLikePassword(el)) node_.p = true;
+      if (el.value || (el.isContentEditable && el.innerText)) node_.v = '••••';
+    } else {
+      const value = valueOf(el, role);
+      if (value !== null && value !== '' && value !== name) node_.v = value.length > maxCut ? value.slice(0, maxCut) + '…' : value;
+    }
+    if (role === 'link' && el.href) node_.u = el.href;
+    if (role === 'Iframe') {
+      node_.fr = 1;
+      walkCache.frames += 1;
+    }
+    // A label that names a rendered control: its words are that control's name.
+    if (role === 'LabelText' && el.control) node_.lc = 1;
+    // A masked editable box's content is its value: never walked into.
+    if (role !== 'Iframe' && el.localName !== 'select' && !(el.localName === 'input') && el.localName !== 'textarea' && !masked(el)) {
+      // Output nesting is bounded apart from the DOM's (folded wrappers add none):
+      // the tree crosses as JSON, and JSON nested past ~120 levels is refused.
+      if (walkBudget && emitDepth >= WALK_LIMITS.nesting) {
+        walkBudget.deep = true;
+      } else {
+        const kids = [];
+        emitDepth += 1;
+        try {
+          walk(el, kids, inLabel || role === 'LabelText', false);
+        } finally {
+          emitDepth -= 1;
+        }
+        if (kids.length) node_.k = kids;
+      }
+    } else if (el.localName === 'select') {
+      const kids = [];
+      for (const opt of el.options) {
+        if (opt.hidden) continue;
+        const o = { r: 'option', n: collapse(opt.label).trim(), i: refFor(opt) };
+        if (opt.selected) o.s = true;
+        if (opt.disabled) o.d = true;
+        kids.push(o);
+      }
+      if (kids.length) node_.k = kids;
+    }
+    out.push(node_);
   }
 
   function snapshot(opts) {

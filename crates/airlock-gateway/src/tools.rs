@@ -66,8 +66,13 @@ trait Family {
         Role::Act
     }
 
-    /// The parameter where a placeholder sits outside typed text, if one does.
-    fn misplaced_placeholder(&self) -> Option<&'static str>;
+    /// The parameter where a placeholder sits outside typed text, if one does: by
+    /// default, the URL the call would navigate to.
+    fn misplaced_placeholder(&self) -> Option<&'static str> {
+        self.navigation_target()
+            .is_some_and(mentions)
+            .then_some("url")
+    }
 
     /// The arguments as the audit log records them (a JSON object).
     fn audit_args(&self) -> serde_json::Value {
@@ -376,7 +381,7 @@ async fn after_action(
 }
 
 fn micros(since: tokio::time::Instant) -> u64 {
-    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+    crate::clock::micros(since.elapsed())
 }
 
 // Whether a dialog the outcome reports holds the page (it cannot be read until the

@@ -172,16 +172,9 @@ impl Session {
         let _op = self.begin().await;
         let tab = self.page().await?;
         let url = tab.state.read(|s| s.url.clone());
-        let text = |lines: &[airlock_snapshot::Line]| {
-            lines
-                .iter()
-                .map(|l| format!("{}{}", "  ".repeat(l.depth), l.text))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
         let base = tab
             .state
-            .read(|s| s.last_snapshot.as_deref().map(text))
+            .read(|s| s.last_snapshot.as_deref().map(indented))
             .unwrap_or_default();
         let value = tab
             .eval(
@@ -196,7 +189,7 @@ impl Session {
             .tree
             .ok_or_else(|| Error::Protocol("the page helper returned no snapshot".to_owned()))?;
         let whole = airlock_snapshot::lines(&tree, &self.render_options(&tab, &url));
-        Ok((base, text(&whole)))
+        Ok((base, indented(&whole)))
     }
 
     /// The active tab's page read twice as a tree, as text: first by the walk an
@@ -208,13 +201,7 @@ impl Session {
         let tab = self.page().await?;
         let url = tab.state.read(|s| s.url.clone());
         let options = self.render_options(&tab, &url);
-        let text = |tree: &Node| {
-            airlock_snapshot::lines(tree, &options)
-                .iter()
-                .map(|l| format!("{}{}", "  ".repeat(l.depth), l.text))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
+        let text = |tree: &Node| indented(&airlock_snapshot::lines(tree, &options));
         let reused = self.walk_frame(&tab, 0, 0, true).await?;
         let whole = self.walk_frame(&tab, 0, 0, false).await?;
         Ok((text(&reused), text(&whole)))
@@ -894,4 +881,13 @@ fn page_rect(b: &Value, origin: (f64, f64)) -> Option<paint::Rect> {
         w: w.as_f64()?,
         h: h.as_f64()?,
     })
+}
+
+// Lines as text, each indented by its depth (the test seams compare these).
+fn indented(lines: &[airlock_snapshot::Line]) -> String {
+    lines
+        .iter()
+        .map(|l| format!("{}{}", "  ".repeat(l.depth), l.text))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -13,6 +13,7 @@ use airlock_core::{ErrorCode, Role};
 use super::*;
 
 use crate::action::Resolved;
+use crate::clock::micros;
 use crate::sessions::SessionId;
 use crate::surface::Surface;
 use crate::tools::SessionCall;
@@ -401,7 +402,7 @@ impl AgentSession {
             tenant = %context.principal.tenant,
             tool.name = context.tool,
             duration_ms = record.duration.as_millis() as u64,
-            duration_us = u64::try_from(record.duration.as_micros()).unwrap_or(u64::MAX),
+            duration_us = micros(record.duration),
             blocked = context.blocked,
             error.code = record.error.map(ErrorCode::as_str),
             stage.locate_us = out.stages.as_ref().map(|s| s.locate_us),
@@ -506,8 +507,4 @@ impl AgentSession {
         }
         Some(self.inner.policy.clone())
     }
-}
-
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

@@ -45,12 +45,6 @@ impl Family for Navigation {
         }
     }
 
-    fn misplaced_placeholder(&self) -> Option<&'static str> {
-        self.navigation_target()
-            .is_some_and(mentions)
-            .then_some("url")
-    }
-
     fn audit_args(&self) -> serde_json::Value {
         match self {
             Navigation::To { url, .. } => serde_json::json!({ "url": url }),

@@ -52,10 +52,6 @@ impl Family for SessionCall {
         }
     }
 
-    fn misplaced_placeholder(&self) -> Option<&'static str> {
-        None
-    }
-
     fn audit_args(&self) -> serde_json::Value {
         match self {
             // Whether a grant came, never the grant.

@@ -44,12 +44,6 @@ impl Family for Window {
         }
     }
 
-    fn misplaced_placeholder(&self) -> Option<&'static str> {
-        self.navigation_target()
-            .is_some_and(mentions)
-            .then_some("url")
-    }
-
     fn audit_args(&self) -> serde_json::Value {
         use serde_json::json;
         match self {
