@@ -28,6 +28,7 @@ mod tabs;
 mod walk;
 
 use attach::attach_tabs;
+use navigate::{Landed, Quiet};
 pub(crate) use walk::*;
 
 pub use dialogs::MAX_DIALOG_WAIT;
@@ -61,12 +62,10 @@ pub const MAX_TABS: usize = 10;
 const IDLE: Duration = Duration::from_millis(1000);
 /// Longest fixed wait an agent may ask for.
 const MAX_FIXED_WAIT: Duration = Duration::from_secs(60);
-// What `settle` waits for in the page: an animation frame, then a task (a 200 ms cap
-// for pages whose frames are throttled); or a task only.
-// Each resolves with `window.closed`: a page that called `window.close()` is closing
-// at once, though its tab goes a moment later.
-const FRAME_AND_TASK: &str = "new Promise(r => { requestAnimationFrame(() => setTimeout(() => r(window.closed), 0)); setTimeout(() => r(window.closed), 200); })";
-const TASK: &str = "new Promise(r => setTimeout(() => r(window.closed), 0))";
+// A settle's frame: an animation frame, then a task (a 200 ms cap for pages whose
+// frames are throttled). It says `closed`: a page that called `window.close()` is
+// closing at once, though its tab goes a moment later.
+const FRAME_AND_TASK: &str = "new Promise(r => { const done = () => r({ closed: window.closed }); requestAnimationFrame(() => setTimeout(done, 0)); setTimeout(done, 200); })";
 
 tokio::task_local! {
     // The action budget of the session calls made inside `with_action_budget`.
@@ -170,6 +169,13 @@ struct Located {
     /// so they act on the element that was located.
     #[serde(rename = "ref", default)]
     node: Option<u64>,
+    /// The walker's mark as the element was found: what the action's settle judges
+    /// the page's reaction against.
+    #[serde(default)]
+    mark: Option<u64>,
+    /// The element was focused for typing as it was found (`Prepare::focus_for_typing`).
+    #[serde(default)]
+    focused: bool,
 }
 
 impl Located {
@@ -194,24 +200,31 @@ struct Rect {
 struct Prepare {
     need_enabled: bool,
     hit_test: bool,
+    /// Focus the target for typing once it is ready (clearing it, with `true`), in
+    /// the same call: typing takes no round trip of its own to focus.
+    focus_for_typing: Option<bool>,
 }
 
 // What an action needs of its target before it acts.
 const CLICKABLE: Prepare = Prepare {
     need_enabled: true,
     hit_test: true,
+    focus_for_typing: None,
 };
 const HOVERABLE: Prepare = Prepare {
     need_enabled: false,
     hit_test: true,
+    focus_for_typing: None,
 };
 const EDITABLE: Prepare = Prepare {
     need_enabled: true,
     hit_test: false,
+    focus_for_typing: None,
 };
 const VISIBLE: Prepare = Prepare {
     need_enabled: false,
     hit_test: false,
+    focus_for_typing: None,
 };
 
 impl Session {

@@ -175,6 +175,21 @@ const NETWORK_URL_CHARS: usize = 300;
 pub(crate) struct NetworkBuffer {
     pub(crate) entries: std::collections::VecDeque<(String, crate::action::NetworkEntry)>,
     pub(crate) dropped: u64,
+    /// Requests an action's settle waits for (see [`awaited`]) started so far.
+    pub(crate) started: u64,
+    /// Those still in flight, by Chromium's id, with the `started` count each got.
+    pub(crate) in_flight: HashMap<String, u64>,
+}
+
+/// Most requests kept in flight per tab: one that never ends (a stream) must not
+/// grow the map without bound.
+const IN_FLIGHT_KEPT: usize = 256;
+
+/// The kinds of request whose answer a page's handler is likely waiting on to update
+/// the page (a fetch, an XHR, a lazily loaded script, a frame's document). Images,
+/// fonts, media, beacons and event streams are not: media and streams may never end.
+fn awaited(kind: &str) -> bool {
+    matches!(kind, "Fetch" | "XHR" | "Script" | "Document")
 }
 
 impl NetworkBuffer {
@@ -209,6 +224,9 @@ pub(crate) struct TabState {
     /// What the tab requested. Apart from `inner`: a page's many requests wake no
     /// one waiting on the tab.
     pub(crate) network: Mutex<NetworkBuffer>,
+    /// Bumped whenever an awaited request ends: what a settle waiting on the page's
+    /// requests wakes on.
+    pub(crate) requests_ended: watch::Sender<u64>,
 }
 
 impl TabState {
@@ -292,6 +310,18 @@ impl TabState {
                 if url.starts_with("data:") {
                     return;
                 }
+                let kind = p["type"].as_str().unwrap_or("Other");
+                if awaited(kind) && !network.in_flight.contains_key(id) {
+                    network.started += 1;
+                    let seq = network.started;
+                    if network.in_flight.len() >= IN_FLIGHT_KEPT {
+                        let oldest = network.in_flight.iter().min_by_key(|(_, s)| **s);
+                        if let Some(oldest) = oldest.map(|(i, _)| i.clone()) {
+                            network.in_flight.remove(&oldest);
+                        }
+                    }
+                    network.in_flight.insert(id.to_owned(), seq);
+                }
                 let entry = crate::action::NetworkEntry {
                     method: request["method"].as_str().unwrap_or("GET").to_owned(),
                     url: ellipsize(&self.redactor.redact(url), NETWORK_URL_CHARS),
@@ -318,9 +348,29 @@ impl TabState {
                     let text = p["errorText"].as_str().unwrap_or("failed");
                     entry.failure = Some(ellipsize(&self.redactor.redact(text), 120));
                 }
+                self.request_ended(&mut network, id);
             }
+            "Network.loadingFinished" => self.request_ended(&mut network, id),
             _ => {}
         }
+    }
+
+    fn request_ended(&self, network: &mut NetworkBuffer, id: &str) {
+        if network.in_flight.remove(id).is_some() {
+            self.requests_ended.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// How many awaited requests the tab has started so far.
+    pub(crate) fn requests_started(&self) -> u64 {
+        let network = self.network.lock().unwrap_or_else(|p| p.into_inner());
+        network.started
+    }
+
+    /// Whether an awaited request started after the first `after` is still in flight.
+    pub(crate) fn requests_pending_since(&self, after: u64) -> bool {
+        let network = self.network.lock().unwrap_or_else(|p| p.into_inner());
+        network.in_flight.values().any(|seq| *seq > after)
     }
 
     /// Marks the request `id` as refused by the request guard, for `why`.
@@ -338,7 +388,7 @@ impl TabState {
 
     /// Returns once the tab has crashed or gone away, or a dialog holds its page
     /// (never, otherwise).
-    async fn interrupted(&self) -> Interruption {
+    pub(crate) async fn interrupted(&self) -> Interruption {
         let mut rx = self.changed.subscribe();
         loop {
             if self.read(|s| s.crashed || s.detached) {
@@ -450,6 +500,7 @@ impl Tab {
             changed,
             serial,
             painted: watch::channel(0).0,
+            requests_ended: watch::channel(0).0,
             casting: std::sync::atomic::AtomicBool::new(false),
             target_id: target_id.clone(),
             guard,
@@ -578,6 +629,22 @@ impl Tab {
                 .call(Some(&self.cdp_session), method, params, timeout),
         )
         .await
+    }
+
+    /// Sends a CDP command on this tab's session now and returns the wait for its
+    /// reply: commands sent one after another this way reach Chromium in that order
+    /// without waiting for each other's replies.
+    pub(crate) fn send(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<Value>> + '_ {
+        let sent = self.check().map(|()| {
+            self.conn
+                .send(Some(&self.cdp_session), method, params, timeout)
+        });
+        async move { self.unless_lost(sent?).await }
     }
 
     // A call to the tab's renderer, given up as soon as the tab crashes or goes away

@@ -1246,7 +1246,12 @@
             const hit = opts.hitTest ? hitTargetOk(el, cx, cy) : { ok: true };
             if (hit.ok) {
               pointerTo(el);
-              return { x: cx, y: cy, rect, desc, ref: refFor(el) };
+              const mark = markAction(el);
+              if (opts.focusForTyping != null) {
+                const focused = focusElementForTyping(el, opts.focusForTyping);
+                if (focused.error) return focused;
+              }
+              return { x: cx, y: cy, rect, desc, ref: refFor(el), mark, focused: opts.focusForTyping != null };
             }
             why = `it is covered by ${hit.by}`;
           }
@@ -1269,8 +1274,10 @@
   function focusForTyping(target, clearFirst) {
     const found = resolve(target);
     if (found.error) return found;
-    const el = found.el;
-    const tag = el.localName;
+    return focusElementForTyping(found.el, clearFirst);
+  }
+
+  function focusElementForTyping(el, clearFirst) {
     const editable = isTextField(el);
     if (!editable) return { error: 'not_actionable', message: 'it is not a text field', desc: describe(el) };
     if (isDisabled(el) || el.readOnly) return { error: 'not_actionable', message: 'it is disabled or read-only', desc: describe(el) };
@@ -1404,6 +1411,45 @@
       });
     }
     return mutationCount;
+  }
+
+  // What the page looked like as an action's input was about to land on `el`: its
+  // DOM change count (returned, for `settled`), what had focus, and the state of
+  // `el` a snapshot shows that no DOM change records (a box's check, a field's value).
+  let actionMark = { m: -1, focus: null, el: null, state: '' };
+  function markAction(el) {
+    watchMutations();
+    actionMark = { m: mutationCount, focus: focusedElement(), el, state: liveState(el) };
+    return actionMark.m;
+  }
+  // Focus went somewhere other than the target (a dialog's field): focus landing on
+  // the clicked element itself is the click's own doing, not the page's reaction.
+  function movedFocus() {
+    const now = focusedElement();
+    const el = actionMark.el;
+    return now !== actionMark.focus && !(el && now && (now === el || el.contains(now)));
+  }
+  function liveState(el) {
+    return el ? `${el.checked}|${el.indeterminate}|${el.value}|${el.selectedIndex}` : '';
+  }
+
+  // After an action's input: whether the page reacted since `seen` (its DOM changed,
+  // focus moved elsewhere, or the target's own state did; null when `seen` is not known) and
+  // whether the page closed itself. Asked at once: the input's handlers have run.
+  // (Right after mouse input Chromium holds timers back until its next frame, so
+  // even a task of waiting would cost a frame.)
+  function settled(seen) {
+    let reacted = null;
+    if (observer && typeof seen === 'number') {
+      const records = observer.takeRecords();
+      if (records.length) {
+        mutationCount++;
+        noteMutations(records);
+      }
+      reacted = mutationCount !== seen || (seen === actionMark.m && (movedFocus() ||
+        liveState(actionMark.el) !== actionMark.state));
+    }
+    return { closed: window.closed, reacted };
   }
 
   async function textAfter(seen, waitMs) {
@@ -1660,7 +1706,7 @@
   }
 
   globalThis.__airlock = {
-    snapshot, resolve, boxes, prepare, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, outline, fieldKind, selectOptions, checked, scrollIntoView,
+    snapshot, resolve, boxes, prepare, settled, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, outline, fieldKind, selectOptions, checked, scrollIntoView,
     waitFor, textAfter, changedSince, candidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
     inspect, inspectPoint, shown, shownRects,
     init(base, cut) { if (nextRef < base) nextRef = base; if (cut > maxCut) maxCut = cut; },

@@ -125,7 +125,7 @@ impl Session {
             // so it is waited for here rather than seen starting.
             tab.state
                 .wait(self.options.navigation_timeout, |s| {
-                    s.navigations > before.1
+                    s.navigations > before.navigations
                 })
                 .await;
         }

@@ -93,6 +93,8 @@ impl Session {
                 },
                 desc: target.describe(),
                 node: None,
+                mark: None,
+                focused: false,
             };
             return Ok((0, located, target.clone()));
         }
@@ -423,6 +425,7 @@ impl Session {
             "needEnabled": prepare.need_enabled,
             "hitTest": prepare.hit_test,
             "waitForMatch": wait_for_match,
+            "focusForTyping": prepare.focus_for_typing,
         });
         let expression = format!("__airlock.prepare({}, {opts})", target.walker_json());
         let value = tab

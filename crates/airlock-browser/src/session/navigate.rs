@@ -138,46 +138,163 @@ impl Session {
         }
     }
 
-    // After input, give the page an animation frame and a task to react; if that
-    // started a main-frame navigation, wait for it to load (bounded by the navigation
-    // budget).
-    pub(super) async fn settle(&self, tab: &Tab, before: (u64, u64)) -> bool {
-        self.settle_with(tab, before, FRAME_AND_TASK).await
+    // After input, wait for what the input left pending (see `settle_at`), knowing
+    // nothing of where it landed.
+    pub(super) async fn settle(&self, tab: &Tab, before: Before) -> bool {
+        self.settle_at(tab, before, Landed::unknown(), Quiet::FrameUnlessReacted)
+            .await
     }
 
-    pub(super) async fn settle_with(&self, tab: &Tab, before: (u64, u64), script: &str) -> bool {
+    /// Waits, after an action's input, for what it left pending, and answers at once
+    /// when nothing is. It asks the page (in the frame the input landed in) whether it
+    /// reacted: the handlers have run by then, and a navigation they started has been
+    /// announced. A navigation is waited for to its load; requests the input started
+    /// (fetches, XHRs, scripts, frames) to their end, and a frame more for their
+    /// handlers; and with [`Quiet::FrameUnlessReacted`], a page that showed no reaction
+    /// yet gets a frame and a task (a handler that defers its update to an animation
+    /// frame or a timer of 0). Page timers cannot be seen from Airlock's isolated
+    /// world: a page that reacts at once and again after a timer shows the second
+    /// change in the next read. Returns whether a navigation happened.
+    pub(super) async fn settle_at(
+        &self,
+        tab: &Tab,
+        before: Before,
+        landed: Landed,
+        quiet: Quiet,
+    ) -> bool {
         let started = tokio::time::Instant::now();
-        let navigated = self.settle_unclocked(tab, before, script).await;
+        let navigated = self.settle_unclocked(tab, before, landed, quiet).await;
         self.clocked(started, true);
         navigated
     }
 
-    async fn settle_unclocked(&self, tab: &Tab, before: (u64, u64), script: &str) -> bool {
-        let closing = tokio::time::timeout(
-            Duration::from_millis(500),
-            tab.eval(0, script, true, Duration::from_millis(500)),
-        )
-        .await
-        .is_ok_and(|v| v.is_ok_and(|v| v.as_bool() == Some(true)));
-        // The page closed its own tab (`window.close()`): wait for the tab to go, so
-        // the outcome of the action that closed it is the one that says so.
-        if closing {
-            tab.state.wait(self.budget(), |s| s.detached).await;
+    async fn settle_unclocked(
+        &self,
+        tab: &Tab,
+        before: Before,
+        landed: Landed,
+        quiet: Quiet,
+    ) -> bool {
+        let mark = landed
+            .mark
+            .map_or_else(|| "null".to_owned(), |m| m.to_string());
+        let probe = format!("__airlock.settled({mark})");
+        let Some(reacted) = self.probe(tab, landed.frame, &probe).await else {
             return false;
+        };
+        let mut frame = quiet == Quiet::FrameUnlessReacted && reacted != Some(true);
+        let deadline = tokio::time::Instant::now() + REQUESTS_SETTLE.min(self.budget());
+        loop {
+            let (requests, navigations) = tab.state.read(|s| (s.nav_requests, s.navigations));
+            if requests != before.nav_requests || navigations != before.navigations {
+                tab.state
+                    .wait(self.options.navigation_timeout, |s| {
+                        !s.loading
+                            || (s.navigations > before.navigations && s.lifecycle.contains("load"))
+                    })
+                    .await;
+                return tab.state.read(|s| s.navigations > before.navigations);
+            }
+            if tab.state.requests_pending_since(before.requests)
+                && tokio::time::Instant::now() < deadline
+            {
+                self.requests_end(tab, before.requests, deadline).await;
+                frame = true;
+                continue;
+            }
+            if !frame {
+                return false;
+            }
+            frame = false;
+            if self
+                .probe(tab, landed.frame, FRAME_AND_TASK)
+                .await
+                .is_none()
+            {
+                return false;
+            }
         }
-        let (requests, navigations) = tab.state.read(|s| (s.nav_requests, s.navigations));
-        if requests == before.0 && navigations == before.1 {
-            return false;
-        }
-        tab.state
-            .wait(self.options.navigation_timeout, |s| {
-                !s.loading || (s.navigations > before.1 && s.lifecycle.contains("load"))
-            })
-            .await;
-        tab.state.read(|s| s.navigations > before.1)
     }
 
-    pub(super) fn nav_counters(tab: &Tab) -> (u64, u64) {
-        tab.state.read(|s| (s.nav_requests, s.navigations))
+    // Runs a settle probe in `frame`'s isolated world: Some(whether the page reacted,
+    // if the probe says), or None once the page closed its own tab (`window.close()`),
+    // after waiting for the tab to go, so the outcome of the action that closed it is
+    // the one that says so. A probe that fails or outlasts its cap (a page whose
+    // frames are throttled) says nothing.
+    async fn probe(&self, tab: &Tab, frame: u32, script: &str) -> Option<Option<bool>> {
+        let reply = tokio::time::timeout(PROBE_CAP, tab.eval(frame, script, true, PROBE_CAP)).await;
+        let Ok(Ok(value)) = reply else {
+            return Some(None);
+        };
+        if value["closed"].as_bool() == Some(true) {
+            tab.state.wait(self.budget(), |s| s.detached).await;
+            return None;
+        }
+        Some(value["reacted"].as_bool())
+    }
+
+    // Until no request started after the first `after` is in flight, the tab is lost
+    // or held by a dialog, or `deadline`.
+    async fn requests_end(&self, tab: &Tab, after: u64, deadline: tokio::time::Instant) {
+        let mut ended = tab.state.requests_ended.subscribe();
+        while tab.state.requests_pending_since(after) {
+            tokio::select! {
+                changed = ended.changed() => if changed.is_err() { return },
+                _ = tab.state.interrupted() => return,
+                () = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    }
+
+    pub(super) fn nav_counters(tab: &Tab) -> Before {
+        let (nav_requests, navigations) = tab.state.read(|s| (s.nav_requests, s.navigations));
+        Before {
+            nav_requests,
+            navigations,
+            requests: tab.state.requests_started(),
+        }
     }
 }
+
+/// The tab's counters just before an action's input, against which its settle
+/// judges what the input started.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Before {
+    pub(super) nav_requests: u64,
+    pub(super) navigations: u64,
+    requests: u64,
+}
+
+/// Where an action's input landed: the frame that reacts to it, and the walker's
+/// mark taken as the target was found (None: not known, as for a point or a key).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Landed {
+    pub(super) frame: u32,
+    pub(super) mark: Option<u64>,
+}
+
+impl Landed {
+    pub(super) fn unknown() -> Self {
+        Self {
+            frame: 0,
+            mark: None,
+        }
+    }
+}
+
+/// What a settle waits for when nothing is pending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Quiet {
+    /// Nothing if the page has visibly reacted (its DOM changed, focus moved, or the
+    /// target's own state did), else a frame and a task: a click, a key, a hover.
+    FrameUnlessReacted,
+    /// Nothing more: typing, whose input handlers ran during the insertion.
+    Now,
+}
+
+/// Longest a settle waits for the requests an action started (within the action's
+/// budget): long enough for an API call to answer, short of a stream that never ends.
+const REQUESTS_SETTLE: Duration = Duration::from_secs(2);
+/// Longest one settle probe may take: a page whose frames are throttled answers
+/// within the probe's own 200 ms cap.
+const PROBE_CAP: Duration = Duration::from_millis(500);

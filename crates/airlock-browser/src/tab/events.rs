@@ -281,7 +281,10 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                 state.network_refused(id, &why);
             }
         }
-        "Network.requestWillBeSent" | "Network.responseReceived" | "Network.loadingFailed" => {
+        "Network.requestWillBeSent"
+        | "Network.responseReceived"
+        | "Network.loadingFailed"
+        | "Network.loadingFinished" => {
             state.on_network(&event.method, p);
         }
         "Audits.issueAdded" => state.on_issue(p),
@@ -597,7 +600,10 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
                     state.network_refused(id, &why);
                 }
             }
-            "Network.requestWillBeSent" | "Network.responseReceived" | "Network.loadingFailed" => {
+            "Network.requestWillBeSent"
+            | "Network.responseReceived"
+            | "Network.loadingFailed"
+            | "Network.loadingFinished" => {
                 state.on_network(&event.method, &event.params);
             }
             "Audits.issueAdded" => state.on_issue(&event.params),

@@ -476,6 +476,40 @@ async fn a_click_waits_for_a_moving_target_to_stop() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_answers_once_what_its_handler_started_has_happened() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("reacts.html"), WaitUntil::Load)
+            .await
+            .unwrap();
+        // The handler fetches, and fetches again once the first answer is in (500 ms
+        // in all, far beyond a frame): the click answers after the page shows it.
+        s.click(&role("button", "Load details"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(
+            line_with(&s, "Details")
+                .await
+                .contains("Details loaded after two requests")
+        );
+        // No reaction at once, one at the next frame; and one a task later.
+        s.click(&role("button", "Show next frame"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(line_with(&s, "Shown").await.contains("Shown a frame later"));
+        s.click(
+            &role("button", "Show after a task"),
+            &ClickOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert!(line_with(&s, "Shown").await.contains("Shown a task later"));
+        s.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_that_waiting_cannot_help_fails_fast() {
     // A long action budget: only failing fast keeps this test inside its own limit.
     let config = BrowserConfig {
