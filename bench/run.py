@@ -492,7 +492,7 @@ def tool_calls(system, tool):
     return calls
 
 
-STAGES = ("locate", "dispatch", "settle", "outcome", "diff", "render", "intent", "audit", "egress")
+STAGES = ("resolve", "locate", "dispatch", "settle", "outcome", "diff", "render", "intent", "audit", "egress")
 
 
 def stage_metrics(kind, client_ms, logged):
@@ -506,6 +506,11 @@ def stage_metrics(kind, client_ms, logged):
             out[f"{kind}_stage_{stage}_ms"] = statistics.median(values) / 1000
     out[f"{kind}_stage_transport_ms"] = statistics.median(
         c - f["duration_us"] / 1000 for c, f in zip(client_ms, logged))
+    # What the server spent outside the named stages (admitting the call, its lease,
+    # the risk gate, redaction, the log line).
+    out[f"{kind}_stage_other_ms"] = statistics.median(
+        (f["duration_us"] - sum(f.get(f"stage.{stage}_us") or 0 for stage in STAGES)) / 1000
+        for f in logged)
     return out
 
 

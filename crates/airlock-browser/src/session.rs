@@ -176,6 +176,9 @@ struct Located {
     /// The element was focused for typing as it was found (`Prepare::focus_for_typing`).
     #[serde(default)]
     focused: bool,
+    /// What the walker's `inspect` says of the element (`Prepare::inspect`).
+    #[serde(default)]
+    inspected: Option<Value>,
 }
 
 impl Located {
@@ -203,6 +206,8 @@ struct Prepare {
     /// Focus the target for typing once it is ready (clearing it, with `true`), in
     /// the same call: typing takes no round trip of its own to focus.
     focus_for_typing: Option<bool>,
+    /// Also say what the target is (the walker's `inspect`), in the same call.
+    inspect: bool,
 }
 
 // What an action needs of its target before it acts.
@@ -210,21 +215,25 @@ const CLICKABLE: Prepare = Prepare {
     need_enabled: true,
     hit_test: true,
     focus_for_typing: None,
+    inspect: false,
 };
 const HOVERABLE: Prepare = Prepare {
     need_enabled: false,
     hit_test: true,
     focus_for_typing: None,
+    inspect: false,
 };
 const EDITABLE: Prepare = Prepare {
     need_enabled: true,
     hit_test: false,
     focus_for_typing: None,
+    inspect: false,
 };
 const VISIBLE: Prepare = Prepare {
     need_enabled: false,
     hit_test: false,
     focus_for_typing: None,
+    inspect: false,
 };
 
 impl Session {

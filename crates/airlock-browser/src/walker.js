@@ -1251,7 +1251,8 @@
                 const focused = focusElementForTyping(el, opts.focusForTyping);
                 if (focused.error) return focused;
               }
-              return { x: cx, y: cy, rect, desc, ref: refFor(el), mark, focused: opts.focusForTyping != null };
+              const inspected = opts.inspect ? inspect({ ref: refFor(el) }) : undefined;
+              return { x: cx, y: cy, rect, desc, ref: refFor(el), mark, focused: opts.focusForTyping != null, inspected };
             }
             why = `it is covered by ${hit.by}`;
           }

@@ -1,5 +1,7 @@
 //! The node shape the in-page walker emits (short keys keep the JSON small).
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
 
 /// One accessibility node. Field names match the walker's compact JSON.
@@ -74,28 +76,79 @@ impl Node {
     }
 
     /// Replaces every `{"=": N}` node with node N of `previous` (preorder, its root
-    /// 0), whole. `None` when a number is not in `previous` (the patch was not
-    /// against it): the caller then walks again.
-    pub fn resolve_against(&mut self, previous: &Node) -> Option<()> {
-        fn number<'a>(node: &'a Node, out: &mut Vec<&'a Node>) {
-            out.push(node);
-            for child in &node.children {
-                number(child, out);
+    /// 0), whole, moved out of `previous` (cloned only when a wanted node holds
+    /// another). `None` when a number is not in `previous` or is wanted twice (the
+    /// patch was not against it): the caller then walks again.
+    pub fn resolve_against(&mut self, mut previous: Node) -> Option<()> {
+        fn wanted(node: &Node, out: &mut Vec<usize>) {
+            match node.same_as {
+                Some(at) => out.push(at),
+                None => node.children.iter().for_each(|c| wanted(c, out)),
             }
         }
-        fn fill(node: &mut Node, places: &[&Node]) -> Option<()> {
+        // Preorder sizes of `previous`'s subtrees, so a subtree taken whole is
+        // stepped over without numbering it.
+        fn sizes(node: &Node, out: &mut Vec<usize>) -> usize {
+            let at = out.len();
+            out.push(0);
+            let size = 1 + node.children.iter().map(|c| sizes(c, out)).sum::<usize>();
+            out[at] = size;
+            size
+        }
+        fn take(
+            node: &mut Node,
+            at: usize,
+            sizes: &[usize],
+            wanted: &[usize],
+            found: &mut HashMap<usize, Node>,
+        ) {
+            let end = at + sizes[at];
+            if wanted.binary_search(&at).is_ok() {
+                let inner = wanted.partition_point(|&w| w <= at) < wanted.len()
+                    && wanted[wanted.partition_point(|&w| w <= at)] < end;
+                if !inner {
+                    found.insert(at, std::mem::take(node));
+                    return;
+                }
+                found.insert(at, node.clone());
+            }
+            let mut next = at + 1;
+            for child in &mut node.children {
+                let size = sizes[next];
+                // Only subtrees that hold a wanted number are entered.
+                let first = wanted.partition_point(|&w| w < next);
+                if first < wanted.len() && wanted[first] < next + size {
+                    take(child, next, sizes, wanted, found);
+                }
+                next += size;
+            }
+        }
+        fn fill(node: &mut Node, found: &mut HashMap<usize, Node>) -> Option<()> {
             if let Some(at) = node.same_as {
-                *node = (*places.get(at)?).clone();
+                *node = found.remove(&at)?;
                 return Some(());
             }
             for child in &mut node.children {
-                fill(child, places)?;
+                fill(child, found)?;
             }
             Some(())
         }
-        let mut places = Vec::new();
-        number(previous, &mut places);
-        fill(self, &places)
+        let mut want = Vec::new();
+        wanted(self, &mut want);
+        want.sort_unstable();
+        if want.windows(2).any(|w| w[0] == w[1]) {
+            return None;
+        }
+        let mut size = Vec::new();
+        sizes(&previous, &mut size);
+        if want.last().is_some_and(|&w| w >= size.len()) {
+            return None;
+        }
+        let mut found = HashMap::with_capacity(want.len());
+        if !want.is_empty() {
+            take(&mut previous, 0, &size, &want, &mut found);
+        }
+        fill(self, &mut found)
     }
 
     /// Every ref'd node number in this subtree with its frame, in document order.
@@ -130,16 +183,26 @@ mod tests {
             r#"{"r":"RootWebArea","k":[{"r":"list","k":[{"=":2},{"r":"listitem","n":"c"},{"=":3}]},{"=":4}]}"#,
         )
         .unwrap();
-        patch.resolve_against(&previous).unwrap();
+        let button = previous.children[1].clone();
+        patch.resolve_against(previous.clone()).unwrap();
         let names: Vec<&str> = patch.children[0]
             .children
             .iter()
             .map(|c| c.name.as_str())
             .collect();
         assert_eq!(names, ["a", "c", "b"]);
-        assert_eq!(patch.children[1], previous.children[1]);
-        // A number the tree does not have: not a patch against it.
+        assert_eq!(patch.children[1], button);
+        // A node wanted whole and a node inside it wanted too: both are there.
+        let mut nested: Node =
+            serde_json::from_str(r#"{"r":"RootWebArea","k":[{"=":1},{"=":3}]}"#).unwrap();
+        nested.resolve_against(previous.clone()).unwrap();
+        assert_eq!(nested.children[0], previous.children[0]);
+        assert_eq!(nested.children[1].name, "b");
+        // A number the tree does not have, or one wanted twice: not a patch against it.
         let mut wrong: Node = serde_json::from_str(r#"{"r":"RootWebArea","k":[{"=":9}]}"#).unwrap();
-        assert_eq!(wrong.resolve_against(&previous), None);
+        assert_eq!(wrong.resolve_against(previous.clone()), None);
+        let mut twice: Node =
+            serde_json::from_str(r#"{"r":"RootWebArea","k":[{"=":2},{"=":2}]}"#).unwrap();
+        assert_eq!(twice.resolve_against(previous), None);
     }
 }

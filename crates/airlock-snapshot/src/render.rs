@@ -111,7 +111,10 @@ impl std::fmt::Debug for RenderOptions {
 /// Folds `root` (the walker's document node) and renders its descendants as lines.
 pub fn lines(root: &Node, options: &RenderOptions) -> Vec<Line> {
     let origin = options.page_url.as_deref().and_then(origin_of);
-    let folded: Vec<Node> = root.children.iter().cloned().flat_map(fold).collect();
+    let mut folded = Vec::with_capacity(root.children.len());
+    for child in &root.children {
+        fold(child.clone(), &mut folded);
+    }
     let redactor: &dyn Redact = options.redactor.as_deref().unwrap_or(&NoRedaction);
     let mut out = Vec::new();
     let context = Emit {
@@ -386,38 +389,48 @@ fn has_ref_inside(node: &Node) -> bool {
     node.node.is_some() || node.children.iter().any(has_ref_inside)
 }
 
-fn fold(mut node: Node) -> Vec<Node> {
+// Folds `node` into what stands for it (itself, its children, or nothing), pushed onto
+// `out`: one vector per parent rather than one per node (a large page has tens of
+// thousands).
+fn fold(mut node: Node, out: &mut Vec<Node>) {
     if is_text(&node) {
-        return vec![node];
+        out.push(node);
+        return;
     }
-    let children: Vec<Node> = std::mem::take(&mut node.children)
-        .into_iter()
-        .flat_map(fold)
-        .collect();
+    let taken = std::mem::take(&mut node.children);
+    let mut children = Vec::with_capacity(taken.len());
+    for child in taken {
+        fold(child, &mut children);
+    }
     let role = node.role.as_str();
 
     if node.node.is_none() && (is(role, FOLDED) || is(role, INLINE)) {
         // Inline formatting keeps its words joined to the neighbours: re-wrap its text
         // with spaces only where the page had them (the text runs carry them).
-        return children;
+        out.extend(children);
+        return;
     }
     if role == "LabelText" && node.node.is_none() {
         // A label's words are the name of the control inside or next to it; showing
         // them again as text would say everything twice.
         if node.labels_control.is_some() || children.iter().any(|c| !is_text(c)) {
-            return children.into_iter().filter(|c| !is_text(c)).collect();
+            out.extend(children.into_iter().filter(|c| !is_text(c)));
+        } else {
+            out.extend(children);
         }
-        return children;
+        return;
     }
 
     if role == "main" && node.node.is_none() && node.name.is_empty() {
         // What is outside every landmark is the page's main content already; the
         // wrapper would cost a line and a level of indentation on every page.
-        return merge_text(children);
+        out.extend(merge_text(children));
+        return;
     }
     if role == "rowgroup" && node.node.is_none() && node.name.is_empty() {
         // thead/tfoot carry no meaning an agent needs; their rows stand for them.
-        return children;
+        out.extend(children);
+        return;
     }
     let mut children = merge_text(children);
     if role == "table" || role == "grid" {
@@ -450,9 +463,9 @@ fn fold(mut node: Node) -> Vec<Node> {
     {
         // An empty live region, list or paragraph says nothing an agent can use; it
         // shows up (as a change) once it holds something.
-        return Vec::new();
+        return;
     }
-    vec![node]
+    out.push(node);
 }
 
 // A row reads as its cells' texts joined by ` | `, followed by what can be acted on

@@ -95,6 +95,7 @@ impl Session {
                 node: None,
                 mark: None,
                 focused: false,
+                inspected: None,
             };
             return Ok((0, located, target.clone()));
         }
@@ -168,15 +169,22 @@ impl Session {
     pub async fn resolve(&self, target: &Target) -> Result<Resolved> {
         let _op = self.begin().await;
         let tab = self.page().await?;
-        let (frame, located, named) = self.locate(&tab, target, VISIBLE).await?;
-        let (call, at) = match target {
-            Target::Point { x, y } => (format!("__airlock.inspectPoint({x}, {y})"), target),
-            _ => (
-                format!("__airlock.inspect({})", named.walker_json()),
-                &named,
-            ),
+        let inspecting = Prepare {
+            inspect: true,
+            ..VISIBLE
         };
-        let v = self.helper(&tab, frame, &call, at).await?;
+        let (frame, mut located, named) = self.locate(&tab, target, inspecting).await?;
+        let v = match (target, located.inspected.take()) {
+            (Target::Point { x, y }, _) => {
+                let call = format!("__airlock.inspectPoint({x}, {y})");
+                self.helper(&tab, frame, &call, target).await?
+            }
+            (_, Some(v)) => v,
+            (_, None) => {
+                let call = format!("__airlock.inspect({})", named.walker_json());
+                self.helper(&tab, frame, &call, &named).await?
+            }
+        };
         let node = NodeRef {
             tab: tab.serial,
             frame,
@@ -426,6 +434,7 @@ impl Session {
             "hitTest": prepare.hit_test,
             "waitForMatch": wait_for_match,
             "focusForTyping": prepare.focus_for_typing,
+            "inspect": prepare.inspect,
         });
         let expression = format!("__airlock.prepare({}, {opts})", target.walker_json());
         let value = tab

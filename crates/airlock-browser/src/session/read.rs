@@ -274,7 +274,7 @@ impl Session {
             return Ok(None);
         }
         if walked.patched {
-            let resolved = match (walked.tree.as_mut(), &previous) {
+            let resolved = match (walked.tree.as_mut(), previous) {
                 (Some(tree), Some((_, previous))) => tree.resolve_against(previous),
                 _ => None,
             };

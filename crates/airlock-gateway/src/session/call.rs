@@ -55,9 +55,9 @@ pub struct CallContext {
     /// Why the call failed, as the stage that failed it said (the audit stage records
     /// its code and words; the agent reads it rendered).
     pub(crate) failed: Option<Arc<Error>>,
-    /// Time spent on the pipeline's own writes and reads: the intent event, the
-    /// outcome event, the egress summary (the log line reports them beside an
-    /// action's stages).
+    /// Time spent on the pipeline's own stages: resolving the target, the intent
+    /// event, the outcome event, the egress summary (the log line reports them beside
+    /// an action's stages).
     pub(crate) spent: Spent,
     /// When the call arrived.
     pub started: Instant,
@@ -66,6 +66,7 @@ pub struct CallContext {
 /// The pipeline's own costs of one call.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Spent {
+    pub(crate) resolve: Duration,
     pub(crate) intent: Duration,
     pub(crate) audit: Duration,
     pub(crate) egress: Duration,
@@ -339,7 +340,10 @@ impl AgentSession {
         let Some(target) = call.target_mut().filter(|_| wanted) else {
             return Ok(());
         };
-        let resolved = held.session.resolve(target).await?;
+        let started = Instant::now();
+        let resolved = held.session.resolve(target).await;
+        context.spent.resolve = started.elapsed();
+        let resolved = resolved?;
         *target = resolved.target.clone();
         context.target = Some(resolved);
         Ok(())
@@ -411,6 +415,7 @@ impl AgentSession {
             stage.outcome_us = out.stages.as_ref().map(|s| s.outcome_us),
             stage.diff_us = out.stages.as_ref().map(|s| s.diff_us),
             stage.render_us = out.stages.as_ref().map(|s| s.render_us),
+            stage.resolve_us = micros(context.spent.resolve),
             stage.intent_us = micros(context.spent.intent),
             stage.audit_us = micros(context.spent.audit),
             stage.egress_us = micros(context.spent.egress),
