@@ -126,6 +126,10 @@ class System:
     def snapshot(self):
         raise NotImplementedError
 
+    def interactive_snapshot(self):
+        """Only what can be acted on (None: the system has no such view)."""
+        return None
+
     def click(self, ref, desc):
         raise NotImplementedError
 
@@ -166,10 +170,11 @@ class Airlock(System):
         binary = AIRLOCK_BINARY[0]
         return StdioServerParameters(command=str(binary), args=["--log-format", "json", "mcp"], env=env)
 
-
-
     def navigate(self, url):
         return "browser_navigate", {"url": url}
+
+    def interactive_snapshot(self):
+        return "browser_snapshot", {"interactive_only": True}
 
     def snapshot(self, offset=0):
         return "browser_snapshot", ({"offset": offset} if offset else {})
@@ -244,6 +249,9 @@ class AgentBrowser(System):
 
     def navigate(self, url):
         return "agent_browser_open", {"url": url}
+
+    def interactive_snapshot(self):
+        return "agent_browser_snapshot", {"interactive": True}
 
     def snapshot(self, offset=0):
         return "agent_browser_snapshot", {}
@@ -412,6 +420,11 @@ async def measure(system, url, b, m, before):
                 m[f"navigate_{name}_ms"] = ms
                 # What a navigation's own result costs the agent's context.
                 m[f"navigate_{name}_result_tokens"] = COUNT(text_of(res))
+                # What a snapshot of only what can be acted on costs (where there is one);
+                # the table's after its own measures, so as not to warm them.
+                if system.interactive_snapshot() and name != "admin":
+                    _, res = await timed(session, *system.interactive_snapshot())
+                    m[f"snapshot_{name}_interactive_tokens"] = COUNT(text_of(res))
             # The 2,000-row table: the default response, then the whole page (Airlock
             # pages onward from its cap; the peers return everything at once).
             ms, res = await timed(session, *system.snapshot())
@@ -431,8 +444,14 @@ async def measure(system, url, b, m, before):
             m["table_click_ms"], m["table_click_result_bytes"] = ms, len(text_of(res).encode())
             if system.name.startswith("airlock"):
                 m.update(stage_metrics("table_click", [ms], tool_calls(system, "browser_click")[-1:]))
+            if system.interactive_snapshot():
+                _, res = await timed(session, *system.interactive_snapshot())
+                m["snapshot_admin_interactive_tokens"] = COUNT(text_of(res))
             ms, _ = await timed(session, *system.navigate(url(f"redirect?to=http://127.0.0.1:{b}/login.html")))
             m["navigate_redirect_ms"] = ms
+            if system.interactive_snapshot():
+                _, res = await timed(session, *system.interactive_snapshot())
+                m["snapshot_redirect_interactive_tokens"] = COUNT(text_of(res))
             # Per request: the page times 60 sequential fetches itself (through Airlock's
             # egress proxy; direct for the peers and the raw-CDP floor).
             await timed(session, *system.navigate(url(f"fetches.html?n={floors.FETCHES}")))
