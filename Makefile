@@ -4,7 +4,7 @@ CARGO ?= cargo
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./airlock-data
 
-.PHONY: run test lint bench bench-smoke bench-core bench-peers doctor chromium pyclient conformance console-deps
+.PHONY: run test lint bench bench-smoke bench-core bench-peers doctor chromium postgres pyclient conformance console-deps
 
 # The official MCP Python SDK, an independent client the tests drive Airlock with.
 MCP_PY_VERSION := 2.3.0
@@ -20,7 +20,7 @@ run: chromium
 ## the leak check looks only at what the tests started, never at another Airlock
 ## running on the machine.
 TEST_TMP := $(CURDIR)/target/test-tmp
-test: chromium pyclient console-deps
+test: chromium postgres pyclient console-deps
 	./conformance/run
 	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
 	@# The suite's sessions run behind a worker's channel (the default); the
@@ -77,6 +77,17 @@ chromium:
 		exit 0; \
 	else \
 		echo "Airlock needs Chromium: run 'sudo apt-get install chromium chromium-headless-shell' (or set AIRLOCK_CHROME)"; exit 1; \
+	fi
+
+## Debian's PostgreSQL, for the store's Postgres tests (they start their own server in a
+## temporary directory; the package's own cluster is not used). As root, install it.
+postgres:
+	@if [ -n "$${AIRLOCK_PG_BIN:-}" ] || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's postgresql"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	else \
+		echo "the tests need PostgreSQL: run 'sudo apt-get install postgresql' (or set AIRLOCK_PG_BIN)"; exit 1; \
 	fi
 
 ## Airlock side by side with Playwright MCP and agent-browser through one MCP client

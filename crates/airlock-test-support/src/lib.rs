@@ -2,13 +2,16 @@
 //! served on loopback by the test itself ([`FixtureSite`]) and a harness
 //! ([`with_browser`]) that starts a browser pool under a private profile directory,
 //! runs the test body, always shuts the pool down (also when the body panics), and
-//! then asserts that no Chromium process and no profile directory survived.
+//! then asserts that no Chromium process and no profile directory survived. For the
+//! store's Postgres backend, a real PostgreSQL server ([`Postgres`]).
 
 mod fixtures;
 mod harness;
+mod postgres;
 
 pub use fixtures::{APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, FixtureServer, FixtureSite};
 pub use harness::{
     Harness, chromium_processes_under, processes_in_groups, with_browser, with_browser_config,
     worker_mode,
 };
+pub use postgres::{PG_USER, Postgres};
