@@ -69,7 +69,7 @@ impl Store {
         a: &ApprovalRecord,
         screenshot: Option<(&str, &[u8])>,
     ) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool()?.begin().await?;
         sqlx::query(
             "INSERT INTO approvals (id, tenant, caller, session, tool, args, target, page_url, rule, risk,
                 binding, status, created_ms, expires_ms, decided_ms, decided_by, note, page_title)
@@ -111,7 +111,7 @@ impl Store {
     pub async fn approval_screenshot(&self, id: &str) -> Result<Option<(String, Vec<u8>)>> {
         let row = sqlx::query("SELECT mime, data FROM approval_screenshots WHERE id = ?")
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         row.map(|r| Ok((r.try_get("mime")?, r.try_get("data")?)))
             .transpose()
@@ -121,7 +121,7 @@ impl Store {
     pub async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>> {
         let row = sqlx::query("SELECT * FROM approvals WHERE id = ?")
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         row.map(|r| approval_row(&r)).transpose()
     }
@@ -131,7 +131,7 @@ impl Store {
         let row = sqlx::query("SELECT * FROM approvals WHERE id = ? AND tenant = ?")
             .bind(id)
             .bind(tenant)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         row.map(|r| approval_row(&r)).transpose()
     }
@@ -149,7 +149,7 @@ impl Store {
         )
         .bind(tenant)
         .bind(status.map(ApprovalStatus::as_str))
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter().map(approval_row).collect()
     }
@@ -175,7 +175,7 @@ impl Store {
         .bind(note)
         .bind(id)
         .bind(now_ms)
-        .execute(self.pool())
+        .execute(self.pool()?)
         .await?;
         if done.rows_affected() == 1 {
             return Ok(Decided::Done);
@@ -197,7 +197,7 @@ impl Store {
         )
         .bind(now_ms)
         .bind(id)
-        .execute(self.pool())
+        .execute(self.pool()?)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -212,7 +212,7 @@ impl Store {
         )
         .bind(now_ms)
         .bind(before_ms)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter().map(approval_row).collect()
     }
@@ -224,7 +224,7 @@ impl Store {
         )
         .bind(now_ms)
         .bind(id)
-        .execute(self.pool())
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }

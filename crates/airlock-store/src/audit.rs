@@ -1,12 +1,15 @@
-//! The audit log as stored: rows appended one at a time, each chained to the one
-//! before it in the same transaction, so two writers (a server and the CLI) cannot
-//! interleave a chain.
+//! The audit log as stored, on either backend: rows appended one at a time, each
+//! chained to the one before it in the same transaction, so two writers (a server and
+//! the CLI, or replicas sharing Postgres) cannot interleave a chain.
 
 use airlock_audit::{Hash, Row};
 use serde_json::{Map, Value};
 use sqlx::Row as _;
 
-use crate::{Result, Store, StoreError};
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::SqlitePool;
+
+use crate::{Backend, Result, Store, StoreError};
 
 /// One stored audit event. `tenant`, `time_ms`, `kind` and `session` are read from
 /// its hashed body, never from the columns the store filters on: an edit of a column
@@ -69,99 +72,166 @@ impl Store {
 
     /// Appends an event's fields (an [`airlock_audit::Entry`] a writer has redacted):
     /// `fields` must hold `tenant`, `time_ms` and `kind` (and
-    /// `session` when it concerns one). Durable when this returns.
+    /// `session` when it concerns one). Durable when this returns. Appends are
+    /// serialised across every process writing the store (a server, the CLI, other
+    /// replicas on Postgres): each row is chained to the one before it in the same
+    /// transaction, which holds the writers' lock.
     pub async fn append_audit(&self, fields: &Map<String, Value>) -> Result<AuditRecord> {
         let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
-        let tenant = text("tenant").ok_or_else(|| missing("tenant"))?;
-        let kind = text("kind").ok_or_else(|| missing("kind"))?;
-        let time_ms = fields
-            .get("time_ms")
-            .and_then(Value::as_i64)
-            .ok_or_else(|| missing("time_ms"))?;
-        let session = text("session");
-        let mut conn = self.pool().acquire().await?;
-        // IMMEDIATE takes the write lock now: the row read below is still the last one
-        // when this one is written after it.
-        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
-        let written = async {
-            let last = sqlx::query("SELECT seq, chain FROM audit_events ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(&mut *conn)
-                .await?;
-            let (seq, previous) = match last {
-                None => (1, [0u8; 32]),
-                Some(row) => (
-                    row.try_get::<i64, _>(0)? as u64 + 1,
-                    hash(row.try_get::<Vec<u8>, _>(1)?)?,
-                ),
-            };
-            let row = Row::new(seq, fields, &previous);
-            sqlx::query(
-                "INSERT INTO audit_events (seq, tenant, time_ms, kind, session, body, chain)
-                 VALUES (?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(seq as i64)
-            .bind(&tenant)
-            .bind(time_ms)
-            .bind(&kind)
-            .bind(&session)
-            .bind(&row.body)
-            .bind(row.chain.as_slice())
-            .execute(&mut *conn)
-            .await?;
-            Ok::<_, StoreError>(AuditRecord {
-                seq,
-                tenant: tenant.clone(),
-                time_ms,
-                kind: kind.clone(),
-                session: session.clone(),
-                body: row.body,
-                chain: row.chain,
-                columns: Columns {
-                    tenant: tenant.clone(),
-                    time_ms,
-                    kind: kind.clone(),
-                    session: session.clone(),
-                },
-            })
-        }
-        .await;
-        match written {
-            Ok(record) => {
-                sqlx::query("COMMIT").execute(&mut *conn).await?;
-                Ok(record)
-            }
-            Err(e) => {
-                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-                Err(e)
-            }
+        let columns = Columns {
+            tenant: text("tenant").ok_or_else(|| missing("tenant"))?,
+            kind: text("kind").ok_or_else(|| missing("kind"))?,
+            time_ms: fields
+                .get("time_ms")
+                .and_then(Value::as_i64)
+                .ok_or_else(|| missing("time_ms"))?,
+            session: text("session"),
+        };
+        match &self.backend {
+            Backend::Sqlite(pool) => append_sqlite(pool, fields, columns).await,
+            Backend::Postgres(pool) => append_postgres(pool, fields, columns).await,
         }
     }
 
     /// Events after `after` (0: from the first), at most `limit`, oldest first.
     pub async fn audit_events(&self, after: u64, limit: u32) -> Result<Vec<AuditRecord>> {
-        let rows = sqlx::query(
-            "SELECT seq, tenant, time_ms, kind, session, body, chain FROM audit_events
-             WHERE seq > ? ORDER BY seq LIMIT ?",
-        )
-        .bind(after as i64)
-        .bind(i64::from(limit))
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(record).collect()
+        const AFTER: &str = "SELECT seq, tenant, time_ms, kind, session, body, chain
+            FROM audit_events WHERE seq > $1 ORDER BY seq LIMIT $2";
+        let (after, limit) = (after as i64, i64::from(limit));
+        match &self.backend {
+            Backend::Sqlite(pool) => {
+                let rows = sqlx::query(AFTER)
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(pool)
+                    .await?;
+                rows.iter().map(record).collect()
+            }
+            Backend::Postgres(pool) => {
+                let rows = sqlx::query(AFTER)
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(pool)
+                    .await?;
+                rows.iter().map(record).collect()
+            }
+        }
     }
 
     /// The last `n` events, oldest first.
     pub async fn audit_tail(&self, n: u32) -> Result<Vec<AuditRecord>> {
-        let rows = sqlx::query(
-            "SELECT seq, tenant, time_ms, kind, session, body, chain FROM audit_events
-             ORDER BY seq DESC LIMIT ?",
-        )
-        .bind(i64::from(n))
-        .fetch_all(self.pool())
-        .await?;
-        let mut records: Vec<AuditRecord> = rows.iter().map(record).collect::<Result<_>>()?;
+        const TAIL: &str = "SELECT seq, tenant, time_ms, kind, session, body, chain
+            FROM audit_events ORDER BY seq DESC LIMIT $1";
+        let mut records: Vec<AuditRecord> = match &self.backend {
+            Backend::Sqlite(pool) => {
+                let rows = sqlx::query(TAIL).bind(i64::from(n)).fetch_all(pool).await?;
+                rows.iter().map(record).collect::<Result<_>>()?
+            }
+            Backend::Postgres(pool) => {
+                let rows = sqlx::query(TAIL).bind(i64::from(n)).fetch_all(pool).await?;
+                rows.iter().map(record).collect::<Result<_>>()?
+            }
+        };
         records.reverse();
         Ok(records)
+    }
+}
+
+// The same statements serve both backends: `$n` parameters read as positional in
+// SQLite too.
+const LAST: &str = "SELECT seq, chain FROM audit_events ORDER BY seq DESC LIMIT 1";
+const INSERT: &str = "INSERT INTO audit_events (seq, tenant, time_ms, kind, session, body, chain)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+async fn append_sqlite(
+    pool: &SqlitePool,
+    fields: &Map<String, Value>,
+    columns: Columns,
+) -> Result<AuditRecord> {
+    let mut conn = pool.acquire().await?;
+    // IMMEDIATE takes the write lock now: the row read below is still the last one
+    // when this one is written after it.
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+    let written = async {
+        let last = sqlx::query(LAST).fetch_optional(&mut *conn).await?;
+        let last = last
+            .map(|r| Ok::<_, StoreError>((r.try_get::<i64, _>(0)?, r.try_get::<Vec<u8>, _>(1)?)))
+            .transpose()?;
+        let (seq, row) = next(last, fields)?;
+        sqlx::query(INSERT)
+            .bind(seq as i64)
+            .bind(&columns.tenant)
+            .bind(columns.time_ms)
+            .bind(&columns.kind)
+            .bind(&columns.session)
+            .bind(&row.body)
+            .bind(row.chain.as_slice())
+            .execute(&mut *conn)
+            .await?;
+        Ok::<_, StoreError>(appended(seq, row, columns))
+    }
+    .await;
+    match written {
+        Ok(record) => {
+            sqlx::query("COMMIT").execute(&mut *conn).await?;
+            Ok(record)
+        }
+        Err(e) => {
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            Err(e)
+        }
+    }
+}
+
+async fn append_postgres(
+    pool: &PgPool,
+    fields: &Map<String, Value>,
+    columns: Columns,
+) -> Result<AuditRecord> {
+    let mut tx = pool.begin().await?;
+    // Appenders queue on this lock (it conflicts with itself) until the holder
+    // commits; readers take none that conflicts with it.
+    sqlx::query("LOCK TABLE audit_events IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await?;
+    let last = sqlx::query(LAST).fetch_optional(&mut *tx).await?;
+    let last = last
+        .map(|r| Ok::<_, StoreError>((r.try_get::<i64, _>(0)?, r.try_get::<Vec<u8>, _>(1)?)))
+        .transpose()?;
+    let (seq, row) = next(last, fields)?;
+    sqlx::query(INSERT)
+        .bind(seq as i64)
+        .bind(&columns.tenant)
+        .bind(columns.time_ms)
+        .bind(&columns.kind)
+        .bind(&columns.session)
+        .bind(&row.body)
+        .bind(row.chain.as_slice())
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(appended(seq, row, columns))
+}
+
+// The row after `last` (its seq and chain; none: the first row).
+fn next(last: Option<(i64, Vec<u8>)>, fields: &Map<String, Value>) -> Result<(u64, Row)> {
+    let (seq, previous) = match last {
+        None => (1, [0u8; 32]),
+        Some((seq, chain)) => (seq as u64 + 1, hash(chain)?),
+    };
+    Ok((seq, Row::new(seq, fields, &previous)))
+}
+
+fn appended(seq: u64, row: Row, columns: Columns) -> AuditRecord {
+    AuditRecord {
+        seq,
+        tenant: columns.tenant.clone(),
+        time_ms: columns.time_ms,
+        kind: columns.kind.clone(),
+        session: columns.session.clone(),
+        body: row.body,
+        chain: row.chain,
+        columns,
     }
 }
 
@@ -176,8 +246,20 @@ fn hash(bytes: Vec<u8>) -> Result<Hash> {
 }
 
 // A stored row as readers see it: what it says of itself from its body; the columns
-// kept only to be checked against it.
-fn record(row: &sqlx::sqlite::SqliteRow) -> Result<AuditRecord> {
+// kept only to be checked against it. Either backend's row.
+fn record<R>(row: &R) -> Result<AuditRecord>
+where
+    R: sqlx::Row,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database>,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database>,
+    for<'r> Vec<u8>: sqlx::Decode<'r, R::Database>,
+    String: sqlx::Type<R::Database>,
+    Option<String>: sqlx::Type<R::Database>,
+    i64: sqlx::Type<R::Database>,
+    Vec<u8>: sqlx::Type<R::Database>,
+{
     let columns = Columns {
         tenant: row.try_get("tenant")?,
         time_ms: row.try_get("time_ms")?,

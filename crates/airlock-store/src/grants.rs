@@ -43,7 +43,7 @@ impl Store {
         .bind(g.reusable)
         .bind(g.used_at)
         .bind(g.revoked_at)
-        .execute(self.pool())
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }
@@ -52,7 +52,7 @@ impl Store {
     pub async fn grant_by_hash(&self, token_hash: &[u8]) -> Result<Option<GrantRecord>> {
         let row = sqlx::query("SELECT * FROM grants WHERE token_hash = ?")
             .bind(token_hash)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         row.map(|r| grant_row(&r)).transpose()
     }
@@ -68,7 +68,7 @@ impl Store {
         .bind(now)
         .bind(id)
         .bind(now)
-        .execute(self.pool())
+        .execute(self.pool()?)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -81,7 +81,7 @@ impl Store {
         .bind(now)
         .bind(tenant)
         .bind(id)
-        .execute(self.pool())
+        .execute(self.pool()?)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -91,7 +91,7 @@ impl Store {
         let rows =
             sqlx::query("SELECT * FROM grants WHERE tenant = ? ORDER BY created_at DESC, id")
                 .bind(tenant)
-                .fetch_all(self.pool())
+                .fetch_all(self.pool()?)
                 .await?;
         rows.iter().map(grant_row).collect()
     }

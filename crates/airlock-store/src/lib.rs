@@ -1,7 +1,9 @@
 //! Airlock's persistent store. SQLite under the data dir is the embedded default
-//! (WAL mode, migrations embedded in the binary); callers see only [`Store`] and plain
-//! records, so a Postgres backend can be added as another [`Store`] variant without
-//! touching them.
+//! (WAL mode, migrations embedded in the binary); Postgres is the shared store of
+//! several control-plane replicas. Callers see only [`Store`] and plain records; each
+//! area's file holds its queries for both backends. Migrations for both are kept in
+//! step (`migrations/sqlite`, `migrations/postgres`: the same versions, checked by a
+//! test). Areas not yet on Postgres say so ([`StoreError::Unsupported`]).
 //!
 //! The store holds what the vault gives it: secret values arrive already encrypted,
 //! grant tokens already hashed. It never sees a plaintext secret.
@@ -22,6 +24,7 @@ pub use approvals::{ApprovalRecord, ApprovalStatus, Decided, UnknownStatus};
 pub use audit::AuditRecord;
 pub use grants::GrantRecord;
 pub use secrets::SecretRecord;
+use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 pub use tenants::{KeyRecord, LiveSessionRecord, TenantRecord};
 
@@ -40,6 +43,9 @@ pub enum StoreError {
     /// The database file could not be created or restricted to its owner.
     #[error("store: {0}")]
     File(#[from] std::io::Error),
+    /// This backend does not hold that area yet.
+    #[error("store: {0} is not kept on this backend yet")]
+    Unsupported(&'static str),
 }
 
 impl airlock_core::HasErrorCode for StoreError {
@@ -60,17 +66,20 @@ pub struct Store {
 #[derive(Clone)]
 enum Backend {
     Sqlite(SqlitePool),
+    Postgres(PgPool),
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.backend {
             Backend::Sqlite(_) => f.write_str("Store(sqlite)"),
+            Backend::Postgres(_) => f.write_str("Store(postgres)"),
         }
     }
 }
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 impl Store {
     /// Opens (creating if needed) the SQLite database at `path` and migrates it. The
@@ -103,22 +112,49 @@ impl Store {
     }
 
     async fn migrated(pool: SqlitePool) -> Result<Store> {
-        MIGRATOR.run(&pool).await?;
+        SQLITE_MIGRATIONS.run(&pool).await?;
         Ok(Store {
             backend: Backend::Sqlite(pool),
         })
     }
 
-    fn pool(&self) -> &SqlitePool {
+    /// Connects to the Postgres database at `url` (`postgres://…`) and migrates it.
+    /// Several replicas may open the same database at once: sqlx's migrator takes an
+    /// advisory lock, so they migrate it once.
+    pub async fn open_postgres(url: &str) -> Result<Store> {
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await?;
+        POSTGRES_MIGRATIONS.run(&pool).await?;
+        Ok(Store {
+            backend: Backend::Postgres(pool),
+        })
+    }
+
+    // The SQLite pool, for the areas kept only there so far.
+    fn pool(&self) -> Result<&SqlitePool> {
         match &self.backend {
-            Backend::Sqlite(pool) => pool,
+            Backend::Sqlite(pool) => Ok(pool),
+            Backend::Postgres(_) => Err(StoreError::Unsupported(
+                "this area (vault, grants, approvals, tenants)",
+            )),
         }
+    }
+
+    /// The migration versions each backend carries (for the test that keeps them in
+    /// step).
+    #[doc(hidden)]
+    pub fn migration_versions() -> (Vec<i64>, Vec<i64>) {
+        let versions = |m: &sqlx::migrate::Migrator| m.iter().map(|m| m.version).collect();
+        (versions(&SQLITE_MIGRATIONS), versions(&POSTGRES_MIGRATIONS))
     }
 
     /// The journal mode in force (`wal` for a file database).
     pub async fn journal_mode(&self) -> Result<String> {
         let row = sqlx::query("PRAGMA journal_mode")
-            .fetch_one(self.pool())
+            .fetch_one(self.pool()?)
             .await?;
         Ok(row.try_get::<String, _>(0)?)
     }
@@ -127,7 +163,7 @@ impl Store {
     pub async fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
         let row = sqlx::query("SELECT value FROM vault_meta WHERE key = ?")
             .bind(key)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         Ok(row.map(|r| r.try_get::<Vec<u8>, _>(0)).transpose()?)
     }
@@ -137,14 +173,17 @@ impl Store {
         sqlx::query("INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)")
             .bind(key)
             .bind(value)
-            .execute(self.pool())
+            .execute(self.pool()?)
             .await?;
         Ok(())
     }
 
     /// Closes the pool (pending writes are flushed).
     pub async fn close(&self) {
-        self.pool().close().await;
+        match &self.backend {
+            Backend::Sqlite(pool) => pool.close().await,
+            Backend::Postgres(pool) => pool.close().await,
+        }
     }
 }
 

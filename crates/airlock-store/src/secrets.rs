@@ -58,7 +58,7 @@ impl Store {
         .bind(&r.ciphertext)
         .bind(r.created_at)
         .bind(r.updated_at)
-        .execute(self.pool())
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }
@@ -68,7 +68,7 @@ impl Store {
         let row = sqlx::query("SELECT * FROM secrets WHERE tenant = ? AND name = ?")
             .bind(tenant)
             .bind(name)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         row.map(|r| secret_row(&r)).transpose()
     }
@@ -79,12 +79,12 @@ impl Store {
             Some(t) => {
                 sqlx::query("SELECT * FROM secrets WHERE tenant = ? ORDER BY name")
                     .bind(t)
-                    .fetch_all(self.pool())
+                    .fetch_all(self.pool()?)
                     .await?
             }
             None => {
                 sqlx::query("SELECT * FROM secrets ORDER BY tenant, name")
-                    .fetch_all(self.pool())
+                    .fetch_all(self.pool()?)
                     .await?
             }
         };
@@ -96,7 +96,7 @@ impl Store {
         let done = sqlx::query("DELETE FROM secrets WHERE tenant = ? AND name = ?")
             .bind(tenant)
             .bind(name)
-            .execute(self.pool())
+            .execute(self.pool()?)
             .await?;
         Ok(done.rows_affected() > 0)
     }
@@ -104,7 +104,7 @@ impl Store {
     /// Rewrites the given secrets and meta values in one transaction (key rotation):
     /// either every record is rewritten or none is.
     pub async fn rewrite(&self, records: &[SecretRecord], meta: &[(&str, Vec<u8>)]) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool()?.begin().await?;
         for r in records {
             let done = sqlx::query(
                 "UPDATE secrets SET nonce = ?, ciphertext = ?, updated_at = ? WHERE tenant = ? AND name = ?",

@@ -56,7 +56,7 @@ impl Store {
         let done = sqlx::query("INSERT OR IGNORE INTO tenants (name, created_ms) VALUES (?, ?)")
             .bind(name)
             .bind(now_ms)
-            .execute(self.pool())
+            .execute(self.pool()?)
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -64,7 +64,7 @@ impl Store {
     /// Every tenant, by name.
     pub async fn tenants(&self) -> Result<Vec<TenantRecord>> {
         let rows = sqlx::query("SELECT name, created_ms FROM tenants ORDER BY name")
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         rows.iter()
             .map(|r| {
@@ -89,7 +89,7 @@ impl Store {
         .bind(&key.key_hash)
         .bind(key.created_ms)
         .bind(key.revoked_ms)
-        .execute(self.pool())
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }
@@ -98,7 +98,7 @@ impl Store {
     pub async fn key_by_hash(&self, key_hash: &[u8]) -> Result<Option<KeyRecord>> {
         let row = sqlx::query("SELECT * FROM api_keys WHERE key_hash = ?")
             .bind(key_hash)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         row.map(|r| key_row(&r)).transpose()
     }
@@ -109,12 +109,12 @@ impl Store {
             Some(tenant) => {
                 sqlx::query("SELECT * FROM api_keys WHERE tenant = ? ORDER BY created_ms, id")
                     .bind(tenant)
-                    .fetch_all(self.pool())
+                    .fetch_all(self.pool()?)
                     .await?
             }
             None => {
                 sqlx::query("SELECT * FROM api_keys ORDER BY created_ms, id")
-                    .fetch_all(self.pool())
+                    .fetch_all(self.pool()?)
                     .await?
             }
         };
@@ -124,7 +124,7 @@ impl Store {
     /// Whether any key is live (then callers must authenticate).
     pub async fn has_live_keys(&self) -> Result<bool> {
         let row = sqlx::query("SELECT 1 FROM api_keys WHERE revoked_ms IS NULL LIMIT 1")
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         Ok(row.is_some())
     }
@@ -135,7 +135,7 @@ impl Store {
             sqlx::query("UPDATE api_keys SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL")
                 .bind(now_ms)
                 .bind(id)
-                .execute(self.pool())
+                .execute(self.pool()?)
                 .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -152,7 +152,7 @@ impl Store {
         .bind(&live.conversation)
         .bind(live.gateway_pid)
         .bind(live.opened_ms)
-        .execute(self.pool())
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }
@@ -161,7 +161,7 @@ impl Store {
     pub async fn remove_live_session(&self, id: &str) -> Result<()> {
         sqlx::query("DELETE FROM live_sessions WHERE id = ?")
             .bind(id)
-            .execute(self.pool())
+            .execute(self.pool()?)
             .await?;
         Ok(())
     }
@@ -169,7 +169,7 @@ impl Store {
     /// Every browser session some process noted as open.
     pub async fn live_sessions(&self) -> Result<Vec<LiveSessionRecord>> {
         let rows = sqlx::query("SELECT * FROM live_sessions ORDER BY opened_ms, id")
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         rows.iter()
             .map(|r| {

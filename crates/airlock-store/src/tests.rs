@@ -17,6 +17,13 @@ fn record(name: &str, byte: u8) -> SecretRecord {
     }
 }
 
+#[test]
+fn both_backends_carry_the_same_migrations() {
+    let (sqlite, postgres) = Store::migration_versions();
+    assert!(!sqlite.is_empty());
+    assert_eq!(sqlite, postgres);
+}
+
 #[tokio::test]
 async fn a_file_database_is_in_wal_mode_and_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();

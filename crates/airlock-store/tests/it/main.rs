@@ -1,0 +1,100 @@
+//! The store's stories, told against both backends: the embedded SQLite file and a
+//! real PostgreSQL server (started by the test, see `airlock_test_support::Postgres`),
+//! with several stores on one database standing for control-plane replicas.
+
+#![allow(clippy::unwrap_used)]
+
+use airlock_store::Store;
+use airlock_test_support::Postgres;
+use serde_json::{Map, Value, json};
+
+fn event(replica: usize, i: usize) -> Map<String, Value> {
+    let Value::Object(fields) = json!({
+        "tenant": "default",
+        "time_ms": 1_700_000_000_000_i64 + i as i64,
+        "kind": "tool_call",
+        "session": format!("replica-{replica}"),
+        "n": i,
+    }) else {
+        unreachable!()
+    };
+    fields
+}
+
+// Three stores on one database append at once; afterwards the log is one chain with
+// every event in it, whichever store reads it.
+async fn one_chain_from_three_writers(replicas: [Store; 3]) {
+    const EACH: usize = 40;
+    let writers: Vec<_> = replicas
+        .iter()
+        .enumerate()
+        .map(|(r, store)| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in 0..EACH {
+                    store.append_audit(&event(r, i)).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    for store in &replicas {
+        let records = store.audit_events(0, 1_000).await.unwrap();
+        assert_eq!(records.len(), 3 * EACH);
+        let rows: Vec<_> = records.iter().map(|r| r.row()).collect();
+        let verified = airlock_audit::verify(&rows, &[]).unwrap();
+        assert_eq!(verified.events, (3 * EACH) as u64);
+        for r in 0..3 {
+            let mine = records
+                .iter()
+                .filter(|e| e.session.as_deref() == Some(&format!("replica-{r}")))
+                .count();
+            assert_eq!(mine, EACH);
+        }
+    }
+    let tail = replicas[2].audit_tail(5).await.unwrap();
+    assert_eq!(tail.last().unwrap().seq, (3 * EACH) as u64);
+    for store in replicas {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_stays_one_chain_with_writers_racing_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("airlock.db");
+    let open = || Store::open_sqlite(&path);
+    one_chain_from_three_writers([
+        open().await.unwrap(),
+        open().await.unwrap(),
+        open().await.unwrap(),
+    ])
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_stays_one_chain_with_three_replicas_racing_on_postgres() {
+    let pg = Postgres::start();
+    let url = pg.url();
+    // The replicas start together: the database is migrated once.
+    let (a, b, c) = tokio::join!(
+        Store::open_postgres(&url),
+        Store::open_postgres(&url),
+        Store::open_postgres(&url)
+    );
+    one_chain_from_three_writers([a.unwrap(), b.unwrap(), c.unwrap()]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_area_not_yet_on_postgres_says_so() {
+    let pg = Postgres::start();
+    let store = Store::open_postgres(&pg.url()).await.unwrap();
+    let err = store.secret("default", "app").await.unwrap_err();
+    assert!(
+        err.to_string().contains("not kept on this backend yet"),
+        "{err}"
+    );
+    store.close().await;
+}
