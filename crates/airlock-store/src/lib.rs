@@ -57,6 +57,52 @@ impl airlock_core::HasErrorCode for StoreError {
 
 type Result<T> = std::result::Result<T, StoreError>;
 
+/// Runs `$body` with `$pool` bound to the store's pool, whichever the backend: one
+/// statement and one row mapping ([`Fields`]) serve both (`$n` parameters read as
+/// positional in SQLite too).
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.backend {
+            $crate::Backend::Sqlite($pool) => $body,
+            $crate::Backend::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use on_pool;
+
+/// A value either backend decodes.
+pub(crate) trait Both:
+    for<'r> sqlx::Decode<'r, sqlx::Sqlite>
+    + sqlx::Type<sqlx::Sqlite>
+    + for<'r> sqlx::Decode<'r, sqlx::Postgres>
+    + sqlx::Type<sqlx::Postgres>
+{
+}
+impl<T> Both for T where
+    T: for<'r> sqlx::Decode<'r, sqlx::Sqlite>
+        + sqlx::Type<sqlx::Sqlite>
+        + for<'r> sqlx::Decode<'r, sqlx::Postgres>
+        + sqlx::Type<sqlx::Postgres>
+{
+}
+
+/// A row of either backend, read by column name.
+pub(crate) trait Fields {
+    fn get<T: Both>(&self, name: &str) -> Result<T>;
+}
+
+impl Fields for sqlx::sqlite::SqliteRow {
+    fn get<T: Both>(&self, name: &str) -> Result<T> {
+        Ok(self.try_get(name)?)
+    }
+}
+
+impl Fields for sqlx::postgres::PgRow {
+    fn get<T: Both>(&self, name: &str) -> Result<T> {
+        Ok(self.try_get(name)?)
+    }
+}
+
 /// The store. Cheap to clone (a pool handle).
 #[derive(Clone)]
 pub struct Store {
@@ -138,7 +184,7 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(pool) => Ok(pool),
             Backend::Postgres(_) => Err(StoreError::Unsupported(
-                "this area (vault, grants, approvals, tenants)",
+                "this area (vault, approvals, tenants)",
             )),
         }
     }

@@ -26,7 +26,7 @@ CREATE TABLE grants (
     domains     TEXT    NOT NULL, -- JSON array
     created_at  BIGINT NOT NULL,
     expires_at  BIGINT NOT NULL,
-    reusable    BIGINT NOT NULL,
+    reusable    BOOLEAN NOT NULL,
     used_at     BIGINT,
     revoked_at  BIGINT
 );

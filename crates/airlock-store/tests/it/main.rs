@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use airlock_store::Store;
+use airlock_store::{GrantRecord, Store};
 use airlock_test_support::Postgres;
 use serde_json::{Map, Value, json};
 
@@ -59,6 +59,97 @@ async fn one_chain_from_three_writers(replicas: [Store; 3]) {
     for store in replicas {
         store.close().await;
     }
+}
+
+fn grant(id: &str, reusable: bool) -> GrantRecord {
+    GrantRecord {
+        id: id.to_owned(),
+        tenant: "default".to_owned(),
+        token_hash: id.as_bytes().to_vec(),
+        domains: vec!["example.com".to_owned()],
+        created_at: 100,
+        expires_at: 1_000,
+        reusable,
+        used_at: None,
+        revoked_at: None,
+    }
+}
+
+// A single-use grant, redeemed by 30 racing calls spread over three stores, is
+// redeemed once; a reusable one every time; a revoked one never.
+async fn a_single_use_grant_is_redeemed_once(replicas: [Store; 3]) {
+    replicas[0]
+        .insert_grant(&grant("once", false))
+        .await
+        .unwrap();
+    replicas[1]
+        .insert_grant(&grant("often", true))
+        .await
+        .unwrap();
+    let redeem = |id: &'static str| {
+        let attempts: Vec<_> = (0..30)
+            .map(|i| {
+                let store = replicas[i % 3].clone();
+                tokio::spawn(async move { store.use_grant(id, 200).await.unwrap() })
+            })
+            .collect();
+        async move {
+            let mut won = 0;
+            for attempt in attempts {
+                won += usize::from(attempt.await.unwrap());
+            }
+            won
+        }
+    };
+    assert_eq!(redeem("once").await, 1);
+    assert_eq!(redeem("often").await, 30);
+    let seen = replicas[2].grant_by_hash(b"once").await.unwrap().unwrap();
+    assert_eq!(seen.used_at, Some(200));
+    assert!(
+        replicas[2]
+            .revoke_grant("default", "often", 300)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !replicas[0]
+            .revoke_grant("default", "often", 301)
+            .await
+            .unwrap()
+    );
+    assert!(!replicas[1].use_grant("often", 302).await.unwrap());
+    // Expired: unusable from `expires_at` on.
+    replicas[0]
+        .insert_grant(&grant("late", true))
+        .await
+        .unwrap();
+    assert!(!replicas[0].use_grant("late", 1_000).await.unwrap());
+    let listed = replicas[1].grants("default").await.unwrap();
+    assert_eq!(listed.len(), 3);
+    for store in replicas {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_use_grant_is_redeemed_once_by_racing_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("airlock.db");
+    let open = || Store::open_sqlite(&path);
+    a_single_use_grant_is_redeemed_once([
+        open().await.unwrap(),
+        open().await.unwrap(),
+        open().await.unwrap(),
+    ])
+    .await;
+    let pg = Postgres::start();
+    let url = pg.url();
+    let (a, b, c) = tokio::join!(
+        Store::open_postgres(&url),
+        Store::open_postgres(&url),
+        Store::open_postgres(&url)
+    );
+    a_single_use_grant_is_redeemed_once([a.unwrap(), b.unwrap(), c.unwrap()]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
