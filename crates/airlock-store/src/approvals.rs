@@ -1,9 +1,7 @@
 //! Approvals as stored: a held call's record and its one decision. Any process with
 //! the database decides (the CLI today), and the waiting gateway reads the decision.
 
-use sqlx::Row as _;
-
-use crate::{Result, Store};
+use crate::{Fields, Result, Store, on_pool};
 
 pub use airlock_audit::{ApprovalStatus, UnknownStatus};
 
@@ -69,11 +67,12 @@ impl Store {
         a: &ApprovalRecord,
         screenshot: Option<(&str, &[u8])>,
     ) -> Result<()> {
-        let mut tx = self.pool()?.begin().await?;
-        sqlx::query(
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
             "INSERT INTO approvals (id, tenant, caller, session, tool, args, target, page_url, rule, risk,
                 binding, status, created_ms, expires_ms, decided_ms, decided_by, note, page_title)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
         )
         .bind(&a.id)
         .bind(&a.tenant)
@@ -95,45 +94,54 @@ impl Store {
         .bind(&a.page_title)
         .execute(&mut *tx)
         .await?;
-        if let Some((mime, data)) = screenshot {
-            sqlx::query("INSERT INTO approval_screenshots (id, mime, data) VALUES (?, ?, ?)")
+            if let Some((mime, data)) = screenshot {
+                sqlx::query(
+                    "INSERT INTO approval_screenshots (id, mime, data) VALUES ($1, $2, $3)",
+                )
                 .bind(&a.id)
                 .bind(mime)
                 .bind(data)
                 .execute(&mut *tx)
                 .await?;
-        }
-        tx.commit().await?;
+            }
+            tx.commit().await?;
+        });
         Ok(())
     }
 
     /// The screenshot stored with an approval: its MIME type and bytes.
     pub async fn approval_screenshot(&self, id: &str) -> Result<Option<(String, Vec<u8>)>> {
-        let row = sqlx::query("SELECT mime, data FROM approval_screenshots WHERE id = ?")
-            .bind(id)
-            .fetch_optional(self.pool()?)
-            .await?;
-        row.map(|r| Ok((r.try_get("mime")?, r.try_get("data")?)))
-            .transpose()
+        on_pool!(self, |pool| {
+            let row = sqlx::query("SELECT mime, data FROM approval_screenshots WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?;
+            row.map(|r| Ok((r.get("mime")?, r.get("data")?)))
+                .transpose()
+        })
     }
 
     /// The approval with this id.
     pub async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>> {
-        let row = sqlx::query("SELECT * FROM approvals WHERE id = ?")
-            .bind(id)
-            .fetch_optional(self.pool()?)
-            .await?;
-        row.map(|r| approval_row(&r)).transpose()
+        on_pool!(self, |pool| {
+            let row = sqlx::query("SELECT * FROM approvals WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?;
+            row.map(|r| approval_row(&r)).transpose()
+        })
     }
 
     /// The approval with this id if it is `tenant`'s (another tenant's reads as none).
     pub async fn tenant_approval(&self, tenant: &str, id: &str) -> Result<Option<ApprovalRecord>> {
-        let row = sqlx::query("SELECT * FROM approvals WHERE id = ? AND tenant = ?")
-            .bind(id)
-            .bind(tenant)
-            .fetch_optional(self.pool()?)
-            .await?;
-        row.map(|r| approval_row(&r)).transpose()
+        on_pool!(self, |pool| {
+            let row = sqlx::query("SELECT * FROM approvals WHERE id = $1 AND tenant = $2")
+                .bind(id)
+                .bind(tenant)
+                .fetch_optional(pool)
+                .await?;
+            row.map(|r| approval_row(&r)).transpose()
+        })
     }
 
     /// Approvals, newest first, of one tenant (all when `None`) and status (all when
@@ -143,15 +151,17 @@ impl Store {
         tenant: Option<&str>,
         status: Option<ApprovalStatus>,
     ) -> Result<Vec<ApprovalRecord>> {
-        let rows = sqlx::query(
-            "SELECT * FROM approvals WHERE (?1 IS NULL OR tenant = ?1) AND (?2 IS NULL OR status = ?2)
-             ORDER BY created_ms DESC",
-        )
-        .bind(tenant)
-        .bind(status.map(ApprovalStatus::as_str))
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter().map(approval_row).collect()
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(
+                "SELECT * FROM approvals WHERE ($1 IS NULL OR tenant = $1) AND ($2 IS NULL OR status = $2)
+                 ORDER BY created_ms DESC",
+            )
+            .bind(tenant)
+            .bind(status.map(ApprovalStatus::as_str))
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(approval_row).collect()
+        })
     }
 
     /// Records a decision on a pending approval that has not expired at `now_ms`: one
@@ -165,93 +175,101 @@ impl Store {
         now_ms: i64,
     ) -> Result<Decided> {
         let status = ApprovalStatus::decided(approve).as_str();
-        let done = sqlx::query(
-            "UPDATE approvals SET status = ?, decided_ms = ?, decided_by = ?, note = ?
-             WHERE id = ? AND status = 'pending' AND expires_ms > ?",
-        )
-        .bind(status)
-        .bind(now_ms)
-        .bind(by)
-        .bind(note)
-        .bind(id)
-        .bind(now_ms)
-        .execute(self.pool()?)
-        .await?;
-        if done.rows_affected() == 1 {
-            return Ok(Decided::Done);
-        }
-        Ok(match self.approval(id).await? {
-            None => Decided::NotFound,
-            Some(a) if a.status == ApprovalStatus::Pending => {
-                Decided::Closed(ApprovalStatus::Expired)
+        on_pool!(self, |pool| {
+            let done = sqlx::query(
+                "UPDATE approvals SET status = $1, decided_ms = $2, decided_by = $3, note = $4
+                 WHERE id = $5 AND status = 'pending' AND expires_ms > $6",
+            )
+            .bind(status)
+            .bind(now_ms)
+            .bind(by)
+            .bind(note)
+            .bind(id)
+            .bind(now_ms)
+            .execute(pool)
+            .await?;
+            if done.rows_affected() == 1 {
+                return Ok(Decided::Done);
             }
-            Some(a) => Decided::Closed(a.status),
+            Ok(match self.approval(id).await? {
+                None => Decided::NotFound,
+                Some(a) if a.status == ApprovalStatus::Pending => {
+                    Decided::Closed(ApprovalStatus::Expired)
+                }
+                Some(a) => Decided::Closed(a.status),
+            })
         })
     }
 
     /// Uses an approved approval for the one run it allows: true for the first
     /// caller, false for any other (it was used, or is not approved).
     pub async fn use_approval(&self, id: &str, now_ms: i64) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE approvals SET used_ms = ? WHERE id = ? AND status = 'approved' AND used_ms IS NULL",
-        )
-        .bind(now_ms)
-        .bind(id)
-        .execute(self.pool()?)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        on_pool!(self, |pool| {
+            let done = sqlx::query(
+                "UPDATE approvals SET used_ms = $1 WHERE id = $2 AND status = 'approved' AND used_ms IS NULL",
+            )
+            .bind(now_ms)
+            .bind(id)
+            .execute(pool)
+            .await?;
+            Ok(done.rows_affected() == 1)
+        })
     }
 
     /// Expires every approval still pending though it expired before `before_ms`
     /// (nobody waits on it any more: a stateless client that never came back, a
     /// gateway that stopped). Returns them as they are now.
     pub async fn expire_overdue(&self, before_ms: i64, now_ms: i64) -> Result<Vec<ApprovalRecord>> {
-        let rows = sqlx::query(
-            "UPDATE approvals SET status = 'expired', decided_ms = ?
-             WHERE status = 'pending' AND expires_ms < ? RETURNING *",
-        )
-        .bind(now_ms)
-        .bind(before_ms)
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter().map(approval_row).collect()
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(
+                "UPDATE approvals SET status = 'expired', decided_ms = $1
+                 WHERE status = 'pending' AND expires_ms < $2 RETURNING *",
+            )
+            .bind(now_ms)
+            .bind(before_ms)
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(approval_row).collect()
+        })
     }
 
     /// Marks a pending approval expired (its call stopped waiting).
     pub async fn expire_approval(&self, id: &str, now_ms: i64) -> Result<()> {
-        sqlx::query(
-            "UPDATE approvals SET status = 'expired', decided_ms = ? WHERE id = ? AND status = 'pending'",
-        )
-        .bind(now_ms)
-        .bind(id)
-        .execute(self.pool()?)
-        .await?;
-        Ok(())
+        on_pool!(self, |pool| {
+            sqlx::query(
+                "UPDATE approvals SET status = 'expired', decided_ms = $1 WHERE id = $2 AND status = 'pending'",
+            )
+            .bind(now_ms)
+            .bind(id)
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
     }
 }
 
-fn approval_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRecord> {
+fn approval_row(row: &impl Fields) -> Result<ApprovalRecord> {
     Ok(ApprovalRecord {
-        id: row.try_get("id")?,
-        tenant: row.try_get("tenant")?,
-        caller: row.try_get("caller")?,
-        session: row.try_get("session")?,
-        tool: row.try_get("tool")?,
-        args: row.try_get("args")?,
-        target: row.try_get("target")?,
-        page_url: row.try_get("page_url")?,
-        page_title: row.try_get("page_title")?,
-        rule: row.try_get("rule")?,
-        risk: row.try_get("risk")?,
-        binding: row.try_get("binding")?,
-        status: row.try_get::<String, _>("status")?.parse().map_err(|_| {
+        id: row.get("id")?,
+        tenant: row.get("tenant")?,
+        caller: row.get("caller")?,
+        session: row.get("session")?,
+        tool: row.get("tool")?,
+        args: row.get("args")?,
+        target: row.get("target")?,
+        page_url: row.get("page_url")?,
+        page_title: row.get("page_title")?,
+        rule: row.get("rule")?,
+        risk: row.get("risk")?,
+        binding: row.get("binding")?,
+        status: row.get::<String>("status")?.parse().map_err(|_| {
             crate::StoreError::Corrupt("an approval's status is unknown".to_owned())
         })?,
-        created_ms: row.try_get("created_ms")?,
-        expires_ms: row.try_get("expires_ms")?,
-        decided_ms: row.try_get("decided_ms")?,
-        decided_by: row.try_get("decided_by")?,
-        note: row.try_get("note")?,
-        used_ms: row.try_get("used_ms")?,
+        created_ms: row.get("created_ms")?,
+        expires_ms: row.get("expires_ms")?,
+        decided_ms: row.get("decided_ms")?,
+        decided_by: row.get("decided_by")?,
+        note: row.get("note")?,
+        used_ms: row.get("used_ms")?,
     })
 }

@@ -183,9 +183,7 @@ impl Store {
     fn pool(&self) -> Result<&SqlitePool> {
         match &self.backend {
             Backend::Sqlite(pool) => Ok(pool),
-            Backend::Postgres(_) => Err(StoreError::Unsupported(
-                "this area (vault, approvals, tenants)",
-            )),
+            Backend::Postgres(_) => Err(StoreError::Unsupported("this area (vault, tenants)")),
         }
     }
 

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use airlock_store::{GrantRecord, Store};
+use airlock_store::{ApprovalRecord, ApprovalStatus, Decided, GrantRecord, Store};
 use airlock_test_support::Postgres;
 use serde_json::{Map, Value, json};
 
@@ -150,6 +150,116 @@ async fn a_single_use_grant_is_redeemed_once_by_racing_replicas() {
         Store::open_postgres(&url)
     );
     a_single_use_grant_is_redeemed_once([a.unwrap(), b.unwrap(), c.unwrap()]).await;
+}
+
+fn approval(id: &str) -> ApprovalRecord {
+    ApprovalRecord {
+        id: id.to_owned(),
+        tenant: "default".to_owned(),
+        caller: "default/k".to_owned(),
+        session: Some("s1".to_owned()),
+        tool: "browser_click".to_owned(),
+        args: "{}".to_owned(),
+        target: None,
+        page_url: None,
+        page_title: None,
+        rule: "destructive".to_owned(),
+        risk: "high".to_owned(),
+        binding: vec![1, 2, 3],
+        status: ApprovalStatus::Pending,
+        created_ms: 1_000,
+        expires_ms: 61_000,
+        decided_ms: None,
+        decided_by: None,
+        note: None,
+        used_ms: None,
+    }
+}
+
+// Ten approvals racing ten denials over three stores: one decision counts, every
+// other is told the approval is closed with that decision; the approved run is used
+// once however many replicas try.
+async fn an_approval_is_decided_once(replicas: [Store; 3]) {
+    let shot: &[u8] = b"png";
+    replicas[0]
+        .insert_approval(&approval("a1"), Some(("image/png", shot)))
+        .await
+        .unwrap();
+    let deciders: Vec<_> = (0..20)
+        .map(|i| {
+            let store = replicas[i % 3].clone();
+            tokio::spawn(async move {
+                store
+                    .decide_approval("a1", i % 2 == 0, "op", None, 2_000)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for decider in deciders {
+        outcomes.push(decider.await.unwrap());
+    }
+    assert_eq!(outcomes.iter().filter(|o| **o == Decided::Done).count(), 1);
+    let decided = replicas[1].approval("a1").await.unwrap().unwrap();
+    assert_ne!(decided.status, ApprovalStatus::Pending);
+    for outcome in outcomes.iter().filter(|o| **o != Decided::Done) {
+        assert_eq!(*outcome, Decided::Closed(decided.status));
+    }
+    if decided.status == ApprovalStatus::Approved {
+        let mut used = 0;
+        for store in &replicas {
+            used += usize::from(store.use_approval("a1", 3_000).await.unwrap());
+        }
+        assert_eq!(used, 1);
+    }
+    assert_eq!(
+        replicas[2].approval_screenshot("a1").await.unwrap(),
+        Some(("image/png".to_owned(), shot.to_vec()))
+    );
+    // One nobody decided in time expires, and is listed as such on every replica.
+    replicas[0]
+        .insert_approval(&approval("a2"), None)
+        .await
+        .unwrap();
+    let expired = replicas[1].expire_overdue(70_000, 70_000).await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(
+        replicas[2]
+            .decide_approval("a2", true, "op", None, 70_001)
+            .await
+            .unwrap(),
+        Decided::Closed(ApprovalStatus::Expired)
+    );
+    let listed = replicas[2]
+        .approvals(Some("default"), Some(ApprovalStatus::Expired))
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    for store in replicas {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_decided_once_by_racing_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("airlock.db");
+    let open = || Store::open_sqlite(&path);
+    an_approval_is_decided_once([
+        open().await.unwrap(),
+        open().await.unwrap(),
+        open().await.unwrap(),
+    ])
+    .await;
+    let pg = Postgres::start();
+    let url = pg.url();
+    let (a, b, c) = tokio::join!(
+        Store::open_postgres(&url),
+        Store::open_postgres(&url),
+        Store::open_postgres(&url)
+    );
+    an_approval_is_decided_once([a.unwrap(), b.unwrap(), c.unwrap()]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
