@@ -3,7 +3,7 @@
 //! several control-plane replicas. Callers see only [`Store`] and plain records; each
 //! area's file holds its queries for both backends. Migrations for both are kept in
 //! step (`migrations/sqlite`, `migrations/postgres`: the same versions, checked by a
-//! test). Areas not yet on Postgres say so ([`StoreError::Unsupported`]).
+//! test). What only one backend has says so ([`StoreError::Unsupported`]).
 //!
 //! The store holds what the vault gives it: secret values arrive already encrypted,
 //! grant tokens already hashed. It never sees a plaintext secret.
@@ -43,8 +43,8 @@ pub enum StoreError {
     /// The database file could not be created or restricted to its owner.
     #[error("store: {0}")]
     File(#[from] std::io::Error),
-    /// This backend does not hold that area yet.
-    #[error("store: {0} is not kept on this backend yet")]
+    /// This backend has no such thing.
+    #[error("store: {0} is not kept on this backend")]
     Unsupported(&'static str),
 }
 
@@ -179,11 +179,11 @@ impl Store {
         })
     }
 
-    // The SQLite pool, for the areas kept only there so far.
+    // The SQLite pool, for what only SQLite has.
     fn pool(&self) -> Result<&SqlitePool> {
         match &self.backend {
             Backend::Sqlite(pool) => Ok(pool),
-            Backend::Postgres(_) => Err(StoreError::Unsupported("this area (vault, tenants)")),
+            Backend::Postgres(_) => Err(StoreError::Unsupported("the journal mode (SQLite's)")),
         }
     }
 
@@ -205,20 +205,27 @@ impl Store {
 
     /// A vault bookkeeping value.
     pub async fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let row = sqlx::query("SELECT value FROM vault_meta WHERE key = ?")
-            .bind(key)
-            .fetch_optional(self.pool()?)
-            .await?;
-        Ok(row.map(|r| r.try_get::<Vec<u8>, _>(0)).transpose()?)
+        on_pool!(self, |pool| {
+            let row = sqlx::query("SELECT value FROM vault_meta WHERE key = $1")
+                .bind(key)
+                .fetch_optional(pool)
+                .await?;
+            row.map(|r| Fields::get::<Vec<u8>>(&r, "value")).transpose()
+        })
     }
 
     /// Sets a vault bookkeeping value.
     pub async fn set_meta(&self, key: &str, value: &[u8]) -> Result<()> {
-        sqlx::query("INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)")
+        on_pool!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO vault_meta (key, value) VALUES ($1, $2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )
             .bind(key)
             .bind(value)
-            .execute(self.pool()?)
+            .execute(pool)
             .await?;
+        });
         Ok(())
     }
 

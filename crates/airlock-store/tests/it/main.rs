@@ -4,7 +4,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use airlock_store::{ApprovalRecord, ApprovalStatus, Decided, GrantRecord, Store};
+use airlock_store::{
+    ApprovalRecord, ApprovalStatus, Decided, GrantRecord, KeyRecord, LiveSessionRecord,
+    SecretRecord, Store,
+};
 use airlock_test_support::Postgres;
 use serde_json::{Map, Value, json};
 
@@ -288,14 +291,137 @@ async fn the_audit_log_stays_one_chain_with_three_replicas_racing_on_postgres() 
     one_chain_from_three_writers([a.unwrap(), b.unwrap(), c.unwrap()]).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_area_not_yet_on_postgres_says_so() {
-    let pg = Postgres::start();
-    let store = Store::open_postgres(&pg.url()).await.unwrap();
-    let err = store.secret("default", "app").await.unwrap_err();
-    assert!(
-        err.to_string().contains("not kept on this backend yet"),
-        "{err}"
+// The vault's records and bookkeeping, tenants, keys and live sessions, written on
+// one store and read on another.
+async fn the_vault_and_tenants_are_shared(replicas: [Store; 3]) {
+    let secret = SecretRecord {
+        tenant: "default".to_owned(),
+        name: "app".to_owned(),
+        origins: vec!["https://app.example.com".to_owned()],
+        fields: vec!["password".to_owned()],
+        nonce: vec![1; 24],
+        ciphertext: vec![2; 40],
+        created_at: 100,
+        updated_at: 100,
+    };
+    replicas[0].put_secret(&secret).await.unwrap();
+    // An update keeps the creation time.
+    let updated = SecretRecord {
+        ciphertext: vec![3; 40],
+        created_at: 999,
+        updated_at: 200,
+        ..secret.clone()
+    };
+    replicas[1].put_secret(&updated).await.unwrap();
+    let read = replicas[2].secret("default", "app").await.unwrap().unwrap();
+    assert_eq!((read.created_at, read.updated_at), (100, 200));
+    assert_eq!(read.ciphertext, vec![3; 40]);
+    replicas[0].set_meta("check", b"one").await.unwrap();
+    replicas[1].set_meta("check", b"two").await.unwrap();
+    assert_eq!(
+        replicas[2].meta("check").await.unwrap(),
+        Some(b"two".to_vec())
     );
-    store.close().await;
+    // A rotation rewrites all or nothing.
+    let rotated = SecretRecord {
+        nonce: vec![9; 24],
+        ..read.clone()
+    };
+    let gone = SecretRecord {
+        name: "gone".to_owned(),
+        ..read.clone()
+    };
+    assert!(
+        replicas[0]
+            .rewrite(&[rotated.clone(), gone], &[("check", b"three".to_vec())])
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        replicas[1].meta("check").await.unwrap(),
+        Some(b"two".to_vec())
+    );
+    replicas[0]
+        .rewrite(&[rotated], &[("check", b"three".to_vec())])
+        .await
+        .unwrap();
+    assert_eq!(
+        replicas[1]
+            .secret("default", "app")
+            .await
+            .unwrap()
+            .unwrap()
+            .nonce,
+        vec![9; 24]
+    );
+    assert_eq!(replicas[2].secrets(None).await.unwrap().len(), 1);
+    assert!(replicas[2].delete_secret("default", "app").await.unwrap());
+    assert!(!replicas[0].delete_secret("default", "app").await.unwrap());
+
+    // Racing creations of one tenant: one creates it.
+    let creates: Vec<_> = (0..9)
+        .map(|i| {
+            let store = replicas[i % 3].clone();
+            tokio::spawn(async move { store.create_tenant("acme", 5).await.unwrap() })
+        })
+        .collect();
+    let mut created = 0;
+    for create in creates {
+        created += usize::from(create.await.unwrap());
+    }
+    assert_eq!(created, 1);
+    let key = KeyRecord {
+        id: "k1".to_owned(),
+        tenant: "acme".to_owned(),
+        role: "act".to_owned(),
+        name: None,
+        key_hash: vec![7; 32],
+        created_ms: 6,
+        revoked_ms: None,
+    };
+    replicas[0].insert_key(&key).await.unwrap();
+    assert_eq!(replicas[1].key_by_hash(&[7; 32]).await.unwrap(), Some(key));
+    assert!(replicas[2].has_live_keys().await.unwrap());
+    assert!(replicas[1].revoke_key("k1", 7).await.unwrap());
+    assert!(!replicas[0].revoke_key("k1", 8).await.unwrap());
+    assert!(!replicas[2].has_live_keys().await.unwrap());
+    assert_eq!(replicas[0].keys(Some("acme")).await.unwrap().len(), 1);
+    let live = LiveSessionRecord {
+        id: "s1".to_owned(),
+        tenant: "acme".to_owned(),
+        user_id: Some("u".to_owned()),
+        conversation: None,
+        gateway_pid: 4242,
+        opened_ms: 9,
+    };
+    replicas[0].insert_live_session(&live).await.unwrap();
+    replicas[1].insert_live_session(&live).await.unwrap();
+    assert_eq!(replicas[2].live_sessions().await.unwrap(), vec![live]);
+    replicas[2].remove_live_session("s1").await.unwrap();
+    assert!(replicas[0].live_sessions().await.unwrap().is_empty());
+    assert_eq!(replicas[1].tenants().await.unwrap().len(), 1);
+    for store in replicas {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vault_and_tenants_are_shared_by_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("airlock.db");
+    let open = || Store::open_sqlite(&path);
+    the_vault_and_tenants_are_shared([
+        open().await.unwrap(),
+        open().await.unwrap(),
+        open().await.unwrap(),
+    ])
+    .await;
+    let pg = Postgres::start();
+    let url = pg.url();
+    let (a, b, c) = tokio::join!(
+        Store::open_postgres(&url),
+        Store::open_postgres(&url),
+        Store::open_postgres(&url)
+    );
+    the_vault_and_tenants_are_shared([a.unwrap(), b.unwrap(), c.unwrap()]).await;
 }
