@@ -623,12 +623,7 @@ impl Tab {
         params: Value,
         timeout: Duration,
     ) -> Result<Value> {
-        self.check()?;
-        self.unless_lost(
-            self.conn
-                .call(Some(&self.cdp_session), method, params, timeout),
-        )
-        .await
+        self.send(method, params, timeout).await
     }
 
     /// Sends a CDP command on this tab's session now and returns the wait for its

@@ -1416,7 +1416,8 @@
 
   // What the page looked like as an action's input was about to land on `el`: its
   // DOM change count (returned, for `settled`), what had focus, and the state of
-  // `el` a snapshot shows that no DOM change records (a box's check, a field's value).
+  // `el` a snapshot shows that no DOM change records (a box's check, a select's
+  // choice). Not a field's value: it may be a secret, and is kept nowhere here.
   let actionMark = { m: -1, focus: null, el: null, state: '' };
   function markAction(el) {
     watchMutations();
@@ -1431,11 +1432,11 @@
     return now !== actionMark.focus && !(el && now && (now === el || el.contains(now)));
   }
   function liveState(el) {
-    return el ? `${el.checked}|${el.indeterminate}|${el.value}|${el.selectedIndex}` : '';
+    return el ? `${el.checked}|${el.indeterminate}|${el.selectedIndex}` : '';
   }
 
   // After an action's input: whether the page reacted since `seen` (its DOM changed,
-  // focus moved elsewhere, or the target's own state did; null when `seen` is not known) and
+  // focus moved elsewhere, or the target's check or choice did; null when `seen` is not known) and
   // whether the page closed itself. Asked at once: the input's handlers have run.
   // (Right after mouse input Chromium holds timers back until its next frame, so
   // even a task of waiting would cost a frame.)

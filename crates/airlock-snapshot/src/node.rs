@@ -95,6 +95,11 @@ impl Node {
             out[at] = size;
             size
         }
+        // Whether a wanted number lies in `from..to`.
+        fn wants(wanted: &[usize], from: usize, to: usize) -> bool {
+            let first = wanted.partition_point(|&w| w < from);
+            first < wanted.len() && wanted[first] < to
+        }
         fn take(
             node: &mut Node,
             at: usize,
@@ -102,11 +107,8 @@ impl Node {
             wanted: &[usize],
             found: &mut HashMap<usize, Node>,
         ) {
-            let end = at + sizes[at];
             if wanted.binary_search(&at).is_ok() {
-                let inner = wanted.partition_point(|&w| w <= at) < wanted.len()
-                    && wanted[wanted.partition_point(|&w| w <= at)] < end;
-                if !inner {
+                if !wants(wanted, at + 1, at + sizes[at]) {
                     found.insert(at, std::mem::take(node));
                     return;
                 }
@@ -116,8 +118,7 @@ impl Node {
             for child in &mut node.children {
                 let size = sizes[next];
                 // Only subtrees that hold a wanted number are entered.
-                let first = wanted.partition_point(|&w| w < next);
-                if first < wanted.len() && wanted[first] < next + size {
+                if wants(wanted, next, next + size) {
                     take(child, next, sizes, wanted, found);
                 }
                 next += size;

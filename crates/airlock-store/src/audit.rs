@@ -4,12 +4,11 @@
 
 use airlock_audit::{Hash, Row};
 use serde_json::{Map, Value};
-use sqlx::Row as _;
 
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
-use crate::{Backend, Result, Store, StoreError};
+use crate::{Backend, Fields, Result, Store, StoreError, on_pool};
 
 /// One stored audit event. `tenant`, `time_ms`, `kind` and `session` are read from
 /// its hashed body, never from the columns the store filters on: an edit of a column
@@ -97,41 +96,24 @@ impl Store {
     pub async fn audit_events(&self, after: u64, limit: u32) -> Result<Vec<AuditRecord>> {
         const AFTER: &str = "SELECT seq, tenant, time_ms, kind, session, body, chain
             FROM audit_events WHERE seq > $1 ORDER BY seq LIMIT $2";
-        let (after, limit) = (after as i64, i64::from(limit));
-        match &self.backend {
-            Backend::Sqlite(pool) => {
-                let rows = sqlx::query(AFTER)
-                    .bind(after)
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(record).collect()
-            }
-            Backend::Postgres(pool) => {
-                let rows = sqlx::query(AFTER)
-                    .bind(after)
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(record).collect()
-            }
-        }
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(AFTER)
+                .bind(after as i64)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await?;
+            rows.iter().map(record).collect()
+        })
     }
 
     /// The last `n` events, oldest first.
     pub async fn audit_tail(&self, n: u32) -> Result<Vec<AuditRecord>> {
         const TAIL: &str = "SELECT seq, tenant, time_ms, kind, session, body, chain
             FROM audit_events ORDER BY seq DESC LIMIT $1";
-        let mut records: Vec<AuditRecord> = match &self.backend {
-            Backend::Sqlite(pool) => {
-                let rows = sqlx::query(TAIL).bind(i64::from(n)).fetch_all(pool).await?;
-                rows.iter().map(record).collect::<Result<_>>()?
-            }
-            Backend::Postgres(pool) => {
-                let rows = sqlx::query(TAIL).bind(i64::from(n)).fetch_all(pool).await?;
-                rows.iter().map(record).collect::<Result<_>>()?
-            }
-        };
+        let mut records: Vec<AuditRecord> = on_pool!(self, |pool| {
+            let rows = sqlx::query(TAIL).bind(i64::from(n)).fetch_all(pool).await?;
+            rows.iter().map(record).collect::<Result<_>>()?
+        });
         records.reverse();
         Ok(records)
     }
@@ -142,6 +124,20 @@ impl Store {
 const LAST: &str = "SELECT seq, chain FROM audit_events ORDER BY seq DESC LIMIT 1";
 const INSERT: &str = "INSERT INTO audit_events (seq, tenant, time_ms, kind, session, body, chain)
     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+// The insert of row `seq`, bound for whichever backend executes it.
+macro_rules! insert {
+    ($seq:expr, $columns:expr, $row:expr) => {
+        sqlx::query(INSERT)
+            .bind($seq as i64)
+            .bind(&$columns.tenant)
+            .bind($columns.time_ms)
+            .bind(&$columns.kind)
+            .bind(&$columns.session)
+            .bind(&$row.body)
+            .bind($row.chain.as_slice())
+    };
+}
 
 async fn append_sqlite(
     pool: &SqlitePool,
@@ -154,20 +150,8 @@ async fn append_sqlite(
     sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
     let written = async {
         let last = sqlx::query(LAST).fetch_optional(&mut *conn).await?;
-        let last = last
-            .map(|r| Ok::<_, StoreError>((r.try_get::<i64, _>(0)?, r.try_get::<Vec<u8>, _>(1)?)))
-            .transpose()?;
-        let (seq, row) = next(last, fields)?;
-        sqlx::query(INSERT)
-            .bind(seq as i64)
-            .bind(&columns.tenant)
-            .bind(columns.time_ms)
-            .bind(&columns.kind)
-            .bind(&columns.session)
-            .bind(&row.body)
-            .bind(row.chain.as_slice())
-            .execute(&mut *conn)
-            .await?;
+        let (seq, row) = next(last.as_ref(), fields)?;
+        insert!(seq, &columns, &row).execute(&mut *conn).await?;
         Ok::<_, StoreError>(appended(seq, row, columns))
     }
     .await;
@@ -195,29 +179,20 @@ async fn append_postgres(
         .execute(&mut *tx)
         .await?;
     let last = sqlx::query(LAST).fetch_optional(&mut *tx).await?;
-    let last = last
-        .map(|r| Ok::<_, StoreError>((r.try_get::<i64, _>(0)?, r.try_get::<Vec<u8>, _>(1)?)))
-        .transpose()?;
-    let (seq, row) = next(last, fields)?;
-    sqlx::query(INSERT)
-        .bind(seq as i64)
-        .bind(&columns.tenant)
-        .bind(columns.time_ms)
-        .bind(&columns.kind)
-        .bind(&columns.session)
-        .bind(&row.body)
-        .bind(row.chain.as_slice())
-        .execute(&mut *tx)
-        .await?;
+    let (seq, row) = next(last.as_ref(), fields)?;
+    insert!(seq, &columns, &row).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(appended(seq, row, columns))
 }
 
-// The row after `last` (its seq and chain; none: the first row).
-fn next(last: Option<(i64, Vec<u8>)>, fields: &Map<String, Value>) -> Result<(u64, Row)> {
+// The row after `last` (the newest stored row; none: this is the first).
+fn next(last: Option<&impl Fields>, fields: &Map<String, Value>) -> Result<(u64, Row)> {
     let (seq, previous) = match last {
         None => (1, [0u8; 32]),
-        Some((seq, chain)) => (seq as u64 + 1, hash(chain)?),
+        Some(last) => (
+            last.get::<i64>("seq")? as u64 + 1,
+            hash(last.get("chain")?)?,
+        ),
     };
     Ok((seq, Row::new(seq, fields, &previous)))
 }
@@ -247,36 +222,24 @@ fn hash(bytes: Vec<u8>) -> Result<Hash> {
 
 // A stored row as readers see it: what it says of itself from its body; the columns
 // kept only to be checked against it. Either backend's row.
-fn record<R>(row: &R) -> Result<AuditRecord>
-where
-    R: sqlx::Row,
-    for<'r> &'r str: sqlx::ColumnIndex<R>,
-    for<'r> String: sqlx::Decode<'r, R::Database>,
-    for<'r> Option<String>: sqlx::Decode<'r, R::Database>,
-    for<'r> i64: sqlx::Decode<'r, R::Database>,
-    for<'r> Vec<u8>: sqlx::Decode<'r, R::Database>,
-    String: sqlx::Type<R::Database>,
-    Option<String>: sqlx::Type<R::Database>,
-    i64: sqlx::Type<R::Database>,
-    Vec<u8>: sqlx::Type<R::Database>,
-{
+fn record(row: &impl Fields) -> Result<AuditRecord> {
     let columns = Columns {
-        tenant: row.try_get("tenant")?,
-        time_ms: row.try_get("time_ms")?,
-        kind: row.try_get("kind")?,
-        session: row.try_get("session")?,
+        tenant: row.get("tenant")?,
+        time_ms: row.get("time_ms")?,
+        kind: row.get("kind")?,
+        session: row.get("session")?,
     };
-    let body: String = row.try_get("body")?;
+    let body: String = row.get("body")?;
     let fields: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     let text = |key: &str| fields[key].as_str().map(str::to_owned);
     Ok(AuditRecord {
-        seq: row.try_get::<i64, _>("seq")? as u64,
+        seq: row.get::<i64>("seq")? as u64,
         tenant: text("tenant").unwrap_or_default(),
         time_ms: fields["time_ms"].as_i64().unwrap_or_default(),
         kind: text("kind").unwrap_or_default(),
         session: text("session"),
         body,
-        chain: hash(row.try_get("chain")?)?,
+        chain: hash(row.get("chain")?)?,
         columns,
     })
 }

@@ -14,13 +14,7 @@ impl Session {
         y: f64,
         extra: Value,
     ) -> Result<()> {
-        tab.call(
-            "Input.dispatchMouseEvent",
-            mouse_event(kind, x, y, &extra),
-            self.budget(),
-        )
-        .await?;
-        Ok(())
+        self.mouse_events(tab, x, y, &[(kind, extra)]).await
     }
 
     // Sends mouse events in one go and waits for them all. A move alone is answered

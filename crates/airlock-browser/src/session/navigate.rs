@@ -285,8 +285,9 @@ impl Landed {
 /// What a settle waits for when nothing is pending.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Quiet {
-    /// Nothing if the page has visibly reacted (its DOM changed, focus moved, or the
-    /// target's own state did), else a frame and a task: a click, a key, a hover.
+    /// Nothing if the page has visibly reacted (its DOM changed, focus moved elsewhere,
+    /// or the target's check or choice did), else a frame and a task: a click, a key,
+    /// a hover.
     FrameUnlessReacted,
     /// Nothing more: typing, whose input handlers ran during the insertion.
     Now,

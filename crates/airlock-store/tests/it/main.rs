@@ -11,6 +11,32 @@ use airlock_store::{
 use airlock_test_support::Postgres;
 use serde_json::{Map, Value, json};
 
+/// Tells `story` twice: to three stores on one SQLite file, then to three replicas
+/// on one real Postgres (opened together: the database is migrated once).
+async fn on_both<F, Fut>(story: F)
+where
+    F: Fn([Store; 3]) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("airlock.db");
+    let open = || Store::open_sqlite(&path);
+    story([
+        open().await.unwrap(),
+        open().await.unwrap(),
+        open().await.unwrap(),
+    ])
+    .await;
+    let pg = Postgres::start();
+    let url = pg.url();
+    let (a, b, c) = tokio::join!(
+        Store::open_postgres(&url),
+        Store::open_postgres(&url),
+        Store::open_postgres(&url)
+    );
+    story([a.unwrap(), b.unwrap(), c.unwrap()]).await;
+}
+
 fn event(replica: usize, i: usize) -> Map<String, Value> {
     let Value::Object(fields) = json!({
         "tenant": "default",
@@ -136,23 +162,7 @@ async fn a_single_use_grant_is_redeemed_once(replicas: [Store; 3]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_use_grant_is_redeemed_once_by_racing_replicas() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("airlock.db");
-    let open = || Store::open_sqlite(&path);
-    a_single_use_grant_is_redeemed_once([
-        open().await.unwrap(),
-        open().await.unwrap(),
-        open().await.unwrap(),
-    ])
-    .await;
-    let pg = Postgres::start();
-    let url = pg.url();
-    let (a, b, c) = tokio::join!(
-        Store::open_postgres(&url),
-        Store::open_postgres(&url),
-        Store::open_postgres(&url)
-    );
-    a_single_use_grant_is_redeemed_once([a.unwrap(), b.unwrap(), c.unwrap()]).await;
+    on_both(a_single_use_grant_is_redeemed_once).await;
 }
 
 fn approval(id: &str) -> ApprovalRecord {
@@ -246,49 +256,12 @@ async fn an_approval_is_decided_once(replicas: [Store; 3]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_is_decided_once_by_racing_replicas() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("airlock.db");
-    let open = || Store::open_sqlite(&path);
-    an_approval_is_decided_once([
-        open().await.unwrap(),
-        open().await.unwrap(),
-        open().await.unwrap(),
-    ])
-    .await;
-    let pg = Postgres::start();
-    let url = pg.url();
-    let (a, b, c) = tokio::join!(
-        Store::open_postgres(&url),
-        Store::open_postgres(&url),
-        Store::open_postgres(&url)
-    );
-    an_approval_is_decided_once([a.unwrap(), b.unwrap(), c.unwrap()]).await;
+    on_both(an_approval_is_decided_once).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_audit_log_stays_one_chain_with_writers_racing_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("airlock.db");
-    let open = || Store::open_sqlite(&path);
-    one_chain_from_three_writers([
-        open().await.unwrap(),
-        open().await.unwrap(),
-        open().await.unwrap(),
-    ])
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_audit_log_stays_one_chain_with_three_replicas_racing_on_postgres() {
-    let pg = Postgres::start();
-    let url = pg.url();
-    // The replicas start together: the database is migrated once.
-    let (a, b, c) = tokio::join!(
-        Store::open_postgres(&url),
-        Store::open_postgres(&url),
-        Store::open_postgres(&url)
-    );
-    one_chain_from_three_writers([a.unwrap(), b.unwrap(), c.unwrap()]).await;
+async fn the_audit_log_stays_one_chain_with_three_writers_racing() {
+    on_both(one_chain_from_three_writers).await;
 }
 
 // The vault's records and bookkeeping, tenants, keys and live sessions, written on
@@ -407,21 +380,5 @@ async fn the_vault_and_tenants_are_shared(replicas: [Store; 3]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_vault_and_tenants_are_shared_by_replicas() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("airlock.db");
-    let open = || Store::open_sqlite(&path);
-    the_vault_and_tenants_are_shared([
-        open().await.unwrap(),
-        open().await.unwrap(),
-        open().await.unwrap(),
-    ])
-    .await;
-    let pg = Postgres::start();
-    let url = pg.url();
-    let (a, b, c) = tokio::join!(
-        Store::open_postgres(&url),
-        Store::open_postgres(&url),
-        Store::open_postgres(&url)
-    );
-    the_vault_and_tenants_are_shared([a.unwrap(), b.unwrap(), c.unwrap()]).await;
+    on_both(the_vault_and_tenants_are_shared).await;
 }

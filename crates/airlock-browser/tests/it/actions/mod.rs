@@ -504,6 +504,25 @@ async fn a_click_answers_once_what_its_handler_started_has_happened() {
         .await
         .unwrap();
         assert!(line_with(&s, "Shown").await.contains("Shown a task later"));
+        // Sent together, the mouse events still reach the page as a hand's do: the
+        // pointer arrives over the button before it is pressed.
+        s.click(&role("button", "Hover first"), &ClickOptions::default())
+            .await
+            .unwrap();
+        assert!(
+            line_with(&s, "Shown")
+                .await
+                .contains("Shown hovered then pressed")
+        );
+        // Typing waits for the request its input handler sent, and what it brought.
+        s.type_text(&role("textbox", "Search"), "shoes", false, false)
+            .await
+            .unwrap();
+        assert!(
+            line_with(&s, "Suggestions")
+                .await
+                .contains("Suggestions for shoes: found")
+        );
         s.close().await;
     })
     .await;
