@@ -33,6 +33,8 @@ pub mod vars {
     /// The token a gateway and its workers on other machines share (else
     /// `token_file` of `[[workers]]`, or `airlock worker --token-file`).
     pub const WORKER_TOKEN: &str = "AIRLOCK_WORKER_TOKEN";
+    /// The shared store (`postgres://…`, `[store] url`); unset: SQLite in the data dir.
+    pub const DATABASE_URL: &str = "AIRLOCK_DATABASE_URL";
 
     /// All of the above, for `airlock doctor` (which never prints secret values).
     pub const ALL: &[&str] = &[
@@ -49,6 +51,7 @@ pub mod vars {
         MASTER_KEY,
         NEW_MASTER_KEY,
         WORKER_TOKEN,
+        DATABASE_URL,
     ];
 
     /// Variables whose values are secrets.
@@ -60,6 +63,7 @@ pub mod vars {
         MASTER_KEY,
         NEW_MASTER_KEY,
         WORKER_TOKEN,
+        DATABASE_URL,
     ];
 }
 

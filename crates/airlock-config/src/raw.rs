@@ -41,6 +41,26 @@ pub struct RawConfig {
     /// `[[workers]]`: browser workers on other machines.
     #[serde(default)]
     pub workers: Vec<RawRemoteWorker>,
+    /// `[store]`: where the shared state lives.
+    #[serde(default)]
+    pub store: RawStore,
+}
+
+/// `[store]` as written.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStore {
+    /// `postgres://…`; unset: SQLite in the data dir.
+    pub url: Option<String>,
+}
+
+// The URL may carry a password: never printed.
+impl std::fmt::Debug for RawStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawStore")
+            .field("url", &self.url.as_ref().map(|_| "[REDACTED]"))
+            .finish()
+    }
 }
 
 /// One `[[workers]]` entry as written.

@@ -259,3 +259,61 @@ fn example_file_parses() {
     let config = load(text, &[]).unwrap();
     assert_eq!(config.browser.isolation, Isolation::Context);
 }
+
+#[test]
+fn the_store_is_sqlite_unless_a_postgres_url_is_given_and_its_password_never_prints() {
+    assert_eq!(load("", &[]).unwrap().store, StoreLocation::Sqlite);
+    let file = "[store]\nurl = \"postgres://airlock:file-pw-123@db.internal:5433/airlock?sslmode=require\"";
+    let config = load(file, &[]).unwrap();
+    let StoreLocation::Postgres(url) = &config.store else {
+        panic!("{:?}", config.store)
+    };
+    assert_eq!(url.location(), "postgres://db.internal:5433/airlock");
+    assert!(url.expose().contains("file-pw-123"));
+    for shown in [
+        format!("{config:?}"),
+        format!("{:?}", toml::from_str::<RawConfig>(file).unwrap()),
+        url.location(),
+    ] {
+        assert!(!shown.contains("file-pw-123"), "{shown}");
+        assert!(!shown.contains("sslmode"), "{shown}");
+    }
+
+    // The environment beats the file.
+    let config = load(
+        file,
+        &[(vars::DATABASE_URL, "postgresql://u:env-pw@10.0.0.9/other")],
+    )
+    .unwrap();
+    let StoreLocation::Postgres(url) = &config.store else {
+        panic!()
+    };
+    assert_eq!(url.location(), "postgres://10.0.0.9/other");
+
+    // A wrong URL names the key and never repeats what was written.
+    for bad in [
+        "mysql://u:leak-pw@h/db",
+        "postgres:///db-leak-pw",
+        "not a url leak-pw",
+    ] {
+        let err = load(&format!("[store]\nurl = {bad:?}"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("store.url"), "{err}");
+        assert!(!err.contains("leak-pw"), "{err}");
+    }
+    assert!(vars::SECRET.contains(&vars::DATABASE_URL));
+}
+
+#[test]
+fn a_drivers_error_loses_the_url_and_its_password_in_every_spelling() {
+    let url = DatabaseUrl::parse("postgres://app:p%40ss-w0rd@db:5432/airlock").unwrap();
+    let said = url.scrub(
+        "error connecting to postgres://app:p%40ss-w0rd@db:5432/airlock: password p@ss-w0rd rejected",
+    );
+    assert!(
+        !said.contains("p%40ss-w0rd") && !said.contains("p@ss-w0rd"),
+        "{said}"
+    );
+    assert!(said.contains("postgres://db:5432/airlock"), "{said}");
+}

@@ -183,6 +183,28 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
         }
     }
 
+    match &config.store {
+        airlock_config::StoreLocation::Sqlite => report.pass(
+            "store",
+            &format!(
+                "SQLite at {} (one process; set [store] url for replicas)",
+                config.data_dir.join(super::vault::DB_FILE).display()
+            ),
+        ),
+        airlock_config::StoreLocation::Postgres(url) => {
+            match super::vault::open_store(&config).await {
+                Ok(store) => {
+                    report.pass(
+                        "store",
+                        &format!("Postgres at {}, migrations current", url.location()),
+                    );
+                    store.close().await;
+                }
+                Err(e) => report.fail("store", &format!("{e:#}")),
+            }
+        }
+    }
+
     if report.failed {
         ExitCode::FAILURE
     } else {

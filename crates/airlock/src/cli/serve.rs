@@ -135,10 +135,12 @@ pub(crate) async fn serve_until(
     Ok(())
 }
 
-// Whether the data dir's store holds API keys (`airlock key create`); a data dir
-// without a store yet holds none.
+// Whether the store holds API keys (`airlock key create`); a data dir without a
+// SQLite store yet holds none.
 async fn store_has_keys(config: &Config) -> anyhow::Result<bool> {
-    if !config.data_dir.join(super::vault::DB_FILE).exists() {
+    if config.store == airlock_config::StoreLocation::Sqlite
+        && !config.data_dir.join(super::vault::DB_FILE).exists()
+    {
         return Ok(false);
     }
     let store = super::vault::open_store(config).await?;

@@ -5,7 +5,7 @@
 use std::io::BufRead as _;
 use std::path::Path;
 
-use airlock_config::{Config, EnvSource as _, ProcessEnv, vars};
+use airlock_config::{Config, EnvSource as _, ProcessEnv, StoreLocation, vars};
 use airlock_vault::{Cookie, Fields, Header, KeySource, Secret, StorageItem, Store, Vault, grant};
 use anyhow::{Context as _, bail};
 use serde::Deserialize;
@@ -83,14 +83,24 @@ async fn open_existing_for_cli(config: &Config) -> anyhow::Result<Option<Vault>>
     Ok(Some(open_for_cli(config).await?.0))
 }
 
-/// The store under the data dir: built here, once per process, and lent to the vault
-/// and the gateway.
+/// The store: SQLite under the data dir, or the Postgres server every replica shares
+/// (`[store] url`). Built here, once per process, and lent to the vault and the
+/// gateway. Errors name where it points, never the URL (it may hold a password).
 pub(crate) async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let dir = &config.data_dir;
     create_data_dir(dir).with_context(|| format!("creating the data dir {}", dir.display()))?;
-    Store::open_sqlite(&dir.join(DB_FILE))
-        .await
-        .with_context(|| format!("opening {}", dir.join(DB_FILE).display()))
+    match &config.store {
+        StoreLocation::Sqlite => Store::open_sqlite(&dir.join(DB_FILE))
+            .await
+            .with_context(|| format!("opening {}", dir.join(DB_FILE).display())),
+        StoreLocation::Postgres(url) => Store::open_postgres(url.expose()).await.map_err(|e| {
+            anyhow::anyhow!(
+                "opening the store at {}: {}",
+                url.location(),
+                url.scrub(&e.to_string())
+            )
+        }),
+    }
 }
 
 pub(crate) async fn open_vault(config: &Config) -> anyhow::Result<(Vault, KeySource)> {
