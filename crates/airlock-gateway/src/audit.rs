@@ -20,6 +20,14 @@ use tokio::time::Instant;
 /// some (it can read them from the store by `seq`).
 pub(crate) const FEED_DEPTH: usize = 1024;
 
+/// How often the feed looks for other processes' events when the store sends no
+/// wake-ups (SQLite), or as a backstop for missed ones (Postgres: [`FOLLOW_BACKSTOP`]).
+pub const FOLLOW_POLL: Duration = Duration::from_secs(1);
+/// How often the feed looks when the store wakes it on every append.
+pub(crate) const FOLLOW_BACKSTOP: Duration = Duration::from_secs(5);
+// Events read per look.
+const FOLLOW_BATCH: u32 = 500;
+
 /// An audit event as the gateway's live feed carries it: already redacted, in the
 /// log's order.
 pub type FeedEvent = Arc<AuditRecord>;
@@ -194,7 +202,12 @@ async fn catch_up(store: &Store, state: &mut State, seq: u64) -> Result<(), Stor
 pub struct AuditLog {
     store: Option<Store>,
     trail: Option<Trail>,
+    // Every event of the log, whoever wrote it, in the log's order.
     feed: tokio::sync::broadcast::Sender<FeedEvent>,
+    // The seq `feed` has carried up to (`None` until the first look).
+    fed: tokio::sync::Mutex<Option<u64>>,
+    // The events this process appended.
+    here: tokio::sync::broadcast::Sender<FeedEvent>,
 }
 
 impl AuditLog {
@@ -204,6 +217,8 @@ impl AuditLog {
             store,
             trail: checkpoints.map(Trail::new),
             feed: tokio::sync::broadcast::channel(FEED_DEPTH).0,
+            fed: tokio::sync::Mutex::new(None),
+            here: tokio::sync::broadcast::channel(FEED_DEPTH).0,
         }
     }
 
@@ -212,11 +227,76 @@ impl AuditLog {
         self.trail.is_some()
     }
 
-    /// Audit events as they are written, from now on. A reader that falls more than
-    /// 1,024 events behind gets `Lagged` and may fill the gap with
-    /// [`AuditLog::events_after`].
+    /// Audit events as they are written, from now on, by any process sharing the
+    /// store (other replicas, the CLI), in the log's order: this process's own at
+    /// once, others' on the store's wake-up or within [`FOLLOW_POLL`]. A reader
+    /// that falls more than 1,024 events behind gets `Lagged` and may fill the gap
+    /// with [`AuditLog::events_after`].
     pub fn feed(&self) -> tokio::sync::broadcast::Receiver<FeedEvent> {
         self.feed.subscribe()
+    }
+
+    /// The events this process appends, from now on: what is announced once per
+    /// event however many replicas share the log (the webhook) or counted per
+    /// process (metrics).
+    pub fn appended_here(&self) -> tokio::sync::broadcast::Receiver<FeedEvent> {
+        self.here.subscribe()
+    }
+
+    /// Carries on `feed` what the store holds past what it carried (others'
+    /// appends): the follower's tick, or a wake-up from the store.
+    pub(crate) async fn follow(&self) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        let mut fed = self.fed.lock().await;
+        if let Err(e) = self.carry(store, &mut fed, None).await {
+            tracing::warn!(error = %e, "could not follow the audit log");
+        }
+    }
+
+    // Sends on `feed` the events after `fed`, reading the store for any it has not
+    // seen; `just` is one just appended here (sent without a read when it is next).
+    async fn carry(
+        &self,
+        store: &Store,
+        fed: &mut Option<u64>,
+        just: Option<&FeedEvent>,
+    ) -> Result<(), StoreError> {
+        let Some(after) = *fed else {
+            // The first look: the feed starts now, not at the log's beginning.
+            *fed = Some(match just {
+                Some(record) => {
+                    let _ = self.feed.send(record.clone());
+                    record.seq
+                }
+                None => store.audit_tail(1).await?.last().map_or(0, |e| e.seq),
+            });
+            return Ok(());
+        };
+        if let Some(record) = just {
+            if record.seq <= after {
+                return Ok(());
+            }
+            if record.seq == after + 1 {
+                let _ = self.feed.send(record.clone());
+                *fed = Some(record.seq);
+                return Ok(());
+            }
+        }
+        let mut after = after;
+        loop {
+            let events = store.audit_events(after, FOLLOW_BATCH).await?;
+            let full = events.len() == FOLLOW_BATCH as usize;
+            for event in events {
+                after = event.seq;
+                let _ = self.feed.send(Arc::new(event));
+            }
+            *fed = Some(after);
+            if !full {
+                return Ok(());
+            }
+        }
     }
 
     /// Up to `limit` audit events after `seq`, oldest first, and of those the
@@ -277,8 +357,14 @@ impl AuditLog {
             return Ok(None);
         };
         let record = Arc::new(store.append_audit(&fields).await?);
-        // No reader is no error: the feed is for whoever listens now.
-        let _ = self.feed.send(record.clone());
+        // No reader is no error: the feeds are for whoever listens now.
+        let _ = self.here.send(record.clone());
+        {
+            let mut fed = self.fed.lock().await;
+            if let Err(e) = self.carry(store, &mut fed, Some(&record)).await {
+                tracing::warn!(error = %e, "could not follow the audit log");
+            }
+        }
         if let Some(trail) = &self.trail
             && let Err(e) = trail.appended(store, &record).await
         {

@@ -204,25 +204,24 @@ impl Gateway {
 }
 
 impl Gateway {
-    /// Ends, on the record, the sessions the store shows open for gateway processes
-    /// that no longer run (killed before they could close them): their Chromium went
-    /// with its pipe, and the browser pool removes their profile directories. Returns
-    /// how many there were. Rows of a gateway still running are left to it.
+    /// Ends, on the record, the sessions the store shows open for replicas that are
+    /// gone (killed before they could close them; see `fleet.rs` for how that is
+    /// judged), and forgets the gone replicas. Returns how many sessions this replica
+    /// ended: a row is ended by the one replica that takes it, however many look.
     pub async fn end_orphaned_sessions(&self) -> Result<usize> {
         let Some(store) = self.store() else {
             return Ok(0);
         };
-        let live = store
-            .live_sessions()
-            .await
-            .map_err(|e| Error::Internal(format!("cannot read live sessions: {e}")))?;
-        let mine = i64::from(std::process::id());
+        let unanswered = |e: airlock_store::StoreError| {
+            Error::Internal(format!("cannot read live sessions: {e}"))
+        };
+        let live = store.live_sessions().await.map_err(unanswered)?;
+        let hosts = store.hosts().await.map_err(unanswered)?;
+        let (live, gone_hosts) = self.fleet.gone(live, &hosts);
         let mut ended = 0;
         for row in live {
-            let running = row.gateway_pid == mine
-                || std::path::Path::new(&format!("/proc/{}", row.gateway_pid)).exists();
-            if running {
-                continue;
+            if !store.take_live_session(&row.id).await.map_err(unanswered)? {
+                continue; // another replica took it
             }
             let close = airlock_audit::SessionChange {
                 session: row.id.clone(),
@@ -240,11 +239,10 @@ impl Gateway {
             };
             self.record_event(Some(&row.tenant), airlock_audit::Event::SessionClose(close))
                 .await;
-            store
-                .remove_live_session(&row.id)
-                .await
-                .map_err(|e| Error::Internal(format!("cannot forget a live session: {e}")))?;
             ended += 1;
+        }
+        for host in gone_hosts {
+            store.remove_host(&host).await.map_err(unanswered)?;
         }
         if ended > 0 {
             tracing::warn!(

@@ -73,6 +73,9 @@ pub struct Gateway {
     pub(crate) keys_seen: std::sync::atomic::AtomicBool,
     // New sessions refused over a cap, by scope.
     quota_refused: Mutex<std::collections::BTreeMap<&'static str, u64>>,
+    // This replica among those sharing the store: its heartbeat, and who is gone.
+    pub(crate) fleet: Arc<crate::fleet::Fleet>,
+    heart: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Gateway {
@@ -118,11 +121,20 @@ impl Gateway {
             approvals: Arc::new(crate::approvals::Approvals::new(config.store.clone())),
             keys_seen: std::sync::atomic::AtomicBool::new(false),
             quota_refused: Mutex::default(),
+            fleet: Arc::new(crate::fleet::Fleet::new()),
+            heart: Mutex::new(None),
             config,
         });
         gateway.warm.refill(&gateway.host, None);
         if let Some(store) = gateway.config.store.clone() {
-            tokio::spawn(write_journal(store, gateway.audit.clone(), journal_rx));
+            tokio::spawn(write_journal(
+                store.clone(),
+                gateway.audit.clone(),
+                gateway.fleet.clone(),
+                journal_rx,
+            ));
+            *lock(&gateway.heart) = Some(tokio::spawn(heartbeat(Arc::downgrade(&gateway))));
+            tokio::spawn(follow_store(Arc::downgrade(&gateway), store));
         }
         let weak = Arc::downgrade(&gateway);
         let period = (gateway.config.idle_ttl.min(gateway.config.hold_idle) / 4)
@@ -678,12 +690,94 @@ impl Gateway {
         self.host.shutdown().await;
         self.sessions.flush().await;
         self.audit.settle(true).await;
+        if let Some(heart) = lock(&self.heart).take() {
+            heart.abort();
+        }
+        if let Some(store) = self.store() {
+            self.fleet.leave(store).await;
+        }
+    }
+}
+
+// Brings other processes' writes to this one: audit events onto the live feed and
+// approval decisions to the calls waiting here. Woken by the store where it can
+// (Postgres), polled where it cannot and as a backstop for missed wake-ups.
+async fn follow_store(gateway: std::sync::Weak<Gateway>, store: Store) {
+    use crate::audit::{FOLLOW_BACKSTOP, FOLLOW_POLL};
+    let mut wakeups = store.wakeups().await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot listen for other replicas' writes; polling");
+        None
+    });
+    let every = |w: &Option<_>| {
+        let period = if w.is_some() {
+            FOLLOW_BACKSTOP
+        } else {
+            FOLLOW_POLL
+        };
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick
+    };
+    let mut tick = every(&wakeups);
+    loop {
+        let woke = tokio::select! {
+            _ = tick.tick() => None,
+            woke = next_wakeup(&mut wakeups) => Some(woke),
+        };
+        let Some(gateway) = gateway.upgrade() else {
+            return;
+        };
+        if *gateway.stopping.borrow() {
+            return;
+        }
+        match woke {
+            Some(Ok(airlock_store::Wakeup::Approvals)) => gateway.approvals.tell_waiters(),
+            Some(Ok(airlock_store::Wakeup::Audit)) | None => gateway.audit.follow().await,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "lost the store's wake-ups; polling");
+                wakeups = None;
+                tick = every(&wakeups);
+            }
+        }
+    }
+}
+
+async fn next_wakeup(
+    wakeups: &mut Option<airlock_store::Wakeups>,
+) -> Result<airlock_store::Wakeup, airlock_store::StoreError> {
+    match wakeups {
+        Some(w) => w.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+// This replica's heartbeat, and the ending of what gone replicas left open: every
+// replica looks, and each orphan is ended by the one that takes its row.
+async fn heartbeat(gateway: std::sync::Weak<Gateway>) {
+    let mut tick = tokio::time::interval(crate::fleet::HEARTBEAT);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(gateway) = gateway.upgrade() else {
+            return;
+        };
+        let Some(store) = gateway.store() else {
+            return;
+        };
+        let draining = *gateway.stopping.borrow();
+        gateway
+            .fleet
+            .beat(store, gateway.sessions.list().len(), draining)
+            .await;
+        if let Err(e) = gateway.end_orphaned_sessions().await {
+            tracing::warn!(error = %e, "could not end sessions of gone replicas");
+        }
     }
 }
 
 // Keeps `live_sessions` in step with the session events: what a gateway that dies
 // leaves open is found and cleaned up by the next one.
-async fn note_live(store: &Store, entry: &Entry) {
+async fn note_live(store: &Store, replica: &str, entry: &Entry) {
     let done = match &entry.event {
         Event::SessionOpen(open) => {
             store
@@ -694,6 +788,7 @@ async fn note_live(store: &Store, entry: &Entry) {
                     conversation: open.conversation.clone(),
                     gateway_pid: i64::from(std::process::id()),
                     opened_ms: entry.time_ms,
+                    replica: Some(replica.to_owned()),
                 })
                 .await
         }
@@ -709,12 +804,13 @@ async fn note_live(store: &Store, entry: &Entry) {
 async fn write_journal(
     store: Store,
     audit: Arc<AuditLog>,
+    fleet: Arc<crate::fleet::Fleet>,
     mut events: tokio::sync::mpsc::UnboundedReceiver<Journal>,
 ) {
     while let Some(item) = events.recv().await {
         match item {
             Journal::Event(entry) => match audit.append(&entry, None).await {
-                Ok(_) => note_live(&store, &entry).await,
+                Ok(_) => note_live(&store, fleet.id(), &entry).await,
                 Err(e) => tracing::error!(error = %e, "could not record a session event"),
             },
             Journal::Flush(done) => {

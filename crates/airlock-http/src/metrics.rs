@@ -284,7 +284,7 @@ impl CallObserver for Observer {
 // Counts what the audit feed announces; ends when the gateway stops.
 async fn follow(gateway: Arc<Gateway>, metrics: Arc<Metrics>) {
     use tokio::sync::broadcast::error::RecvError;
-    let mut feed = gateway.audit().feed();
+    let mut feed = gateway.audit().appended_here();
     loop {
         let event = tokio::select! {
             event = feed.recv() => event,

@@ -37,7 +37,7 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Starts announcing the gateway's approval events to `hook` until the gateway stops.
 pub fn spawn(gateway: &Arc<Gateway>, hook: Webhook) -> JoinHandle<()> {
-    let mut feed = gateway.audit().feed();
+    let mut feed = gateway.audit().appended_here();
     let stopping = gateway.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<FeedEvent>(QUEUE);
     let hook = Arc::new(hook);

@@ -1,7 +1,7 @@
 //! Approvals as stored: a held call's record and its one decision. Any process with
 //! the database decides (the CLI today), and the waiting gateway reads the decision.
 
-use crate::{Fields, Result, Store, on_pool};
+use crate::{Backend, Fields, Result, Store, on_pool};
 
 pub use airlock_audit::{ApprovalStatus, UnknownStatus};
 
@@ -189,6 +189,9 @@ impl Store {
             .execute(pool)
             .await?;
             if done.rows_affected() == 1 {
+                if let Backend::Postgres(pool) = &self.backend {
+                    crate::wakeups::notify(pool, crate::wakeups::APPROVALS_CHANNEL).await?;
+                }
                 return Ok(Decided::Done);
             }
             Ok(match self.approval(id).await? {

@@ -181,6 +181,7 @@ async fn append_postgres(
     let last = sqlx::query(LAST).fetch_optional(&mut *tx).await?;
     let (seq, row) = next(last.as_ref(), fields)?;
     insert!(seq, &columns, &row).execute(&mut *tx).await?;
+    crate::wakeups::notify(&mut *tx, crate::wakeups::AUDIT_CHANNEL).await?;
     tx.commit().await?;
     Ok(appended(seq, row, columns))
 }

@@ -17,16 +17,20 @@ use sqlx::Row;
 mod approvals;
 mod audit;
 mod grants;
+mod hosts;
 mod secrets;
 mod tenants;
+mod wakeups;
 
 pub use approvals::{ApprovalRecord, ApprovalStatus, Decided, UnknownStatus};
 pub use audit::AuditRecord;
 pub use grants::GrantRecord;
+pub use hosts::HostRecord;
 pub use secrets::SecretRecord;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 pub use tenants::{KeyRecord, LiveSessionRecord, TenantRecord};
+pub use wakeups::{Wakeup, Wakeups};
 
 /// Store failures.
 #[derive(Debug, thiserror::Error)]

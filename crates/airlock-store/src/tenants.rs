@@ -46,6 +46,9 @@ pub struct LiveSessionRecord {
     pub gateway_pid: i64,
     /// Unix milliseconds.
     pub opened_ms: i64,
+    /// The replica (its `hosts` id) that opened it; `None` on rows from before
+    /// replicas were recorded.
+    pub replica: Option<String>,
 }
 
 impl Store {
@@ -157,11 +160,11 @@ impl Store {
     pub async fn insert_live_session(&self, live: &LiveSessionRecord) -> Result<()> {
         on_pool!(self, |pool| {
             sqlx::query(
-                "INSERT INTO live_sessions (id, tenant, user_id, conversation, gateway_pid, opened_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6)
+                "INSERT INTO live_sessions (id, tenant, user_id, conversation, gateway_pid, opened_ms, replica)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
                  ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, user_id = excluded.user_id,
                    conversation = excluded.conversation, gateway_pid = excluded.gateway_pid,
-                   opened_ms = excluded.opened_ms",
+                   opened_ms = excluded.opened_ms, replica = excluded.replica",
             )
             .bind(&live.id)
             .bind(&live.tenant)
@@ -169,6 +172,7 @@ impl Store {
             .bind(&live.conversation)
             .bind(live.gateway_pid)
             .bind(live.opened_ms)
+            .bind(&live.replica)
             .execute(pool)
             .await?;
             Ok(())
@@ -201,6 +205,7 @@ impl Store {
                         conversation: r.get("conversation")?,
                         gateway_pid: r.get("gateway_pid")?,
                         opened_ms: r.get("opened_ms")?,
+                        replica: r.get("replica")?,
                     })
                 })
                 .collect()

@@ -24,6 +24,7 @@ mod leaks;
 mod leasing;
 mod live;
 mod pipeline;
+mod replicas;
 mod roles;
 mod sessions;
 mod view;

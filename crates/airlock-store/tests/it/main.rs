@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used)]
 
 use airlock_store::{
-    ApprovalRecord, ApprovalStatus, Decided, GrantRecord, KeyRecord, LiveSessionRecord,
-    SecretRecord, Store,
+    ApprovalRecord, ApprovalStatus, Decided, GrantRecord, HostRecord, KeyRecord, LiveSessionRecord,
+    SecretRecord, Store, Wakeup,
 };
 use airlock_test_support::Postgres;
 use serde_json::{Map, Value, json};
@@ -366,6 +366,7 @@ async fn the_vault_and_tenants_are_shared(replicas: [Store; 3]) {
         conversation: None,
         gateway_pid: 4242,
         opened_ms: 9,
+        replica: Some("r1".into()),
     };
     replicas[0].insert_live_session(&live).await.unwrap();
     replicas[1].insert_live_session(&live).await.unwrap();
@@ -381,4 +382,128 @@ async fn the_vault_and_tenants_are_shared(replicas: [Store; 3]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_vault_and_tenants_are_shared_by_replicas() {
     on_both(the_vault_and_tenants_are_shared).await;
+}
+
+fn host(id: &str, heartbeat_ms: i64) -> HostRecord {
+    HostRecord {
+        id: id.to_owned(),
+        role: "control".to_owned(),
+        address: None,
+        capacity: 0,
+        sessions: 0,
+        free_mb: 1024,
+        version: "test".to_owned(),
+        hostname: format!("pod-{id}"),
+        pid: 1,
+        started_ms: 1,
+        heartbeat_ms,
+        draining: false,
+    }
+}
+
+// Replicas see each other's rows and heartbeats; a gone replica's live session is
+// taken (and so ended on the record) by exactly one of many racing replicas.
+async fn replicas_see_each_other_and_end_a_gone_ones_sessions_once(replicas: [Store; 3]) {
+    for (i, store) in replicas.iter().enumerate() {
+        store
+            .upsert_host(&host(&format!("r{i}"), 10))
+            .await
+            .unwrap();
+    }
+    let mut beat = host("r1", 99);
+    beat.sessions = 3;
+    beat.draining = true;
+    replicas[1].upsert_host(&beat).await.unwrap();
+    let seen = replicas[2].hosts().await.unwrap();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen.iter().find(|h| h.id == "r1"), Some(&beat));
+
+    for n in 0..5 {
+        replicas[0]
+            .insert_live_session(&LiveSessionRecord {
+                id: format!("gone-{n}"),
+                tenant: "acme".to_owned(),
+                user_id: None,
+                conversation: None,
+                gateway_pid: 1,
+                opened_ms: 1,
+                replica: Some("r0".to_owned()),
+            })
+            .await
+            .unwrap();
+    }
+    let takes: Vec<_> = (0..30)
+        .map(|i| {
+            let store = replicas[i % 3].clone();
+            tokio::spawn(async move {
+                let mut took = 0;
+                for n in 0..5 {
+                    took +=
+                        usize::from(store.take_live_session(&format!("gone-{n}")).await.unwrap());
+                }
+                took
+            })
+        })
+        .collect();
+    let mut took = 0;
+    for take in takes {
+        took += take.await.unwrap();
+    }
+    assert_eq!(took, 5, "each gone session is taken once");
+    assert!(replicas[1].live_sessions().await.unwrap().is_empty());
+    replicas[2].remove_host("r0").await.unwrap();
+    assert_eq!(replicas[0].hosts().await.unwrap().len(), 2);
+    for store in replicas {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_see_each_other_and_end_a_gone_replicas_sessions_once() {
+    on_both(replicas_see_each_other_and_end_a_gone_ones_sessions_once).await;
+}
+
+// A replica listening hears another's append and another's decision, and nothing of
+// their rows; SQLite has no listener (its readers poll).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_hears_of_anothers_appends_and_decisions_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Store::open_sqlite(&dir.path().join("db")).await.unwrap();
+    assert!(sqlite.wakeups().await.unwrap().is_none());
+    let pg = Postgres::start();
+    let url = pg.url();
+    let (a, b) = tokio::join!(Store::open_postgres(&url), Store::open_postgres(&url));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let mut heard = a.wakeups().await.unwrap().expect("Postgres listens");
+    b.append_audit(&event(1, 0)).await.unwrap();
+    assert_eq!(next_wakeup(&mut heard).await, Wakeup::Audit);
+    b.insert_approval(&approval("w1"), None).await.unwrap();
+    let now = 2_000;
+    assert_eq!(
+        b.decide_approval("w1", true, "op", None, now)
+            .await
+            .unwrap(),
+        Decided::Done
+    );
+    assert_eq!(next_wakeup(&mut heard).await, Wakeup::Approvals);
+    // A decision that changes nothing wakes nobody: the next wake-up is the append.
+    assert_ne!(
+        b.decide_approval("w1", false, "op", None, now)
+            .await
+            .unwrap(),
+        Decided::Done
+    );
+    b.append_audit(&event(1, 1)).await.unwrap();
+    assert_eq!(next_wakeup(&mut heard).await, Wakeup::Audit);
+    // The listener holds one of the pool's connections: the pool closes once it goes.
+    drop(heard);
+    a.close().await;
+    b.close().await;
+}
+
+async fn next_wakeup(heard: &mut airlock_store::Wakeups) -> Wakeup {
+    tokio::time::timeout(std::time::Duration::from_secs(5), heard.next())
+        .await
+        .expect("a wake-up within 5 s")
+        .unwrap()
 }

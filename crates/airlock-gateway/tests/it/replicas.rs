@@ -1,0 +1,196 @@
+//! Three gateways over one real Postgres, as three control-plane replicas: each
+//! one's live feed carries every replica's events in the log's order; a call held on
+//! one is decided through another and runs within a second; and what a replica on
+//! another machine left open when it went silent is ended on the record once, by
+//! whichever replica takes it first.
+
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+use airlock_gateway::{Decision, FeedEvent, Gateway, GatewayConfig, ToolOutput};
+use airlock_risk::{ApprovalsConfig, Rules};
+use airlock_store::{ApprovalStatus, HostRecord, LiveSessionRecord, Store};
+use airlock_test_support::{Postgres, with_browser};
+use tokio::sync::broadcast::Receiver;
+
+use crate::{click_button, config, navigate};
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+// The next event of `kind` on `feed`, with every event it carried before it.
+async fn until(feed: &mut Receiver<FeedEvent>, kind: &str, seen: &mut Vec<FeedEvent>) -> FeedEvent {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let event = feed.recv().await.expect("the feed keeps up");
+            seen.push(event.clone());
+            if event.kind == kind {
+                return event;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {kind} on the feed within 10 s"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_on_one_postgres_share_the_feed_decisions_and_the_end_of_a_gone_one() {
+    with_browser(|h| async move {
+        let pg = Postgres::start();
+        let url = pg.url();
+        let (a, b, c) = tokio::join!(
+            Store::open_postgres(&url),
+            Store::open_postgres(&url),
+            Store::open_postgres(&url)
+        );
+        let stores = [a.unwrap(), b.unwrap(), c.unwrap()];
+        let mut replicas = Vec::new();
+        for store in &stores {
+            replicas.push(Gateway::new(
+                h.host().await,
+                GatewayConfig {
+                    store: Some(store.clone()),
+                    rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
+                    approval_timeout: Duration::from_secs(30),
+                    ..config(&h)
+                },
+            ));
+        }
+        let (on_a, on_b, on_c) = (&replicas[0], &replicas[1], &replicas[2]);
+        let mut b_feed = on_b.audit().feed();
+        let mut c_feed = on_c.audit().feed();
+
+        // An agent on A; its click is held.
+        let agent = Arc::new(on_a.agent_session());
+        let out = agent.call(navigate(h.site.url("resolve.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let call = {
+            let agent = agent.clone();
+            tokio::spawn(async move { agent.call(click_button("Delete account")).await })
+        };
+        let mut on_b_seen = Vec::new();
+        until(&mut b_feed, "approval_requested", &mut on_b_seen).await;
+        let pending = stores[1]
+            .approvals(None, Some(ApprovalStatus::Pending))
+            .await
+            .unwrap();
+        assert_eq!(pending.len(), 1);
+        let approval = &pending[0];
+
+        // Decided on C: the call on A runs within a second.
+        let decided = Instant::now();
+        assert_eq!(
+            on_c.approvals()
+                .decide(&approval.tenant, &approval.id, true, "test:carol", None)
+                .await
+                .unwrap(),
+            Decision::Recorded
+        );
+        let out: ToolOutput = call.await.unwrap();
+        assert!(
+            decided.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            decided.elapsed()
+        );
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("deleted 1"), "{}", out.text);
+        // A's and C's events reach B's feed, and C's, in the log's order, none missed.
+        until(&mut b_feed, "approval_decided", &mut on_b_seen).await;
+        let mut on_c_seen = Vec::new();
+        until(&mut c_feed, "approval_decided", &mut on_c_seen).await;
+        for seen in [&on_b_seen, &on_c_seen] {
+            let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
+            assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+            assert!(seen.iter().any(|e| e.kind == "session_open"), "{seen:?}");
+        }
+        // The webhook's and metrics' feed carries only what a replica wrote itself:
+        // A's next event is on A's, and not on B's once B's feed has carried it.
+        let mut a_here = on_a.audit().appended_here();
+        let mut b_here = on_b.audit().appended_here();
+        agent.call(navigate(h.site.url("resolve.html"))).await;
+        let mine = tokio::time::timeout(Duration::from_secs(5), a_here.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        while b_feed.recv().await.unwrap().seq < mine.seq {}
+        assert!(b_here.try_recv().is_err());
+
+        // A replica on another pod went silent a minute ago with a session open.
+        let gone = HostRecord {
+            id: "gone-replica".to_owned(),
+            role: "control".to_owned(),
+            address: None,
+            capacity: 0,
+            sessions: 1,
+            free_mb: 0,
+            version: "0".to_owned(),
+            hostname: "pod-elsewhere".to_owned(),
+            pid: 1,
+            started_ms: now_ms() - 120_000,
+            heartbeat_ms: now_ms() - 60_000,
+            draining: false,
+        };
+        stores[0].upsert_host(&gone).await.unwrap();
+        stores[0]
+            .insert_live_session(&LiveSessionRecord {
+                id: "orphan-session".to_owned(),
+                tenant: approval.tenant.clone(),
+                user_id: Some("u".to_owned()),
+                conversation: Some("left-behind".to_owned()),
+                gateway_pid: 1,
+                opened_ms: now_ms() - 100_000,
+                replica: Some(gone.id.clone()),
+            })
+            .await
+            .unwrap();
+        // Within a heartbeat or two, one replica ends it on the record.
+        let mut closed = until(&mut c_feed, "session_close", &mut Vec::new()).await;
+        while !closed.body.contains("orphan-session") {
+            closed = until(&mut c_feed, "session_close", &mut Vec::new()).await;
+        }
+        assert!(closed.body.contains("gateway gone"), "{}", closed.body);
+        assert!(
+            stores[2]
+                .hosts()
+                .await
+                .unwrap()
+                .iter()
+                .all(|h| h.id != gone.id)
+        );
+        // Every replica looked again since: still ended once, and the live
+        // replicas' rows are all there.
+        tokio::time::sleep(airlock_gateway::HEARTBEAT * 2).await;
+        let log = stores[1].audit_events(0, 10_000).await.unwrap();
+        let ended = log
+            .iter()
+            .filter(|e| e.kind == "session_close" && e.body.contains("orphan-session"))
+            .count();
+        assert_eq!(ended, 1);
+        assert_eq!(stores[0].hosts().await.unwrap().len(), 3);
+        assert!(
+            stores[0]
+                .live_sessions()
+                .await
+                .unwrap()
+                .iter()
+                .all(|s| s.id != "orphan-session")
+        );
+
+        for replica in &replicas {
+            replica.shutdown().await;
+        }
+        // Stopped replicas leave no rows behind.
+        assert!(stores[0].hosts().await.unwrap().is_empty());
+        assert!(stores[0].live_sessions().await.unwrap().is_empty());
+        drop(replicas);
+        for store in stores {
+            store.close().await;
+        }
+    })
+    .await;
+}

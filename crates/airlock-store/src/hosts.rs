@@ -1,0 +1,118 @@
+//! The processes serving from this store: each control-plane replica writes its row
+//! at start, refreshes its heartbeat while it runs and removes the row when it stops.
+//! A replica whose heartbeat is older than the bound is gone; what it had open is
+//! ended by whichever replica takes its live rows first (`take_live_session`: one
+//! conditional delete, so each is ended once however many replicas race).
+
+use crate::{Fields, Result, Store, on_pool};
+
+/// One serving process as it last said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRecord {
+    /// A random id, new at every start.
+    pub id: String,
+    /// `control` (a control-plane replica).
+    pub role: String,
+    /// Where it is reached, if others reach it.
+    pub address: Option<String>,
+    /// Most sessions it holds (0: unbounded or not said).
+    pub capacity: i64,
+    /// Sessions it holds now.
+    pub sessions: i64,
+    /// Memory its machine has available, MiB.
+    pub free_mb: i64,
+    /// Airlock's version.
+    pub version: String,
+    /// The machine (or pod) it runs on.
+    pub hostname: String,
+    /// Its process id there.
+    pub pid: i64,
+    /// Unix milliseconds.
+    pub started_ms: i64,
+    /// Unix milliseconds of its last heartbeat.
+    pub heartbeat_ms: i64,
+    /// Taking no new sessions (stopping).
+    pub draining: bool,
+}
+
+impl Store {
+    /// Writes (or rewrites) a host's row.
+    pub async fn upsert_host(&self, host: &HostRecord) -> Result<()> {
+        on_pool!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO hosts (id, role, address, capacity, sessions, free_mb, version,
+                   hostname, pid, started_ms, heartbeat_ms, draining)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                 ON CONFLICT (id) DO UPDATE SET address = excluded.address,
+                   capacity = excluded.capacity, sessions = excluded.sessions,
+                   free_mb = excluded.free_mb, heartbeat_ms = excluded.heartbeat_ms,
+                   draining = excluded.draining",
+            )
+            .bind(&host.id)
+            .bind(&host.role)
+            .bind(&host.address)
+            .bind(host.capacity)
+            .bind(host.sessions)
+            .bind(host.free_mb)
+            .bind(&host.version)
+            .bind(&host.hostname)
+            .bind(host.pid)
+            .bind(host.started_ms)
+            .bind(host.heartbeat_ms)
+            .bind(host.draining)
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    /// Every host's row, oldest first.
+    pub async fn hosts(&self) -> Result<Vec<HostRecord>> {
+        on_pool!(self, |pool| {
+            let rows = sqlx::query("SELECT * FROM hosts ORDER BY started_ms, id")
+                .fetch_all(pool)
+                .await?;
+            rows.iter().map(host_row).collect()
+        })
+    }
+
+    /// Removes a host's row (it stopped, or it is gone and its sessions are ended).
+    pub async fn remove_host(&self, id: &str) -> Result<()> {
+        on_pool!(self, |pool| {
+            sqlx::query("DELETE FROM hosts WHERE id = $1")
+                .bind(id)
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Removes a live session's row if it is still there: `true` for the one caller
+    /// that removed it (and so ends it on the record).
+    pub async fn take_live_session(&self, id: &str) -> Result<bool> {
+        on_pool!(self, |pool| {
+            let done = sqlx::query("DELETE FROM live_sessions WHERE id = $1")
+                .bind(id)
+                .execute(pool)
+                .await?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
+}
+
+fn host_row(r: &impl Fields) -> Result<HostRecord> {
+    Ok(HostRecord {
+        id: r.get("id")?,
+        role: r.get("role")?,
+        address: r.get("address")?,
+        capacity: r.get("capacity")?,
+        sessions: r.get("sessions")?,
+        free_mb: r.get("free_mb")?,
+        version: r.get("version")?,
+        hostname: r.get("hostname")?,
+        pid: r.get("pid")?,
+        started_ms: r.get("started_ms")?,
+        heartbeat_ms: r.get("heartbeat_ms")?,
+        draining: r.get("draining")?,
+    })
+}
