@@ -16,6 +16,7 @@ use sqlx::Row;
 
 mod approvals;
 mod audit;
+mod claims;
 mod grants;
 mod hosts;
 mod secrets;
@@ -24,6 +25,7 @@ mod wakeups;
 
 pub use approvals::{ApprovalRecord, ApprovalStatus, Decided, UnknownStatus};
 pub use audit::AuditRecord;
+pub use claims::{ClaimCaps, Claimed};
 pub use grants::GrantRecord;
 pub use hosts::HostRecord;
 pub use secrets::SecretRecord;

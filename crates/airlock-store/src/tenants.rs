@@ -196,21 +196,21 @@ impl Store {
             let rows = sqlx::query("SELECT * FROM live_sessions ORDER BY opened_ms, id")
                 .fetch_all(pool)
                 .await?;
-            rows.iter()
-                .map(|r| {
-                    Ok(LiveSessionRecord {
-                        id: r.get("id")?,
-                        tenant: r.get("tenant")?,
-                        user_id: r.get("user_id")?,
-                        conversation: r.get("conversation")?,
-                        gateway_pid: r.get("gateway_pid")?,
-                        opened_ms: r.get("opened_ms")?,
-                        replica: r.get("replica")?,
-                    })
-                })
-                .collect()
+            rows.iter().map(live_row).collect()
         })
     }
+}
+
+pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
+    Ok(LiveSessionRecord {
+        id: r.get("id")?,
+        tenant: r.get("tenant")?,
+        user_id: r.get("user_id")?,
+        conversation: r.get("conversation")?,
+        gateway_pid: r.get("gateway_pid")?,
+        opened_ms: r.get("opened_ms")?,
+        replica: r.get("replica")?,
+    })
 }
 
 fn key_row(r: &impl Fields) -> Result<KeyRecord> {

@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used)]
 
 use airlock_store::{
-    ApprovalRecord, ApprovalStatus, Decided, GrantRecord, HostRecord, KeyRecord, LiveSessionRecord,
-    SecretRecord, Store, Wakeup,
+    ApprovalRecord, ApprovalStatus, ClaimCaps, Claimed, Decided, GrantRecord, HostRecord,
+    KeyRecord, LiveSessionRecord, SecretRecord, Store, Wakeup,
 };
 use airlock_test_support::Postgres;
 use serde_json::{Map, Value, json};
@@ -506,4 +506,158 @@ async fn next_wakeup(heard: &mut airlock_store::Wakeups) -> Wakeup {
         .await
         .expect("a wake-up within 5 s")
         .unwrap()
+}
+
+fn claim(id: &str, tenant: &str, user: &str, conversation: &str) -> LiveSessionRecord {
+    LiveSessionRecord {
+        id: id.to_owned(),
+        tenant: tenant.to_owned(),
+        user_id: Some(user.to_owned()),
+        conversation: Some(conversation.to_owned()),
+        gateway_pid: 1,
+        opened_ms: 1,
+        replica: Some("r".to_owned()),
+    }
+}
+
+// Thirty replicas' requests for one conversation get one session; forty racing for
+// seven places get seven; per-tenant and per-user caps count every replica's rows.
+async fn claims_give_one_session_per_conversation_and_respect_the_caps(replicas: [Store; 3]) {
+    let racing = |claims: Vec<(LiveSessionRecord, ClaimCaps)>| {
+        let replicas = replicas.clone();
+        async move {
+            let tasks: Vec<_> = claims
+                .into_iter()
+                .enumerate()
+                .map(|(i, (live, caps))| {
+                    let store = replicas[i % 3].clone();
+                    tokio::spawn(async move {
+                        store.claim_session(&live, Some("u"), caps).await.unwrap()
+                    })
+                })
+                .collect();
+            let mut got = Vec::new();
+            for task in tasks {
+                got.push(task.await.unwrap());
+            }
+            got
+        }
+    };
+    let got = racing(
+        (0..30)
+            .map(|i| {
+                (
+                    claim(&format!("one-{i}"), "acme", "u", "c1"),
+                    ClaimCaps::default(),
+                )
+            })
+            .collect(),
+    )
+    .await;
+    let winners: Vec<_> = got.iter().filter(|c| **c == Claimed::New).collect();
+    assert_eq!(winners.len(), 1, "{got:?}");
+    let live = replicas[0].live_sessions().await.unwrap();
+    assert_eq!(live.len(), 1);
+    assert!(got.iter().all(|c| match c {
+        Claimed::New => true,
+        Claimed::Existing(row) => row.id == live[0].id,
+        Claimed::Full { .. } => false,
+    }));
+
+    let seven = ClaimCaps {
+        total: Some(7),
+        ..ClaimCaps::default()
+    };
+    let got = racing(
+        (0..40)
+            .map(|i| {
+                (
+                    claim(&format!("many-{i}"), "beta", "u", &format!("c{i}")),
+                    seven,
+                )
+            })
+            .collect(),
+    )
+    .await;
+    assert_eq!(
+        got.iter().filter(|c| **c == Claimed::New).count(),
+        6,
+        "{got:?}"
+    );
+    assert!(got.iter().all(|c| matches!(
+        c,
+        Claimed::New
+            | Claimed::Full {
+                scope: "total",
+                count: 7
+            }
+    )));
+    assert_eq!(replicas[2].live_sessions().await.unwrap().len(), 7);
+
+    // Tenant and user caps count that tenant's (and user's) rows on every replica.
+    let caps = ClaimCaps {
+        per_user: Some(2),
+        per_tenant: Some(3),
+        total: None,
+    };
+    let gamma = |i: usize, user: &str| claim(&format!("g-{i}"), "gamma", user, &format!("c{i}"));
+    let store = &replicas[1];
+    assert_eq!(
+        store
+            .claim_session(&gamma(0, "u"), Some("u"), caps)
+            .await
+            .unwrap(),
+        Claimed::New
+    );
+    assert_eq!(
+        store
+            .claim_session(&gamma(1, "u"), Some("u"), caps)
+            .await
+            .unwrap(),
+        Claimed::New
+    );
+    assert_eq!(
+        replicas[2]
+            .claim_session(&gamma(2, "u"), Some("u"), caps)
+            .await
+            .unwrap(),
+        Claimed::Full {
+            scope: "user",
+            count: 2
+        }
+    );
+    assert_eq!(
+        store
+            .claim_session(&gamma(3, "v"), Some("v"), caps)
+            .await
+            .unwrap(),
+        Claimed::New
+    );
+    assert_eq!(
+        replicas[0]
+            .claim_session(&gamma(4, "w"), Some("w"), caps)
+            .await
+            .unwrap(),
+        Claimed::Full {
+            scope: "tenant",
+            count: 3
+        }
+    );
+    // A place given back is free again.
+    assert!(replicas[0].take_live_session("g-0").await.unwrap());
+    assert_eq!(
+        store
+            .claim_session(&gamma(5, "u"), Some("u"), caps)
+            .await
+            .unwrap(),
+        Claimed::New
+    );
+    for store in replicas {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_replicas_get_one_session_per_conversation_within_the_caps() {
+    on_both(claims_give_one_session_per_conversation_and_respect_the_caps).await;
 }
