@@ -89,6 +89,8 @@ pub async fn run(socket: &Path) -> Result<(), RunError> {
     let admission = Admission {
         token: start.token,
         peer_uid: Some(start.peer_uid),
+        // The gateway's own worker: its sessions go with the gateway.
+        detached_grace: Duration::ZERO,
     };
     let stop = async move {
         let mut rest = String::new();
@@ -110,6 +112,7 @@ pub async fn run_listening(
     tls: Arc<rustls::ServerConfig>,
     token: Zeroizing<String>,
     browser: &BrowserConfig,
+    detached_grace: Duration,
 ) -> Result<(), RunError> {
     let dir = tempfile::Builder::new()
         .prefix("airlock-worker-")
@@ -138,6 +141,7 @@ pub async fn run_listening(
     let admission = Admission {
         token,
         peer_uid: None,
+        detached_grace,
     };
     crate::remote::serve(
         crate::remote::Listener::Tls(listener, tokio_rustls::TlsAcceptor::from(tls)),

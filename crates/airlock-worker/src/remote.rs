@@ -6,9 +6,12 @@
 //! sockets), then reads a hello carrying the protocol version and the deployment's
 //! worker token, compared in constant time; a mismatch is answered with one line
 //! saying why and the connection closed. Every frame is bounded ([`MAX_MESSAGE`]).
-//! Sessions belong to the connection that opened them: when it ends, for whatever
-//! reason, the worker closes them all, so a control plane that dies leaves nothing
-//! running.
+//! A worker keeps every session on one shelf: the connection that opened it holds
+//! it, and any other admitted connection may attach to it (a control-plane replica
+//! serving a session another opened). When no connection holds a session any more
+//! (its control plane died or let go) it is closed: at once by default, so a control
+//! plane that dies leaves nothing running; after [`Admission::detached_grace`] on a
+//! worker shared by replicas, so another may take it over first.
 
 use std::collections::HashMap;
 use std::io;
@@ -89,6 +92,11 @@ pub trait Worker {
     ) -> std::result::Result<Reply, Error>;
     /// Closes session `id`.
     async fn close(id: String);
+    /// Holds session `id`, opened by another connection, from this one on.
+    async fn attach(id: String) -> std::result::Result<SessionFacts, Error>;
+    /// Stops holding session `id` without closing it for its other holders (with
+    /// none left, it is closed as when a connection goes).
+    async fn release(id: String);
 }
 
 /// MessagePack with field names (structs as maps), so optional and defaulted fields
@@ -125,18 +133,22 @@ fn framed<S: AsyncRead + AsyncWrite>(stream: S) -> Framed<S, LengthDelimitedCode
         .new_framed(stream)
 }
 
-/// Who may connect to a worker.
+/// Who may connect to a worker, and what it keeps of them.
 pub struct Admission {
     /// The deployment's worker token.
     pub token: Zeroizing<String>,
     /// On a unix socket, the only uid allowed to connect (the control plane's).
     pub peer_uid: Option<u32>,
+    /// How long a session no connection holds is kept for another control plane to
+    /// attach to (zero: it is closed when its last connection goes).
+    pub detached_grace: Duration,
 }
 
 impl std::fmt::Debug for Admission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Admission")
             .field("peer_uid", &self.peer_uid)
+            .field("detached_grace", &self.detached_grace)
             .finish_non_exhaustive()
     }
 }
@@ -175,6 +187,7 @@ pub async fn serve_sessions(
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let listener = listener.into();
+    let shelf = Arc::new(Shelf::new(admission.detached_grace));
     let admission = Arc::new(admission);
     let mut connections = tokio::task::JoinSet::new();
     // Connections are asked to stop, not aborted: each then closes its sessions
@@ -186,10 +199,7 @@ pub async fn serve_sessions(
             _ = &mut shutdown => break,
             accepted = accept(&listener, &admission) => match accepted {
                 Ok(Some(stream)) => {
-                    let connection = Connection {
-                        host: host.clone(),
-                        sessions: Arc::default(),
-                    };
+                    let connection = Connection::new(host.clone(), shelf.clone());
                     let admission = admission.clone();
                     let stopping = stopping.clone();
                     connections.spawn(async move {
@@ -217,6 +227,8 @@ pub async fn serve_sessions(
     }
     let _ = stop.send(true);
     while connections.join_next().await.is_some() {}
+    // Sessions kept for a takeover go too: the worker stops.
+    shelf.close_all().await;
 }
 
 enum Accepted {
@@ -252,17 +264,16 @@ pub async fn serve_connection<S>(stream: S, host: Arc<LocalHost>, admission: Arc
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    Connection {
-        host,
-        sessions: Arc::default(),
-    }
-    .run(stream, admission, tokio::sync::watch::channel(false).1)
-    .await;
+    let shelf = Arc::new(Shelf::new(admission.detached_grace));
+    Connection::new(host, shelf.clone())
+        .run(stream, admission, tokio::sync::watch::channel(false).1)
+        .await;
+    shelf.close_all().await;
 }
 
 impl Connection {
-    // Serves until the peer goes or `stopping` turns true; then closes every
-    // session this connection opened.
+    // Serves until the peer goes or `stopping` turns true; then lets go of every
+    // session this connection holds.
     async fn run<S>(
         self,
         stream: S,
@@ -287,7 +298,7 @@ impl Connection {
             () = serving => {}
             _ = stopping.wait_for(|stop| *stop) => {}
         }
-        self.close_all().await;
+        self.let_go().await;
     }
 }
 
@@ -368,33 +379,142 @@ fn about(host: &LocalHost) -> About {
 #[derive(Clone)]
 struct Connection {
     host: Arc<LocalHost>,
-    sessions: Arc<Mutex<HashMap<String, Arc<LocalSession>>>>,
+    shelf: Arc<Shelf>,
+    // The sessions this connection holds (opened or attached).
+    held: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 impl Connection {
+    fn new(host: Arc<LocalHost>, shelf: Arc<Shelf>) -> Connection {
+        Connection {
+            host,
+            shelf,
+            held: Arc::default(),
+        }
+    }
+
+    // A session this connection holds.
     fn session(&self, id: &str) -> Result<Arc<LocalSession>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        if !lock(&self.held).contains(id) {
+            return Err(Error::SessionClosed);
+        }
+        self.shelf.get(id)
+    }
+
+    async fn let_go(&self) {
+        let held: Vec<String> = lock(&self.held).drain().collect();
+        if !held.is_empty() {
+            tracing::info!(
+                sessions = held.len(),
+                "the control plane went away: letting go of its sessions"
+            );
+        }
+        for id in held {
+            self.shelf.release(&id).await;
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every session of a worker, with how many connections hold each.
+struct Shelf {
+    sessions: Mutex<HashMap<String, Shelved>>,
+    grace: Duration,
+}
+
+struct Shelved {
+    session: Arc<LocalSession>,
+    holders: usize,
+    // Bumped at each release to none: a grace timer acts only on its own release.
+    released: u64,
+}
+
+impl Shelf {
+    fn new(grace: Duration) -> Shelf {
+        Shelf {
+            sessions: Mutex::default(),
+            grace,
+        }
+    }
+
+    fn put(&self, id: String, session: LocalSession) {
+        lock(&self.sessions).insert(
+            id,
+            Shelved {
+                session: Arc::new(session),
+                holders: 1,
+                released: 0,
+            },
+        );
+    }
+
+    fn get(&self, id: &str) -> Result<Arc<LocalSession>> {
+        lock(&self.sessions)
             .get(id)
-            .cloned()
+            .map(|s| s.session.clone())
             .ok_or(Error::SessionClosed)
     }
 
-    async fn close_all(&self) {
-        let sessions: Vec<_> = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-            .map(|(_, s)| s)
-            .collect();
-        if !sessions.is_empty() {
-            tracing::info!(
-                sessions = sessions.len(),
-                "the control plane went away: closing its sessions"
-            );
+    fn hold(&self, id: &str) -> Result<Arc<LocalSession>> {
+        let mut sessions = lock(&self.sessions);
+        let shelved = sessions.get_mut(id).ok_or(Error::SessionClosed)?;
+        shelved.holders += 1;
+        Ok(shelved.session.clone())
+    }
+
+    fn take(&self, id: &str) -> Option<Arc<LocalSession>> {
+        lock(&self.sessions).remove(id).map(|s| s.session)
+    }
+
+    // One holder fewer; with none left the session is closed, now or after the
+    // grace unless someone attaches first.
+    async fn release(self: &Arc<Self>, id: &str) {
+        let generation = {
+            let mut sessions = lock(&self.sessions);
+            let Some(shelved) = sessions.get_mut(id) else {
+                return;
+            };
+            shelved.holders = shelved.holders.saturating_sub(1);
+            if shelved.holders > 0 {
+                return;
+            }
+            shelved.released += 1;
+            shelved.released
+        };
+        if self.grace.is_zero() {
+            if let Some(session) = self.take(id) {
+                session.close().await;
+            }
+            return;
         }
+        let shelf = self.clone();
+        let id = id.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(shelf.grace).await;
+            let unheld = {
+                let mut sessions = lock(&shelf.sessions);
+                match sessions.get(&id) {
+                    Some(s) if s.holders == 0 && s.released == generation => {
+                        sessions.remove(&id).map(|s| s.session)
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(session) = unheld {
+                tracing::info!("no control plane took over a session in time: closing it");
+                session.close().await;
+            }
+        });
+    }
+
+    async fn close_all(&self) {
+        let sessions: Vec<_> = lock(&self.sessions)
+            .drain()
+            .map(|(_, s)| s.session)
+            .collect();
         for session in sessions {
             session.close().await;
         }
@@ -409,11 +529,18 @@ impl Worker for Connection {
     async fn open(self, _: Context, spec: OpenSpec) -> Result<SessionFacts> {
         let session = self.host.open(spec).await?;
         let facts = session.facts();
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(facts.id.clone(), Arc::new(session));
+        lock(&self.held).insert(facts.id.clone());
+        self.shelf.put(facts.id.clone(), session);
         Ok(facts)
+    }
+
+    async fn attach(self, _: Context, id: String) -> Result<SessionFacts> {
+        if lock(&self.held).contains(&id) {
+            return Ok(self.shelf.get(&id)?.facts());
+        }
+        let session = self.shelf.hold(&id)?;
+        lock(&self.held).insert(id);
+        Ok(session.facts())
     }
 
     async fn call(
@@ -436,13 +563,16 @@ impl Worker for Connection {
         }
     }
 
+    async fn release(self, _: Context, id: String) {
+        if lock(&self.held).remove(&id) {
+            self.shelf.release(&id).await;
+        }
+    }
+
     async fn close(self, _: Context, id: String) {
-        let session = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
-        if let Some(session) = session {
+        // Closed for every holder: the others' next call finds it gone.
+        lock(&self.held).remove(&id);
+        if let Some(session) = self.shelf.take(&id) {
             session.close().await;
         }
     }
@@ -662,6 +792,22 @@ impl RemoteHost {
             closed: AtomicBool::new(false),
         })
     }
+
+    /// Holds session `id`, which another connection (another control-plane
+    /// replica) opened, from this connection on.
+    pub async fn attach(&self, id: &str) -> Result<RemoteSession> {
+        let facts = self
+            .client
+            .attach(self.context(Duration::ZERO), id.to_owned())
+            .await
+            .map_err(|e| self.failed(e))??;
+        Ok(RemoteSession {
+            host: self.clone(),
+            id: facts.id.clone(),
+            facts,
+            closed: AtomicBool::new(false),
+        })
+    }
 }
 
 /// What a broken channel means to the caller: the host is gone.
@@ -710,7 +856,26 @@ impl RemoteSession {
             .map_err(|e| self.host.failed(e))?
     }
 
-    /// Closes it.
+    /// Lets go of it: it stays open for its other holders (and, on a worker that
+    /// keeps detached sessions, for a while for anyone to attach).
+    pub async fn release(&self) {
+        if self.closed.swap(true, Ordering::Relaxed) || self.host.is_gone() {
+            return;
+        }
+        let _ = self
+            .host
+            .client
+            .release(self.host.context(Duration::ZERO), self.id.clone())
+            .await;
+    }
+
+    /// Drops this handle without a word to the worker, as a control plane that dies
+    /// does: the worker lets go of the session when the connection closes.
+    pub fn forget(self) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
+
+    /// Closes it, for every holder.
     pub async fn close(&self) {
         // Nothing to tell a worker that is gone (or hung).
         if self.closed.swap(true, Ordering::Relaxed) || self.host.is_gone() {

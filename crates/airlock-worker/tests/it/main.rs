@@ -37,6 +37,15 @@ impl Served {
 }
 
 fn serve(h: &airlock_test_support::Harness, peer_uid: Option<u32>) -> Served {
+    serve_keeping(h, peer_uid, Duration::ZERO)
+}
+
+// `serve`, keeping a session no connection holds for `detached_grace`.
+fn serve_keeping(
+    h: &airlock_test_support::Harness,
+    peer_uid: Option<u32>,
+    detached_grace: Duration,
+) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("worker.sock");
     let listener = tokio::net::UnixListener::bind(&path).unwrap();
@@ -47,6 +56,7 @@ fn serve(h: &airlock_test_support::Harness, peer_uid: Option<u32>) -> Served {
         Admission {
             token: Zeroizing::new(TOKEN.to_owned()),
             peer_uid,
+            detached_grace,
         },
         async move {
             let _ = stopped.await;
@@ -192,8 +202,7 @@ async fn a_control_plane_that_goes_away_leaves_no_browser_running() {
             "its Chromium runs"
         );
         // The control plane dies: its connection closes without a word.
-        drop(session);
-        drop(host);
+        die(host, session);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while chromium_processes_under(h.profile_parent()).contains(&pid) {
             assert!(
@@ -427,6 +436,130 @@ async fn a_session_streams_its_frames_when_the_page_paints_and_its_events_as_the
         assert!(matches!(unwatched, Reply::Done));
         session.close().await;
         served.stop().await;
+    })
+    .await;
+}
+
+// The URL of `session`'s active tab, asked over its own connection.
+async fn active_url(session: &airlock_worker::RemoteSession) -> String {
+    match session
+        .call(airlock_worker::Call::Tabs, None)
+        .await
+        .unwrap()
+    {
+        airlock_worker::Reply::Tabs(tabs) => tabs.into_iter().find(|t| t.active).unwrap().url,
+        other => panic!("{other:?}"),
+    }
+}
+
+// A control plane that dies without a word: its connection closes, nothing is
+// closed or released by it.
+fn die(host: RemoteHost, session: airlock_worker::RemoteSession) {
+    session.forget();
+    drop(host);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_outlives_its_control_plane_for_another_to_take_over_within_the_grace() {
+    with_browser(|h| async move {
+        let grace = Duration::from_secs(2);
+        let served = serve_keeping(&h, Some(my_uid()), grace);
+        let (a, on_a) = open(
+            &served,
+            Some(airlock_config::Isolation::Process),
+            h.site.policy(),
+        )
+        .await;
+        let page = h.site.url("resolve.html");
+        on_a.call(
+            airlock_worker::Call::Navigate {
+                url: page.clone(),
+                wait_until: Default::default(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+        let id = on_a.facts().id.clone();
+        let pid = on_a.facts().browser_pid;
+
+        // B attaches while A still holds it; both drive the same page.
+        let b = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
+            .await
+            .unwrap();
+        let on_b = b.attach(&id).await.unwrap();
+        assert_eq!(on_b.facts().browser_pid, pid);
+        assert_eq!(active_url(&on_b).await, page);
+        // A unknown id is refused as a closed session, never another's.
+        assert!(matches!(
+            b.attach("no-such-session").await,
+            Err(airlock_browser::Error::SessionClosed)
+        ));
+
+        // A dies; B goes on, past the grace: a held session is never reaped.
+        die(a, on_a);
+        tokio::time::sleep(grace + Duration::from_millis(500)).await;
+        assert_eq!(active_url(&on_b).await, page);
+
+        // B dies too; C takes it over within the grace and finds the page as it was.
+        die(b, on_b);
+        let c = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
+            .await
+            .unwrap();
+        let on_c = c.attach(&id).await.unwrap();
+        assert_eq!(active_url(&on_c).await, page);
+
+        // C lets go and nobody takes it: after the grace it is closed, Chromium and all.
+        on_c.release().await;
+        let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(10);
+        while chromium_processes_under(h.profile_parent()).contains(&pid) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "a session nobody held was closed after the grace"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(matches!(
+            c.attach(&id).await,
+            Err(airlock_browser::Error::SessionClosed)
+        ));
+        served.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_closed_by_one_holder_is_closed_for_every_holder_and_stopping_closes_the_kept() {
+    with_browser(|h| async move {
+        let served = serve_keeping(&h, Some(my_uid()), Duration::from_secs(3600));
+        let (a, on_a) = open(
+            &served,
+            Some(airlock_config::Isolation::Process),
+            h.site.policy(),
+        )
+        .await;
+        let b = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
+            .await
+            .unwrap();
+        let on_b = b.attach(&on_a.facts().id).await.unwrap();
+        on_b.close().await;
+        assert!(matches!(
+            on_a.call(airlock_worker::Call::Tabs, None).await,
+            Err(airlock_browser::Error::SessionClosed)
+        ));
+        // A session kept for an hour with nobody holding it still goes when the
+        // worker stops.
+        let (c, on_c) = open(
+            &served,
+            Some(airlock_config::Isolation::Process),
+            h.site.policy(),
+        )
+        .await;
+        let pid = on_c.facts().browser_pid;
+        die(c, on_c);
+        drop((a, on_a, b));
+        served.stop().await;
+        assert!(!chromium_processes_under(h.profile_parent()).contains(&pid));
     })
     .await;
 }

@@ -103,6 +103,10 @@ enum Command {
         /// A file holding the worker token, with --listen (else AIRLOCK_WORKER_TOKEN).
         #[arg(long)]
         token_file: Option<PathBuf>,
+        /// With --listen: how long a session whose control plane went away is kept
+        /// for another control-plane replica to take over (0: closed at once).
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3600))]
+        detached_grace_secs: u64,
     },
     /// Explain egress policy decisions.
     Policy {
@@ -404,6 +408,7 @@ pub(crate) fn main() -> ExitCode {
             tls_cert,
             tls_key,
             token_file,
+            detached_grace_secs,
         } => {
             let outcome = match (socket, listen, tls_cert, tls_key) {
                 (Some(socket), _, _, _) => runtime
@@ -427,6 +432,7 @@ pub(crate) fn main() -> ExitCode {
                                 tls,
                                 zeroize::Zeroizing::new(token.expose().to_owned()),
                                 &config.browser,
+                                std::time::Duration::from_secs(detached_grace_secs),
                             ))
                             .map_err(anyhow::Error::from),
                         Err(e) => Err(e),
