@@ -204,6 +204,7 @@ mod tests {
             gateway_pid: pid,
             opened_ms,
             replica: replica.map(str::to_owned),
+            ..Default::default()
         }
     }
 

@@ -94,10 +94,16 @@ impl Gateway {
             idle_ttl: ttl,
             ..self.terms()
         };
-        let lease = self
+        let (lease, created) = self
             .open_lease(caller, request.options, Some(key), terms)
             .await?;
         *slot = Some(lease.id.clone());
+        if !created {
+            return Ok(Leased {
+                info: self.sessions.info(&lease),
+                created: false,
+            });
+        }
         // On the record (and in `live_sessions`) before the backend hears of it: a
         // gateway killed a moment later still leaves a trace the next start ends.
         self.sessions.flush().await;
@@ -112,24 +118,25 @@ impl Gateway {
         })
     }
 
-    /// One of `tenant`'s open sessions.
-    pub fn session_info(&self, tenant: &str, id: &str) -> Result<LeaseInfo> {
-        let lease = self.tenant_lease(tenant, id)?;
+    /// One of `tenant`'s open sessions (another replica's too, on a shared store).
+    pub async fn session_info(&self, tenant: &str, id: &str) -> Result<LeaseInfo> {
+        let lease = self.find_lease(tenant, id).await?;
         Ok(self.sessions.info(&lease))
     }
 
     /// Extends the idle TTL of one of `tenant`'s sessions from now.
-    pub fn heartbeat(&self, tenant: &str, id: &str) -> Result<LeaseInfo> {
-        let lease = self.tenant_lease(tenant, id)?;
+    pub async fn heartbeat(&self, tenant: &str, id: &str) -> Result<LeaseInfo> {
+        let lease = self.find_lease(tenant, id).await?;
         if lease.touch().is_some() {
             return Err(Error::NoSuchSession);
         }
+        self.tell_used(&lease).await;
         Ok(self.sessions.info(&lease))
     }
 
     /// Ends one of `tenant`'s sessions now (a call in it fails on the closed browser).
     pub async fn end_session(&self, tenant: &str, id: &str) -> Result<()> {
-        let lease = self.tenant_lease(tenant, id)?;
+        let lease = self.find_lease(tenant, id).await?;
         self.sessions
             .close(&lease, crate::sessions::End::Closed)
             .await;
@@ -138,8 +145,12 @@ impl Gateway {
 
     /// The screenshots a recording keeps of one of `tenant`'s open sessions, oldest
     /// first.
-    pub fn session_steps(&self, tenant: &str, id: &str) -> Result<Vec<crate::recording::Step>> {
-        let lease = self.tenant_lease(tenant, id)?;
+    pub async fn session_steps(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Vec<crate::recording::Step>> {
+        let lease = self.find_lease(tenant, id).await?;
         Ok(lease.held.recorder.steps())
     }
 
@@ -159,7 +170,7 @@ impl Gateway {
     /// stateless client's own named session, or a leased session of the caller's
     /// tenant. Anything else — another caller's handle, another tenant's session, an
     /// ended one — answers `session_expired`, all alike.
-    pub fn session_agent(
+    pub async fn session_agent(
         self: &Arc<Self>,
         caller: &Principal,
         handle: &str,
@@ -173,7 +184,8 @@ impl Gateway {
             )
         };
         let lease = self
-            .tenant_lease(&caller.tenant, handle)
+            .find_lease(&caller.tenant, handle)
+            .await
             .map_err(|_| gone())?;
         if lease.conversation.is_none() {
             // An agent's own session is reached through its agent only.
@@ -219,10 +231,28 @@ impl Gateway {
         let hosts = store.hosts().await.map_err(unanswered)?;
         let (live, gone_hosts) = self.fleet.gone(live, &hosts);
         let mut ended = 0;
+        let now = crate::clock::now_ms();
         for row in live {
+            // A session on a shared worker outlives its replica: another serves it
+            // (adoption), and it ends when idle past its TTL on every replica.
+            let adoptable = store.is_shared() && row.worker.is_some() && !row.holds_secrets;
+            let idle_until = row.used_ms.unwrap_or(row.opened_ms)
+                + row
+                    .idle_ttl_ms
+                    .unwrap_or(self.config.idle_ttl.as_millis() as i64);
+            if adoptable && now < idle_until {
+                continue;
+            }
             if !store.take_live_session(&row.id).await.map_err(unanswered)? {
                 continue; // another replica took it
             }
+            // Its browser, if its worker still keeps it, goes now.
+            if let (Some(address), Some(on_worker)) = (&row.worker, &row.worker_session)
+                && let Ok(session) = self.host.attach(address, on_worker).await
+            {
+                session.close().await;
+            }
+            let reason = if adoptable { "idle" } else { "gateway gone" };
             let close = airlock_audit::SessionChange {
                 session: row.id.clone(),
                 caller: None,
@@ -234,7 +264,7 @@ impl Gateway {
                 open_ms: None,
                 user: row.user_id.clone(),
                 conversation: row.conversation.clone(),
-                reason: Some("gateway gone".to_owned()),
+                reason: Some(reason.to_owned()),
                 gateway_pid: Some(row.gateway_pid),
             };
             self.record_event(Some(&row.tenant), airlock_audit::Event::SessionClose(close))

@@ -15,6 +15,7 @@ pub mod action {
     };
 }
 
+mod adoption;
 mod approvals;
 mod asking;
 mod audit;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use airlock_audit::{self as audit, Entry, Event};
+use airlock_audit::{self as audit, Event};
 use airlock_core::HasErrorCode;
 use airlock_core::sync::lock;
 use airlock_egress::summarize;
@@ -41,9 +41,9 @@ use crate::warm::{Activity, WarmPool};
 
 /// The engine: owns every agent session's browser session, on the host it was given.
 pub struct Gateway {
-    host: Host,
+    pub(crate) host: Host,
     pub(crate) config: Arc<GatewayConfig>,
-    policy: Arc<Policy>,
+    pub(crate) policy: Arc<Policy>,
     // Every open browser session, as a lease with an id and an owner.
     pub(crate) sessions: Arc<Sessions>,
     // Which session each leased (tenant, user, conversation) names.
@@ -76,6 +76,8 @@ pub struct Gateway {
     // This replica among those sharing the store: its heartbeat, and who is gone.
     pub(crate) fleet: Arc<crate::fleet::Fleet>,
     heart: Mutex<Option<JoinHandle<()>>>,
+    // One adoption of another replica's session at a time.
+    pub(crate) adopting: tokio::sync::Mutex<()>,
 }
 
 impl Gateway {
@@ -123,6 +125,7 @@ impl Gateway {
             quota_refused: Mutex::default(),
             fleet: Arc::new(crate::fleet::Fleet::new()),
             heart: Mutex::new(None),
+            adopting: tokio::sync::Mutex::new(()),
             config,
         });
         gateway.warm.refill(&gateway.host, None);
@@ -130,7 +133,6 @@ impl Gateway {
             tokio::spawn(write_journal(
                 store.clone(),
                 gateway.audit.clone(),
-                gateway.fleet.clone(),
                 journal_rx,
             ));
             *lock(&gateway.heart) = Some(tokio::spawn(heartbeat(Arc::downgrade(&gateway))));
@@ -220,6 +222,23 @@ impl Gateway {
         Ok((held, refused))
     }
 
+    // The tenant policy, narrowed by a session's own allowlist if it gave one.
+    pub(crate) fn narrowed_policy(&self, allow_hosts: &[String]) -> Result<Arc<Policy>> {
+        if allow_hosts.is_empty() {
+            return Ok(self.policy.clone());
+        }
+        let (suffixes, exact): (Vec<String>, Vec<String>) = allow_hosts
+            .iter()
+            .map(|h| h.trim().to_owned())
+            .partition(|h| h.starts_with("*."));
+        let suffixes: Vec<String> = suffixes.iter().map(|h| h[2..].to_owned()).collect();
+        let narrowed = self
+            .policy
+            .narrowed(&exact, &suffixes)
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        Ok(Arc::new(narrowed))
+    }
+
     async fn open_browser_for(
         &self,
         caller: &Principal,
@@ -246,21 +265,7 @@ impl Gateway {
             }
         };
         loaded.allow_sockets(self.policy.websocket_origins());
-        let policy = if options.allow_hosts.is_empty() {
-            self.policy.clone()
-        } else {
-            let (suffixes, exact): (Vec<String>, Vec<String>) = options
-                .allow_hosts
-                .iter()
-                .map(|h| h.trim().to_owned())
-                .partition(|h| h.starts_with("*."));
-            let suffixes: Vec<String> = suffixes.iter().map(|h| h[2..].to_owned()).collect();
-            let narrowed = self
-                .policy
-                .narrowed(&exact, &suffixes)
-                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
-            Arc::new(narrowed)
-        };
+        let policy = self.narrowed_policy(&options.allow_hosts)?;
         let isolation = options.isolation.unwrap_or(self.host.default_isolation());
         if injection.is_none()
             && !loaded.holds_secrets()
@@ -302,25 +307,80 @@ impl Gateway {
     }
 
     // Opens a browser session for `caller` and registers it as a lease: a place under
-    // the caps first (nothing launches over a cap), then the browser, then the lease.
-    // Credentials the caller may not use fail the whole open.
+    // the caps first (nothing launches over a cap; on a shared store, the place is
+    // claimed over every replica's sessions), then the browser, then the lease.
+    // Credentials the caller may not use fail the whole open. A conversation whose
+    // session another replica opened gets that one (`false`: not created here).
     pub(crate) async fn open_lease(
         &self,
         caller: &Principal,
         options: OpenOptions,
         conversation: Option<ConversationKey>,
         terms: LeaseTerms,
-    ) -> Result<Arc<Lease>> {
+    ) -> Result<(Arc<Lease>, bool)> {
         let user = crate::sessions::cap_user(caller, conversation.as_ref());
+        let refused = |e: &Error| {
+            if let Error::QuotaExceeded { scope, message, .. } = e {
+                tracing::warn!(tenant = %caller.tenant, %message, "new browser session refused");
+                *lock(&self.quota_refused).entry(scope).or_default() += 1;
+            }
+        };
         let reservation = self
             .sessions
             .reserve(&caller.tenant, user.as_deref(), &self.config.caps)
-            .inspect_err(|e| {
-                if let Error::QuotaExceeded { scope, message, .. } = e {
-                    tracing::warn!(tenant = %caller.tenant, %message, "new browser session refused");
-                    *lock(&self.quota_refused).entry(scope).or_default() += 1;
-                }
-            })?;
+            .inspect_err(refused)?;
+        let id = SessionId::random()?;
+        let record = options.record.unwrap_or(self.config.recording);
+        let mut row = self.live_row(
+            &id,
+            caller,
+            conversation.as_ref(),
+            &terms,
+            record,
+            &options.allow_hosts,
+        );
+        if let Some(existing) = self
+            .claim(&row, user.as_deref())
+            .await
+            .inspect_err(refused)?
+        {
+            drop(reservation);
+            return Ok((self.adopt(&caller.tenant, existing).await?, false));
+        }
+        let held = match self.open_claimed(caller, options).await {
+            Ok(held) => held,
+            Err(e) => {
+                self.unclaim(&id).await;
+                return Err(e);
+            }
+        };
+        // Where another replica finds it: written before anyone hears of it.
+        if let Some(store) = self.store() {
+            row.worker = held.session.reachable_at().map(str::to_owned);
+            row.worker_session = Some(held.session.id().to_owned());
+            row.holds_secrets = held.loaded.holds_secrets();
+            if let Err(e) = store.insert_live_session(&row).await {
+                tracing::warn!(error = %e, "could not note a live session");
+            }
+        }
+        match self.sessions.insert(
+            id.clone(),
+            caller.clone(),
+            conversation,
+            terms,
+            held.clone(),
+            reservation,
+        ) {
+            Ok(lease) => Ok((lease, true)),
+            Err(e) => {
+                held.close().await;
+                self.unclaim(&id).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn open_claimed(&self, caller: &Principal, options: OpenOptions) -> Result<Arc<Held>> {
         let started = Instant::now();
         let asked = options.credentials.clone();
         let (held, refused) = self.open_held(caller, options).await?;
@@ -340,19 +400,7 @@ impl Gateway {
             return Err(Error::CredentialRefused { why });
         }
         held.opened_in.set(started.elapsed()).ok();
-        match self.sessions.insert(
-            caller.clone(),
-            conversation,
-            terms,
-            held.clone(),
-            reservation,
-        ) {
-            Ok(lease) => Ok(lease),
-            Err(e) => {
-                held.close().await;
-                Err(e)
-            }
-        }
+        Ok(held)
     }
 
     /// New sessions refused over a cap so far, by scope (`user`, `tenant`, `total`,
@@ -613,6 +661,7 @@ impl Gateway {
         self.expire_overdue_approvals().await;
         self.operators.release_untended_holds().await;
         let ttl = self.config.idle_ttl;
+        self.learn_others_use().await;
         // Leases past their idle TTL or lifetime with no call in them end; their
         // agents say so once.
         for (lease, end, idle) in self.sessions.expire_due() {
@@ -683,8 +732,20 @@ impl Gateway {
         // Hold the stateless callers' sessions until they are closed below.
         let _callers: Vec<_> = lock(&self.callers).drain().map(|(_, a)| a).collect();
         let _named: Vec<_> = lock(&self.named).drain().map(|(_, (_, a))| a).collect();
-        for lease in self.sessions.drain() {
-            lease.held.close().await;
+        // On a shared store, sessions on shared workers go on: another replica
+        // serves them (their rows stay). Every other closes.
+        let shared = self.shared_store().is_some();
+        let kept = |lease: &crate::sessions::Lease| {
+            shared
+                && lease.held.session.reachable_at().is_some()
+                && !lease.held.loaded.holds_secrets()
+        };
+        for (lease, kept) in self.sessions.drain(kept) {
+            if kept {
+                lease.held.session.release().await;
+            } else {
+                lease.held.close().await;
+            }
         }
         self.warm.stop().await;
         self.host.shutdown().await;
@@ -775,44 +836,37 @@ async fn heartbeat(gateway: std::sync::Weak<Gateway>) {
     }
 }
 
-// Keeps `live_sessions` in step with the session events: what a gateway that dies
-// leaves open is found and cleaned up by the next one.
-async fn note_live(store: &Store, replica: &str, entry: &Entry) {
-    let done = match &entry.event {
-        Event::SessionOpen(open) => {
-            store
-                .insert_live_session(&airlock_store::LiveSessionRecord {
-                    id: open.session.clone(),
-                    tenant: entry.tenant.clone(),
-                    user_id: open.user.clone(),
-                    conversation: open.conversation.clone(),
-                    gateway_pid: i64::from(std::process::id()),
-                    opened_ms: entry.time_ms,
-                    replica: Some(replica.to_owned()),
-                })
-                .await
-        }
-        Event::SessionClose(close) => store.remove_live_session(&close.session).await,
-        _ => return,
-    };
-    if let Err(e) = done {
-        tracing::warn!(error = %e, "could not note a live session");
-    }
-}
-
-// Writes the registry's session events to the audit log, in the order they happened.
+// Writes the registry's session events to the audit log, in the order they happened,
+// and forgets a closed session's row (its row was written when it opened). On a
+// shared store a session's close is recorded by the replica that takes its row: one
+// that several replicas served ends on the record once.
 async fn write_journal(
     store: Store,
     audit: Arc<AuditLog>,
-    fleet: Arc<crate::fleet::Fleet>,
     mut events: tokio::sync::mpsc::UnboundedReceiver<Journal>,
 ) {
     while let Some(item) = events.recv().await {
         match item {
-            Journal::Event(entry) => match audit.append(&entry, None).await {
-                Ok(_) => note_live(&store, fleet.id(), &entry).await,
-                Err(e) => tracing::error!(error = %e, "could not record a session event"),
-            },
+            Journal::Event(entry) => {
+                let closed = match &entry.event {
+                    Event::SessionClose(close) => Some(close.session.clone()),
+                    _ => None,
+                };
+                if let Some(id) = &closed
+                    && store.is_shared()
+                    && !matches!(store.take_live_session(id).await, Ok(true))
+                {
+                    continue;
+                }
+                if let Err(e) = audit.append(&entry, None).await {
+                    tracing::error!(error = %e, "could not record a session event");
+                }
+                if let Some(id) = closed
+                    && let Err(e) = store.remove_live_session(&id).await
+                {
+                    tracing::warn!(error = %e, "could not forget a live session");
+                }
+            }
             Journal::Flush(done) => {
                 let _ = done.send(());
             }

@@ -39,6 +39,11 @@ impl SessionId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    // An id as the store keeps it (a session another replica opened).
+    pub(crate) fn stored(id: String) -> SessionId {
+        SessionId(id)
+    }
 }
 
 impl std::fmt::Display for SessionId {
@@ -176,6 +181,10 @@ pub(crate) struct Lease {
     pub(crate) held: Arc<Held>,
     pub(crate) created: Instant,
     state: Mutex<State>,
+    // When this replica last told the store the lease was used (Unix ms): idle
+    // expiry counts every replica's calls, and a busy session writes at most
+    // every few seconds.
+    pub(crate) told_store: std::sync::atomic::AtomicI64,
 }
 
 impl Lease {
@@ -350,6 +359,17 @@ impl Lease {
             .max_lifetime
             .map(|most| most.saturating_sub(self.created.elapsed()));
         Some(life_left.map_or(idle_left, |life| life.min(idle_left)))
+    }
+
+    /// Marks it used `ago` (by another replica, as the store says), unless it was
+    /// used since.
+    pub(crate) fn used_ago(&self, ago: Duration) {
+        let mut state = lock(&self.state);
+        if let Some(at) = Instant::now().checked_sub(ago)
+            && at > state.last_used
+        {
+            state.last_used = at;
+        }
     }
 
     /// Marks it used now, as a call leaving it does: its idle TTL starts over.
@@ -635,40 +655,77 @@ impl Sessions {
     /// place `reservation` took.
     pub(crate) fn insert(
         &self,
+        id: SessionId,
         owner: Principal,
         conversation: Option<ConversationKey>,
         terms: LeaseTerms,
         held: Arc<Held>,
         reservation: Reservation,
     ) -> Result<Arc<Lease>> {
-        let now = Instant::now();
-        let cap_user = cap_user(&owner, conversation.as_ref());
-        let lease = Arc::new(Lease {
-            id: SessionId::random()?,
-            cap_user,
-            owner,
-            conversation,
-            terms,
-            held,
-            created: now,
-            state: Mutex::new(State {
-                busy: 0,
-                last_used: now,
-                ended: None,
-                actions: 0,
-                blocked: 0,
-                held: false,
-                controller: None,
-                tended: now,
-                handed_back: false,
-            }),
-        });
+        let lease = Self::lease(id, owner, conversation, terms, held, Instant::now());
         lock(&self.leases).insert(lease.id.clone(), lease.clone());
         // Counted as open now: the place it reserved is given back.
         drop(reservation);
         self.open.fetch_add(1, Ordering::AcqRel);
         self.note(true, &lease, None);
         Ok(lease)
+    }
+
+    /// Registers a lease over a session another replica opened `opened_ago` (and
+    /// that was last used `used_ago`): it is not new, so nothing is noted; the
+    /// lease already there with its id, if any, is kept.
+    pub(crate) fn adopt(
+        &self,
+        id: SessionId,
+        owner: Principal,
+        conversation: Option<ConversationKey>,
+        terms: LeaseTerms,
+        held: Arc<Held>,
+        (opened_ago, used_ago): (Duration, Duration),
+    ) -> Arc<Lease> {
+        let now = Instant::now();
+        let created = now.checked_sub(opened_ago).unwrap_or(now);
+        let lease = Self::lease(id, owner, conversation, terms, held, created);
+        lease.used_ago(used_ago.min(opened_ago));
+        let mut leases = lock(&self.leases);
+        if let Some(there) = leases.get(&lease.id) {
+            return there.clone();
+        }
+        leases.insert(lease.id.clone(), lease.clone());
+        self.open.fetch_add(1, Ordering::AcqRel);
+        lease
+    }
+
+    fn lease(
+        id: SessionId,
+        owner: Principal,
+        conversation: Option<ConversationKey>,
+        terms: LeaseTerms,
+        held: Arc<Held>,
+        created: Instant,
+    ) -> Arc<Lease> {
+        let cap_user = cap_user(&owner, conversation.as_ref());
+        Arc::new(Lease {
+            id,
+            cap_user,
+            owner,
+            conversation,
+            terms,
+            held,
+            created,
+            state: Mutex::new(State {
+                busy: 0,
+                last_used: created,
+                ended: None,
+                actions: 0,
+                blocked: 0,
+                held: false,
+                controller: None,
+                tended: created,
+                handed_back: false,
+            }),
+            told_store: std::sync::atomic::AtomicI64::new(0),
+        })
     }
 
     /// Removes a lease from the registry (it must have ended); closing its browser
@@ -769,15 +826,22 @@ impl Sessions {
         lock(&self.leases).get(id).cloned()
     }
 
-    /// Ends and removes every lease (shutdown).
-    pub(crate) fn drain(&self) -> Vec<Arc<Lease>> {
+    /// Ends and removes every lease (shutdown), each with whether `keep` kept it
+    /// open for others (then it is not noted as closed: it goes on elsewhere).
+    pub(crate) fn drain(&self, keep: impl Fn(&Lease) -> bool) -> Vec<(Arc<Lease>, bool)> {
         let leases: Vec<Arc<Lease>> = lock(&self.leases).drain().map(|(_, l)| l).collect();
         self.open.store(0, Ordering::Release);
-        for lease in &leases {
-            lease.end(End::Closed);
-            self.note(false, lease, Some("shutdown"));
-        }
         leases
+            .into_iter()
+            .map(|lease| {
+                lease.end(End::Closed);
+                let kept = keep(&lease);
+                if !kept {
+                    self.note(false, &lease, Some("shutdown"));
+                }
+                (lease, kept)
+            })
+            .collect()
     }
 }
 

@@ -276,7 +276,7 @@ pub(crate) async fn one(
     Path(id): Path<String>,
     Extension(public_url): Extension<PublicUrl>,
 ) -> Result<Json<SessionView>, ApiError> {
-    let info = gateway.session_info(&caller.tenant, &id)?;
+    let info = gateway.session_info(&caller.tenant, &id).await?;
     Ok(Json(session_view(&info, &public_url)))
 }
 
@@ -300,7 +300,7 @@ pub(crate) async fn heartbeat(
     Path(id): Path<String>,
     Extension(public_url): Extension<PublicUrl>,
 ) -> Result<Json<SessionView>, ApiError> {
-    let info = gateway.heartbeat(&caller.tenant, &id)?;
+    let info = gateway.heartbeat(&caller.tenant, &id).await?;
     Ok(Json(session_view(&info, &public_url)))
 }
 

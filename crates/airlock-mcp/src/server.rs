@@ -107,7 +107,7 @@ impl AirlockMcp {
     //   that named it (how a stateless 2026-07-28 client keeps a browser);
     // - any other stateless request: the handler's own agent session, which rmcp makes
     //   afresh per stateless request, used once and closed.
-    fn agent_for(&self, ext: &Extensions) -> Serving {
+    async fn agent_for(&self, ext: &Extensions) -> Serving {
         let principal = match self.principal(ext) {
             Ok(principal) => principal,
             Err(refusal) => return Serving::Refused(refusal),
@@ -116,7 +116,7 @@ impl AirlockMcp {
             return self.own_agent(principal, Serving::Held);
         };
         if let Some(handle) = session_handle(parts.uri.path()) {
-            return match self.gateway.session_agent(&principal, handle) {
+            return match self.gateway.session_agent(&principal, handle).await {
                 Ok(agent) => Serving::Held(agent),
                 Err(refusal) => {
                     let mut out = ToolOutput::from_error(&refusal);
@@ -207,7 +207,7 @@ impl AirlockMcp {
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let output = match call {
             // The gateway logs the call; here only what never reached it.
-            Ok(call) => match self.agent_for(ext) {
+            Ok(call) => match self.agent_for(ext).await {
                 Serving::Held(agent) => agent.call_asking(call, self.asker(ext)).await,
                 Serving::Refused(refusal) => {
                     tracing::info!(tool.name = tool, "tool call for a session that is gone");

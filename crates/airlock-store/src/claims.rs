@@ -6,6 +6,7 @@
 
 use sqlx::{PgPool, SqlitePool};
 
+use crate::tenants::{bind_live, live_columns, live_values};
 use crate::{Backend, Fields, LiveSessionRecord, Result, Store};
 
 /// Caps on live sessions, over every replica (`None`: no cap).
@@ -25,7 +26,7 @@ pub enum Claimed {
     /// The row is in: the place is this caller's.
     New,
     /// The conversation has a live session already: this one.
-    Existing(LiveSessionRecord),
+    Existing(Box<LiveSessionRecord>),
     /// A cap is full: which (`user`, `tenant`, `total`) and how many it counts.
     Full {
         /// The cap's scope.
@@ -41,21 +42,17 @@ const COUNTS: &str = "SELECT COUNT(*) AS total,
     COALESCE(SUM(CASE WHEN tenant = $1 THEN 1 ELSE 0 END), 0) AS tenant,
     COALESCE(SUM(CASE WHEN tenant = $1 AND cap_user = $2 THEN 1 ELSE 0 END), 0) AS cap_user
     FROM live_sessions";
-const INSERT: &str = "INSERT INTO live_sessions
-    (id, tenant, user_id, conversation, gateway_pid, opened_ms, replica, cap_user)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+const INSERT: &str = concat!(
+    "INSERT INTO live_sessions (",
+    live_columns!(),
+    ", cap_user) VALUES (",
+    live_values!(),
+    ", $15)"
+);
 
 macro_rules! insert {
-    ($live:expr, $cap_user:expr) => {
-        sqlx::query(INSERT)
-            .bind(&$live.id)
-            .bind(&$live.tenant)
-            .bind(&$live.user_id)
-            .bind(&$live.conversation)
-            .bind($live.gateway_pid)
-            .bind($live.opened_ms)
-            .bind(&$live.replica)
-            .bind($cap_user)
+    ($statement:expr, $live:expr, $cap_user:expr) => {
+        bind_live!(sqlx::query($statement), $live).bind($cap_user)
     };
 }
 
@@ -95,7 +92,7 @@ async fn claim_sqlite(
                 .fetch_optional(&mut *conn)
                 .await?;
             if let Some(row) = row {
-                return Ok(Claimed::Existing(crate::tenants::live_row(&row)?));
+                return Ok(Claimed::Existing(Box::new(crate::tenants::live_row(&row)?)));
             }
         }
         let counts = sqlx::query(COUNTS)
@@ -106,7 +103,7 @@ async fn claim_sqlite(
         if let Some(full) = full(&counts, cap_user, caps)? {
             return Ok(full);
         }
-        insert!(live, cap_user).execute(&mut *conn).await?;
+        insert!(INSERT, live, cap_user).execute(&mut *conn).await?;
         Ok(Claimed::New)
     }
     .await;
@@ -139,7 +136,7 @@ async fn claim_postgres(
             .fetch_optional(&mut *tx)
             .await?;
         if let Some(row) = row {
-            return Ok(Claimed::Existing(crate::tenants::live_row(&row)?));
+            return Ok(Claimed::Existing(Box::new(crate::tenants::live_row(&row)?)));
         }
     }
     let counts = sqlx::query(COUNTS)
@@ -150,7 +147,7 @@ async fn claim_postgres(
     if let Some(full) = full(&counts, cap_user, caps)? {
         return Ok(full);
     }
-    insert!(live, cap_user).execute(&mut *tx).await?;
+    insert!(INSERT, live, cap_user).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(Claimed::New)
 }

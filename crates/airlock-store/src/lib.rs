@@ -185,6 +185,12 @@ impl Store {
         })
     }
 
+    /// Whether other processes on other machines may share this store (Postgres):
+    /// then what one replica holds in memory another cannot see.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
+    }
+
     // The SQLite pool, for what only SQLite has.
     fn pool(&self) -> Result<&SqlitePool> {
         match &self.backend {

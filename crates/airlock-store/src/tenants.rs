@@ -32,7 +32,7 @@ pub struct KeyRecord {
 }
 
 /// A browser session some gateway process opened and has not closed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveSessionRecord {
     /// The session's id.
     pub id: String,
@@ -49,7 +49,59 @@ pub struct LiveSessionRecord {
     /// The replica (its `hosts` id) that opened it; `None` on rows from before
     /// replicas were recorded.
     pub replica: Option<String>,
+    /// The worker it runs on (its `[[workers]]` address), when another replica can
+    /// reach it there.
+    pub worker: Option<String>,
+    /// Its id on that worker.
+    pub worker_session: Option<String>,
+    /// Its idle TTL, milliseconds.
+    pub idle_ttl_ms: Option<i64>,
+    /// Its recording mode (`off`, `transient`, `audit`).
+    pub record: Option<String>,
+    /// Its own host narrowing (a JSON array), if it gave one.
+    pub allow_hosts: Option<String>,
+    /// Whether it loaded secrets (then only the replica that opened it serves it).
+    pub holds_secrets: bool,
+    /// When any replica last used it, Unix milliseconds.
+    pub used_ms: Option<i64>,
 }
+
+// Every column of a live session row, in the order `bind_live!` binds them, and
+// their placeholders (macros, so statements stay static strings).
+macro_rules! live_columns {
+    () => {
+        "id, tenant, user_id, conversation, gateway_pid, opened_ms, replica, worker, \
+         worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms"
+    };
+}
+macro_rules! live_values {
+    () => {
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14"
+    };
+}
+pub(crate) use {live_columns, live_values};
+
+// Binds a row's columns to `$1..$14` of `query`.
+macro_rules! bind_live {
+    ($query:expr, $live:expr) => {
+        $query
+            .bind(&$live.id)
+            .bind(&$live.tenant)
+            .bind(&$live.user_id)
+            .bind(&$live.conversation)
+            .bind($live.gateway_pid)
+            .bind($live.opened_ms)
+            .bind(&$live.replica)
+            .bind(&$live.worker)
+            .bind(&$live.worker_session)
+            .bind($live.idle_ttl_ms)
+            .bind(&$live.record)
+            .bind(&$live.allow_hosts)
+            .bind($live.holds_secrets)
+            .bind($live.used_ms)
+    };
+}
+pub(crate) use bind_live;
 
 impl Store {
     /// Creates a tenant; `false` when one of that name exists.
@@ -156,26 +208,53 @@ impl Store {
         })
     }
 
-    /// Notes a browser session as open in this process.
+    /// Notes a browser session as open (or rewrites its row).
     pub async fn insert_live_session(&self, live: &LiveSessionRecord) -> Result<()> {
+        const UPSERT: &str = concat!(
+            "INSERT INTO live_sessions (",
+            live_columns!(),
+            ") VALUES (",
+            live_values!(),
+            ") ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, user_id = excluded.user_id,
+               conversation = excluded.conversation, gateway_pid = excluded.gateway_pid,
+               opened_ms = excluded.opened_ms, replica = excluded.replica,
+               worker = excluded.worker, worker_session = excluded.worker_session,
+               idle_ttl_ms = excluded.idle_ttl_ms, record = excluded.record,
+               allow_hosts = excluded.allow_hosts, holds_secrets = excluded.holds_secrets,
+               used_ms = excluded.used_ms"
+        );
         on_pool!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO live_sessions (id, tenant, user_id, conversation, gateway_pid, opened_ms, replica)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, user_id = excluded.user_id,
-                   conversation = excluded.conversation, gateway_pid = excluded.gateway_pid,
-                   opened_ms = excluded.opened_ms, replica = excluded.replica",
+            bind_live!(sqlx::query(UPSERT), live).execute(pool).await?;
+            Ok(())
+        })
+    }
+
+    /// One live session's row.
+    pub async fn live_session(&self, id: &str) -> Result<Option<LiveSessionRecord>> {
+        on_pool!(self, |pool| {
+            let row = sqlx::query("SELECT * FROM live_sessions WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?;
+            row.as_ref().map(live_row).transpose()
+        })
+    }
+
+    /// Notes that a live session was used at `now_ms` (by any replica); `false` when
+    /// it has no row (it ended).
+    pub async fn touch_live_session(&self, id: &str, now_ms: i64) -> Result<bool> {
+        on_pool!(self, |pool| {
+            let done = sqlx::query(
+                "UPDATE live_sessions SET used_ms = $1 WHERE id = $2 AND (used_ms IS NULL OR used_ms < $1)",
             )
-            .bind(&live.id)
-            .bind(&live.tenant)
-            .bind(&live.user_id)
-            .bind(&live.conversation)
-            .bind(live.gateway_pid)
-            .bind(live.opened_ms)
-            .bind(&live.replica)
+            .bind(now_ms)
+            .bind(id)
             .execute(pool)
             .await?;
-            Ok(())
+            if done.rows_affected() == 1 {
+                return Ok(true);
+            }
+            Ok(self.live_session(id).await?.is_some())
         })
     }
 
@@ -210,6 +289,13 @@ pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
         gateway_pid: r.get("gateway_pid")?,
         opened_ms: r.get("opened_ms")?,
         replica: r.get("replica")?,
+        worker: r.get("worker")?,
+        worker_session: r.get("worker_session")?,
+        idle_ttl_ms: r.get("idle_ttl_ms")?,
+        record: r.get("record")?,
+        allow_hosts: r.get("allow_hosts")?,
+        holds_secrets: r.get("holds_secrets")?,
+        used_ms: r.get("used_ms")?,
     })
 }
 

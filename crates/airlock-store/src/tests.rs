@@ -357,6 +357,7 @@ async fn live_sessions_are_noted_and_forgotten() {
         gateway_pid: 42,
         opened_ms: 3,
         replica: Some("r1".into()),
+        ..Default::default()
     };
     store.insert_live_session(&live).await.unwrap();
     assert_eq!(store.live_sessions().await.unwrap(), vec![live]);

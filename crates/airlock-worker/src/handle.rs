@@ -161,6 +161,7 @@ impl Host {
                     facts: session.facts(),
                     inner: Inner::Local(Box::new(session)),
                     downloads: Default::default(),
+                    reachable_at: None,
                 })
             }
             Host::Remote(remote) => {
@@ -169,6 +170,7 @@ impl Host {
                     facts: session.facts(),
                     inner: Inner::Remote(session),
                     downloads: Default::default(),
+                    reachable_at: None,
                 })
             }
             Host::Fleet(fleet) => {
@@ -190,6 +192,7 @@ impl Host {
                                 facts: session.facts(),
                                 inner: Inner::Remote(session),
                                 downloads: Default::default(),
+                                reachable_at: Some(remote.connector.address()),
                             });
                         }
                         Err(e @ (Error::BrowserUnavailable { .. } | Error::HostGone { .. })) => {
@@ -204,6 +207,28 @@ impl Host {
                 }))
             }
         }
+    }
+
+    /// Holds session `id` that another control-plane replica opened on the worker
+    /// at `address` (one of `[[workers]]`): from now on calls reach it from here
+    /// too. Only workers on other machines are shared; anything else is a closed
+    /// session.
+    pub async fn attach(&self, address: &str, id: &str) -> Result<BrowserSession> {
+        let Host::Fleet(fleet) = self else {
+            return Err(Error::SessionClosed);
+        };
+        let remote = fleet
+            .workers
+            .iter()
+            .find(|w| w.connector.address() == address)
+            .ok_or(Error::SessionClosed)?;
+        let session = remote.host().await?.attach(id).await?;
+        Ok(BrowserSession {
+            facts: session.facts(),
+            inner: Inner::Remote(session),
+            downloads: Default::default(),
+            reachable_at: Some(address.to_owned()),
+        })
     }
 
     /// The isolation a session gets when it asks for none.
@@ -284,6 +309,8 @@ pub struct BrowserSession {
     // On a worker: where the gateway keeps downloads (the worker keeps them in its
     // own directory until fetched).
     downloads: std::sync::Mutex<Option<PathBuf>>,
+    // On a worker of `[[workers]]`: its address, where another replica reaches it.
+    reachable_at: Option<String>,
 }
 
 impl std::fmt::Debug for BrowserSession {
@@ -458,6 +485,21 @@ impl BrowserSession {
             Inner::Local(session) => session.close().await,
             Inner::Remote(session) => session.close().await,
         }
+    }
+
+    /// Lets go of it: on a shared worker it stays open for the other replicas
+    /// holding it (or for one to take it over); anywhere else it is closed.
+    pub async fn release(&self) {
+        match &self.inner {
+            Inner::Remote(session) if self.reachable_at.is_some() => session.release().await,
+            _ => self.close().await,
+        }
+    }
+
+    /// Where another control-plane replica reaches this session (its worker's
+    /// `[[workers]]` address), if it can.
+    pub fn reachable_at(&self) -> Option<&str> {
+        self.reachable_at.as_deref()
     }
 
     /// Goes to `url`.

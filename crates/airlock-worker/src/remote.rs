@@ -917,6 +917,10 @@ pub type Connecting<'a> = std::pin::Pin<
 pub trait Connector: Send + Sync + 'static {
     /// A fresh connection, the worker started first if need be.
     fn connect(&self) -> Connecting<'_>;
+    /// Where it connects, as configured (a `[[workers]]` address).
+    fn address(&self) -> String {
+        String::new()
+    }
     /// Stops what the connector started.
     fn shutdown(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         Box::pin(async {})
@@ -934,6 +938,10 @@ pub struct SocketConnector {
 }
 
 impl Connector for SocketConnector {
+    fn address(&self) -> String {
+        self.path.display().to_string()
+    }
+
     fn connect(&self) -> Connecting<'_> {
         Box::pin(RemoteHost::connect_unix(
             &self.path,
@@ -956,6 +964,10 @@ pub struct TlsConnector {
 }
 
 impl Connector for TlsConnector {
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
     fn connect(&self) -> Connecting<'_> {
         Box::pin(RemoteHost::connect_tls(
             &self.address,

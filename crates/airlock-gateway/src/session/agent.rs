@@ -128,7 +128,7 @@ impl AgentSession {
             .open_lease(&self.inner.principal, options, None, terms)
             .await
         {
-            Ok(lease) => {
+            Ok((lease, _)) => {
                 let held = &lease.held;
                 let mut text = format!("opened browser session ({})", describe(held));
                 if let Some(device) = device
@@ -239,7 +239,7 @@ impl AgentSession {
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let terms = gateway.terms();
-        let lease = gateway
+        let (lease, _) = gateway
             .open_lease(&self.inner.principal, OpenOptions::default(), None, terms)
             .await?;
         tracing::info!(

@@ -290,6 +290,12 @@ impl AgentSession {
         let summing = Instant::now();
         self.egress_summary(context, &held, &mut out).await;
         context.spent.egress = summing.elapsed();
+        if let Some(lease) = &entered
+            && let Some(gateway) = self.inner.gateway.upgrade()
+        {
+            // Idle expiry counts every replica's calls.
+            gateway.tell_used(lease).await;
+        }
         if let Some(lease) = &entered {
             lease.add_blocked(context.blocked);
             if lease.take_handed_back() {

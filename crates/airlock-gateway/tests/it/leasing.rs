@@ -132,18 +132,18 @@ async fn heartbeats_keep_a_lease_and_its_end_reaches_every_agent() {
         // Heartbeats across three TTLs keep it open.
         let start = tokio::time::Instant::now();
         while start.elapsed() < ttl * 3 {
-            gateway.heartbeat("acme", &id).unwrap();
+            gateway.heartbeat("acme", &id).await.unwrap();
             tokio::time::sleep(ttl / 4).await;
         }
-        assert!(gateway.session_info("acme", &id).is_ok());
+        assert!(gateway.session_info("acme", &id).await.is_ok());
         // Another tenant reaches none of it.
         assert!(matches!(
-            gateway.heartbeat("beta", &id),
+            gateway.heartbeat("beta", &id).await,
             Err(Error::NoSuchSession)
         ));
-        assert!(gateway.session_agent(&caller("beta"), &id).is_err());
+        assert!(gateway.session_agent(&caller("beta"), &id).await.is_err());
         // Two keys of the tenant drive the one session, each by its own role.
-        let driver = gateway.session_agent(&acme, &id).unwrap();
+        let driver = gateway.session_agent(&acme, &id).await.unwrap();
         let observer = gateway
             .session_agent(
                 &Principal {
@@ -153,6 +153,7 @@ async fn heartbeats_keep_a_lease_and_its_end_reaches_every_agent() {
                 },
                 &id,
             )
+            .await
             .unwrap();
         let out = driver.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
@@ -167,10 +168,10 @@ async fn heartbeats_keep_a_lease_and_its_end_reaches_every_agent() {
         // An agent going away leaves the lease to its terms.
         drop(observer);
         driver.close().await;
-        assert!(gateway.session_info("acme", &id).is_ok());
+        assert!(gateway.session_info("acme", &id).await.is_ok());
         // Without heartbeats, the idle TTL ends it, and its agent says so.
         assert!(
-            crate::eventually!(gateway.session_info("acme", &id).is_err()),
+            crate::eventually!(gateway.session_info("acme", &id).await.is_err()),
             "the lease outlived its idle TTL"
         );
         let out = driver
@@ -181,7 +182,7 @@ async fn heartbeats_keep_a_lease_and_its_end_reaches_every_agent() {
         assert_eq!(out.error, Some(ErrorCode::SessionExpired), "{}", out.text);
         assert!(out.text.contains("lease a new one"), "{}", out.text);
         assert!(matches!(
-            gateway.heartbeat("acme", &id),
+            gateway.heartbeat("acme", &id).await,
             Err(Error::NoSuchSession)
         ));
         // A new lease of the key is a new session.

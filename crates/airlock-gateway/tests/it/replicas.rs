@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use airlock_gateway::{Decision, FeedEvent, Gateway, GatewayConfig, ToolOutput};
+use airlock_gateway::{Decision, Error, FeedEvent, Gateway, GatewayConfig, ToolCall, ToolOutput};
 use airlock_risk::{ApprovalsConfig, Rules};
 use airlock_store::{ApprovalStatus, HostRecord, LiveSessionRecord, Store};
 use airlock_test_support::{Postgres, with_browser};
@@ -145,6 +145,7 @@ async fn replicas_on_one_postgres_share_the_feed_decisions_and_the_end_of_a_gone
                 gateway_pid: 1,
                 opened_ms: now_ms() - 100_000,
                 replica: Some(gone.id.clone()),
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -188,6 +189,230 @@ async fn replicas_on_one_postgres_share_the_feed_decisions_and_the_end_of_a_gone
         assert!(stores[0].hosts().await.unwrap().is_empty());
         assert!(stores[0].live_sessions().await.unwrap().is_empty());
         drop(replicas);
+        for store in stores {
+            store.close().await;
+        }
+    })
+    .await;
+}
+
+// A worker shared by the replicas, on a unix socket of the test, keeping a session
+// nobody holds for a minute; stops when `stop` is sent.
+struct SharedWorker {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+const WORKER_TOKEN: &str = "a-shared-worker-token";
+
+fn shared_worker(h: &airlock_test_support::Harness) -> SharedWorker {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("worker.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let local =
+        airlock_worker::LocalHost::new(h.browsers.clone()).with_spool(dir.path().join("spool"));
+    let task = tokio::spawn(airlock_worker::remote::serve_sessions(
+        listener,
+        Arc::new(local),
+        airlock_worker::Admission {
+            token: zeroize::Zeroizing::new(WORKER_TOKEN.to_owned()),
+            peer_uid: Some(nix::unistd::geteuid().as_raw()),
+            detached_grace: Duration::from_secs(60),
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    SharedWorker {
+        path,
+        _dir: dir,
+        stop,
+        task,
+    }
+}
+
+async fn replica(
+    h: &airlock_test_support::Harness,
+    store: &Store,
+    worker: &SharedWorker,
+    caps: airlock_gateway::Caps,
+) -> Arc<Gateway> {
+    let connector = airlock_worker::SocketConnector {
+        path: worker.path.clone(),
+        token: zeroize::Zeroizing::new(WORKER_TOKEN.to_owned()),
+        worker_uid: None,
+    };
+    let remote = airlock_worker::Remote::new(connector).await.unwrap();
+    let host: airlock_worker::Host = airlock_worker::Fleet::new(vec![remote]).unwrap().into();
+    Gateway::new(
+        host,
+        GatewayConfig {
+            store: Some(store.clone()),
+            caps,
+            ..config(h)
+        },
+    )
+}
+
+fn acme(key: &str) -> airlock_gateway::Principal {
+    airlock_gateway::Principal {
+        tenant: "acme".to_owned(),
+        role: airlock_core::Role::Act,
+        key: Some(key.to_owned()),
+    }
+}
+
+fn lease(user: &str, conversation: &str) -> airlock_gateway::LeaseRequest {
+    airlock_gateway::LeaseRequest {
+        user: user.to_owned(),
+        conversation: conversation.to_owned(),
+        ..Default::default()
+    }
+}
+
+async fn page_of(agent: &airlock_gateway::AgentSession) -> String {
+    agent
+        .call(ToolCall::Read(airlock_gateway::Reading::Snapshot(
+            Default::default(),
+        )))
+        .await
+        .text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_replica_serves_a_leased_session_and_racing_leases_get_one_session_within_the_caps() {
+    with_browser(|h| async move {
+        let pg = Postgres::start();
+        let url = pg.url();
+        let worker = shared_worker(&h);
+        let caps = airlock_gateway::Caps {
+            total: Some(3),
+            ..Default::default()
+        };
+        let mut stores = Vec::new();
+        let mut replicas = Vec::new();
+        for _ in 0..3 {
+            let store = Store::open_postgres(&url).await.unwrap();
+            replicas.push(replica(&h, &store, &worker, caps).await);
+            stores.push(store);
+        }
+
+        // Leased on A and driven there; B and C lease the same conversation and get
+        // that session, on the page A left it.
+        let on_a = replicas[0]
+            .lease(&acme("key_a"), lease("u1", "c1"))
+            .await
+            .unwrap();
+        assert!(on_a.created);
+        let id = on_a.info.id.to_string();
+        let agent_a = replicas[0]
+            .session_agent(&acme("key_a"), &id)
+            .await
+            .unwrap();
+        let out = agent_a.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let on_b = replicas[1]
+            .lease(&acme("key_b"), lease("u1", "c1"))
+            .await
+            .unwrap();
+        assert!(!on_b.created);
+        assert_eq!(on_b.info.id.to_string(), id);
+        let agent_b = replicas[1]
+            .session_agent(&acme("key_b"), &id)
+            .await
+            .unwrap();
+        assert!(page_of(&agent_b).await.contains("Sign in"));
+        // C reaches it by its id alone (the session URL of REST and /mcp/s/{id}).
+        let agent_c = replicas[2]
+            .session_agent(&acme("key_c"), &id)
+            .await
+            .unwrap();
+        let out = agent_c.call(navigate(h.site.url("resolve.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(page_of(&agent_a).await.contains("Delete account"));
+        assert!(replicas[2].session_info("acme", &id).await.is_ok());
+        // Another tenant's key finds nothing, on any replica.
+        let beta = airlock_gateway::Principal {
+            tenant: "beta".to_owned(),
+            ..acme("key_beta")
+        };
+        assert!(replicas[1].session_agent(&beta, &id).await.is_err());
+
+        // Twelve racing leases of one new conversation over the three replicas: one
+        // session, created once.
+        let racing: Vec<_> = (0..12)
+            .map(|i| {
+                let replica = replicas[i % 3].clone();
+                tokio::spawn(async move {
+                    replica
+                        .lease(&acme(&format!("key_{i}")), lease("u2", "c2"))
+                        .await
+                        .map(|l| (l.info.id.to_string(), l.created))
+                })
+            })
+            .collect();
+        let mut got = Vec::new();
+        for race in racing {
+            got.push(race.await.unwrap().unwrap());
+        }
+        assert_eq!(
+            got.iter().filter(|(_, created)| *created).count(),
+            1,
+            "{got:?}"
+        );
+        assert!(got.iter().all(|(id, _)| *id == got[0].0), "{got:?}");
+
+        // The total cap (3) counts every replica's sessions: of six racing new
+        // conversations, one gets the last place.
+        let racing: Vec<_> = (0..6)
+            .map(|i| {
+                let replica = replicas[i % 3].clone();
+                tokio::spawn(async move {
+                    replica
+                        .lease(&acme("key_x"), lease("u3", &format!("c{i}")))
+                        .await
+                })
+            })
+            .collect();
+        let mut placed = 0;
+        for race in racing {
+            match race.await.unwrap() {
+                Ok(_) => placed += 1,
+                Err(Error::QuotaExceeded { scope, .. }) => assert_eq!(scope, "total"),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(placed, 1);
+        assert_eq!(stores[0].live_sessions().await.unwrap().len(), 3);
+
+        // A stops: the sessions go on, served by B.
+        replicas[0].shutdown().await;
+        drop(agent_a);
+        assert!(page_of(&agent_b).await.contains("Delete account"));
+
+        // Ended through C: ended for B too, and on the record once.
+        replicas[2].end_session("acme", &id).await.unwrap();
+        let out = agent_b.call(navigate(h.site.url("login.html"))).await;
+        assert!(out.error.is_some(), "{}", out.text);
+        for replica in &replicas[1..] {
+            replica.shutdown().await;
+        }
+        let log = stores[0].audit_events(0, 10_000).await.unwrap();
+        let closes = log
+            .iter()
+            .filter(|e| e.kind == "session_close" && e.body.contains(&id))
+            .count();
+        assert_eq!(closes, 1, "{log:#?}");
+        match replicas[1].audit_chain("acme").await.unwrap() {
+            airlock_gateway::ChainStatus::Intact { .. } => {}
+            broken => panic!("{broken:?}"),
+        }
+        drop((agent_b, agent_c, replicas));
+        let _ = worker.stop.send(());
+        worker.task.await.unwrap();
         for store in stores {
             store.close().await;
         }

@@ -49,7 +49,11 @@ pub(super) async fn page(
     axum::extract::Query(query): axum::extract::Query<LiveQuery>,
 ) -> Response {
     let saved = query.saved.as_deref().zip(query.cookies);
-    match console.gateway.session_info(&login.operator.tenant, &id) {
+    match console
+        .gateway
+        .session_info(&login.operator.tenant, &id)
+        .await
+    {
         Ok(info) => pages::live(&login, &id, &info, saved).into_response(),
         Err(_) => refused(
             StatusCode::NOT_FOUND,
@@ -168,6 +172,7 @@ pub(super) async fn save_login(
             let holds = console
                 .gateway
                 .session_info(&login.operator.tenant, &id)
+                .await
                 .is_ok_and(|info| info.controller.as_deref() == Some(by.as_str()));
             if holds && form.keep.is_some() {
                 let query =
@@ -216,6 +221,7 @@ pub(super) async fn socket(
     if console
         .gateway
         .session_info(&login.operator.tenant, &id)
+        .await
         .is_err()
     {
         return refused(StatusCode::NOT_FOUND, "no such live session");
@@ -282,7 +288,7 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
                     Ok(update) => update,
                     Err(e) => {
                         // Gone, or only unshowable this moment (a dialog holds the page).
-                        let gone = console.gateway.session_info(&tenant, &id).is_err();
+                        let gone = console.gateway.session_info(&tenant, &id).await.is_err();
                         let message = if gone {
                             serde_json::json!({"ended": true})
                         } else {

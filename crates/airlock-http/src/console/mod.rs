@@ -468,6 +468,7 @@ async fn replay(
     let steps = console
         .gateway
         .session_steps(tenant, &id)
+        .await
         .unwrap_or_default();
     pages::replay(&login, &id, &events, &steps).into_response()
 }
@@ -480,6 +481,7 @@ async fn step_image(
     let steps = console
         .gateway
         .session_steps(&login.operator.tenant, &id)
+        .await
         .unwrap_or_default();
     match steps.into_iter().find(|s| s.step == step) {
         Some(s) => image(s.mime, s.data.to_vec()),

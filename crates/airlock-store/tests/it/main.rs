@@ -367,6 +367,7 @@ async fn the_vault_and_tenants_are_shared(replicas: [Store; 3]) {
         gateway_pid: 4242,
         opened_ms: 9,
         replica: Some("r1".into()),
+        ..Default::default()
     };
     replicas[0].insert_live_session(&live).await.unwrap();
     replicas[1].insert_live_session(&live).await.unwrap();
@@ -428,6 +429,7 @@ async fn replicas_see_each_other_and_end_a_gone_ones_sessions_once(replicas: [St
                 gateway_pid: 1,
                 opened_ms: 1,
                 replica: Some("r0".to_owned()),
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -517,6 +519,7 @@ fn claim(id: &str, tenant: &str, user: &str, conversation: &str) -> LiveSessionR
         gateway_pid: 1,
         opened_ms: 1,
         replica: Some("r".to_owned()),
+        ..Default::default()
     }
 }
 
@@ -643,6 +646,21 @@ async fn claims_give_one_session_per_conversation_and_respect_the_caps(replicas:
             count: 3
         }
     );
+    // A use on any replica is seen by all; it never moves back in time.
+    assert!(replicas[2].touch_live_session("g-1", 500).await.unwrap());
+    assert!(replicas[0].touch_live_session("g-1", 400).await.unwrap());
+    let row = replicas[1].live_session("g-1").await.unwrap().unwrap();
+    assert_eq!(
+        (row.used_ms, row.user_id.as_deref()),
+        (Some(500), Some("u"))
+    );
+    assert!(
+        !replicas[1]
+            .touch_live_session("no-such", 500)
+            .await
+            .unwrap()
+    );
+    assert_eq!(replicas[1].live_session("no-such").await.unwrap(), None);
     // A place given back is free again.
     assert!(replicas[0].take_live_session("g-0").await.unwrap());
     assert_eq!(

@@ -1,0 +1,348 @@
+//! Sessions any replica serves. On a shared store (Postgres) a live session's row
+//! says where it runs (its worker's `[[workers]]` address and its id there) and what
+//! it was opened with; a replica asked for a session it does not hold finds the row,
+//! attaches to the session on its worker and serves it as its own lease
+//! ("adoption"). New sessions claim their place in the store first, so caps count
+//! every replica's sessions and a conversation gets one session whichever replica
+//! its requests reach. Idle expiry reads the last use any replica wrote.
+//!
+//! Not adopted: a session that loaded secrets (the redactor that hides them is built
+//! from the vault at open, with its grant; only the replica that opened it serves
+//! it), and one on a replica's own local worker (nobody else can reach it).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use airlock_core::Role;
+use airlock_store::{ClaimCaps, Claimed, LiveSessionRecord, Store};
+
+use crate::Gateway;
+use crate::clock::now_ms;
+use crate::error::{Error, Result};
+use crate::sessions::{ConversationKey, Held, Lease, LeaseTerms, Principal, SessionId};
+
+/// How long a replica waits for another to finish opening a session both were asked
+/// for, and how often it looks (an open takes a browser context and a tab: well
+/// under a second, seconds for a cold Chromium).
+const OPENING_WITHIN: Duration = Duration::from_secs(60);
+const OPENING_POLL: Duration = Duration::from_millis(50);
+
+/// How often, at most, a busy lease tells the store it was used.
+const TELL_USED_EVERY: Duration = Duration::from_secs(2);
+
+impl Gateway {
+    /// The store, when other replicas share it.
+    pub(crate) fn shared_store(&self) -> Option<&Store> {
+        self.store().filter(|s| s.is_shared())
+    }
+
+    // The row a new session will have (where it runs is added once it opened).
+    pub(crate) fn live_row(
+        &self,
+        id: &SessionId,
+        caller: &Principal,
+        conversation: Option<&ConversationKey>,
+        terms: &LeaseTerms,
+        record: airlock_config::RecordMode,
+        allow_hosts: &[String],
+    ) -> LiveSessionRecord {
+        let now = now_ms();
+        LiveSessionRecord {
+            id: id.to_string(),
+            tenant: caller.tenant.clone(),
+            user_id: conversation.map(|c| c.user.clone()),
+            conversation: conversation.map(|c| c.conversation.clone()),
+            gateway_pid: i64::from(std::process::id()),
+            opened_ms: now,
+            replica: Some(self.fleet.id().to_owned()),
+            worker: None,
+            worker_session: None,
+            idle_ttl_ms: Some(millis(terms.idle_ttl)),
+            record: Some(record.as_str().to_owned()),
+            allow_hosts: (!allow_hosts.is_empty())
+                .then(|| serde_json::to_string(allow_hosts).unwrap_or_default()),
+            holds_secrets: false,
+            used_ms: Some(now),
+        }
+    }
+
+    // Takes the new session's place in a shared store: `Some` when the conversation
+    // has a live session already (that one). A place another replica's just-closed
+    // session still holds is looked at again once this replica's own closes are
+    // written.
+    pub(crate) async fn claim(
+        &self,
+        row: &LiveSessionRecord,
+        cap_user: Option<&str>,
+    ) -> Result<Option<LiveSessionRecord>> {
+        let Some(store) = self.shared_store() else {
+            return Ok(None);
+        };
+        let caps = self.config.caps;
+        let caps = ClaimCaps {
+            per_user: caps.per_user.map(|n| n as u64),
+            per_tenant: caps.per_tenant.map(|n| n as u64),
+            total: caps.total.map(|n| n as u64),
+        };
+        for attempt in 0..2 {
+            match store
+                .claim_session(row, cap_user, caps)
+                .await
+                .map_err(unanswered)?
+            {
+                Claimed::New => return Ok(None),
+                Claimed::Existing(existing)
+                    if existing.replica.as_deref() != Some(self.fleet.id()) =>
+                {
+                    return Ok(Some(*existing));
+                }
+                // This replica's own row for the conversation, its lease gone: a close
+                // not yet written. Write it, then look again.
+                Claimed::Existing(stale) if attempt == 0 => {
+                    self.sessions.flush().await;
+                    let _ = store.take_live_session(&stale.id).await;
+                }
+                Claimed::Full { .. } if attempt == 0 => self.sessions.flush().await,
+                Claimed::Full { scope, count } => {
+                    return Err(Error::QuotaExceeded {
+                        scope,
+                        message: format!(
+                            "{count} live browser sessions over every replica fill this {scope} cap (sessions.max_{})",
+                            match scope {
+                                "user" => "per_user",
+                                "tenant" => "per_tenant",
+                                _ => "total",
+                            }
+                        ),
+                        retry_after_secs: 30,
+                    });
+                }
+                Claimed::Existing(_) => {
+                    return Err(Error::Internal(
+                        "this replica's own row for the conversation is still there".to_owned(),
+                    ));
+                }
+            }
+        }
+        Err(Error::Internal("the claim did not settle".to_owned()))
+    }
+
+    // Gives back a place claimed for a session that did not open.
+    pub(crate) async fn unclaim(&self, id: &SessionId) {
+        if let Some(store) = self.shared_store()
+            && let Err(e) = store.take_live_session(id.as_str()).await
+        {
+            tracing::warn!(error = %e, "could not give back a session's place");
+        }
+    }
+
+    /// One of `tenant`'s sessions: held here, or (on a shared store) another
+    /// replica's, adopted now.
+    pub(crate) async fn find_lease(&self, tenant: &str, id: &str) -> Result<Arc<Lease>> {
+        match self.tenant_lease(tenant, id) {
+            Ok(lease) => Ok(lease),
+            Err(e) => {
+                let Some(store) = self.shared_store() else {
+                    return Err(e);
+                };
+                match store.live_session(id).await.map_err(unanswered)? {
+                    Some(row) if row.tenant == tenant => self.adopt(tenant, row).await,
+                    _ => Err(e),
+                }
+            }
+        }
+    }
+
+    // Serves `row`'s session from here: attaches to it on its worker and holds it as
+    // a lease of this replica.
+    pub(crate) async fn adopt(&self, tenant: &str, row: LiveSessionRecord) -> Result<Arc<Lease>> {
+        let elsewhere = || {
+            Error::SessionExpired(
+                "this browser session is served only by the control-plane replica that opened it (it holds credentials, or runs on that replica's own worker); send its requests there",
+            )
+        };
+        let row = self.opened(row).await?;
+        let (Some(address), Some(on_worker)) = (&row.worker, &row.worker_session) else {
+            return Err(elsewhere());
+        };
+        if row.holds_secrets || row.tenant != tenant {
+            return Err(elsewhere());
+        }
+        // One adoption at a time: two would attach twice and hold one session twice.
+        let _one = self.adopting.lock().await;
+        if let Ok(lease) = self.tenant_lease(tenant, &row.id) {
+            return Ok(lease);
+        }
+        let allow_hosts: Vec<String> = row
+            .allow_hosts
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| Error::Internal(format!("a live session's host list: {e}")))?
+            .unwrap_or_default();
+        let policy = self.narrowed_policy(&allow_hosts)?;
+        let session = match self.host.attach(address, on_worker).await {
+            Ok(session) => session,
+            Err(airlock_browser::Error::SessionClosed) => {
+                // Gone on its worker (nobody held it past the grace): gone here too.
+                self.end_gone_row(&row, "closed on its worker").await;
+                return Err(Error::NoSuchSession);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let loaded = crate::credentials::Loaded::default();
+        loaded.allow_sockets(self.policy.websocket_origins());
+        let record = row
+            .record
+            .as_deref()
+            .and_then(airlock_config::RecordMode::parse)
+            .unwrap_or(self.config.recording);
+        let held = Arc::new(Held {
+            session,
+            policy,
+            loaded,
+            recorder: Arc::new(crate::recording::Recorder::new(record)),
+            warm: false,
+            opened_in: std::sync::OnceLock::new(),
+        });
+        let conversation = match (&row.user_id, &row.conversation) {
+            (Some(user), Some(conversation)) => Some(ConversationKey {
+                user: user.clone(),
+                conversation: conversation.clone(),
+            }),
+            _ => None,
+        };
+        let terms = LeaseTerms {
+            idle_ttl: row.idle_ttl_ms.map_or(self.config.idle_ttl, |ms| {
+                Duration::from_millis(ms.max(0) as u64)
+            }),
+            ..self.terms()
+        };
+        let now = now_ms();
+        let ago = |ms: i64| Duration::from_millis((now - ms).max(0) as u64);
+        let lease = self.sessions.adopt(
+            SessionId::stored(row.id.clone()),
+            Principal {
+                tenant: row.tenant.clone(),
+                role: Role::Act,
+                key: None,
+            },
+            conversation.clone(),
+            terms,
+            held,
+            (
+                ago(row.opened_ms),
+                ago(row.used_ms.unwrap_or(row.opened_ms)),
+            ),
+        );
+        if let Some(key) = conversation {
+            let slot = crate::sessions::ConversationSlot::default();
+            *slot.try_lock().expect("a new slot is free") = Some(lease.id.clone());
+            airlock_core::sync::lock(&self.conversations)
+                .entry((row.tenant.clone(), key))
+                .or_insert(slot);
+        }
+        tracing::info!(
+            session.id = %lease.id,
+            tenant = %row.tenant,
+            opened_by = row.replica.as_deref().unwrap_or(""),
+            "serving a browser session another replica opened"
+        );
+        Ok(lease)
+    }
+
+    // `row` once its session has opened: a row claimed by a replica still opening
+    // it says where it runs only after. A row that goes meanwhile (the open failed)
+    // is no session.
+    async fn opened(&self, mut row: LiveSessionRecord) -> Result<LiveSessionRecord> {
+        let Some(store) = self.store() else {
+            return Ok(row);
+        };
+        let deadline = tokio::time::Instant::now() + OPENING_WITHIN;
+        while row.worker_session.is_none() {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Error::Internal(
+                    "another replica is still opening this session".to_owned(),
+                ));
+            }
+            tokio::time::sleep(OPENING_POLL).await;
+            row = store
+                .live_session(&row.id)
+                .await
+                .map_err(unanswered)?
+                .ok_or(Error::NoSuchSession)?;
+        }
+        Ok(row)
+    }
+
+    // Ends on the record, once (whoever takes the row), a session whose browser is
+    // gone though its row stayed.
+    async fn end_gone_row(&self, row: &LiveSessionRecord, reason: &str) {
+        let Some(store) = self.store() else {
+            return;
+        };
+        if !matches!(store.take_live_session(&row.id).await, Ok(true)) {
+            return;
+        }
+        let close = airlock_audit::SessionChange {
+            session: row.id.clone(),
+            caller: None,
+            isolation: None,
+            credentials: None,
+            grant: None,
+            record: None,
+            start: None,
+            open_ms: None,
+            user: row.user_id.clone(),
+            conversation: row.conversation.clone(),
+            reason: Some(reason.to_owned()),
+            gateway_pid: Some(row.gateway_pid),
+        };
+        self.record_event(Some(&row.tenant), airlock_audit::Event::SessionClose(close))
+            .await;
+    }
+
+    /// Tells a shared store `lease` was used now, at most every few seconds.
+    pub(crate) async fn tell_used(&self, lease: &Lease) {
+        let Some(store) = self.shared_store() else {
+            return;
+        };
+        let now = now_ms();
+        let told = lease.told_store.load(Ordering::Relaxed);
+        if now - told < millis(TELL_USED_EVERY) {
+            return;
+        }
+        lease.told_store.store(now, Ordering::Relaxed);
+        if let Err(e) = store.touch_live_session(lease.id.as_str(), now).await {
+            tracing::warn!(error = %e, "could not note a session's use");
+        }
+    }
+
+    /// Before the reaper ends idle leases: each shared lease idle here learns when
+    /// another replica last used it.
+    pub(crate) async fn learn_others_use(&self) {
+        let Some(store) = self.shared_store() else {
+            return;
+        };
+        for lease in self.sessions.leases() {
+            if lease.expires_in() != Some(Duration::ZERO) {
+                continue;
+            }
+            if let Ok(Some(row)) = store.live_session(lease.id.as_str()).await
+                && let Some(used) = row.used_ms
+            {
+                lease.used_ago(Duration::from_millis((now_ms() - used).max(0) as u64));
+            }
+        }
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn unanswered(e: airlock_store::StoreError) -> Error {
+    tracing::error!(error = %e, "the store failed a sessions request");
+    Error::Internal("the store could not answer".to_owned())
+}
