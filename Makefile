@@ -4,12 +4,14 @@ CARGO ?= cargo
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./airlock-data
 
-.PHONY: run test lint bench bench-smoke bench-core bench-peers doctor chromium postgres pyclient conformance console-deps
+.PHONY: run test lint bench bench-smoke bench-core bench-peers doctor chromium postgres pyclient conformance console-deps deploy-check
 
 # The official MCP Python SDK, an independent client the tests drive Airlock with.
 MCP_PY_VERSION := 2.3.0
 # Property-based testing of /api/v1 against its OpenAPI document.
 SCHEMATHESIS_VERSION := 4.32.5
+# The Kubernetes schemas (1.30 to 1.37) deploy/check.py validates the manifests against.
+KUBERNETES_VALIDATE_VERSION := 1.37.0
 
 ## Build and start the gateway on $(LISTEN) with state under $(DATA_DIR).
 run: chromium
@@ -20,7 +22,7 @@ run: chromium
 ## the leak check looks only at what the tests started, never at another Airlock
 ## running on the machine.
 TEST_TMP := $(CURDIR)/target/test-tmp
-test: chromium postgres pyclient console-deps
+test: chromium postgres pyclient console-deps deploy-check
 	./conformance/run
 	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
 	@# The suite's sessions run behind a worker's channel (the default); the
@@ -51,6 +53,15 @@ pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSIO
 
 .venv/.schemathesis-$(SCHEMATHESIS_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
 	.venv/bin/pip install -q --disable-pip-version-check "schemathesis==$(SCHEMATHESIS_VERSION)"
+	@touch $@
+
+## The Kubernetes manifests in deploy/, validated offline against the schemas, and
+## their security settings checked (also part of `test`).
+deploy-check: .venv/.kubernetes-validate-$(KUBERNETES_VALIDATE_VERSION)
+	.venv/bin/python deploy/check.py
+
+.venv/.kubernetes-validate-$(KUBERNETES_VALIDATE_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
+	.venv/bin/pip install -q --disable-pip-version-check "kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION)"
 	@touch $@
 
 ## The official MCP conformance suite against a real `airlock serve` (also part of `test`).

@@ -141,7 +141,21 @@ impl Gateway {
     /// replica's, adopted now.
     pub(crate) async fn find_lease(&self, tenant: &str, id: &str) -> Result<Arc<Lease>> {
         match self.tenant_lease(tenant, id) {
-            Ok(lease) => Ok(lease),
+            // A shared session another replica ended is gone here too: the store's
+            // row is the truth (its close is recorded there, once).
+            Ok(lease) => match self.shared_store() {
+                Some(store) if lease.held.session.reachable_at().is_some() => {
+                    if store.live_session(id).await.map_err(unanswered)?.is_some() {
+                        Ok(lease)
+                    } else {
+                        self.sessions
+                            .close(&lease, crate::sessions::End::Closed)
+                            .await;
+                        Err(Error::NoSuchSession)
+                    }
+                }
+                _ => Ok(lease),
+            },
             Err(e) => {
                 let Some(store) = self.shared_store() else {
                     return Err(e);
@@ -301,6 +315,36 @@ impl Gateway {
         };
         self.record_event(Some(&row.tenant), airlock_audit::Event::SessionClose(close))
             .await;
+    }
+
+    /// Whether this replica can serve: its store answers, and when its sessions run
+    /// on workers of other machines, at least one answers. Says what is missing.
+    pub async fn ready(&self) -> std::result::Result<(), String> {
+        if let Some(store) = self.store() {
+            // A probe's answer is due in a second or two, not at the pool's timeout.
+            match tokio::time::timeout(Duration::from_secs(2), store.ping()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "not ready: the store does not answer");
+                    return Err("the store does not answer".to_owned());
+                }
+                Err(_) => return Err("the store does not answer within 2 s".to_owned()),
+            }
+        }
+        if let Some((0, listed)) = self.host.workers_answering().await {
+            return Err(format!("none of the {listed} browser workers answers"));
+        }
+        Ok(())
+    }
+
+    /// Live sessions over every replica (the store's count), for `/metrics`; `None`
+    /// without a shared store.
+    pub async fn fleet_sessions(&self) -> Option<usize> {
+        self.shared_store()?
+            .live_sessions()
+            .await
+            .ok()
+            .map(|l| l.len())
     }
 
     /// Tells a shared store `lease` was used now, at most every few seconds.

@@ -116,7 +116,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .route("/api/v1/openapi.json", get(openapi_json))
         .merge(console)
         .route("/healthz", get(healthz))
-        .route("/readyz", get(healthz))
+        .route("/readyz", get(move || readyz(gateway.clone())))
         .layer(middleware::from_fn_with_state(edge, edge::check))
 }
 
@@ -148,6 +148,19 @@ async fn openapi_json() -> Response {
 
 async fn healthz() -> &'static str {
     "ok\n"
+}
+
+// Ready when the store answers and, with workers on other machines, one of them
+// does: a load balancer then sends nothing to a replica that could only fail.
+async fn readyz(gateway: Arc<Gateway>) -> Response {
+    match gateway.ready().await {
+        Ok(()) => "ok\n".into_response(),
+        Err(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {why}\n"),
+        )
+            .into_response(),
+    }
 }
 
 const QUERY_CREDENTIALS: &[&str] = &[

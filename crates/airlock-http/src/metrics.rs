@@ -84,6 +84,7 @@ pub(crate) struct Metrics {
     sessions_opened: Family<OpenLabels, Counter>,
     sessions_closed: Family<CloseLabels, Counter>,
     sessions_live: Gauge,
+    fleet_sessions: Gauge,
     session_open: Family<StartLabel, Histogram>,
     browser_launches: Counter,
     browser_crashes: Counter,
@@ -168,6 +169,12 @@ impl Metrics {
             "New browser sessions refused over a cap, by scope (user, tenant, total, memory)",
             quota_refusals.clone(),
         );
+        let fleet_sessions = Gauge::default();
+        registry.register(
+            "fleet_sessions",
+            "Live browser sessions over every control-plane replica sharing the store (Postgres only): what worker autoscaling reads",
+            fleet_sessions.clone(),
+        );
         let sessions_live = Gauge::default();
         registry.register(
             "sessions_live",
@@ -206,6 +213,7 @@ impl Metrics {
             sessions_opened,
             sessions_closed,
             sessions_live,
+            fleet_sessions,
             session_open,
             browser_launches,
             browser_crashes,
@@ -224,6 +232,9 @@ impl Metrics {
     /// The figures now, as OpenMetrics text.
     pub(crate) async fn render(&self, gateway: &Gateway) -> String {
         self.sessions_live.set(gateway.leases().len() as i64);
+        if let Some(n) = gateway.fleet_sessions().await {
+            self.fleet_sessions.set(n as i64);
+        }
         let launches = gateway.host().launches().await;
         {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());

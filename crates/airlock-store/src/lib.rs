@@ -185,6 +185,14 @@ impl Store {
         })
     }
 
+    /// Answers when the database does (readiness).
+    pub async fn ping(&self) -> Result<()> {
+        on_pool!(self, |pool| {
+            sqlx::query("SELECT 1").execute(pool).await?;
+            Ok(())
+        })
+    }
+
     /// Whether other processes on other machines may share this store (Postgres):
     /// then what one replica holds in memory another cannot see.
     pub fn is_shared(&self) -> bool {

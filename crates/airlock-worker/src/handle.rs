@@ -69,7 +69,7 @@ impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Host::Local(_) => f.write_str("Host::Local"),
-            Host::Remote(remote) => write!(f, "Host::Remote({:?})", remote.about),
+            Host::Remote(remote) => write!(f, "Host::Remote({:?})", remote.about()),
             Host::Fleet(fleet) => write!(f, "Host::Fleet({} workers)", fleet.workers.len()),
         }
     }
@@ -80,8 +80,11 @@ impl std::fmt::Debug for Host {
 /// the next connection).
 pub struct Remote {
     connector: Box<dyn Connector>,
-    current: tokio::sync::Mutex<RemoteHost>,
-    about: About,
+    // None until the first connection (a worker not up yet when the control plane
+    // started).
+    current: tokio::sync::Mutex<Option<RemoteHost>>,
+    // What it said of itself at its last connection (a stand-in until the first).
+    about: std::sync::Mutex<About>,
     // Launches counted on connections before the current one.
     launched_before: std::sync::atomic::AtomicU64,
     launched_now: std::sync::atomic::AtomicU64,
@@ -92,39 +95,74 @@ impl Remote {
     pub async fn new(connector: impl Connector) -> std::result::Result<Remote, ConnectError> {
         let host = connector.connect().await?;
         Ok(Remote {
-            about: host.about().clone(),
+            about: std::sync::Mutex::new(host.about().clone()),
             connector: Box::new(connector),
-            current: tokio::sync::Mutex::new(host),
+            current: tokio::sync::Mutex::new(Some(host)),
             launched_before: Default::default(),
             launched_now: Default::default(),
         })
     }
 
-    /// What the worker said of itself at the first connection.
-    pub fn about(&self) -> &About {
-        &self.about
+    /// A worker not reached yet (not up, or scaled away for now): `connector` is
+    /// tried at its first use and whenever the connection is gone; until it answers,
+    /// sessions open on other workers. `default_isolation` stands in for what it
+    /// will say of itself.
+    pub fn unconnected(connector: impl Connector, default_isolation: Isolation) -> Remote {
+        Remote {
+            about: std::sync::Mutex::new(About {
+                protocol: crate::proto::PROTOCOL,
+                pid: 0,
+                uid: 0,
+                sandbox: false,
+                default_isolation,
+                action_budget_ms: 0,
+            }),
+            connector: Box::new(connector),
+            current: tokio::sync::Mutex::new(None),
+            launched_before: Default::default(),
+            launched_now: Default::default(),
+        }
+    }
+
+    /// What the worker said of itself at its last connection.
+    pub fn about(&self) -> About {
+        self.about.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Where it is reached, as configured.
+    pub fn address(&self) -> String {
+        self.connector.address()
+    }
+
+    /// Whether it answers now (connecting if it was not connected).
+    pub async fn reachable(&self) -> bool {
+        self.host().await.is_ok()
     }
 
     // The live connection, a new one made when the last is gone.
     async fn host(&self) -> Result<RemoteHost> {
         use std::sync::atomic::Ordering;
         let mut current = self.current.lock().await;
-        if current.is_gone() {
-            let fresh = self
-                .connector
-                .connect()
-                .await
-                .map_err(|e| Error::BrowserUnavailable {
-                    reason: e.to_string(),
-                })?;
-            tracing::info!(pid = fresh.about().pid, "connected to a new browser worker");
-            self.launched_before.fetch_add(
-                self.launched_now.swap(0, Ordering::Relaxed),
-                Ordering::Relaxed,
-            );
-            *current = fresh;
+        if let Some(host) = current.as_ref()
+            && !host.is_gone()
+        {
+            return Ok(host.clone());
         }
-        Ok(current.clone())
+        let fresh = self
+            .connector
+            .connect()
+            .await
+            .map_err(|e| Error::BrowserUnavailable {
+                reason: e.to_string(),
+            })?;
+        tracing::info!(pid = fresh.about().pid, "connected to a new browser worker");
+        *self.about.lock().unwrap_or_else(|e| e.into_inner()) = fresh.about().clone();
+        self.launched_before.fetch_add(
+            self.launched_now.swap(0, Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        *current = Some(fresh.clone());
+        Ok(fresh)
     }
 
     /// The worker's process id now (after reconnecting if it was gone).
@@ -220,7 +258,7 @@ impl Host {
         let remote = fleet
             .workers
             .iter()
-            .find(|w| w.connector.address() == address)
+            .find(|w| w.address() == address)
             .ok_or(Error::SessionClosed)?;
         let session = remote.host().await?.attach(id).await?;
         Ok(BrowserSession {
@@ -231,12 +269,25 @@ impl Host {
         })
     }
 
+    /// Of the workers on other machines, how many answer now and how many are
+    /// listed; `None` when sessions run in this process or the local worker.
+    pub async fn workers_answering(&self) -> Option<(usize, usize)> {
+        let Host::Fleet(fleet) = self else {
+            return None;
+        };
+        let mut answering = 0;
+        for remote in &fleet.workers {
+            answering += usize::from(remote.reachable().await);
+        }
+        Some((answering, fleet.workers.len()))
+    }
+
     /// The isolation a session gets when it asks for none.
     pub fn default_isolation(&self) -> Isolation {
         match self {
             Host::Local(host) => host.default_isolation(),
-            Host::Remote(remote) => remote.about.default_isolation,
-            Host::Fleet(fleet) => fleet.workers[0].about.default_isolation,
+            Host::Remote(remote) => remote.about().default_isolation,
+            Host::Fleet(fleet) => fleet.workers[0].about().default_isolation,
         }
     }
 

@@ -751,12 +751,27 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
                 tls,
                 token: zeroize::Zeroizing::new(worker.token.expose().to_owned()),
             };
-            let remote = airlock_worker::Remote::new(connector)
-                .await
-                .with_context(|| {
-                    format!("connecting to the browser worker at {}", worker.address)
-                })?;
-            tracing::info!(address = %worker.address, pid = remote.about().pid, "browser worker connected");
+            // A worker not up yet (starting, scaled away) is passed over until it
+            // answers; /readyz says whether any does.
+            let remote = match airlock_worker::Remote::new(connector).await {
+                Ok(remote) => {
+                    tracing::info!(address = %worker.address, pid = remote.about().pid, "browser worker connected");
+                    remote
+                }
+                Err(e) => {
+                    tracing::warn!(address = %worker.address, error = %e, "browser worker not reachable yet");
+                    let tls = airlock_worker::tls::client_config(&worker.ca_file)?;
+                    airlock_worker::Remote::unconnected(
+                        airlock_worker::TlsConnector {
+                            address: worker.address.clone(),
+                            server_name: worker.server_name.clone(),
+                            tls,
+                            token: zeroize::Zeroizing::new(worker.token.expose().to_owned()),
+                        },
+                        config.browser.isolation,
+                    )
+                }
+            };
             remotes.push(remote);
         }
         let fleet = airlock_worker::Fleet::new(remotes).context("no browser worker")?;

@@ -155,7 +155,7 @@ async fn http_status(url: &str, token: &str) -> u16 {
     http(url, token, "GET", "").await.0
 }
 
-async fn http_post(url: &str, token: &str, body: &str) -> (u16, String) {
+pub(crate) async fn http_post(url: &str, token: &str, body: &str) -> (u16, String) {
     http(url, token, "POST", body).await
 }
 

@@ -18,6 +18,7 @@ mod mcp_clients;
 mod policy_cli;
 mod readme;
 mod replay_cli;
+mod replicas;
 mod server;
 mod tidy;
 mod vault_cli;

@@ -367,7 +367,7 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
 
 // A certificate for `localhost` signed by a CA of the test's own: (CA PEM, cert
 // PEM, key PEM).
-fn certificates() -> (String, String, String) {
+pub(crate) fn certificates() -> (String, String, String) {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);

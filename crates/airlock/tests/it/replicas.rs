@@ -1,0 +1,301 @@
+//! Airlock as a fleet, all real processes on loopback: three `airlock serve`
+//! replicas and two `airlock worker --listen` workers over one real Postgres. A
+//! session leased on one replica is served by the others, before and after that
+//! replica is killed (`clients/replicas.py`); a replica is ready only while its store
+//! and a worker answer, and one started before its workers serves once they are up;
+//! the audit log verifies after all of it.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use airlock_test_support::{FixtureSite, Postgres};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::mcp_clients::{fixture_config, python, root};
+use crate::server::BIN;
+
+const WORKER_TOKEN: &str = "a-worker-token-of-at-least-thirty-two-characters";
+const ADMIN_KEY: &str = "admin-key-fedcba9876543210-fleet";
+
+// What every process of the fleet shares: the database, the vault's key, the
+// workers' token and the approvers' key.
+struct Fleet {
+    tmp: tempfile::TempDir,
+    pg: Postgres,
+    master_key: String,
+    certs: (PathBuf, PathBuf, PathBuf),
+}
+
+impl Fleet {
+    fn new() -> Fleet {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ca, cert, key) = crate::worker::certificates();
+        let write = |name: &str, text: &str| {
+            let path = tmp.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let certs = (
+            write("ca.pem", &ca),
+            write("cert.pem", &cert),
+            write("key.pem", &key),
+        );
+        let mut raw = [0u8; 32];
+        getrandom::fill(&mut raw).unwrap();
+        use base64::Engine as _;
+        Fleet {
+            master_key: base64::engine::general_purpose::STANDARD.encode(raw),
+            pg: Postgres::start(),
+            tmp,
+            certs,
+        }
+    }
+
+    fn env(&self, command: &mut Command) {
+        command
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("AIRLOCK_API_KEY")
+            .env("AIRLOCK_DATABASE_URL", self.pg.url())
+            .env("AIRLOCK_MASTER_KEY", &self.master_key)
+            .env("AIRLOCK_WORKER_TOKEN", WORKER_TOKEN)
+            .env("AIRLOCK_ADMIN_KEY", ADMIN_KEY)
+            .env("TMPDIR", self.tmp.path());
+    }
+
+    // The CLI against the shared store; its stdout.
+    async fn cli(&self, args: &[&str]) -> String {
+        self.cli_in("cli", args).await
+    }
+
+    // The CLI with the data dir `dir` (a replica's: its checkpoints and their key).
+    async fn cli_in(&self, dir: &str, args: &[&str]) -> String {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .arg("--data-dir")
+            .arg(self.tmp.path().join(dir));
+        self.env(&mut command);
+        let out = command.output().await.unwrap();
+        assert!(
+            out.status.success(),
+            "airlock {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    // A worker on `listen`, keeping a session whose replica went for a minute.
+    async fn worker(&self, listen: &str) -> (Child, String) {
+        let mut command = Command::new(BIN);
+        command
+            .args([
+                "worker",
+                "--listen",
+                listen,
+                "--detached-grace-secs",
+                "60",
+                "--tls-cert",
+            ])
+            .arg(&self.certs.1)
+            .arg("--tls-key")
+            .arg(&self.certs.2)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        self.env(&mut command);
+        let mut child = command.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the worker says where it listens")
+            .unwrap()
+            .expect("the worker printed its address");
+        (child, line.rsplit(' ').next().unwrap().to_owned())
+    }
+
+    // The replicas' config: the fixture site allowed, these workers listed.
+    fn config(&self, site: &FixtureSite, workers: &[&str]) -> PathBuf {
+        let mut extra = String::from("[sessions]\nwarm = 0\n");
+        for address in workers {
+            extra.push_str(&format!(
+                "[[workers]]\naddress = \"{address}\"\nserver_name = \"localhost\"\nca_file = \"{}\"\n",
+                self.certs.0.display()
+            ));
+        }
+        let dir = self.tmp.path().join(format!("config-{}", workers.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        fixture_config(&dir, site, &extra)
+    }
+
+    // A replica with a data dir of its own; its root URL.
+    async fn replica(&self, name: &str, config: &Path) -> (Child, String) {
+        let mut command = Command::new(BIN);
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(self.tmp.path().join(name))
+            .env("RUST_LOG", "airlock=info")
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        self.env(&mut command);
+        command.env("AIRLOCK_CONFIG", config);
+        let mut child = command.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(i) = line.find("MCP endpoint: ") {
+                    return line[i + 14..].split_whitespace().next().unwrap().to_owned();
+                }
+            }
+            panic!("airlock serve exited before listening");
+        })
+        .await
+        .expect("a replica listens within 30 s");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        (child, url.trim_end_matches("/mcp").to_owned())
+    }
+}
+
+async fn get(url: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let request = format!("GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+async fn stop(mut child: Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("stops on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+async fn client(args: &[&str]) -> String {
+    let out = Command::new(python())
+        .arg(root().join("crates/airlock/tests/clients/replicas.py"))
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(240), out)
+        .await
+        .expect("the replicas client finished within 4 minutes")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "replicas client failed:\n{stdout}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anywhere() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let fleet = Fleet::new();
+    fleet.cli(&["tenant", "create", "acme"]).await;
+    let key = fleet
+        .cli(&["key", "create", "--tenant", "acme", "--role", "act"])
+        .await
+        .trim()
+        .to_owned();
+    let (worker_1, at_1) = fleet.worker("127.0.0.1:0").await;
+    let (worker_2, at_2) = fleet.worker("127.0.0.1:0").await;
+    let config = fleet.config(&site, &[&at_1, &at_2]);
+    let (a, a_root) = fleet.replica("a", &config).await;
+    let (b, b_root) = fleet.replica("b", &config).await;
+    let (c, c_root) = fleet.replica("c", &config).await;
+    for root in [&a_root, &b_root, &c_root] {
+        assert_eq!(get(&format!("{root}/readyz")).await.0, 200);
+    }
+
+    let out = client(&["lease", &a_root, &b_root, &c_root, &base, &key]).await;
+    let id = out
+        .lines()
+        .find_map(|l| l.strip_prefix("session "))
+        .expect("the client printed the session")
+        .to_owned();
+
+    // A is killed: only its calls in flight are lost; B and C serve the session.
+    let mut a = a;
+    a.kill().await.unwrap();
+    a.wait().await.unwrap();
+    client(&["after-kill", &b_root, &c_root, &base, &key, &id]).await;
+
+    stop(b).await;
+    stop(c).await;
+    stop(worker_1).await;
+    stop(worker_2).await;
+    // The log is one chain under B's signed checkpoints (each replica signs over the
+    // whole shared log with its own key, in its own data dir).
+    let verified = fleet.cli_in("b", &["audit", "verify"]).await;
+    assert!(verified.starts_with("ok: "), "{verified}");
+    let events = fleet.cli(&["audit", "export"]).await;
+    let closed = events
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"session_close\"") && l.contains(&id))
+        .count();
+    assert_eq!(closed, 1, "{events}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_is_ready_while_its_store_and_a_worker_answer_and_serves_workers_that_come_later()
+{
+    let site = FixtureSite::start().await;
+    let fleet = Fleet::new();
+    fleet.cli(&["tenant", "create", "acme"]).await;
+    let key = fleet
+        .cli(&["key", "create", "--tenant", "acme", "--role", "act"])
+        .await
+        .trim()
+        .to_owned();
+    // A port for a worker not started yet.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let config = fleet.config(&site, &[&address]);
+    let (replica, root) = fleet.replica("r", &config).await;
+    assert_eq!(get(&format!("{root}/healthz")).await.0, 200);
+    let (status, body) = get(&format!("{root}/readyz")).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.contains("none of the 1 browser workers answers"),
+        "{body}"
+    );
+
+    let (worker, _) = fleet.worker(&address).await;
+    assert_eq!(get(&format!("{root}/readyz")).await.0, 200);
+    let leased = crate::leasing::http_post(
+        &format!("{root}/api/v1/sessions"),
+        &key,
+        r#"{"user_id":"u","conversation_id":"late-worker"}"#,
+    )
+    .await;
+    assert_eq!(leased.0, 201, "{}", leased.1);
+
+    // The store goes: not ready, said at once, never the URL.
+    drop(fleet.pg);
+    let (status, body) = get(&format!("{root}/readyz")).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("the store does not answer"), "{body}");
+    let mut replica = replica;
+    replica.kill().await.unwrap();
+    stop(worker).await;
+}
