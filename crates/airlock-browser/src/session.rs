@@ -67,6 +67,10 @@ const MAX_FIXED_WAIT: Duration = Duration::from_secs(60);
 // closing at once, though its tab goes a moment later.
 const FRAME_AND_TASK: &str = "new Promise(r => { const done = () => r({ closed: window.closed }); requestAnimationFrame(() => setTimeout(done, 0)); setTimeout(done, 200); })";
 
+// A settle's task: what an input handler posted (the start of a fetch) has run by
+// then. It says `closed`, as `FRAME_AND_TASK` does.
+const TASK: &str = "new Promise(r => setTimeout(() => r({ closed: window.closed }), 0))";
+
 tokio::task_local! {
     // The action budget of the session calls made inside `with_action_budget`.
     static ACTION_BUDGET: Duration;

@@ -71,7 +71,7 @@ impl Harness {
         let admission = Admission {
             token: Zeroizing::new(token.to_owned()),
             peer_uid: Some(nix::unistd::geteuid().as_raw()),
-            detached_grace: std::time::Duration::ZERO,
+            ..Admission::default()
         };
         // The worker's serve would shut the shared pool down as it ends; the harness
         // does that itself, after every worker has closed its sessions.

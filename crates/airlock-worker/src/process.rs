@@ -89,8 +89,8 @@ pub async fn run(socket: &Path) -> Result<(), RunError> {
     let admission = Admission {
         token: start.token,
         peer_uid: Some(start.peer_uid),
-        // The gateway's own worker: its sessions go with the gateway.
-        detached_grace: Duration::ZERO,
+        // The gateway's own worker: its sessions go with the gateway, at once.
+        ..Admission::default()
     };
     let stop = async move {
         let mut rest = String::new();
@@ -105,14 +105,15 @@ pub async fn run(socket: &Path) -> Result<(), RunError> {
 }
 
 /// Runs a worker for gateways on other machines: TLS on `listen` with the
-/// certificate `tls`, admitting whoever says hello with `token`; prints the bound
-/// address on stdout, then serves until SIGTERM or Ctrl-C, every session closed.
+/// certificate `tls`, admitting whoever says hello with the token of `admission`,
+/// on its terms; prints the bound address on stdout, then serves until SIGTERM or
+/// Ctrl-C (then drains), or until it served its `exit_after` sessions; every
+/// session closed.
 pub async fn run_listening(
     listen: std::net::SocketAddr,
     tls: Arc<rustls::ServerConfig>,
-    token: Zeroizing<String>,
+    admission: Admission,
     browser: &BrowserConfig,
-    detached_grace: Duration,
 ) -> Result<(), RunError> {
     let dir = tempfile::Builder::new()
         .prefix("airlock-worker-")
@@ -139,9 +140,8 @@ pub async fn run_listening(
         }
     };
     let admission = Admission {
-        token,
         peer_uid: None,
-        detached_grace,
+        ..admission
     };
     crate::remote::serve(
         crate::remote::Listener::Tls(listener, tokio_rustls::TlsAcceptor::from(tls)),

@@ -133,7 +133,8 @@ fn framed<S: AsyncRead + AsyncWrite>(stream: S) -> Framed<S, LengthDelimitedCode
         .new_framed(stream)
 }
 
-/// Who may connect to a worker, and what it keeps of them.
+/// Who may connect to a worker, and on what terms it serves them.
+#[derive(Default)]
 pub struct Admission {
     /// The deployment's worker token.
     pub token: Zeroizing<String>,
@@ -142,6 +143,14 @@ pub struct Admission {
     /// How long a session no connection holds is kept for another control plane to
     /// attach to (zero: it is closed when its last connection goes).
     pub detached_grace: Duration,
+    /// Most sessions it holds at once (`None`: as many as asked).
+    pub max_sessions: Option<usize>,
+    /// It serves this many sessions and then, once they have closed, stops (a pod
+    /// per session: its Deployment starts a fresh one).
+    pub exit_after: Option<usize>,
+    /// How long, once told to stop, it keeps serving the sessions it holds (taking
+    /// no new one) before it closes them (zero: at once).
+    pub drain_within: Duration,
 }
 
 impl std::fmt::Debug for Admission {
@@ -149,6 +158,9 @@ impl std::fmt::Debug for Admission {
         f.debug_struct("Admission")
             .field("peer_uid", &self.peer_uid)
             .field("detached_grace", &self.detached_grace)
+            .field("max_sessions", &self.max_sessions)
+            .field("exit_after", &self.exit_after)
+            .field("drain_within", &self.drain_within)
             .finish_non_exhaustive()
     }
 }
@@ -187,16 +199,39 @@ pub async fn serve_sessions(
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let listener = listener.into();
-    let shelf = Arc::new(Shelf::new(admission.detached_grace));
+    let shelf = Arc::new(Shelf::new(&admission));
+    let drain_within = admission.drain_within;
     let admission = Arc::new(admission);
     let mut connections = tokio::task::JoinSet::new();
     // Connections are asked to stop, not aborted: each then closes its sessions
     // whole (an abort part-way through a close would leave its cgroup behind).
     let (stop, stopping) = tokio::sync::watch::channel(false);
+    let mut load = shelf.load.subscribe();
+    // Set once told to stop: until then the sessions held are served, no new one.
+    let mut draining: Option<tokio::time::Instant> = None;
     tokio::pin!(shutdown);
     loop {
+        // Done: drained (or spent, with `exit_after`) and holding nothing.
+        if (draining.is_some() || shelf.spent()) && *load.borrow_and_update() == 0 {
+            break;
+        }
+        let drained = async {
+            match draining {
+                Some(until) => tokio::time::sleep_until(until).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            _ = &mut shutdown => break,
+            _ = &mut shutdown, if draining.is_none() => {
+                if drain_within.is_zero() {
+                    break;
+                }
+                shelf.drain();
+                tracing::info!(sessions = *load.borrow(), "stopping: serving the sessions held, taking no new one");
+                draining = Some(tokio::time::Instant::now() + drain_within);
+            }
+            () = drained => break,
+            _ = load.changed() => {}
             accepted = accept(&listener, &admission) => match accepted {
                 Ok(Some(stream)) => {
                     let connection = Connection::new(host.clone(), shelf.clone());
@@ -264,7 +299,7 @@ pub async fn serve_connection<S>(stream: S, host: Arc<LocalHost>, admission: Arc
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let shelf = Arc::new(Shelf::new(admission.detached_grace));
+    let shelf = Arc::new(Shelf::new(&admission));
     Connection::new(host, shelf.clone())
         .run(stream, admission, tokio::sync::watch::channel(false).1)
         .await;
@@ -419,10 +454,23 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Every session of a worker, with how many connections hold each.
+/// Every session of a worker, with how many connections hold each, and the places
+/// for new ones.
 struct Shelf {
     sessions: Mutex<HashMap<String, Shelved>>,
     grace: Duration,
+    max_sessions: Option<usize>,
+    exit_after: Option<usize>,
+    places: Mutex<Places>,
+    // Sessions held or being opened, for whoever waits for the worker to empty.
+    load: tokio::sync::watch::Sender<usize>,
+}
+
+#[derive(Default)]
+struct Places {
+    opening: usize,
+    opened: usize,
+    draining: bool,
 }
 
 struct Shelved {
@@ -432,15 +480,73 @@ struct Shelved {
     released: u64,
 }
 
+// A place taken for a session being opened; given back when dropped.
+struct Place<'a>(&'a Shelf);
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.places).opening -= 1;
+        self.0.publish();
+    }
+}
+
 impl Shelf {
-    fn new(grace: Duration) -> Shelf {
+    fn new(admission: &Admission) -> Shelf {
         Shelf {
             sessions: Mutex::default(),
-            grace,
+            grace: admission.detached_grace,
+            max_sessions: admission.max_sessions,
+            exit_after: admission.exit_after,
+            places: Mutex::default(),
+            load: tokio::sync::watch::Sender::new(0),
         }
     }
 
-    fn put(&self, id: String, session: LocalSession) {
+    // A place for one more session, or why there is none.
+    fn admit(&self) -> Result<Place<'_>> {
+        let held = lock(&self.sessions).len();
+        let mut places = lock(&self.places);
+        let refuse = |reason: String| Err(Error::BrowserUnavailable { reason });
+        if places.draining {
+            return refuse("this browser worker is stopping and takes no new session".to_owned());
+        }
+        if let Some(n) = self.exit_after
+            && places.opened + places.opening >= n
+        {
+            return refuse(format!(
+                "this browser worker serves {n} session(s) and then exits"
+            ));
+        }
+        if let Some(most) = self.max_sessions
+            && held + places.opening >= most
+        {
+            return refuse(format!(
+                "this browser worker holds {most} session(s), the most it takes"
+            ));
+        }
+        places.opening += 1;
+        drop(places);
+        self.publish();
+        Ok(Place(self))
+    }
+
+    fn drain(&self) {
+        lock(&self.places).draining = true;
+    }
+
+    // Served all the sessions it was to serve.
+    fn spent(&self) -> bool {
+        self.exit_after
+            .is_some_and(|n| lock(&self.places).opened >= n)
+    }
+
+    fn publish(&self) {
+        let load = lock(&self.sessions).len() + lock(&self.places).opening;
+        self.load.send_replace(load);
+    }
+
+    fn put(&self, _place: Place<'_>, id: String, session: LocalSession) {
+        lock(&self.places).opened += 1;
         lock(&self.sessions).insert(
             id,
             Shelved {
@@ -466,7 +572,9 @@ impl Shelf {
     }
 
     fn take(&self, id: &str) -> Option<Arc<LocalSession>> {
-        lock(&self.sessions).remove(id).map(|s| s.session)
+        let taken = lock(&self.sessions).remove(id).map(|s| s.session);
+        self.publish();
+        taken
     }
 
     // One holder fewer; with none left the session is closed, now or after the
@@ -503,6 +611,7 @@ impl Shelf {
                     _ => None,
                 }
             };
+            shelf.publish();
             if let Some(session) = unheld {
                 tracing::info!("no control plane took over a session in time: closing it");
                 session.close().await;
@@ -515,6 +624,7 @@ impl Shelf {
             .drain()
             .map(|(_, s)| s.session)
             .collect();
+        self.publish();
         for session in sessions {
             session.close().await;
         }
@@ -527,10 +637,11 @@ impl Worker for Connection {
     }
 
     async fn open(self, _: Context, spec: OpenSpec) -> Result<SessionFacts> {
+        let place = self.shelf.admit()?;
         let session = self.host.open(spec).await?;
         let facts = session.facts();
         lock(&self.held).insert(facts.id.clone());
-        self.shelf.put(facts.id.clone(), session);
+        self.shelf.put(place, facts.id.clone(), session);
         Ok(facts)
     }
 

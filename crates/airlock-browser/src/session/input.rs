@@ -329,8 +329,10 @@ impl Session {
         } else {
             // Input handlers ran during insertText, and typing alone starts no
             // navigation: no frame is waited for (it cost ~8 ms a call, half of
-            // what typing cost), only the requests the handlers started.
-            self.settle_at(&tab, before, Landed::unknown(), Quiet::Now)
+            // what typing cost), only a task (a fetch an input handler made is
+            // seen starting by then, even on a loaded machine) and the requests
+            // the handlers started.
+            self.settle_at(&tab, before, Landed::unknown(), Quiet::TaskUnlessReacted)
                 .await
         };
         let mut outcome = self.outcome(&tab, navigated).await;

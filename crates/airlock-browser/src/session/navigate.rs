@@ -182,7 +182,13 @@ impl Session {
         let Some(reacted) = self.probe(tab, landed.frame, &probe).await else {
             return false;
         };
-        let mut frame = quiet == Quiet::FrameUnlessReacted && reacted != Some(true);
+        // One more look, after a frame and a task (or a task), when the page has
+        // shown no reaction yet.
+        let mut look = match quiet {
+            _ if reacted == Some(true) => None,
+            Quiet::FrameUnlessReacted => Some(FRAME_AND_TASK),
+            Quiet::TaskUnlessReacted => Some(super::TASK),
+        };
         let deadline = tokio::time::Instant::now() + REQUESTS_SETTLE.min(self.budget());
         loop {
             let (requests, navigations) = tab.state.read(|s| (s.nav_requests, s.navigations));
@@ -199,18 +205,14 @@ impl Session {
                 && tokio::time::Instant::now() < deadline
             {
                 self.requests_end(tab, before.requests, deadline).await;
-                frame = true;
+                // What the responses' handlers did shows after a frame and a task.
+                look = Some(FRAME_AND_TASK);
                 continue;
             }
-            if !frame {
+            let Some(script) = look.take() else {
                 return false;
-            }
-            frame = false;
-            if self
-                .probe(tab, landed.frame, FRAME_AND_TASK)
-                .await
-                .is_none()
-            {
+            };
+            if self.probe(tab, landed.frame, script).await.is_none() {
                 return false;
             }
         }
@@ -289,8 +291,10 @@ pub(super) enum Quiet {
     /// or the target's check or choice did), else a frame and a task: a click, a key,
     /// a hover.
     FrameUnlessReacted,
-    /// Nothing more: typing, whose input handlers ran during the insertion.
-    Now,
+    /// Nothing if the page has visibly reacted, else a task: typing, whose input
+    /// handlers ran during the insertion but may have posted the start of a request
+    /// they made (a fetch starts on a task of its own).
+    TaskUnlessReacted,
 }
 
 /// Longest a settle waits for the requests an action started (within the action's

@@ -221,6 +221,7 @@ fn shared_worker(h: &airlock_test_support::Harness) -> SharedWorker {
             token: zeroize::Zeroizing::new(WORKER_TOKEN.to_owned()),
             peer_uid: Some(nix::unistd::geteuid().as_raw()),
             detached_grace: Duration::from_secs(60),
+            ..Default::default()
         },
         async move {
             let _ = stopped.await;

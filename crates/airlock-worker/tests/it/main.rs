@@ -46,6 +46,18 @@ fn serve_keeping(
     peer_uid: Option<u32>,
     detached_grace: Duration,
 ) -> Served {
+    serve_on(
+        h,
+        Admission {
+            peer_uid,
+            detached_grace,
+            ..Admission::default()
+        },
+    )
+}
+
+// A worker on a fresh socket on `terms` (its token is the test's).
+fn serve_on(h: &airlock_test_support::Harness, terms: Admission) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("worker.sock");
     let listener = tokio::net::UnixListener::bind(&path).unwrap();
@@ -55,8 +67,7 @@ fn serve_keeping(
         Arc::new(LocalHost::new(h.browsers.clone())),
         Admission {
             token: Zeroizing::new(TOKEN.to_owned()),
-            peer_uid,
-            detached_grace,
+            ..terms
         },
         async move {
             let _ = stopped.await;
@@ -560,6 +571,131 @@ async fn a_session_closed_by_one_holder_is_closed_for_every_holder_and_stopping_
         drop((a, on_a, b));
         served.stop().await;
         assert!(!chromium_processes_under(h.profile_parent()).contains(&pid));
+    })
+    .await;
+}
+
+async fn connect(served: &Served) -> RemoteHost {
+    RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
+        .await
+        .unwrap()
+}
+
+async fn open_on(host: &RemoteHost) -> airlock_browser::Result<airlock_worker::RemoteSession> {
+    host.open(OpenSpec {
+        isolation: None,
+        policy: Policy::deny_all(),
+        injection: None,
+        secrets: SecretSet::default(),
+    })
+    .await
+}
+
+fn refusal(opened: airlock_browser::Result<airlock_worker::RemoteSession>) -> String {
+    match opened {
+        Err(airlock_browser::Error::BrowserUnavailable { reason }) => reason,
+        Err(e) => panic!("refused otherwise: {e}"),
+        Ok(_) => panic!("opened a session it should have refused"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_holds_at_most_its_sessions_and_exits_once_it_served_its_last() {
+    with_browser(|h| async move {
+        let mut served = serve_on(
+            &h,
+            Admission {
+                peer_uid: Some(my_uid()),
+                max_sessions: Some(1),
+                exit_after: Some(2),
+                ..Admission::default()
+            },
+        );
+        let host = connect(&served).await;
+        let first = open_on(&host).await.unwrap();
+        assert!(refusal(open_on(&host).await).contains("holds 1 session(s), the most it takes"));
+        first.close().await;
+        let second = open_on(&host).await.unwrap();
+        assert!(refusal(open_on(&host).await).contains("serves 2 session(s) and then exits"));
+        // Its last session closed, it stops by itself.
+        let task = served.task.take().unwrap();
+        assert!(!task.is_finished());
+        second.close().await;
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("the worker stops once its last session closed")
+            .unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopping_worker_takes_no_new_session_and_serves_the_ones_it_holds_until_they_close() {
+    with_browser(|h| async move {
+        let mut served = serve_on(
+            &h,
+            Admission {
+                peer_uid: Some(my_uid()),
+                drain_within: Duration::from_secs(60),
+                ..Admission::default()
+            },
+        );
+        let host = connect(&served).await;
+        let held = open_on(&host).await.unwrap();
+        let _ = served.stop.take().unwrap().send(());
+        // Told to stop: the session held is served, a new one refused.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match open_on(&host).await {
+                Err(airlock_browser::Error::BrowserUnavailable { reason }) => {
+                    assert!(reason.contains("stopping"), "{reason}");
+                    break;
+                }
+                Ok(extra) => {
+                    // The stop had not reached it yet.
+                    extra.close().await;
+                    assert!(tokio::time::Instant::now() < deadline, "never refused");
+                    tokio::task::yield_now().await;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(held.call(airlock_worker::Call::Tabs, None).await.is_ok());
+        let task = served.task.take().unwrap();
+        assert!(!task.is_finished());
+        held.close().await;
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("a drained worker stops once its last session closed, not at the drain's end")
+            .unwrap();
+
+        // A session still held at the drain's end is closed then, Chromium and all.
+        let mut served = serve_on(
+            &h,
+            Admission {
+                peer_uid: Some(my_uid()),
+                drain_within: Duration::from_millis(500),
+                ..Admission::default()
+            },
+        );
+        let host = connect(&served).await;
+        let lingering = host
+            .open(OpenSpec {
+                isolation: Some(airlock_config::Isolation::Process),
+                policy: Policy::deny_all(),
+                injection: None,
+                secrets: SecretSet::default(),
+            })
+            .await
+            .unwrap();
+        let pid = lingering.facts().browser_pid;
+        let _ = served.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(10), served.task.take().unwrap())
+            .await
+            .expect("the drain ends")
+            .unwrap();
+        assert!(!chromium_processes_under(h.profile_parent()).contains(&pid));
+        lingering.forget();
     })
     .await;
 }

@@ -107,6 +107,17 @@ enum Command {
         /// for another control-plane replica to take over (0: closed at once).
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3600))]
         detached_grace_secs: u64,
+        /// With --listen: the most sessions it holds at once (others open elsewhere).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        sessions: Option<u64>,
+        /// With --listen: serve this many sessions, then exit once they closed (with
+        /// --sessions 1 --exit-after 1, a pod per session).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        exit_after: Option<u64>,
+        /// With --listen: on SIGTERM, keep serving the sessions held (taking no new
+        /// one) this long before closing them.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3600))]
+        drain_secs: u64,
     },
     /// Explain egress policy decisions.
     Policy {
@@ -409,6 +420,9 @@ pub(crate) fn main() -> ExitCode {
             tls_key,
             token_file,
             detached_grace_secs,
+            sessions,
+            exit_after,
+            drain_secs,
         } => {
             let outcome = match (socket, listen, tls_cert, tls_key) {
                 (Some(socket), _, _, _) => runtime
@@ -430,9 +444,17 @@ pub(crate) fn main() -> ExitCode {
                             .block_on(airlock_worker::process::run_listening(
                                 listen,
                                 tls,
-                                zeroize::Zeroizing::new(token.expose().to_owned()),
+                                airlock_worker::Admission {
+                                    token: zeroize::Zeroizing::new(token.expose().to_owned()),
+                                    peer_uid: None,
+                                    detached_grace: std::time::Duration::from_secs(
+                                        detached_grace_secs,
+                                    ),
+                                    max_sessions: sessions.map(|n| n as usize),
+                                    exit_after: exit_after.map(|n| n as usize),
+                                    drain_within: std::time::Duration::from_secs(drain_secs),
+                                },
                                 &config.browser,
-                                std::time::Duration::from_secs(detached_grace_secs),
                             ))
                             .map_err(anyhow::Error::from),
                         Err(e) => Err(e),
