@@ -38,7 +38,7 @@ mod tools;
 mod warm;
 
 pub use airlock_browser::{CONSOLE_KEPT, NETWORK_KEPT, VIEWPORT_MAX, VIEWPORT_MIN};
-pub use airlock_store::{ApprovalRecord, ApprovalStatus, AuditRecord};
+pub use airlock_store::{ApprovalRecord, ApprovalStatus, AuditRecord, ConsoleLoginRecord};
 pub use approvals::{Approvals, Decision};
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};
 pub use audit::{AuditLog, Checkpoints, FOLLOW_POLL, FeedEvent, PUBLISHED_FILE};

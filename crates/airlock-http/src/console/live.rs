@@ -277,7 +277,7 @@ async fn run(console: Console, login: Login, id: String, socket: WebSocket) {
         tokio::select! {
             update = watch => {
                 // A login that ended holds nothing: its page goes back to the agent.
-                if !console.alive(&login) {
+                if !console.alive(&login).await {
                     console.gateway.operators().release_holds_of(&by, "console login ended").await;
                     let _ = tx.send(Message::Text(r#"{"signed_out":true}"#.into())).await;
                     break;

@@ -20,8 +20,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use subtle::ConstantTimeEq as _;
 
-use tokio::time::Instant;
-
 use airlock_core::Role;
 use airlock_gateway::{ApprovalStatus, AuditFilter, Decision, Gateway, Principal};
 use axum::extract::{Path, Query, Request, State};
@@ -58,16 +56,27 @@ pub(crate) struct Console {
     logins: Arc<Mutex<HashMap<[u8; 32], Login>>>,
 }
 
-/// One signed-in operator.
+/// One signed-in operator. Kept in the store (any replica knows it; only the
+/// cookie's SHA-256 is stored), or in memory for a gateway without one.
 #[derive(Clone)]
 pub(crate) struct Login {
     pub(crate) operator: Principal,
     // Names this login (not secret): two operators signed in with one key are still
     // two controllers of a live session.
     pub(crate) id: String,
-    // Sent back in every form; compared in constant time.
+    // Sent back in every form; compared in constant time. Derived from the cookie,
+    // so nothing but its hash need be stored.
     pub(crate) csrf: String,
-    expires: Instant,
+    pub(crate) expires_ms: i64,
+}
+
+// A login's CSRF token: a hash of its cookie under a label of its own (the cookie is
+// HttpOnly; the token is in every form, so it must not reveal the cookie).
+fn csrf_of(token: &str) -> String {
+    let mut hash = Sha256::new();
+    hash.update(b"airlock console csrf\0");
+    hash.update(token.as_bytes());
+    hash.finalize().encode_hex::<String>()
 }
 
 impl Login {
@@ -149,12 +158,32 @@ async fn security_headers(request: Request, next: Next) -> Response {
 }
 
 impl Console {
-    fn login_of(&self, headers: &HeaderMap) -> Option<Login> {
+    async fn login_of(&self, headers: &HeaderMap) -> Option<Login> {
         let token = cookie(headers, COOKIE)?;
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = now_ms();
+        if let Some(store) = self.gateway.store() {
+            let record = match store.console_login(&key, now).await {
+                Ok(record) => record?,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read console logins");
+                    return None;
+                }
+            };
+            return Some(Login {
+                operator: Principal {
+                    tenant: record.tenant,
+                    role: Role::parse(&record.role)?,
+                    key: record.key_digest,
+                },
+                id: record.id,
+                csrf: csrf_of(token),
+                expires_ms: record.expires_ms,
+            });
+        }
         let mut logins = lock(&self.logins);
         match logins.get(&key) {
-            Some(login) if login.expires > Instant::now() => Some(login.clone()),
+            Some(login) if login.expires_ms > now => Some(login.clone()),
             Some(_) => {
                 logins.remove(&key);
                 None
@@ -164,39 +193,80 @@ impl Console {
     }
 
     // Whether `login` is still signed in (not signed out, not expired).
-    fn alive(&self, login: &Login) -> bool {
-        let now = Instant::now();
-        login.expires > now
-            && lock(&self.logins)
-                .values()
-                .any(|l| l.id == login.id && l.expires > now)
+    async fn alive(&self, login: &Login) -> bool {
+        let now = now_ms();
+        if login.expires_ms <= now {
+            return false;
+        }
+        if let Some(store) = self.gateway.store() {
+            return store
+                .console_login_alive(&login.id, now)
+                .await
+                .unwrap_or(false);
+        }
+        lock(&self.logins)
+            .values()
+            .any(|l| l.id == login.id && l.expires_ms > now)
     }
 
     // A new login for `operator`: the cookie value to set.
-    fn sign_in(&self, operator: Principal) -> String {
+    async fn sign_in(&self, operator: Principal) -> Option<String> {
         let token = random_hex();
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = now_ms();
+        let login = Login {
+            operator,
+            id: random_hex()[..8].to_owned(),
+            csrf: csrf_of(&token),
+            expires_ms: now + LOGIN_TTL.as_millis() as i64,
+        };
+        if let Some(store) = self.gateway.store() {
+            let record = airlock_gateway::ConsoleLoginRecord {
+                token_hash: key.to_vec(),
+                id: login.id,
+                tenant: login.operator.tenant,
+                role: login.operator.role.as_str().to_owned(),
+                key_digest: login.operator.key,
+                created_ms: now,
+                expires_ms: login.expires_ms,
+            };
+            if let Err(e) = store.insert_console_login(&record, MAX_LOGINS as i64).await {
+                tracing::error!(error = %e, "cannot keep a console login");
+                return None;
+            }
+            return Some(token);
+        }
         let mut logins = lock(&self.logins);
-        let now = Instant::now();
-        logins.retain(|_, l| l.expires > now);
+        logins.retain(|_, l| l.expires_ms > now);
         if logins.len() >= MAX_LOGINS
             && let Some(oldest) = logins
                 .iter()
-                .min_by_key(|(_, l)| l.expires)
+                .min_by_key(|(_, l)| l.expires_ms)
                 .map(|(k, _)| *k)
         {
             logins.remove(&oldest);
         }
-        logins.insert(
-            key,
-            Login {
-                operator,
-                id: random_hex()[..8].to_owned(),
-                csrf: random_hex(),
-                expires: now + LOGIN_TTL,
-            },
-        );
-        token
+        logins.insert(key, login);
+        Some(token)
+    }
+
+    // Ends the login whose cookie is `token`; it, if there was one.
+    async fn sign_out(&self, token: &str) -> Option<Login> {
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(store) = self.gateway.store() {
+            let record = store.remove_console_login(&key).await.ok()??;
+            return Some(Login {
+                operator: Principal {
+                    tenant: record.tenant,
+                    role: Role::parse(&record.role)?,
+                    key: record.key_digest,
+                },
+                id: record.id,
+                csrf: csrf_of(token),
+                expires_ms: record.expires_ms,
+            });
+        }
+        lock(&self.logins).remove(&key)
     }
 }
 
@@ -248,7 +318,7 @@ pub(super) fn cross_site(headers: &HeaderMap) -> bool {
 // Pages need a login; POSTs also the login's CSRF token (a form field, checked
 // here so no handler can forget it) and no cross-site origin.
 async fn require_login(State(console): State<Console>, request: Request, next: Next) -> Response {
-    let Some(login) = console.login_of(request.headers()) else {
+    let Some(login) = console.login_of(request.headers()).await else {
         return if request.method() == axum::http::Method::GET {
             Redirect::to("/console/sign-in").into_response()
         } else {
@@ -297,14 +367,14 @@ pub(super) fn refused(status: StatusCode, message: &str) -> Response {
 }
 
 async fn index(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if console.login_of(&headers).is_some() {
+    if console.login_of(&headers).await.is_some() {
         return Redirect::to("/console/sessions").into_response();
     }
     Redirect::to("/console/sign-in").into_response()
 }
 
 async fn sign_in_page(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if console.login_of(&headers).is_some() {
+    if console.login_of(&headers).await.is_some() {
         return Redirect::to("/console/sessions").into_response();
     }
     pages::sign_in(None, console.auth.admin_possible().await).into_response()
@@ -361,7 +431,12 @@ async fn sign_in(State(console): State<Console>, headers: HeaderMap, request: Re
         }
     };
     tracing::info!(operator = %operator.caller(), "an operator signed in to the console");
-    let token = console.sign_in(operator);
+    let Some(token) = console.sign_in(operator).await else {
+        return refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the console cannot keep a login now; try again",
+        );
+    };
     let mut response = Redirect::to("/console/sessions").into_response();
     let cookie = format!(
         "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
@@ -374,10 +449,10 @@ async fn sign_in(State(console): State<Console>, headers: HeaderMap, request: Re
 }
 
 async fn sign_out(State(console): State<Console>, headers: HeaderMap) -> Response {
-    let ended = cookie(&headers, COOKIE).and_then(|token| {
-        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        lock(&console.logins).remove(&key)
-    });
+    let ended = match cookie(&headers, COOKIE) {
+        Some(token) => console.sign_out(token).await,
+        None => None,
+    };
     // A page this login held goes back to its agent: no one is left to hand it back.
     if let Some(login) = ended {
         console

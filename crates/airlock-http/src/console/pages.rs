@@ -712,7 +712,7 @@ mod tests {
             },
             id: "l1".to_owned(),
             csrf: "c".to_owned(),
-            expires: tokio::time::Instant::now() + std::time::Duration::from_secs(60),
+            expires_ms: i64::MAX,
         };
         let record = ApprovalRecord {
             id: "apr_1".to_owned(),

@@ -679,3 +679,87 @@ async fn claims_give_one_session_per_conversation_and_respect_the_caps(replicas:
 async fn racing_replicas_get_one_session_per_conversation_within_the_caps() {
     on_both(claims_give_one_session_per_conversation_and_respect_the_caps).await;
 }
+
+fn login(n: u8, expires_ms: i64) -> airlock_store::ConsoleLoginRecord {
+    airlock_store::ConsoleLoginRecord {
+        token_hash: vec![n; 32],
+        id: format!("login{n}"),
+        tenant: "acme".to_owned(),
+        role: "admin".to_owned(),
+        key_digest: Some(format!("key{n}")),
+        created_ms: 1_000,
+        expires_ms,
+    }
+}
+
+// A console login made on one replica is known on the others until it expires or
+// is signed out anywhere; only the newest `most` are kept.
+async fn console_logins_are_shared(replicas: [Store; 3]) {
+    replicas[0]
+        .insert_console_login(&login(1, 50_000), 3)
+        .await
+        .unwrap();
+    let seen = replicas[1].console_login(&[1; 32], 2_000).await.unwrap();
+    assert_eq!(seen, Some(login(1, 50_000)));
+    assert!(
+        replicas[2]
+            .console_login_alive("login1", 2_000)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        replicas[2].console_login(&[1; 32], 50_000).await.unwrap(),
+        None
+    );
+    assert!(
+        !replicas[2]
+            .console_login_alive("login1", 50_000)
+            .await
+            .unwrap()
+    );
+    for n in 2..=5 {
+        replicas[n as usize % 3]
+            .insert_console_login(&login(n, 50_000 + i64::from(n)), 3)
+            .await
+            .unwrap();
+    }
+    // Five made, three kept: the newest.
+    let kept: Vec<bool> = {
+        let mut kept = Vec::new();
+        for n in 1..=5u8 {
+            kept.push(
+                replicas[0]
+                    .console_login(&[n; 32], 2_000)
+                    .await
+                    .unwrap()
+                    .is_some(),
+            );
+        }
+        kept
+    };
+    assert_eq!(kept, [false, false, true, true, true]);
+    assert_eq!(
+        replicas[1]
+            .remove_console_login(&[4; 32])
+            .await
+            .unwrap()
+            .map(|l| l.id),
+        Some("login4".to_owned())
+    );
+    assert_eq!(
+        replicas[2].console_login(&[4; 32], 2_000).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        replicas[2].remove_console_login(&[4; 32]).await.unwrap(),
+        None
+    );
+    for store in replicas {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_logins_are_shared_by_replicas() {
+    on_both(console_logins_are_shared).await;
+}

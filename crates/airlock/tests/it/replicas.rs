@@ -299,3 +299,121 @@ async fn a_replica_is_ready_while_its_store_and_a_worker_answer_and_serves_worke
     replica.kill().await.unwrap();
     stop(worker).await;
 }
+
+// One HTTP/1.1 request over a plain socket: status, headers (lower-cased names)
+// and body.
+async fn request(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let mut head = format!(
+        "{method} /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    stream
+        .write_all(format!("{head}\r\n{body}").as_bytes())
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let status = head[9..12].parse().unwrap();
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_login_made_on_one_replica_is_signed_in_on_every_other() {
+    let site = FixtureSite::start().await;
+    let fleet = Fleet::new();
+    fleet.cli(&["tenant", "create", "acme"]).await;
+    let admin = fleet
+        .cli(&["key", "create", "--tenant", "acme", "--role", "admin"])
+        .await
+        .trim()
+        .to_owned();
+    // No worker is needed to sign in: one that never answers is listed.
+    let config = fleet.config(&site, &["127.0.0.1:9"]);
+    let (a, a_root) = fleet.replica("a", &config).await;
+    let (b, b_root) = fleet.replica("b", &config).await;
+
+    let form = format!("key={admin}");
+    let (status, headers, body) = request(
+        "POST",
+        &format!("{a_root}/console/sign-in"),
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        &form,
+    )
+    .await;
+    assert_eq!(status, 303, "{body}");
+    let cookie = headers
+        .iter()
+        .find(|(n, _)| n == "set-cookie")
+        .map(|(_, v)| v.split(';').next().unwrap().to_owned())
+        .expect("a login cookie");
+
+    // B knows the login A made, and its forms carry the same CSRF token.
+    let (status, _, page) = request(
+        "GET",
+        &format!("{b_root}/console/sessions"),
+        &[("Cookie", &cookie)],
+        "",
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a CSRF token in the page")
+        .to_owned();
+    let (status, _, _) = request(
+        "GET",
+        &format!("{a_root}/console/sessions"),
+        &[("Cookie", &cookie)],
+        "",
+    )
+    .await;
+    assert_eq!(status, 200);
+    // Signed out on B: signed out on A too.
+    let (status, _, body) = request(
+        "POST",
+        &format!("{b_root}/console/sign-out"),
+        &[
+            ("Cookie", &cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &format!("csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(status, 303, "{body}");
+    let (status, headers, _) = request(
+        "GET",
+        &format!("{a_root}/console/sessions"),
+        &[("Cookie", &cookie)],
+        "",
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert!(
+        headers
+            .iter()
+            .any(|(n, v)| n == "location" && v == "/console/sign-in")
+    );
+    stop(a).await;
+    stop(b).await;
+}
