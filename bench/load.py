@@ -31,7 +31,7 @@ class Gateway:
     """`airlock serve` on a free port with its own data dir, a config allowing the
     fixture site, and an admin key of a tenant made with the CLI."""
 
-    def __init__(self, binary, site_port, tmp, sessions_toml, browser_toml=""):
+    def __init__(self, binary, site_port, tmp, sessions_toml, browser_toml="", workers=None):
         self.binary, self.tmp = str(binary), pathlib.Path(tmp)
         data = self.tmp / "data"
         run = lambda *a: subprocess.run([self.binary, *a, "--data-dir", str(data)], check=True,
@@ -40,7 +40,9 @@ class Gateway:
         self.key = run("key", "create", "--tenant", "bench", "--role", "admin")
         config = self.tmp / "airlock.toml"
         config.write_text(f'[policy]\nallow_private = ["127.0.0.1:{site_port}"]\n'
-                          f'[sessions]\n{sessions_toml}\n[browser]\n{browser_toml}\n')
+                          f'[sessions]\n{sessions_toml}\n[browser]\n{browser_toml}\n'
+                          + (workers.toml() if workers else ""))
+        self.workers = workers
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = self.env()
@@ -61,6 +63,8 @@ class Gateway:
         env.pop("AIRLOCK_CONFIG", None)
         env.pop("AIRLOCK_API_KEY", None)
         env["TMPDIR"] = str(self.tmp)
+        if getattr(self, "workers", None):
+            env = self.workers.env(env)
         return env
 
     def lease(self, user, conversation):
@@ -112,10 +116,12 @@ async def _drive(mcp_url, key, base, actions, latencies, errors):
                     errors.append(f"{tool}: " + " ".join(getattr(c, "text", "") for c in result.content)[:200])
 
 
-async def leased_load(binary, site_port, sessions=20, actions=20):
-    """`sessions` leased sessions at once, `actions` actions each."""
+async def leased_load(binary, site_port, sessions=20, actions=20, workers=None, prefix="load20x20"):
+    """`sessions` leased sessions at once, `actions` actions each (on `workers`, the
+    `fleet.Workers` listed in the config, when given)."""
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
-        gateway = Gateway(binary, site_port, tmp, f"max_per_user = 0\naction_budget = {actions + 10}")
+        gateway = Gateway(binary, site_port, tmp, f"max_per_user = 0\naction_budget = {actions + 10}",
+                          workers=workers)
         try:
             base = f"http://127.0.0.1:{site_port}"
             started = time.perf_counter()
@@ -132,13 +138,27 @@ async def leased_load(binary, site_port, sessions=20, actions=20):
     if errors:
         raise RuntimeError(f"{len(errors)} of {len(latencies)} actions failed, first: {errors[0]}")
     return {
-        "load20x20_actions": len(latencies),
-        "load20x20_errors": len(errors),
-        "load20x20_action_p50_ms": statistics.median(latencies),
-        "load20x20_action_p95_ms": _percentile(latencies, 0.95),
-        "load20x20_wall_s": wall,
-        "load20x20_lease_all_s": leased_s,
+        f"{prefix}_actions": len(latencies),
+        f"{prefix}_errors": len(errors),
+        f"{prefix}_action_p50_ms": statistics.median(latencies),
+        f"{prefix}_action_p95_ms": _percentile(latencies, 0.95),
+        f"{prefix}_wall_s": wall,
+        f"{prefix}_lease_all_s": leased_s,
     }
+
+
+async def leased_load_on_workers(binary, site_port, chrome, sessions=40, actions=20):
+    """`leased_load` with its sessions spread over two workers on "other machines"
+    (TLS on loopback)."""
+    import fleet
+
+    with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
+        workers = fleet.Workers(binary, tmp, 2, chrome)
+        try:
+            return await leased_load(binary, site_port, sessions, actions, workers=workers,
+                                     prefix=f"load{sessions}x{actions}_two_workers")
+        finally:
+            workers.stop()
 
 
 def idle_capacity(binary, site_port, descendants, pss_mib, budget_mib=4096, most=400, step=10):

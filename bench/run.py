@@ -10,6 +10,7 @@ Writes a Markdown table to stdout and bench/results/latest.json.
 
 import argparse
 import asyncio
+import atexit
 import datetime
 import http.server
 import json
@@ -27,7 +28,8 @@ from mcp.client.stdio import stdio_client
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-import floors  # noqa: E402 - bench/floors.py, found through the line above
+import fleet  # noqa: E402 - bench/fleet.py, found through the line above
+import floors  # noqa: E402 - likewise
 import load  # noqa: E402 - bench/load.py, likewise
 SITE = ROOT / "crates/airlock-test-support/fixtures/site"
 BENCH = ROOT / "bench"
@@ -206,6 +208,29 @@ class AirlockEmbedded(Airlock):
         return params
 
 
+class AirlockRemote(Airlock):
+    """Airlock with its sessions on a worker on "another machine": `airlock worker
+    --listen` over TLS on loopback, one `[[workers]]` entry. Beside `airlock` (the
+    local worker, a unix socket) it shows what TCP and TLS cost per call."""
+
+    name = "airlock-remote"
+
+    def __init__(self, ports, tmp):
+        super().__init__(ports, tmp)
+        # Started before any run, so a run's clean-up (which stops what the run
+        # started) leaves the worker up: a worker on another machine outlives its
+        # clients. Its Chromium is the run's, and goes with it.
+        self.workers = fleet.Workers(AIRLOCK_BINARY[0], self.tmp, 1, CHROMIUM)
+        atexit.register(self.workers.stop)
+
+    def params(self):
+        params = super().params()
+        config = pathlib.Path(self.tmp) / "airlock.toml"
+        config.write_text(config.read_text() + self.workers.toml())
+        fleet.Workers.env(params.env)
+        return params
+
+
 class PlaywrightMcp(System):
     name = "playwright-mcp"
 
@@ -269,7 +294,7 @@ class AgentBrowser(System):
         return "agent_browser_get_text", {"selector": "body"}
 
 
-SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, PlaywrightMcp, AgentBrowser)}
+SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, AirlockRemote, PlaywrightMcp, AgentBrowser)}
 # Systems with a Streamable HTTP server (agent-browser's MCP server is stdio only).
 HTTP_SYSTEMS = ("airlock", "playwright-mcp")
 # The Airlock binary under test (release for `make bench`, debug for the CI smoke run).
@@ -629,7 +654,7 @@ def summarize(values):
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--systems", default="airlock,airlock-embedded,playwright-mcp,agent-browser")
+    parser.add_argument("--systems", default="airlock,airlock-embedded,airlock-remote,playwright-mcp,agent-browser")
     parser.add_argument("--out", default=str(BENCH / "results/latest.json"))
     parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")
     parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,
@@ -673,6 +698,14 @@ async def main():
                             if name == "airlock":
                                 raise  # Airlock's own harness must not rot quietly.
                     runs.append(m)
+            if name == "airlock-remote" and args.load:
+                for i in range(min(args.runs, 3)):
+                    r = await asyncio.wait_for(load.leased_load_on_workers(AIRLOCK_BINARY[0], ports[0], CHROMIUM),
+                                               timeout=900)
+                    if i < len(runs):
+                        runs[i].update(r)
+            if getattr(system, "workers", None) is not None:
+                system.workers.stop()
             if name == "airlock" and args.load:
                 loads = []
                 for i in range(min(args.runs, 3)):
