@@ -64,6 +64,7 @@ impl Gateway {
                 .then(|| serde_json::to_string(allow_hosts).unwrap_or_default()),
             holds_secrets: false,
             used_ms: Some(now),
+            held_by: None,
         }
     }
 
@@ -145,7 +146,9 @@ impl Gateway {
             // row is the truth (its close is recorded there, once).
             Ok(lease) => match self.shared_store() {
                 Some(store) if lease.held.session.reachable_at().is_some() => {
-                    if store.live_session(id).await.map_err(unanswered)?.is_some() {
+                    if let Some(row) = store.live_session(id).await.map_err(unanswered)? {
+                        // An operator's hold on any replica refuses the agent here.
+                        lease.hold_as_stored(row.held_by.as_deref());
                         Ok(lease)
                     } else {
                         self.sessions

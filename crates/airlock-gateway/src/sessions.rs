@@ -153,6 +153,9 @@ struct State {
     tended: Instant,
     // An operator handed it back: the agent's next result says so, once.
     handed_back: bool,
+    // The hold is another replica's (the store says so): it is released there, not
+    // by this replica's reaper.
+    held_elsewhere: bool,
 }
 
 /// Whose per-user cap a session counts against: a leased session's backend user; a
@@ -271,9 +274,32 @@ impl Lease {
             _ => {
                 state.controller = Some(by.to_owned());
                 state.held = true;
+                state.held_elsewhere = false;
                 state.tended = Instant::now();
                 Ok(())
             }
+        }
+    }
+
+    /// Takes in what the store says of a shared session's hold: `Some(holder)` held
+    /// (on whichever replica), `None` held by nobody.
+    pub(crate) fn hold_as_stored(&self, holder: Option<&str>) {
+        let mut state = lock(&self.state);
+        match holder {
+            Some(holder) if state.controller.as_deref() != Some(holder) => {
+                state.controller = Some(holder.to_owned());
+                state.held = true;
+                state.held_elsewhere = true;
+                state.tended = Instant::now();
+            }
+            Some(_) => {}
+            None if state.controller.is_some() => {
+                state.controller = None;
+                state.held = false;
+                state.held_elsewhere = false;
+                state.handed_back = true;
+            }
+            None => {}
         }
     }
 
@@ -302,7 +328,7 @@ impl Lease {
         state
             .controller
             .clone()
-            .filter(|_| state.tended.elapsed() >= idle)
+            .filter(|_| !state.held_elsewhere && state.tended.elapsed() >= idle)
     }
 
     /// Operator `by` hands the page back (`false`: `by` does not hold it).
@@ -723,6 +749,7 @@ impl Sessions {
                 controller: None,
                 tended: created,
                 handed_back: false,
+                held_elsewhere: false,
             }),
             told_store: std::sync::atomic::AtomicI64::new(0),
         })

@@ -199,14 +199,46 @@ impl Operators {
         }
     }
 
+    // The store, when the session is one other replicas serve too: its hold is
+    // kept there, so an agent is refused on every replica.
+    fn shared(&self, lease: &Lease) -> Option<&airlock_store::Store> {
+        self.config
+            .store
+            .as_ref()
+            .filter(|s| s.is_shared() && lease.held.session.reachable_at().is_some())
+    }
+
+    // Ends a hold in the store too (`by`'s, or whoever's).
+    async fn unhold(&self, lease: &Lease, by: Option<&str>) {
+        if let Some(store) = self.shared(lease)
+            && let Err(e) = store.unhold_live_session(lease.id.as_str(), by).await
+        {
+            tracing::warn!(error = %e, "could not end a hold in the store");
+        }
+    }
+
     /// Operator `by` takes one of `tenant`'s sessions over.
     pub async fn take_over(&self, tenant: &str, id: &str, by: &str) -> Result<()> {
         let lease = self.tenant_lease(tenant, id)?;
-        lease.take_over(by).map_err(|other| {
+        let held_by = |other: String| {
             Error::NotController(format!(
                 "{other} holds this session; they must hand it back first"
             ))
-        })?;
+        };
+        if let Some(store) = self.shared(&lease) {
+            let other = store
+                .hold_live_session(id, by)
+                .await
+                .map_err(|e| Error::Internal(format!("cannot hold the session: {e}")))?;
+            if let Some(other) = other {
+                lease.hold_as_stored(Some(&other));
+                return Err(held_by(other));
+            }
+        }
+        if let Err(other) = lease.take_over(by) {
+            self.unhold(&lease, Some(by)).await;
+            return Err(held_by(other));
+        }
         tracing::info!(session.id = %id, operator = by, "an operator took a session over");
         self.operator_event(tenant, id, by, airlock_audit::Event::OperatorTakeover, None)
             .await;
@@ -221,6 +253,7 @@ impl Operators {
                 "you do not hold this session".to_owned(),
             ));
         }
+        self.unhold(&lease, Some(by)).await;
         tracing::info!(session.id = %id, operator = by, "an operator handed a session back");
         self.operator_event(tenant, id, by, airlock_audit::Event::OperatorHandback, None)
             .await;
@@ -243,6 +276,7 @@ impl Operators {
         let Some(holder) = lease.release() else {
             return Err(Error::NotController("no one holds this session".to_owned()));
         };
+        self.unhold(&lease, None).await;
         tracing::info!(session.id = %id, operator = by, holder = %holder, "an operator released a hold");
         self.released_event(tenant, id, &holder, Some(by), "released")
             .await;
@@ -255,6 +289,7 @@ impl Operators {
         let mut released = 0;
         for lease in self.sessions.leases() {
             if lease.controller().as_deref() == Some(by) && lease.release().is_some() {
+                self.unhold(&lease, Some(by)).await;
                 released += 1;
                 tracing::info!(session.id = %lease.id, holder = by, why, "a hold was released");
                 self.released_event(&lease.owner.tenant, &lease.id.to_string(), by, None, why)
@@ -270,6 +305,7 @@ impl Operators {
             if let Some(holder) = lease.untended(self.config.hold_idle)
                 && lease.release().is_some()
             {
+                self.unhold(&lease, Some(&holder)).await;
                 tracing::info!(session.id = %lease.id, holder = %holder, "an untended hold was released");
                 self.released_event(
                     &lease.owner.tenant,

@@ -100,6 +100,52 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Operator `by` holds live session `id`'s page unless another operator does:
+    /// `Some(other)` when `other` holds it; `None` when `by` does now (or the session
+    /// has no row: it ended, which its next lookup finds).
+    pub async fn hold_live_session(&self, id: &str, by: &str) -> Result<Option<String>> {
+        on_pool!(self, |pool| {
+            sqlx::query(
+                "UPDATE live_sessions SET held_by = $1 WHERE id = $2 AND (held_by IS NULL OR held_by = $1)",
+            )
+            .bind(by)
+            .bind(id)
+            .execute(pool)
+            .await?;
+            let row = sqlx::query("SELECT held_by FROM live_sessions WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?;
+            let holder: Option<String> = match &row {
+                Some(row) => row.get("held_by")?,
+                None => None,
+            };
+            Ok(holder.filter(|h| h != by))
+        })
+    }
+
+    /// Ends a hold on live session `id`: `by`'s only, or whoever's when `None`.
+    /// Returns who held it, if this ended a hold.
+    pub async fn unhold_live_session(&self, id: &str, by: Option<&str>) -> Result<Option<String>> {
+        let holder = match self.live_session(id).await? {
+            Some(row) => row.held_by,
+            None => return Ok(None),
+        };
+        let Some(holder) = holder.filter(|h| by.is_none_or(|by| by == h)) else {
+            return Ok(None);
+        };
+        on_pool!(self, |pool| {
+            let done = sqlx::query("UPDATE live_sessions SET held_by = NULL WHERE id = $1 AND held_by = $2")
+                .bind(id)
+                .bind(&holder)
+                .execute(pool)
+                .await?;
+            Ok((done.rows_affected() == 1).then_some(holder))
+        })
+    }
+}
+
 fn host_row(r: &impl Fields) -> Result<HostRecord> {
     Ok(HostRecord {
         id: r.get("id")?,

@@ -64,6 +64,9 @@ pub struct LiveSessionRecord {
     pub holds_secrets: bool,
     /// When any replica last used it, Unix milliseconds.
     pub used_ms: Option<i64>,
+    /// The operator holding its page, if one does (written by `hold_live_session`,
+    /// never by an insert).
+    pub held_by: Option<String>,
 }
 
 // Every column of a live session row, in the order `bind_live!` binds them, and
@@ -296,6 +299,7 @@ pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
         allow_hosts: r.get("allow_hosts")?,
         holds_secrets: r.get("holds_secrets")?,
         used_ms: r.get("used_ms")?,
+        held_by: r.get("held_by")?,
     })
 }
 

@@ -335,6 +335,36 @@ async fn any_replica_serves_a_leased_session_and_racing_leases_get_one_session_w
         assert_eq!(out.error, None, "{}", out.text);
         assert!(page_of(&agent_a).await.contains("Delete account"));
         assert!(replicas[2].session_info("acme", &id).await.is_ok());
+        // An operator on A takes the page over: the agent is refused through B too,
+        // and an operator on C cannot take it as well; handed back on A, B serves
+        // the agent again and says the page may have changed.
+        replicas[0]
+            .operators()
+            .take_over("acme", &id, "console:alice")
+            .await
+            .unwrap();
+        let agent_b = replicas[1].session_agent(&acme("key_b"), &id).await.unwrap();
+        let out = agent_b.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, Some(airlock_core::ErrorCode::SessionHeld), "{}", out.text);
+        assert!(replicas[2].session_info("acme", &id).await.is_ok());
+        let taken = replicas[2]
+            .operators()
+            .take_over("acme", &id, "console:carol")
+            .await;
+        assert!(
+            matches!(&taken, Err(Error::NotController(m)) if m.contains("console:alice")),
+            "{taken:?}"
+        );
+        replicas[0]
+            .operators()
+            .hand_back("acme", &id, "console:alice")
+            .await
+            .unwrap();
+        let agent_b = replicas[1].session_agent(&acme("key_b"), &id).await.unwrap();
+        let out = agent_b.call(navigate(h.site.url("resolve.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("handed it back"), "{}", out.text);
+
         // Another tenant's key finds nothing, on any replica.
         let beta = airlock_gateway::Principal {
             tenant: "beta".to_owned(),
