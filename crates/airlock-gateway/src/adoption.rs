@@ -203,7 +203,7 @@ impl Gateway {
             Ok(session) => session,
             Err(airlock_browser::Error::SessionClosed) => {
                 // Gone on its worker (nobody held it past the grace): gone here too.
-                self.end_gone_row(&row, "closed on its worker").await;
+                let _ = self.end_gone_row(&row, "closed on its worker").await;
                 return Err(Error::NoSuchSession);
             }
             Err(e) => return Err(e.into()),
@@ -295,12 +295,12 @@ impl Gateway {
 
     // Ends on the record, once (whoever takes the row), a session whose browser is
     // gone though its row stayed.
-    async fn end_gone_row(&self, row: &LiveSessionRecord, reason: &str) {
+    async fn end_gone_row(&self, row: &LiveSessionRecord, reason: &str) -> bool {
         let Some(store) = self.store() else {
-            return;
+            return false;
         };
         if !matches!(store.take_live_session(&row.id).await, Ok(true)) {
-            return;
+            return false;
         }
         let close = airlock_audit::SessionChange {
             session: row.id.clone(),
@@ -318,6 +318,7 @@ impl Gateway {
         };
         self.record_event(Some(&row.tenant), airlock_audit::Event::SessionClose(close))
             .await;
+        true
     }
 
     /// Whether this replica can serve: its store answers, and when its sessions run
@@ -334,10 +335,61 @@ impl Gateway {
                 Err(_) => return Err("the store does not answer within 2 s".to_owned()),
             }
         }
-        if let Some((0, listed)) = self.host.workers_answering().await {
-            return Err(format!("none of the {listed} browser workers answers"));
+        let workers = self.host.workers_status(Duration::from_millis(1500)).await;
+        if !workers.is_empty() && !workers.iter().any(|(_, answering)| *answering) {
+            return Err(format!(
+                "none of the {} browser workers answers",
+                workers.len()
+            ));
         }
         Ok(())
+    }
+
+    /// Ends, on the record and once over every replica, the shared sessions of a
+    /// worker that has not answered for [`crate::GONE_AFTER`]: its browsers went
+    /// with it. The heartbeat's step; returns how many it ended here.
+    pub(crate) async fn end_sessions_of_gone_workers(&self) -> usize {
+        let Some(store) = self.shared_store() else {
+            return 0;
+        };
+        let now = tokio::time::Instant::now();
+        let mut gone = Vec::new();
+        for (address, answering) in self.host.workers_status(Duration::from_secs(2)).await {
+            let mut down = airlock_core::sync::lock(&self.workers_down);
+            if answering {
+                down.remove(&address);
+                continue;
+            }
+            let since = *down.entry(address.clone()).or_insert(now);
+            if now.duration_since(since) >= crate::fleet::GONE_AFTER {
+                gone.push(address);
+            }
+        }
+        if gone.is_empty() {
+            return 0;
+        }
+        let Ok(live) = store.live_sessions().await else {
+            return 0;
+        };
+        let mut ended = 0;
+        for row in live {
+            if row.worker.as_ref().is_some_and(|w| gone.contains(w)) {
+                if let Some(lease) = self.sessions.get(&SessionId::stored(row.id.clone())) {
+                    // Held here: it ends as any lease whose host went (its close is
+                    // recorded by whoever takes the row, this replica included).
+                    self.sessions
+                        .close(&lease, crate::sessions::End::HostGone)
+                        .await;
+                    ended += 1;
+                } else if self.end_gone_row(&row, "browser host gone").await {
+                    ended += 1;
+                }
+            }
+        }
+        if ended > 0 {
+            tracing::warn!(sessions = ended, workers = ?gone, "ended the sessions of browser workers that stopped answering");
+        }
+        ended
     }
 
     /// Live sessions over every replica (the store's count), for `/metrics`; `None`

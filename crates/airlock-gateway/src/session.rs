@@ -78,6 +78,8 @@ pub struct Gateway {
     heart: Mutex<Option<JoinHandle<()>>>,
     // One adoption of another replica's session at a time.
     pub(crate) adopting: tokio::sync::Mutex<()>,
+    // Since when each worker of `[[workers]]` has not answered.
+    pub(crate) workers_down: Mutex<std::collections::HashMap<String, Instant>>,
 }
 
 impl Gateway {
@@ -126,6 +128,7 @@ impl Gateway {
             fleet: Arc::new(crate::fleet::Fleet::new()),
             heart: Mutex::new(None),
             adopting: tokio::sync::Mutex::new(()),
+            workers_down: Mutex::default(),
             config,
         });
         gateway.warm.refill(&gateway.host, None);
@@ -833,6 +836,7 @@ async fn heartbeat(gateway: std::sync::Weak<Gateway>) {
         if let Err(e) = gateway.end_orphaned_sessions().await {
             tracing::warn!(error = %e, "could not end sessions of gone replicas");
         }
+        gateway.end_sessions_of_gone_workers().await;
     }
 }
 

@@ -136,11 +136,13 @@ impl Store {
             return Ok(None);
         };
         on_pool!(self, |pool| {
-            let done = sqlx::query("UPDATE live_sessions SET held_by = NULL WHERE id = $1 AND held_by = $2")
-                .bind(id)
-                .bind(&holder)
-                .execute(pool)
-                .await?;
+            let done = sqlx::query(
+                "UPDATE live_sessions SET held_by = NULL WHERE id = $1 AND held_by = $2",
+            )
+            .bind(id)
+            .bind(&holder)
+            .execute(pool)
+            .await?;
             Ok((done.rows_affected() == 1).then_some(holder))
         })
     }

@@ -269,17 +269,20 @@ impl Host {
         })
     }
 
-    /// Of the workers on other machines, how many answer now and how many are
-    /// listed; `None` when sessions run in this process or the local worker.
-    pub async fn workers_answering(&self) -> Option<(usize, usize)> {
+    /// Each worker on another machine by address, and whether it answers now
+    /// (connecting if it was not connected; one that has not within `within` does
+    /// not); empty for any other host. The workers are asked together.
+    pub async fn workers_status(&self, within: Duration) -> Vec<(String, bool)> {
         let Host::Fleet(fleet) = self else {
-            return None;
+            return Vec::new();
         };
-        let mut answering = 0;
-        for remote in &fleet.workers {
-            answering += usize::from(remote.reachable().await);
-        }
-        Some((answering, fleet.workers.len()))
+        futures_util::future::join_all(fleet.workers.iter().map(|remote| async move {
+            let answering = tokio::time::timeout(within, remote.reachable())
+                .await
+                .unwrap_or(false);
+            (remote.address(), answering)
+        }))
+        .await
     }
 
     /// The isolation a session gets when it asks for none.

@@ -343,9 +343,17 @@ async fn any_replica_serves_a_leased_session_and_racing_leases_get_one_session_w
             .take_over("acme", &id, "console:alice")
             .await
             .unwrap();
-        let agent_b = replicas[1].session_agent(&acme("key_b"), &id).await.unwrap();
+        let agent_b = replicas[1]
+            .session_agent(&acme("key_b"), &id)
+            .await
+            .unwrap();
         let out = agent_b.call(navigate(h.site.url("login.html"))).await;
-        assert_eq!(out.error, Some(airlock_core::ErrorCode::SessionHeld), "{}", out.text);
+        assert_eq!(
+            out.error,
+            Some(airlock_core::ErrorCode::SessionHeld),
+            "{}",
+            out.text
+        );
         assert!(replicas[2].session_info("acme", &id).await.is_ok());
         let taken = replicas[2]
             .operators()
@@ -360,7 +368,10 @@ async fn any_replica_serves_a_leased_session_and_racing_leases_get_one_session_w
             .hand_back("acme", &id, "console:alice")
             .await
             .unwrap();
-        let agent_b = replicas[1].session_agent(&acme("key_b"), &id).await.unwrap();
+        let agent_b = replicas[1]
+            .session_agent(&acme("key_b"), &id)
+            .await
+            .unwrap();
         let out = agent_b.call(navigate(h.site.url("resolve.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("handed it back"), "{}", out.text);

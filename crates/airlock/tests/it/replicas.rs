@@ -236,20 +236,78 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
     a.wait().await.unwrap();
     client(&["after-kill", &b_root, &c_root, &base, &key, &id]).await;
 
+    // A worker is killed: within the heartbeat bound its sessions end on the
+    // record, once, even where no replica holds them (the one that leased this
+    // one has stopped, releasing it); sessions open on the other worker.
+    let (status, body) = crate::leasing::http_post(
+        &format!("{b_root}/api/v1/sessions"),
+        &key,
+        r#"{"user_id":"u3","conversation_id":"on-a-worker-that-dies"}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let doomed: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let doomed = doomed["session_id"].as_str().unwrap().to_owned();
+    let store = airlock_store::Store::open_postgres(&fleet.pg.url())
+        .await
+        .unwrap();
+    let row = store.live_session(&doomed).await.unwrap().expect("its row");
+    let on = row.worker.expect("it runs on a listed worker");
     stop(b).await;
+    assert!(
+        store.live_session(&doomed).await.unwrap().is_some(),
+        "released at B's stop, not closed"
+    );
+    let (mut dead, alive) = if on == at_1 {
+        (worker_1, worker_2)
+    } else {
+        (worker_2, worker_1)
+    };
+    dead.kill().await.unwrap();
+    dead.wait().await.unwrap();
+    let deadline =
+        tokio::time::Instant::now() + airlock_gateway::GONE_AFTER + Duration::from_secs(20);
+    loop {
+        if store.live_session(&doomed).await.unwrap().is_none() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the dead worker's session was not ended"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (status, body) = crate::leasing::http_post(
+        &format!("{c_root}/api/v1/sessions"),
+        &key,
+        r#"{"user_id":"u4","conversation_id":"after-the-worker-died"}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    store.close().await;
+
     stop(c).await;
-    stop(worker_1).await;
-    stop(worker_2).await;
+    stop(alive).await;
     // The log is one chain under B's signed checkpoints (each replica signs over the
     // whole shared log with its own key, in its own data dir).
     let verified = fleet.cli_in("b", &["audit", "verify"]).await;
     assert!(verified.starts_with("ok: "), "{verified}");
     let events = fleet.cli(&["audit", "export"]).await;
-    let closed = events
-        .lines()
-        .filter(|l| l.contains("\"kind\":\"session_close\"") && l.contains(&id))
-        .count();
-    assert_eq!(closed, 1, "{events}");
+    let closes = |id: &str| {
+        events
+            .lines()
+            .filter(|l| l.contains("\"kind\":\"session_close\"") && l.contains(id))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(closes(&id).len(), 1, "{events}");
+    let doomed_closes = closes(&doomed);
+    assert_eq!(doomed_closes.len(), 1, "{events}");
+    assert!(
+        doomed_closes[0].contains("browser host gone"),
+        "{}",
+        doomed_closes[0]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
