@@ -336,7 +336,7 @@ impl Gateway {
             }
         }
         let workers = self.host.workers_status(Duration::from_millis(1500)).await;
-        if !workers.is_empty() && !workers.iter().any(|(_, answering)| *answering) {
+        if !workers.is_empty() && !workers.iter().any(|(_, load, _)| load.is_some()) {
             return Err(format!(
                 "none of the {} browser workers answers",
                 workers.len()
@@ -354,12 +354,17 @@ impl Gateway {
         };
         let now = tokio::time::Instant::now();
         let mut gone = Vec::new();
-        for (address, answering) in self.host.workers_status(Duration::from_secs(2)).await {
-            let mut down = airlock_core::sync::lock(&self.workers_down);
-            if answering {
-                down.remove(&address);
+        for (address, load, about) in self.host.workers_status(Duration::from_secs(2)).await {
+            if let Some(load) = load {
+                airlock_core::sync::lock(&self.workers_down).remove(&address);
+                // Every replica that reaches a worker writes its row: what each
+                // holds and has room for, seen from the whole fleet.
+                let _ = store
+                    .upsert_host(&worker_row(&address, &load, &about))
+                    .await;
                 continue;
             }
+            let mut down = airlock_core::sync::lock(&self.workers_down);
             let since = *down.entry(address.clone()).or_insert(now);
             if now.duration_since(since) >= crate::fleet::GONE_AFTER {
                 gone.push(address);
@@ -434,6 +439,33 @@ impl Gateway {
                 lease.used_ago(Duration::from_millis((now_ms() - used).max(0) as u64));
             }
         }
+    }
+}
+
+// A worker's row in `hosts`, as a replica that reaches it sees it now (its id is its
+// address: every replica names it the same).
+fn worker_row(
+    address: &str,
+    load: &airlock_worker::Load,
+    about: &airlock_worker::About,
+) -> airlock_store::HostRecord {
+    let now = now_ms();
+    airlock_store::HostRecord {
+        id: address.to_owned(),
+        role: "worker".to_owned(),
+        address: Some(address.to_owned()),
+        capacity: load.capacity.map_or(0, |c| c as i64),
+        sessions: load.sessions as i64,
+        free_mb: load.free_mib as i64,
+        version: format!("protocol {}", about.protocol),
+        hostname: address
+            .rsplit_once(':')
+            .map_or(address, |(host, _)| host)
+            .to_owned(),
+        pid: i64::from(about.pid),
+        started_ms: now,
+        heartbeat_ms: now,
+        draining: load.closed,
     }
 }
 

@@ -18,7 +18,7 @@ use airlock_policy::{DenyReason, Policy};
 use zeroize::Zeroizing;
 
 use crate::local::{LocalHost, LocalSession};
-use crate::proto::{Call, OpenSpec, Reply, SessionFacts, Watch, Watched};
+use crate::proto::{Call, Load, OpenSpec, Reply, SessionFacts, Watch, Watched};
 use crate::remote::{About, ConnectError, Connector, RemoteHost, RemoteSession};
 
 tokio::task_local! {
@@ -56,6 +56,33 @@ impl Fleet {
             workers: workers.into_iter().map(Arc::new).collect(),
             next: Default::default(),
         })
+    }
+}
+
+impl Fleet {
+    // The workers in the order a new session tries them: the most room first (free
+    // places, within free memory), then fewer sessions, ties in turn; workers that
+    // did not say (not answering within a second) or have no room last, still
+    // tried, in turn.
+    async fn by_room(&self) -> Vec<&Arc<Remote>> {
+        let n = self.workers.len();
+        let first = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let loads = futures_util::future::join_all(self.workers.iter().map(|remote| async move {
+            tokio::time::timeout(Duration::from_secs(1), remote.load())
+                .await
+                .ok()
+                .and_then(|load| load.ok())
+        }))
+        .await;
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| {
+            let turn = (i + n - first % n) % n;
+            match loads[i] {
+                Some(load) if load.room() > 0 => (0, u64::MAX - load.room(), load.sessions, turn),
+                _ => (1, 0, 0, turn),
+            }
+        });
+        order.into_iter().map(|i| &self.workers[i]).collect()
     }
 }
 
@@ -132,6 +159,11 @@ impl Remote {
     /// Where it is reached, as configured.
     pub fn address(&self) -> String {
         self.connector.address()
+    }
+
+    /// How loaded it is now (connecting if it was not connected).
+    pub async fn load(&self) -> Result<Load> {
+        self.host().await?.load().await
     }
 
     /// Whether it answers now (connecting if it was not connected).
@@ -212,13 +244,8 @@ impl Host {
                 })
             }
             Host::Fleet(fleet) => {
-                let n = fleet.workers.len();
-                let first = fleet
-                    .next
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let mut last = None;
-                for i in 0..n {
-                    let remote = &fleet.workers[(first + i) % n];
+                for remote in fleet.by_room().await {
                     // A worker that cannot be reached is passed over for this one.
                     let opened = match remote.host().await {
                         Ok(host) => host.open(spec.clone()).await,
@@ -269,18 +296,20 @@ impl Host {
         })
     }
 
-    /// Each worker on another machine by address, and whether it answers now
-    /// (connecting if it was not connected; one that has not within `within` does
-    /// not); empty for any other host. The workers are asked together.
-    pub async fn workers_status(&self, within: Duration) -> Vec<(String, bool)> {
+    /// Each worker on another machine by address, with its load if it answers
+    /// now (connecting if it was not connected; one that has not within `within`
+    /// does not), and what it said of itself; empty for any other host. The
+    /// workers are asked together.
+    pub async fn workers_status(&self, within: Duration) -> Vec<(String, Option<Load>, About)> {
         let Host::Fleet(fleet) = self else {
             return Vec::new();
         };
         futures_util::future::join_all(fleet.workers.iter().map(|remote| async move {
-            let answering = tokio::time::timeout(within, remote.reachable())
+            let load = tokio::time::timeout(within, remote.load())
                 .await
-                .unwrap_or(false);
-            (remote.address(), answering)
+                .ok()
+                .and_then(|load| load.ok());
+            (remote.address(), load, remote.about())
         }))
         .await
     }

@@ -26,7 +26,7 @@ pub use handle::{BrowserSession, Fleet, Host, Remote, with_action_budget};
 pub use local::{LocalHost, LocalSession};
 pub use process::{LocalWorker, WorkerSpawn, WorkerStart};
 pub use proto::{
-    Call, Frame, MAX_WATCH, OpenSpec, PROTOCOL, Painted, Reply, SessionFacts, Watch, Watched,
+    Call, Frame, Load, MAX_WATCH, OpenSpec, PROTOCOL, Painted, Reply, SessionFacts, Watch, Watched,
 };
 pub use remote::{
     About, Admission, ConnectError, Connecting, Connector, Listener, MAX_MESSAGE, RemoteHost,

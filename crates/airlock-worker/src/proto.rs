@@ -23,7 +23,7 @@ pub const CHUNK: usize = 4 << 20;
 
 /// The version of what crosses; a host and a control plane of another refuse each
 /// other at the handshake.
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 
 /// What a new browser session is given. Debug never shows a value.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -37,6 +37,37 @@ pub struct OpenSpec {
     pub injection: Option<Injection>,
     /// What it hides and keeps from other origins.
     pub secrets: SecretSet,
+}
+
+/// How loaded a worker is now: what a control plane places a new session by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Load {
+    /// Sessions it holds or is opening.
+    pub sessions: u64,
+    /// Most it takes at once (`--sessions`), if bounded.
+    pub capacity: Option<u64>,
+    /// Stopping or spent (`--exit-after`): it takes no new session.
+    pub closed: bool,
+    /// Memory its machine has available, MiB.
+    pub free_mib: u64,
+}
+
+impl Load {
+    /// Memory a session is counted at when a worker sets no `--sessions` (a busy
+    /// page; docs/scaling.md).
+    pub const SESSION_MIB: u64 = 150;
+
+    /// New sessions it could take now: its free places, and no more than its
+    /// memory holds at [`Load::SESSION_MIB`] each; none when closed.
+    pub fn room(&self) -> u64 {
+        if self.closed {
+            return 0;
+        }
+        let places = self
+            .capacity
+            .map_or(u64::MAX, |c| c.saturating_sub(self.sessions));
+        places.min(self.free_mib / Self::SESSION_MIB)
+    }
 }
 
 /// What a session is, as opened.

@@ -34,7 +34,7 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 use zeroize::Zeroizing;
 
 use crate::local::{LocalHost, LocalSession};
-use crate::proto::{Call, OpenSpec, PROTOCOL, Reply, SessionFacts};
+use crate::proto::{Call, Load, OpenSpec, PROTOCOL, Reply, SessionFacts};
 
 /// The largest frame either side sends or accepts: a full-page screenshot or a PDF
 /// fits; anything larger ends the connection.
@@ -97,6 +97,8 @@ pub trait Worker {
     /// Stops holding session `id` without closing it for its other holders (with
     /// none left, it is closed as when a connection goes).
     async fn release(id: String);
+    /// How loaded it is now.
+    async fn load() -> Load;
 }
 
 /// MessagePack with field names (structs as maps), so optional and defaulted fields
@@ -534,6 +536,20 @@ impl Shelf {
         lock(&self.places).draining = true;
     }
 
+    fn load(&self) -> Load {
+        let held = lock(&self.sessions).len();
+        let places = lock(&self.places);
+        let spent = self
+            .exit_after
+            .is_some_and(|n| places.opened + places.opening >= n);
+        Load {
+            sessions: (held + places.opening) as u64,
+            capacity: self.max_sessions.map(|n| n as u64),
+            closed: places.draining || spent,
+            free_mib: airlock_browser::host::memory().map_or(0, |m| m.available_mib),
+        }
+    }
+
     // Served all the sessions it was to serve.
     fn spent(&self) -> bool {
         self.exit_after
@@ -672,6 +688,10 @@ impl Worker for Connection {
             }
             None => Box::pin(session.call(call)).await,
         }
+    }
+
+    async fn load(self, _: Context) -> Load {
+        self.shelf.load()
     }
 
     async fn release(self, _: Context, id: String) {
@@ -902,6 +922,14 @@ impl RemoteHost {
             facts,
             closed: AtomicBool::new(false),
         })
+    }
+
+    /// How loaded the worker is now.
+    pub async fn load(&self) -> Result<Load> {
+        self.client
+            .load(self.context(Duration::ZERO))
+            .await
+            .map_err(|e| self.failed(e))
     }
 
     /// Holds session `id`, which another connection (another control-plane

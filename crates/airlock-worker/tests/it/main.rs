@@ -699,3 +699,68 @@ async fn a_stopping_worker_takes_no_new_session_and_serves_the_ones_it_holds_unt
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_session_goes_to_the_worker_with_the_most_room_and_a_worker_says_its_load() {
+    with_browser(|h| async move {
+        let terms = || Admission {
+            peer_uid: Some(my_uid()),
+            max_sessions: Some(3),
+            ..Admission::default()
+        };
+        let (a, b) = (serve_on(&h, terms()), serve_on(&h, terms()));
+        // Another control plane holds two sessions on A.
+        let other = connect(&a).await;
+        let held = [open_on(&other).await.unwrap(), open_on(&other).await.unwrap()];
+        let load = other.load().await.unwrap();
+        assert_eq!((load.sessions, load.capacity, load.closed), (2, Some(3), false));
+        assert_eq!(load.room(), 1);
+
+        let fleet: airlock_worker::Host = airlock_worker::Fleet::new(
+            futures_util::future::join_all([&a, &b].map(|served| async move {
+                airlock_worker::Remote::new(airlock_worker::SocketConnector {
+                    path: served.path.clone(),
+                    token: Zeroizing::new(TOKEN.to_owned()),
+                    worker_uid: Some(my_uid()),
+                })
+                .await
+                .unwrap()
+            }))
+            .await,
+        )
+        .unwrap()
+        .into();
+        let spec = || OpenSpec {
+            isolation: None,
+            policy: Policy::deny_all(),
+            injection: None,
+            secrets: SecretSet::default(),
+        };
+        // B has room for three, A for one: the next two go to B, whatever the turn.
+        let b_at = b.path.display().to_string();
+        let first = fleet.open(spec()).await.unwrap();
+        let second = fleet.open(spec()).await.unwrap();
+        assert_eq!(first.reachable_at(), Some(b_at.as_str()));
+        assert_eq!(second.reachable_at(), Some(b_at.as_str()));
+        // Full everywhere but one place each: A's last place and B's last place are
+        // both taken, then every worker refuses and the open says why.
+        let third = fleet.open(spec()).await.unwrap();
+        let fourth = fleet.open(spec()).await.unwrap();
+        let refused = fleet.open(spec()).await;
+        assert!(
+            matches!(&refused, Err(airlock_browser::Error::BrowserUnavailable { reason }) if reason.contains("the most it takes")),
+            "{:?}",
+            refused.map(|s| s.reachable_at().map(str::to_owned))
+        );
+        for session in [first, second, third, fourth] {
+            session.close().await;
+        }
+        for session in held {
+            session.close().await;
+        }
+        fleet.shutdown().await;
+        a.stop().await;
+        b.stop().await;
+    })
+    .await;
+}

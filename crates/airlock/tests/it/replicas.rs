@@ -251,6 +251,19 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
     let store = airlock_store::Store::open_postgres(&fleet.pg.url())
         .await
         .unwrap();
+    // Every replica that reaches a worker writes its row: what it holds, its room.
+    let mut workers: Vec<_> = store
+        .hosts()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|h| h.role == "worker")
+        .map(|h| (h.address.unwrap_or_default(), h.draining))
+        .collect();
+    workers.sort();
+    let mut listed = vec![(at_1.clone(), false), (at_2.clone(), false)];
+    listed.sort();
+    assert_eq!(workers, listed);
     let row = store.live_session(&doomed).await.unwrap().expect("its row");
     let on = row.worker.expect("it runs on a listed worker");
     stop(b).await;
