@@ -147,6 +147,13 @@ impl Gateway {
             Ok(lease) => match self.shared_store() {
                 Some(store) if lease.held.session.reachable_at().is_some() => {
                     if let Some(row) = store.live_session(id).await.map_err(unanswered)? {
+                        if row.holds_secrets && !lease.held.loaded.holds_secrets() {
+                            // It learned a secret on another replica (an operator typed
+                            // there): this one cannot redact it, so it lets go.
+                            self.sessions.forget(&lease.id);
+                            lease.held.session.release().await;
+                            return Err(not_here());
+                        }
                         // An operator's hold on any replica refuses the agent here.
                         lease.hold_as_stored(row.held_by.as_deref());
                         Ok(lease)
@@ -174,11 +181,7 @@ impl Gateway {
     // Serves `row`'s session from here: attaches to it on its worker and holds it as
     // a lease of this replica.
     pub(crate) async fn adopt(&self, tenant: &str, row: LiveSessionRecord) -> Result<Arc<Lease>> {
-        let elsewhere = || {
-            Error::SessionExpired(
-                "this browser session is served only by the control-plane replica that opened it (it holds credentials, or runs on that replica's own worker); send its requests there",
-            )
-        };
+        let elsewhere = not_here;
         let row = self.opened(row).await?;
         let (Some(address), Some(on_worker)) = (&row.worker, &row.worker_session) else {
             return Err(elsewhere());
@@ -295,7 +298,7 @@ impl Gateway {
 
     // Ends on the record, once (whoever takes the row), a session whose browser is
     // gone though its row stayed.
-    async fn end_gone_row(&self, row: &LiveSessionRecord, reason: &str) -> bool {
+    pub(crate) async fn end_gone_row(&self, row: &LiveSessionRecord, reason: &str) -> bool {
         let Some(store) = self.store() else {
             return false;
         };
@@ -467,6 +470,13 @@ fn worker_row(
         heartbeat_ms: now,
         draining: load.closed,
     }
+}
+
+// Why a replica does not serve a session another one does.
+fn not_here() -> Error {
+    Error::SessionExpired(
+        "this browser session is served only by the control-plane replica that knows its secrets (it holds credentials or what an operator typed, or runs on that replica's own worker); send its requests there",
+    )
 }
 
 fn millis(d: Duration) -> i64 {

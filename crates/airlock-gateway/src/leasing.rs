@@ -186,7 +186,11 @@ impl Gateway {
         let lease = self
             .find_lease(&caller.tenant, handle)
             .await
-            .map_err(|_| gone())?;
+            .map_err(|e| match e {
+                // The tenant's own session, served on another replica: say where.
+                e @ Error::SessionExpired(_) => e,
+                _ => gone(),
+            })?;
         if lease.conversation.is_none() {
             // An agent's own session is reached through its agent only.
             return Err(gone());
@@ -243,7 +247,8 @@ impl Gateway {
             if adoptable && now < idle_until {
                 continue;
             }
-            if !store.take_live_session(&row.id).await.map_err(unanswered)? {
+            let reason = if adoptable { "idle" } else { "gateway gone" };
+            if !self.end_gone_row(&row, reason).await {
                 continue; // another replica took it
             }
             // Its browser, if its worker still keeps it, goes now.
@@ -252,23 +257,6 @@ impl Gateway {
             {
                 session.close().await;
             }
-            let reason = if adoptable { "idle" } else { "gateway gone" };
-            let close = airlock_audit::SessionChange {
-                session: row.id.clone(),
-                caller: None,
-                isolation: None,
-                credentials: None,
-                grant: None,
-                record: None,
-                start: None,
-                open_ms: None,
-                user: row.user_id.clone(),
-                conversation: row.conversation.clone(),
-                reason: Some(reason.to_owned()),
-                gateway_pid: Some(row.gateway_pid),
-            };
-            self.record_event(Some(&row.tenant), airlock_audit::Event::SessionClose(close))
-                .await;
             ended += 1;
         }
         for host in gone_hosts {

@@ -755,6 +755,15 @@ impl Sessions {
         })
     }
 
+    /// Drops a lease this replica serves no more though its session goes on
+    /// elsewhere: nothing is noted (it did not end).
+    pub(crate) fn forget(&self, id: &SessionId) {
+        if let Some(lease) = lock(&self.leases).remove(id) {
+            lease.end(End::Closed);
+            self.open.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
     /// Removes a lease from the registry (it must have ended); closing its browser
     /// is the caller's.
     pub(crate) fn remove(&self, id: &SessionId) -> Option<Arc<Lease>> {

@@ -391,6 +391,16 @@ impl Operators {
                 // encoding, a mirror field) shows the agent `[REDACTED:operator]`, and
                 // no request, socket or screenshot carries it anywhere else.
                 let held = &lease.held;
+                // Other replicas serving it cannot redact what they never learned:
+                // on the record first that it holds a secret, so they stop.
+                if let Some(store) = self.shared(&lease) {
+                    store
+                        .mark_live_secrets(lease.id.as_str())
+                        .await
+                        .map_err(|e| {
+                            Error::Internal(format!("cannot note the session's secret: {e}"))
+                        })?;
+                }
                 held.loaded.learn(OPERATOR_SECRET, &text, &origins)?;
                 session.learn(OPERATOR_SECRET, &text, &origins).await?;
                 // A socket the page opened before could carry the text away unseen

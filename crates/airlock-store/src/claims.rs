@@ -7,7 +7,7 @@
 use sqlx::{PgPool, SqlitePool};
 
 use crate::tenants::{bind_live, live_columns, live_values};
-use crate::{Backend, Fields, LiveSessionRecord, Result, Store};
+use crate::{Backend, Fields, LiveSessionRecord, Result, Store, StoreError};
 
 /// Caps on live sessions, over every replica (`None`: no cap).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,6 +73,38 @@ impl Store {
     }
 }
 
+// The claim itself, once the caller holds the lock, on `$conn` (either backend's
+// connection): the conversation's existing session, a full cap, or the row put in.
+macro_rules! claim_locked {
+    ($conn:expr, $live:expr, $cap_user:expr, $caps:expr) => {
+        async {
+            if let (Some(user), Some(conversation)) = (&$live.user_id, &$live.conversation) {
+                let row = sqlx::query(EXISTING)
+                    .bind(&$live.tenant)
+                    .bind(user)
+                    .bind(conversation)
+                    .fetch_optional(&mut *$conn)
+                    .await?;
+                if let Some(row) = row {
+                    return Ok(Claimed::Existing(Box::new(crate::tenants::live_row(&row)?)));
+                }
+            }
+            let counts = sqlx::query(COUNTS)
+                .bind(&$live.tenant)
+                .bind($cap_user)
+                .fetch_one(&mut *$conn)
+                .await?;
+            if let Some(full) = full(&counts, $cap_user, $caps)? {
+                return Ok(full);
+            }
+            insert!(INSERT, $live, $cap_user)
+                .execute(&mut *$conn)
+                .await?;
+            Ok::<_, StoreError>(Claimed::New)
+        }
+    };
+}
+
 async fn claim_sqlite(
     pool: &SqlitePool,
     live: &LiveSessionRecord,
@@ -83,30 +115,7 @@ async fn claim_sqlite(
     // IMMEDIATE takes the write lock now: what is counted is what is there when
     // the row goes in.
     sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
-    let claimed = async {
-        if let (Some(user), Some(conversation)) = (&live.user_id, &live.conversation) {
-            let row = sqlx::query(EXISTING)
-                .bind(&live.tenant)
-                .bind(user)
-                .bind(conversation)
-                .fetch_optional(&mut *conn)
-                .await?;
-            if let Some(row) = row {
-                return Ok(Claimed::Existing(Box::new(crate::tenants::live_row(&row)?)));
-            }
-        }
-        let counts = sqlx::query(COUNTS)
-            .bind(&live.tenant)
-            .bind(cap_user)
-            .fetch_one(&mut *conn)
-            .await?;
-        if let Some(full) = full(&counts, cap_user, caps)? {
-            return Ok(full);
-        }
-        insert!(INSERT, live, cap_user).execute(&mut *conn).await?;
-        Ok(Claimed::New)
-    }
-    .await;
+    let claimed = claim_locked!(conn, live, cap_user, caps).await;
     let end = if matches!(claimed, Ok(Claimed::New)) {
         "COMMIT"
     } else {
@@ -124,32 +133,15 @@ async fn claim_postgres(
 ) -> Result<Claimed> {
     let mut tx = pool.begin().await?;
     // Claimers queue on this lock (it conflicts with itself); readers take none
-    // that conflicts with it.
+    // that conflicts with it. Dropped uncommitted, the transaction rolls back.
     sqlx::query("LOCK TABLE live_sessions IN SHARE ROW EXCLUSIVE MODE")
         .execute(&mut *tx)
         .await?;
-    if let (Some(user), Some(conversation)) = (&live.user_id, &live.conversation) {
-        let row = sqlx::query(EXISTING)
-            .bind(&live.tenant)
-            .bind(user)
-            .bind(conversation)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if let Some(row) = row {
-            return Ok(Claimed::Existing(Box::new(crate::tenants::live_row(&row)?)));
-        }
+    let claimed = claim_locked!(tx, live, cap_user, caps).await?;
+    if claimed == Claimed::New {
+        tx.commit().await?;
     }
-    let counts = sqlx::query(COUNTS)
-        .bind(&live.tenant)
-        .bind(cap_user)
-        .fetch_one(&mut *tx)
-        .await?;
-    if let Some(full) = full(&counts, cap_user, caps)? {
-        return Ok(full);
-    }
-    insert!(INSERT, live, cap_user).execute(&mut *tx).await?;
-    tx.commit().await?;
-    Ok(Claimed::New)
+    Ok(claimed)
 }
 
 // The first full cap, narrowest first.

@@ -125,6 +125,18 @@ impl Store {
         })
     }
 
+    /// Notes that live session `id` now holds secrets (an operator typed into it):
+    /// from then on only the replicas that know them serve it.
+    pub async fn mark_live_secrets(&self, id: &str) -> Result<()> {
+        on_pool!(self, |pool| {
+            sqlx::query("UPDATE live_sessions SET holds_secrets = TRUE WHERE id = $1")
+                .bind(id)
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
     /// Ends a hold on live session `id`: `by`'s only, or whoever's when `None`.
     /// Returns who held it, if this ended a hold.
     pub async fn unhold_live_session(&self, id: &str, by: Option<&str>) -> Result<Option<String>> {

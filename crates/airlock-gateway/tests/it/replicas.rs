@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use airlock_gateway::{Decision, Error, FeedEvent, Gateway, GatewayConfig, ToolCall, ToolOutput};
+use airlock_gateway::{
+    Decision, Error, FeedEvent, Gateway, GatewayConfig, OperatorInput, ToolCall, ToolOutput,
+};
 use airlock_risk::{ApprovalsConfig, Rules};
 use airlock_store::{ApprovalStatus, HostRecord, LiveSessionRecord, Store};
 use airlock_test_support::{Postgres, with_browser};
@@ -380,6 +382,62 @@ async fn any_replica_serves_a_leased_session_and_racing_leases_get_one_session_w
         let out = agent_b.call(navigate(h.site.url("resolve.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("handed it back"), "{}", out.text);
+
+        // An operator on A types into a page B also serves: what they typed is a
+        // secret only A knows how to hide, so B lets go of that session (saying
+        // why) and A alone serves it.
+        let typed = replicas[0]
+            .lease(&acme("key_a"), lease("u5", "typed-into"))
+            .await
+            .unwrap()
+            .info
+            .id
+            .to_string();
+        let typer = replicas[0]
+            .session_agent(&acme("key_a"), &typed)
+            .await
+            .unwrap();
+        let out = typer.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let watcher = replicas[1]
+            .session_agent(&acme("key_b"), &typed)
+            .await
+            .unwrap();
+        assert!(page_of(&watcher).await.contains("Sign in"));
+        let (x, y) = crate::leaks::operator::centre_of(&typer, "Username").await;
+        let operators = replicas[0].operators();
+        operators.take_over("acme", &typed, "op").await.unwrap();
+        operators
+            .operator_input("acme", &typed, "op", OperatorInput::Click { x, y }, None)
+            .await
+            .unwrap();
+        operators
+            .operator_input(
+                "acme",
+                &typed,
+                "op",
+                OperatorInput::Text(zeroize::Zeroizing::new("operator-typed-9f3".to_owned())),
+                Some((x, y)),
+            )
+            .await
+            .unwrap();
+        operators.hand_back("acme", &typed, "op").await.unwrap();
+        let refused = replicas[1].session_agent(&acme("key_b"), &typed).await;
+        assert!(
+            matches!(&refused, Err(Error::SessionExpired(m)) if m.contains("knows its secrets")),
+            "{:?}",
+            refused.err()
+        );
+        assert!(replicas[2].session_info("acme", &typed).await.is_err());
+        let out = typer
+            .call(ToolCall::Read(airlock_gateway::Reading::Snapshot(
+                Default::default(),
+            )))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(!out.text.contains("operator-typed-9f3"), "{}", out.text);
+        replicas[0].end_session("acme", &typed).await.unwrap();
+        drop((typer, watcher));
 
         // Another tenant's key finds nothing, on any replica.
         let beta = airlock_gateway::Principal {

@@ -13,33 +13,8 @@ import asyncio
 import sys
 
 import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-passed = 0
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {str(detail)[:2000]}")
-
-
-def text_of(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-async def call(url, token, mode, tool, args):
-    """One tool call at `url` with `token`, in a client of its own."""
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0, read=120.0)) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
-            return await client.call_tool(tool, args)
+from common import call, check, counts, text_of
 
 
 def api(root, token):
@@ -109,8 +84,8 @@ async def main():
     else:
         roots, base, key, sid = sys.argv[2:4], sys.argv[4], sys.argv[5], sys.argv[6]
         await after_kill_phase(roots, base, key, sid)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    print(f"{counts['passed']} passed, {counts['failed']} failed")
+    sys.exit(1 if counts["failed"] else 0)
 
 
 asyncio.run(main())

@@ -22,7 +22,7 @@ use airlock_vault::{Fields, MasterKey, Secret, Store, Vault};
 use crate::credentials::capture_logs;
 use crate::navigate;
 
-mod operator;
+pub(crate) mod operator;
 
 /// Latin-1 only, so `btoa` and `escape()` give single bytes (`%E4`); it has every
 /// character an encoder escapes, a space, and a backslash Airlock's quoting doubles.

@@ -6,7 +6,7 @@ use airlock_gateway::{Reading, Window};
 
 /// Where the field named `name` is on the page, in CSS pixels (its box's centre), as
 /// the agent's snapshot with boxes gives it.
-async fn centre_of(agent: &AgentSession, name: &str) -> (f64, f64) {
+pub(crate) async fn centre_of(agent: &AgentSession, name: &str) -> (f64, f64) {
     let snap = agent
         .call(ToolCall::Read(Reading::Snapshot(SnapshotOptions {
             boxes: true,
