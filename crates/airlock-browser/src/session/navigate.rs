@@ -179,7 +179,7 @@ impl Session {
             .mark
             .map_or_else(|| "null".to_owned(), |m| m.to_string());
         let probe = format!("__airlock.settled({mark})");
-        let Some(reacted) = self.probe(tab, landed.frame, &probe).await else {
+        let Some(reacted) = self.probe(tab, landed.frame, &probe, before).await else {
             return false;
         };
         // One more look, after a frame and a task (or a task), when the page has
@@ -212,7 +212,11 @@ impl Session {
             let Some(script) = look.take() else {
                 return false;
             };
-            if self.probe(tab, landed.frame, script).await.is_none() {
+            if self
+                .probe(tab, landed.frame, script, before)
+                .await
+                .is_none()
+            {
                 return false;
             }
         }
@@ -222,11 +226,35 @@ impl Session {
     // if the probe says), or None once the page closed its own tab (`window.close()`),
     // after waiting for the tab to go, so the outcome of the action that closed it is
     // the one that says so. A probe that fails or outlasts its cap (a page whose
-    // frames are throttled) says nothing.
-    async fn probe(&self, tab: &Tab, frame: u32, script: &str) -> Option<Option<bool>> {
+    // frames are throttled) says nothing. One that fails because the page is already
+    // being torn down (its close got ahead of the probe on a busy machine) is told
+    // apart from a navigation by what follows within a moment: the tab goes.
+    async fn probe(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        script: &str,
+        before: Before,
+    ) -> Option<Option<bool>> {
         let reply = tokio::time::timeout(PROBE_CAP, tab.eval(frame, script, true, PROBE_CAP)).await;
-        let Ok(Ok(value)) = reply else {
-            return Some(None);
+        let value = match reply {
+            Ok(Ok(value)) => value,
+            Ok(Err(_)) => {
+                let gone = tab
+                    .state
+                    .wait(CLOSING_WITHIN, |s| {
+                        s.detached
+                            || s.crashed
+                            || s.nav_requests != before.nav_requests
+                            || s.navigations != before.navigations
+                    })
+                    .await;
+                if gone && tab.state.read(|s| s.detached) {
+                    return None;
+                }
+                return Some(None);
+            }
+            Err(_) => return Some(None),
         };
         if value["closed"].as_bool() == Some(true) {
             tab.state.wait(self.budget(), |s| s.detached).await;
@@ -300,6 +328,9 @@ pub(super) enum Quiet {
 /// Longest a settle waits for the requests an action started (within the action's
 /// budget): long enough for an API call to answer, short of a stream that never ends.
 const REQUESTS_SETTLE: Duration = Duration::from_secs(2);
+/// Longest a settle waits, after a probe failed, to learn whether the page's tab is
+/// going (it closed itself) rather than navigating.
+const CLOSING_WITHIN: Duration = Duration::from_millis(300);
 /// Longest one settle probe may take: a page whose frames are throttled answers
 /// within the probe's own 200 ms cap.
 const PROBE_CAP: Duration = Duration::from_millis(500);
