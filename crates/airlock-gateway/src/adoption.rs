@@ -65,11 +65,12 @@ impl Gateway {
             holds_secrets: false,
             used_ms: Some(now),
             held_by: None,
+            home: None,
         }
     }
 
     // Takes the new session's place in a shared store: `Some` when the conversation
-    // has a live session already (that one). A place another replica's just-closed
+    // or home has a live session already (that one). A place another replica's just-closed
     // session still holds is looked at again once this replica's own closes are
     // written.
     pub(crate) async fn claim(
@@ -94,7 +95,8 @@ impl Gateway {
             {
                 Claimed::New => return Ok(None),
                 Claimed::Existing(existing)
-                    if existing.replica.as_deref() != Some(self.fleet.id()) =>
+                    if existing.replica.as_deref() != Some(self.fleet.id())
+                        || self.tenant_lease(&existing.tenant, &existing.id).is_ok() =>
                 {
                     return Ok(Some(*existing));
                 }
@@ -142,30 +144,7 @@ impl Gateway {
     /// replica's, adopted now.
     pub(crate) async fn find_lease(&self, tenant: &str, id: &str) -> Result<Arc<Lease>> {
         match self.tenant_lease(tenant, id) {
-            // A shared session another replica ended is gone here too: the store's
-            // row is the truth (its close is recorded there, once).
-            Ok(lease) => match self.shared_store() {
-                Some(store) if lease.held.session.reachable_at().is_some() => {
-                    if let Some(row) = store.live_session(id).await.map_err(unanswered)? {
-                        if row.holds_secrets && !lease.held.loaded.holds_secrets() {
-                            // It learned a secret on another replica (an operator typed
-                            // there): this one cannot redact it, so it lets go.
-                            self.sessions.forget(&lease.id);
-                            lease.held.session.release().await;
-                            return Err(not_here());
-                        }
-                        // An operator's hold on any replica refuses the agent here.
-                        lease.hold_as_stored(row.held_by.as_deref());
-                        Ok(lease)
-                    } else {
-                        self.sessions
-                            .close(&lease, crate::sessions::End::Closed)
-                            .await;
-                        Err(Error::NoSuchSession)
-                    }
-                }
-                _ => Ok(lease),
-            },
+            Ok(lease) => self.as_stored(lease).await,
             Err(e) => {
                 let Some(store) = self.shared_store() else {
                     return Err(e);
@@ -176,6 +155,37 @@ impl Gateway {
                 }
             }
         }
+    }
+
+    /// `lease`, held here, as the store has it now: a shared session another
+    /// replica ended is gone here too (the store's row is the truth; its close is
+    /// recorded there, once), and an operator's hold on any replica holds it here.
+    pub(crate) async fn as_stored(&self, lease: Arc<Lease>) -> Result<Arc<Lease>> {
+        let Some(store) = self.shared_store() else {
+            return Ok(lease);
+        };
+        if lease.held.session.reachable_at().is_none() {
+            return Ok(lease);
+        }
+        let Some(row) = store
+            .live_session(lease.id.as_str())
+            .await
+            .map_err(unanswered)?
+        else {
+            self.sessions
+                .close(&lease, crate::sessions::End::Closed)
+                .await;
+            return Err(Error::NoSuchSession);
+        };
+        if row.holds_secrets && !lease.held.loaded.holds_secrets() {
+            // It learned a secret on another replica (an operator typed there): this
+            // one cannot redact it, so it lets go.
+            self.sessions.forget(&lease.id);
+            lease.held.session.release().await;
+            return Err(not_here());
+        }
+        lease.hold_as_stored(row.held_by.as_deref());
+        Ok(lease)
     }
 
     // Serves `row`'s session from here: attaches to it on its worker and holds it as

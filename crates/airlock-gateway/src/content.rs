@@ -35,6 +35,15 @@ impl PageFence {
         }
     }
 
+    /// A fence with the nonce a client was told already (on another replica): six
+    /// digits, or `None`.
+    pub fn with_nonce(nonce: &str) -> Option<PageFence> {
+        (nonce.len() == 6 && nonce.bytes().all(|b| b.is_ascii_digit())).then(|| PageFence {
+            nonce: nonce.to_owned(),
+            shown: Arc::default(),
+        })
+    }
+
     /// The nonce (tool descriptions tell agents to look for it).
     pub fn nonce(&self) -> &str {
         &self.nonce

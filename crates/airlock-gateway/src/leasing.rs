@@ -95,7 +95,7 @@ impl Gateway {
             ..self.terms()
         };
         let (lease, created) = self
-            .open_lease(caller, request.options, Some(key), terms)
+            .open_lease(caller, request.options, Some(key), None, terms)
             .await?;
         *slot = Some(lease.id.clone());
         if !created {
@@ -176,6 +176,12 @@ impl Gateway {
         handle: &str,
     ) -> Result<Arc<AgentSession>> {
         if let Ok(agent) = self.named_agent(&caller.caller(), handle) {
+            return Ok(agent);
+        }
+        // Not a lease held here: perhaps a session URL named through another replica.
+        if self.tenant_lease(&caller.tenant, handle).is_err()
+            && let Some(agent) = self.named_from_home(caller, handle).await?
+        {
             return Ok(agent);
         }
         let gone = || {

@@ -80,6 +80,8 @@ pub struct Gateway {
     pub(crate) adopting: tokio::sync::Mutex<()>,
     // Since when each worker of `[[workers]]` has not answered.
     pub(crate) workers_down: Mutex<std::collections::HashMap<String, Instant>>,
+    // When this replica last removed unused agent homes (Unix ms).
+    pub(crate) homes_swept: std::sync::atomic::AtomicI64,
 }
 
 impl Gateway {
@@ -128,6 +130,7 @@ impl Gateway {
             fleet: Arc::new(crate::fleet::Fleet::new()),
             heart: Mutex::new(None),
             adopting: tokio::sync::Mutex::new(()),
+            homes_swept: std::sync::atomic::AtomicI64::new(0),
             workers_down: Mutex::default(),
             config,
         });
@@ -312,13 +315,14 @@ impl Gateway {
     // Opens a browser session for `caller` and registers it as a lease: a place under
     // the caps first (nothing launches over a cap; on a shared store, the place is
     // claimed over every replica's sessions), then the browser, then the lease.
-    // Credentials the caller may not use fail the whole open. A conversation whose
-    // session another replica opened gets that one (`false`: not created here).
+    // Credentials the caller may not use fail the whole open. A conversation (or
+    // home) whose session is open already gets that one (`false`: not created here).
     pub(crate) async fn open_lease(
         &self,
         caller: &Principal,
         options: OpenOptions,
         conversation: Option<ConversationKey>,
+        home: Option<&str>,
         terms: LeaseTerms,
     ) -> Result<(Arc<Lease>, bool)> {
         let user = crate::sessions::cap_user(caller, conversation.as_ref());
@@ -342,13 +346,18 @@ impl Gateway {
             record,
             &options.allow_hosts,
         );
+        row.home = home.map(str::to_owned);
         if let Some(existing) = self
             .claim(&row, user.as_deref())
             .await
             .inspect_err(refused)?
         {
             drop(reservation);
-            return Ok((self.adopt(&caller.tenant, existing).await?, false));
+            let lease = match self.tenant_lease(&caller.tenant, &existing.id) {
+                Ok(lease) => lease,
+                Err(_) => self.adopt(&caller.tenant, existing).await?,
+            };
+            return Ok((lease, false));
         }
         let held = match self.open_claimed(caller, options).await {
             Ok(held) => held,
@@ -502,6 +511,7 @@ impl Gateway {
             busy: AtomicUsize::new(0),
             waiting: std::sync::atomic::AtomicBool::new(false),
             named: std::sync::atomic::AtomicBool::new(false),
+            home: std::sync::OnceLock::new(),
         });
         AgentSession { inner }
     }
@@ -549,14 +559,49 @@ impl Gateway {
     /// `caller` (a digest of its credentials) can reach it by that handle alone: how a
     /// stateless client keeps one browser across calls. Another caller's request with
     /// the handle is answered as if it did not exist.
-    pub fn name_agent(&self, caller: &str, agent: Arc<AgentSession>) -> Result<String> {
+    /// On a shared store the handle is a home (`homes.rs`): any replica serves it.
+    pub async fn name_agent(&self, caller: &str, agent: Arc<AgentSession>) -> Result<String> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::Internal(format!("no randomness for a session handle: {e}")))?;
         let handle: String = bytes.encode_hex::<String>();
+        if self.has_homes() {
+            let home = crate::homes::url_home(&handle);
+            self.make_home(&home, agent.principal(), agent.fence())
+                .await?;
+            agent.set_home(&home);
+            if let Some(lease) = agent.inner.slot.lock().await.open_lease() {
+                self.house(lease, &home).await;
+            }
+        }
         agent.inner.named.store(true, Ordering::Release);
         lock(&self.named).insert(handle.clone(), (caller.to_owned(), agent));
         Ok(handle)
+    }
+
+    // The agent `caller` named `handle` through another replica (or before this
+    // replica forgot it), made here from its home; `None` when there is none, or it
+    // is another caller's.
+    pub(crate) async fn named_from_home(
+        self: &Arc<Self>,
+        caller: &Principal,
+        handle: &str,
+    ) -> Result<Option<Arc<AgentSession>>> {
+        let home = crate::homes::url_home(handle);
+        let Some(found) = self.find_home(&home).await? else {
+            return Ok(None);
+        };
+        if found.owner != caller.caller() {
+            return Ok(None);
+        }
+        let agent = self.homed_agent(caller.clone(), Surface::Mcp, found.fence, &home);
+        agent.inner.named.store(true, Ordering::Release);
+        let agent = lock(&self.named)
+            .entry(handle.to_owned())
+            .or_insert((caller.caller(), Arc::new(agent)))
+            .1
+            .clone();
+        Ok(Some(agent))
     }
 
     /// The agent session `caller` named `handle`, if there is one.
@@ -660,6 +705,7 @@ impl Gateway {
 
     async fn reap_idle(&self) {
         self.forget_ended_conversations();
+        self.sweep_homes().await;
         self.recordings.prune_due();
         self.expire_overdue_approvals().await;
         self.operators.release_untended_holds().await;

@@ -9,6 +9,7 @@
 //! catalogue's (`airlock-tools`), which every surface shares.
 
 mod elicit;
+mod homes;
 mod server;
 mod shell;
 mod stdio;
@@ -18,14 +19,14 @@ use std::sync::Arc;
 use airlock_config::ToolProfile;
 use airlock_gateway::Gateway;
 use rmcp::ServiceExt as _;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
+pub use homes::Sessions;
 pub use server::AirlockMcp;
 pub use stdio::{Starting, starting};
 
 /// The Streamable HTTP service type `airlock-http` mounts at `/mcp`.
-pub type McpHttpService = StreamableHttpService<AirlockMcp, LocalSessionManager>;
+pub type McpHttpService = StreamableHttpService<AirlockMcp, Sessions>;
 
 /// Settings of the HTTP transport.
 #[derive(Debug, Clone)]
@@ -43,7 +44,8 @@ pub struct HttpOptions {
     pub public_url: Option<String>,
 }
 
-/// The Streamable HTTP service: one [`AirlockMcp`] (and agent session) per MCP session.
+/// The Streamable HTTP service: one [`AirlockMcp`] (and agent session) per MCP session;
+/// on a shared store a session's next request may reach any replica (`homes.rs`).
 pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpService {
     let profile = options.profile;
     let public_url = options.public_url.clone();
@@ -57,9 +59,13 @@ pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpServi
     } else {
         config.with_allowed_origins(options.allowed_origins)
     };
+    if gateway.has_homes() {
+        config.session_store = Some(Arc::new(homes::HomeStore(gateway.clone())));
+    }
+    let sessions = Arc::new(Sessions::new(&gateway));
     StreamableHttpService::new(
         move || Ok(AirlockMcp::new(gateway.clone(), profile).at(public_url.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions,
         config,
     )
 }

@@ -7,19 +7,24 @@ use std::sync::{Arc, OnceLock};
 
 use airlock_config::ToolProfile;
 use airlock_core::ErrorCode;
-use airlock_gateway::{AgentSession, Gateway, PageFence, Principal, Surface, ToolCall, ToolOutput};
+use airlock_gateway::{
+    AgentSession, Gateway, PageFence, Principal, Surface, ToolCall, ToolOutput, mcp_home,
+};
 use base64::Engine as _;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
-    Implementation, ResourceContents, ServerCapabilities, ServerConfig,
+    Implementation, InitializeRequestParams, InitializeResult, ResourceContents,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::SessionRestoreMarker;
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use serde_json::json;
 
+use crate::homes::NewSession;
 use crate::shell::{self, ShellParams, ShellResult};
 use airlock_tools::BadArgument;
 
@@ -36,9 +41,12 @@ timeout, navigation_failed, invalid_argument, session_expired, browser_crashed â
 #[derive(Clone)]
 pub struct AirlockMcp {
     // The agent session of this MCP session, made for the principal of its first
-    // call; its fence exists from the start (the instructions give its nonce).
+    // call; its fence exists from the start (the instructions give its nonce), or
+    // is the one its home keeps when another replica began the session.
     agent: Arc<OnceLock<Arc<AgentSession>>>,
-    fence: PageFence,
+    fence: Arc<std::sync::Mutex<PageFence>>,
+    // Where a stateful session lives on a shared store, and whose it is.
+    home: Arc<OnceLock<Homed>>,
     gateway: Arc<Gateway>,
     tool_router: ToolRouter<Self>,
     /// This surface's own tools (outside the catalogue) whose listing shows only `ref`
@@ -79,7 +87,8 @@ impl AirlockMcp {
         }
         AirlockMcp {
             agent: Arc::default(),
-            fence: PageFence::new(),
+            fence: Arc::default(),
+            home: Arc::default(),
             gateway,
             tool_router,
             folded: Arc::new(folded),
@@ -89,8 +98,52 @@ impl AirlockMcp {
 
     /// This server with `fence` (the one its `initialize` answer named).
     pub(crate) fn fenced(mut self, fence: PageFence) -> AirlockMcp {
-        self.fence = fence;
+        self.fence = Arc::new(std::sync::Mutex::new(fence));
         self
+    }
+
+    fn fence(&self) -> PageFence {
+        self.fence.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    // At `initialize` on a shared store: a session this replica just created gets
+    // its home (whose it is, the nonce it is told); one made again here from its
+    // home (rmcp's restore, on a request another replica's session received before)
+    // takes the home's owner and nonce.
+    async fn settle_home(&self, ext: &Extensions) -> Result<(), rmcp::ErrorData> {
+        let unanswered = |e: airlock_gateway::Error| {
+            rmcp::ErrorData::internal_error(format!("the session's home: {e}"), None)
+        };
+        if let Some(restored) = ext.get::<SessionRestoreMarker>() {
+            let home = mcp_home(&restored.id);
+            let found = self
+                .gateway
+                .find_home(&home)
+                .await
+                .map_err(unanswered)?
+                .ok_or_else(|| rmcp::ErrorData::internal_error("the session ended", None))?;
+            *self.fence.lock().unwrap_or_else(|p| p.into_inner()) = found.fence;
+            let _ = self.home.set(Homed {
+                home,
+                owner: found.owner,
+            });
+        } else if let Some(NewSession(id)) = ext.get::<NewSession>()
+            && self.gateway.has_homes()
+        {
+            let principal = self
+                .principal(ext)
+                .map_err(|_| rmcp::ErrorData::internal_error("not authenticated", None))?;
+            let home = mcp_home(id);
+            self.gateway
+                .make_home(&home, &principal, &self.fence())
+                .await
+                .map_err(unanswered)?;
+            let _ = self.home.set(Homed {
+                home,
+                owner: principal.caller(),
+            });
+        }
+        Ok(())
     }
 
     /// This server as reached at `public_url` (the URLs it hands out start with it).
@@ -145,19 +198,33 @@ impl AirlockMcp {
         }
     }
 
-    // This MCP session's own agent session, made for the first caller; another
-    // caller (another key) never reaches it.
+    // This MCP session's own agent session, made for the first caller (the one that
+    // began it, when it has a home); another caller (another key) never reaches it.
     fn own_agent(
         &self,
         principal: Principal,
         serve: impl FnOnce(Arc<AgentSession>) -> Serving,
     ) -> Serving {
+        let home = self.home.get();
+        if home.is_some_and(|h| h.owner != principal.caller()) {
+            return Serving::Refused(ToolOutput::error(
+                ErrorCode::Forbidden,
+                "this MCP session belongs to another caller",
+            ));
+        }
         let agent = self.agent.get_or_init(|| {
-            Arc::new(self.gateway.agent_session_fenced(
-                principal.clone(),
-                Surface::Mcp,
-                self.fence.clone(),
-            ))
+            Arc::new(match home {
+                Some(home) => self.gateway.homed_agent(
+                    principal.clone(),
+                    Surface::Mcp,
+                    self.fence(),
+                    &home.home,
+                ),
+                None => {
+                    self.gateway
+                        .agent_session_fenced(principal.clone(), Surface::Mcp, self.fence())
+                }
+            })
         });
         if agent.principal() != &principal {
             return Serving::Refused(ToolOutput::error(
@@ -340,6 +407,12 @@ fn catalogue_router(gateway: &Gateway) -> ToolRouter<AirlockMcp> {
     router
 }
 
+/// Where a stateful MCP session lives (`homes.rs`) and whose it is.
+struct Homed {
+    home: String,
+    owner: String,
+}
+
 /// Which agent session serves a request.
 enum Serving {
     /// A session that outlives the request.
@@ -371,6 +444,7 @@ impl AirlockMcp {
             return match self
                 .gateway
                 .name_agent(&agent.principal().caller(), agent.clone())
+                .await
             {
                 Ok(handle) => {
                     // From configuration, never from the request's `Host`.
@@ -558,8 +632,19 @@ impl ServerHandler for AirlockMcp {
         response
     }
 
+    // rmcp's own answer, once the session's home is settled (its nonce is in it).
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, rmcp::ErrorData> {
+        self.settle_home(&context.extensions).await?;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     fn get_info(&self) -> ServerConfig {
-        info(&self.fence)
+        info(&self.fence())
     }
 }
 

@@ -25,7 +25,7 @@ pub struct ClaimCaps {
 pub enum Claimed {
     /// The row is in: the place is this caller's.
     New,
-    /// The conversation has a live session already: this one.
+    /// The conversation (or the home) has a live session already: this one.
     Existing(Box<LiveSessionRecord>),
     /// A cap is full: which (`user`, `tenant`, `total`) and how many it counts.
     Full {
@@ -38,6 +38,7 @@ pub enum Claimed {
 
 const EXISTING: &str = "SELECT * FROM live_sessions
     WHERE tenant = $1 AND user_id = $2 AND conversation = $3 LIMIT 1";
+const AT_HOME: &str = "SELECT * FROM live_sessions WHERE tenant = $1 AND home = $2 LIMIT 1";
 const COUNTS: &str = "SELECT COUNT(*) AS total,
     COALESCE(SUM(CASE WHEN tenant = $1 THEN 1 ELSE 0 END), 0) AS tenant,
     COALESCE(SUM(CASE WHEN tenant = $1 AND cap_user = $2 THEN 1 ELSE 0 END), 0) AS cap_user
@@ -47,7 +48,7 @@ const INSERT: &str = concat!(
     live_columns!(),
     ", cap_user) VALUES (",
     live_values!(),
-    ", $15)"
+    ", $16)"
 );
 
 macro_rules! insert {
@@ -58,8 +59,8 @@ macro_rules! insert {
 
 impl Store {
     /// Takes a place for the new session `live` (counted against `cap_user`'s cap
-    /// when given): its row is inserted unless the conversation has a live session
-    /// already or a cap is full. Give the place back with `take_live_session`.
+    /// when given): its row is inserted unless the conversation or home has a live
+    /// session already or a cap is full. Give the place back with `take_live_session`.
     pub async fn claim_session(
         &self,
         live: &LiveSessionRecord,
@@ -74,7 +75,8 @@ impl Store {
 }
 
 // The claim itself, once the caller holds the lock, on `$conn` (either backend's
-// connection): the conversation's existing session, a full cap, or the row put in.
+// connection): the conversation's (or home's) existing session, a full cap, or the
+// row put in.
 macro_rules! claim_locked {
     ($conn:expr, $live:expr, $cap_user:expr, $caps:expr) => {
         async {
@@ -83,6 +85,16 @@ macro_rules! claim_locked {
                     .bind(&$live.tenant)
                     .bind(user)
                     .bind(conversation)
+                    .fetch_optional(&mut *$conn)
+                    .await?;
+                if let Some(row) = row {
+                    return Ok(Claimed::Existing(Box::new(crate::tenants::live_row(&row)?)));
+                }
+            }
+            if let Some(home) = &$live.home {
+                let row = sqlx::query(AT_HOME)
+                    .bind(&$live.tenant)
+                    .bind(home)
                     .fetch_optional(&mut *$conn)
                     .await?;
                 if let Some(row) = row {

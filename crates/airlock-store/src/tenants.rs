@@ -67,6 +67,8 @@ pub struct LiveSessionRecord {
     /// The operator holding its page, if one does (written by `hold_live_session`,
     /// never by an insert).
     pub held_by: Option<String>,
+    /// The home (`agent_homes`) whose browser session it is, if any.
+    pub home: Option<String>,
 }
 
 // Every column of a live session row, in the order `bind_live!` binds them, and
@@ -74,17 +76,17 @@ pub struct LiveSessionRecord {
 macro_rules! live_columns {
     () => {
         "id, tenant, user_id, conversation, gateway_pid, opened_ms, replica, worker, \
-         worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms"
+         worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home"
     };
 }
 macro_rules! live_values {
     () => {
-        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14"
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15"
     };
 }
 pub(crate) use {live_columns, live_values};
 
-// Binds a row's columns to `$1..$14` of `query`.
+// Binds a row's columns to `$1..$15` of `query`.
 macro_rules! bind_live {
     ($query:expr, $live:expr) => {
         $query
@@ -102,6 +104,7 @@ macro_rules! bind_live {
             .bind(&$live.allow_hosts)
             .bind($live.holds_secrets)
             .bind($live.used_ms)
+            .bind(&$live.home)
     };
 }
 pub(crate) use bind_live;
@@ -224,7 +227,7 @@ impl Store {
                worker = excluded.worker, worker_session = excluded.worker_session,
                idle_ttl_ms = excluded.idle_ttl_ms, record = excluded.record,
                allow_hosts = excluded.allow_hosts, holds_secrets = excluded.holds_secrets,
-               used_ms = excluded.used_ms"
+               used_ms = excluded.used_ms, home = excluded.home"
         );
         on_pool!(self, |pool| {
             bind_live!(sqlx::query(UPSERT), live).execute(pool).await?;
@@ -300,6 +303,7 @@ pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
         holds_secrets: r.get("holds_secrets")?,
         used_ms: r.get("used_ms")?,
         held_by: r.get("held_by")?,
+        home: r.get("home")?,
     })
 }
 

@@ -57,6 +57,9 @@ pub(crate) struct AgentInner {
     // Reached at a session URL (`/mcp/s/<handle>`): its browser session is the one
     // that URL names, and once that ends, it stays ended.
     pub(super) named: std::sync::atomic::AtomicBool,
+    // Where it lives on a shared store (`homes.rs`): its browser session is the one
+    // the store names for this home, whichever replica opened it.
+    pub(crate) home: std::sync::OnceLock<String>,
 }
 
 // Marks an agent busy for the life of one call, also if the call is cancelled.
@@ -80,10 +83,14 @@ impl Drop for BusyGuard<'_> {
 
 impl Drop for AgentInner {
     // The agent's MCP session ended without browser_session_close: end its lease and
-    // close the browser session in the background (Drop cannot await).
+    // close the browser session in the background (Drop cannot await). A homed agent
+    // going from this replica's memory has not ended: its client may be served by
+    // another replica, or come back here; its browser is left to its idle TTL (and a
+    // client's DELETE ends it everywhere). Unless no other replica could serve it.
     fn drop(&mut self) {
         let slot = std::mem::replace(self.slot.get_mut(), Slot::Empty);
         if let Slot::Leased(lease) = slot
+            && !(self.home.get().is_some() && adoptable(&lease))
             && lease.end(End::Closed)
         {
             self.sessions.remove(&lease.id);
@@ -92,6 +99,11 @@ impl Drop for AgentInner {
             }
         }
     }
+}
+
+// Whether another replica could serve `lease` (see `adoption.rs`).
+fn adoptable(lease: &Lease) -> bool {
+    lease.held.session.reachable_at().is_some() && !lease.held.loaded.holds_secrets()
 }
 
 /// One agent's view of the gateway; dropping it closes its browser session.
@@ -103,6 +115,11 @@ impl AgentSession {
     /// This session's page fence.
     pub fn fence(&self) -> &PageFence {
         &self.inner.fence
+    }
+
+    // Makes this agent live at `home` (set once, by `homes.rs`).
+    pub(crate) fn set_home(&self, home: &str) {
+        let _ = self.inner.home.set(home.to_owned());
     }
 
     /// Who this agent session acts for.
@@ -121,14 +138,26 @@ impl AgentSession {
             return Err(Error::SessionExpired(LEASE_ENDED));
         }
         let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
+        let home = self.inner.home.get().map(String::as_str);
+        if let Some(lease) = self.at_home(&gateway).await? {
+            let open = describe(&lease.held);
+            *slot = Slot::Leased(lease);
+            return Err(Error::SessionAlreadyOpen(open));
+        }
         let narrowed = !options.allow_hosts.is_empty();
         let device = options.device.clone();
         let terms = gateway.terms();
         match gateway
-            .open_lease(&self.inner.principal, options, None, terms)
+            .open_lease(&self.inner.principal, options, None, home, terms)
             .await
         {
-            Ok((lease, _)) => {
+            Ok((lease, false)) => {
+                // Another request of this home opened it meanwhile.
+                let open = describe(&lease.held);
+                *slot = Slot::Leased(lease);
+                Err(Error::SessionAlreadyOpen(open))
+            }
+            Ok((lease, true)) => {
                 let held = &lease.held;
                 let mut text = format!("opened browser session ({})", describe(held));
                 if let Some(device) = device
@@ -149,6 +178,19 @@ impl AgentSession {
                 Ok(ToolOutput::text(text))
             }
             Err(e) => Err(e),
+        }
+    }
+
+    // The browser session of this agent's home, if it has a home and the home has
+    // one open (on any replica).
+    async fn at_home(&self, gateway: &Gateway) -> Result<Option<Arc<Lease>>> {
+        match self.inner.home.get() {
+            Some(home) => {
+                gateway
+                    .lease_at_home(&self.inner.principal.tenant, home)
+                    .await
+            }
+            None => Ok(None),
         }
     }
 
@@ -196,6 +238,18 @@ impl AgentSession {
                 Err(Refusal::BudgetSpent(budget)) => Err(Error::BudgetExhausted { budget }),
             };
         }
+        if let Slot::Leased(lease) = &*slot
+            && self.inner.home.get().is_some()
+            && lease.ended().is_none()
+        {
+            // Requests of its home reach other replicas too: one of them may have
+            // ended it, or an operator there hold it.
+            let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
+            match gateway.as_stored(lease.clone()).await {
+                Ok(_) | Err(Error::NoSuchSession) => {}
+                Err(e) => return Err(e),
+            }
+        }
         if let Slot::Leased(lease) = &*slot {
             match lease.enter(acts) {
                 Ok(in_use) => return Ok(in_use),
@@ -232,15 +286,32 @@ impl AgentSession {
                 }
             }
         }
+        let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
+        // A homed agent's browser may have been opened through another replica.
+        if let Some(lease) = self.at_home(&gateway).await? {
+            let in_use = lease.enter(acts).map_err(|refusal| match refusal {
+                Refusal::Held => Error::SessionHeld,
+                Refusal::BudgetSpent(budget) => Error::BudgetExhausted { budget },
+                Refusal::Ended(_) => Error::SessionExpired(NAMED_ENDED),
+            })?;
+            *slot = Slot::Leased(lease);
+            return Ok(in_use);
+        }
         // A session URL names one browser session: closed, it is not silently
         // replaced by a fresh one behind the same URL.
         if self.inner.named.load(Ordering::Acquire) {
             return Err(Error::SessionExpired(NAMED_ENDED));
         }
-        let gateway = self.inner.gateway.upgrade().ok_or(Error::ShuttingDown)?;
         let terms = gateway.terms();
+        let home = self.inner.home.get().map(String::as_str);
         let (lease, _) = gateway
-            .open_lease(&self.inner.principal, OpenOptions::default(), None, terms)
+            .open_lease(
+                &self.inner.principal,
+                OpenOptions::default(),
+                None,
+                home,
+                terms,
+            )
             .await?;
         tracing::info!(
             agent.id = self.inner.id,

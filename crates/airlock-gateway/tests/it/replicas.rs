@@ -9,7 +9,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use airlock_gateway::{
-    Decision, Error, FeedEvent, Gateway, GatewayConfig, OperatorInput, ToolCall, ToolOutput,
+    Decision, Error, FeedEvent, Gateway, GatewayConfig, OperatorInput, Surface, ToolCall,
+    ToolOutput,
 };
 use airlock_risk::{ApprovalsConfig, Rules};
 use airlock_store::{ApprovalStatus, HostRecord, LiveSessionRecord, Store};
@@ -516,6 +517,79 @@ async fn any_replica_serves_a_leased_session_and_racing_leases_get_one_session_w
             broken => panic!("{broken:?}"),
         }
         drop((agent_b, agent_c, replicas));
+        let _ = worker.stop.send(());
+        worker.task.await.unwrap();
+        for store in stores {
+            store.close().await;
+        }
+    })
+    .await;
+}
+
+// An MCP session's agent lives at a home: when one replica forgets it (rmcp's idle
+// keep-alive), its browser stays; another replica makes the agent again from the
+// home with the same nonce and finds the browser on its page; ending the home ends
+// the browser everywhere. An agent with no home closes its browser when it goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_homed_agent_keeps_its_browser_whichever_replica_serves_it() {
+    with_browser(|h| async move {
+        let pg = Postgres::start();
+        let url = pg.url();
+        let worker = shared_worker(&h);
+        let (a, b) = tokio::join!(Store::open_postgres(&url), Store::open_postgres(&url));
+        let stores = [a.unwrap(), b.unwrap()];
+        let caps = airlock_gateway::Caps::default();
+        let on_a = replica(&h, &stores[0], &worker, caps).await;
+        let on_b = replica(&h, &stores[1], &worker, caps).await;
+        assert!(on_a.has_homes());
+
+        let owner = acme("key_h");
+        let home = airlock_gateway::mcp_home("an-mcp-session-id");
+        let fence = airlock_gateway::PageFence::new();
+        on_a.make_home(&home, &owner, &fence).await.unwrap();
+        let agent = on_a.homed_agent(owner.clone(), Surface::Mcp, fence.clone(), &home);
+        let out = agent.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(on_a.open_browser_sessions().await, 1);
+        drop(agent);
+        assert_eq!(
+            on_a.open_browser_sessions().await,
+            1,
+            "a homed agent going from memory leaves its browser"
+        );
+
+        let found = on_b.find_home(&home).await.unwrap().expect("the home");
+        assert_eq!(found.owner, owner.caller());
+        assert_eq!(found.fence.nonce(), fence.nonce());
+        let again = on_b.homed_agent(owner.clone(), Surface::Mcp, found.fence, &home);
+        let page = page_of(&again).await;
+        assert!(page.contains("Sign in"), "{page}");
+        assert!(
+            page.contains(&format!("<page {}>", fence.nonce())),
+            "{page}"
+        );
+
+        on_a.end_home(&home).await.unwrap();
+        assert_eq!(
+            stores[1].live_session_at_home("acme", &home).await.unwrap(),
+            None
+        );
+        assert!(on_b.find_home(&home).await.unwrap().is_none());
+
+        // No home: the browser goes with the agent.
+        let before = on_a.open_browser_sessions().await;
+        let plain = on_a.agent_session_as(owner.clone(), Surface::Mcp);
+        let out = plain.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(on_a.open_browser_sessions().await, before + 1);
+        drop(plain);
+        assert_eq!(on_a.open_browser_sessions().await, before);
+
+        drop(again);
+        for replica in [&on_a, &on_b] {
+            replica.shutdown().await;
+        }
+        drop((on_a, on_b));
         let _ = worker.stop.send(());
         worker.task.await.unwrap();
         for store in stores {

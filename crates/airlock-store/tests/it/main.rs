@@ -763,3 +763,112 @@ async fn console_logins_are_shared(replicas: [Store; 3]) {
 async fn console_logins_are_shared_by_replicas() {
     on_both(console_logins_are_shared).await;
 }
+
+fn home(name: &str, used_ms: i64) -> airlock_store::HomeRecord {
+    airlock_store::HomeRecord {
+        home: name.to_owned(),
+        tenant: "acme".to_owned(),
+        owner: "acme/key1".to_owned(),
+        nonce: "123456".to_owned(),
+        state: None,
+        created_ms: used_ms,
+        used_ms,
+    }
+}
+
+// An agent home made on one replica is found on the others with its owner and
+// nonce; it is made once, its state written later, its use noted; its browser
+// session is found by home, twenty racing claims for it give one session, and a
+// home nobody used since a bound goes unless its browser session is live.
+async fn agent_homes_are_shared(replicas: [Store; 3]) {
+    assert!(replicas[0].insert_home(&home("h1", 1_000)).await.unwrap());
+    let mut other = home("h1", 9_000);
+    other.owner = "acme/key2".to_owned();
+    assert!(!replicas[1].insert_home(&other).await.unwrap());
+    assert_eq!(
+        replicas[2].home("h1").await.unwrap(),
+        Some(home("h1", 1_000))
+    );
+    assert!(replicas[1].set_home_state("h1", "{}").await.unwrap());
+    assert!(!replicas[1].set_home_state("nowhere", "{}").await.unwrap());
+    replicas[2].touch_home("h1", 5_000).await.unwrap();
+    replicas[0].touch_home("h1", 4_000).await.unwrap();
+    let seen = replicas[0].home("h1").await.unwrap().unwrap();
+    assert_eq!((seen.state.as_deref(), seen.used_ms), (Some("{}"), 5_000));
+
+    let at_home = |id: &str| LiveSessionRecord {
+        id: id.to_owned(),
+        tenant: "acme".to_owned(),
+        gateway_pid: 1,
+        opened_ms: 1,
+        home: Some("h1".to_owned()),
+        ..Default::default()
+    };
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let store = replicas[i % 3].clone();
+            let live = at_home(&format!("s{i}"));
+            tokio::spawn(async move {
+                store
+                    .claim_session(&live, None, ClaimCaps::default())
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut got = Vec::new();
+    for task in tasks {
+        got.push(task.await.unwrap());
+    }
+    assert_eq!(got.iter().filter(|c| **c == Claimed::New).count(), 1);
+    let live = replicas[1]
+        .live_session_at_home("acme", "h1")
+        .await
+        .unwrap()
+        .expect("the home's session");
+    assert!(got.iter().all(|c| match c {
+        Claimed::New => true,
+        Claimed::Existing(row) => row.id == live.id,
+        Claimed::Full { .. } => false,
+    }));
+    assert_eq!(
+        replicas[1]
+            .live_session_at_home("beta", "h1")
+            .await
+            .unwrap(),
+        None,
+        "another tenant's home is no home"
+    );
+    // A session opened first and named for a home later (a session URL).
+    let mut plain = at_home("later");
+    plain.home = None;
+    replicas[0].insert_live_session(&plain).await.unwrap();
+    assert!(replicas[1].set_live_home("later", "h2").await.unwrap());
+    assert_eq!(
+        replicas[2]
+            .live_session_at_home("acme", "h2")
+            .await
+            .unwrap()
+            .map(|l| l.id),
+        Some("later".to_owned())
+    );
+    assert!(!replicas[1].set_live_home("gone", "h2").await.unwrap());
+
+    // Unused since the bound: gone, unless its browser session is live.
+    assert!(replicas[0].insert_home(&home("h3", 2_000)).await.unwrap());
+    assert!(replicas[0].insert_home(&home("h2", 2_000)).await.unwrap());
+    assert_eq!(replicas[1].drop_unused_homes(3_000).await.unwrap(), 1);
+    assert_eq!(replicas[2].home("h3").await.unwrap(), None);
+    assert!(replicas[2].home("h2").await.unwrap().is_some());
+    assert!(replicas[2].take_home("h1").await.unwrap());
+    assert!(!replicas[0].take_home("h1").await.unwrap());
+    assert_eq!(replicas[1].home("h1").await.unwrap(), None);
+    for store in replicas {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_homes_are_shared_by_replicas() {
+    on_both(agent_homes_are_shared).await;
+}

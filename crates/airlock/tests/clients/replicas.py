@@ -1,18 +1,26 @@
 """Three control-plane replicas over one Postgres, driven as a backend and its agents
 would: a session leased on replica A is driven through B and C (REST and
 /mcp/s/{id}, both MCP protocol eras, on the official MCP Python SDK); racing leases
-over all three get one session; after A is killed, B and C still serve it.
+over all three get one session; after A is killed, B and C still serve it. And MCP
+sessions behind a load balancer that sends each request to the next replica: a
+stateful (2025-11-25) session keeps its browser, its nonce and its owner whichever
+replica a request reaches, and its DELETE ends it on all of them; a stateless
+session URL opened through one replica is served by the others.
 
-Run by crates/airlock/tests/it/replicas.rs, in two phases:
+Run by crates/airlock/tests/it/replicas.rs, in phases:
   replicas.py lease A_ROOT B_ROOT C_ROOT FIXTURE_BASE ACT_KEY   -> prints "session ID"
+  replicas.py sessions A_ROOT B_ROOT C_ROOT FIXTURE_BASE ACT_KEY OTHER_KEY
   replicas.py after-kill B_ROOT C_ROOT FIXTURE_BASE ACT_KEY ID
 Prints one line per check, then "N passed, M failed".
 """
 
 import asyncio
+import re
 import sys
 
 import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from common import call, check, counts, text_of
 
@@ -61,6 +69,98 @@ async def lease_phase(roots, base, key):
     print(f"session {sid}")
 
 
+class Balancer(httpx2.AsyncBaseTransport):
+    """A load balancer in front of the replicas: each request goes to the next one.
+    Notes where each went and the session id the server gave."""
+
+    def __init__(self, roots):
+        self.targets = [httpx2.URL(r) for r in roots]
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.n = 0
+        self.seen = []
+        self.session_id = None
+
+    async def handle_async_request(self, request):
+        i = self.n % len(self.targets)
+        self.n += 1
+        target = self.targets[i]
+        request.url = request.url.copy_with(host=target.host, port=target.port)
+        request.headers["Host"] = f"{target.host}:{target.port}"
+        self.seen.append((i, request.method, "mcp-session-id" in request.headers))
+        response = await self.inner.handle_async_request(request)
+        self.session_id = response.headers.get("mcp-session-id", self.session_id)
+        return response
+
+    async def aclose(self):
+        await self.inner.aclose()
+
+
+async def raw_call(root, token, session_id, tool):
+    """One tools/call in an existing stateful session, as plain HTTP."""
+    async with httpx2.AsyncClient(timeout=60.0) as http:
+        return await http.post(f"{root}/mcp", headers={
+            "Authorization": f"Bearer {token}",
+            "Mcp-Session-Id": session_id,
+            "MCP-Protocol-Version": "2025-11-25",
+            "Accept": "application/json, text/event-stream",
+        }, json={"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                 "params": {"name": tool, "arguments": {}}})
+
+
+async def sessions_phase(roots, base, key, other):
+    balancer = Balancer(roots)
+    headers = {"Authorization": f"Bearer {key}"}
+    timeout = httpx2.Timeout(60.0, read=120.0)
+    async with httpx2.AsyncClient(transport=balancer, headers=headers, timeout=timeout) as http:
+        async with Client(streamable_http_client(f"{roots[0]}/mcp", http_client=http), mode="legacy") as client:
+            told = re.search(r"nonce N is (\d{6})", client.instructions or "")
+            check("[2025-11-25] initialize names a nonce", told, client.instructions)
+            nonce = told.group(1) if told else "none"
+            fenced = lambda r: f"<page {nonce}>" in text_of(r)
+            r = await client.call_tool("browser_navigate", {"url": f"{base}/login.html"})
+            check("navigate", not r.is_error and fenced(r), text_of(r))
+            r = await client.call_tool("browser_snapshot", {})
+            check("the next request, on another replica, sees the same page in the same fence",
+                  not r.is_error and "Sign in" in text_of(r) and fenced(r), text_of(r))
+            r = await client.call_tool("browser_navigate", {"url": f"{base}/resolve.html"})
+            check("navigate again", not r.is_error, text_of(r))
+            for _ in range(3):
+                r = await client.call_tool("browser_snapshot", {})
+                check("every replica shows where the session went",
+                      not r.is_error and "Delete account" in text_of(r) and fenced(r), text_of(r))
+            sid = balancer.session_id
+            reached = {i for (i, method, named) in balancer.seen if method == "POST" and named}
+            check("the session's requests reached all three replicas", reached == {0, 1, 2}, balancer.seen)
+            for root in roots:
+                r = await raw_call(root, other, sid, "browser_snapshot")
+                check("another key with the session id is refused on every replica",
+                      r.status_code == 200 and "belongs to another caller" in r.text
+                      and "Delete account" not in r.text, r.text)
+        # Leaving the client sent DELETE (to whichever replica was next).
+        deleted = [(i, m) for (i, m, _) in balancer.seen if m == "DELETE"]
+        check("the client ended its session", len(deleted) == 1, balancer.seen)
+    for root in roots:
+        r = await raw_call(root, key, sid, "browser_snapshot")
+        check("after DELETE every replica answers 404", r.status_code == 404, (r.status_code, r.text))
+
+    # Stateless: a session URL named through A is served by B and C, for its caller.
+    r = await call(f"{roots[0]}/mcp", key, "2026-07-28", "browser_session_open", {})
+    url = re.search(r"mcp_url: \S+/mcp/s/(\w+)", text_of(r))
+    check("[2026-07-28] a session URL opened on A", not r.is_error and url, text_of(r))
+    path = f"/mcp/s/{url.group(1) if url else 'none'}"
+    r = await call(f"{roots[1]}{path}", key, "2026-07-28", "browser_navigate", {"url": f"{base}/login.html"})
+    check("B drives it", not r.is_error and "Sign in" in text_of(r), text_of(r))
+    r = await call(f"{roots[2]}{path}", key, "2026-07-28", "browser_snapshot", {})
+    check("C sees the page B left", not r.is_error and "Sign in" in text_of(r), text_of(r))
+    r = await call(f"{roots[2]}{path}", other, "2026-07-28", "browser_snapshot", {})
+    check("another key at the URL: no such session, no page",
+          r.is_error and "session_expired" in text_of(r) and "Sign in" not in text_of(r), text_of(r))
+    r = await call(f"{roots[1]}{path}", key, "2026-07-28", "browser_session_close", {})
+    check("closed through B", not r.is_error, text_of(r))
+    r = await call(f"{roots[0]}{path}", key, "2026-07-28", "browser_snapshot", {})
+    check("then ended on A too", r.is_error and "session_expired" in text_of(r), text_of(r))
+
+
 async def after_kill_phase(roots, base, key, sid):
     b, c = (api(r, key) for r in roots)
     r = await call(f"{roots[0]}/mcp/s/{sid}", key, "2026-07-28", "browser_snapshot", {})
@@ -81,6 +181,9 @@ async def main():
     if phase == "lease":
         roots, base, key = sys.argv[2:5], sys.argv[5], sys.argv[6]
         await lease_phase(roots, base, key)
+    elif phase == "sessions":
+        roots, base, key, other = sys.argv[2:5], sys.argv[5], sys.argv[6], sys.argv[7]
+        await sessions_phase(roots, base, key, other)
     else:
         roots, base, key, sid = sys.argv[2:4], sys.argv[4], sys.argv[5], sys.argv[6]
         await after_kill_phase(roots, base, key, sid)

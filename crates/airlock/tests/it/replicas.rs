@@ -230,6 +230,28 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
         .expect("the client printed the session")
         .to_owned();
 
+    // MCP sessions behind a balancer that sends each request to the next replica.
+    let other = fleet
+        .cli(&["key", "create", "--tenant", "acme", "--role", "act"])
+        .await
+        .trim()
+        .to_owned();
+    client(&["sessions", &a_root, &b_root, &c_root, &base, &key, &other]).await;
+    let store = airlock_store::Store::open_postgres(&fleet.pg.url())
+        .await
+        .unwrap();
+    let homed: Vec<_> = store
+        .live_sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.home.is_some())
+        .collect();
+    assert!(
+        homed.is_empty(),
+        "the sessions' browsers ended with them: {homed:?}"
+    );
+
     // A is killed: only its calls in flight are lost; B and C serve the session.
     let mut a = a;
     a.kill().await.unwrap();
@@ -248,9 +270,6 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
     assert_eq!(status, 201, "{body}");
     let doomed: serde_json::Value = serde_json::from_str(&body).unwrap();
     let doomed = doomed["session_id"].as_str().unwrap().to_owned();
-    let store = airlock_store::Store::open_postgres(&fleet.pg.url())
-        .await
-        .unwrap();
     // Every replica that reaches a worker writes its row: what it holds, its room.
     let mut workers: Vec<_> = store
         .hosts()

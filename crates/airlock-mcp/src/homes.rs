@@ -1,0 +1,171 @@
+//! Stateful MCP sessions (`Mcp-Session-Id`, the 2025-11-25 era) that any replica
+//! serves. rmcp keeps a session's running service in one process's memory; on a
+//! shared store Airlock also keeps what it takes to make that service again
+//! elsewhere, in the session's home (`airlock_gateway::homes`): the client's
+//! `initialize` parameters, whose session it is and the nonce it was told. A request
+//! that reaches a replica without the session in memory has rmcp replay the
+//! handshake from the home ([`HomeStore`]); the agent then finds its browser session
+//! by the home and adopts it. A `DELETE` on any replica ends the home, and every
+//! other replica answers 404 from then on ([`Sessions::has_session`]).
+
+use std::sync::Arc;
+
+use airlock_gateway::{Gateway, mcp_home};
+use futures_util::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{
+    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionState, SessionStore,
+    SessionStoreError,
+};
+
+/// Longest `Mcp-Session-Id` looked up in the store (rmcp's are UUIDs).
+const MAX_ID_CHARS: usize = 128;
+
+/// Marks the `initialize` request of a session this replica just created, with its
+/// id: the handler makes the session's home then.
+#[derive(Debug, Clone)]
+pub(crate) struct NewSession(pub(crate) SessionId);
+
+/// rmcp's in-memory sessions, told apart from those a client ended through another
+/// replica.
+pub struct Sessions {
+    local: LocalSessionManager,
+    // Set when the store is shared (homes exist).
+    gateway: Option<Arc<Gateway>>,
+}
+
+impl Sessions {
+    pub(crate) fn new(gateway: &Arc<Gateway>) -> Sessions {
+        Sessions {
+            local: LocalSessionManager::default(),
+            gateway: gateway.has_homes().then(|| gateway.clone()),
+        }
+    }
+}
+
+impl SessionManager for Sessions {
+    type Error = <LocalSessionManager as SessionManager>::Error;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    fn create_session(
+        &self,
+    ) -> impl Future<Output = Result<(SessionId, Self::Transport), Self::Error>> + Send {
+        self.local.create_session()
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        mut message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        message.insert_extension(NewSession(id.clone()));
+        self.local.initialize_session(id, message).await
+    }
+
+    // In memory here, and (on a shared store) not ended through another replica: an
+    // ended one goes from memory too, and rmcp answers 404.
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        if !self.local.has_session(id).await? {
+            return Ok(false);
+        }
+        let Some(gateway) = &self.gateway else {
+            return Ok(true);
+        };
+        match gateway.find_home(&mcp_home(id)).await {
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => {
+                self.local.close_session(id).await?;
+                Ok(false)
+            }
+            // The store does not answer: what this replica holds still serves.
+            Err(_) => Ok(true),
+        }
+    }
+
+    fn close_session(
+        &self,
+        id: &SessionId,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.local.close_session(id)
+    }
+
+    fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> impl Future<
+        Output = Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>,
+    > + Send {
+        self.local.create_stream(id, message)
+    }
+
+    fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.local.accept_message(id, message)
+    }
+
+    fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> impl Future<
+        Output = Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>,
+    > + Send {
+        self.local.create_standalone_stream(id)
+    }
+
+    fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> impl Future<
+        Output = Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>,
+    > + Send {
+        self.local.resume(id, last_event_id)
+    }
+
+    fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> impl Future<Output = Result<RestoreOutcome<Self::Transport>, Self::Error>> + Send {
+        self.local.restore_session(id)
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.local.event_store()
+    }
+}
+
+/// What rmcp keeps of a session for another replica to make it again: the client's
+/// `initialize` parameters, in the session's home.
+pub(crate) struct HomeStore(pub(crate) Arc<Gateway>);
+
+#[async_trait::async_trait]
+impl SessionStore for HomeStore {
+    async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        if session_id.is_empty() || session_id.len() > MAX_ID_CHARS {
+            return Ok(None);
+        }
+        let Some(home) = self.0.find_home(&mcp_home(session_id)).await? else {
+            return Ok(None);
+        };
+        // A home whose parameters were never written cannot be made again.
+        match home.state {
+            Some(state) => Ok(Some(serde_json::from_str(&state)?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        let state = serde_json::to_string(state)?;
+        Ok(self.0.set_home_state(&mcp_home(session_id), &state).await?)
+    }
+
+    async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
+        Ok(self.0.end_home(&mcp_home(session_id)).await?)
+    }
+}
