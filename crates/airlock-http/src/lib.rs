@@ -65,7 +65,7 @@ pub struct HttpConfig {
 
 /// The router with every endpoint this surface serves.
 pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
-    let mcp = airlock_mcp::http_service(
+    let (mcp, mcp_sessions) = airlock_mcp::http_service(
         gateway.clone(),
         HttpOptions {
             profile: config.tool_profile,
@@ -110,6 +110,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .route_service("/mcp", mcp)
         .route_layer(middleware::from_fn(parse_json_body))
         .route_layer(middleware::from_fn(deleted_is_no_content))
+        .route_layer(middleware::from_fn_with_state(mcp_sessions, owner_ends))
         .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .merge(api)
         .merge(metadata)
@@ -286,6 +287,30 @@ fn client_addr(request: &Request) -> Option<std::net::IpAddr> {
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip())
+}
+
+// Only the caller that began an MCP session ends it: another caller's DELETE with its
+// id is answered as for a session that is not there (rmcp would end any).
+async fn owner_ends(
+    State(sessions): State<Arc<airlock_mcp::Sessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() == axum::http::Method::DELETE
+        && let Some(id) = request
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+    {
+        let allowed = match request.extensions().get::<airlock_gateway::Principal>() {
+            Some(caller) => sessions.may_end(id, caller).await,
+            None => false,
+        };
+        if !allowed {
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
+    }
+    next.run(request).await
 }
 
 // rmcp answers a DELETE that ended a session with 202 Accepted, which clients read as

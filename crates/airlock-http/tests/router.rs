@@ -361,3 +361,70 @@ async fn over_a_cap_is_429_with_retry_after_in_the_header_and_the_body() {
         secs.to_string()
     );
 }
+
+// One MCP request on the router as `key`, in `session` if given: its status, the
+// session id it names, and its body.
+async fn mcp(
+    s: &Server,
+    method: &str,
+    key: &str,
+    session: Option<&str>,
+    body: Option<&str>,
+) -> (StatusCode, Option<String>, String) {
+    let mut request = Request::builder()
+        .method(method)
+        .uri("/mcp")
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, format!("Bearer {key}"))
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header(header::CONTENT_TYPE, "application/json");
+    if let Some(id) = session {
+        request = request
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let request = request
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_owned())))
+        .unwrap();
+    let response = s.router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, id, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[tokio::test]
+async fn only_the_caller_that_began_an_mcp_session_ends_it() {
+    let s = server(false, Caps::default()).await;
+    s.store.create_tenant("acme", 1).await.unwrap();
+    let key = |_| async {
+        let (key, _) =
+            airlock_vault::apikey::create(&s.store, "acme", airlock_core::Role::Act, None, 1)
+                .await
+                .unwrap();
+        key.expose().to_owned()
+    };
+    let (mine, theirs) = (key(1).await, key(2).await);
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let (status, id, body) = mcp(&s, "POST", &mine, None, Some(init)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = id.expect("a session id");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (status, _, _) = mcp(&s, "POST", &mine, Some(&id), Some(initialized)).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
+
+    let (status, _, _) = mcp(&s, "DELETE", &theirs, Some(&id), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another caller's DELETE");
+    let (status, _, body) = mcp(&s, "POST", &mine, Some(&id), Some(list)).await;
+    assert_eq!(status, StatusCode::OK, "the session goes on: {body}");
+    assert!(body.contains("browser_navigate"), "{body}");
+
+    let (status, _, _) = mcp(&s, "DELETE", &mine, Some(&id), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "its own caller's DELETE");
+    let (status, _, _) = mcp(&s, "POST", &mine, Some(&id), Some(list)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "then it is gone");
+}

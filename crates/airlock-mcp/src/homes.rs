@@ -6,19 +6,23 @@
 //! that reaches a replica without the session in memory has rmcp replay the
 //! handshake from the home ([`HomeStore`]); the agent then finds its browser session
 //! by the home and adopts it. A `DELETE` on any replica ends the home, and every
-//! other replica answers 404 from then on ([`Sessions::has_session`]).
+//! other replica answers 404 from then on ([`Sessions::has_session`]). Only the
+//! caller that began a session may end it ([`Sessions::may_end`]).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use airlock_gateway::{Gateway, mcp_home};
+use airlock_core::sync::lock;
+use airlock_gateway::{Gateway, Principal, mcp_home};
 use futures_util::Stream;
+use rmcp::model::GetExtensions as _;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{
     EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionState, SessionStore,
     SessionStoreError,
 };
+use rmcp::transport::streamable_http_server::{SessionManager, SessionRestoreMarker};
 
 /// Longest `Mcp-Session-Id` looked up in the store (rmcp's are UUIDs).
 const MAX_ID_CHARS: usize = 128;
@@ -29,19 +33,52 @@ const MAX_ID_CHARS: usize = 128;
 pub(crate) struct NewSession(pub(crate) SessionId);
 
 /// rmcp's in-memory sessions, told apart from those a client ended through another
-/// replica.
+/// replica, with the caller each belongs to.
 pub struct Sessions {
     local: LocalSessionManager,
-    // Set when the store is shared (homes exist).
-    gateway: Option<Arc<Gateway>>,
+    gateway: Arc<Gateway>,
+    // Who began each session held here ([`Principal::caller`]).
+    owners: Mutex<HashMap<SessionId, String>>,
 }
 
 impl Sessions {
     pub(crate) fn new(gateway: &Arc<Gateway>) -> Sessions {
         Sessions {
             local: LocalSessionManager::default(),
-            gateway: gateway.has_homes().then(|| gateway.clone()),
+            gateway: gateway.clone(),
+            owners: Mutex::default(),
         }
+    }
+
+    /// Whether `caller` may end the session `id` (`DELETE`): the caller that began
+    /// it, or anyone when there is no such session (ending it does nothing).
+    pub async fn may_end(&self, id: &str, caller: &Principal) -> bool {
+        if let Some(owner) = lock(&self.owners).get(id) {
+            return *owner == caller.caller();
+        }
+        match self.gateway.find_home(&mcp_home(id)).await {
+            Ok(Some(home)) => home.owner == caller.caller(),
+            Ok(None) => true,
+            // Nothing is ended on a guess.
+            Err(_) => false,
+        }
+    }
+
+    // Who `message` (an `initialize`, or rmcp's replay of one) makes `id`'s owner:
+    // the caller that sent it, or for a session made again here, its home's owner.
+    async fn owner_of(&self, id: &SessionId, message: &ClientJsonRpcMessage) -> Option<String> {
+        let rmcp::model::JsonRpcMessage::Request(request) = message else {
+            return None;
+        };
+        let extensions = request.request.extensions();
+        if extensions.get::<SessionRestoreMarker>().is_some() {
+            return match self.gateway.find_home(&mcp_home(id)).await {
+                Ok(home) => home.map(|h| h.owner),
+                Err(_) => None,
+            };
+        }
+        let parts = extensions.get::<http::request::Parts>()?;
+        parts.extensions.get::<Principal>().map(Principal::caller)
     }
 }
 
@@ -60,6 +97,13 @@ impl SessionManager for Sessions {
         id: &SessionId,
         mut message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        if let Some(owner) = self.owner_of(id, &message).await {
+            // Sessions rmcp let go of (idle past its keep-alive) go from here too.
+            let held = self.local.sessions.read().await;
+            let mut owners = lock(&self.owners);
+            owners.retain(|known, _| held.contains_key(known));
+            owners.insert(id.clone(), owner);
+        }
         message.insert_extension(NewSession(id.clone()));
         self.local.initialize_session(id, message).await
     }
@@ -70,13 +114,13 @@ impl SessionManager for Sessions {
         if !self.local.has_session(id).await? {
             return Ok(false);
         }
-        let Some(gateway) = &self.gateway else {
+        if !self.gateway.has_homes() {
             return Ok(true);
-        };
-        match gateway.find_home(&mcp_home(id)).await {
+        }
+        match self.gateway.find_home(&mcp_home(id)).await {
             Ok(Some(_)) => Ok(true),
             Ok(None) => {
-                self.local.close_session(id).await?;
+                self.close_session(id).await?;
                 Ok(false)
             }
             // The store does not answer: what this replica holds still serves.
@@ -84,11 +128,9 @@ impl SessionManager for Sessions {
         }
     }
 
-    fn close_session(
-        &self,
-        id: &SessionId,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.local.close_session(id)
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        lock(&self.owners).remove(id);
+        self.local.close_session(id).await
     }
 
     fn create_stream(

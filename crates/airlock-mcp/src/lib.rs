@@ -45,8 +45,12 @@ pub struct HttpOptions {
 }
 
 /// The Streamable HTTP service: one [`AirlockMcp`] (and agent session) per MCP session;
-/// on a shared store a session's next request may reach any replica (`homes.rs`).
-pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpService {
+/// on a shared store a session's next request may reach any replica (`homes.rs`). With
+/// it, its sessions: who may end which.
+pub fn http_service(
+    gateway: Arc<Gateway>,
+    options: HttpOptions,
+) -> (McpHttpService, Arc<Sessions>) {
     let profile = options.profile;
     let public_url = options.public_url.clone();
     let mut config = StreamableHttpServerConfig::default()
@@ -63,11 +67,12 @@ pub fn http_service(gateway: Arc<Gateway>, options: HttpOptions) -> McpHttpServi
         config.session_store = Some(Arc::new(homes::HomeStore(gateway.clone())));
     }
     let sessions = Arc::new(Sessions::new(&gateway));
-    StreamableHttpService::new(
+    let service = StreamableHttpService::new(
         move || Ok(AirlockMcp::new(gateway.clone(), profile).at(public_url.clone())),
-        sessions,
+        sessions.clone(),
         config,
-    )
+    );
+    (service, sessions)
 }
 
 /// Serves MCP over stdin/stdout until the client disconnects; logs must go to stderr.

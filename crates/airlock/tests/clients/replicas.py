@@ -136,6 +136,15 @@ async def sessions_phase(roots, base, key, other):
                 check("another key with the session id is refused on every replica",
                       r.status_code == 200 and "belongs to another caller" in r.text
                       and "Delete account" not in r.text, r.text)
+            async with httpx2.AsyncClient(timeout=60.0) as raw:
+                for root in roots:
+                    r = await raw.delete(f"{root}/mcp", headers={
+                        "Authorization": f"Bearer {other}", "Mcp-Session-Id": sid,
+                        "MCP-Protocol-Version": "2025-11-25"})
+                    check("another key's DELETE is 404 on every replica", r.status_code == 404,
+                          (r.status_code, r.text))
+            r = await client.call_tool("browser_snapshot", {})
+            check("and the session goes on", not r.is_error and "Delete account" in text_of(r), text_of(r))
         # Leaving the client sent DELETE (to whichever replica was next).
         deleted = [(i, m) for (i, m, _) in balancer.seen if m == "DELETE"]
         check("the client ended its session", len(deleted) == 1, balancer.seen)
