@@ -110,7 +110,7 @@ impl Gateway {
     /// The stored screenshot of the step audit event `seq` (of `tenant`) recorded, if
     /// it is still there and still the image whose SHA-256 the event holds.
     pub async fn recorded_image(&self, tenant: &str, seq: u64) -> Result<Option<Vec<u8>>> {
-        if self.recordings.dir().is_none() {
+        if !self.recordings.kept() {
             return Ok(None);
         }
         let store = self.store().ok_or_else(no_store)?;

@@ -1,9 +1,10 @@
 //! Session recording: a screenshot after each state-changing step. `transient` keeps
 //! the last [`TRANSIENT_STEPS`] in memory (taken after the result is returned, so the
 //! call does not wait for it), dropped when the session closes; `audit` stores each
-//! under the data dir before the step's audit event is written, with its SHA-256 in
-//! that event, and the reaper prunes them after the retention period. Screenshots
-//! paint over fields showing a secret, as every capture does.
+//! before the step's audit event is written, with its SHA-256 in that event (under
+//! the data dir, or in the store when replicas share it: never on one pod's disk),
+//! and the reaper prunes them after the retention period. Screenshots paint over
+//! fields showing a secret, as every capture does.
 
 use hex::ToHex as _;
 use std::collections::VecDeque;
@@ -59,7 +60,8 @@ impl std::fmt::Debug for Step {
 pub(crate) struct Recorded {
     pub(crate) step: u64,
     pub(crate) sha256: String,
-    /// The file, relative to the recordings directory.
+    /// Its name: a file relative to the recordings directory, or an artifact's name
+    /// in the store.
     pub(crate) file: String,
 }
 
@@ -101,22 +103,21 @@ impl Recorder {
         lock(&self.steps).iter().cloned().collect()
     }
 
-    /// Audit mode: captures the page now and stores it as
-    /// `dir/<session>/<step>.jpg` (0600), before the step's event is written.
+    /// Audit mode: captures the page now and stores it as `<session>/<step>.jpg`
+    /// in `recordings`, before the step's event is written.
     pub(crate) async fn store_step(
         &self,
         session: &BrowserSession,
-        dir: &Path,
+        recordings: &Recordings,
         session_id: &str,
+        tenant: &str,
         tool: &'static str,
     ) -> Result<Recorded, String> {
         let step = self.capture(session, tool).await?;
         let relative = format!("{session_id}/{:06}.jpg", step.step);
-        let path = dir.join(&relative);
-        let data = step.data.clone();
-        tokio::task::spawn_blocking(move || write_private(&path, &data))
+        recordings
+            .put(&relative, tenant, step.data.clone())
             .await
-            .map_err(|e| e.to_string())?
             .map_err(|e| format!("could not store the step's screenshot: {e}"))?;
         Ok(Recorded {
             step: step.step,
@@ -203,34 +204,69 @@ fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     file.sync_data()
 }
 
+/// Where the steps of `audit` recordings are kept.
+enum Place {
+    /// Files (0600) under a directory of this machine.
+    Files(PathBuf),
+    /// The store other replicas share (its `artifacts`).
+    Store(airlock_store::Store),
+}
+
 /// The stored recordings of `audit` sessions: where their steps go, how long they stay,
 /// and an image read back for the operator. One per gateway.
 pub(crate) struct Recordings {
-    dir: Option<PathBuf>,
+    place: Option<Place>,
     retention: Duration,
     // When they were last pruned.
     pruned: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 impl Recordings {
-    /// Recordings under `dir` (none: `audit` recording is refused), kept `retention`.
-    pub(crate) fn new(dir: Option<PathBuf>, retention: Duration) -> Recordings {
+    /// Recordings kept `retention`: in `store` when other replicas share it, else
+    /// under `dir` (neither: `audit` recording is refused).
+    pub(crate) fn new(
+        dir: Option<PathBuf>,
+        store: Option<&airlock_store::Store>,
+        retention: Duration,
+    ) -> Recordings {
+        let place = match store {
+            Some(store) if store.is_shared() => Some(Place::Store(store.clone())),
+            _ => dir.map(Place::Files),
+        };
         Recordings {
-            dir,
+            place,
             retention,
             pruned: std::sync::Mutex::new(None),
         }
     }
 
-    /// Where steps are stored, if anywhere.
-    pub(crate) fn dir(&self) -> Option<&Path> {
-        self.dir.as_deref()
+    /// Whether steps are stored anywhere.
+    pub(crate) fn kept(&self) -> bool {
+        self.place.is_some()
+    }
+
+    // Stores one step's image as `name` (a file is written once, 0600).
+    async fn put(&self, name: &str, tenant: &str, data: Arc<Vec<u8>>) -> Result<(), String> {
+        match &self.place {
+            None => Err("this gateway stores no recordings".to_owned()),
+            Some(Place::Store(store)) => store
+                .put_artifact(name, tenant, crate::clock::now_ms(), &data)
+                .await
+                .map_err(|e| e.to_string()),
+            Some(Place::Files(dir)) => {
+                let path = dir.join(name);
+                tokio::task::spawn_blocking(move || write_private(&path, &data))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())
+            }
+        }
     }
 
     /// Removes what is past its retention, at most once an hour and off the caller's
-    /// task (a slow disk never delays the reaper).
+    /// task (a slow disk or store never delays the reaper).
     pub(crate) fn prune_due(&self) {
-        let Some(dir) = self.dir.clone() else {
+        let Some(place) = &self.place else {
             return;
         };
         {
@@ -241,25 +277,49 @@ impl Recordings {
             *last = Some(tokio::time::Instant::now());
         }
         let retention = self.retention;
-        tokio::task::spawn_blocking(move || match prune(&dir, retention) {
+        let told = |pruned: Result<u64, String>| match pruned {
             Ok(0) => {}
-            Ok(n) => tracing::info!(files = n, "pruned recordings past their retention"),
+            Ok(n) => tracing::info!(images = n, "pruned recordings past their retention"),
             Err(e) => tracing::warn!(error = %e, "could not prune recordings"),
-        });
+        };
+        match place {
+            Place::Files(dir) => {
+                let dir = dir.clone();
+                tokio::task::spawn_blocking(move || {
+                    told(prune(&dir, retention).map_err(|e| e.to_string()))
+                });
+            }
+            Place::Store(store) => {
+                let store = store.clone();
+                let before = crate::clock::now_ms()
+                    - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+                tokio::spawn(async move {
+                    told(
+                        store
+                            .drop_artifacts_before(before)
+                            .await
+                            .map_err(|e| e.to_string()),
+                    )
+                });
+            }
+        }
     }
 
     /// The stored image `file` (a name from the audit log), if it is still there and
     /// still the image whose SHA-256 is `sha256`.
     pub(crate) async fn image(&self, file: &str, sha256: &str) -> Option<Vec<u8>> {
-        let dir = self.dir.as_deref()?;
         // The name comes from the log: one that leaves the directory is refused.
-        let plain = Path::new(file)
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let plain = !file.is_empty()
+            && Path::new(file)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
         if !plain {
             return None;
         }
-        let data = tokio::fs::read(dir.join(file)).await.ok()?;
+        let data = match self.place.as_ref()? {
+            Place::Files(dir) => tokio::fs::read(dir.join(file)).await.ok()?,
+            Place::Store(store) => store.artifact(file).await.ok()??,
+        };
         use sha2::Digest as _;
         let actual: String = sha2::Sha256::digest(&data).encode_hex::<String>();
         (actual == sha256).then_some(data)
@@ -268,7 +328,7 @@ impl Recordings {
 
 /// Removes stored step screenshots older than `retention`, and session directories
 /// left empty. Returns how many files went.
-fn prune(dir: &Path, retention: Duration) -> std::io::Result<usize> {
+fn prune(dir: &Path, retention: Duration) -> std::io::Result<u64> {
     let Some(cutoff) = std::time::SystemTime::now().checked_sub(retention) else {
         return Ok(0);
     };

@@ -122,6 +122,7 @@ impl Gateway {
             stopping: tokio::sync::watch::Sender::new(false),
             recordings: Arc::new(crate::recording::Recordings::new(
                 config.recordings_dir.clone(),
+                config.store.as_ref(),
                 config.recording_retention,
             )),
             approvals: Arc::new(crate::approvals::Approvals::new(config.store.clone())),
@@ -251,7 +252,7 @@ impl Gateway {
         options: OpenOptions,
     ) -> Result<(Arc<Held>, Option<String>)> {
         let record = options.record.unwrap_or(self.config.recording);
-        if record == airlock_config::RecordMode::Audit && self.recordings.dir().is_none() {
+        if record == airlock_config::RecordMode::Audit && !self.recordings.kept() {
             return Err(Error::InvalidArgument(
                 "this gateway stores no recordings; record `transient` or `off`".to_owned(),
             ));

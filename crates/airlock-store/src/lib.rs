@@ -15,6 +15,7 @@ use std::time::Duration;
 use sqlx::Row;
 
 mod approvals;
+mod artifacts;
 mod audit;
 mod claims;
 mod grants;

@@ -71,12 +71,21 @@ impl AgentSession {
         if held.recorder.mode() != airlock_config::RecordMode::Audit {
             return;
         }
-        let (Some(dir), Some(session)) = (self.inner.recordings.dir(), &context.session) else {
+        let Some(session) = &context.session else {
             return;
         };
+        if !self.inner.recordings.kept() {
+            return;
+        }
         let stored = held
             .recorder
-            .store_step(&held.session, dir, &session.to_string(), context.tool)
+            .store_step(
+                &held.session,
+                &self.inner.recordings,
+                &session.to_string(),
+                &self.inner.principal.tenant,
+                context.tool,
+            )
             .await;
         if let Err(e) = &stored {
             tracing::error!(error = %e, tool.name = context.tool, "a step of an audit recording was not stored");

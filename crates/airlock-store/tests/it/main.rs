@@ -872,3 +872,45 @@ async fn agent_homes_are_shared(replicas: [Store; 3]) {
 async fn agent_homes_are_shared_by_replicas() {
     on_both(agent_homes_are_shared).await;
 }
+
+// An artifact stored through one replica is read through the others; a name is
+// stored once; retention removes what is older than its bound, on every replica.
+async fn artifacts_are_shared(replicas: [Store; 3]) {
+    let image = vec![0xff, 0xd8, 0, 1, 2, 3];
+    replicas[0]
+        .put_artifact("s1/000001.jpg", "acme", 1_000, &image)
+        .await
+        .unwrap();
+    assert!(
+        replicas[1]
+            .put_artifact("s1/000001.jpg", "acme", 1_500, b"other")
+            .await
+            .is_err(),
+        "never rewritten"
+    );
+    assert_eq!(
+        replicas[2].artifact("s1/000001.jpg").await.unwrap(),
+        Some(image.clone())
+    );
+    replicas[1]
+        .put_artifact("s1/000002.jpg", "acme", 5_000, &image)
+        .await
+        .unwrap();
+    assert_eq!(replicas[2].drop_artifacts_before(2_000).await.unwrap(), 1);
+    assert_eq!(replicas[0].artifact("s1/000001.jpg").await.unwrap(), None);
+    assert!(
+        replicas[0]
+            .artifact("s1/000002.jpg")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    for store in replicas {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artifacts_are_shared_by_replicas() {
+    on_both(artifacts_are_shared).await;
+}

@@ -39,7 +39,9 @@ pub(crate) async fn replay(config: &Config, session: &str, out: &Path) -> anyhow
     if events.is_empty() {
         bail!("the audit log has no events of session {session:?}");
     }
+    // Where the gateway kept the images: the store other replicas share, or files.
     let recordings = config.data_dir.join(RECORDINGS_DIR);
+    let in_store = store.is_shared().then_some(&store);
     let mut altered = 0;
     let mut rows = String::new();
     let mut header = String::new();
@@ -66,7 +68,12 @@ pub(crate) async fn replay(config: &Config, session: &str, out: &Path) -> anyhow
         };
         let image = match done.and_then(|d| d.recording.as_ref()) {
             Some(Recording::Stored { step, sha256, file }) => {
-                match embed(&recordings, file, sha256) {
+                let data = match in_store {
+                    _ if !safe(file) => None,
+                    Some(store) => store.artifact(file).await?,
+                    None => std::fs::read(recordings.join(file)).ok(),
+                };
+                match embed(data, sha256) {
                     Embedded::Image(uri) => format!("<img alt=\"step {step}\" src=\"{uri}\">"),
                     Embedded::Altered => {
                         altered += 1;
@@ -189,17 +196,18 @@ enum Embedded {
     Gone,
 }
 
-// The stored image as a data: URI, if it is still the one recorded. `file` comes
-// from the log: a path that leaves the recordings directory is refused.
-fn embed(recordings: &Path, file: &str, sha256: &str) -> Embedded {
-    let safe = !file.is_empty()
+// Whether `file`, a name from the log, stays inside the recordings (a path that
+// leaves the directory is refused).
+fn safe(file: &str) -> bool {
+    !file.is_empty()
         && Path::new(file)
             .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)));
-    if !safe {
-        return Embedded::Gone;
-    }
-    let Ok(data) = std::fs::read(recordings.join(file)) else {
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+// The stored image as a data: URI, if it is still the one recorded.
+fn embed(data: Option<Vec<u8>>, sha256: &str) -> Embedded {
+    let Some(data) = data else {
         return Embedded::Gone;
     };
     let actual: String = {

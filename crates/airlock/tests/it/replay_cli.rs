@@ -176,3 +176,66 @@ async fn a_replay_page_shows_every_step_and_no_secret_in_any_form() {
     })
     .await;
 }
+
+// On Postgres (replicas share it) an `audit` recording's images go to the store, not
+// to the recordings directory of the machine that took them: a replay made from
+// another machine's data dir, against the same database, embeds every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_shared_store_recordings_live_in_it_and_replay_anywhere() {
+    with_browser(|h| async move {
+        let pg = airlock_test_support::Postgres::start();
+        let tmp = tempfile::tempdir().unwrap();
+        let recordings = tmp.path().join("replica-a").join("recordings");
+        let store = Store::open_postgres(&pg.url()).await.unwrap();
+        let gateway = Gateway::new(
+            h.host().await,
+            GatewayConfig {
+                policy: h.site.policy(),
+                store: Some(store.clone()),
+                recording: RecordMode::Audit,
+                recordings_dir: Some(recordings.clone()),
+                ..GatewayConfig::default()
+            },
+        );
+        let agent = gateway.agent_session();
+        for page in ["login.html", "resolve.html"] {
+            let out = agent
+                .call(ToolCall::Navigate(Navigation::To {
+                    url: h.site.url(page),
+                    wait_until: WaitUntil::Load,
+                    snapshot: PageView::None,
+                }))
+                .await;
+            assert_eq!(out.error, None, "{}", out.text);
+        }
+        let id = gateway.leases()[0].id.to_string();
+        gateway.shutdown().await;
+        store.close().await;
+        assert!(!recordings.exists(), "nothing on this machine's disk");
+
+        let out_dir = tmp.path().join("replay");
+        let out = std::process::Command::new(BIN)
+            .args(["audit", "replay", &id, "--out"])
+            .arg(&out_dir)
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("AIRLOCK_MASTER_KEY")
+            .env("AIRLOCK_DATABASE_URL", pg.url())
+            .env("AIRLOCK_DATA_DIR", tmp.path().join("replica-b"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let page = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
+        assert_eq!(
+            page.matches("src=\"data:image/jpeg;base64,").count(),
+            2,
+            "{page}"
+        );
+        assert!(!page.contains("pruned or missing"), "{page}");
+    })
+    .await;
+}
