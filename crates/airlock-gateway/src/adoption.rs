@@ -6,9 +6,12 @@
 //! every replica's sessions and a conversation gets one session whichever replica
 //! its requests reach. Idle expiry reads the last use any replica wrote.
 //!
-//! Not adopted: a session that loaded secrets (the redactor that hides them is built
-//! from the vault at open, with its grant; only the replica that opened it serves
-//! it), and one on a replica's own local worker (nobody else can reach it).
+//! A session that loaded vault secrets is adopted with the same secrets, loaded
+//! again at the versions its row names (authority was checked, and a grant redeemed,
+//! when it opened). Not adopted: one whose secret changed since (the page may still
+//! show the old value, which this replica cannot know to hide), one that learned a
+//! value no vault holds (what an operator typed), and one on a replica's own local
+//! worker (nobody else can reach it).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -66,6 +69,7 @@ impl Gateway {
             used_ms: Some(now),
             held_by: None,
             home: None,
+            secrets: None,
         }
     }
 
@@ -177,8 +181,8 @@ impl Gateway {
                 .await;
             return Err(Error::NoSuchSession);
         };
-        if row.holds_secrets && !lease.held.loaded.holds_secrets() {
-            // It learned a secret on another replica (an operator typed there): this
+        if row.holds_secrets && lease.held.loaded.portable() {
+            // It learned a value on another replica (an operator typed there): this
             // one cannot redact it, so it lets go.
             self.sessions.forget(&lease.id);
             lease.held.session.release().await;
@@ -199,6 +203,14 @@ impl Gateway {
         if row.holds_secrets || row.tenant != tenant {
             return Err(elsewhere());
         }
+        // The vault's secrets it loaded, loaded again here at the same versions.
+        let loaded = match &row.secrets {
+            None => crate::credentials::Loaded::default(),
+            Some(stored) => match self.config.credentials.reload(tenant, stored).await? {
+                Some(loaded) => loaded,
+                None => return Err(changed()),
+            },
+        };
         // One adoption at a time: two would attach twice and hold one session twice.
         let _one = self.adopting.lock().await;
         if let Ok(lease) = self.tenant_lease(tenant, &row.id) {
@@ -221,7 +233,6 @@ impl Gateway {
             }
             Err(e) => return Err(e.into()),
         };
-        let loaded = crate::credentials::Loaded::default();
         loaded.allow_sockets(self.policy.websocket_origins());
         let record = row
             .record
@@ -485,7 +496,14 @@ fn worker_row(
 // Why a replica does not serve a session another one does.
 fn not_here() -> Error {
     Error::SessionExpired(
-        "this browser session is served only by the control-plane replica that knows its secrets (it holds credentials or what an operator typed, or runs on that replica's own worker); send its requests there",
+        "this browser session is served only by the control-plane replica that knows its secrets (an operator typed into it, or it runs on that replica's own worker); send its requests there",
+    )
+}
+
+// Why a replica does not serve a session whose credentials changed since it opened.
+fn changed() -> Error {
+    Error::SessionExpired(
+        "a credential this browser session loaded was changed or removed since it opened: only the replica that opened it can hide what it loaded; send its requests there, or lease a new session",
     )
 }
 

@@ -42,9 +42,20 @@ impl std::fmt::Debug for CredentialSource {
 #[derive(Default)]
 pub(crate) struct Loaded {
     secrets: Vec<Secret>,
+    // Each secret's name and the version loaded (`Vault::get_versioned`).
+    versions: Vec<(String, String)>,
     known: Arc<Known>,
     // The grant redeemed to load them, if one was (its id, never the token).
     grant: Option<String>,
+    // A value was learned after open (no vault holds it).
+    learned: std::sync::atomic::AtomicBool,
+}
+
+/// What a live session's row says of the secrets it loaded.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Version {
+    name: String,
+    version: String,
 }
 
 /// What loading credentials came to: secrets to use, or a reason the session opens
@@ -86,9 +97,13 @@ impl CredentialSource {
             ))
         };
         let mut secrets = Vec::new();
+        let mut versions = Vec::new();
         for name in names {
-            match vault.get(tenant, name).await {
-                Ok(secret) => secrets.push(secret),
+            match vault.get_versioned(tenant, name).await {
+                Ok((secret, version)) => {
+                    versions.push((secret.name.clone(), version));
+                    secrets.push(secret);
+                }
                 Err(airlock_vault::VaultError::NotFound(_)) if !operate => {
                     return Ok(not_covered(name));
                 }
@@ -123,32 +138,41 @@ impl CredentialSource {
                 }
             }
         }
-        let set = SecretSet {
-            entries: secrets
-                .iter()
-                .map(|s| SecretEntry {
-                    name: s.name.clone(),
-                    values: s
-                        .fields
-                        .redacted_values()
-                        .into_iter()
-                        .map(|v| Zeroizing::new(v.to_owned()))
-                        .collect(),
-                    origins: s.origins.clone(),
-                })
-                .collect(),
-            sockets: Vec::new(),
-        };
-        let known = Known::new(set).map_err(|e| Error::Internal(e.to_string()))?;
         let injection = injection(&secrets);
         Ok(Outcome::Loaded(
-            Loaded {
-                secrets,
-                known,
-                grant: grant_id,
-            },
+            Loaded::new(secrets, versions, grant_id)?,
             injection,
         ))
+    }
+
+    /// The secrets another replica's session loaded (`stored`, its row's list), at
+    /// the versions it loaded, for this replica to serve it: authority was checked
+    /// (and a grant redeemed) when it opened. `None` when a secret changed or went
+    /// since: this replica could not hide what the page may still show.
+    pub(crate) async fn reload(&self, tenant: &str, stored: &str) -> Result<Option<Loaded>> {
+        let Some(vault) = &self.vault else {
+            return Ok(None);
+        };
+        let wanted: Vec<Version> = serde_json::from_str(stored)
+            .map_err(|e| Error::Internal(format!("a live session's secret list: {e}")))?;
+        let mut secrets = Vec::new();
+        let mut versions = Vec::new();
+        for Version { name, version } in wanted {
+            match vault.get_versioned(tenant, &name).await {
+                Ok((secret, now)) if now == version => {
+                    secrets.push(secret);
+                    versions.push((name, version));
+                }
+                Ok(_) | Err(airlock_vault::VaultError::NotFound(_)) => return Ok(None),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read a credential");
+                    return Err(Error::Internal(format!(
+                        "credential `{name}` could not be read"
+                    )));
+                }
+            }
+        }
+        Ok(Some(Loaded::new(secrets, versions, None)?))
     }
 }
 
@@ -205,6 +229,60 @@ fn injection(secrets: &[Secret]) -> Injection {
 }
 
 impl Loaded {
+    fn new(
+        secrets: Vec<Secret>,
+        versions: Vec<(String, String)>,
+        grant: Option<String>,
+    ) -> Result<Loaded> {
+        let set = SecretSet {
+            entries: secrets
+                .iter()
+                .map(|s| SecretEntry {
+                    name: s.name.clone(),
+                    values: s
+                        .fields
+                        .redacted_values()
+                        .into_iter()
+                        .map(|v| Zeroizing::new(v.to_owned()))
+                        .collect(),
+                    origins: s.origins.clone(),
+                })
+                .collect(),
+            sockets: Vec::new(),
+        };
+        let known = Known::new(set).map_err(|e| Error::Internal(e.to_string()))?;
+        Ok(Loaded {
+            secrets,
+            versions,
+            known,
+            grant,
+            learned: Default::default(),
+        })
+    }
+
+    /// What a live session's row keeps of the loaded secrets: names and versions
+    /// (JSON), when there are any.
+    pub(crate) fn versions(&self) -> Option<String> {
+        if self.versions.is_empty() {
+            return None;
+        }
+        let list: Vec<Version> = self
+            .versions
+            .iter()
+            .map(|(name, version)| Version {
+                name: name.clone(),
+                version: version.clone(),
+            })
+            .collect();
+        serde_json::to_string(&list).ok()
+    }
+
+    /// Whether another replica could hold what this session knows: nothing was
+    /// learned after open (what an operator typed is in no vault).
+    pub(crate) fn portable(&self) -> bool {
+        !self.learned.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Names of the loaded secrets.
     pub(crate) fn names(&self) -> Vec<&str> {
         self.secrets.iter().map(|s| s.name.as_str()).collect()
@@ -284,6 +362,8 @@ impl Loaded {
     /// `origins`: from now on it is redacted in every form in what the control plane
     /// returns (the browser host is told separately).
     pub(crate) fn learn(&self, name: &str, value: &str, origins: &[String]) -> Result<()> {
+        self.learned
+            .store(true, std::sync::atomic::Ordering::Release);
         self.known
             .learn(name, value, origins)
             .map_err(|e| Error::Internal(e.to_string()))?;

@@ -371,7 +371,10 @@ impl Gateway {
         if let Some(store) = self.store() {
             row.worker = held.session.reachable_at().map(str::to_owned);
             row.worker_session = Some(held.session.id().to_owned());
-            row.holds_secrets = held.loaded.holds_secrets();
+            // Secrets from the vault another replica loads again, at these versions;
+            // nothing is learned yet.
+            row.secrets = held.loaded.versions();
+            row.holds_secrets = !held.loaded.portable();
             if let Err(e) = store.insert_live_session(&row).await {
                 tracing::warn!(error = %e, "could not note a live session");
             }
@@ -786,9 +789,7 @@ impl Gateway {
         // serves them (their rows stay). Every other closes.
         let shared = self.shared_store().is_some();
         let kept = |lease: &crate::sessions::Lease| {
-            shared
-                && lease.held.session.reachable_at().is_some()
-                && !lease.held.loaded.holds_secrets()
+            shared && lease.held.session.reachable_at().is_some() && lease.held.loaded.portable()
         };
         for (lease, kept) in self.sessions.drain(kept) {
             if kept {

@@ -60,7 +60,8 @@ pub struct LiveSessionRecord {
     pub record: Option<String>,
     /// Its own host narrowing (a JSON array), if it gave one.
     pub allow_hosts: Option<String>,
-    /// Whether it loaded secrets (then only the replica that opened it serves it).
+    /// Whether it learned values after open that no vault holds (what an operator
+    /// typed): then only the replicas that know them serve it.
     pub holds_secrets: bool,
     /// When any replica last used it, Unix milliseconds.
     pub used_ms: Option<i64>,
@@ -69,6 +70,8 @@ pub struct LiveSessionRecord {
     pub held_by: Option<String>,
     /// The home (`agent_homes`) whose browser session it is, if any.
     pub home: Option<String>,
+    /// The vault secrets it loaded and their versions (JSON), if any.
+    pub secrets: Option<String>,
 }
 
 // Every column of a live session row, in the order `bind_live!` binds them, and
@@ -76,17 +79,17 @@ pub struct LiveSessionRecord {
 macro_rules! live_columns {
     () => {
         "id, tenant, user_id, conversation, gateway_pid, opened_ms, replica, worker, \
-         worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home"
+         worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home, secrets"
     };
 }
 macro_rules! live_values {
     () => {
-        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15"
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16"
     };
 }
 pub(crate) use {live_columns, live_values};
 
-// Binds a row's columns to `$1..$15` of `query`.
+// Binds a row's columns to `$1..$16` of `query`.
 macro_rules! bind_live {
     ($query:expr, $live:expr) => {
         $query
@@ -105,6 +108,7 @@ macro_rules! bind_live {
             .bind($live.holds_secrets)
             .bind($live.used_ms)
             .bind(&$live.home)
+            .bind(&$live.secrets)
     };
 }
 pub(crate) use bind_live;
@@ -227,7 +231,8 @@ impl Store {
                worker = excluded.worker, worker_session = excluded.worker_session,
                idle_ttl_ms = excluded.idle_ttl_ms, record = excluded.record,
                allow_hosts = excluded.allow_hosts, holds_secrets = excluded.holds_secrets,
-               used_ms = excluded.used_ms, home = excluded.home"
+               used_ms = excluded.used_ms, home = excluded.home,
+               secrets = excluded.secrets"
         );
         on_pool!(self, |pool| {
             bind_live!(sqlx::query(UPSERT), live).execute(pool).await?;
@@ -304,6 +309,7 @@ pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
         used_ms: r.get("used_ms")?,
         held_by: r.get("held_by")?,
         home: r.get("home")?,
+        secrets: r.get("secrets")?,
     })
 }
 

@@ -221,6 +221,22 @@ impl Vault {
         self.decrypt(&record)
     }
 
+    /// The secret `name` of `tenant` and its version: a name for this sealing of
+    /// it (its record's nonce, fresh at every write; never derived from a value), so
+    /// that what was loaded once can be told from what is stored now.
+    pub async fn get_versioned(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<(Secret, String), VaultError> {
+        let record = self
+            .store
+            .secret(tenant, name)
+            .await?
+            .ok_or_else(|| VaultError::NotFound(name.to_owned()))?;
+        Ok((self.decrypt(&record)?, hex::encode(&record.nonce)))
+    }
+
     fn decrypt(&self, record: &SecretRecord) -> Result<Secret, VaultError> {
         let plain = unseal_record(&self.key, record).ok_or_else(|| {
             VaultError::Crypto(format!(

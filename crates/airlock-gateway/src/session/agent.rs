@@ -103,7 +103,7 @@ impl Drop for AgentInner {
 
 // Whether another replica could serve `lease` (see `adoption.rs`).
 fn adoptable(lease: &Lease) -> bool {
-    lease.held.session.reachable_at().is_some() && !lease.held.loaded.holds_secrets()
+    lease.held.session.reachable_at().is_some() && lease.held.loaded.portable()
 }
 
 /// One agent's view of the gateway; dropping it closes its browser session.

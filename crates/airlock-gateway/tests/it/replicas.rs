@@ -249,6 +249,19 @@ async fn replica(
     worker: &SharedWorker,
     caps: airlock_gateway::Caps,
 ) -> Arc<Gateway> {
+    replica_with(
+        worker,
+        GatewayConfig {
+            store: Some(store.clone()),
+            caps,
+            ..config(h)
+        },
+    )
+    .await
+}
+
+// A replica with `config`, its sessions on `worker`.
+async fn replica_with(worker: &SharedWorker, config: GatewayConfig) -> Arc<Gateway> {
     let connector = airlock_worker::SocketConnector {
         path: worker.path.clone(),
         token: zeroize::Zeroizing::new(WORKER_TOKEN.to_owned()),
@@ -256,14 +269,7 @@ async fn replica(
     };
     let remote = airlock_worker::Remote::new(connector).await.unwrap();
     let host: airlock_worker::Host = airlock_worker::Fleet::new(vec![remote]).unwrap().into();
-    Gateway::new(
-        host,
-        GatewayConfig {
-            store: Some(store.clone()),
-            caps,
-            ..config(h)
-        },
-    )
+    Gateway::new(host, config)
 }
 
 fn acme(key: &str) -> airlock_gateway::Principal {
@@ -595,6 +601,128 @@ async fn a_homed_agent_keeps_its_browser_whichever_replica_serves_it() {
         for store in stores {
             store.close().await;
         }
+    })
+    .await;
+}
+
+// A session that loaded a vault secret is served by another replica with the same
+// secret, loaded there again: the agent types it by placeholder through that replica,
+// and nothing that replica returns shows it in any form the page computes. Once the
+// secret changes in the vault, a replica that did not hold the session refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_with_credentials_is_served_by_any_replica_until_its_secret_changes() {
+    with_browser(|h| async move {
+        const SECRET: &str = "s3cr/t+Pw9";
+        let pg = Postgres::start();
+        let url = pg.url();
+        let worker = shared_worker(&h);
+        let key = airlock_vault::MasterKey::generate().unwrap();
+        let mut replicas = Vec::new();
+        let mut vaults = Vec::new();
+        for _ in 0..3 {
+            let store = Store::open_postgres(&url).await.unwrap();
+            let vault = Arc::new(
+                airlock_vault::Vault::open(store.clone(), key.clone())
+                    .await
+                    .unwrap(),
+            );
+            vaults.push(vault.clone());
+            replicas.push(
+                replica_with(
+                    &worker,
+                    GatewayConfig {
+                        store: Some(store),
+                        credentials: airlock_gateway::CredentialSource {
+                            vault: Some(vault),
+                            tenant: "acme".into(),
+                            role: airlock_core::Role::Operate,
+                        },
+                        ..config(&h)
+                    },
+                )
+                .await,
+            );
+        }
+        let login = |password: &str| {
+            let mut fields = airlock_vault::Fields::default();
+            fields.password = Some(password.to_owned());
+            airlock_vault::Secret {
+                tenant: "acme".into(),
+                name: "login".into(),
+                origins: vec![format!("http://127.0.0.1:{}", h.site.a.port())],
+                fields,
+            }
+        };
+        vaults[0].set(&login(SECRET)).await.unwrap();
+        let operator = airlock_gateway::Principal {
+            tenant: "acme".into(),
+            role: airlock_core::Role::Operate,
+            key: Some("key_op".into()),
+        };
+        let leased = replicas[0]
+            .lease(
+                &operator,
+                airlock_gateway::LeaseRequest {
+                    options: airlock_gateway::OpenOptions {
+                        credentials: vec!["login".into()],
+                        ..Default::default()
+                    },
+                    ..lease("u1", "with-credentials")
+                },
+            )
+            .await
+            .unwrap();
+        let id = leased.info.id.to_string();
+
+        let on_b = replicas[1].session_agent(&operator, &id).await.unwrap();
+        let out = on_b.call(navigate(h.site.url("app/reflect.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let typed = on_b
+            .call(ToolCall::Interact(airlock_gateway::Interaction::Type {
+                target: airlock_gateway::action::Target::Role {
+                    role: "textbox".into(),
+                    name: Some("Anything".into()),
+                    index: None,
+                },
+                text: "{{secret:login.password}}".into(),
+                clear_first: true,
+                submit: false,
+            }))
+            .await;
+        assert_eq!(typed.error, None, "typed through B: {}", typed.text);
+        let page = page_of(&on_b).await;
+        assert!(page.contains("raw "), "the page reflected it: {page}");
+        use base64::Engine as _;
+        let forms = [
+            SECRET.to_owned(),
+            SECRET.replace('/', "%2F").replace('+', "%2B"),
+            base64::engine::general_purpose::STANDARD.encode(format!("user:{SECRET}")),
+        ];
+        for text in [&typed.text, &page] {
+            for form in &forms {
+                assert!(!text.contains(form.as_str()), "`{form}` shown by B: {text}");
+            }
+        }
+
+        // The secret changes: C, which never held the session, cannot hide what the
+        // page still shows, so it refuses; B, which holds it, goes on.
+        vaults[2].set(&login("an0ther-Pw")).await.unwrap();
+        let refused = match replicas[2].session_agent(&operator, &id).await {
+            Ok(agent) => page_of(&agent).await,
+            Err(e) => e.to_string(),
+        };
+        assert!(refused.contains("changed"), "{refused}");
+        assert!(!refused.contains(SECRET));
+        let page = page_of(&on_b).await;
+        assert!(!page.contains(SECRET), "{page}");
+
+        drop(on_b);
+        for replica in &replicas {
+            replica.shutdown().await;
+        }
+        drop(replicas);
+        let _ = worker.stop.send(());
+        worker.task.await.unwrap();
     })
     .await;
 }
