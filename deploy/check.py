@@ -156,9 +156,13 @@ def check_workers_cannot_reach_the_cluster_or_metadata(objects, secrets):
         for peer in rule["to"]:
             block = peer.get("ipBlock")
             if block is None:
-                # Only DNS may be reached by selector.
+                # By selector only DNS, and the control plane's port (to register).
                 ports = {p["port"] for p in rule.get("ports", [])}
-                assert ports == {53}, f"worker egress by selector beyond DNS: {rule}"
+                labels = peer.get("podSelector", {}).get("matchLabels", {})
+                to_control = set(peer) == {"podSelector"} and labels.get(
+                    "app.kubernetes.io/component") == "control-plane"
+                assert ports == {53} or (to_control and ports == {8080}), \
+                    f"worker egress by selector beyond DNS and the control plane's port: {rule}"
                 continue
             if block["cidr"] == "0.0.0.0/0":
                 missing = [r for r in PRIVATE_RANGES if r not in block.get("except", [])]
@@ -189,8 +193,13 @@ def check_disruption_budgets_and_autoscalers(objects, secrets):
         assert targets == want, f"{kind} for {targets}"
     hpa = named(objects, "HorizontalPodAutoscaler", "airlock-worker")["spec"]
     config = named(objects, "ConfigMap", "airlock-config")["data"]["airlock.toml"]
-    listed = config.count("[[workers]]")
-    assert hpa["maxReplicas"] <= listed, f"the worker autoscaler may run {hpa['maxReplicas']} pods; the config lists {listed}"
+    if "[registration]" in config:
+        # Every worker the autoscaler adds must register, and say where it is.
+        args = " ".join(worker_pod(objects)["containers"][0]["args"])
+        assert "--register=" in args and "--advertise=" in args, f"workers do not register: {args}"
+    else:
+        listed = config.count("[[workers]]")
+        assert hpa["maxReplicas"] <= listed, f"the worker autoscaler may run {hpa['maxReplicas']} pods; the config lists {listed}"
 
 
 def check_secrets_referenced_exist(objects, secrets):
@@ -262,8 +271,16 @@ def breakages():
         control_pod(objects)["containers"][0]["env"].append(
             {"name": "X", "valueFrom": {"secretKeyRef": {"name": "airlock-secrets", "key": "nope"}}})
 
-    def more_workers_than_listed(objects, secrets):
-        named(objects, "HorizontalPodAutoscaler", "airlock-worker")["spec"]["maxReplicas"] = 50
+    def workers_do_not_register(objects, secrets):
+        args = worker_pod(objects)["containers"][0]["args"]
+        args[:] = [a for a in args if not a.startswith("--register=")]
+
+    def worker_reaches_control_plane_database_port(objects, secrets):
+        spec = named(objects, "NetworkPolicy", "worker")["spec"]
+        rule = next(r for r in spec["egress"] if any(
+            p.get("podSelector", {}).get("matchLabels", {}).get("app.kubernetes.io/component") == "control-plane"
+            for p in r["to"]))
+        rule["ports"].append({"protocol": "TCP", "port": 5432})
 
     def not_restricted(objects, secrets):
         next(o for o in objects if o["kind"] == "Namespace")["metadata"]["labels"][
@@ -287,7 +304,10 @@ def breakages():
         ("no default deny", check_network_is_denied_by_default, no_default_deny),
         ("/dev/shm on disk", check_worker_scratch_is_on_empty_dirs, shm_on_disk),
         ("unknown secret key", check_secrets_referenced_exist, unknown_secret_key),
-        ("autoscaler past the list", check_disruption_budgets_and_autoscalers, more_workers_than_listed),
+        ("workers that neither register nor are listed", check_disruption_budgets_and_autoscalers,
+         workers_do_not_register),
+        ("worker egress to another control-plane port", check_workers_cannot_reach_the_cluster_or_metadata,
+         worker_reaches_control_plane_database_port),
     ]
 
 

@@ -209,6 +209,30 @@ pub struct Config {
     pub workers: Vec<RemoteWorker>,
     /// Where the shared state lives (`[store] url`, `AIRLOCK_DATABASE_URL`).
     pub store: StoreLocation,
+    /// Workers may register themselves (`[registration]`): how to reach them.
+    pub registration: Option<Registration>,
+}
+
+/// How to reach browser workers that register themselves: one certificate name and
+/// CA for all of them, and the deployment's worker token (which they present to
+/// register).
+#[derive(Clone)]
+pub struct Registration {
+    /// The name every registered worker's certificate carries.
+    pub server_name: String,
+    /// The CA their certificates must chain to.
+    pub ca_file: PathBuf,
+    /// The shared worker token.
+    pub token: ApiKey,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("server_name", &self.server_name)
+            .field("ca_file", &self.ca_file)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where the store is: SQLite in the data dir (one process), or a Postgres server
@@ -881,6 +905,21 @@ impl Config {
             });
         }
 
+        let registration = match &raw.registration {
+            None => None,
+            Some(r) if r.server_name.trim().is_empty() => {
+                return Err(Error::Invalid {
+                    key: "registration.server_name".to_owned(),
+                    message: "the name every registered worker's certificate carries".to_owned(),
+                });
+            }
+            Some(r) => Some(Registration {
+                server_name: r.server_name.clone(),
+                ca_file: r.ca_file.clone(),
+                token: worker_token(r.token_file.as_deref(), env)?,
+            }),
+        };
+
         let store = match env
             .get(vars::DATABASE_URL)
             .or(raw.store.url)
@@ -926,6 +965,7 @@ impl Config {
                 .unwrap_or_else(|| DEFAULT_WORKER_USER.to_owned()),
             workers,
             store,
+            registration,
         })
     }
 }

@@ -44,6 +44,21 @@ pub struct RawConfig {
     /// `[store]`: where the shared state lives.
     #[serde(default)]
     pub store: RawStore,
+    /// `[registration]`: browser workers that register themselves.
+    pub registration: Option<RawRegistration>,
+}
+
+/// `[registration]` as written: how to reach workers that register themselves
+/// (`airlock worker --register`), whose addresses no config lists.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRegistration {
+    /// The name every registered worker's certificate carries.
+    pub server_name: String,
+    /// PEM CA certificate(s) their certificates must chain to.
+    pub ca_file: PathBuf,
+    /// A file holding the worker token (else `AIRLOCK_WORKER_TOKEN`).
+    pub token_file: Option<PathBuf>,
 }
 
 /// `[store]` as written.

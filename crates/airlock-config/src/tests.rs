@@ -181,6 +181,15 @@ fn errors_name_the_key() {
             "[policy]\nallow_private = [\"10.0.0.0/40\"]",
             "policy.allow_private[0]",
         ),
+        (
+            "[registration]\nserver_name = \" \"\nca_file = \"/ca.pem\"",
+            "registration.server_name",
+        ),
+        // No worker token in the environment.
+        (
+            "[registration]\nserver_name = \"w\"\nca_file = \"/ca.pem\"",
+            "AIRLOCK_WORKER_TOKEN",
+        ),
     ];
     for (text, key) in cases {
         let err = load(text, &[]).unwrap_err().to_string();
@@ -316,4 +325,19 @@ fn a_drivers_error_loses_the_url_and_its_password_in_every_spelling() {
         "{said}"
     );
     assert!(said.contains("postgres://db:5432/airlock"), "{said}");
+}
+
+#[test]
+fn registration_reads_the_name_the_ca_and_the_worker_token() {
+    let token = "a-worker-token-of-at-least-thirty-two-characters";
+    let config = load(
+        "[registration]\nserver_name = \"airlock-worker.airlock.svc\"\nca_file = \"/etc/airlock/ca.pem\"",
+        &[("AIRLOCK_WORKER_TOKEN", token)],
+    )
+    .unwrap();
+    let registration = config.registration.expect("registration");
+    assert_eq!(registration.server_name, "airlock-worker.airlock.svc");
+    assert_eq!(registration.token.expose(), token);
+    assert!(!format!("{registration:?}").contains(token));
+    assert!(load("", &[]).unwrap().registration.is_none());
 }

@@ -360,6 +360,9 @@ impl Gateway {
             }
         }
         let workers = self.host.workers_status(Duration::from_millis(1500)).await;
+        if workers.is_empty() && self.host.takes_registrations() {
+            return Err("no browser worker has registered yet".to_owned());
+        }
         if !workers.is_empty() && !workers.iter().any(|(_, load, _)| load.is_some()) {
             return Err(format!(
                 "none of the {} browser workers answers",

@@ -30,6 +30,7 @@ mod leasing;
 mod operator;
 mod principal;
 mod recording;
+mod registry;
 mod session;
 mod sessions;
 mod surface;
@@ -51,6 +52,7 @@ pub use homes::{HOME_KEPT, Home, mcp_home};
 pub use leasing::{LeaseRequest, Leased, MAX_LEASE_TTL};
 pub use operator::{AuditFilter, ChainStatus, SecretInfo};
 pub use recording::{Step as RecordedStep, TRANSIENT_STEPS};
+pub use registry::FORGET_AFTER;
 pub use session::{
     AgentSession, CallContext, CallObserver, CallRecord, Gate, Gateway, GatewayConfig,
 };

@@ -884,6 +884,7 @@ async fn heartbeat(gateway: std::sync::Weak<Gateway>) {
         if let Err(e) = gateway.end_orphaned_sessions().await {
             tracing::warn!(error = %e, "could not end sessions of gone replicas");
         }
+        gateway.learn_registered_workers().await;
         gateway.end_sessions_of_gone_workers().await;
     }
 }

@@ -24,6 +24,7 @@ mod limit;
 mod metrics;
 mod openapi;
 pub mod webhook;
+mod workers;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -61,6 +62,9 @@ pub struct HttpConfig {
     pub admin_key: Option<ApiKey>,
     /// Bearer JWTs of service callers, when configured.
     pub jwt: Option<Arc<jwt::JwtVerifier>>,
+    /// The worker token registering workers present (`[registration]`); `None`:
+    /// workers do not register here.
+    pub worker_token: Option<ApiKey>,
 }
 
 /// The router with every endpoint this surface serves.
@@ -114,6 +118,14 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .route_layer(middleware::from_fn_with_state(auth, authenticate))
         .merge(api)
         .merge(metadata)
+        .merge(
+            Router::new()
+                .route("/api/v1/workers", axum::routing::post(workers::register))
+                .with_state(Arc::new(workers::Registrar {
+                    gateway: gateway.clone(),
+                    token: config.worker_token,
+                })),
+        )
         .route("/api/v1/openapi.json", get(openapi_json))
         .merge(console)
         .route("/healthz", get(healthz))

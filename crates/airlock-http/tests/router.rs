@@ -52,6 +52,7 @@ async fn server(keys: bool, caps: Caps) -> Server {
         public_url: format!("http://{HOST}:8080"),
         tool_profile: Default::default(),
         jwt: None,
+        worker_token: None,
     };
     Server {
         router: router(gateway, config),

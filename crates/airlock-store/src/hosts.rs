@@ -66,6 +66,31 @@ impl Store {
         })
     }
 
+    /// Notes that the worker at `address` registered itself at `now_ms`: its row is
+    /// made (named by its address, as replicas name it) or its heartbeat refreshed;
+    /// what replicas that reach it wrote of its load stays.
+    pub async fn register_worker(&self, address: &str, pid: i64, now_ms: i64) -> Result<()> {
+        let hostname = address
+            .rsplit_once(':')
+            .map_or(address, |(host, _)| host)
+            .to_owned();
+        on_pool!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO hosts (id, role, address, capacity, sessions, free_mb, version,
+                   hostname, pid, started_ms, heartbeat_ms, draining)
+                 VALUES ($1, 'worker', $1, 0, 0, 0, 'registered', $2, $3, $4, $4, FALSE)
+                 ON CONFLICT (id) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms",
+            )
+            .bind(address)
+            .bind(&hostname)
+            .bind(pid)
+            .bind(now_ms)
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
+
     /// Every host's row, oldest first.
     pub async fn hosts(&self) -> Result<Vec<HostRecord>> {
         on_pool!(self, |pool| {

@@ -43,19 +43,49 @@ pub enum Host {
     Fleet(Arc<Fleet>),
 }
 
-/// Workers listed in `[[workers]]`.
+/// Makes the [`Remote`] of a worker that registered itself at an address.
+pub type MakeRemote = Box<dyn Fn(&str) -> Option<Remote> + Send + Sync>;
+
+/// Workers listed in `[[workers]]`, and those that registered themselves.
 pub struct Fleet {
-    workers: Vec<Arc<Remote>>,
+    workers: std::sync::RwLock<Vec<Arc<Remote>>>,
+    // How many of `workers`, from the first, are listed (never forgotten).
+    listed: usize,
+    // Makes a registered worker's Remote; `None`: only listed workers.
+    make: Option<MakeRemote>,
+    isolation: Isolation,
     next: std::sync::atomic::AtomicUsize,
 }
 
 impl Fleet {
-    /// Sessions spread over `workers` in turn (at least one).
+    /// Sessions spread over `workers` (at least one).
     pub fn new(workers: Vec<Remote>) -> Option<Fleet> {
-        (!workers.is_empty()).then(|| Fleet {
-            workers: workers.into_iter().map(Arc::new).collect(),
+        let isolation = workers.first()?.about().default_isolation;
+        Some(Fleet::with(workers, None, isolation))
+    }
+
+    /// Sessions spread over `workers` (perhaps none yet) and every worker that
+    /// registers itself ([`Host::learn_worker`]), reached as `make` says.
+    pub fn registering(workers: Vec<Remote>, make: MakeRemote, isolation: Isolation) -> Fleet {
+        Fleet::with(workers, Some(make), isolation)
+    }
+
+    fn with(workers: Vec<Remote>, make: Option<MakeRemote>, isolation: Isolation) -> Fleet {
+        Fleet {
+            listed: workers.len(),
+            workers: std::sync::RwLock::new(workers.into_iter().map(Arc::new).collect()),
+            make,
+            isolation,
             next: Default::default(),
-        })
+        }
+    }
+
+    // The workers now.
+    fn all(&self) -> Vec<Arc<Remote>> {
+        self.workers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -64,10 +94,11 @@ impl Fleet {
     // places, within free memory), then fewer sessions, ties in turn; workers that
     // did not say (not answering within a second) or have no room last, still
     // tried, in turn.
-    async fn by_room(&self) -> Vec<&Arc<Remote>> {
-        let n = self.workers.len();
+    async fn by_room(&self) -> Vec<Arc<Remote>> {
+        let workers = self.all();
+        let n = workers.len();
         let first = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let loads = futures_util::future::join_all(self.workers.iter().map(|remote| async move {
+        let loads = futures_util::future::join_all(workers.iter().map(|remote| async move {
             tokio::time::timeout(Duration::from_secs(1), remote.load())
                 .await
                 .ok()
@@ -82,7 +113,7 @@ impl Fleet {
                 _ => (1, 0, 0, turn),
             }
         });
-        order.into_iter().map(|i| &self.workers[i]).collect()
+        order.into_iter().map(|i| workers[i].clone()).collect()
     }
 }
 
@@ -97,7 +128,7 @@ impl std::fmt::Debug for Host {
         match self {
             Host::Local(_) => f.write_str("Host::Local"),
             Host::Remote(remote) => write!(f, "Host::Remote({:?})", remote.about()),
-            Host::Fleet(fleet) => write!(f, "Host::Fleet({} workers)", fleet.workers.len()),
+            Host::Fleet(fleet) => write!(f, "Host::Fleet({} workers)", fleet.all().len()),
         }
     }
 }
@@ -283,8 +314,8 @@ impl Host {
             return Err(Error::SessionClosed);
         };
         let remote = fleet
-            .workers
-            .iter()
+            .all()
+            .into_iter()
             .find(|w| w.address() == address)
             .ok_or(Error::SessionClosed)?;
         let session = remote.host().await?.attach(id).await?;
@@ -304,7 +335,7 @@ impl Host {
         let Host::Fleet(fleet) = self else {
             return Vec::new();
         };
-        futures_util::future::join_all(fleet.workers.iter().map(|remote| async move {
+        futures_util::future::join_all(fleet.all().into_iter().map(|remote| async move {
             let load = tokio::time::timeout(within, remote.load())
                 .await
                 .ok()
@@ -319,7 +350,7 @@ impl Host {
         match self {
             Host::Local(host) => host.default_isolation(),
             Host::Remote(remote) => remote.about().default_isolation,
-            Host::Fleet(fleet) => fleet.workers[0].about().default_isolation,
+            Host::Fleet(fleet) => fleet.isolation,
         }
     }
 
@@ -341,8 +372,8 @@ impl Host {
             Host::Remote(remote) => of(remote).await,
             Host::Fleet(fleet) => {
                 let mut sum = 0;
-                for remote in &fleet.workers {
-                    sum += of(remote).await;
+                for remote in fleet.all() {
+                    sum += of(&remote).await;
                 }
                 sum
             }
@@ -358,12 +389,58 @@ impl Host {
     }
 
     /// The worker, if sessions run in one (the first of several).
-    pub fn remote(&self) -> Option<&Arc<Remote>> {
+    pub fn remote(&self) -> Option<Arc<Remote>> {
         match self {
             Host::Local(_) => None,
-            Host::Remote(remote) => Some(remote),
-            Host::Fleet(fleet) => fleet.workers.first(),
+            Host::Remote(remote) => Some(remote.clone()),
+            Host::Fleet(fleet) => fleet.all().first().cloned(),
         }
+    }
+
+    /// Whether workers register themselves here (then a fleet may have none yet).
+    pub fn takes_registrations(&self) -> bool {
+        matches!(self, Host::Fleet(fleet) if fleet.make.is_some())
+    }
+
+    /// Adds the worker that registered itself at `address`, unless it is known
+    /// (listed, or registered before) or this host takes no registrations. Returns
+    /// whether it was added.
+    pub fn learn_worker(&self, address: &str) -> bool {
+        let Host::Fleet(fleet) = self else {
+            return false;
+        };
+        let Some(make) = &fleet.make else {
+            return false;
+        };
+        if fleet.all().iter().any(|w| w.address() == address) {
+            return false;
+        }
+        let Some(remote) = make(address) else {
+            return false;
+        };
+        let mut workers = fleet.workers.write().unwrap_or_else(|p| p.into_inner());
+        if workers.iter().any(|w| w.address() == address) {
+            return false;
+        }
+        workers.push(Arc::new(remote));
+        true
+    }
+
+    /// Drops a worker that registered itself at `address` (it stopped registering
+    /// and answering); listed workers stay. Returns whether it was dropped.
+    pub fn forget_worker(&self, address: &str) -> bool {
+        let Host::Fleet(fleet) = self else {
+            return false;
+        };
+        let mut workers = fleet.workers.write().unwrap_or_else(|p| p.into_inner());
+        let before = workers.len();
+        let listed = fleet.listed;
+        let mut i = 0;
+        workers.retain(|w| {
+            i += 1;
+            i <= listed || w.address() != address
+        });
+        workers.len() != before
     }
 
     /// Stops every Chromium of the host.
@@ -372,7 +449,7 @@ impl Host {
             Host::Local(host) => host.shutdown().await,
             Host::Remote(remote) => remote.connector.shutdown().await,
             Host::Fleet(fleet) => {
-                for remote in &fleet.workers {
+                for remote in fleet.all() {
                     remote.connector.shutdown().await;
                 }
             }

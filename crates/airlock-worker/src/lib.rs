@@ -17,12 +17,13 @@ pub mod handle;
 pub mod local;
 pub mod process;
 pub mod proto;
+pub mod register;
 pub mod remote;
 pub mod secrets;
 pub mod tls;
 mod watch;
 
-pub use handle::{BrowserSession, Fleet, Host, Remote, with_action_budget};
+pub use handle::{BrowserSession, Fleet, Host, MakeRemote, Remote, with_action_budget};
 pub use local::{LocalHost, LocalSession};
 pub use process::{LocalWorker, WorkerSpawn, WorkerStart};
 pub use proto::{

@@ -114,6 +114,7 @@ pub async fn run_listening(
     tls: Arc<rustls::ServerConfig>,
     admission: Admission,
     browser: &BrowserConfig,
+    register: Option<Register>,
 ) -> Result<(), RunError> {
     let dir = tempfile::Builder::new()
         .prefix("airlock-worker-")
@@ -133,6 +134,29 @@ pub async fn run_listening(
         .local_addr()
         .map_err(|e| RunError::Start(e.to_string()))?;
     announce(format!("{READY} {bound}"), "TLS").await?;
+    // Registering until the worker stops (the task goes with the runtime).
+    let registering = match register {
+        None => None,
+        Some(register) => {
+            let address = match register.advertise {
+                Some(address) => address,
+                None if bound.ip().is_unspecified() => {
+                    return Err(RunError::Start(
+                        "--register needs --advertise: the address replicas reach this worker at"
+                            .to_owned(),
+                    ));
+                }
+                None => bound.to_string(),
+            };
+            let registering = crate::register::Registering::new(
+                &register.control_plane,
+                &address,
+                &admission.token,
+            )
+            .map_err(RunError::Start)?;
+            Some(tokio::spawn(registering.run()))
+        }
+    };
     let stop = async {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
@@ -150,8 +174,20 @@ pub async fn run_listening(
         stop,
     )
     .await;
+    if let Some(registering) = registering {
+        registering.abort();
+    }
     drop(dir);
     Ok(())
+}
+
+/// `--register` and `--advertise`, as given.
+#[derive(Debug, Clone)]
+pub struct Register {
+    /// The control plane's root URL.
+    pub control_plane: String,
+    /// The address replicas reach this worker at (default: where it listens).
+    pub advertise: Option<String>,
 }
 
 // Says the worker listens: in its log, and as `line` on stdout for whoever started

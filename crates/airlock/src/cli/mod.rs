@@ -118,6 +118,15 @@ enum Command {
         /// one) this long before closing them.
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3600))]
         drain_secs: u64,
+        /// With --listen: register with the control plane at this http:// URL (any
+        /// replica, through its Service) every 2 s, so that replicas with
+        /// `[registration]` find this worker without a list.
+        #[arg(long, requires = "listen")]
+        register: Option<String>,
+        /// With --register: the host:port replicas reach this worker at (default:
+        /// the address it listens on).
+        #[arg(long, requires = "register")]
+        advertise: Option<String>,
     },
     /// Explain egress policy decisions.
     Policy {
@@ -423,6 +432,8 @@ pub(crate) fn main() -> ExitCode {
             sessions,
             exit_after,
             drain_secs,
+            register,
+            advertise,
         } => {
             let outcome = match (socket, listen, tls_cert, tls_key) {
                 (Some(socket), _, _, _) => runtime
@@ -455,6 +466,10 @@ pub(crate) fn main() -> ExitCode {
                                     drain_within: std::time::Duration::from_secs(drain_secs),
                                 },
                                 &config.browser,
+                                register.map(|control_plane| airlock_worker::process::Register {
+                                    control_plane,
+                                    advertise,
+                                }),
                             ))
                             .map_err(anyhow::Error::from),
                         Err(e) => Err(e),
@@ -763,7 +778,7 @@ static LOG_ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 /// Where sessions run, as configured: a local worker process (started now, as an
 /// unprivileged user when root), or this process.
 pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_worker::Host> {
-    if !config.workers.is_empty() {
+    if !config.workers.is_empty() || config.registration.is_some() {
         let mut remotes = Vec::with_capacity(config.workers.len());
         for worker in &config.workers {
             let tls = airlock_worker::tls::client_config(&worker.ca_file)?;
@@ -796,8 +811,30 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
             };
             remotes.push(remote);
         }
-        let fleet = airlock_worker::Fleet::new(remotes).context("no browser worker")?;
-        return Ok(fleet.into());
+        let Some(registration) = &config.registration else {
+            let fleet = airlock_worker::Fleet::new(remotes).context("no browser worker")?;
+            return Ok(fleet.into());
+        };
+        // Workers that register themselves (through any replica, into the store) are
+        // reached with one name and CA; connected when first used.
+        let tls = airlock_worker::tls::client_config(&registration.ca_file)?;
+        let (server_name, token) = (
+            registration.server_name.clone(),
+            zeroize::Zeroizing::new(registration.token.expose().to_owned()),
+        );
+        let isolation = config.browser.isolation;
+        let make: airlock_worker::MakeRemote = Box::new(move |address: &str| {
+            Some(airlock_worker::Remote::unconnected(
+                airlock_worker::TlsConnector {
+                    address: address.to_owned(),
+                    server_name: server_name.clone(),
+                    tls: tls.clone(),
+                    token: token.clone(),
+                },
+                isolation,
+            ))
+        });
+        return Ok(airlock_worker::Fleet::registering(remotes, make, isolation).into());
     }
     let options = airlock_browser::BrowserOptions::from_config(&config.browser)
         .context("finding Chromium")?;

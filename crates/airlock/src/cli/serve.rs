@@ -92,6 +92,7 @@ pub(crate) async fn serve_until(
             tool_profile: config.tool_profile,
             admin_key: config.server.admin_key.clone(),
             jwt,
+            worker_token: config.registration.as_ref().map(|r| r.token.clone()),
         },
     );
     let signalled = stop;

@@ -88,16 +88,16 @@ impl Fleet {
 
     // A worker on `listen`, keeping a session whose replica went for a minute.
     async fn worker(&self, listen: &str) -> (Child, String) {
+        self.worker_with(listen, &[]).await
+    }
+
+    // A worker on `listen` with `extra` arguments.
+    async fn worker_with(&self, listen: &str, extra: &[&str]) -> (Child, String) {
         let mut command = Command::new(BIN);
         command
-            .args([
-                "worker",
-                "--listen",
-                listen,
-                "--detached-grace-secs",
-                "60",
-                "--tls-cert",
-            ])
+            .args(["worker", "--listen", listen, "--detached-grace-secs", "60"])
+            .args(extra)
+            .arg("--tls-cert")
             .arg(&self.certs.1)
             .arg("--tls-key")
             .arg(&self.certs.2)
@@ -124,6 +124,17 @@ impl Fleet {
             ));
         }
         let dir = self.tmp.path().join(format!("config-{}", workers.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        fixture_config(&dir, site, &extra)
+    }
+
+    // The replicas' config when workers register themselves: none listed.
+    fn registering_config(&self, site: &FixtureSite) -> PathBuf {
+        let extra = format!(
+            "[sessions]\nwarm = 0\n[registration]\nserver_name = \"localhost\"\nca_file = \"{}\"\n",
+            self.certs.0.display()
+        );
+        let dir = self.tmp.path().join("config-registering");
         std::fs::create_dir_all(&dir).unwrap();
         fixture_config(&dir, site, &extra)
     }
@@ -504,6 +515,101 @@ async fn a_console_login_made_on_one_replica_is_signed_in_on_every_other() {
             .iter()
             .any(|(n, v)| n == "location" && v == "/console/sign-in")
     );
+    stop(a).await;
+    stop(b).await;
+}
+
+// Polls `url` until it answers `status`, within `within`.
+async fn until_status(url: &str, status: u16, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if get(url).await.0 == status {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{url} did not answer {status} within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
+    let site = FixtureSite::start().await;
+    let fleet = Fleet::new();
+    fleet.cli(&["tenant", "create", "acme"]).await;
+    let key = fleet
+        .cli(&["key", "create", "--tenant", "acme", "--role", "act"])
+        .await
+        .trim()
+        .to_owned();
+    let config = fleet.registering_config(&site);
+    let (a, a_root) = fleet.replica("a", &config).await;
+    let (b, b_root) = fleet.replica("b", &config).await;
+    let (status, body) = get(&format!("{b_root}/readyz")).await;
+    assert_eq!(status, 503, "no worker has registered yet: {body}");
+
+    // Only the worker token registers a worker.
+    let (status, body) = crate::leasing::http_post(
+        &format!("{a_root}/api/v1/workers"),
+        "not-the-worker-token-0123456789abcdef",
+        r#"{"address":"127.0.0.1:9"}"#,
+    )
+    .await;
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = crate::leasing::http_post(
+        &format!("{a_root}/api/v1/workers"),
+        WORKER_TOKEN,
+        r#"{"address":"not an address"}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+
+    // A worker registers through A; B learns of it from the store.
+    let (worker, at) = fleet
+        .worker_with("127.0.0.1:0", &["--register", &a_root])
+        .await;
+    until_status(&format!("{b_root}/readyz"), 200, Duration::from_secs(30)).await;
+    let (status, body) = crate::leasing::http_post(
+        &format!("{b_root}/api/v1/sessions"),
+        &key,
+        r#"{"user_id":"u1","conversation_id":"on-a-registered-worker"}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let leased: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let id = leased["session_id"].as_str().unwrap().to_owned();
+    let store = airlock_store::Store::open_postgres(&fleet.pg.url())
+        .await
+        .unwrap();
+    let row = store.live_session(&id).await.unwrap().expect("its row");
+    assert_eq!(row.worker.as_deref(), Some(at.as_str()));
+    let bearer = format!("Bearer {key}");
+    let (status, _, body) = request(
+        "GET",
+        &format!("{a_root}/api/v1/sessions/{id}"),
+        &[("Authorization", &bearer)],
+        "",
+    )
+    .await;
+    assert_eq!(status, 200, "A serves it: {body}");
+
+    // The worker goes: its session ends on the record, and no replica is ready.
+    let mut worker = worker;
+    worker.kill().await.unwrap();
+    worker.wait().await.unwrap();
+    let deadline =
+        tokio::time::Instant::now() + airlock_gateway::GONE_AFTER + Duration::from_secs(20);
+    while store.live_session(&id).await.unwrap().is_some() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the gone worker's session was not ended"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    until_status(&format!("{a_root}/readyz"), 503, Duration::from_secs(10)).await;
+    store.close().await;
     stop(a).await;
     stop(b).await;
 }
