@@ -4,7 +4,7 @@ CARGO ?= cargo
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./airlock-data
 
-.PHONY: run test lint bench bench-smoke bench-core bench-peers doctor chromium postgres pyclient conformance console-deps deploy-check
+.PHONY: run test lint bench bench-smoke bench-core bench-peers doctor chromium postgres seccomp pyclient conformance console-deps deploy-check
 
 # The official MCP Python SDK, an independent client the tests drive Airlock with.
 MCP_PY_VERSION := 2.3.0
@@ -22,7 +22,7 @@ run: chromium
 ## the leak check looks only at what the tests started, never at another Airlock
 ## running on the machine.
 TEST_TMP := $(CURDIR)/target/test-tmp
-test: chromium postgres pyclient console-deps deploy-check
+test: chromium postgres seccomp pyclient console-deps deploy-check
 	./conformance/run
 	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
 	@# The suite's sessions run behind a worker's channel (the default); the
@@ -99,6 +99,17 @@ postgres:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	else \
 		echo "the tests need PostgreSQL: run 'sudo apt-get install postgresql' (or set AIRLOCK_PG_BIN)"; exit 1; \
+	fi
+
+## libseccomp's Python bindings (Debian's python3-seccomp): one test runs Airlock under a
+## filter that refuses user namespaces, as container runtimes' default profiles do.
+seccomp:
+	@if /usr/bin/python3 -c 'import seccomp' >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's python3-seccomp"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-seccomp >/dev/null; \
+	else \
+		echo "the tests need libseccomp's Python bindings: run 'sudo apt-get install python3-seccomp'"; exit 1; \
 	fi
 
 ## Airlock side by side with Playwright MCP and agent-browser through one MCP client

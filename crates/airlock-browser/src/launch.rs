@@ -208,13 +208,38 @@ pub fn no_sandbox_reason() -> Option<&'static str> {
     }
     let is =
         |path: &str, value: &str| std::fs::read_to_string(path).is_ok_and(|v| v.trim() == value);
-    (is("/proc/sys/kernel/unprivileged_userns_clone", "0")
+    if is("/proc/sys/kernel/unprivileged_userns_clone", "0")
         || is("/proc/sys/user/max_user_namespaces", "0")
         || is(
             "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
             "1",
-        ))
-    .then_some("the kernel offers no user namespaces to an unprivileged process")
+        )
+    {
+        return Some("the kernel offers no user namespaces to an unprivileged process");
+    }
+    userns_refused().then_some(
+        "this process may not create user namespaces (a seccomp profile refuses them, as container runtimes' default profiles do)",
+    )
+}
+
+// Whether creating a user namespace is refused to this process although the kernel
+// offers them: a seccomp filter (Docker's and Kubernetes' `RuntimeDefault` refuse
+// `unshare`/`clone` with `CLONE_NEWUSER` without `CAP_SYS_ADMIN`) that no switch
+// shows. Chromium would not start sandboxed then ("No usable sandbox!"). Asked once,
+// by trying: util-linux's `unshare --user` (without it, the switches decide).
+fn userns_refused() -> bool {
+    static REFUSED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REFUSED.get_or_init(|| {
+        // launch.rs starts processes; this one exits at once (`status` waits for it).
+        #[allow(clippy::disallowed_methods)]
+        std::process::Command::new("unshare")
+            .args(["--user", "true"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| !status.success())
+    })
 }
 
 /// One running Chromium process and its profile directory; the only owner of both.

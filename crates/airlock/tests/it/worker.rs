@@ -555,3 +555,57 @@ async fn a_hung_worker_is_counted_gone_and_replaced() {
     })
     .await;
 }
+
+/// Container runtimes' default seccomp profiles (Kubernetes' `RuntimeDefault`)
+/// refuse user namespaces to a process without `CAP_SYS_ADMIN` though the kernel
+/// offers them, so Chromium would not start sandboxed ("No usable sandbox!"). Run
+/// as an unprivileged user under such a filter, Airlock says why its sandbox is off
+/// and Chromium starts; the same user without the filter gets the sandbox.
+#[test]
+fn under_a_seccomp_profile_that_refuses_user_namespaces_chromium_starts_and_says_why() {
+    use std::os::unix::process::CommandExt as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    let nogroup = nix::unistd::Gid::from_raw(65534);
+    nix::unistd::chown(tmp.path(), Some(nobody), Some(nogroup)).unwrap();
+    let config = tmp.path().join("airlock.toml");
+    std::fs::write(&config, "[browser]\nworker = \"embedded\"\n").unwrap();
+    let doctor = |filtered: bool| {
+        let mut command = if filtered {
+            let mut c = std::process::Command::new("/usr/bin/python3");
+            c.arg(crate::mcp_clients::root().join("crates/airlock/tests/clients/refuse_userns.py"))
+                .arg(BIN);
+            c
+        } else {
+            std::process::Command::new(BIN)
+        };
+        let out = command
+            .arg("doctor")
+            .arg("--data-dir")
+            .arg(tmp.path().join("data"))
+            .current_dir(tmp.path())
+            .env("AIRLOCK_CONFIG", &config)
+            .env("TMPDIR", tmp.path())
+            .uid(nobody.as_raw())
+            .gid(nogroup.as_raw())
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let filtered = doctor(true);
+    assert!(
+        filtered.contains("note  sandbox: this process may not create user namespaces"),
+        "{filtered}"
+    );
+    assert!(
+        filtered.contains("ok    chromium starts headless"),
+        "{filtered}"
+    );
+    let plain = doctor(false);
+    assert!(!plain.contains("note  sandbox:"), "{plain}");
+    assert!(plain.contains("ok    chromium starts headless"), "{plain}");
+}
