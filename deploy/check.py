@@ -221,6 +221,16 @@ def check_secrets_referenced_exist(objects, secrets):
                 assert v["secret"]["secretName"] in keys, v
 
 
+def check_the_audit_key_is_shared_and_private(objects, secrets):
+    config = named(objects, "ConfigMap", "airlock-config")["data"]["airlock.toml"]
+    assert "key_file = " in config, "replicas do not share a checkpoint key ([audit] key_file)"
+    volume = next((v for v in control_pod(objects)["volumes"] if v.get("secret", {}).get(
+        "secretName") == "airlock-audit-key"), None)
+    assert volume is not None, "the audit key Secret is not mounted"
+    # Airlock refuses a key other users can read; the group is the pod's own.
+    assert volume["secret"].get("defaultMode", 0o644) & 0o007 == 0, volume
+
+
 CHECKS = [
     check_files_are_all_rendered,
     check_namespace_is_restricted,
@@ -232,6 +242,7 @@ CHECKS = [
     check_the_control_plane_takes_only_its_port,
     check_disruption_budgets_and_autoscalers,
     check_secrets_referenced_exist,
+    check_the_audit_key_is_shared_and_private,
 ]
 
 
@@ -286,6 +297,11 @@ def breakages():
         next(o for o in objects if o["kind"] == "Namespace")["metadata"]["labels"][
             "pod-security.kubernetes.io/enforce"] = "baseline"
 
+    def audit_key_world_readable(objects, secrets):
+        for v in control_pod(objects)["volumes"]:
+            if v.get("secret", {}).get("secretName") == "airlock-audit-key":
+                v["secret"]["defaultMode"] = 0o444
+
     def caps_kept(objects, secrets):
         worker_pod(objects)["containers"][0]["securityContext"]["capabilities"]["drop"] = []
 
@@ -306,6 +322,8 @@ def breakages():
         ("unknown secret key", check_secrets_referenced_exist, unknown_secret_key),
         ("workers that neither register nor are listed", check_disruption_budgets_and_autoscalers,
          workers_do_not_register),
+        ("audit key readable by every user", check_the_audit_key_is_shared_and_private,
+         audit_key_world_readable),
         ("worker egress to another control-plane port", check_workers_cannot_reach_the_cluster_or_metadata,
          worker_reaches_control_plane_database_port),
     ]

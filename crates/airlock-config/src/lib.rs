@@ -86,6 +86,9 @@ pub fn worker_token(file: Option<&Path>, env: &dyn EnvSource) -> Result<ApiKey, 
 pub struct AuditConfig {
     /// Where signed checkpoints are also appended (absolute, outside the data dir).
     pub publish_dir: Option<PathBuf>,
+    /// The checkpoint signing key every replica shares (absolute); `None`: the data
+    /// dir's own.
+    pub key_file: Option<PathBuf>,
 }
 
 /// What a session keeps of its steps.
@@ -879,6 +882,15 @@ impl Config {
             publish_dir: match raw.audit.publish_dir {
                 None => None,
                 Some(dir) => Some(publish_dir(&dir, &data_dir)?),
+            },
+            key_file: match raw.audit.key_file {
+                Some(path) if !path.is_absolute() => {
+                    return Err(Error::Invalid {
+                        key: "audit.key_file".to_owned(),
+                        message: format!("{} is not an absolute path", path.display()),
+                    });
+                }
+                other => other,
             },
         };
 

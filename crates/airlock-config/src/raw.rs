@@ -108,6 +108,9 @@ pub struct RawAudit {
     /// A directory outside the data dir, ideally on another volume or machine, where
     /// every signed checkpoint is also appended as it is signed.
     pub publish_dir: Option<PathBuf>,
+    /// The checkpoint signing key (base64 of 32 bytes) every replica shares; unset:
+    /// `audit.key` in the data dir, made at first start.
+    pub key_file: Option<PathBuf>,
 }
 
 /// `[recording]` as written.

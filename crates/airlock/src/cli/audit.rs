@@ -28,9 +28,19 @@ pub(crate) const RECORDINGS_DIR: &str = "recordings";
 
 pub(crate) use super::replay::replay;
 
-/// The signing key of `dir`, created (0600) if missing; one others can read is refused.
-pub(crate) fn signing_key(dir: &Path) -> anyhow::Result<SigningKey> {
-    let path = dir.join(KEY_FILE);
+/// The checkpoint signing key `config` names: `[audit] key_file`, the one every
+/// replica shares (it must exist), else the data dir's, created (0600) if missing.
+/// One others can read is refused.
+pub(crate) fn signing_key(config: &Config) -> anyhow::Result<SigningKey> {
+    if let Some(shared) = &config.audit.key_file {
+        return read_key(shared)?.with_context(|| {
+            format!(
+                "audit.key_file {} does not exist: write 32 random bytes, base64, to it (head -c 32 /dev/urandom | base64)",
+                shared.display()
+            )
+        });
+    }
+    let path = config.data_dir.join(KEY_FILE);
     if let Some(key) = read_key(&path)? {
         return Ok(key);
     }
@@ -56,7 +66,9 @@ fn read_key(path: &Path) -> anyhow::Result<Option<SigningKey>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    if meta.permissions().mode() & 0o077 != 0 {
+    // Group-readable is the pod's own group where Kubernetes mounts a Secret with an
+    // fsGroup; other users never.
+    if meta.permissions().mode() & 0o007 != 0 {
         bail!(
             "{} is readable by other users (mode {:o}); chmod 600 it",
             path.display(),
@@ -86,7 +98,7 @@ pub(crate) fn checkpoints(config: &Config) -> anyhow::Result<airlock_gateway::Ch
     }
     Ok(airlock_gateway::Checkpoints {
         name: LOG_NAME.to_owned(),
-        key: Arc::new(signing_key(&config.data_dir)?),
+        key: Arc::new(signing_key(config)?),
         path: config.data_dir.join(CHECKPOINTS_FILE),
         every: EVERY,
         publish_dir: config.audit.publish_dir.clone(),
@@ -132,13 +144,12 @@ pub(crate) async fn verify(
             airlock_audit::parse_verifier_key(text)
                 .context("--public-key is not a verifier key (name+keyid+base64)")?,
         ),
-        None => read_key(&config.data_dir.join(KEY_FILE))?
-            .map(|key| (LOG_NAME.to_owned(), key.verifying_key())),
+        None => read_key(&key_path(config))?.map(|key| (LOG_NAME.to_owned(), key.verifying_key())),
     };
     if key.is_none() && checkpoints_path.exists() {
         bail!(
-            "no {KEY_FILE} in {}: give --public-key to check its checkpoints",
-            config.data_dir.display()
+            "no audit key at {}: give --public-key to check its checkpoints",
+            key_path(config).display()
         );
     }
     let rows = match export {
@@ -239,9 +250,18 @@ pub(crate) fn terminal_safe(line: &str) -> String {
     out
 }
 
-/// The verifier key of the data dir's audit key (for `verify --public-key` elsewhere).
+/// Where `config`'s checkpoint key is: the shared key file, else the data dir's.
+fn key_path(config: &Config) -> std::path::PathBuf {
+    config
+        .audit
+        .key_file
+        .clone()
+        .unwrap_or_else(|| config.data_dir.join(KEY_FILE))
+}
+
+/// The verifier key of the audit key (for `verify --public-key` elsewhere).
 pub(crate) fn public_key(config: &Config) -> anyhow::Result<ExitCode> {
-    match read_key(&config.data_dir.join(KEY_FILE))? {
+    match read_key(&key_path(config))? {
         Some(key) => {
             println!(
                 "{}",
@@ -249,7 +269,7 @@ pub(crate) fn public_key(config: &Config) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        None => bail!("no {KEY_FILE} in {} yet", config.data_dir.display()),
+        None => bail!("no audit key at {} yet", key_path(config).display()),
     }
 }
 

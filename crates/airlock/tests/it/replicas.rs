@@ -42,9 +42,21 @@ impl Fleet {
             write("cert.pem", &cert),
             write("key.pem", &key),
         );
+        // The checkpoint key every replica signs with ([audit] key_file).
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).unwrap();
+        use base64::Engine as _;
+        let audit_key = write(
+            "audit.key",
+            &base64::engine::general_purpose::STANDARD.encode(seed),
+        );
+        std::fs::set_permissions(
+            &audit_key,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
         let mut raw = [0u8; 32];
         getrandom::fill(&mut raw).unwrap();
-        use base64::Engine as _;
         Fleet {
             master_key: base64::engine::general_purpose::STANDARD.encode(raw),
             pg: Postgres::start(),
@@ -66,17 +78,20 @@ impl Fleet {
 
     // The CLI against the shared store; its stdout.
     async fn cli(&self, args: &[&str]) -> String {
-        self.cli_in("cli", args).await
+        let none = self.tmp.path().join("no-config.toml");
+        std::fs::write(&none, "").unwrap();
+        self.cli_in("cli", &none, args).await
     }
 
-    // The CLI with the data dir `dir` (a replica's: its checkpoints and their key).
-    async fn cli_in(&self, dir: &str, args: &[&str]) -> String {
+    // The CLI with the data dir `dir` and the replicas' `config`.
+    async fn cli_in(&self, dir: &str, config: &Path, args: &[&str]) -> String {
         let mut command = Command::new(BIN);
         command
             .args(args)
             .arg("--data-dir")
             .arg(self.tmp.path().join(dir));
         self.env(&mut command);
+        command.env("AIRLOCK_CONFIG", config);
         let out = command.output().await.unwrap();
         assert!(
             out.status.success(),
@@ -116,7 +131,10 @@ impl Fleet {
 
     // The replicas' config: the fixture site allowed, these workers listed.
     fn config(&self, site: &FixtureSite, workers: &[&str]) -> PathBuf {
-        let mut extra = String::from("[sessions]\nwarm = 0\n");
+        let mut extra = format!(
+            "[sessions]\nwarm = 0\n[audit]\nkey_file = \"{}\"\n",
+            self.tmp.path().join("audit.key").display()
+        );
         for address in workers {
             extra.push_str(&format!(
                 "[[workers]]\naddress = \"{address}\"\nserver_name = \"localhost\"\nca_file = \"{}\"\n",
@@ -331,10 +349,32 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
 
     stop(c).await;
     stop(alive).await;
-    // The log is one chain under B's signed checkpoints (each replica signs over the
-    // whole shared log with its own key, in its own data dir).
-    let verified = fleet.cli_in("b", &["audit", "verify"]).await;
-    assert!(verified.starts_with("ok: "), "{verified}");
+    // The log is one chain under each replica's signed checkpoints: every replica
+    // signs over the whole shared log with the one key ([audit] key_file), so any
+    // machine checks each replica's checkpoints with that key alone.
+    for replica in ["b", "c"] {
+        let checkpoints = fleet.tmp.path().join(replica).join("audit.checkpoints");
+        let verified = fleet
+            .cli_in(
+                "an-auditors-machine",
+                &config,
+                &[
+                    "audit",
+                    "verify",
+                    "--checkpoints",
+                    checkpoints.to_str().unwrap(),
+                ],
+            )
+            .await;
+        assert!(
+            verified.starts_with("ok: ") && !verified.contains(" 0 signed checkpoints"),
+            "{replica}: {verified}"
+        );
+    }
+    assert!(
+        !fleet.tmp.path().join("b").join("audit.key").exists(),
+        "no key of its own"
+    );
     let events = fleet.cli(&["audit", "export"]).await;
     let closes = |id: &str| {
         events
