@@ -10,6 +10,7 @@ session URL opened through one replica is served by the others.
 Run by crates/airlock/tests/it/replicas.rs, in phases:
   replicas.py lease A_ROOT B_ROOT C_ROOT FIXTURE_BASE ACT_KEY   -> prints "session ID"
   replicas.py sessions A_ROOT B_ROOT C_ROOT FIXTURE_BASE ACT_KEY OTHER_KEY
+  replicas.py approval A_ROOT C_ROOT FIXTURE_BASE ACT_KEY ADMIN_KEY
   replicas.py after-kill B_ROOT C_ROOT FIXTURE_BASE ACT_KEY ID
 Prints one line per check, then "N passed, M failed".
 """
@@ -17,6 +18,7 @@ Prints one line per check, then "N passed, M failed".
 import asyncio
 import re
 import sys
+import time
 
 import httpx2
 from mcp import Client
@@ -170,6 +172,51 @@ async def sessions_phase(roots, base, key, other):
     check("then ended on A too", r.is_error and "session_expired" in text_of(r), text_of(r))
 
 
+async def approval_phase(roots, base, key, admin_key):
+    """A click held for approval while served by A, decided through C: it runs on A
+    within a second of the decision."""
+    a = api(roots[0], key)
+    admin = api(roots[1], admin_key)
+    r = await a.post("/api/v1/sessions", json={"user_id": "u9", "conversation_id": "approve"})
+    check("leased on A", r.status_code == 201, r.text)
+    sid = r.json().get("session_id", "none")
+    headers = {"Authorization": f"Bearer {key}"}
+    timeout = httpx2.Timeout(60.0, read=120.0)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        async with Client(streamable_http_client(f"{roots[0]}/mcp/s/{sid}", http_client=http),
+                          mode="legacy") as agent:
+            r = await agent.call_tool("browser_navigate", {"url": f"{base}/resolve.html"})
+            check("navigate on A", not r.is_error, text_of(r))
+            click = asyncio.create_task(
+                agent.call_tool("browser_click", {"role": "button", "name": "Delete account"}))
+            waiting = None
+            for _ in range(300):
+                if click.done():
+                    break
+                r = await admin.get("/api/v1/approvals", params={"status": "pending"})
+                waiting = next(iter(r.json().get("approvals", [])), None)
+                if waiting:
+                    break
+                await asyncio.sleep(0.1)
+            check("C lists the approval A's call waits on", waiting is not None and not click.done(),
+                  click.result() if click.done() else "none pending")
+            if waiting:
+                r = await admin.post(f"/api/v1/approvals/{waiting['id']}/approve", json={"note": "via C"})
+                decided = time.monotonic()
+                check("approved on C", r.status_code == 200, r.text)
+                r = await click
+                ran_after = time.monotonic() - decided
+                check("the call on A ran within a second of C's decision",
+                      not r.is_error and "deleted 1" in text_of(r) and ran_after < 1.0,
+                      (ran_after, text_of(r)))
+                r = await admin.post(f"/api/v1/approvals/{waiting['id']}/deny", json={"reason": "late"})
+                check("a second decision, anywhere -> 409", r.status_code == 409, r.text)
+    r = await a.delete(f"/api/v1/sessions/{sid}")
+    check("ended", r.status_code == 204, r.text)
+    await a.aclose()
+    await admin.aclose()
+
+
 async def after_kill_phase(roots, base, key, sid):
     b, c = (api(r, key) for r in roots)
     r = await call(f"{roots[0]}/mcp/s/{sid}", key, "2026-07-28", "browser_snapshot", {})
@@ -190,6 +237,9 @@ async def main():
     if phase == "lease":
         roots, base, key = sys.argv[2:5], sys.argv[5], sys.argv[6]
         await lease_phase(roots, base, key)
+    elif phase == "approval":
+        roots, base, key, admin_key = sys.argv[2:4], sys.argv[4], sys.argv[5], sys.argv[6]
+        await approval_phase(roots, base, key, admin_key)
     elif phase == "sessions":
         roots, base, key, other = sys.argv[2:5], sys.argv[5], sys.argv[6], sys.argv[7]
         await sessions_phase(roots, base, key, other)

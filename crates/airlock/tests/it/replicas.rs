@@ -1,9 +1,12 @@
 //! Airlock as a fleet, all real processes on loopback: three `airlock serve`
-//! replicas and two `airlock worker --listen` workers over one real Postgres. A
+//! replicas and three `airlock worker --listen` workers over one real Postgres. A
 //! session leased on one replica is served by the others, before and after that
-//! replica is killed (`clients/replicas.py`); a replica is ready only while its store
-//! and a worker answer, and one started before its workers serves once they are up;
-//! the audit log verifies after all of it.
+//! replica is killed; an MCP session whose requests alternate replicas keeps its
+//! browser; a call held on A is decided on C and runs within a second; fifty racing
+//! creates over the three give one session per conversation within the global cap;
+//! a killed worker's sessions end on every replica (`clients/replicas.py` drives the
+//! MCP parts); a replica is ready only while its store and a worker answer; workers
+//! may register themselves; the audit log verifies after all of it.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -18,6 +21,9 @@ use crate::server::BIN;
 
 const WORKER_TOKEN: &str = "a-worker-token-of-at-least-thirty-two-characters";
 const ADMIN_KEY: &str = "admin-key-fedcba9876543210-fleet";
+// The fleet's global cap on live sessions (`sessions.max_total`; its one tenant may
+// fill it).
+const MAX_TOTAL: usize = 12;
 
 // What every process of the fleet shares: the database, the vault's key, the
 // workers' token and the approvers' key.
@@ -132,7 +138,7 @@ impl Fleet {
     // The replicas' config: the fixture site allowed, these workers listed.
     fn config(&self, site: &FixtureSite, workers: &[&str]) -> PathBuf {
         let mut extra = format!(
-            "[sessions]\nwarm = 0\n[audit]\nkey_file = \"{}\"\n",
+            "[sessions]\nwarm = 0\nmax_total = {MAX_TOTAL}\nmax_per_tenant = {MAX_TOTAL}\n[audit]\nkey_file = \"{}\"\n",
             self.tmp.path().join("audit.key").display()
         );
         for address in workers {
@@ -232,7 +238,7 @@ async fn client(args: &[&str]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anywhere() {
+async fn three_replicas_and_three_workers_over_one_postgres_serve_any_session_anywhere() {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let fleet = Fleet::new();
@@ -244,7 +250,8 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
         .to_owned();
     let (worker_1, at_1) = fleet.worker("127.0.0.1:0").await;
     let (worker_2, at_2) = fleet.worker("127.0.0.1:0").await;
-    let config = fleet.config(&site, &[&at_1, &at_2]);
+    let (worker_3, at_3) = fleet.worker("127.0.0.1:0").await;
+    let config = fleet.config(&site, &[&at_1, &at_2, &at_3]);
     let (a, a_root) = fleet.replica("a", &config).await;
     let (b, b_root) = fleet.replica("b", &config).await;
     let (c, c_root) = fleet.replica("c", &config).await;
@@ -281,6 +288,68 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
         "the sessions' browsers ended with them: {homed:?}"
     );
 
+    // A call held on A is decided through C (by an admin of its tenant) and runs
+    // within a second.
+    let approver = fleet
+        .cli(&["key", "create", "--tenant", "acme", "--role", "admin"])
+        .await
+        .trim()
+        .to_owned();
+    client(&["approval", &a_root, &c_root, &base, &key, &approver]).await;
+
+    // Fifty racing creates over A, B and C, two for each of 25 users' conversations:
+    // one session per conversation, and never more live sessions than the global cap.
+    let before = store.live_sessions().await.unwrap().len();
+    let roots = [a_root.clone(), b_root.clone(), c_root.clone()];
+    let racing: Vec<_> = (0..50)
+        .map(|i| {
+            let (root, key) = (roots[i % 3].clone(), key.clone());
+            tokio::spawn(async move {
+                let body = format!(
+                    r#"{{"user_id":"racer{0}","conversation_id":"c{0}"}}"#,
+                    i / 2
+                );
+                crate::leasing::http_post(&format!("{root}/api/v1/sessions"), &key, &body).await
+            })
+        })
+        .collect();
+    let mut by_conversation = std::collections::HashMap::<usize, Vec<String>>::new();
+    let mut created = 0;
+    for (i, race) in racing.into_iter().enumerate() {
+        let (status, body) = race.await.unwrap();
+        match status {
+            201 | 200 => {
+                created += usize::from(status == 201);
+                let leased: serde_json::Value = serde_json::from_str(&body).unwrap();
+                by_conversation
+                    .entry(i / 2)
+                    .or_default()
+                    .push(leased["session_id"].as_str().unwrap().to_owned());
+            }
+            429 => assert!(body.contains("quota_exceeded"), "{body}"),
+            other => panic!("{other}: {body}"),
+        }
+    }
+    let live = store.live_sessions().await.unwrap();
+    assert_eq!(live.len(), MAX_TOTAL, "the cap is filled, not passed");
+    assert_eq!(created, MAX_TOTAL - before);
+    for ids in by_conversation.values() {
+        assert!(
+            ids.windows(2).all(|w| w[0] == w[1]),
+            "one session a conversation: {ids:?}"
+        );
+    }
+    for ids in by_conversation.values() {
+        let (status, _, body) = request(
+            "DELETE",
+            &format!("{b_root}/api/v1/sessions/{}", ids[0]),
+            &[("Authorization", &format!("Bearer {key}"))],
+            "",
+        )
+        .await;
+        assert!(status == 204 || status == 404, "{status}: {body}");
+    }
+
     // A is killed: only its calls in flight are lost; B and C serve the session.
     let mut a = a;
     a.kill().await.unwrap();
@@ -309,7 +378,11 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
         .map(|h| (h.address.unwrap_or_default(), h.draining))
         .collect();
     workers.sort();
-    let mut listed = vec![(at_1.clone(), false), (at_2.clone(), false)];
+    let mut listed = vec![
+        (at_1.clone(), false),
+        (at_2.clone(), false),
+        (at_3.clone(), false),
+    ];
     listed.sort();
     assert_eq!(workers, listed);
     let row = store.live_session(&doomed).await.unwrap().expect("its row");
@@ -320,9 +393,11 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
         "released at B's stop, not closed"
     );
     let (mut dead, alive) = if on == at_1 {
-        (worker_1, worker_2)
+        (worker_1, vec![worker_2, worker_3])
+    } else if on == at_2 {
+        (worker_2, vec![worker_1, worker_3])
     } else {
-        (worker_2, worker_1)
+        (worker_3, vec![worker_1, worker_2])
     };
     dead.kill().await.unwrap();
     dead.wait().await.unwrap();
@@ -338,6 +413,14 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    let (status, _, body) = request(
+        "GET",
+        &format!("{c_root}/api/v1/sessions/{doomed}"),
+        &[("Authorization", &format!("Bearer {key}"))],
+        "",
+    )
+    .await;
+    assert_eq!(status, 404, "gone for C too: {body}");
     let (status, body) = crate::leasing::http_post(
         &format!("{c_root}/api/v1/sessions"),
         &key,
@@ -348,7 +431,9 @@ async fn three_replicas_and_two_workers_over_one_postgres_serve_any_session_anyw
     store.close().await;
 
     stop(c).await;
-    stop(alive).await;
+    for worker in alive {
+        stop(worker).await;
+    }
     // The log is one chain under each replica's signed checkpoints: every replica
     // signs over the whole shared log with the one key ([audit] key_file), so any
     // machine checks each replica's checkpoints with that key alone.
