@@ -215,6 +215,14 @@ struct SharedWorker {
 
 const WORKER_TOKEN: &str = "a-shared-worker-token";
 
+impl SharedWorker {
+    // Stops it, and waits until it has.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap();
+    }
+}
+
 fn shared_worker(h: &airlock_test_support::Harness) -> SharedWorker {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("worker.sock");
@@ -523,8 +531,7 @@ async fn any_replica_serves_a_leased_session_and_racing_leases_get_one_session_w
             broken => panic!("{broken:?}"),
         }
         drop((agent_b, agent_c, replicas));
-        let _ = worker.stop.send(());
-        worker.task.await.unwrap();
+        worker.stop().await;
         for store in stores {
             store.close().await;
         }
@@ -596,8 +603,7 @@ async fn a_homed_agent_keeps_its_browser_whichever_replica_serves_it() {
             replica.shutdown().await;
         }
         drop((on_a, on_b));
-        let _ = worker.stop.send(());
-        worker.task.await.unwrap();
+        worker.stop().await;
         for store in stores {
             store.close().await;
         }
@@ -721,8 +727,7 @@ async fn a_session_with_credentials_is_served_by_any_replica_until_its_secret_ch
             replica.shutdown().await;
         }
         drop(replicas);
-        let _ = worker.stop.send(());
-        worker.task.await.unwrap();
+        worker.stop().await;
     })
     .await;
 }

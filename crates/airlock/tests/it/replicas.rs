@@ -82,6 +82,14 @@ impl Fleet {
             .env("TMPDIR", self.tmp.path());
     }
 
+    // A new key of tenant acme with `role`.
+    async fn key(&self, role: &str) -> String {
+        self.cli(&["key", "create", "--tenant", "acme", "--role", role])
+            .await
+            .trim()
+            .to_owned()
+    }
+
     // The CLI against the shared store; its stdout.
     async fn cli(&self, args: &[&str]) -> String {
         let none = self.tmp.path().join("no-config.toml");
@@ -243,11 +251,7 @@ async fn three_replicas_and_three_workers_over_one_postgres_serve_any_session_an
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let fleet = Fleet::new();
     fleet.cli(&["tenant", "create", "acme"]).await;
-    let key = fleet
-        .cli(&["key", "create", "--tenant", "acme", "--role", "act"])
-        .await
-        .trim()
-        .to_owned();
+    let key = fleet.key("act").await;
     let (worker_1, at_1) = fleet.worker("127.0.0.1:0").await;
     let (worker_2, at_2) = fleet.worker("127.0.0.1:0").await;
     let (worker_3, at_3) = fleet.worker("127.0.0.1:0").await;
@@ -267,11 +271,7 @@ async fn three_replicas_and_three_workers_over_one_postgres_serve_any_session_an
         .to_owned();
 
     // MCP sessions behind a balancer that sends each request to the next replica.
-    let other = fleet
-        .cli(&["key", "create", "--tenant", "acme", "--role", "act"])
-        .await
-        .trim()
-        .to_owned();
+    let other = fleet.key("act").await;
     client(&["sessions", &a_root, &b_root, &c_root, &base, &key, &other]).await;
     let store = airlock_store::Store::open_postgres(&fleet.pg.url())
         .await
@@ -290,11 +290,7 @@ async fn three_replicas_and_three_workers_over_one_postgres_serve_any_session_an
 
     // A call held on A is decided through C (by an admin of its tenant) and runs
     // within a second.
-    let approver = fleet
-        .cli(&["key", "create", "--tenant", "acme", "--role", "admin"])
-        .await
-        .trim()
-        .to_owned();
+    let approver = fleet.key("admin").await;
     client(&["approval", &a_root, &c_root, &base, &key, &approver]).await;
 
     // Fifty racing creates over A, B and C, two for each of 25 users' conversations:
@@ -484,11 +480,7 @@ async fn a_replica_is_ready_while_its_store_and_a_worker_answer_and_serves_worke
     let site = FixtureSite::start().await;
     let fleet = Fleet::new();
     fleet.cli(&["tenant", "create", "acme"]).await;
-    let key = fleet
-        .cli(&["key", "create", "--tenant", "acme", "--role", "act"])
-        .await
-        .trim()
-        .to_owned();
+    let key = fleet.key("act").await;
     // A port for a worker not started yet.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -567,11 +559,7 @@ async fn a_console_login_made_on_one_replica_is_signed_in_on_every_other() {
     let site = FixtureSite::start().await;
     let fleet = Fleet::new();
     fleet.cli(&["tenant", "create", "acme"]).await;
-    let admin = fleet
-        .cli(&["key", "create", "--tenant", "acme", "--role", "admin"])
-        .await
-        .trim()
-        .to_owned();
+    let admin = fleet.key("admin").await;
     // No worker is needed to sign in: one that never answers is listed.
     let config = fleet.config(&site, &["127.0.0.1:9"]);
     let (a, a_root) = fleet.replica("a", &config).await;
@@ -664,11 +652,7 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
     let site = FixtureSite::start().await;
     let fleet = Fleet::new();
     fleet.cli(&["tenant", "create", "acme"]).await;
-    let key = fleet
-        .cli(&["key", "create", "--tenant", "acme", "--role", "act"])
-        .await
-        .trim()
-        .to_owned();
+    let key = fleet.key("act").await;
     let config = fleet.registering_config(&site);
     let (a, a_root) = fleet.replica("a", &config).await;
     let (b, b_root) = fleet.replica("b", &config).await;
