@@ -225,7 +225,14 @@ impl Gateway {
             .unwrap_or_default();
         let policy = self.narrowed_policy(&allow_hosts)?;
         let session = match self.host.attach(address, on_worker).await {
-            Ok(session) => session,
+            Ok(session) => {
+                // Its worker allows downloads already (told at open); they come here
+                // from now on too.
+                if let Some(dir) = &self.config.download_dir {
+                    session.keep_downloads(self.downloads_to(tenant, dir));
+                }
+                session
+            }
             Err(airlock_browser::Error::SessionClosed) => {
                 // Gone on its worker (nobody held it past the grace): gone here too.
                 let _ = self.end_gone_row(&row, "closed on its worker").await;

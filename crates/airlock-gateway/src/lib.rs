@@ -51,7 +51,7 @@ pub use fleet::{GONE_AFTER, HEARTBEAT};
 pub use homes::{HOME_KEPT, Home, mcp_home};
 pub use leasing::{LeaseRequest, Leased, MAX_LEASE_TTL};
 pub use operator::{AuditFilter, ChainStatus, SecretInfo};
-pub use recording::{Step as RecordedStep, TRANSIENT_STEPS};
+pub use recording::{Step as RecordedStep, TRANSIENT_STEPS, download_artifact};
 pub use registry::FORGET_AFTER;
 pub use session::{
     AgentSession, CallContext, CallObserver, CallRecord, Gate, Gateway, GatewayConfig,

@@ -326,6 +326,39 @@ impl Recordings {
     }
 }
 
+/// A session's downloads kept in the store replicas share (`artifacts`, as
+/// `downloads/<saved_as>`), not on the disk of the replica that ran the action; the
+/// recordings' retention applies. `airlock audit download` gives one back.
+pub(crate) struct StoredDownloads {
+    pub(crate) store: airlock_store::Store,
+    pub(crate) tenant: String,
+}
+
+/// The artifact name a download is kept under.
+pub fn download_artifact(saved_as: &str) -> String {
+    format!("downloads/{saved_as}")
+}
+
+impl airlock_worker::KeepDownload for StoredDownloads {
+    fn keep<'a>(
+        &'a self,
+        saved_as: &'a str,
+        data: Vec<u8>,
+    ) -> futures_util::future::BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.store
+                .put_artifact(
+                    &download_artifact(saved_as),
+                    &self.tenant,
+                    crate::clock::now_ms(),
+                    &data,
+                )
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
 /// Removes stored step screenshots older than `retention`, and session directories
 /// left empty. Returns how many files went.
 fn prune(dir: &Path, retention: Duration) -> std::io::Result<u64> {

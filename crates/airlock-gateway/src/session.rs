@@ -217,7 +217,11 @@ impl Gateway {
             }
             if let Some(dir) = &self.config.download_dir {
                 held.session
-                    .allow_downloads(dir, crate::tools::MAX_DOWNLOAD_BYTES)
+                    .allow_downloads_to(
+                        dir,
+                        crate::tools::MAX_DOWNLOAD_BYTES,
+                        self.downloads_to(&caller.tenant, dir),
+                    )
                     .await?;
             }
             Ok::<_, airlock_browser::Error>(())
@@ -227,6 +231,25 @@ impl Gateway {
             return Err(e.into());
         }
         Ok((held, refused))
+    }
+
+    // Where `tenant`'s sessions on workers have their downloads brought: the shared
+    // store when replicas share one (never one replica's disk), else `dir`.
+    pub(crate) fn downloads_to(
+        &self,
+        tenant: &str,
+        dir: &std::path::Path,
+    ) -> airlock_worker::DownloadsTo {
+        match self.shared_store() {
+            Some(store) => airlock_worker::DownloadsTo::Keep {
+                dir: dir.to_owned(),
+                keeper: Arc::new(crate::recording::StoredDownloads {
+                    store: store.clone(),
+                    tenant: tenant.to_owned(),
+                }),
+            },
+            None => airlock_worker::DownloadsTo::Dir(dir.to_owned()),
+        }
     }
 
     // The tenant policy, narrowed by a session's own allowlist if it gave one.

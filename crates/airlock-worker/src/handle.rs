@@ -43,6 +43,32 @@ pub enum Host {
     Fleet(Arc<Fleet>),
 }
 
+/// Where a session on a worker has its finished downloads brought.
+#[derive(Clone)]
+pub enum DownloadsTo {
+    /// Files (0600) in this directory of the control plane's machine.
+    Dir(PathBuf),
+    /// Handed over whole to be kept elsewhere (the store replicas share); `dir` is
+    /// where a session in this process has Chromium save them first.
+    Keep {
+        /// Where Chromium saves them, when it runs in this process.
+        dir: PathBuf,
+        /// Who keeps them.
+        keeper: Arc<dyn KeepDownload>,
+    },
+}
+
+/// Keeps a finished download (its generated name, its bytes) where the operator
+/// finds it.
+pub trait KeepDownload: Send + Sync {
+    /// Keeps `data` as `saved_as`; why not, when it cannot.
+    fn keep<'a>(
+        &'a self,
+        saved_as: &'a str,
+        data: Vec<u8>,
+    ) -> futures_util::future::BoxFuture<'a, std::result::Result<(), String>>;
+}
+
 /// Makes the [`Remote`] of a worker that registered itself at an address.
 pub type MakeRemote = Box<dyn Fn(&str) -> Option<Remote> + Send + Sync>;
 
@@ -468,7 +494,7 @@ pub struct BrowserSession {
     inner: Inner,
     // On a worker: where the gateway keeps downloads (the worker keeps them in its
     // own directory until fetched).
-    downloads: std::sync::Mutex<Option<PathBuf>>,
+    downloads: std::sync::Mutex<Option<DownloadsTo>>,
     // On a worker of `[[workers]]`: its address, where another replica reaches it.
     reachable_at: Option<String>,
 }
@@ -529,26 +555,47 @@ impl BrowserSession {
     }
 
     // A worker keeps a finished download in its own directory: bring each one the
-    // outcome reports into the gateway's download directory, where the agent's
-    // operator finds it. One that cannot be brought is reported refused.
+    // outcome reports to where the agent's operator finds it (the gateway's download
+    // directory, or the shared store). One that cannot be brought is reported
+    // refused.
     async fn fetch_downloads(&self, outcome: &mut ActionOutcome) {
         use airlock_browser::Notice;
-        let Inner::Remote(_) = &self.inner else {
-            return;
-        };
-        let dir = self
+        let to = self
             .downloads
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let Some(dir) = dir else {
+        let Some(to) = to else {
             return;
         };
+        let remote = matches!(self.inner, Inner::Remote(_));
         for notice in &mut outcome.notices {
             let Notice::Downloaded { name, saved_as, .. } = notice else {
                 continue;
             };
-            let fetched = self.fetch_download(saved_as, &dir.join(&*saved_as)).await;
+            let fetched = match (&to, remote) {
+                // In this process Chromium saved it in the directory already.
+                (DownloadsTo::Dir(_), false) => continue,
+                (DownloadsTo::Dir(dir), true) => {
+                    self.fetch_download(saved_as, &dir.join(&*saved_as)).await
+                }
+                (DownloadsTo::Keep { keeper, .. }, true) => {
+                    match self.download_bytes(saved_as).await {
+                        Ok(data) => keeper.keep(saved_as, data).await,
+                        Err(why) => Err(why),
+                    }
+                }
+                // Saved here by Chromium: handed over, and gone from this disk.
+                (DownloadsTo::Keep { dir, keeper }, false) => {
+                    let path = dir.join(&*saved_as);
+                    let kept = match tokio::fs::read(&path).await {
+                        Ok(data) => keeper.keep(saved_as, data).await,
+                        Err(e) => Err(e.to_string()),
+                    };
+                    let _ = tokio::fs::remove_file(&path).await;
+                    kept
+                }
+            };
             if let Err(why) = fetched {
                 tracing::warn!(%why, "a download could not be brought from the worker");
                 *notice = Notice::DownloadRefused {
@@ -597,6 +644,25 @@ impl BrowserSession {
             let _ = tokio::fs::remove_file(to).await;
         }
         fetched
+    }
+
+    // One download, whole, in memory (at most the session's download cap).
+    async fn download_bytes(&self, saved_as: &str) -> std::result::Result<Vec<u8>, String> {
+        let mut data = Vec::new();
+        loop {
+            let call = Call::TakeDownload {
+                saved_as: saved_as.to_owned(),
+                offset: data.len() as u64,
+            };
+            let (piece, total) = match self.call(call).await.map_err(|e| e.to_string())? {
+                Reply::Piece { data, total } => (data, total),
+                other => return Err(unexpected(&other).to_string()),
+            };
+            data.extend_from_slice(&piece);
+            if data.len() as u64 >= total || piece.is_empty() {
+                return Ok(data);
+            }
+        }
     }
 
     async fn done(&self, call: Call) -> Result<()> {
@@ -934,7 +1000,25 @@ impl BrowserSession {
 
     /// Keeps downloads in `dir`.
     pub async fn allow_downloads(&self, dir: &std::path::Path, cap: u64) -> Result<()> {
-        *self.downloads.lock().unwrap_or_else(|e| e.into_inner()) = Some(dir.to_owned());
+        self.allow_downloads_to(dir, cap, DownloadsTo::Dir(dir.to_owned()))
+            .await
+    }
+
+    /// From now on brings this session's downloads as `to` says (a session another
+    /// replica opened, and told its worker to allow downloads).
+    pub fn keep_downloads(&self, to: DownloadsTo) {
+        *self.downloads.lock().unwrap_or_else(|e| e.into_inner()) = Some(to);
+    }
+
+    /// Keeps downloads as `to` says. A session in this process writes them in `dir`
+    /// itself; one on a worker brings each there, or hands it to `to`'s keeper.
+    pub async fn allow_downloads_to(
+        &self,
+        dir: &std::path::Path,
+        cap: u64,
+        to: DownloadsTo,
+    ) -> Result<()> {
+        *self.downloads.lock().unwrap_or_else(|e| e.into_inner()) = Some(to);
         self.done(Call::AllowDownloads {
             dir: dir.to_owned(),
             cap,

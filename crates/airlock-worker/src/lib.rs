@@ -23,7 +23,9 @@ pub mod secrets;
 pub mod tls;
 mod watch;
 
-pub use handle::{BrowserSession, Fleet, Host, MakeRemote, Remote, with_action_budget};
+pub use handle::{
+    BrowserSession, DownloadsTo, Fleet, Host, KeepDownload, MakeRemote, Remote, with_action_budget,
+};
 pub use local::{LocalHost, LocalSession};
 pub use process::{LocalWorker, WorkerSpawn, WorkerStart};
 pub use proto::{

@@ -541,8 +541,9 @@ async fn any_replica_serves_a_leased_session_and_racing_leases_get_one_session_w
 
 // An MCP session's agent lives at a home: when one replica forgets it (rmcp's idle
 // keep-alive), its browser stays; another replica makes the agent again from the
-// home with the same nonce and finds the browser on its page; ending the home ends
-// the browser everywhere. An agent with no home closes its browser when it goes.
+// home with the same nonce and finds the browser on its page, and a download made
+// through it is kept in the store, not on either replica's disk; ending the home
+// ends the browser everywhere. An agent with no home closes its browser when it goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_homed_agent_keeps_its_browser_whichever_replica_serves_it() {
     with_browser(|h| async move {
@@ -551,9 +552,14 @@ async fn a_homed_agent_keeps_its_browser_whichever_replica_serves_it() {
         let worker = shared_worker(&h);
         let (a, b) = tokio::join!(Store::open_postgres(&url), Store::open_postgres(&url));
         let stores = [a.unwrap(), b.unwrap()];
-        let caps = airlock_gateway::Caps::default();
-        let on_a = replica(&h, &stores[0], &worker, caps).await;
-        let on_b = replica(&h, &stores[1], &worker, caps).await;
+        let downloads = tempfile::tempdir().unwrap();
+        let with_downloads = |store: &Store| GatewayConfig {
+            store: Some(store.clone()),
+            download_dir: Some(downloads.path().to_owned()),
+            ..config(&h)
+        };
+        let on_a = replica_with(&worker, with_downloads(&stores[0])).await;
+        let on_b = replica_with(&worker, with_downloads(&stores[1])).await;
         assert!(on_a.has_homes());
 
         let owner = acme("key_h");
@@ -580,6 +586,53 @@ async fn a_homed_agent_keeps_its_browser_whichever_replica_serves_it() {
         assert!(
             page.contains(&format!("<page {}>", fence.nonce())),
             "{page}"
+        );
+
+        let out = again.call(navigate(h.site.url("download.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let mut text = again
+            .call(ToolCall::Interact(airlock_gateway::Interaction::Click {
+                target: airlock_gateway::action::Target::Role {
+                    role: "link".into(),
+                    name: Some("Get report".into()),
+                    index: None,
+                },
+                options: Default::default(),
+            }))
+            .await
+            .text;
+        // The download finishes after the click: a later result reports it.
+        for _ in 0..200 {
+            if text.contains("downloaded ") {
+                break;
+            }
+            text = again
+                .call(ToolCall::Read(airlock_gateway::Reading::WaitFor {
+                    condition: airlock_gateway::action::WaitCondition::Time(Duration::from_millis(
+                        50,
+                    )),
+                    timeout: None,
+                }))
+                .await
+                .text;
+        }
+        let saved_as = text
+            .lines()
+            .find_map(|l| l.strip_prefix("downloaded "))
+            .and_then(|l| l.split(" as ").nth(1))
+            .and_then(|l| l.split(' ').next())
+            .unwrap_or_else(|| panic!("no download reported: {text}"))
+            .to_owned();
+        let kept = stores[0]
+            .artifact(&airlock_gateway::download_artifact(&saved_as))
+            .await
+            .unwrap()
+            .expect("kept in the store");
+        assert!(!kept.is_empty());
+        assert_eq!(
+            std::fs::read_dir(downloads.path()).unwrap().count(),
+            0,
+            "on no replica's disk"
         );
 
         on_a.end_home(&home).await.unwrap();

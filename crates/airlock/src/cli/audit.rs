@@ -250,6 +250,53 @@ pub(crate) fn terminal_safe(line: &str) -> String {
     out
 }
 
+/// `airlock audit download NAME --out FILE`: a download its session kept in the
+/// shared store, written (0600) to a new file.
+pub(crate) async fn download(
+    config: &Config,
+    saved_as: &str,
+    out: &Path,
+) -> anyhow::Result<ExitCode> {
+    // The names sessions report: what the browser generated, nothing else.
+    if saved_as.is_empty()
+        || !saved_as
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        bail!("`{saved_as}` is not a download's saved-as name (letters, digits and -)");
+    }
+    let store = super::vault::open_store(config).await?;
+    if !store.is_shared() {
+        bail!(
+            "this store keeps no downloads: with SQLite, sessions keep them in [tools] download_dir"
+        );
+    }
+    let Some(data) = store
+        .artifact(&airlock_gateway::download_artifact(saved_as))
+        .await?
+    else {
+        bail!("no download `{saved_as}` is kept (never made, or past the retention)");
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(out)
+        .with_context(|| format!("creating {}", out.display()))?;
+    file.write_all(&data)?;
+    file.sync_all()?;
+    let sha256: String = {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(&data).encode_hex::<String>()
+    };
+    println!(
+        "{} bytes, SHA-256 {sha256}, written to {}",
+        data.len(),
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Where `config`'s checkpoint key is: the shared key file, else the data dir's.
 fn key_path(config: &Config) -> std::path::PathBuf {
     config

@@ -245,6 +245,15 @@ enum AuditCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Write a download a session kept in the shared store (replicas on Postgres
+    /// keep them there, not on one machine's disk) into a file.
+    Download {
+        /// The name it was saved as (the `saved_as` its session reported).
+        saved_as: String,
+        /// The file to write (created; an existing one is left alone).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Print the last events, one JSON line each.
     Tail {
         /// How many.
@@ -601,6 +610,9 @@ pub(crate) fn main() -> ExitCode {
                     }
                     AuditCommand::Replay { session, out } => {
                         audit::replay(&config, &session, &out).await
+                    }
+                    AuditCommand::Download { saved_as, out } => {
+                        audit::download(&config, &saved_as, &out).await
                     }
                     AuditCommand::Tail { lines, follow } => {
                         audit::tail(&config, lines, follow).await

@@ -178,14 +178,17 @@ async fn a_replay_page_shows_every_step_and_no_secret_in_any_form() {
 }
 
 // On Postgres (replicas share it) an `audit` recording's images go to the store, not
-// to the recordings directory of the machine that took them: a replay made from
-// another machine's data dir, against the same database, embeds every one.
+// to the recordings directory of the machine that took them, and so do downloads: a
+// replay made from another machine's data dir, against the same database, embeds
+// every image, and `audit download` there gives back the download as reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_shared_store_recordings_live_in_it_and_replay_anywhere() {
     with_browser(|h| async move {
         let pg = airlock_test_support::Postgres::start();
         let tmp = tempfile::tempdir().unwrap();
         let recordings = tmp.path().join("replica-a").join("recordings");
+        let downloads = tmp.path().join("replica-a").join("downloads");
+        std::fs::create_dir_all(&downloads).unwrap();
         let store = Store::open_postgres(&pg.url()).await.unwrap();
         let gateway = Gateway::new(
             h.host().await,
@@ -194,11 +197,12 @@ async fn on_a_shared_store_recordings_live_in_it_and_replay_anywhere() {
                 store: Some(store.clone()),
                 recording: RecordMode::Audit,
                 recordings_dir: Some(recordings.clone()),
+                download_dir: Some(downloads.clone()),
                 ..GatewayConfig::default()
             },
         );
         let agent = gateway.agent_session();
-        for page in ["login.html", "resolve.html"] {
+        for page in ["login.html", "download.html"] {
             let out = agent
                 .call(ToolCall::Navigate(Navigation::To {
                     url: h.site.url(page),
@@ -208,10 +212,59 @@ async fn on_a_shared_store_recordings_live_in_it_and_replay_anywhere() {
                 .await;
             assert_eq!(out.error, None, "{}", out.text);
         }
+        let click = agent
+            .call(ToolCall::Interact(Interaction::Click {
+                target: Target::Role {
+                    role: "link".into(),
+                    name: Some("Get report".into()),
+                    index: None,
+                },
+                options: Default::default(),
+            }))
+            .await;
+        assert_eq!(click.error, None, "{}", click.text);
+        // The download finishes after the click: a later result reports it.
+        let mut text = click.text;
+        for _ in 0..200 {
+            if text.contains("downloaded ") {
+                break;
+            }
+            text = agent
+                .call(ToolCall::Read(airlock_gateway::Reading::WaitFor {
+                    condition: airlock_gateway::action::WaitCondition::Time(
+                        std::time::Duration::from_millis(50),
+                    ),
+                    timeout: None,
+                }))
+                .await
+                .text;
+        }
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("downloaded "))
+            .unwrap_or_else(|| panic!("no download reported:\n{text}"))
+            .to_owned();
+        let saved_as = line
+            .split(" as ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap()
+            .to_owned();
+        let sha256 = line
+            .split("SHA-256 ")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(')')
+            .to_owned();
         let id = gateway.leases()[0].id.to_string();
         gateway.shutdown().await;
         store.close().await;
-        assert!(!recordings.exists(), "nothing on this machine's disk");
+        assert!(!recordings.exists(), "no recording on this machine's disk");
+        assert_eq!(
+            std::fs::read_dir(&downloads).unwrap().count(),
+            0,
+            "no download on this machine's disk"
+        );
 
         let out_dir = tmp.path().join("replay");
         let out = std::process::Command::new(BIN)
@@ -232,10 +285,31 @@ async fn on_a_shared_store_recordings_live_in_it_and_replay_anywhere() {
         let page = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
         assert_eq!(
             page.matches("src=\"data:image/jpeg;base64,").count(),
-            2,
+            3,
             "{page}"
         );
         assert!(!page.contains("pruned or missing"), "{page}");
+
+        let file = tmp.path().join("report.txt");
+        let out = std::process::Command::new(BIN)
+            .args(["audit", "download", &saved_as, "--out"])
+            .arg(&file)
+            .env_remove("AIRLOCK_CONFIG")
+            .env_remove("AIRLOCK_MASTER_KEY")
+            .env("AIRLOCK_DATABASE_URL", pg.url())
+            .env("AIRLOCK_DATA_DIR", tmp.path().join("replica-b"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(said.contains(&sha256), "{said} vs {sha256}");
+        let data = std::fs::read(&file).unwrap();
+        use sha2::Digest as _;
+        assert_eq!(hex::encode(sha2::Sha256::digest(&data)), sha256);
     })
     .await;
 }
