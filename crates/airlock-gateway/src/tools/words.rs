@@ -131,7 +131,7 @@ pub(crate) fn notice_line(notice: &Notice) -> String {
             bytes,
             sha256,
         } => format!(
-            "downloaded {} into the download directory as {saved_as} ({bytes} bytes, SHA-256 {sha256})",
+            "downloaded {} and kept it for the operator as {saved_as} ({bytes} bytes, SHA-256 {sha256})",
             quote_title(name)
         ),
         Notice::DownloadRefused { name, why } => {

@@ -186,7 +186,7 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
             .find(|l| l.starts_with("downloaded "))
             .unwrap_or_else(|| panic!("no download reported:\n{text}"));
         assert!(
-            line.starts_with("downloaded \"report.txt\" into the download directory as "),
+            line.starts_with("downloaded \"report.txt\" and kept it for the operator as "),
             "{line}"
         );
         assert!(line.contains("(22 bytes, SHA-256 "), "{line}");
