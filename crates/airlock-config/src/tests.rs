@@ -341,3 +341,31 @@ fn registration_reads_the_name_the_ca_and_the_worker_token() {
     assert!(!format!("{registration:?}").contains(token));
     assert!(load("", &[]).unwrap().registration.is_none());
 }
+
+// The ConfigMap in deploy/ is an airlock.toml this version loads, with the secrets it
+// names from the environment (so a renamed key cannot rot there unseen).
+#[test]
+fn the_kubernetes_config_map_is_a_valid_config() {
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes/config.yaml"),
+    )
+    .unwrap();
+    let toml: String = manifest
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("airlock.toml: |"))
+        .skip(1)
+        .map(|l| l.strip_prefix("    ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(toml.contains("[registration]"), "{toml}");
+    let config = load(
+        &toml,
+        &[(
+            "AIRLOCK_WORKER_TOKEN",
+            "a-worker-token-of-at-least-thirty-two-characters",
+        )],
+    )
+    .unwrap();
+    assert!(config.registration.is_some());
+    assert!(config.audit.key_file.is_some());
+}

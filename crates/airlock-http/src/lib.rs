@@ -115,14 +115,14 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .route_layer(middleware::from_fn(parse_json_body))
         .route_layer(middleware::from_fn(deleted_is_no_content))
         .route_layer(middleware::from_fn_with_state(mcp_sessions, owner_ends))
-        .route_layer(middleware::from_fn_with_state(auth, authenticate))
+        .route_layer(middleware::from_fn_with_state(auth.clone(), authenticate))
         .merge(api)
         .merge(metadata)
         .merge(
             Router::new()
                 .route("/api/v1/workers", axum::routing::post(workers::register))
                 .with_state(Arc::new(workers::Registrar {
-                    gateway: gateway.clone(),
+                    auth: auth.clone(),
                     token: config.worker_token,
                 })),
         )
@@ -302,7 +302,8 @@ fn client_addr(request: &Request) -> Option<std::net::IpAddr> {
 }
 
 // Only the caller that began an MCP session ends it: another caller's DELETE with its
-// id is answered as for a session that is not there (rmcp would end any).
+// id is answered exactly as one for a session that is not there, 404 (rmcp would end
+// any, and accept an unknown id).
 async fn owner_ends(
     State(sessions): State<Arc<airlock_mcp::Sessions>>,
     request: Request,
@@ -315,7 +316,7 @@ async fn owner_ends(
             .and_then(|v| v.to_str().ok())
     {
         let allowed = match request.extensions().get::<airlock_gateway::Principal>() {
-            Some(caller) => sessions.may_end(id, caller).await,
+            Some(caller) => sessions.owns(id, caller).await,
             None => false,
         };
         if !allowed {

@@ -418,8 +418,14 @@ async fn only_the_caller_that_began_an_mcp_session_ends_it() {
     assert_eq!(status, StatusCode::ACCEPTED);
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
 
-    let (status, _, _) = mcp(&s, "DELETE", &theirs, Some(&id), None).await;
+    // Another caller's DELETE, and one for an id that names nothing, answer alike:
+    // no yes/no on whether an id is someone's session.
+    let (status, _, foreign) = mcp(&s, "DELETE", &theirs, Some(&id), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "another caller's DELETE");
+    let unknown = "0b9c2f4e-0000-4000-8000-000000000000";
+    let (status, _, nothing) = mcp(&s, "DELETE", &theirs, Some(unknown), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a DELETE for no session");
+    assert_eq!(foreign, nothing);
     let (status, _, body) = mcp(&s, "POST", &mine, Some(&id), Some(list)).await;
     assert_eq!(status, StatusCode::OK, "the session goes on: {body}");
     assert!(body.contains("browser_navigate"), "{body}");
@@ -428,4 +434,53 @@ async fn only_the_caller_that_began_an_mcp_session_ends_it() {
     assert_eq!(status, StatusCode::NO_CONTENT, "its own caller's DELETE");
     let (status, _, _) = mcp(&s, "POST", &mine, Some(&id), Some(list)).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "then it is gone");
+    let (status, _, _) = mcp(&s, "DELETE", &mine, Some(&id), None).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "and a second DELETE finds nothing"
+    );
+}
+
+// The worker registration route has the edge's checks every route has: a browser
+// origin, a cross-site request or a body that is not JSON is refused before it; a
+// gateway without `[registration]` has no such route.
+#[tokio::test]
+async fn worker_registration_passes_the_edge_checks_and_is_absent_unless_configured() {
+    let s = server(true, Caps::default()).await;
+    let post = |headers: Vec<(&'static str, &'static str)>, body: &'static str| {
+        let mut request = Request::builder()
+            .method("POST")
+            .uri("/api/v1/workers")
+            .header(header::HOST, HOST)
+            .header(
+                header::AUTHORIZATION,
+                "Bearer a-worker-token-of-thirty-two-characters",
+            );
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        // As a client sends it: the edge judges a body by its length.
+        let request = request
+            .header(header::CONTENT_LENGTH, body.len())
+            .body(Body::from(body))
+            .unwrap();
+        let router = s.router.clone();
+        async move { router.oneshot(request).await.unwrap().status() }
+    };
+    let json = ("content-type", "application/json");
+    let body = r#"{"address":"10.0.0.9:7443"}"#;
+    assert_eq!(
+        post(vec![json, ("origin", "https://evil.example")], body).await,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        post(vec![json, ("sec-fetch-site", "cross-site")], body).await,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        post(vec![("content-type", "text/plain")], body).await,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE
+    );
+    assert_eq!(post(vec![json], body).await, StatusCode::NOT_FOUND);
 }

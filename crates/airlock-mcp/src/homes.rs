@@ -7,7 +7,7 @@
 //! handshake from the home ([`HomeStore`]); the agent then finds its browser session
 //! by the home and adopts it. A `DELETE` on any replica ends the home, and every
 //! other replica answers 404 from then on ([`Sessions::has_session`]). Only the
-//! caller that began a session may end it ([`Sessions::may_end`]).
+//! caller that began a session may end it ([`Sessions::owns`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -50,17 +50,17 @@ impl Sessions {
         }
     }
 
-    /// Whether `caller` may end the session `id` (`DELETE`): the caller that began
-    /// it, or anyone when there is no such session (ending it does nothing).
-    pub async fn may_end(&self, id: &str, caller: &Principal) -> bool {
+    /// Whether the session `id` is there and `caller` began it (so may end it with
+    /// `DELETE`). Another caller's session and no session at all answer alike: a
+    /// `DELETE` says nothing of whether an id is someone's.
+    pub async fn owns(&self, id: &str, caller: &Principal) -> bool {
         if let Some(owner) = lock(&self.owners).get(id) {
             return *owner == caller.caller();
         }
         match self.gateway.find_home(&mcp_home(id)).await {
             Ok(Some(home)) => home.owner == caller.caller(),
-            Ok(None) => true,
             // Nothing is ended on a guess.
-            Err(_) => false,
+            Ok(None) | Err(_) => false,
         }
     }
 

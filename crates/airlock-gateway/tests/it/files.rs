@@ -159,27 +159,8 @@ async fn downloads_go_only_to_the_download_directory_and_are_reported_not_return
         let agent = gateway.agent_session();
         agent.call(navigate(h.site.url("download.html"))).await;
         // A download finishes after the click; a later result reports it.
-        let reported = |first: String, needle: &'static str| {
-            let agent = &agent;
-            async move {
-                let mut text = first;
-                for _ in 0..200 {
-                    if text.contains(needle) {
-                        break;
-                    }
-                    text = agent
-                        .call(ToolCall::Read(Reading::WaitFor {
-                            condition: airlock_browser::WaitCondition::Time(Duration::from_millis(
-                                50,
-                            )),
-                            timeout: None,
-                        }))
-                        .await
-                        .text;
-                }
-                text
-            }
-        };
+        let reported =
+            |first: String, needle: &'static str| crate::until_reported(&agent, first, needle);
         let text = reported(agent.call(click()).await.text, "downloaded ").await;
         let line = text
             .lines()

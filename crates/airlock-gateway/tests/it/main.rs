@@ -44,6 +44,30 @@ fn warm_config(h: &Harness) -> GatewayConfig {
     }
 }
 
+/// What `agent` reports once `needle` shows: `first` (a result already in hand), or
+/// the next results of 50 ms waits (a download finishes after the click that started
+/// it, and a later result reports it), for at most ten seconds.
+pub(crate) async fn until_reported(
+    agent: &airlock_gateway::AgentSession,
+    first: String,
+    needle: &str,
+) -> String {
+    let mut text = first;
+    for _ in 0..200 {
+        if text.contains(needle) {
+            break;
+        }
+        text = agent
+            .call(ToolCall::Read(Reading::WaitFor {
+                condition: airlock_browser::WaitCondition::Time(Duration::from_millis(50)),
+                timeout: None,
+            }))
+            .await
+            .text;
+    }
+    text
+}
+
 pub(crate) fn navigate(url: String) -> ToolCall {
     ToolCall::Navigate(Navigation::To {
         url,

@@ -590,7 +590,7 @@ async fn a_homed_agent_keeps_its_browser_whichever_replica_serves_it() {
 
         let out = again.call(navigate(h.site.url("download.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
-        let mut text = again
+        let clicked = again
             .call(ToolCall::Interact(airlock_gateway::Interaction::Click {
                 target: airlock_gateway::action::Target::Role {
                     role: "link".into(),
@@ -601,21 +601,7 @@ async fn a_homed_agent_keeps_its_browser_whichever_replica_serves_it() {
             }))
             .await
             .text;
-        // The download finishes after the click: a later result reports it.
-        for _ in 0..200 {
-            if text.contains("downloaded ") {
-                break;
-            }
-            text = again
-                .call(ToolCall::Read(airlock_gateway::Reading::WaitFor {
-                    condition: airlock_gateway::action::WaitCondition::Time(Duration::from_millis(
-                        50,
-                    )),
-                    timeout: None,
-                }))
-                .await
-                .text;
-        }
+        let text = crate::until_reported(&again, clicked, "downloaded ").await;
         let saved_as = text
             .lines()
             .find_map(|l| l.strip_prefix("downloaded "))

@@ -266,16 +266,21 @@ async fn on_a_shared_store_recordings_live_in_it_and_replay_anywhere() {
             "no download on this machine's disk"
         );
 
+        // The CLI on another machine: its own data dir, the same database.
+        let elsewhere = |args: &[&str], out: &std::path::Path| {
+            std::process::Command::new(BIN)
+                .args(args)
+                .arg("--out")
+                .arg(out)
+                .env_remove("AIRLOCK_CONFIG")
+                .env_remove("AIRLOCK_MASTER_KEY")
+                .env("AIRLOCK_DATABASE_URL", pg.url())
+                .env("AIRLOCK_DATA_DIR", tmp.path().join("replica-b"))
+                .output()
+                .unwrap()
+        };
         let out_dir = tmp.path().join("replay");
-        let out = std::process::Command::new(BIN)
-            .args(["audit", "replay", &id, "--out"])
-            .arg(&out_dir)
-            .env_remove("AIRLOCK_CONFIG")
-            .env_remove("AIRLOCK_MASTER_KEY")
-            .env("AIRLOCK_DATABASE_URL", pg.url())
-            .env("AIRLOCK_DATA_DIR", tmp.path().join("replica-b"))
-            .output()
-            .unwrap();
+        let out = elsewhere(&["audit", "replay", &id], &out_dir);
         assert!(
             out.status.success(),
             "{}{}",
@@ -291,15 +296,7 @@ async fn on_a_shared_store_recordings_live_in_it_and_replay_anywhere() {
         assert!(!page.contains("pruned or missing"), "{page}");
 
         let file = tmp.path().join("report.txt");
-        let out = std::process::Command::new(BIN)
-            .args(["audit", "download", &saved_as, "--out"])
-            .arg(&file)
-            .env_remove("AIRLOCK_CONFIG")
-            .env_remove("AIRLOCK_MASTER_KEY")
-            .env("AIRLOCK_DATABASE_URL", pg.url())
-            .env("AIRLOCK_DATA_DIR", tmp.path().join("replica-b"))
-            .output()
-            .unwrap();
+        let out = elsewhere(&["audit", "download", &saved_as], &file);
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),

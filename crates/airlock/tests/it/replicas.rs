@@ -718,7 +718,32 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     until_status(&format!("{a_root}/readyz"), 503, Duration::from_secs(10)).await;
+    // Guessing the token is limited per client address, as for any bearer token
+    // (then every authenticated request from there waits), and on the record (never
+    // the token tried).
+    let mut statuses = Vec::new();
+    for _ in 0..11 {
+        let (status, _) = crate::leasing::http_post(
+            &format!("{b_root}/api/v1/workers"),
+            "a-guess-at-the-worker-token-0123456789",
+            r#"{"address":"127.0.0.1:9"}"#,
+        )
+        .await;
+        statuses.push(status);
+    }
+    assert_eq!(statuses[..10], [401; 10], "{statuses:?}");
+    assert_eq!(statuses[10], 429, "{statuses:?}");
     store.close().await;
     stop(a).await;
     stop(b).await;
+    let events = fleet.cli(&["audit", "export"]).await;
+    let failures = events
+        .lines()
+        .filter(|l| {
+            l.contains("\"kind\":\"auth_failure\"") && l.contains("\"surface\":\"workers\"")
+        })
+        .count();
+    assert_eq!(failures, 11, "{events}");
+    assert!(!events.contains("a-guess-at-the-worker-token"));
+    assert!(!events.contains(WORKER_TOKEN));
 }
