@@ -96,6 +96,10 @@ pub enum Event {
     LoginSaved(LoginSaved),
     /// A request a surface refused for its credentials.
     AuthFailure(AuthFailure),
+    /// A server-side task began (`browser_run_task`).
+    TaskStarted(TaskStarted),
+    /// A server-side task ended, however it ended.
+    TaskEnded(TaskEnded),
     /// A vault change made from the CLI.
     VaultChange(Change),
     /// A tenant or key change made from the CLI.
@@ -123,6 +127,8 @@ impl Event {
             Event::OperatorInput(_) => "operator_input",
             Event::LoginSaved(_) => "login_saved",
             Event::AuthFailure(_) => "auth_failure",
+            Event::TaskStarted(_) => "task_started",
+            Event::TaskEnded(_) => "task_ended",
             Event::VaultChange(_) => "vault_change",
             Event::AccessChange(_) => "access_change",
             Event::Unknown => "unknown",
@@ -142,6 +148,8 @@ impl Event {
                 Some(&o.session)
             }
             Event::LoginSaved(l) => Some(&l.session),
+            Event::TaskStarted(t) => t.session.as_deref(),
+            Event::TaskEnded(t) => t.session.as_deref(),
             Event::CredentialRefusal(_)
             | Event::AuthFailure(_)
             | Event::VaultChange(_)
@@ -213,6 +221,9 @@ pub struct Call {
     pub approval: Option<String>,
     /// Who approved it, if someone did.
     pub approver: Option<String>,
+    /// The server-side task it was a step of, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 /// A call's outcome.
@@ -298,6 +309,49 @@ pub struct ApprovalRequested {
     pub expires_ms: i64,
     /// The SHA-256 of the screenshot shown to the approver, hex.
     pub screenshot_sha256: Option<String>,
+}
+
+/// A server-side task as it began: who asked for what, with which model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskStarted {
+    /// The task's id (`task_…`).
+    pub task: String,
+    /// Who asked for it.
+    pub caller: String,
+    /// Through which surface.
+    pub surface: String,
+    /// The browser session it runs in, when one was open.
+    pub session: Option<String>,
+    /// The operator's model it runs with (its `[[models]]` name).
+    pub model: String,
+    /// What it was asked to do (through the session's redactor).
+    pub instruction: String,
+    /// Where it starts, if it was given a page.
+    pub start_url: Option<String>,
+    /// The most steps it may take.
+    pub max_steps: u32,
+}
+
+/// A server-side task as it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskEnded {
+    /// The task's id.
+    pub task: String,
+    /// The browser session it ran in.
+    pub session: Option<String>,
+    /// How it ended (`finished`, `max_steps`, `needs_user`, `denied`, `error`,
+    /// `cancelled`).
+    pub status: String,
+    /// Steps taken (browser calls the model asked for).
+    pub steps: u32,
+    /// Model tokens spent, as the endpoint counted them (or estimated).
+    pub tokens: u64,
+    /// What the model reported, redacted and cut.
+    pub answer: Option<String>,
+    /// The error code that ended it, if one did.
+    pub error: Option<String>,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
 }
 
 /// A held call's decision.
@@ -513,6 +567,7 @@ mod tests {
             decision: Some("allow".to_owned()),
             approval: None,
             approver: None,
+            task: None,
         }
     }
 

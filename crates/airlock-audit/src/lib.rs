@@ -25,7 +25,7 @@ pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use event::{
     ApprovalDecided, ApprovalRequested, ApprovalStatus, AuthFailure, Call, CallDone, Change,
     CredentialRefusal, Entry, Event, LoginSaved, OperatorStep, Recording, Refusal, SessionChange,
-    Target, UnknownStatus,
+    Target, TaskEnded, TaskStarted, UnknownStatus,
 };
 pub use merkle::{Frontier, Hash};
 

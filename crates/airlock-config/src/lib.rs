@@ -7,6 +7,7 @@
 
 mod env;
 mod error;
+mod models;
 mod raw;
 
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ pub use airlock_policy::{Policy, PolicyConfig};
 pub use airlock_risk::{ApprovalsConfig, Rules};
 pub use env::{EnvSource, ProcessEnv, vars};
 pub use error::{Error, Result};
+pub use models::{MAX_TASK_STEPS, Model, ModelKey, ModelStyle, RawModel, RawTasks, Tasks};
 pub use raw::*;
 
 /// Default listen address: loopback only, so nothing is exposed by accident.
@@ -214,6 +216,8 @@ pub struct Config {
     pub store: StoreLocation,
     /// Workers may register themselves (`[registration]`): how to reach them.
     pub registration: Option<Registration>,
+    /// The operator's models and the bounds of server-side tasks.
+    pub tasks: Tasks,
 }
 
 /// How to reach browser workers that register themselves: one certificate name and
@@ -948,6 +952,7 @@ impl Config {
             }
         };
 
+        let tasks = models::tasks(&raw.models, &raw.tasks, env)?;
         Ok(Config {
             data_dir,
             server: ServerConfig {
@@ -978,6 +983,7 @@ impl Config {
             workers,
             store,
             registration,
+            tasks,
         })
     }
 }

@@ -46,6 +46,12 @@ pub struct RawConfig {
     pub store: RawStore,
     /// `[registration]`: browser workers that register themselves.
     pub registration: Option<RawRegistration>,
+    /// `[[models]]`: the operator's models for server-side tasks.
+    #[serde(default)]
+    pub models: Vec<RawModel>,
+    /// `[tasks]`: the bounds of every server-side task.
+    #[serde(default)]
+    pub tasks: RawTasks,
 }
 
 /// `[registration]` as written: how to reach workers that register themselves

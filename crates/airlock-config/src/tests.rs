@@ -369,3 +369,78 @@ fn the_kubernetes_config_map_is_a_valid_config() {
     assert!(config.registration.is_some());
     assert!(config.audit.key_file.is_some());
 }
+
+#[test]
+fn models_are_the_operators_reached_only_at_their_url() {
+    let text = r#"
+[[models]]
+name = "local"
+url = "http://127.0.0.1:8000/v1/chat/completions"
+model = "qwen"
+
+[[models]]
+name = "hosted"
+url = "https://api.example.com/v1/chat/completions"
+model = "gpt-x"
+api_key_env = "MODEL_KEY"
+
+[tasks]
+model = "hosted"
+max_steps = 30
+"#;
+    let config = load(text, &[("MODEL_KEY", "sk-test-123")]).unwrap();
+    let tasks = &config.tasks;
+    assert_eq!(tasks.models.len(), 2);
+    assert_eq!(tasks.max_steps, 30);
+    let hosted = tasks.model(None).unwrap();
+    assert_eq!(hosted.name, "hosted");
+    assert_eq!(hosted.key, ModelKey::Value(ApiKey::new("sk-test-123")));
+    // The key is never printed.
+    assert!(!format!("{config:?}").contains("sk-test-123"));
+    assert_eq!(tasks.model(Some("local")).unwrap().key, ModelKey::None);
+    assert!(tasks.model(Some("nope")).is_none());
+    // No models: no default, tasks cannot run.
+    assert!(load("", &[]).unwrap().tasks.model(None).is_none());
+
+    let model = |extra: &str| format!("[[models]]\nname = \"m\"\nmodel = \"x\"\n{extra}");
+    for (bad, key, words) in [
+        (
+            model("url = \"http://api.example.com/v1\""),
+            "models[0].url",
+            "must be https",
+        ),
+        (
+            model("url = \"https://u:p@api.example.com/v1\""),
+            "models[0].url",
+            "no user or password",
+        ),
+        (
+            model("url = \"https://api.example.com/v1\"\nstyle = \"telepathy\""),
+            "models[0].style",
+            "telepathy",
+        ),
+        (
+            model("url = \"https://api.example.com/v1\"\napi_key_env = \"AIRLOCK_MASTER_KEY\""),
+            "models[0].api_key_env",
+            "AIRLOCK_",
+        ),
+        (
+            model("url = \"https://api.example.com/v1\"\napi_key_env = \"UNSET_KEY\""),
+            "models[0].api_key_env",
+            "not set",
+        ),
+        (
+            model("url = \"https://api.example.com/v1\"\n[tasks]\nmax_steps = 101"),
+            "tasks.max_steps",
+            "1..=100",
+        ),
+        (
+            model("url = \"https://api.example.com/v1\"\n[tasks]\nmodel = \"other\""),
+            "tasks.model",
+            "not a [[models]] name",
+        ),
+    ] {
+        let e = load(&bad, &[]).unwrap_err().to_string();
+        assert!(e.starts_with(key) && e.contains(words), "{bad}: {e}");
+    }
+}

@@ -66,6 +66,9 @@ pub enum ErrorCode {
     /// The page navigated away while the action ran, so it stopped part-way; take a
     /// new snapshot of the page it is on now.
     PageChanged,
+    /// The operator's model endpoint failed a server-side task: it timed out, kept
+    /// refusing (429/5xx past the retries), or answered something that is no step.
+    ModelFailed,
 }
 
 impl ErrorCode {
@@ -99,6 +102,7 @@ impl ErrorCode {
         Self::ApprovalClosed,
         Self::DialogOpen,
         Self::PageChanged,
+        Self::ModelFailed,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -148,6 +152,7 @@ impl ErrorCode {
             Self::ApprovalClosed => ("approval_closed", 409, false),
             Self::DialogOpen => ("dialog_open", 409, false),
             Self::PageChanged => ("page_changed", 409, false),
+            Self::ModelFailed => ("model_failed", 502, true),
         }
     }
 }

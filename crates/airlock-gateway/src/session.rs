@@ -21,6 +21,7 @@ mod agent;
 mod call;
 mod gate;
 mod record;
+mod task;
 
 pub use agent::*;
 pub use call::{CallContext, CallObserver, CallRecord, Gate};
@@ -454,6 +455,12 @@ impl Gateway {
     /// Whether held calls may be put to the agent's own client as well.
     pub fn in_client_approval(&self) -> bool {
         self.config.in_client_approval
+    }
+
+    /// The vault lent to this gateway, if any (an operator's model key may live in
+    /// it, bound to the model's origin).
+    pub fn vault(&self) -> Option<&Arc<airlock_vault::Vault>> {
+        self.config.credentials.vault.as_ref()
     }
 
     /// The store lent to this gateway, if any.

@@ -65,6 +65,8 @@ pub struct HttpConfig {
     /// The worker token registering workers present (`[registration]`); `None`:
     /// workers do not register here.
     pub worker_token: Option<ApiKey>,
+    /// The operator's models and task bounds (`[[models]]`, `[tasks]`).
+    pub tasks: airlock_config::Tasks,
 }
 
 /// The router with every endpoint this surface serves.
@@ -77,6 +79,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
             allowed_origins: config.allowed_origins.clone(),
             max_body_bytes: MAX_MCP_BODY_BYTES,
             public_url: Some(config.public_url.clone()),
+            tasks: config.tasks.clone(),
         },
     );
     let edge = Arc::new(edge::Edge {

@@ -53,6 +53,7 @@ async fn server(keys: bool, caps: Caps) -> Server {
         tool_profile: Default::default(),
         jwt: None,
         worker_token: None,
+        tasks: Default::default(),
     };
     Server {
         router: router(gateway, config),

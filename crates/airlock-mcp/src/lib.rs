@@ -42,6 +42,9 @@ pub struct HttpOptions {
     /// Where clients reach the server (`http://127.0.0.1:8080`): the start of every
     /// `mcp_url` handed out.
     pub public_url: Option<String>,
+    /// The operator's models and task bounds (`browser_run_task` is offered when any
+    /// model is configured).
+    pub tasks: airlock_config::Tasks,
 }
 
 /// The Streamable HTTP service: one [`AirlockMcp`] (and agent session) per MCP session;
@@ -67,8 +70,13 @@ pub fn http_service(
         config.session_store = Some(Arc::new(homes::HomeStore(gateway.clone())));
     }
     let sessions = Arc::new(Sessions::new(&gateway));
+    let tasks = runner(&gateway, &options.tasks);
     let service = StreamableHttpService::new(
-        move || Ok(AirlockMcp::new(gateway.clone(), profile).at(public_url.clone())),
+        move || {
+            Ok(AirlockMcp::new(gateway.clone(), profile)
+                .at(public_url.clone())
+                .with_tasks(tasks.clone()))
+        },
         sessions.clone(),
         config,
     );
@@ -78,8 +86,12 @@ pub fn http_service(
 /// Serves MCP over stdin/stdout until the client disconnects; logs must go to stderr.
 /// `initialize` is answered at once; requests that need the engine wait for
 /// `gateway`, and if it cannot start, serving ends with its reason.
-pub async fn serve_stdio(gateway: Starting, profile: ToolProfile) -> Result<(), std::io::Error> {
-    let server = stdio::Deferred::new(gateway.clone(), profile);
+pub async fn serve_stdio(
+    gateway: Starting,
+    profile: ToolProfile,
+    tasks: airlock_config::Tasks,
+) -> Result<(), std::io::Error> {
+    let server = stdio::Deferred::new(gateway.clone(), profile, tasks);
     let running = server
         .serve(rmcp::transport::stdio())
         .await
@@ -96,5 +108,23 @@ pub async fn serve_stdio(gateway: Starting, profile: ToolProfile) -> Result<(), 
             Ok(())
         }
         why = failed => Err(std::io::Error::other(format!("Airlock could not start: {why}"))),
+    }
+}
+
+// The task runner over the operator's models, if any is configured (a model key in
+// the vault is read from the gateway's).
+pub(crate) fn runner(
+    gateway: &Gateway,
+    tasks: &airlock_config::Tasks,
+) -> Option<Arc<airlock_task::Runner>> {
+    if tasks.models.is_empty() {
+        return None;
+    }
+    match airlock_task::Runner::new(tasks, gateway.vault().cloned()) {
+        Ok(runner) => Some(Arc::new(runner)),
+        Err(e) => {
+            tracing::error!(error = %e, "browser_run_task is not offered: its model client could not be made");
+            None
+        }
     }
 }

@@ -55,6 +55,8 @@ pub struct AirlockMcp {
     /// Where HTTP clients reach this server (no trailing `/`): the start of the
     /// `mcp_url` a stateless session open hands out. `None` over stdio.
     public_url: Option<Arc<str>>,
+    /// What runs `browser_run_task`, when the operator configured a model.
+    tasks: Option<Arc<airlock_task::Runner>>,
 }
 
 impl AirlockMcp {
@@ -93,7 +95,45 @@ impl AirlockMcp {
             tool_router,
             folded: Arc::new(folded),
             public_url: None,
+            tasks: None,
         }
+    }
+
+    /// This server offering `browser_run_task` with `runner` (with the `browser`
+    /// profile's tools only: it drives them).
+    pub fn with_tasks(mut self, runner: Option<Arc<airlock_task::Runner>>) -> AirlockMcp {
+        let Some(runner) = runner.filter(|r| r.offered()) else {
+            return self;
+        };
+        if !self.tool_router.has_route("browser_navigate") {
+            return self;
+        }
+        let listed = rmcp::model::Tool::new(
+            airlock_task::NAME,
+            airlock_task::DESCRIPTION,
+            Arc::new(airlock_task::schema()),
+        )
+        .with_annotations(rmcp::model::ToolAnnotations::from_raw(
+            None,
+            None,
+            Some(true),
+            None,
+            None,
+        ));
+        self.tool_router.add_route(ToolRoute::new_dyn(
+            listed,
+            |context: ToolCallContext<'_, AirlockMcp>| {
+                Box::pin(async move {
+                    context
+                        .service
+                        .run_task(context.arguments.as_ref(), &context.request_context)
+                        .await
+                        .map(Into::into)
+                })
+            },
+        ));
+        self.tasks = Some(runner);
+        self
     }
 
     /// This server with `fence` (the one its `initialize` answer named).
@@ -466,6 +506,85 @@ impl AirlockMcp {
         out.text.push_str(ONE_OFF);
         out
     }
+}
+
+impl AirlockMcp {
+    // `browser_run_task`: the task runs in this MCP session's browser session (a
+    // stateless request's one-off session, closed after), each step an ordinary call;
+    // the client's cancellation stops it, and a progress token gets one notification
+    // per step.
+    async fn run_task(
+        &self,
+        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+        request: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let Some(runner) = &self.tasks else {
+            return Ok(result(ToolOutput::error(
+                ErrorCode::InvalidArgument,
+                "no model is configured for tasks",
+            )));
+        };
+        let spec = match runner.parse(arguments) {
+            Ok(spec) => spec,
+            Err(BadArgument(why)) => {
+                return Ok(result(ToolOutput::error(ErrorCode::InvalidArgument, why)));
+            }
+        };
+        let (agent, one_off) = match self.agent_for(&request.extensions).await {
+            Serving::Held(agent) => (agent, false),
+            Serving::OneOff(agent) => (agent, true),
+            Serving::Refused(refusal) => return Ok(result(refusal)),
+        };
+        let (sender, mut steps) = tokio::sync::mpsc::unbounded_channel::<airlock_task::Progress>();
+        let token = request.meta.get_progress_token();
+        let forwarding = token.map(|token| {
+            let peer = request.peer.clone();
+            tokio::spawn(async move {
+                while let Some(step) = steps.recv().await {
+                    let note = rmcp::model::ProgressNotificationParam::new(
+                        token.clone(),
+                        f64::from(step.step),
+                    )
+                    .with_total(f64::from(step.max_steps))
+                    .with_message(step.message);
+                    let _ = peer.notify_progress(note).await;
+                }
+            })
+        });
+        let watch = airlock_task::Watch {
+            cancel: request.ct.child_token(),
+            progress: forwarding.is_some().then_some(sender),
+        };
+        let outcome = runner.run(&agent, spec, watch).await;
+        if one_off {
+            agent.close().await;
+        }
+        // Every step's notification goes out before the result.
+        if let Some(forwarding) = forwarding {
+            let _ = forwarding.await;
+        }
+        Ok(task_result(&outcome))
+    }
+}
+
+// A task's result: its JSON as text and structured content, and the final screenshot
+// as the one image; an error only when the task ended in one.
+fn task_result(outcome: &airlock_task::TaskResult) -> CallToolResult {
+    let value = outcome.to_json();
+    let mut content = vec![ContentBlock::text(value.to_string())];
+    if let Some(shot) = &outcome.screenshot {
+        content.push(ContentBlock::image(
+            base64::engine::general_purpose::STANDARD.encode(&shot.data),
+            shot.mime,
+        ));
+    }
+    let mut done = if outcome.status == airlock_task::TaskStatus::Error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    done.structured_content = Some(value);
+    done
 }
 
 /// A refusal naming the arguments `tool` does not take, if `arguments` holds any

@@ -34,15 +34,21 @@ pub fn starting(
 pub(crate) struct Deferred {
     starting: Starting,
     profile: ToolProfile,
+    tasks: airlock_config::Tasks,
     fence: PageFence,
     ready: tokio::sync::OnceCell<AirlockMcp>,
 }
 
 impl Deferred {
-    pub(crate) fn new(starting: Starting, profile: ToolProfile) -> Deferred {
+    pub(crate) fn new(
+        starting: Starting,
+        profile: ToolProfile,
+        tasks: airlock_config::Tasks,
+    ) -> Deferred {
         Deferred {
             starting,
             profile,
+            tasks,
             fence: PageFence::new(),
             ready: tokio::sync::OnceCell::new(),
         }
@@ -55,7 +61,10 @@ impl Deferred {
                 let gateway = self.starting.clone().await.map_err(|why| {
                     ErrorData::internal_error(format!("Airlock could not start: {why}"), None)
                 })?;
-                Ok(AirlockMcp::new(gateway, self.profile).fenced(self.fence.clone()))
+                let tasks = crate::runner(&gateway, &self.tasks);
+                Ok(AirlockMcp::new(gateway, self.profile)
+                    .fenced(self.fence.clone())
+                    .with_tasks(tasks))
             })
             .await
     }

@@ -6,12 +6,16 @@
 //! store's Postgres backend, a real PostgreSQL server ([`Postgres`]).
 
 mod fixtures;
+mod forms;
 mod harness;
+mod model;
 mod postgres;
 
 pub use fixtures::{APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, FixtureServer, FixtureSite};
+pub use forms::secret_forms;
 pub use harness::{
     Harness, chromium_processes_under, processes_in_groups, with_browser, with_browser_config,
     worker_mode,
 };
+pub use model::{ModelServer, Reply, Seen, calls, finish};
 pub use postgres::{PG_USER, Postgres};

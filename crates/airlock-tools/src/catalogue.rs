@@ -177,9 +177,9 @@ fn parse<P: DeserializeOwned>(arguments: Map<String, Value>) -> Result<P, Misfit
     serde_json::from_value(Value::Object(arguments)).map_err(|e| Misfit(e.to_string()))
 }
 
-// The schema of `P` as MCP lists an input: JSON Schema 2020-12, with the wrapper
-// type's own title and description dropped (noise to a model).
-fn input_schema<P: schemars::JsonSchema>() -> Map<String, Value> {
+/// The schema of `P` as MCP lists an input: JSON Schema 2020-12, with the wrapper
+/// type's own title and description dropped (noise to a model).
+pub fn input_schema<P: schemars::JsonSchema>() -> Map<String, Value> {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<P>();

@@ -10,5 +10,5 @@ mod catalogue;
 pub mod params;
 pub mod schema;
 
-pub use catalogue::{Family, Listed, Tool, check_arguments, find, misfit, tools};
+pub use catalogue::{Family, Listed, Tool, check_arguments, find, input_schema, misfit, tools};
 pub use params::BadArgument;

@@ -59,6 +59,8 @@ pub struct CallContext {
     /// event, the outcome event, the egress summary (the log line reports them beside
     /// an action's stages).
     pub(crate) spent: Spent,
+    /// The server-side task the call is a step of, if any.
+    pub task: Option<String>,
     /// When the call arrived.
     pub started: Instant,
 }
@@ -165,6 +167,21 @@ impl AgentSession {
         call: ToolCall,
         asker: Option<Arc<dyn crate::asking::ApprovalAsker>>,
     ) -> ToolOutput {
+        self.call_with(call, asker, None).await
+    }
+
+    /// [`AgentSession::call`] as a step of server-side task `task`: the same pipeline,
+    /// its records naming the task.
+    pub async fn call_in_task(&self, call: ToolCall, task: &str) -> ToolOutput {
+        self.call_with(call, None, Some(task.to_owned())).await
+    }
+
+    async fn call_with(
+        &self,
+        call: ToolCall,
+        asker: Option<Arc<dyn crate::asking::ApprovalAsker>>,
+        task: Option<String>,
+    ) -> ToolOutput {
         let mut context = CallContext {
             tool: call.tool_name(),
             principal: self.inner.principal.clone(),
@@ -181,6 +198,7 @@ impl AgentSession {
             asker: asker.map(Asker),
             failed: None,
             spent: Spent::default(),
+            task,
             started: Instant::now(),
         };
         let args = call.audit_args();

@@ -155,5 +155,6 @@ fn call_facts(context: &CallContext, args: serde_json::Map<String, serde_json::V
             .map(str::to_owned),
         approval: context.gate.as_ref().and_then(|g| g.approval.clone()),
         approver: context.gate.as_ref().and_then(|g| g.approver.clone()),
+        task: context.task.clone(),
     }
 }

@@ -23,6 +23,7 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     // The engine (store, vault, browser worker) starts beside the MCP handshake:
     // `initialize` needs none of it, and a client waits on that answer first.
     let profile = config.tool_profile;
+    let tasks = config.tasks.clone();
     let starting = {
         let build = tokio::spawn(async move {
             super::gateway_as(&config, Vec::new(), role)
@@ -36,7 +37,7 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
         })
     };
     let served = tokio::select! {
-        served = airlock_mcp::serve_stdio(starting.clone(), profile) => served,
+        served = airlock_mcp::serve_stdio(starting.clone(), profile, tasks) => served,
         _ = term.recv() => {
             tracing::info!("SIGTERM: closing every session");
             Ok(())

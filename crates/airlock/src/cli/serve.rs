@@ -93,6 +93,7 @@ pub(crate) async fn serve_until(
             admin_key: config.server.admin_key.clone(),
             jwt,
             worker_token: config.registration.as_ref().map(|r| r.token.clone()),
+            tasks: config.tasks.clone(),
         },
     );
     let signalled = stop;

@@ -16,7 +16,7 @@ use airlock_gateway::{
 };
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{
-    APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, Harness, with_browser,
+    APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, Harness, secret_forms, with_browser,
 };
 use airlock_vault::{Cookie, Fields, Header, MasterKey, Secret, StorageItem, Store, Vault};
 use base64::Engine as _;
@@ -30,41 +30,10 @@ const STORAGE_TOKEN: &str = "storage-token-91ac";
 
 /// Every form of every value the tests store, as a page or protocol might show it.
 fn leaked_forms() -> Vec<String> {
-    let mut forms = Vec::new();
-    for value in [APP_PASSWORD, APP_SESSION, APP_API_KEY, STORAGE_TOKEN] {
-        forms.push(value.to_owned());
-        // As a snapshot line or title quotes it, and any 8-character piece of it
-        // (what a cut or a reformatting could leave).
-        forms.push(value.replace('\\', "\\\\").replace('"', "\\\""));
-        let chars: Vec<char> = value.chars().collect();
-        forms.extend(chars.windows(8).map(|w| w.iter().collect::<String>()));
-        forms.push(url::form_urlencoded::byte_serialize(value.as_bytes()).collect());
-        let component: String = value
-            .bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect();
-        forms.push(component);
-        let html = value
-            .replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-            .replace('\'', "&#39;");
-        forms.push(html);
-        let json = serde_json::to_string(value).unwrap();
-        forms.push(json[1..json.len() - 1].to_owned());
-        // Base64 of `user:VALUE`, as the reflector shows it: the middle, which only
-        // the value's bytes determine.
-        let b64 = base64::engine::general_purpose::STANDARD.encode(format!("user:{value}"));
-        forms.push(b64[8..b64.len() - 4].to_owned());
-    }
-    forms
+    [APP_PASSWORD, APP_SESSION, APP_API_KEY, STORAGE_TOKEN]
+        .iter()
+        .flat_map(|value| secret_forms(value))
+        .collect()
 }
 
 fn assert_clean(label: &str, text: &str) {
