@@ -39,6 +39,7 @@ pub(crate) fn routes(
     auth: Arc<crate::auth::Authenticator>,
     metrics: Arc<crate::metrics::Metrics>,
     public_url: &str,
+    tasks: Option<Arc<airlock_task::Runner>>,
 ) -> Router {
     let scrape = get(move |State(gateway): State<Arc<Gateway>>| {
         let metrics = metrics.clone();
@@ -72,10 +73,13 @@ pub(crate) fn routes(
             authenticate,
         ));
     // Leasing is for the backend that runs agents (`act`); the rest is the operator's.
-    let leasing = crate::leases::routes(public_url).route_layer(middleware::from_fn_with_state(
-        Gatekeeper::new(&auth, Role::Act, Local::Caller),
-        authenticate,
-    ));
+    // Tasks run in leased sessions, for the same backend.
+    let leasing = crate::leases::routes(public_url)
+        .merge(crate::tasks::routes(tasks))
+        .route_layer(middleware::from_fn_with_state(
+            Gatekeeper::new(&auth, Role::Act, Local::Caller),
+            authenticate,
+        ));
     Router::new()
         .merge(metrics)
         .merge(operator)

@@ -23,6 +23,7 @@ mod leases;
 mod limit;
 mod metrics;
 mod openapi;
+mod tasks;
 pub mod webhook;
 mod workers;
 
@@ -71,6 +72,8 @@ pub struct HttpConfig {
 
 /// The router with every endpoint this surface serves.
 pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
+    // One runner of server-side tasks for MCP and REST alike.
+    let tasks = airlock_task::Runner::for_gateway(&config.tasks, &gateway);
     let (mcp, mcp_sessions) = airlock_mcp::http_service(
         gateway.clone(),
         HttpOptions {
@@ -79,7 +82,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
             allowed_origins: config.allowed_origins.clone(),
             max_body_bytes: MAX_MCP_BODY_BYTES,
             public_url: Some(config.public_url.clone()),
-            tasks: config.tasks.clone(),
+            tasks: tasks.clone(),
         },
     );
     let edge = Arc::new(edge::Edge {
@@ -101,6 +104,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         auth.clone(),
         metrics::Metrics::install(&gateway),
         &config.public_url,
+        tasks,
     );
     let console = console::routes(gateway.clone(), auth.clone());
     let metadata = Router::new()

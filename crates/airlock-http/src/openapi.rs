@@ -18,6 +18,9 @@ use utoipa::{Modify, OpenApi};
         crate::leases::one,
         crate::leases::heartbeat,
         crate::leases::end,
+        crate::tasks::start,
+        crate::tasks::read,
+        crate::tasks::cancel,
         crate::api::list,
         crate::api::one,
         crate::api::screenshot,
@@ -28,6 +31,7 @@ use utoipa::{Modify, OpenApi};
     modifiers(&Bearer),
     tags(
         (name = "sessions", description = "Leased browser sessions (role `act`)"),
+        (name = "tasks", description = "Server-side browser tasks in leased sessions (role `act`)"),
         (name = "approvals", description = "Calls held for a human (role `admin`)"),
         (name = "events", description = "The audit log, live (role `admin`)"),
     )

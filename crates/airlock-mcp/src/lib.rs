@@ -42,9 +42,8 @@ pub struct HttpOptions {
     /// Where clients reach the server (`http://127.0.0.1:8080`): the start of every
     /// `mcp_url` handed out.
     pub public_url: Option<String>,
-    /// The operator's models and task bounds (`browser_run_task` is offered when any
-    /// model is configured).
-    pub tasks: airlock_config::Tasks,
+    /// What runs `browser_run_task` (offered when the operator configured a model).
+    pub tasks: Option<Arc<airlock_task::Runner>>,
 }
 
 /// The Streamable HTTP service: one [`AirlockMcp`] (and agent session) per MCP session;
@@ -70,7 +69,7 @@ pub fn http_service(
         config.session_store = Some(Arc::new(homes::HomeStore(gateway.clone())));
     }
     let sessions = Arc::new(Sessions::new(&gateway));
-    let tasks = runner(&gateway, &options.tasks);
+    let tasks = options.tasks.clone();
     let service = StreamableHttpService::new(
         move || {
             Ok(AirlockMcp::new(gateway.clone(), profile)
@@ -108,23 +107,5 @@ pub async fn serve_stdio(
             Ok(())
         }
         why = failed => Err(std::io::Error::other(format!("Airlock could not start: {why}"))),
-    }
-}
-
-// The task runner over the operator's models, if any is configured (a model key in
-// the vault is read from the gateway's).
-pub(crate) fn runner(
-    gateway: &Gateway,
-    tasks: &airlock_config::Tasks,
-) -> Option<Arc<airlock_task::Runner>> {
-    if tasks.models.is_empty() {
-        return None;
-    }
-    match airlock_task::Runner::new(tasks, gateway.vault().cloned()) {
-        Ok(runner) => Some(Arc::new(runner)),
-        Err(e) => {
-            tracing::error!(error = %e, "browser_run_task is not offered: its model client could not be made");
-            None
-        }
     }
 }

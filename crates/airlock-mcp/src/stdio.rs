@@ -61,7 +61,7 @@ impl Deferred {
                 let gateway = self.starting.clone().await.map_err(|why| {
                     ErrorData::internal_error(format!("Airlock could not start: {why}"), None)
                 })?;
-                let tasks = crate::runner(&gateway, &self.tasks);
+                let tasks = airlock_task::Runner::for_gateway(&self.tasks, &gateway);
                 Ok(AirlockMcp::new(gateway, self.profile)
                     .fenced(self.fence.clone())
                     .with_tasks(tasks))

@@ -74,6 +74,21 @@ impl Runner {
         })
     }
 
+    /// The runner a gateway's surfaces share, when the operator configured a model
+    /// (a model key in the vault is read from the gateway's vault).
+    pub fn for_gateway(tasks: &Tasks, gateway: &airlock_gateway::Gateway) -> Option<Arc<Runner>> {
+        if tasks.models.is_empty() {
+            return None;
+        }
+        match Runner::new(tasks, gateway.vault().cloned()) {
+            Ok(runner) => Some(Arc::new(runner)),
+            Err(e) => {
+                tracing::error!(error = %e, "browser_run_task is not offered: its model client could not be made");
+                None
+            }
+        }
+    }
+
     /// Whether any model is configured (else the tool is not offered).
     pub fn offered(&self) -> bool {
         !self.endpoints.is_empty()
@@ -104,7 +119,7 @@ impl Runner {
     /// ended is the result's status).
     pub async fn run(&self, agent: &AgentSession, spec: TaskSpec, watch: Watch) -> TaskResult {
         let started = Instant::now();
-        let task = new_id();
+        let task = spec.id.clone();
         let Some(endpoint) = self.endpoint(spec.model.as_deref()).cloned() else {
             return TaskResult {
                 task,
@@ -589,19 +604,6 @@ fn cut_fenced(text: &str, max: usize, nonce: &str) -> String {
     }
     out.push_str(" (cut; browser_snapshot with offset or find reads on)");
     out
-}
-
-// A task's id: `task_` and 16 random hex digits.
-fn new_id() -> String {
-    let mut bytes = [0u8; 8];
-    // Without OS randomness the id is still unique enough for the record.
-    if getrandom::fill(&mut bytes).is_err() {
-        bytes = (std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64))
-        .to_le_bytes();
-    }
-    format!("task_{}", hex::encode(bytes))
 }
 
 #[cfg(test)]

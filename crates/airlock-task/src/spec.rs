@@ -58,6 +58,9 @@ impl std::fmt::Debug for RunTaskParams {
 /// A task as asked for, checked.
 #[derive(Debug)]
 pub struct TaskSpec {
+    /// Its id (`task_` and 16 random hex digits), given when it is asked for so a
+    /// surface can name it before it ends.
+    pub id: String,
     /// What to do.
     pub instruction: String,
     /// The navigation to the start page, if one was given.
@@ -138,6 +141,7 @@ pub(crate) fn parse(
         false => Some(tool("browser_session_open")?.parse(Some(&open))?),
     };
     Ok(TaskSpec {
+        id: new_id(),
         instruction,
         start,
         start_url: params.start_url,
@@ -145,6 +149,19 @@ pub(crate) fn parse(
         open,
         model: params.model,
     })
+}
+
+// A task's id: `task_` and 16 random hex digits.
+fn new_id() -> String {
+    let mut bytes = [0u8; 8];
+    // Without OS randomness the id is still unique enough for the record.
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64))
+        .to_le_bytes();
+    }
+    format!("task_{}", hex::encode(bytes))
 }
 
 fn tool(name: &str) -> Result<&'static airlock_tools::Tool, BadArgument> {
