@@ -194,3 +194,22 @@ async fn the_stdio_config_logs_in_with_the_users_own_stored_credential() {
     assert!(stderr.contains("config: none"), "{stderr}");
     assert_clean(tmp.path()).await;
 }
+
+// The task section's config loads as it is, and its call's arguments are ones
+// browser_run_task takes (the server's behaviour is the task suites').
+#[test]
+fn the_task_sections_config_and_call_are_valid() {
+    let text = block("toml", "[[models]]");
+    let env = std::collections::HashMap::<String, String>::new();
+    let config =
+        airlock_config::Config::load(Some((std::path::Path::new("README.md"), &text)), &env)
+            .unwrap();
+    let model = config.tasks.model(None).unwrap();
+    assert_eq!(model.name, "local");
+    let call: serde_json::Value =
+        serde_json::from_str(&block("json", "\"browser_run_task\"")).unwrap();
+    let runner = airlock_task::Runner::new(&config.tasks, None).unwrap();
+    let spec = runner.parse(call["arguments"].as_object()).unwrap();
+    assert_eq!(spec.max_steps, 15);
+    assert!(spec.open.is_some() && spec.start.is_some());
+}
