@@ -215,16 +215,19 @@ impl Run<'_> {
     // Opens or joins the session, records the start, goes to the start page, then
     // steps; `Err` is an end before the first step.
     async fn drive(&mut self, spec: TaskSpec) -> Result<End, End> {
-        let open = spec.open.unwrap_or_else(|| {
-            ToolCall::Session(airlock_gateway::SessionCall::Open(Default::default()))
-        });
-        let asked = matches!(&open, ToolCall::Session(airlock_gateway::SessionCall::Open(o)) if *o != Default::default());
-        let out = self.call(open).await?;
-        match out.error {
-            // A task that names no options runs in the session open.
-            Some(ErrorCode::SessionAlreadyOpen) if !asked => {}
-            Some(code) => return Err(self.refused(code, &out)),
-            None => {}
+        // A task that names no options runs in the session open, if one is.
+        let open = match spec.open {
+            Some(open) => Some(open),
+            None if self.agent.open_session().await.is_some() => None,
+            None => Some(ToolCall::Session(airlock_gateway::SessionCall::Open(
+                Default::default(),
+            ))),
+        };
+        if let Some(open) = open {
+            let out = self.call(open).await?;
+            if let Some(code) = out.error {
+                return Err(self.refused(code, &out));
+            }
         }
         let started = TaskStarted {
             task: self.task.to_owned(),

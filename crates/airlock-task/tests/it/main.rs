@@ -356,6 +356,14 @@ async fn a_malformed_answer_or_a_model_that_keeps_refusing_ends_with_a_clear_err
             // The operator's endpoint is named only by its config name.
             assert!(!result.summary.contains("127.0.0.1"), "{}", result.summary);
         }
+        // The later tasks joined the session open, without a refused open on the
+        // record.
+        assert!(
+            !events(&setup.store)
+                .await
+                .iter()
+                .any(|e| e["error"] == "session_already_open"),
+        );
         // The session is still good for the agent's own calls.
         let out = agent
             .call(
