@@ -5,9 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::Duration;
-
-use airlock_config::{ApiKey, Model, ModelKey, ModelStyle, Tasks};
+use airlock_config::{ApiKey, Tasks};
 use airlock_gateway::{Gateway, GatewayConfig};
 use airlock_http::{HttpConfig, router};
 use airlock_test_support::{Harness, ModelServer, Reply, calls, finish, with_browser};
@@ -28,21 +26,7 @@ async fn app(h: &Harness, model: Option<&ModelServer>) -> axum::Router {
             ..GatewayConfig::default()
         },
     );
-    let tasks = match model {
-        None => Tasks::default(),
-        Some(model) => Tasks {
-            models: vec![Model {
-                name: "scripted".into(),
-                style: ModelStyle::Tools,
-                url: model.url().parse().unwrap(),
-                model: "scripted-1".into(),
-                key: ModelKey::None,
-                timeout: Duration::from_secs(20),
-            }],
-            default_model: Some("scripted".into()),
-            ..Tasks::default()
-        },
-    };
+    let tasks = model.map_or_else(Tasks::default, |model| model.tasks(None));
     router(
         gateway,
         HttpConfig {

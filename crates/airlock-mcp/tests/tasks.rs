@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use airlock_config::{Model, ModelKey, ModelStyle, Tasks};
+use airlock_config::Tasks;
 use airlock_gateway::{Gateway, GatewayConfig};
 use airlock_mcp::AirlockMcp;
 use airlock_test_support::{Harness, ModelServer, Reply, calls, finish, with_browser};
@@ -34,21 +34,6 @@ impl rmcp::ClientHandler for Client {
         _context: NotificationContext<RoleClient>,
     ) {
         self.progress.lock().unwrap().push(params);
-    }
-}
-
-fn tasks(model: &ModelServer) -> Tasks {
-    Tasks {
-        models: vec![Model {
-            name: "scripted".into(),
-            style: ModelStyle::Tools,
-            url: model.url().parse().unwrap(),
-            model: "scripted-1".into(),
-            key: ModelKey::None,
-            timeout: Duration::from_secs(20),
-        }],
-        default_model: Some("scripted".into()),
-        ..Tasks::default()
     }
 }
 
@@ -104,7 +89,7 @@ async fn a_task_over_mcp_reports_each_step_and_ends_with_one_result_and_one_imag
             finish("on page two"),
         ])
         .await;
-        let (gateway, client, seen) = connect(&h, &tasks(&model)).await;
+        let (gateway, client, seen) = connect(&h, &model.tasks(None)).await;
         let listed = client.list_all_tools().await.unwrap();
         let tool = listed
             .iter()
@@ -171,7 +156,7 @@ async fn a_task_over_mcp_reports_each_step_and_ends_with_one_result_and_one_imag
 async fn the_clients_cancellation_stops_a_task() {
     with_browser(|h| async move {
         let model = ModelServer::start(vec![Reply::Hang]).await;
-        let (gateway, client, _) = connect(&h, &tasks(&model)).await;
+        let (gateway, client, _) = connect(&h, &model.tasks(None)).await;
         let peer = client.peer().clone();
         let call = tokio::spawn(async move {
             peer.call_tool(request(

@@ -81,6 +81,25 @@ impl ModelServer {
         format!("http://127.0.0.1:{}/v1/chat/completions", self.port)
     }
 
+    /// `[[models]]` and `[tasks]` with this server as the one model, `scripted` (the
+    /// `tools` style), sent `key` as its API key when given.
+    pub fn tasks(&self, key: Option<&str>) -> airlock_config::Tasks {
+        airlock_config::Tasks {
+            models: vec![airlock_config::Model {
+                name: "scripted".into(),
+                style: airlock_config::ModelStyle::Tools,
+                url: self.url().parse().expect("the server's URL"),
+                model: "scripted-1".into(),
+                key: key.map_or(airlock_config::ModelKey::None, |key| {
+                    airlock_config::ModelKey::Value(airlock_config::ApiKey::new(key))
+                }),
+                timeout: Duration::from_secs(20),
+            }],
+            default_model: Some("scripted".into()),
+            ..airlock_config::Tasks::default()
+        }
+    }
+
     /// Every request so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.script

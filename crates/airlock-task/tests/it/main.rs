@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use airlock_config::{ApiKey, Model, ModelKey, ModelStyle, Tasks};
+use airlock_config::Tasks;
 use airlock_core::{ErrorCode, Role};
 use airlock_gateway::{CredentialSource, Gateway, GatewayConfig};
 use airlock_policy::{Policy, PolicyConfig};
@@ -71,17 +71,8 @@ async fn setup(h: &Harness, model: &ModelServer, approval_timeout: Duration) -> 
         },
     );
     let tasks = Tasks {
-        models: vec![Model {
-            name: "scripted".into(),
-            style: ModelStyle::Tools,
-            url: model.url().parse().unwrap(),
-            model: "scripted-1".into(),
-            key: ModelKey::Value(ApiKey::new(MODEL_KEY)),
-            timeout: Duration::from_secs(20),
-        }],
-        default_model: Some("scripted".into()),
         retries: 2,
-        ..Tasks::default()
+        ..model.tasks(Some(MODEL_KEY))
     };
     let runner = Runner::new(&tasks, Some(vault)).unwrap();
     Setup {
