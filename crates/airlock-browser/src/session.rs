@@ -870,6 +870,27 @@ struct Clock {
 impl Session {
     // Waits (at most `POPUP_WAIT`) until every window the pages announced has
     // arrived as a tab, so the action that opened one says so in its own result.
+    /// Waits (up to the session's budget) until a tab its page closed is out of the
+    /// session's list. The tab's own event stream can say `detached` before the
+    /// browser-level detach reaches the attach loop, which is what queues the
+    /// "closed by the page" notice: an outcome collected in between would miss it.
+    pub(super) async fn until_unlisted(&self, tab: &Tab) {
+        let mut changed = self.registry_changed.clone();
+        let deadline = tokio::time::Instant::now() + self.budget();
+        let listed = || {
+            lock(&self.registry)
+                .tabs
+                .iter()
+                .any(|t| t.target_id == tab.target_id)
+        };
+        while listed() {
+            match tokio::time::timeout_at(deadline, changed.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
+        }
+    }
+
     async fn await_popups(&self) {
         let announced = self
             .guard

@@ -90,7 +90,7 @@ impl Session {
             // The click closed its own tab (`window.close()`): it was done, and the
             // outcome says the tab went.
             Err(Error::TabClosed) => {
-                tab.state.wait(self.budget(), |s| s.detached).await;
+                self.until_unlisted(&tab).await;
                 false
             }
             Err(e) => return Err(e),

@@ -250,6 +250,7 @@ impl Session {
                     })
                     .await;
                 if gone && tab.state.read(|s| s.detached) {
+                    self.until_unlisted(tab).await;
                     return None;
                 }
                 return Some(None);
@@ -257,7 +258,7 @@ impl Session {
             Err(_) => return Some(None),
         };
         if value["closed"].as_bool() == Some(true) {
-            tab.state.wait(self.budget(), |s| s.detached).await;
+            self.until_unlisted(tab).await;
             return None;
         }
         Some(value["reacted"].as_bool())
