@@ -175,10 +175,13 @@ pub fn chromium_flags(kind: ChromiumKind, no_sandbox: bool) -> Vec<String> {
     // The omnibox WebUI popups cost a renderer per context; the back-forward cache
     // would make history navigation skip the load events actions wait for; autofill
     // would send every form's signature to Google through the session's proxy (and
-    // show up as refused requests in the agent's results).
+    // show up as refused requests in the agent's results). Chromium 148 also asks
+    // www.google.com, from every context, whether "AI mode" is on offer (AimEnabled)
+    // and preconnects to the search engine (PreconnectToSearch).
     flags.push(
         "--disable-features=WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup,\
-         BackForwardCache,Translate,MediaRouter,OptimizationHints,AutofillServerCommunication"
+         BackForwardCache,Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,\
+         AimEnabled,PreconnectToSearch"
             .to_owned(),
     );
     // Screenshots from a fresh compositor surface: no wait for the next frame of the

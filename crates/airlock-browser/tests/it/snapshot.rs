@@ -407,7 +407,17 @@ async fn roles_and_names_agree_with_chromiums_accessibility_tree() {
                 compared += 1;
                 let (role, name) = &pair.ours;
                 match &pair.chromium {
-                    Some((c_role, c_name)) if c_role == role && c_name == name => {}
+                    // Chromium 148 keeps a label's edge spaces in the name ("Password ");
+                    // names are compared as the agent reads them, trimmed.
+                    Some((c_role, c_name)) if c_role == role && c_name.trim() == name => {}
+                    // An unnamed form is `generic` to Chromium 148 (HTML-AAM); the
+                    // snapshot keeps it a `form` with a ref on purpose: the agent scopes
+                    // a snapshot to it and sees which fields submit together.
+                    Some((c_role, c_name))
+                        if role == "form"
+                            && name.is_empty()
+                            && c_role == "generic"
+                            && c_name.is_empty() => {}
                     other => {
                         failures.push(format!("{url}: ours {role} {name:?}, Chromium {other:?}"))
                     }
