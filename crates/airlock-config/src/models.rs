@@ -17,7 +17,8 @@ pub struct RawModel {
     /// What tasks and the operator call it.
     pub name: String,
     /// Its wire format: `tools` (OpenAI-compatible chat completions with function
-    /// calling).
+    /// calling), or one that acts on screenshots: `openai-computer-use`,
+    /// `anthropic-computer-use`, `ui-tars` (0–1000 grid), `ui-tars-1.5` (resized).
     pub style: Option<String>,
     /// The endpoint, whole (`https://…/v1/chat/completions`).
     pub url: String,
@@ -58,13 +59,37 @@ pub enum ModelStyle {
     /// OpenAI-compatible chat completions with function calling: the model calls
     /// Airlock's own browser tools.
     Tools,
+    /// OpenAI's Responses API with the `computer_use_preview` tool: actions at
+    /// absolute pixels of the screenshot.
+    OpenAiComputerUse,
+    /// Anthropic's Messages API with the `computer_20250124` tool: actions at
+    /// absolute pixels of the screenshot.
+    AnthropicComputerUse,
+    /// UI-TARS' action grammar over chat completions, points on a 0–1000 grid.
+    UiTars,
+    /// UI-TARS-1.5's grammar: points in pixels of the screenshot as the model
+    /// resized it (multiples of 28 within its pixel budget).
+    UiTars15,
 }
 
 impl ModelStyle {
+    /// Every style, by its name in config.
+    pub const ALL: [ModelStyle; 5] = [
+        ModelStyle::Tools,
+        ModelStyle::OpenAiComputerUse,
+        ModelStyle::AnthropicComputerUse,
+        ModelStyle::UiTars,
+        ModelStyle::UiTars15,
+    ];
+
     /// Its name in config.
     pub fn as_str(self) -> &'static str {
         match self {
             ModelStyle::Tools => "tools",
+            ModelStyle::OpenAiComputerUse => "openai-computer-use",
+            ModelStyle::AnthropicComputerUse => "anthropic-computer-use",
+            ModelStyle::UiTars => "ui-tars",
+            ModelStyle::UiTars15 => "ui-tars-1.5",
         }
     }
 }
@@ -175,14 +200,17 @@ pub(crate) fn tasks(models: &[RawModel], raw: &RawTasks, env: &dyn EnvSource) ->
                 format!("`{}` is listed twice", m.name),
             ));
         }
-        let style = match m.style.as_deref().unwrap_or("tools") {
-            "tools" => ModelStyle::Tools,
-            other => {
-                return Err(invalid(
-                    key("style"),
-                    format!("`{other}` is not a style this build speaks (tools)"),
-                ));
-            }
+        let named = m.style.as_deref().unwrap_or("tools");
+        let Some(style) = ModelStyle::ALL.into_iter().find(|s| s.as_str() == named) else {
+            let known: Vec<&str> = ModelStyle::ALL.iter().map(|s| s.as_str()).collect();
+            return Err(invalid(
+                key("style"),
+                format!(
+                    "`{}` is not a style this build speaks ({})",
+                    airlock_core::text::prefix(named, 40),
+                    known.join(", ")
+                ),
+            ));
         };
         let url = endpoint(&m.url).map_err(|why| invalid(key("url"), why))?;
         if m.model.is_empty() {

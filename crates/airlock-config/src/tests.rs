@@ -401,6 +401,15 @@ max_steps = 30
     assert!(tasks.model(Some("nope")).is_none());
     // No models: no default, tasks cannot run.
     assert!(load("", &[]).unwrap().tasks.model(None).is_none());
+    // Every style by its name; the default is `tools`.
+    assert_eq!(tasks.model(Some("local")).unwrap().style, ModelStyle::Tools);
+    for style in ModelStyle::ALL {
+        let text = format!(
+            "[[models]]\nname = \"m\"\nurl = \"http://127.0.0.1:1/v1\"\nmodel = \"x\"\nstyle = \"{}\"\n",
+            style.as_str()
+        );
+        assert_eq!(load(&text, &[]).unwrap().tasks.models[0].style, style);
+    }
 
     let model = |extra: &str| format!("[[models]]\nname = \"m\"\nmodel = \"x\"\n{extra}");
     for (bad, key, words) in [

@@ -55,6 +55,7 @@ pub use recording::{Step as RecordedStep, TRANSIENT_STEPS, download_artifact};
 pub use registry::FORGET_AFTER;
 pub use session::{
     AgentSession, CallContext, CallObserver, CallRecord, Gate, Gateway, GatewayConfig,
+    SAFETY_CHECK_RULE,
 };
 pub use sessions::{Caps, ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
 pub use surface::Surface;

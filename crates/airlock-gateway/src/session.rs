@@ -25,6 +25,7 @@ mod task;
 
 pub use agent::*;
 pub use call::{CallContext, CallObserver, CallRecord, Gate};
+pub use gate::SAFETY_CHECK_RULE;
 pub(crate) use record::now_ms;
 
 use crate::audit::AuditLog;

@@ -188,6 +188,9 @@ pub(crate) struct Lease {
     // expiry counts every replica's calls, and a busy session writes at most
     // every few seconds.
     pub(crate) told_store: std::sync::atomic::AtomicI64,
+    // Turns true when the lease ends, however it ends: what a caller waiting on
+    // something else (a task waiting on its model) watches to stop at once.
+    gone: tokio::sync::watch::Sender<bool>,
 }
 
 impl Lease {
@@ -252,6 +255,7 @@ impl Lease {
             return None;
         };
         state.ended = Some(end);
+        self.gone.send_replace(true);
         Some((end, idle))
     }
 
@@ -361,12 +365,22 @@ impl Lease {
             return false;
         }
         state.ended = Some(end);
+        self.gone.send_replace(true);
         true
     }
 
     /// How it ended, if it did.
     pub(crate) fn ended(&self) -> Option<End> {
         lock(&self.state).ended
+    }
+
+    /// Resolves once the lease has ended (at once if it has).
+    pub(crate) fn gone(&self) -> impl std::future::Future<Output = ()> + Send + use<> {
+        let mut gone = self.gone.subscribe();
+        async move {
+            // A dropped sender is a lease gone too.
+            let _ = gone.wait_for(|g| *g).await;
+        }
     }
 
     /// How long until it ends if nothing uses it (idle TTL or lifetime, whichever
@@ -752,6 +766,7 @@ impl Sessions {
                 held_elsewhere: false,
             }),
             told_store: std::sync::atomic::AtomicI64::new(0),
+            gone: tokio::sync::watch::Sender::new(false),
         })
     }
 

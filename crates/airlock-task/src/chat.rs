@@ -71,12 +71,21 @@ pub(crate) enum Move {
         name: String,
         /// Its arguments.
         arguments: Map<String, Value>,
+        /// The model family's safety signal on this action (a pending safety
+        /// check): the step waits for a human's approval.
+        flagged: Option<String>,
     },
-    /// A call whose arguments were no JSON object: refused back to the model.
-    Unreadable {
-        /// The tool's name.
+    /// A move that cannot be played (arguments that are no JSON object, an action
+    /// the browser has no form of): refused back to the model, as a step.
+    Refused {
+        /// What it asked for.
         name: String,
+        /// Why it cannot be played.
+        why: String,
     },
+    /// Only a look at the screen, which every step sends anyway: a step that does
+    /// nothing.
+    Look,
     /// The task is done.
     Finish {
         /// What the model reports.
@@ -199,14 +208,21 @@ pub(crate) fn moves(body: &Value) -> Result<Vec<Move>, String> {
                     .to_owned()
             };
             moves.push(match (name.as_str(), arguments) {
-                (_, None) => Move::Unreadable { name },
+                (_, None) => Move::Refused {
+                    name,
+                    why: "the arguments are not a JSON object".to_owned(),
+                },
                 ("finish", Some(args)) => Move::Finish {
                     answer: text("answer", &args),
                 },
                 ("ask_user", Some(args)) => Move::AskUser {
                     question: text("question", &args),
                 },
-                (_, Some(arguments)) => Move::Call { name, arguments },
+                (_, Some(arguments)) => Move::Call {
+                    name,
+                    arguments,
+                    flagged: None,
+                },
             });
         }
     }
@@ -239,9 +255,9 @@ mod tests {
         let moves = moves(&body).unwrap();
         assert_eq!(moves.len(), 3);
         assert!(
-            matches!(&moves[0], Move::Call { name, arguments } if name == "browser_click" && arguments["ref"] == "e3")
+            matches!(&moves[0], Move::Call { name, arguments, .. } if name == "browser_click" && arguments["ref"] == "e3")
         );
-        assert!(matches!(&moves[1], Move::Unreadable { name } if name == "browser_click"));
+        assert!(matches!(&moves[1], Move::Refused { name, .. } if name == "browser_click"));
         assert_eq!(
             moves[2],
             Move::Finish {

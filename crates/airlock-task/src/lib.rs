@@ -6,6 +6,8 @@
 //!   deadlines, retries honouring `Retry-After`); keys never leave this module.
 //! - `chat.rs`: the `tools` style (OpenAI-compatible chat completions with function
 //!   calling over the catalogue's own tools).
+//! - `screen.rs`: the styles that act on screenshots (OpenAI and Anthropic
+//!   computer use, UI-TARS), their points mapped onto the viewport.
 //! - `run.rs`: the loop; every step is an ordinary call of the agent's session.
 //! - `outcome.rs`: the one compact result.
 //!
@@ -18,6 +20,7 @@ mod chat;
 mod model;
 mod outcome;
 mod run;
+mod screen;
 mod spec;
 
 pub use chat::TASK_TOOLS;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use airlock_config::{ApiKey, Model, ModelKey};
+use airlock_config::{ApiKey, Model, ModelKey, ModelStyle};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 use zeroize::Zeroizing;
@@ -117,6 +117,11 @@ impl Endpoint {
         &self.config.name
     }
 
+    /// How it is spoken to.
+    pub(crate) fn style(&self) -> ModelStyle {
+        self.config.style
+    }
+
     /// The model id each request sends.
     pub(crate) fn model_id(&self) -> &str {
         &self.config.model
@@ -178,9 +183,28 @@ impl Endpoint {
                 .post(self.config.url.clone())
                 .header("content-type", "application/json")
                 .body(body.to_vec());
-            if let Some(key) = key {
-                request = request.bearer_auth(key.as_str());
-            }
+            request = match (self.config.style, key) {
+                // Anthropic's API takes its key and version in headers of its own.
+                (ModelStyle::AnthropicComputerUse, key) => {
+                    let request = request
+                        .header("anthropic-version", "2023-06-01")
+                        .header("anthropic-beta", crate::screen::ANTHROPIC_BETA);
+                    match key {
+                        Some(key) => {
+                            let mut value = reqwest::header::HeaderValue::from_str(key.as_str())
+                                .map_err(|_| ModelError::Key {
+                                    model: name.clone(),
+                                    why: "it is not a valid header value".to_owned(),
+                                })?;
+                            value.set_sensitive(true);
+                            request.header("x-api-key", value)
+                        }
+                        None => request,
+                    }
+                }
+                (_, Some(key)) => request.bearer_auth(key.as_str()),
+                (_, None) => request,
+            };
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(ModelError::OutOfTime(name.clone()));

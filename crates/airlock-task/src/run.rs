@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use airlock_audit::{Event, TaskEnded, TaskStarted};
-use airlock_config::Tasks;
+use airlock_config::{ModelStyle, Tasks};
 use airlock_core::ErrorCode;
 use airlock_gateway::{AgentSession, ToolCall, ToolOutput};
 use airlock_tools::BadArgument;
@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::chat::{self, Move, Step};
 use crate::model::{Endpoint, ModelError};
 use crate::outcome::{TaskResult, TaskStatus};
+use crate::screen::{self, Screen, ScreenStep};
 use crate::spec::{self, TaskSpec};
 
 /// Bytes of the last step's result a request recalls; earlier ones get less.
@@ -145,6 +146,8 @@ impl Runner {
             tokens: 0,
             history: Vec::new(),
             page_line: String::new(),
+            session_gone: CancellationToken::new(),
+            session: None,
         };
         let ended = run.drive(spec).await;
         let end = match ended {
@@ -209,6 +212,10 @@ struct Run<'a> {
     // The `page: "title" — URL` line last said in any output (a read of a page
     // already shown leaves it out).
     page_line: String,
+    // Cancelled when the browser session the task runs in ends under it.
+    session_gone: CancellationToken,
+    // The browser session it runs in, once open: the record names it after it ends.
+    session: Option<String>,
 }
 
 impl Run<'_> {
@@ -229,11 +236,23 @@ impl Run<'_> {
                 return Err(self.refused(code, &out));
             }
         }
+        // The session ending (closed by its owner or an operator, expired, its
+        // worker gone) ends the task at once, even while the model thinks.
+        self.session = self.agent.open_session().await;
+        let gone = self.agent.session_gone().await;
+        let (ended, done) = (self.session_gone.clone(), self.watch.cancel.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = gone => ended.cancel(),
+                _ = done.cancelled() => {}
+                _ = ended.cancelled() => {}
+            }
+        });
         let started = TaskStarted {
             task: self.task.to_owned(),
             caller: self.agent.principal().caller(),
             surface: self.agent.surface().as_str().to_owned(),
-            session: self.agent.open_session().await,
+            session: self.session.clone(),
             model: self.endpoint.name().to_owned(),
             instruction: spec.instruction.clone(),
             start_url: spec.start_url.clone(),
@@ -279,27 +298,51 @@ impl Run<'_> {
                     ),
                 ));
             }
-            let page = self.look().await?;
-            let history = self.recalled();
-            let step = Step {
-                instruction,
-                credentials: credentials.as_deref(),
-                nonce: &nonce,
-                history: &history,
-                page: &page,
-                steps_left: self.max_steps - self.steps,
+            let style = self.endpoint.style();
+            let (body, screen) = if style == ModelStyle::Tools {
+                let page = self.look().await?;
+                let history = self.recalled();
+                let step = Step {
+                    instruction,
+                    credentials: credentials.as_deref(),
+                    nonce: &nonce,
+                    history: &history,
+                    page: &page,
+                    steps_left: self.max_steps - self.steps,
+                };
+                (chat::request(self.endpoint.model_id(), &step), None)
+            } else {
+                let screen = self.screen().await?;
+                let history = self.recalled();
+                let step = ScreenStep {
+                    instruction,
+                    credentials: credentials.as_deref(),
+                    history: &history,
+                    page: &self.page_line,
+                    steps_left: self.max_steps - self.steps,
+                    screen: &screen,
+                };
+                (
+                    screen::request(style, self.endpoint.model_id(), &step),
+                    Some(screen),
+                )
             };
-            let body = chat::request(self.endpoint.model_id(), &step).to_string();
+            let body = body.to_string();
             // What the model is sent passes the session's redactor as a whole.
             let body = self.agent.redact_outbound(&body).await;
             let asked = tokio::select! {
                 biased;
                 _ = self.watch.cancel.cancelled() => return Ok(cancelled()),
+                _ = self.session_gone.cancelled() => return Ok(session_ended()),
                 answer = self.endpoint.post(body.as_bytes(), self.deadline) => answer,
             };
             let answer = asked.map_err(|e| self.model_failed(&e))?;
             self.tokens += answer.tokens;
-            let moves = chat::moves(&answer.body).map_err(|why| {
+            let moves = match &screen {
+                None => chat::moves(&answer.body),
+                Some(screen) => screen::moves(style, &answer.body, screen),
+            };
+            let moves = moves.map_err(|why| {
                 self.model_failed(&ModelError::Malformed {
                     model: self.endpoint.name().to_owned(),
                     why,
@@ -346,24 +389,40 @@ impl Run<'_> {
                     "no tool was called; call a browser tool, or finish".to_owned(),
                 )),
             ),
-            Move::Unreadable { name } => (
+            Move::Refused { name, why } => (name, String::new(), Err(BadArgument(why))),
+            Move::Look => {
+                // A look costs a step (so a model that only looks is bounded), and
+                // the next request shows the screen anyway.
+                self.steps += 1;
+                self.history.push(Done {
+                    n: self.steps,
+                    tool: "screenshot".to_owned(),
+                    args: String::new(),
+                    result: "(the screen is shown with every step)".to_owned(),
+                });
+                return Ok(Played::Done);
+            }
+            Move::Call {
                 name,
-                String::new(),
-                Err(BadArgument(
-                    "the arguments are not a JSON object".to_owned(),
-                )),
-            ),
-            Move::Call { name, arguments } => {
+                arguments,
+                flagged: Some(why),
+            } => {
                 let args = Value::Object(arguments.clone()).to_string();
-                let call = match chat::TASK_TOOLS.contains(&name.as_str()) {
-                    false => Err(BadArgument(format!(
-                        "`{}` is not a tool this task offers",
-                        airlock_core::text::prefix(&name, 60)
-                    ))),
-                    true => airlock_tools::find(&name)
-                        .ok_or_else(|| BadArgument("no such tool".to_owned()))
-                        .and_then(|tool| tool.parse(Some(&arguments))),
+                let call = catalogued(&name, &arguments);
+                self.steps += 1;
+                let out = match call {
+                    Ok(call) => self.call_flagged(call, why).await?,
+                    Err(BadArgument(why)) => ToolOutput::error(ErrorCode::InvalidArgument, why),
                 };
+                return self.played(name, args, out);
+            }
+            Move::Call {
+                name,
+                arguments,
+                flagged: None,
+            } => {
+                let args = Value::Object(arguments.clone()).to_string();
+                let call = catalogued(&name, &arguments);
                 (name, args, call)
             }
         };
@@ -372,6 +431,12 @@ impl Run<'_> {
             Ok(call) => self.call(call).await?,
             Err(BadArgument(why)) => ToolOutput::error(ErrorCode::InvalidArgument, why),
         };
+        self.played(tool, args, out)
+    }
+
+    // What came of a step that ran (or was refused before it ran): told, ended on
+    // a code that ends tasks, else recalled by the next requests.
+    fn played(&mut self, tool: String, args: String, out: ToolOutput) -> Result<Played, End> {
         let ok = out.error.is_none();
         self.tell(&tool, &out);
         if let Some(code) = out.error
@@ -398,12 +463,57 @@ impl Run<'_> {
         let out = tokio::select! {
             biased;
             _ = self.watch.cancel.cancelled() => return Err(cancelled()),
+            _ = self.session_gone.cancelled() => return Err(session_ended()),
             out = self.agent.call_in_task(call, self.task) => out,
         };
         if let Some(line) = page_line(&out.text) {
             line.clone_into(&mut self.page_line);
         }
         Ok(out)
+    }
+
+    // A step its model's family flagged: held for a person like a rule's hold.
+    async fn call_flagged(&mut self, call: ToolCall, why: String) -> Result<ToolOutput, End> {
+        let why = self.agent.redact_outbound(&why).await;
+        let out = tokio::select! {
+            biased;
+            _ = self.watch.cancel.cancelled() => return Err(cancelled()),
+            _ = self.session_gone.cancelled() => return Err(session_ended()),
+            out = self.agent.call_in_task_flagged(call, self.task, why) => out,
+        };
+        if let Some(line) = page_line(&out.text) {
+            line.clone_into(&mut self.page_line);
+        }
+        Ok(out)
+    }
+
+    // The viewport now, as a PNG painted over wherever a secret shows, with its
+    // CSS size (what a model's points are mapped onto).
+    async fn screen(&mut self) -> Result<Screen, End> {
+        let shot = airlock_tools::find("browser_screenshot")
+            .and_then(|tool| tool.parse(None).ok())
+            .ok_or_else(|| {
+                End::failed(TaskStatus::Error, ErrorCode::Internal, "no screenshot tool")
+            })?;
+        let out = self.call(shot).await?;
+        if let Some(code) = out.error {
+            let status = ending(code).unwrap_or(TaskStatus::Error);
+            return Err(End::failed(
+                status,
+                code,
+                self.said("browser_screenshot", &out),
+            ));
+        }
+        let css = self.agent.viewport().await;
+        let (Some(file), Some(css)) = (out.file, css) else {
+            return Err(End::failed(
+                TaskStatus::Error,
+                ErrorCode::Internal,
+                "the screen could not be captured",
+            ));
+        };
+        Screen::new(file.data, css)
+            .map_err(|why| End::failed(TaskStatus::Error, ErrorCode::Internal, why))
     }
 
     // The page now: its `page:` line and snapshot, capped.
@@ -505,8 +615,10 @@ impl Run<'_> {
 
     // The final screenshot and the record of the end.
     async fn finish(&mut self, end: End, started: Instant) -> TaskResult {
-        let session = self.agent.open_session().await;
-        let screenshot = match (&session, end.status) {
+        // The session watcher is done with (the session itself stays open).
+        self.session_gone.cancel();
+        let open = self.agent.open_session().await;
+        let screenshot = match (&open, end.status) {
             (None, _) | (_, TaskStatus::Cancelled) => None,
             _ => {
                 let shot =
@@ -517,6 +629,7 @@ impl Run<'_> {
                 }
             }
         };
+        let session = self.session.clone().or(open);
         let ended = TaskEnded {
             task: self.task.to_owned(),
             session: session.clone(),
@@ -552,8 +665,29 @@ impl Run<'_> {
     }
 }
 
+// A move's tool through the catalogue: offered to tasks, arguments checked.
+fn catalogued(name: &str, arguments: &Map<String, Value>) -> Result<ToolCall, BadArgument> {
+    if !chat::TASK_TOOLS.contains(&name) {
+        return Err(BadArgument(format!(
+            "`{}` is not a tool this task offers",
+            airlock_core::text::prefix(name, 60)
+        )));
+    }
+    airlock_tools::find(name)
+        .ok_or_else(|| BadArgument("no such tool".to_owned()))
+        .and_then(|tool| tool.parse(Some(arguments)))
+}
+
 fn cancelled() -> End {
     End::new(TaskStatus::Cancelled, "cancelled by its caller")
+}
+
+fn session_ended() -> End {
+    End::failed(
+        TaskStatus::Cancelled,
+        ErrorCode::SessionExpired,
+        "its browser session ended under it",
+    )
 }
 
 // Which step failures end a task, and how; the rest go back to the model.

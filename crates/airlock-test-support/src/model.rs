@@ -30,8 +30,12 @@ pub enum Reply {
 pub struct Seen {
     /// Its body, as sent.
     pub body: String,
+    /// The path it was posted to.
+    pub path: String,
     /// Its `Authorization` header.
     pub authorization: Option<String>,
+    /// Its `x-api-key` header (Anthropic's).
+    pub api_key: Option<String>,
     /// When it arrived.
     pub at: Instant,
 }
@@ -63,8 +67,10 @@ impl ModelServer {
             seen: Mutex::default(),
             arrived: tokio::sync::Notify::new(),
         });
+        // Every family's path: chat completions, OpenAI's responses, Anthropic's
+        // messages.
         let app = axum::Router::new()
-            .route("/v1/chat/completions", axum::routing::post(answer))
+            .fallback(axum::routing::post(answer))
             .with_state(script.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -78,17 +84,36 @@ impl ModelServer {
 
     /// Its chat-completions URL.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1/chat/completions", self.port)
+        self.url_at("/v1/chat/completions")
+    }
+
+    /// Its URL at `path`.
+    pub fn url_at(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
     }
 
     /// `[[models]]` and `[tasks]` with this server as the one model, `scripted` (the
     /// `tools` style), sent `key` as its API key when given.
     pub fn tasks(&self, key: Option<&str>) -> airlock_config::Tasks {
+        self.tasks_styled(key, airlock_config::ModelStyle::Tools)
+    }
+
+    /// Like [`ModelServer::tasks`], speaking `style` at its family's path.
+    pub fn tasks_styled(
+        &self,
+        key: Option<&str>,
+        style: airlock_config::ModelStyle,
+    ) -> airlock_config::Tasks {
+        let path = match style {
+            airlock_config::ModelStyle::OpenAiComputerUse => "/v1/responses",
+            airlock_config::ModelStyle::AnthropicComputerUse => "/v1/messages",
+            _ => "/v1/chat/completions",
+        };
         airlock_config::Tasks {
             models: vec![airlock_config::Model {
                 name: "scripted".into(),
-                style: airlock_config::ModelStyle::Tools,
-                url: self.url().parse().expect("the server's URL"),
+                style,
+                url: self.url_at(path).parse().expect("the server's URL"),
                 model: "scripted-1".into(),
                 key: key.map_or(airlock_config::ModelKey::None, |key| {
                     airlock_config::ModelKey::Value(airlock_config::ApiKey::new(key))
@@ -130,17 +155,27 @@ impl ModelServer {
     }
 }
 
-async fn answer(State(script): State<Arc<Script>>, headers: HeaderMap, body: String) -> Response {
+async fn answer(
+    State(script): State<Arc<Script>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
     script
         .seen
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .push(Seen {
             body,
-            authorization: headers
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned),
+            path: uri.path().to_owned(),
+            authorization: header("authorization"),
+            api_key: header("x-api-key"),
             at: Instant::now(),
         });
     script.arrived.notify_waiters();

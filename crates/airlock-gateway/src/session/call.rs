@@ -61,6 +61,10 @@ pub struct CallContext {
     pub(crate) spent: Spent,
     /// The server-side task the call is a step of, if any.
     pub task: Option<String>,
+    /// A safety signal the task's model family attached to this step (a pending
+    /// safety check): the step waits for a human whatever the rules say, unless a
+    /// rule refuses it.
+    pub flagged: Option<String>,
     /// When the call arrived.
     pub started: Instant,
 }
@@ -167,13 +171,27 @@ impl AgentSession {
         call: ToolCall,
         asker: Option<Arc<dyn crate::asking::ApprovalAsker>>,
     ) -> ToolOutput {
-        self.call_with(call, asker, None).await
+        self.call_with(call, asker, None, None).await
     }
 
     /// [`AgentSession::call`] as a step of server-side task `task`: the same pipeline,
     /// its records naming the task.
     pub async fn call_in_task(&self, call: ToolCall, task: &str) -> ToolOutput {
-        self.call_with(call, None, Some(task.to_owned())).await
+        self.call_with(call, None, Some(task.to_owned()), None)
+            .await
+    }
+
+    /// [`AgentSession::call_in_task`] for a step its model's family flagged (`why`,
+    /// the family's own words): held for a human's approval under the rule
+    /// `model-safety-check`, never acknowledged on the model's behalf.
+    pub async fn call_in_task_flagged(
+        &self,
+        call: ToolCall,
+        task: &str,
+        why: String,
+    ) -> ToolOutput {
+        self.call_with(call, None, Some(task.to_owned()), Some(why))
+            .await
     }
 
     async fn call_with(
@@ -181,6 +199,7 @@ impl AgentSession {
         call: ToolCall,
         asker: Option<Arc<dyn crate::asking::ApprovalAsker>>,
         task: Option<String>,
+        flagged: Option<String>,
     ) -> ToolOutput {
         let mut context = CallContext {
             tool: call.tool_name(),
@@ -199,6 +218,7 @@ impl AgentSession {
             failed: None,
             spent: Spent::default(),
             task,
+            flagged,
             started: Instant::now(),
         };
         let args = call.audit_args();
@@ -360,7 +380,9 @@ impl AgentSession {
         call: &mut ToolCall,
     ) -> Result<()> {
         // Risk rules judge the resolved element, so they want it too.
-        let wanted = self.inner.observers.wants_targets() || !self.inner.config.rules.is_empty();
+        let wanted = self.inner.observers.wants_targets()
+            || !self.inner.config.rules.is_empty()
+            || context.flagged.is_some();
         let Some(target) = call.target_mut().filter(|_| wanted) else {
             return Ok(());
         };

@@ -12,6 +12,9 @@ use super::*;
 use crate::action::{ImageFormat, Resolved, ScreenshotOptions};
 use crate::audit::redact_strings;
 
+/// The rule a step stands under when its model's family flagged it.
+pub const SAFETY_CHECK_RULE: &str = "model-safety-check";
+
 impl AgentSession {
     // Risk, then approval: the first rule that matches the call (as resolved)
     // decides; a call it holds waits for a human, holding no lock.
@@ -24,7 +27,7 @@ impl AgentSession {
         let config = &self.inner.config;
         context.gated = true;
         let rules = &config.rules;
-        if rules.is_empty() {
+        if rules.is_empty() && context.flagged.is_none() {
             return Ok(());
         }
         let verdict = match call.form_fields() {
@@ -57,6 +60,20 @@ impl AgentSession {
                 ),
                 &held.policy,
             ),
+        };
+        // A step its model's family flagged waits for a human, unless a rule
+        // refuses it outright.
+        let verdict = match (verdict, &context.flagged) {
+            (Some(v), _) if v.action == Action::Deny => Some(v),
+            (_, Some(why)) => Some(airlock_risk::Verdict {
+                rule: SAFETY_CHECK_RULE.to_owned(),
+                builtin: true,
+                risk: airlock_risk::Risk::High,
+                action: Action::Approve,
+                message: None,
+                why: why.clone(),
+            }),
+            (v, None) => v,
         };
         let Some(verdict) = verdict else {
             return Ok(());

@@ -14,6 +14,28 @@ impl AgentSession {
         slot.open_lease().map(|lease| lease.id.to_string())
     }
 
+    /// Resolves once the browser session open now ends, however it ends (closed,
+    /// expired, ended by an operator, its worker gone); at once when none is open.
+    pub async fn session_gone(&self) -> impl std::future::Future<Output = ()> + Send + use<> {
+        let slot = self.inner.slot.lock().await;
+        let gone = slot.open_lease().map(|lease| lease.gone());
+        async move {
+            if let Some(gone) = gone {
+                gone.await;
+            }
+        }
+    }
+
+    /// The open session's viewport in CSS pixels (what `x`/`y` targets are in), for
+    /// a model that points at a screenshot; `None` with no session open.
+    pub async fn viewport(&self) -> Option<(u32, u32)> {
+        let held = {
+            let slot = self.inner.slot.lock().await;
+            slot.open_lease()?.held.clone()
+        };
+        held.session.viewport().await.ok()
+    }
+
     /// `text` through the open session's redactor, as a whole (what a model is sent
     /// passes it once more, like every output); unchanged with no session open.
     pub async fn redact_outbound(&self, text: &str) -> String {

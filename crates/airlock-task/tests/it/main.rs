@@ -20,6 +20,8 @@ use airlock_test_support::{
 use airlock_vault::{Fields, MasterKey, Secret, Store, Vault};
 use serde_json::{Value, json};
 
+mod screen;
+
 /// The scripted model's API key: it must reach the model endpoint, and only it.
 const MODEL_KEY: &str = "sk-model-key-0c4e1d";
 
@@ -377,16 +379,12 @@ async fn a_task_cancelled_while_the_model_thinks_ends_cancelled_at_once() {
         let agent = Arc::new(setup.gateway.agent_session());
         let watch = Watch::default();
         let cancel = watch.cancel.clone();
-        let spec = setup
-            .runner
-            .parse(Some(&args(
-                json!({"instruction": "wait", "start_url": h.site.url("index.html")}),
-            )))
-            .unwrap();
-        let task = {
-            let (setup, agent) = (setup.clone(), agent.clone());
-            tokio::spawn(async move { setup.runner.run(&agent, spec, watch).await })
-        };
+        let task = spawn_task(
+            &setup,
+            &agent,
+            json!({"instruction": "wait", "start_url": h.site.url("index.html")}),
+            watch,
+        );
         model.requests(1).await;
         cancel.cancel();
         let result = tokio::time::timeout(Duration::from_secs(10), task)
@@ -405,33 +403,60 @@ async fn a_task_cancelled_while_the_model_thinks_ends_cancelled_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ended_under_a_task_cancels_it_at_once() {
+    with_browser(|h| async move {
+        let model = ModelServer::start(vec![Reply::Hang]).await;
+        let setup = Arc::new(setup(&h, &model, Duration::from_secs(30)).await);
+        let agent = Arc::new(setup.gateway.agent_session());
+        let task = spawn_task(
+            &setup,
+            &agent,
+            json!({"instruction": "wait", "start_url": h.site.url("index.html")}),
+            Watch::default(),
+        );
+        // The model thinks (it never answers); an operator ends the session.
+        model.requests(1).await;
+        let session = agent.open_session().await.unwrap();
+        setup
+            .gateway
+            .end_session("default", &session)
+            .await
+            .unwrap();
+        let result = tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("the task did not stop with its session")
+            .unwrap();
+        assert_eq!(result.status, TaskStatus::Cancelled, "{result:?}");
+        assert_eq!(result.error, Some(ErrorCode::SessionExpired));
+        assert!(result.summary.contains("session ended"), "{result:?}");
+        assert!(result.screenshot.is_none());
+        let ended = events(&setup.store)
+            .await
+            .into_iter()
+            .find(|e| e["kind"] == "task_ended")
+            .unwrap();
+        assert_eq!(ended["status"], "cancelled");
+        assert_eq!(ended["session"], session.as_str());
+        assert_eq!(model.seen().len(), 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_step_pauses_the_task_until_approved_and_a_timeout_ends_it_needs_user() {
     with_browser(|h| async move {
         let delete = || calls(&[("browser_click", role("button", "Delete account"))]);
         let model = ModelServer::start(vec![delete(), finish("deleted"), delete()]).await;
         let setup = Arc::new(setup(&h, &model, Duration::from_secs(30)).await);
         let agent = Arc::new(setup.gateway.agent_session());
-        let spec = setup
-            .runner
-            .parse(Some(&args(json!({"instruction": "delete the account", "start_url": h.site.url("resolve.html")}))))
-            .unwrap();
-        let task = {
-            let (setup, agent) = (setup.clone(), agent.clone());
-            tokio::spawn(async move { setup.runner.run(&agent, spec, Watch::default()).await })
-        };
+        let task = spawn_task(
+            &setup,
+            &agent,
+            json!({"instruction": "delete the account", "start_url": h.site.url("resolve.html")}),
+            Watch::default(),
+        );
         // The click waits for a person; the task waits with it.
-        let pending = loop {
-            let list = setup
-                .gateway
-                .approvals()
-                .list("default", Some(airlock_store::ApprovalStatus::Pending))
-                .await
-                .unwrap();
-            if let Some(one) = list.into_iter().next() {
-                break one;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let pending = pending_approval(&setup.gateway).await;
         assert_eq!(pending.rule, "destructive");
         assert!(!task.is_finished());
         setup
@@ -442,7 +467,11 @@ async fn a_held_step_pauses_the_task_until_approved_and_a_timeout_ends_it_needs_
             .unwrap();
         let result = task.await.unwrap();
         assert_eq!(result.status, TaskStatus::Finished, "{result:?}");
-        assert!(user_text(&model, 1).contains("deleted 1"), "{}", user_text(&model, 1));
+        assert!(
+            user_text(&model, 1).contains("deleted 1"),
+            "{}",
+            user_text(&model, 1)
+        );
 
         // Unanswered, the hold ends the task needs_user.
         let short = setup_short(&h, &model).await;
@@ -457,6 +486,39 @@ async fn a_held_step_pauses_the_task_until_approved_and_a_timeout_ends_it_needs_
         assert_eq!(result.error, Some(ErrorCode::ApprovalTimeout));
     })
     .await;
+}
+
+// Runs `task` in `agent`'s session on a task of its own, for a test that acts
+// while it runs.
+fn spawn_task(
+    setup: &Arc<Setup>,
+    agent: &Arc<airlock_gateway::AgentSession>,
+    task: Value,
+    watch: Watch,
+) -> tokio::task::JoinHandle<TaskResult> {
+    let spec = setup.runner.parse(Some(&args(task))).unwrap();
+    let (setup, agent) = (setup.clone(), agent.clone());
+    tokio::spawn(async move { setup.runner.run(&agent, spec, watch).await })
+}
+
+// The first pending approval: one already asked for, else the next the audit feed
+// announces (subscribed before looking, so none is missed).
+async fn pending_approval(gateway: &Gateway) -> airlock_store::ApprovalRecord {
+    let mut feed = gateway.audit().appended_here();
+    loop {
+        let pending = gateway
+            .approvals()
+            .list("default", Some(airlock_store::ApprovalStatus::Pending))
+            .await
+            .unwrap();
+        if let Some(one) = pending.into_iter().next() {
+            return one;
+        }
+        tokio::time::timeout(Duration::from_secs(30), feed.recv())
+            .await
+            .expect("an approval is asked for within 30 s")
+            .unwrap();
+    }
 }
 
 async fn setup_short(h: &Harness, model: &ModelServer) -> Setup {
