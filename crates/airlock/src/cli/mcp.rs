@@ -6,20 +6,10 @@ use anyhow::Context as _;
 
 pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     let _data_dir = super::vault::hold_data_dir(&config.data_dir)?;
-    // Registered before the first session opens: a SIGTERM or Ctrl-C from then on
-    // closes every session (no Chromium, no profile directory left) and exits 0.
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("listening for SIGTERM")?;
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .context("listening for Ctrl-C")?;
-    // Whoever can run this against the data dir can read its vault key: the local
-    // user is the operator, and uses their own stored credentials unless
-    // `[server] role` says otherwise.
-    let role = if config.server.role_set {
-        config.server.role
-    } else {
-        airlock_core::Role::Operate
-    };
+    // A SIGTERM or Ctrl-C closes every session (no Chromium, no profile directory
+    // left) and exits 0.
+    let (mut term, mut interrupt) = super::stop_signals()?;
+    let role = super::local_role(&config);
     // The engine (store, vault, browser worker) starts beside the MCP handshake:
     // `initialize` needs none of it, and a client waits on that answer first.
     let profile = config.tool_profile;

@@ -7,6 +7,7 @@ mod doctor;
 mod mcp;
 mod policy;
 mod replay;
+mod run;
 mod serve;
 mod tenant;
 mod vault;
@@ -83,6 +84,10 @@ enum Command {
     },
     /// Check that Chromium, the data directory and the configuration work.
     Doctor,
+    /// Run one browser task server-side with the configured model (`[[models]]`):
+    /// every step goes through the policy, the risk rules and approvals, and the
+    /// audit log. Exit 0 when finished, 3 when a person must go on, 1 otherwise.
+    Run(run::RunArgs),
     /// Host browser sessions for a gateway: Chromium, the egress proxy, what each
     /// session must hide. `serve`, `mcp` and `demo` start one themselves (as an
     /// unprivileged user when root) and give it its options on stdin.
@@ -690,6 +695,22 @@ pub(crate) fn main() -> ExitCode {
             runtime.shutdown_background();
             code
         }
+        Command::Run(args) => {
+            announce_config(cli.config.as_deref(), &overrides);
+            let config = match config_or_exit(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let code = match runtime.block_on(run::run(config, args)) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => {
+                    report_error(&e);
+                    ExitCode::FAILURE
+                }
+            };
+            runtime.shutdown_background();
+            code
+        }
         Command::Demo { listen, no_open } => {
             let listen = listen.or_else(|| "127.0.0.1:0".parse().ok());
             match runtime.block_on(demo::run(listen, !no_open, cli.data_dir.clone())) {
@@ -884,6 +905,28 @@ pub(crate) async fn gateway(
 }
 
 /// The engine, its configured caller acting with `role`.
+/// The role a command run by the local user has: whoever can run it against the data
+/// dir can read its vault key, so the local user is the operator and uses their own
+/// stored credentials, unless `[server] role` says otherwise.
+pub(crate) fn local_role(config: &Config) -> airlock_core::Role {
+    if config.server.role_set {
+        config.server.role
+    } else {
+        airlock_core::Role::Operate
+    }
+}
+
+/// SIGTERM and Ctrl-C, registered before the first session opens, so either one
+/// from then on is the command's to answer (closing every session).
+pub(crate) fn stop_signals()
+-> anyhow::Result<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)> {
+    use tokio::signal::unix::{SignalKind, signal};
+    Ok((
+        signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+        signal(SignalKind::interrupt()).context("listening for Ctrl-C")?,
+    ))
+}
+
 pub(crate) async fn gateway_as(
     config: &Config,
     own_addresses: Vec<std::net::SocketAddr>,

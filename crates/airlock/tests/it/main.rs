@@ -19,6 +19,7 @@ mod policy_cli;
 mod readme;
 mod replay_cli;
 mod replicas;
+mod run_cli;
 mod server;
 mod tidy;
 mod vault_cli;

@@ -212,4 +212,23 @@ fn the_task_sections_config_and_call_are_valid() {
     let spec = runner.parse(call["arguments"].as_object()).unwrap();
     assert_eq!(spec.max_steps, 15);
     assert!(spec.open.is_some() && spec.start.is_some());
+
+    // The `airlock run` line's flags are the command's: with no model configured,
+    // it gets as far as asking for one (a flag it does not know is exit 2).
+    let run = block("sh", "airlock run")
+        .lines()
+        .find(|l| l.starts_with("airlock run"))
+        .unwrap()
+        .replace("airlock run", &format!("{BIN} run"));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("bash")
+        .args(["-c", &run])
+        .env("AIRLOCK_DATA_DIR", tmp.path())
+        .env_remove("AIRLOCK_CONFIG")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("add a [[models]] entry"), "{stderr}");
 }
