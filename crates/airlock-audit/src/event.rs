@@ -168,6 +168,18 @@ impl Event {
         }
     }
 
+    /// The server-side task it is part of: the task's own events, its steps' calls
+    /// and the approvals they were held for.
+    pub fn task(&self) -> Option<&str> {
+        match self {
+            Event::TaskStarted(t) => Some(&t.task),
+            Event::TaskEnded(t) => Some(&t.task),
+            Event::ApprovalRequested(a) => a.task.as_deref(),
+            Event::ApprovalDecided(a) => a.task.as_deref(),
+            other => other.call().and_then(|c| c.task.as_deref()),
+        }
+    }
+
     /// The tool it concerns, if any.
     pub fn tool(&self) -> Option<&str> {
         match self {
@@ -309,6 +321,9 @@ pub struct ApprovalRequested {
     pub expires_ms: i64,
     /// The SHA-256 of the screenshot shown to the approver, hex.
     pub screenshot_sha256: Option<String>,
+    /// The server-side task the held call was a step of, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 /// A server-side task as it began: who asked for what, with which model.
@@ -369,6 +384,9 @@ pub struct ApprovalDecided {
     pub by: Option<String>,
     /// Their note.
     pub note: Option<String>,
+    /// The server-side task the held call was a step of, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 /// A session opened or ended. A session ended because the gateway that held it is
@@ -646,6 +664,7 @@ mod tests {
                 status: ApprovalStatus::Expired,
                 by: None,
                 note: None,
+                task: None,
             }),
             Event::SessionClose(change),
             Event::OperatorInput(operator),

@@ -19,6 +19,11 @@ pub struct AuditFilter {
     pub tool: Option<String>,
     /// Only events whose `decision` is this (`allow`, `deny`, `approve` …).
     pub decision: Option<String>,
+    /// Only events of these kinds (`task_started` …); every kind when empty.
+    pub kinds: Vec<String>,
+    /// Only the events of this server-side task: its own, its steps' calls and the
+    /// approvals they were held for.
+    pub task: Option<String>,
     /// Only events at or after this time (Unix ms).
     pub since_ms: Option<i64>,
     /// At most this many (newest first).
@@ -75,9 +80,17 @@ impl Gateway {
             {
                 continue;
             }
-            if filter.tool.is_some() || filter.decision.is_some() {
+            if !filter.kinds.is_empty() && !filter.kinds.contains(&row.kind) {
+                continue;
+            }
+            if filter.tool.is_some() || filter.decision.is_some() || filter.task.is_some() {
                 let entry = airlock_audit::Entry::parse(&row.body).ok();
                 let event = entry.as_ref().map(|e| &e.event);
+                if filter.task.is_some()
+                    && event.and_then(airlock_audit::Event::task) != filter.task.as_deref()
+                {
+                    continue;
+                }
                 let tool = event.and_then(airlock_audit::Event::tool);
                 let decision = event
                     .and_then(airlock_audit::Event::call)

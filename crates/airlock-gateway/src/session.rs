@@ -709,6 +709,7 @@ impl Gateway {
                     status: airlock_store::ApprovalStatus::Expired,
                     by: None,
                     note: Some("nobody was waiting for it any more".to_owned()),
+                    task: None,
                 }),
             )
             .await;

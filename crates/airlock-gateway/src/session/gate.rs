@@ -258,6 +258,7 @@ impl AgentSession {
                     risk: risk.to_owned(),
                     expires_ms: record.expires_ms,
                     screenshot_sha256: shot_hash,
+                    task: context.task.clone(),
                 };
                 let event = airlock_audit::Event::ApprovalRequested(requested);
                 self.record(context, event, Some(held)).await.map_err(|e| {
@@ -413,6 +414,7 @@ impl AgentSession {
             status,
             by: by.map(str::to_owned),
             note: note.map(str::to_owned),
+            task: context.task.clone(),
         });
         if let Err(e) = self.record(context, event, Some(held)).await {
             tracing::error!(error = %e, approval.id = %id, "could not record an approval's decision");

@@ -472,6 +472,38 @@ async fn a_held_step_pauses_the_task_until_approved_and_a_timeout_ends_it_needs_
             "{}",
             user_text(&model, 1)
         );
+        // The task's record (what the console's transcript reads) holds its own
+        // events, its steps and the approval it waited for, in order, and nothing else.
+        let record = setup
+            .gateway
+            .audit_events(
+                "default",
+                &airlock_gateway::AuditFilter {
+                    task: Some(result.task.clone()),
+                    limit: 100,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let kinds: Vec<&str> = record.iter().rev().map(|r| r.kind.as_str()).collect();
+        // The call that opened its session comes first: the start names that session.
+        assert_eq!(kinds[..2], ["tool_call", "task_started"], "{kinds:?}");
+        assert!(record.last().unwrap().body.contains("browser_session_open"));
+        assert_eq!(kinds.last(), Some(&"task_ended"), "{kinds:?}");
+        let asked = kinds.iter().position(|k| *k == "approval_requested");
+        let decided = kinds.iter().position(|k| *k == "approval_decided");
+        assert!(asked.is_some() && asked < decided, "{kinds:?}");
+        assert!(
+            record.iter().all(|r| r.body.contains(&result.task)),
+            "{kinds:?}"
+        );
+        let everything = events(&setup.store).await;
+        let untagged = everything
+            .iter()
+            .filter(|e| e["kind"] == "session_open" || e["kind"] == "session_close")
+            .count();
+        assert_eq!(record.len() + untagged, everything.len(), "{everything:?}");
 
         // Unanswered, the hold ends the task needs_user.
         let short = setup_short(&h, &model).await;
