@@ -104,6 +104,8 @@ pub(crate) fn routes(gateway: Arc<Gateway>, auth: Arc<Authenticator>) -> Router 
         .route("/console/sessions/{id}/release", post(live::release))
         .route("/console/sessions/{id}/save-login", post(live::save_login))
         .route("/console/sessions/{id}/steps/{step}", get(step_image))
+        .route("/console/tasks", get(tasks))
+        .route("/console/tasks/{id}", get(task))
         .route("/console/approvals", get(approvals))
         .route(
             "/console/approvals/{id}/screenshot",
@@ -548,6 +550,63 @@ async fn replay(
     pages::replay(&login, &id, &events, &steps).into_response()
 }
 
+/// Most task events the tasks list reads (a start and an end a task).
+const TASKS_SCANNED: usize = 400;
+
+// The ids of the tenant's sessions open now (a task without an end whose session is
+// gone did not finish on the record).
+fn live_sessions(console: &Console, tenant: &str) -> Vec<String> {
+    console
+        .gateway
+        .tenant_sessions(tenant, None)
+        .iter()
+        .map(|lease| lease.id.to_string())
+        .collect()
+}
+
+async fn tasks(State(console): State<Console>, Extension(login): Extension<Login>) -> Response {
+    let tenant = &login.operator.tenant;
+    let filter = AuditFilter {
+        kinds: vec!["task_started".to_owned(), "task_ended".to_owned()],
+        limit: TASKS_SCANNED,
+        ..AuditFilter::default()
+    };
+    match console.gateway.audit_events(tenant, &filter).await {
+        Ok(events) => {
+            let rows = pages::task_rows(&events);
+            pages::tasks(&login, &rows, &live_sessions(&console, tenant)).into_response()
+        }
+        Err(e) => refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    }
+}
+
+async fn task(
+    State(console): State<Console>,
+    Extension(login): Extension<Login>,
+    Path(id): Path<String>,
+) -> Response {
+    let tenant = &login.operator.tenant;
+    let filter = AuditFilter {
+        task: Some(id.clone()),
+        limit: 2_000,
+        ..AuditFilter::default()
+    };
+    let mut events = match console.gateway.audit_events(tenant, &filter).await {
+        Ok(events) => events,
+        Err(e) => return refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    events.reverse();
+    match pages::task_rows(&events)
+        .into_iter()
+        .find(|row| row.id == id)
+    {
+        Some(row) => {
+            pages::task(&login, &row, &events, &live_sessions(&console, tenant)).into_response()
+        }
+        None => refused(StatusCode::NOT_FOUND, "no such task on the record"),
+    }
+}
+
 async fn step_image(
     State(console): State<Console>,
     Extension(login): Extension<Login>,
@@ -677,6 +736,8 @@ impl AuditQuery {
             session: given(&self.session),
             tool: given(&self.tool),
             decision: given(&self.decision),
+            kinds: Vec::new(),
+            task: None,
             since_ms: self
                 .minutes
                 .trim()

@@ -9,17 +9,23 @@ use maud::{DOCTYPE, Markup, html};
 
 use super::{AuditQuery, Login, describe};
 
+mod tasks;
+
+pub(super) use tasks::{task, task_rows, tasks};
+
 /// Which section a page belongs to (the navigation marks it).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Section {
     Sessions,
+    Tasks,
     Approvals,
     Audit,
     Vault,
 }
 
-const SECTIONS: [(Section, &str, &str); 4] = [
+const SECTIONS: [(Section, &str, &str); 5] = [
     (Section::Sessions, "/console/sessions", "Sessions"),
+    (Section::Tasks, "/console/tasks", "Tasks"),
     (Section::Approvals, "/console/approvals", "Approvals"),
     (Section::Audit, "/console/audit", "Audit"),
     (Section::Vault, "/console/vault", "Vault"),
@@ -599,40 +605,7 @@ pub(super) fn replay(
         &format!("Replay of {id}"),
         false,
         html! {
-            ol class="steps replay" {
-                @for (i, e) in events.iter().enumerate() {
-                    // An intent is the call's own first half: shown only when no
-                    // outcome followed it (the call never finished).
-                    @if !(e.kind == "tool_intent" && finished(e, &events[i + 1..])) {
-                        @let s = shown(e);
-                        li {
-                            div class="line" {
-                                span class="when" { (time(e.time_ms)) }
-                                " " strong { (e.kind) }
-                                @if !s.tool.is_empty() { " " code { (s.tool) } }
-                                @if let Some(args) = &s.args {
-                                    " " span class="what" { (safe(&describe::action(&s.tool, args, &s.target))) }
-                                }
-                                @if let Some(site) = describe::site(&s.target, None) { " on " (safe(&site)) }
-                                @if !s.decision.is_empty() { " · " (s.decision) }
-                                @if !s.outcome.is_empty() { " · " (s.outcome) }
-                                @if let Some(ms) = s.duration_ms { " · " (ms) " ms" }
-                            }
-                            @if !s.tool.is_empty() {
-                                @let args = s.args.as_ref().map(describe::fields).unwrap_or_default();
-                                @if !args.is_empty() {
-                                    dl class="args" { @for (k, v) in args { dt { (k) } dd { code { (safe(&v)) } } } }
-                                }
-                            }
-                            @if s.stored_image {
-                                a href={ "/console/audit/" (e.seq) "/image" } target="_blank" {
-                                    img class="thumb" src={ "/console/audit/" (e.seq) "/image" } alt={ "After " (s.tool) } loading="lazy";
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+            (step_list(events))
             @if !steps.is_empty() {
                 h2 { "Screenshots" }
                 ol class="shots" {
@@ -650,6 +623,47 @@ pub(super) fn replay(
             }
         },
     )
+}
+
+/// A session's (or a task's) events in order, one item a call: what it did, where,
+/// what the gate said, how it ended, and the step's stored screenshot.
+fn step_list(events: &[AuditRecord]) -> Markup {
+    html! {
+        ol class="steps replay" {
+            @for (i, e) in events.iter().enumerate() {
+                // An intent is the call's own first half: shown only when no
+                // outcome followed it (the call never finished).
+                @if !(e.kind == "tool_intent" && finished(e, &events[i + 1..])) {
+                    @let s = shown(e);
+                    li {
+                        div class="line" {
+                            span class="when" { (time(e.time_ms)) }
+                            " " strong { (e.kind) }
+                            @if !s.tool.is_empty() { " " code { (s.tool) } }
+                            @if let Some(args) = &s.args {
+                                " " span class="what" { (safe(&describe::action(&s.tool, args, &s.target))) }
+                            }
+                            @if let Some(site) = describe::site(&s.target, None) { " on " (safe(&site)) }
+                            @if !s.decision.is_empty() { " · " (s.decision) }
+                            @if !s.outcome.is_empty() { " · " (s.outcome) }
+                            @if let Some(ms) = s.duration_ms { " · " (ms) " ms" }
+                        }
+                        @if !s.tool.is_empty() {
+                            @let args = s.args.as_ref().map(describe::fields).unwrap_or_default();
+                            @if !args.is_empty() {
+                                dl class="args" { @for (k, v) in args { dt { (k) } dd { code { (safe(&v)) } } } }
+                            }
+                        }
+                        @if s.stored_image {
+                            a href={ "/console/audit/" (e.seq) "/image" } target="_blank" {
+                                img class="thumb" src={ "/console/audit/" (e.seq) "/image" } alt={ "After " (s.tool) } loading="lazy";
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Secret names and where they may be typed; never a value.

@@ -1,13 +1,14 @@
 // The console end to end in Debian's Chromium, driven by playwright-core (never a
 // downloaded browser). Run by crates/airlock/tests/it/console.rs while an agent on
 // the MCP Python SDK (clients/console_agent.py) clicks "Delete account" twice:
-//   node console.mjs BASE ADMIN_KEY AGENT_KEY SECRET_VALUE SCREENS_DIR OTHER_TENANT_ADMIN_KEY
+//   node console.mjs BASE ADMIN_KEY AGENT_KEY SECRET_VALUE SCREENS_DIR OTHER_TENANT_ADMIN_KEY SITE
+// (SITE: the fixture site, where a server-side task started over REST begins.)
 // Prints one line per check and "N passed, M failed" last.
 import { chromium } from "playwright-core";
 import { readFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 
-const [base, adminKey, agentKey, secretValue, screens, otherAdminKey] = process.argv.slice(2);
+const [base, adminKey, agentKey, secretValue, screens, otherAdminKey, site] = process.argv.slice(2);
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 let passed = 0;
 let failed = 0;
@@ -332,6 +333,57 @@ try {
   check("each way a hold ended is on the record", handbacks.some((e) => e.reason === "released" && e.holder && e.by)
     && handbacks.some((e) => e.reason === "console login ended") && handbacks.some((e) => !e.reason),
     JSON.stringify(handbacks));
+
+  // A server-side task a backend runs over REST (a scripted model on loopback): the
+  // console lists it, and its transcript shows each step with its screenshot.
+  const api = async (path, body) => {
+    const res = await fetch(`${base}${path}`, { method: body ? "POST" : "GET",
+      headers: { authorization: `Bearer ${agentKey}`, "content-type": "application/json" },
+      body: body && JSON.stringify(body) });
+    return res.json();
+  };
+  const lease = await api("/api/v1/sessions", { user_id: "u-task", conversation_id: "c-task" });
+  const instruction = "open page two <b id=injected>now</b>";
+  const started = await api(`/api/v1/sessions/${lease.session_id}/tasks`,
+    { instruction, start_url: `${site}/index.html` });
+  const taskId = started.task;
+  const done = await api(`/api/v1/sessions/${lease.session_id}/tasks/${taskId}?wait_secs=60`);
+  check("the task finished", done.status === "finished" && done.steps === 1, JSON.stringify(done).slice(0, 500));
+  await page.goto(`${base}/console/tasks`);
+  const taskRow = await page.locator("tbody tr", { hasText: taskId }).textContent();
+  check("the tasks list shows it finished, with its model and steps", taskRow.includes("finished")
+    && taskRow.includes("scripted") && taskRow.includes(instruction), taskRow);
+  check("its instruction stays text", await page.locator("#injected").count() === 0);
+  await review("tasks");
+  await page.click(`a[aria-label="Transcript of ${taskId}"]`);
+  await page.waitForURL(`**/console/tasks/${taskId}`);
+  const facts = await page.textContent("dl.task");
+  check("the transcript says what it was asked and how it ended", facts.includes(instruction)
+    && facts.includes("finished") && facts.includes("reached page two"), facts);
+  const taskSteps = await page.locator("ol.steps li").allTextContents();
+  check("each step is listed in order, the click after the start page", taskSteps.length >= 2
+    && taskSteps.findIndex((t) => t.includes("browser_navigate")) < taskSteps.findIndex((t) => t.includes("browser_click"))
+    && taskSteps.findIndex((t) => t.includes("browser_navigate")) >= 0, taskSteps.join("\n").slice(0, 1500));
+  check("and only this task's steps", !taskSteps.some((t) => t.includes("Delete account")), taskSteps.join("\n").slice(0, 1500));
+  const thumbs = page.locator("ol.steps img.thumb");
+  check("each step's recorded screenshot shows", await thumbs.count() >= 2 && (await thumbs.evaluateAll(
+    (imgs) => imgs.every((img) => img.complete && img.naturalWidth > 100))), await thumbs.count());
+  await review("task");
+  await page.click("text=Replay the whole session");
+  check("the replay of its session is a click away", page.url().endsWith(`/console/sessions/${lease.session_id}/replay`), page.url());
+  // (From outside the page: its 404s count as missing assets.)
+  const signedIn = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+  r = await fetch(`${base}/console/tasks/task_0000000000000000`, { headers: { cookie: signedIn } });
+  check("a task not on the record -> 404", r.status === 404, r.status);
+  // Another tenant's admin sees neither the task nor its transcript.
+  r = await fetch(`${base}/console/sign-in`, { method: "POST", redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded" }, body: `key=${encodeURIComponent(otherAdminKey)}` });
+  const otherCookie = (r.headers.get("set-cookie") || "").split(";")[0];
+  const otherList = await (await fetch(`${base}/console/tasks`, { headers: { cookie: otherCookie } })).text();
+  check("another tenant's admin sees none of its tasks", otherCookie !== "" && !otherList.includes(taskId)
+    && otherList.includes("No task on the record"), otherList.slice(0, 500));
+  r = await fetch(`${base}/console/tasks/${taskId}`, { headers: { cookie: otherCookie } });
+  check("nor its transcript", r.status === 404, r.status);
 
   // A phone's width: the approvals page still fits.
   await page.setViewportSize({ width: 390, height: 844 });

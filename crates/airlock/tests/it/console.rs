@@ -4,13 +4,15 @@
 //! sign-in, CSRF refusals, approve and deny in the page unblocking the agent, a page
 //! title full of markup shown as text, audit filters and export, replay, the vault
 //! without values, the live view with takeover, a login saved from it that a new
-//! session then injects, an axe-core check of each page. Screenshots of every page land in
+//! session then injects, a server-side task a backend starts over REST (a scripted
+//! model on loopback) listed and transcribed step by step with its screenshots, an
+//! axe-core check of each page. Screenshots of every page land in
 //! `target/console-screens/` for reviewers.
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use airlock_test_support::FixtureSite;
+use airlock_test_support::{FixtureSite, ModelServer, calls, finish};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
@@ -79,13 +81,24 @@ async fn an_operator_decides_in_the_console_while_an_agent_waits() {
     airlock(&["tenant", "create", "other"]);
     let other_admin = airlock(&["key", "create", "--tenant", "other", "--role", "admin"]);
 
+    // The task the operator's run starts: one click, then an answer.
+    let model = ModelServer::start(vec![
+        calls(&[(
+            "browser_click",
+            serde_json::json!({"role": "link", "name": "Page two"}),
+        )]),
+        finish("reached page two"),
+    ])
+    .await;
     let config = fixture_config(
         tmp.path(),
         &site,
         // The agent may open sessions with credentials (the saved login); every step
         // is stored, for the replay.
         &format!(
-            "[server]\nadmin_key = \"{admin_key}\"\nrole = \"operate\"\n[approvals]\ntimeout_secs = 60\n[recording]\nmode = \"audit\"\n"
+            "[server]\nadmin_key = \"{admin_key}\"\nrole = \"operate\"\n[approvals]\ntimeout_secs = 60\n[recording]\nmode = \"audit\"\n\
+             [[models]]\nname = \"scripted\"\nurl = \"{}\"\nmodel = \"scripted-1\"\n[tasks]\nmodel = \"scripted\"\n",
+            model.url()
         ),
     );
     let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
@@ -102,6 +115,7 @@ async fn an_operator_decides_in_the_console_while_an_agent_waits() {
         .args([&console_url, admin_key, agent_token, SECRET])
         .arg(&screens)
         .arg(&other_admin)
+        .arg(&base)
         .kill_on_drop(true)
         .output();
     let (agent, operator) = tokio::time::timeout(Duration::from_secs(150), async {
@@ -136,6 +150,8 @@ async fn an_operator_decides_in_the_console_while_an_agent_waits() {
         "audit",
         "replay",
         "vault",
+        "tasks",
+        "task",
     ] {
         assert!(
             screens.join(format!("{page}.png")).is_file(),
