@@ -523,6 +523,29 @@ async fn end_session(
     }
 }
 
+/// Most events a replay or a task's transcript shows.
+const TRANSCRIPT: usize = 2_000;
+
+// The events `filter` picks (a session's, a task's), oldest first, for a replay or
+// a transcript; the refusal to send when the log cannot be read.
+async fn transcript(
+    console: &Console,
+    tenant: &str,
+    filter: AuditFilter,
+) -> Result<Vec<airlock_gateway::AuditRecord>, Response> {
+    let filter = AuditFilter {
+        limit: TRANSCRIPT,
+        ..filter
+    };
+    let mut events = console
+        .gateway
+        .audit_events(tenant, &filter)
+        .await
+        .map_err(|e| refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()))?;
+    events.reverse();
+    Ok(events)
+}
+
 async fn replay(
     State(console): State<Console>,
     Extension(login): Extension<Login>,
@@ -531,17 +554,15 @@ async fn replay(
     let tenant = &login.operator.tenant;
     let filter = AuditFilter {
         session: Some(id.clone()),
-        limit: 2_000,
         ..AuditFilter::default()
     };
-    let mut events = match console.gateway.audit_events(tenant, &filter).await {
+    let events = match transcript(&console, tenant, filter).await {
         Ok(events) => events,
-        Err(e) => return refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(response) => return response,
     };
     if events.is_empty() {
         return refused(StatusCode::NOT_FOUND, "no such session on the record");
     }
-    events.reverse();
     let steps = console
         .gateway
         .session_steps(tenant, &id)
@@ -588,14 +609,12 @@ async fn task(
     let tenant = &login.operator.tenant;
     let filter = AuditFilter {
         task: Some(id.clone()),
-        limit: 2_000,
         ..AuditFilter::default()
     };
-    let mut events = match console.gateway.audit_events(tenant, &filter).await {
+    let events = match transcript(&console, tenant, filter).await {
         Ok(events) => events,
-        Err(e) => return refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(response) => return response,
     };
-    events.reverse();
     match pages::task_rows(&events)
         .into_iter()
         .find(|row| row.id == id)

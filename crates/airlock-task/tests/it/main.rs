@@ -459,12 +459,7 @@ async fn a_held_step_pauses_the_task_until_approved_and_a_timeout_ends_it_needs_
         let pending = pending_approval(&setup.gateway).await;
         assert_eq!(pending.rule, "destructive");
         assert!(!task.is_finished());
-        setup
-            .gateway
-            .approvals()
-            .decide("default", &pending.id, true, "test:alice", None)
-            .await
-            .unwrap();
+        decide(&setup.gateway, &pending, true).await;
         let result = task.await.unwrap();
         assert_eq!(result.status, TaskStatus::Finished, "{result:?}");
         assert!(
@@ -551,6 +546,15 @@ async fn pending_approval(gateway: &Gateway) -> airlock_store::ApprovalRecord {
             .expect("an approval is asked for within 30 s")
             .unwrap();
     }
+}
+
+// Decides `pending` as alice would in the console.
+async fn decide(gateway: &Gateway, pending: &airlock_store::ApprovalRecord, approve: bool) {
+    gateway
+        .approvals()
+        .decide("default", &pending.id, approve, "test:alice", None)
+        .await
+        .unwrap();
 }
 
 async fn setup_short(h: &Harness, model: &ModelServer) -> Setup {

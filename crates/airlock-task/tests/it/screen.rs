@@ -15,7 +15,7 @@ use airlock_test_support::{APP_PASSWORD, Harness, ModelServer, Reply, secret_for
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::{MODEL_KEY, Setup, args, events, pending_approval, setup, spawn_task};
+use super::{MODEL_KEY, Setup, args, decide, events, pending_approval, setup, spawn_task};
 
 // Centres of the fixture's fixed elements, in CSS pixels (targets.html).
 const NW: (f64, f64) = (140.0, 105.0);
@@ -342,12 +342,7 @@ async fn a_pending_safety_check_waits_for_a_person_and_is_never_acknowledged_by_
         assert_eq!(pending.tool, "browser_click");
         assert!(!task.is_finished());
         assert_eq!(model.seen().len(), 1);
-        setup
-            .gateway
-            .approvals()
-            .decide("default", &pending.id, true, "test:alice", None)
-            .await
-            .unwrap();
+        decide(&setup.gateway, &pending, true).await;
         let result = task.await.unwrap();
         assert_eq!(result.status, TaskStatus::Finished, "{result:?}");
         assert!(page_text(&agent).await.contains("clicked nw"));
@@ -366,18 +361,7 @@ async fn a_pending_safety_check_waits_for_a_person_and_is_never_acknowledged_by_
             Watch::default(),
         );
         let pending = pending_approval(&setup.gateway).await;
-        setup
-            .gateway
-            .approvals()
-            .decide(
-                "default",
-                &pending.id,
-                false,
-                "test:alice",
-                Some("not this"),
-            )
-            .await
-            .unwrap();
+        decide(&setup.gateway, &pending, false).await;
         let result = task.await.unwrap();
         assert_eq!(result.status, TaskStatus::Denied, "{result:?}");
         assert_eq!(result.error, Some(ErrorCode::ApprovalDenied));
