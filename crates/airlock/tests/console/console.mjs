@@ -365,9 +365,13 @@ try {
     && taskSteps.findIndex((t) => t.includes("browser_navigate")) < taskSteps.findIndex((t) => t.includes("browser_click"))
     && taskSteps.findIndex((t) => t.includes("browser_navigate")) >= 0, taskSteps.join("\n").slice(0, 1500));
   check("and only this task's steps", !taskSteps.some((t) => t.includes("Delete account")), taskSteps.join("\n").slice(0, 1500));
-  const thumbs = page.locator("ol.steps img.thumb");
-  check("each step's recorded screenshot shows", await thumbs.count() >= 2 && (await thumbs.evaluateAll(
-    (imgs) => imgs.every((img) => img.complete && img.naturalWidth > 100))), await thumbs.count());
+  // Thumbnails load lazily: each is brought into view, then its image awaited.
+  const widths = [];
+  for (const thumb of await page.locator("ol.steps img.thumb").all()) {
+    await thumb.scrollIntoViewIfNeeded();
+    widths.push(await thumb.evaluate((img) => img.decode().then(() => img.naturalWidth, () => 0)));
+  }
+  check("each step's recorded screenshot shows", widths.length >= 2 && widths.every((w) => w > 100), widths);
   await review("task");
   await page.click("text=Replay the whole session");
   check("the replay of its session is a click away", page.url().endsWith(`/console/sessions/${lease.session_id}/replay`), page.url());
