@@ -223,5 +223,17 @@ async fn a_held_step_of_airlock_run_is_approved_from_another_terminal() {
     assert_eq!(click["task"], result["task"]);
     let decided = kinds("approval_decided").next().unwrap();
     assert_eq!(decided["by"], "cli:operator-3", "{decided}");
+    // Nothing the operator's terminal or the record got holds the model's key or a
+    // form of the loaded password.
+    let said = [
+        printed.as_str(),
+        &progress.join("\n"),
+        &String::from_utf8_lossy(&export.stdout),
+    ]
+    .join("\n");
+    assert!(!said.contains(MODEL_KEY));
+    for form in secret_forms(PASSWORD) {
+        assert!(!said.contains(&form), "the output holds `{form}`");
+    }
     assert_clean(tmp.path()).await;
 }
