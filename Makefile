@@ -120,6 +120,7 @@ bench: chromium pyclient bench-peers .venv/.bpe-openai
 	.venv/bin/python bench/run.py --runs $(BENCH_RUNS)
 	$(CARGO) run --locked --release -q -p airlock-gateway --example gate_cost | tee bench/results/gate-cost.txt
 	$(CARGO) run --locked --release -q -p airlock-task --example task_cost | tee bench/results/task-cost.txt
+	$(CARGO) run --locked --release -q -p airlock-flow --example flow_cost | tee bench/results/flow-cost.txt
 
 ## One repetition, Airlock only, on the debug build `make test` made: keeps the harness honest in CI.
 bench-smoke: chromium pyclient .venv/.bpe-openai

@@ -40,6 +40,14 @@ const MIN_PATTERN: usize = 4;
 /// What replaces the whole text if the matcher ever fails: nothing of it is shown.
 const WITHHELD: &str = "[WITHHELD: the redactor failed]";
 
+/// The canonical form of `text` the redactor matches on (percent, `%u`, HTML-reference
+/// and backslash escapes decoded to a fixpoint, whitespace runs collapsed), or `None`
+/// when it is the text itself. The data-flow check decodes what an agent sends with
+/// it, so a value is recognised in the same forms the redactor hides.
+pub fn canonical(text: &str) -> Option<String> {
+    Canonical::of(text).map(|c| c.text)
+}
+
 /// Redacts the values of a set of secrets. Debug shows only the names.
 #[derive(Clone, Default)]
 pub struct Redactor {

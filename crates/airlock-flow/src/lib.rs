@@ -1,0 +1,519 @@
+//! The data-flow check against prompt injection: what a browser session has read,
+//! by the origin it was read on, and whether a string the agent sends toward a site
+//! carries a run of it to another origin.
+//!
+//! [`History`] keeps the session's reads as normalised lines (ASCII lowercased,
+//! whitespace collapsed), each line once per origin, within a byte capacity (the
+//! oldest half goes when it is full). It is indexed by winnowing (Schleimer, Wilkerson
+//! and Aiken, "Winnowing: local algorithms for document fingerprinting", 2003): of
+//! every window of `min_length - 7` consecutive 8-byte grams, the gram of least rank
+//! is kept. Any run of at least `min_length` bytes shared with the history holds a
+//! whole window, so it holds a kept gram: a lookup tries each gram of the outbound
+//! string once (a hash probe), and only a hit is extended byte by byte to the whole
+//! run. The cost of a check grows with the outbound string, not with the history.
+//!
+//! A run counts only when it is long enough to be data rather than common words: at
+//! least `min_length` bytes holding a token of 6 or more bytes with a digit or one of
+//! `@_=/+%#&` (an account number, an address, a token), or `word_length` bytes of
+//! anything. A product name's `G9` or a year is a word. A run
+//! the destination itself (or an origin the caller frees) has shown is not a flow:
+//! data typed back where it came from flows freely.
+//!
+//! Outbound strings are checked in the forms the redactor knows ([`forms`]): as they
+//! are, with escapes undone (percent, HTML references, backslash escapes), and with
+//! base64 and hex runs decoded.
+
+mod forms;
+
+use std::collections::{HashMap, HashSet};
+
+use foldhash::fast::FixedState;
+
+pub use forms::Form;
+
+/// Bytes in one gram: a gram is a `u64`, so it needs no hash of its own.
+const GRAM: usize = 8;
+
+/// Most earlier places a gram is followed to: a gram so common that more share it
+/// says little, and the check stays bounded.
+const CHAIN: usize = 16;
+
+/// Shortest token that makes a run data rather than words ([`DATA`]).
+const DATA_TOKEN: usize = 6;
+
+/// What makes a token data: a digit, or a character words and prices seldom hold.
+/// `G9`, `15`, `2026` and `Pro` are words; `4417-2290-8812`, `021000021`,
+/// `alice@mail.example` and `sk_live_x1` are data.
+const DATA: &[u8] = b"0123456789@_=/+%#&";
+
+/// Shortest run that may count: a gram and a byte.
+pub const MIN_LENGTH: usize = GRAM + 1;
+
+/// Longest `min_length` (its window of grams stays small).
+pub const MAX_LENGTH: usize = 256;
+
+/// How the check judges runs, and how much it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Shortest run that counts when it holds more than words ([`MIN_LENGTH`] ..=
+    /// [`MAX_LENGTH`]).
+    pub min_length: usize,
+    /// Shortest run of words alone that counts (at least `min_length`).
+    pub word_length: usize,
+    /// Most bytes of normalised text kept.
+    pub capacity: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            min_length: 12,
+            word_length: 40,
+            capacity: 1 << 20,
+        }
+    }
+}
+
+/// A run of data read on one origin that an outbound string carries elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flow {
+    /// The run, as the history holds it (normalised).
+    pub run: String,
+    /// The origin it was read on.
+    pub from: String,
+    /// The form the outbound string carried it in.
+    pub form: Form,
+}
+
+/// What a session has read, by origin: bounded, and indexed for [`History::find`].
+#[derive(Debug, Clone)]
+pub struct History {
+    settings: Settings,
+    // Grams in a winnowing window.
+    window: usize,
+    // Normalised lines, each ended by `\n`.
+    text: Vec<u8>,
+    // Where each line starts in `text`, and its origin; in order.
+    lines: Vec<Line>,
+    origins: Vec<String>,
+    // (origin, hash of line) of every line kept: a line is kept once per origin.
+    seen: HashSet<(u32, u64), FixedState>,
+    // A kept gram → its newest print.
+    index: HashMap<u64, u32, FixedState>,
+    prints: Vec<Print>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    start: u32,
+    origin: u32,
+}
+
+// A kept gram's place, and the print of the same gram before it (`NONE`: none).
+#[derive(Debug, Clone, Copy)]
+struct Print {
+    at: u32,
+    before: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// How much a history holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    /// Bytes of normalised text.
+    pub bytes: usize,
+    /// Lines kept.
+    pub lines: usize,
+    /// Grams kept in the index.
+    pub prints: usize,
+}
+
+impl History {
+    /// An empty history. `settings` are clamped to their bounds.
+    pub fn new(settings: Settings) -> History {
+        let min_length = settings.min_length.clamp(MIN_LENGTH, MAX_LENGTH);
+        let settings = Settings {
+            min_length,
+            word_length: settings.word_length.max(min_length),
+            capacity: settings.capacity.max(1024),
+        };
+        History {
+            settings,
+            window: min_length - GRAM + 1,
+            text: Vec::new(),
+            lines: Vec::new(),
+            origins: Vec::new(),
+            seen: HashSet::default(),
+            index: HashMap::default(),
+            prints: Vec::new(),
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> Settings {
+        self.settings
+    }
+
+    /// How much it holds.
+    pub fn size(&self) -> Size {
+        Size {
+            bytes: self.text.len(),
+            lines: self.lines.len(),
+            prints: self.prints.len(),
+        }
+    }
+
+    /// Keeps what was read on `origin`: each line of `text` long enough to hold a run,
+    /// unless this origin showed it before.
+    pub fn read(&mut self, origin: &str, text: &str) {
+        let origin = self.origin_index(origin);
+        let mut line = Vec::new();
+        for raw in text.split('\n') {
+            normalise_into(raw, &mut line);
+            if line.len() < self.settings.min_length {
+                continue;
+            }
+            let key = (origin, FixedState::default().hash_one(&line[..]));
+            if !self.seen.insert(key) {
+                continue;
+            }
+            if self.text.len() + line.len() + 1 > self.settings.capacity {
+                self.forget_older_half();
+            }
+            self.push_line(origin, &line);
+        }
+    }
+
+    /// The first run of this history that `outbound` carries, in any form, to an
+    /// origin other than the one it was read on; `free(origin)` says which origins it
+    /// may go to (the destination itself, a shared set).
+    pub fn find(&self, outbound: &str, free: impl Fn(&str) -> bool) -> Option<Flow> {
+        if self.prints.is_empty() {
+            return None;
+        }
+        forms::of(outbound)
+            .into_iter()
+            .find_map(|(form, text)| self.find_in(&text, form, &free))
+    }
+
+    /// [`History::find`] for a URL the agent would navigate to: its host, each path
+    /// segment, each query key and value and its fragment are checked apart, so the
+    /// URL around a value is never part of a run. A URL the history shows whole is a
+    /// link a page offered: following it carries nothing the agent put together.
+    pub fn find_in_url(&self, url: &str, free: impl Fn(&str) -> bool) -> Option<Flow> {
+        if self.prints.is_empty() {
+            return None;
+        }
+        let Ok(parsed) = url::Url::parse(url) else {
+            return self.find(url, free);
+        };
+        if self.shows_whole(parsed.as_str()) {
+            return None;
+        }
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(host) = parsed.host_str() {
+            parts.push(host.to_owned());
+        }
+        parts.extend(parsed.path().split('/').map(str::to_owned));
+        for (key, value) in parsed.query_pairs() {
+            parts.push(key.into_owned());
+            parts.push(value.into_owned());
+        }
+        if let Some(fragment) = parsed.fragment() {
+            parts.push(fragment.to_owned());
+        }
+        parts
+            .iter()
+            .filter(|p| p.len() >= self.settings.min_length)
+            .find_map(|p| self.find(p, &free))
+    }
+
+    // Whether some line holds all of `text` (normalised).
+    fn shows_whole(&self, text: &str) -> bool {
+        let mut wanted = Vec::new();
+        normalise_into(text, &mut wanted);
+        let wanted = wanted.strip_suffix(b"/").unwrap_or(&wanted);
+        if wanted.len() < self.settings.min_length {
+            return false;
+        }
+        self.runs(wanted)
+            .any(|run| run.start == 0 && run.end >= wanted.len())
+    }
+
+    fn find_in(&self, text: &str, form: Form, free: &dyn Fn(&str) -> bool) -> Option<Flow> {
+        let mut out = Vec::new();
+        normalise_into(text, &mut out);
+        if out.len() < self.settings.min_length {
+            return None;
+        }
+        let mut foreign: Vec<Run> = Vec::new();
+        let mut allowed: Vec<(usize, usize)> = Vec::new();
+        for run in self.runs(&out) {
+            if !self.counts(&out[run.start..run.end]) {
+                continue;
+            }
+            if free(&self.origins[run.origin as usize]) {
+                allowed.push((run.start, run.end));
+            } else {
+                foreign.push(run);
+            }
+        }
+        // What of each foreign run no free origin has shown counts on its own.
+        for run in foreign {
+            for (start, end) in uncovered(run.start, run.end, &allowed) {
+                if self.counts(&out[start..end]) {
+                    return Some(Flow {
+                        run: String::from_utf8_lossy(&out[start..end]).into_owned(),
+                        from: self.origins[run.origin as usize].clone(),
+                        form,
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    // Every maximal run `out` shares with a kept line, found through kept grams.
+    fn runs<'a>(&'a self, out: &'a [u8]) -> impl Iterator<Item = Run> + 'a {
+        (0..out.len().saturating_sub(GRAM - 1)).flat_map(move |i| {
+            let gram = gram_at(out, i);
+            let mut next = self.index.get(&gram).copied().unwrap_or(NONE);
+            let mut found = Vec::new();
+            let mut steps = 0;
+            while next != NONE && steps < CHAIN {
+                let print = self.prints[next as usize];
+                next = print.before;
+                steps += 1;
+                let at = print.at as usize;
+                let line = self.line_of(at);
+                let line_start = self.lines[line].start as usize;
+                let line_end = self.line_end(line);
+                let mut back = 0;
+                while back < i
+                    && at - back > line_start
+                    && out[i - back - 1] == self.text[at - back - 1]
+                {
+                    back += 1;
+                }
+                let mut ahead = GRAM;
+                while i + ahead < out.len()
+                    && at + ahead < line_end
+                    && out[i + ahead] == self.text[at + ahead]
+                {
+                    ahead += 1;
+                }
+                found.push(Run {
+                    start: i - back,
+                    end: i + ahead,
+                    origin: self.lines[line].origin,
+                });
+            }
+            found
+        })
+    }
+
+    // Whether a run is data: long enough, and more than words unless very long.
+    fn counts(&self, run: &[u8]) -> bool {
+        let Settings {
+            min_length,
+            word_length,
+            ..
+        } = self.settings;
+        if is_origin(run) {
+            return false;
+        }
+        run.len() >= word_length
+            || (run.len() >= min_length
+                && run.split(|b| *b == b' ').any(|token| {
+                    token.len() >= DATA_TOKEN && token.iter().any(|b| DATA.contains(b))
+                }))
+    }
+
+    fn origin_index(&mut self, origin: &str) -> u32 {
+        match self.origins.iter().position(|o| o == origin) {
+            Some(i) => i as u32,
+            None => {
+                self.origins.push(origin.to_owned());
+                (self.origins.len() - 1) as u32
+            }
+        }
+    }
+
+    fn push_line(&mut self, origin: u32, line: &[u8]) {
+        let start = self.text.len();
+        self.lines.push(Line {
+            start: start as u32,
+            origin,
+        });
+        self.text.extend_from_slice(line);
+        self.text.push(b'\n');
+        self.winnow(start, start + line.len());
+    }
+
+    // Keeps the least-ranked gram of each window of `self.window` grams of
+    // `text[start..end]` (the rightmost on a tie), each place once.
+    fn winnow(&mut self, start: usize, end: usize) {
+        let count = end - start - GRAM + 1;
+        let ranks: Vec<u64> = (0..count)
+            .map(|i| rank(gram_at(&self.text, start + i)))
+            .collect();
+        let mut queue: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+        let mut last = usize::MAX;
+        for i in 0..count {
+            while queue.back().is_some_and(|&j| ranks[j] >= ranks[i]) {
+                queue.pop_back();
+            }
+            queue.push_back(i);
+            if queue.front().is_some_and(|&j| j + self.window <= i) {
+                queue.pop_front();
+            }
+            if i + 1 >= self.window
+                && let Some(&least) = queue.front()
+                && least != last
+            {
+                last = least;
+                let at = start + least;
+                let gram = gram_at(&self.text, at);
+                let before = self.index.get(&gram).copied().unwrap_or(NONE);
+                self.index.insert(gram, self.prints.len() as u32);
+                self.prints.push(Print {
+                    at: at as u32,
+                    before,
+                });
+            }
+        }
+    }
+
+    // Drops the older half of the text and indexes the rest anew.
+    fn forget_older_half(&mut self) {
+        let keep_from = self.text.len() / 2;
+        let first = self
+            .lines
+            .partition_point(|l| (l.start as usize) < keep_from);
+        let kept: Vec<(u32, Vec<u8>)> = (first..self.lines.len())
+            .map(|i| {
+                let start = self.lines[i].start as usize;
+                let end = self.line_end(i);
+                (self.lines[i].origin, self.text[start..end].to_vec())
+            })
+            .collect();
+        self.text.clear();
+        self.lines.clear();
+        self.seen.clear();
+        self.index.clear();
+        self.prints.clear();
+        for (origin, line) in kept {
+            self.seen
+                .insert((origin, FixedState::default().hash_one(&line[..])));
+            self.push_line(origin, &line);
+        }
+    }
+
+    // The line holding text byte `at`.
+    fn line_of(&self, at: usize) -> usize {
+        self.lines.partition_point(|l| l.start as usize <= at) - 1
+    }
+
+    // Where line `i` ends (its `\n`).
+    fn line_end(&self, i: usize) -> usize {
+        match self.lines.get(i + 1) {
+            Some(next) => next.start as usize - 1,
+            None => self.text.len() - 1,
+        }
+    }
+}
+
+// A run an outbound string shares with a line: its bytes in the outbound string.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    start: usize,
+    end: usize,
+    origin: u32,
+}
+
+use std::hash::BuildHasher as _;
+
+// Whether a run is no more than a site's address (`https://host:port/`, or an IPv4
+// address with its port): where a site is, which pages and agents name everywhere,
+// is not data read from it.
+fn is_origin(run: &[u8]) -> bool {
+    let (schemed, rest) = match run
+        .strip_prefix(b"https://")
+        .or_else(|| run.strip_prefix(b"http://"))
+    {
+        Some(rest) => (true, rest),
+        None => (false, run),
+    };
+    let rest = rest.strip_suffix(b"/").unwrap_or(rest);
+    if rest.iter().any(|b| b"/?#@".contains(b)) {
+        return false;
+    }
+    let host = rest.split(|b| *b == b':').next().unwrap_or_default();
+    let ipv4 = host.split(|b| *b == b'.').count() == 4
+        && host.iter().all(|b| b.is_ascii_digit() || *b == b'.');
+    schemed || ipv4
+}
+
+// The 8 bytes at `at`, as one number.
+fn gram_at(text: &[u8], at: usize) -> u64 {
+    let mut bytes = [0u8; GRAM];
+    bytes.copy_from_slice(&text[at..at + GRAM]);
+    u64::from_le_bytes(bytes)
+}
+
+// A gram's rank for winnowing: a fixed mix of its bits (the splitmix64 finaliser), so
+// which gram of a window is kept does not follow the alphabet.
+fn rank(gram: u64) -> u64 {
+    let mut z = gram.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+// `text` normalised into `out`: ASCII lowercased, every whitespace run one space, no
+// space at either end.
+fn normalise_into(text: &str, out: &mut Vec<u8>) {
+    out.clear();
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            space = !out.is_empty();
+            continue;
+        }
+        if space {
+            out.push(b' ');
+            space = false;
+        }
+        let mut buf = [0u8; 4];
+        let encoded = c.to_ascii_lowercase().encode_utf8(&mut buf);
+        out.extend_from_slice(encoded.as_bytes());
+    }
+}
+
+// The parts of `start..end` no span of `allowed` covers.
+fn uncovered(start: usize, end: usize, allowed: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut parts = vec![(start, end)];
+    for &(a, b) in allowed {
+        parts = parts
+            .into_iter()
+            .flat_map(|(s, e)| {
+                if b <= s || a >= e {
+                    return vec![(s, e)];
+                }
+                let mut left = Vec::new();
+                if a > s {
+                    left.push((s, a));
+                }
+                if b < e {
+                    left.push((b, e));
+                }
+                left
+            })
+            .collect();
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests;
