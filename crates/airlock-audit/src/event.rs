@@ -324,6 +324,10 @@ pub struct ApprovalRequested {
     /// The server-side task the held call was a step of, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// Why the rule held it, in a person's words (what would flow from where to
+    /// where, a model's safety check), redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// A server-side task as it began: who asked for what, with which model.

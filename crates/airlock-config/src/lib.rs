@@ -7,6 +7,7 @@
 
 mod env;
 mod error;
+mod flow;
 mod models;
 mod raw;
 
@@ -21,6 +22,7 @@ pub use airlock_policy::{Policy, PolicyConfig};
 pub use airlock_risk::{ApprovalsConfig, Rules};
 pub use env::{EnvSource, ProcessEnv, vars};
 pub use error::{Error, Result};
+pub use flow::{Flow, FlowMode, OriginSets, RawFlow, Standing};
 pub use models::{MAX_TASK_STEPS, Model, ModelKey, ModelStyle, RawModel, RawTasks, Tasks};
 pub use raw::*;
 
@@ -218,6 +220,8 @@ pub struct Config {
     pub registration: Option<Registration>,
     /// The operator's models and the bounds of server-side tasks.
     pub tasks: Tasks,
+    /// Origin sets and checks on data carried between sites (`[flow]`).
+    pub flow: Flow,
 }
 
 /// How to reach browser workers that register themselves: one certificate name and
@@ -862,6 +866,8 @@ impl Config {
             in_client: raw.approvals.in_client.unwrap_or(false),
         };
 
+        let flow = flow::validate(&raw.flow)?;
+
         let recording = RecordingConfig {
             mode: match raw.recording.mode.as_deref() {
                 None => RecordMode::default(),
@@ -984,6 +990,7 @@ impl Config {
             store,
             registration,
             tasks,
+            flow,
         })
     }
 }

@@ -52,6 +52,9 @@ pub struct RawConfig {
     /// `[tasks]`: the bounds of every server-side task.
     #[serde(default)]
     pub tasks: RawTasks,
+    /// `[flow]`: origin sets and checks on data carried between sites.
+    #[serde(default)]
+    pub flow: RawFlow,
 }
 
 /// `[registration]` as written: how to reach workers that register themselves

@@ -1,6 +1,6 @@
 //! What the risk gate and the audit write add to one click, paired: two gateways on
-//! one Chromium, one bare (no store, no rules) and one as `airlock` runs (SQLite
-//! store with the audit chain and signed checkpoints, the default risk rules), each
+//! one Chromium, one bare (no store, no rules, no data-flow stage) and one as `airlock` runs (SQLite
+//! store with the audit chain and signed checkpoints, the default risk rules and data-flow stage), each
 //! clicking the same checkbox on its own copy of the login page, alternately, so
 //! both see the same machine. No rule fires on that click: the cost is resolving the
 //! target for the rules, the intent event and the call's event. Prints a table, then
@@ -48,6 +48,10 @@ async fn main() {
             h.browsers.clone(),
             GatewayConfig {
                 policy: policy.clone(),
+                flow: airlock_config::Flow {
+                    mode: airlock_config::FlowMode::Off,
+                    ..airlock_config::Flow::default()
+                },
                 ..GatewayConfig::default()
             },
         );

@@ -70,6 +70,7 @@ impl Gateway {
             held_by: None,
             home: None,
             secrets: None,
+            origins: None,
         }
     }
 
@@ -224,6 +225,24 @@ impl Gateway {
             .map_err(|e| Error::Internal(format!("a live session's host list: {e}")))?
             .unwrap_or_default();
         let policy = self.narrowed_policy(&allow_hosts)?;
+        // Its own origin sets, judged here as where it opened.
+        let own = match &row.origins {
+            None => None,
+            Some(stored) => {
+                let lists: std::collections::BTreeMap<String, Vec<String>> =
+                    serde_json::from_str(stored).map_err(|e| {
+                        Error::Internal(format!("a live session's origin sets: {e}"))
+                    })?;
+                let list = |k: &str| lists.get(k).cloned().unwrap_or_default();
+                crate::tools::OpenOptions {
+                    act_origins: list("act"),
+                    read_origins: list("read"),
+                    ..Default::default()
+                }
+                .origin_sets()?
+            }
+        };
+        let sets = crate::session::Sets::new(&self.config.flow.origins, own);
         let session = match self.host.attach(address, on_worker).await {
             Ok(session) => {
                 // Its worker allows downloads already (told at open); they come here
@@ -253,6 +272,7 @@ impl Gateway {
             recorder: Arc::new(crate::recording::Recorder::new(record)),
             warm: false,
             opened_in: std::sync::OnceLock::new(),
+            reads: crate::session::Reads::new(&self.config.flow, sets),
         });
         let conversation = match (&row.user_id, &row.conversation) {
             (Some(user), Some(conversation)) => Some(ConversationKey {

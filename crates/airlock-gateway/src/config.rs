@@ -57,6 +57,8 @@ pub struct GatewayConfig {
     /// Where downloads are kept, under generated names, absolute; refused when
     /// `None` (`[tools] download_dir`).
     pub download_dir: Option<std::path::PathBuf>,
+    /// Origin sets and checks on data carried between sites (`[flow]`).
+    pub flow: airlock_config::Flow,
 }
 
 impl Default for GatewayConfig {
@@ -84,6 +86,7 @@ impl Default for GatewayConfig {
             evaluate: false,
             upload_dir: None,
             download_dir: None,
+            flow: airlock_config::Flow::default(),
         }
     }
 }

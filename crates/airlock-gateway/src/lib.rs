@@ -54,8 +54,8 @@ pub use operator::{AuditFilter, ChainStatus, SecretInfo};
 pub use recording::{Step as RecordedStep, TRANSIENT_STEPS, download_artifact};
 pub use registry::FORGET_AFTER;
 pub use session::{
-    AgentSession, CallContext, CallObserver, CallRecord, Gate, Gateway, GatewayConfig,
-    SAFETY_CHECK_RULE,
+    AgentSession, CallContext, CallObserver, CallRecord, FLOW_RULE, Gate, Gateway, GatewayConfig,
+    READ_ONLY_RULE, SAFETY_CHECK_RULE,
 };
 pub use sessions::{Caps, ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
 pub use surface::Surface;

@@ -19,12 +19,15 @@ use tokio::time::Instant;
 
 mod agent;
 mod call;
+mod flow;
 mod gate;
 mod record;
 mod task;
 
 pub use agent::*;
 pub use call::{CallContext, CallObserver, CallRecord, Gate};
+pub use flow::{FLOW_RULE, READ_ONLY_RULE};
+pub(crate) use flow::{Reads, Sets};
 pub use gate::SAFETY_CHECK_RULE;
 pub(crate) use record::now_ms;
 
@@ -40,6 +43,16 @@ use crate::sessions::{
 use crate::surface::Surface;
 use crate::tools::{self, OpenOptions, ToolCall, ToolOutput};
 use crate::warm::{Activity, WarmPool};
+
+// A session's own origin sets as its live row keeps them (JSON), if it gave any.
+fn stored_sets(options: &OpenOptions) -> Option<String> {
+    if options.act_origins.is_empty() && options.read_origins.is_empty() {
+        return None;
+    }
+    Some(
+        serde_json::json!({ "act": options.act_origins, "read": options.read_origins }).to_string(),
+    )
+}
 
 /// The engine: owns every agent session's browser session, on the host it was given.
 pub struct Gateway {
@@ -298,6 +311,7 @@ impl Gateway {
         };
         loaded.allow_sockets(self.policy.websocket_origins());
         let policy = self.narrowed_policy(&options.allow_hosts)?;
+        let sets = flow::Sets::new(&self.config.flow.origins, options.origin_sets()?);
         let isolation = options.isolation.unwrap_or(self.host.default_isolation());
         if injection.is_none()
             && !loaded.holds_secrets()
@@ -313,6 +327,7 @@ impl Gateway {
                 recorder,
                 warm: true,
                 opened_in: std::sync::OnceLock::new(),
+                reads: Reads::new(&self.config.flow, sets),
             };
             return Ok((Arc::new(held), refused));
         }
@@ -333,6 +348,7 @@ impl Gateway {
                 recorder,
                 warm: false,
                 opened_in: std::sync::OnceLock::new(),
+                reads: Reads::new(&self.config.flow, sets),
             }),
             refused,
         ))
@@ -372,6 +388,7 @@ impl Gateway {
             record,
             &options.allow_hosts,
         );
+        row.origins = stored_sets(&options);
         row.home = home.map(str::to_owned);
         if let Some(existing) = self
             .claim(&row, user.as_deref())

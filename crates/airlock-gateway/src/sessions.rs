@@ -66,6 +66,8 @@ pub(crate) struct Held {
     pub(crate) warm: bool,
     /// How long opening it took (credentials, proxy, browser context and tab).
     pub(crate) opened_in: std::sync::OnceLock<Duration>,
+    /// What its results showed of each origin, and where it may act.
+    pub(crate) reads: crate::session::Reads,
 }
 
 impl AsRef<BrowserSession> for Held {

@@ -103,6 +103,52 @@ trait Family {
     fn runs_page_code(&self) -> bool {
         false
     }
+
+    /// The strings this call sends toward a site, and where each goes (the
+    /// data-flow stage checks them against what the session read elsewhere).
+    fn outbound(&self) -> Vec<Outbound<'_>> {
+        Vec::new()
+    }
+
+    /// What this call may change on a page, for origin sets: by default nothing.
+    fn changes(&self) -> Changes<'_> {
+        Changes::Nothing
+    }
+}
+
+/// A string a call sends toward a site.
+#[derive(Debug, Clone, Copy)]
+pub struct Outbound<'a> {
+    /// What it is, for a person (`url`, `text`, `value` …).
+    pub what: &'static str,
+    /// The string, as the agent wrote it.
+    pub text: &'a str,
+    /// Where it goes.
+    pub to: Sink<'a>,
+}
+
+/// Where an outbound string goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Sink<'a> {
+    /// A URL navigated to: its origin.
+    Url(&'a str),
+    /// A field: the origin of the document holding it.
+    Field(&'a Target),
+    /// The active page: its origin.
+    Page,
+}
+
+/// What a call may change, for origin sets: a read-only origin refuses a change.
+#[derive(Debug, Clone, Copy)]
+pub enum Changes<'a> {
+    /// Nothing (reads, hovering, scrolling; navigations are judged by where they go).
+    Nothing,
+    /// The element it acts on (a click on a link follows it: no change).
+    Element(&'a Target),
+    /// The fields it fills.
+    Fields(&'a [(Target, String)]),
+    /// The active page as a whole (keys, a dialog's answer, the agent's code).
+    Page,
 }
 
 // Whether `text` holds a `{{secret:…}}` placeholder.
@@ -203,6 +249,16 @@ impl ToolCall {
     pub fn navigation_target(&self) -> Option<&str> {
         self.family().navigation_target()
     }
+
+    /// The strings this call sends toward a site, and where each goes.
+    pub fn outbound(&self) -> Vec<Outbound<'_>> {
+        self.family().outbound()
+    }
+
+    /// What this call may change on a page.
+    pub fn changes(&self) -> Changes<'_> {
+        self.family().changes()
+    }
 }
 
 /// Cap of the snapshot in a navigation's result, below `browser_snapshot`'s 40,000.
@@ -232,6 +288,10 @@ pub struct ToolOutput {
     /// How long the parts of an action took (never shown to the agent: the log line
     /// and the bench read it).
     pub stages: Option<Box<airlock_browser::Stages>>,
+    /// The URL of the page whose content the text shows, if it shows a page's (the
+    /// data-flow stage keeps what was read there, by its origin).
+    /// Boxed: an error result stays small.
+    pub source: Option<Box<String>>,
 }
 
 impl ToolOutput {
@@ -243,6 +303,7 @@ impl ToolOutput {
             message: None,
             retry_after_secs: None,
             stages: None,
+            source: None,
         }
     }
 
@@ -256,6 +317,7 @@ impl ToolOutput {
             message: Some(message),
             retry_after_secs: None,
             stages: None,
+            source: None,
         }
     }
 
@@ -274,6 +336,12 @@ impl ToolOutput {
         }
     }
 
+    /// Says which page's content the text shows.
+    pub(crate) fn read_on(mut self, url: &str) -> ToolOutput {
+        self.source = Some(Box::new(url.to_owned()));
+        self
+    }
+
     /// Passes every text of the output through `redact`.
     pub(crate) fn redact_with(&mut self, redact: impl Fn(&str) -> String) {
         self.text = redact(&self.text);
@@ -285,7 +353,7 @@ impl ToolOutput {
 
 // The `page: "title" — URL` line of the active tab, said above page content read
 // outside an action's outcome.
-async fn page_line(session: &BrowserSession, fence: &PageFence) -> Result<String> {
+async fn page_line(session: &BrowserSession, fence: &PageFence) -> Result<(String, String)> {
     let tabs = session.tabs().await?;
     let (title, url) = tabs
         .iter()
@@ -294,7 +362,7 @@ async fn page_line(session: &BrowserSession, fence: &PageFence) -> Result<String
         .unwrap_or_default();
     let whose = whose(title, url);
     fence.seen(&whose);
-    Ok(format!("page: {whose}"))
+    Ok((format!("page: {whose}"), url.to_owned()))
 }
 
 /// What running a call needs: its browser session, the fence around page content, the
@@ -358,7 +426,7 @@ async fn after_action(
     let mut stages = outcome.stages;
     let mut text = header(&outcome, fence, surface, typed);
     if holds_page(&outcome) {
-        return Ok(ToolOutput::text(text.trim_end()));
+        return Ok(ToolOutput::text(text.trim_end()).read_on(&outcome.url));
     }
     let diffing = tokio::time::Instant::now();
     let changes = session.changes().await;
@@ -375,7 +443,7 @@ async fn after_action(
         Err(e) => return Err(e.into()),
     }
     stages.render_us = micros(wording);
-    let mut out = ToolOutput::text(text);
+    let mut out = ToolOutput::text(text).read_on(&outcome.url);
     out.stages = Some(Box::new(stages));
     Ok(out)
 }
@@ -402,14 +470,14 @@ async fn after_navigation(
 ) -> Result<ToolOutput> {
     let mut text = header(&outcome, fence, surface, typed);
     if holds_page(&outcome) {
-        return Ok(ToolOutput::text(text.trim_end()));
+        return Ok(ToolOutput::text(text.trim_end()).read_on(&outcome.url));
     }
     match session.snapshot(&SnapshotOptions::default()).await {
         Ok(snapshot) => text.push_str(&fence.wrap(&snapshot.text)),
         Err(BrowserError::DialogOpen { kind }) => text.push_str(&dialog_line(&kind, surface)),
         Err(e) => return Err(e.into()),
     }
-    Ok(ToolOutput::text(text))
+    Ok(ToolOutput::text(text).read_on(&outcome.url))
 }
 
 #[cfg(test)]

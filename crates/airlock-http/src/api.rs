@@ -175,6 +175,10 @@ pub(crate) struct ApprovalView {
     rule: String,
     /// `low`, `medium`, `high` or `critical`.
     risk: String,
+    /// Why the rule held it, in a person's words: what data would flow from which
+    /// origin to which (`data-flow`), why an origin is read-only, a model's safety
+    /// check. Redacted.
+    detail: Option<String>,
     created_ms: i64,
     expires_ms: i64,
     decided_ms: Option<i64>,
@@ -548,6 +552,7 @@ fn approval_view(a: &ApprovalRecord) -> ApprovalView {
         page_title: a.page_title.clone(),
         rule: a.rule.clone(),
         risk: a.risk.clone(),
+        detail: a.detail.clone(),
         created_ms: a.created_ms,
         expires_ms: a.expires_ms,
         decided_ms: a.decided_ms,

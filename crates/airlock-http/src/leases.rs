@@ -72,6 +72,16 @@ pub(crate) struct LeaseBody {
     /// User-Agent); Chromium's own when left out.
     #[schema(value_type = Option<String>, pattern = "^(desktop|iphone-15|pixel-8|ipad)$")]
     device: Option<String>,
+    /// Origin sets: the only origins the session may change (`https://a.com`,
+    /// `a.com`, `*.a.com`); with `read_origins`, an origin in neither may not be
+    /// visited. They narrow the deployment's `[flow]` sets.
+    #[serde(default)]
+    #[schema(max_items = 64)]
+    act_origins: Vec<String>,
+    /// Origins the session may only read: links are followed, nothing is changed.
+    #[serde(default)]
+    #[schema(max_items = 64)]
+    read_origins: Vec<String>,
 }
 
 /// A stored credential's name.
@@ -186,9 +196,13 @@ pub(crate) async fn lease(
             ));
         }
     };
-    if body.credentials.len() > 16 || body.allow_hosts.len() > 64 {
+    if body.credentials.len() > 16
+        || body.allow_hosts.len() > 64
+        || body.act_origins.len() > 64
+        || body.read_origins.len() > 64
+    {
         return Err(ApiError::invalid(
-            "at most 16 credentials and 64 allow_hosts",
+            "at most 16 credentials and 64 each of allow_hosts, act_origins and read_origins",
         ));
     }
     let request = LeaseRequest {
@@ -202,6 +216,8 @@ pub(crate) async fn lease(
             grant: body.grant,
             record,
             device: body.device,
+            act_origins: body.act_origins,
+            read_origins: body.read_origins,
         },
     };
     let leased = gateway.lease(&caller, request).await?;

@@ -135,6 +135,7 @@ async fn pending_approval(store: &airlock_store::Store, id: &str) {
         decided_by: None,
         note: None,
         used_ms: None,
+        detail: None,
     };
     store.insert_approval(&record, None).await.unwrap();
 }

@@ -228,6 +228,9 @@ impl AirlockMcp {
 
     // Who is calling: the principal the HTTP auth layer found, or (stdio) the
     // gateway's local user. An HTTP request the auth layer did not see is refused.
+    // The refusal is the tool's whole result, made at most once per request: its
+    // size costs nothing worth a box.
+    #[allow(clippy::result_large_err)]
     fn principal(&self, ext: &Extensions) -> Result<Principal, ToolOutput> {
         match ext.get::<http::request::Parts>() {
             None => Ok(self.gateway.principal(None)),
@@ -277,6 +280,7 @@ impl AirlockMcp {
 
     // browser-shell names its sessions by `session_id`, within what the request
     // belongs to: its MCP session, its session URL, or (stateless) its caller.
+    #[allow(clippy::result_large_err)] // As `principal`'s.
     fn shell_agent(
         &self,
         ext: &Extensions,

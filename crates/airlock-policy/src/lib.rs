@@ -12,10 +12,12 @@ mod address;
 mod config;
 mod decision;
 mod display;
+mod origins;
 mod policy;
 
 pub use address::{AddressClass, Cidr, classify};
 pub use config::PolicyConfig;
 pub use decision::{Decision, DenyReason};
 pub use display::{display_host, display_url};
+pub use origins::{OriginSet, origin_of};
 pub use policy::{Checked, ConfigError, Policy};

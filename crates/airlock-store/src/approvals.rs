@@ -46,6 +46,9 @@ pub struct ApprovalRecord {
     pub note: Option<String>,
     /// When the approved call ran on it (an approval is used once).
     pub used_ms: Option<i64>,
+    /// Why the rule held it, in a person's words (what would flow from where to
+    /// where; a model's safety check), redacted.
+    pub detail: Option<String>,
 }
 
 /// What deciding did.
@@ -71,8 +74,8 @@ impl Store {
             let mut tx = pool.begin().await?;
             sqlx::query(
             "INSERT INTO approvals (id, tenant, caller, session, tool, args, target, page_url, rule, risk,
-                binding, status, created_ms, expires_ms, decided_ms, decided_by, note, page_title)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+                binding, status, created_ms, expires_ms, decided_ms, decided_by, note, page_title, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
         )
         .bind(&a.id)
         .bind(&a.tenant)
@@ -92,6 +95,7 @@ impl Store {
         .bind(&a.decided_by)
         .bind(&a.note)
         .bind(&a.page_title)
+        .bind(&a.detail)
         .execute(&mut *tx)
         .await?;
             if let Some((mime, data)) = screenshot {
@@ -274,5 +278,6 @@ fn approval_row(row: &impl Fields) -> Result<ApprovalRecord> {
         decided_by: row.get("decided_by")?,
         note: row.get("note")?,
         used_ms: row.get("used_ms")?,
+        detail: row.get("detail")?,
     })
 }

@@ -72,6 +72,8 @@ pub struct LiveSessionRecord {
     pub home: Option<String>,
     /// The vault secrets it loaded and their versions (JSON), if any.
     pub secrets: Option<String>,
+    /// Its own origin sets (JSON), if it was opened with any.
+    pub origins: Option<String>,
 }
 
 // Every column of a live session row, in the order `bind_live!` binds them, and
@@ -79,17 +81,17 @@ pub struct LiveSessionRecord {
 macro_rules! live_columns {
     () => {
         "id, tenant, user_id, conversation, gateway_pid, opened_ms, replica, worker, \
-         worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home, secrets"
+         worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home, secrets, origins"
     };
 }
 macro_rules! live_values {
     () => {
-        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16"
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17"
     };
 }
 pub(crate) use {live_columns, live_values};
 
-// Binds a row's columns to `$1..$16` of `query`.
+// Binds a row's columns to `$1..$17` of `query`.
 macro_rules! bind_live {
     ($query:expr, $live:expr) => {
         $query
@@ -109,6 +111,7 @@ macro_rules! bind_live {
             .bind($live.used_ms)
             .bind(&$live.home)
             .bind(&$live.secrets)
+            .bind(&$live.origins)
     };
 }
 pub(crate) use bind_live;
@@ -232,7 +235,7 @@ impl Store {
                idle_ttl_ms = excluded.idle_ttl_ms, record = excluded.record,
                allow_hosts = excluded.allow_hosts, holds_secrets = excluded.holds_secrets,
                used_ms = excluded.used_ms, home = excluded.home,
-               secrets = excluded.secrets"
+               secrets = excluded.secrets, origins = excluded.origins"
         );
         on_pool!(self, |pool| {
             bind_live!(sqlx::query(UPSERT), live).execute(pool).await?;
@@ -310,6 +313,7 @@ pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
         held_by: r.get("held_by")?,
         home: r.get("home")?,
         secrets: r.get("secrets")?,
+        origins: r.get("origins")?,
     })
 }
 

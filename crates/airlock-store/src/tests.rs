@@ -236,6 +236,7 @@ fn approval(id: &str, expires_ms: i64) -> crate::ApprovalRecord {
         decided_by: None,
         note: None,
         used_ms: None,
+        detail: None,
     }
 }
 

@@ -777,6 +777,12 @@ pub struct SessionOpenParams {
     /// Emulate it (viewport, density, touch, User-Agent).
     #[schemars(extend("enum" = ["desktop", "iphone-15", "pixel-8", "ipad"]))]
     pub device: Option<String>,
+    /// Only these origins may be changed (`https://a.com`, `a.com`, `*.a.com`).
+    #[serde(default)]
+    pub act_origins: Vec<String>,
+    /// These may only be read.
+    #[serde(default)]
+    pub read_origins: Vec<String>,
 }
 
 impl std::fmt::Debug for SessionOpenParams {
@@ -788,6 +794,8 @@ impl std::fmt::Debug for SessionOpenParams {
             .field("isolation", &self.isolation)
             .field("allow_hosts", &self.allow_hosts)
             .field("device", &self.device)
+            .field("act_origins", &self.act_origins)
+            .field("read_origins", &self.read_origins)
             .finish()
     }
 }
@@ -813,6 +821,8 @@ impl SessionOpenParams {
             grant: self.grant,
             record,
             device: self.device,
+            act_origins: self.act_origins,
+            read_origins: self.read_origins,
         })))
     }
 }

@@ -1,7 +1,8 @@
 //! The call pipeline: every tool call from every surface passes these stages in
 //! order, each a small method over one [`CallContext`]: admit (role, placeholders
 //! outside typed text, the policy on a navigation target) → enter the lease (opened
-//! lazily; its terms and hold) → resolve the target → risk and approval (`gate.rs`)
+//! lazily; its terms and hold) → resolve the target → data flow (`flow.rs`: origin
+//! sets, what the call would carry where) → risk and approval (`gate.rs`)
 //! → the intent on the audit record (`record.rs`) → act (`tools::execute`) → crash
 //! recovery → what egress refused meanwhile → redaction → the outcome on the audit
 //! record → finish (the one log line, then every [`CallObserver`]). Only entering the
@@ -65,6 +66,9 @@ pub struct CallContext {
     /// safety check): the step waits for a human whatever the rules say, unless a
     /// rule refuses it.
     pub flagged: Option<String>,
+    /// What the data-flow stage holds the call for, if anything (the risk gate asks
+    /// a human, unless a rule refuses the call).
+    pub(crate) flow: Option<super::flow::FlowVerdict>,
     /// When the call arrived.
     pub started: Instant,
 }
@@ -73,6 +77,7 @@ pub struct CallContext {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Spent {
     pub(crate) resolve: Duration,
+    pub(crate) flow: Duration,
     pub(crate) intent: Duration,
     pub(crate) audit: Duration,
     pub(crate) egress: Duration,
@@ -219,6 +224,7 @@ impl AgentSession {
             spent: Spent::default(),
             task,
             flagged,
+            flow: None,
             started: Instant::now(),
         };
         let args = call.audit_args();
@@ -292,7 +298,7 @@ impl AgentSession {
         let held = lease.held.clone();
         held.recorder.call_started();
         *held_out = Some(held.clone());
-        let acted = match self.resolve_target(context, &held, &mut call).await {
+        let acted = match self.resolve_then_flow(context, &held, &mut call).await {
             Ok(()) => match self.gate(context, &held, &call).await {
                 Ok(()) if acts => match self.timed_intent(context, &held, &call).await {
                     Ok(()) => {
@@ -349,7 +355,30 @@ impl AgentSession {
         // Then shown as it is: a page's bidirectional override or control character
         // is written out, not obeyed, wherever the result is read.
         out.redact_with(|text| airlock_core::text::display_safe(text).into_owned());
+        // What the agent now knows of a page, by its origin, for the data-flow stage
+        // of later calls (redacted: a secret is never part of a run).
+        if let Some(url) = &out.source
+            && out.error.is_none()
+            && self.inner.config.flow.mode != airlock_config::FlowMode::Off
+        {
+            held.reads.read(url, &out.text);
+        }
         out
+    }
+
+    // Resolving the target, then the data-flow stage (which judges the resolved
+    // target), timed together as the resolve stage.
+    async fn resolve_then_flow(
+        &self,
+        context: &mut CallContext,
+        held: &Held,
+        call: &mut ToolCall,
+    ) -> Result<()> {
+        self.resolve_target(context, held, call).await?;
+        let started = Instant::now();
+        let checked = self.check_flow(context, held, call).await;
+        context.spent.flow = started.elapsed();
+        checked
     }
 
     // The intent stage, timed.
@@ -379,10 +408,11 @@ impl AgentSession {
         held: &Held,
         call: &mut ToolCall,
     ) -> Result<()> {
-        // Risk rules judge the resolved element, so they want it too.
+        // Risk rules and origin sets judge the resolved element, so they want it too.
         let wanted = self.inner.observers.wants_targets()
             || !self.inner.config.rules.is_empty()
-            || context.flagged.is_some();
+            || context.flagged.is_some()
+            || held.reads.sets.is_set();
         let Some(target) = call.target_mut().filter(|_| wanted) else {
             return Ok(());
         };
@@ -462,6 +492,7 @@ impl AgentSession {
             stage.diff_us = out.stages.as_ref().map(|s| s.diff_us),
             stage.render_us = out.stages.as_ref().map(|s| s.render_us),
             stage.resolve_us = micros(context.spent.resolve),
+            stage.flow_us = micros(context.spent.flow),
             stage.intent_us = micros(context.spent.intent),
             stage.audit_us = micros(context.spent.audit),
             stage.egress_us = micros(context.spent.egress),

@@ -27,7 +27,7 @@ impl AgentSession {
         let config = &self.inner.config;
         context.gated = true;
         let rules = &config.rules;
-        if rules.is_empty() && context.flagged.is_none() {
+        if rules.is_empty() && context.flagged.is_none() && context.flow.is_none() {
             return Ok(());
         }
         let verdict = match call.form_fields() {
@@ -61,18 +61,25 @@ impl AgentSession {
                 &held.policy,
             ),
         };
-        // A step its model's family flagged waits for a human, unless a rule
-        // refuses it outright.
-        let verdict = match (verdict, &context.flagged) {
+        // A call the data-flow stage holds, or a step its model's family flagged,
+        // waits for a human, unless a rule refuses it outright.
+        let holds = context
+            .flow
+            .as_ref()
+            .map(super::flow::FlowVerdict::as_verdict)
+            .or_else(|| {
+                context.flagged.as_ref().map(|why| airlock_risk::Verdict {
+                    rule: SAFETY_CHECK_RULE.to_owned(),
+                    builtin: true,
+                    risk: airlock_risk::Risk::High,
+                    action: Action::Approve,
+                    message: None,
+                    why: why.clone(),
+                })
+            });
+        let verdict = match (verdict, holds) {
             (Some(v), _) if v.action == Action::Deny => Some(v),
-            (_, Some(why)) => Some(airlock_risk::Verdict {
-                rule: SAFETY_CHECK_RULE.to_owned(),
-                builtin: true,
-                risk: airlock_risk::Risk::High,
-                action: Action::Approve,
-                message: None,
-                why: why.clone(),
-            }),
+            (_, Some(held_for)) => Some(held_for),
             (v, None) => v,
         };
         let Some(verdict) = verdict else {
@@ -229,6 +236,7 @@ impl AgentSession {
                     decided_by: None,
                     note: None,
                     used_ms: None,
+                    detail: held_for(context).map(|d| redact(&d)),
                 };
                 store
                     .insert_approval(&record, screenshot.as_ref().map(|s| (s.mime, &s.data[..])))
@@ -259,6 +267,7 @@ impl AgentSession {
                     expires_ms: record.expires_ms,
                     screenshot_sha256: shot_hash,
                     task: context.task.clone(),
+                    detail: record.detail.clone(),
                 };
                 let event = airlock_audit::Event::ApprovalRequested(requested);
                 self.record(context, event, Some(held)).await.map_err(|e| {
@@ -529,6 +538,25 @@ fn approval_id() -> Result<String> {
     getrandom::fill(&mut bytes)
         .map_err(|e| Error::Internal(format!("no randomness for an approval id: {e}")))?;
     Ok(format!("apr_{}", bytes.encode_hex::<String>()))
+}
+
+// Why a call is held beyond its rule's name: what the data-flow stage found, or the
+// words of its model's safety check.
+fn held_for(context: &CallContext) -> Option<String> {
+    match (&context.flow, &context.flagged) {
+        (Some(flow), _) if context.gate.as_ref().is_some_and(|g| g.rule == flow.rule) => {
+            Some(flow.detail.clone())
+        }
+        (_, Some(why))
+            if context
+                .gate
+                .as_ref()
+                .is_some_and(|g| g.rule == SAFETY_CHECK_RULE) =>
+        {
+            Some(why.clone())
+        }
+        _ => None,
+    }
 }
 
 // What the rules are told of a call acting on `target` (resolved), typing `text`,

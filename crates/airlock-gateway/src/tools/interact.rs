@@ -193,6 +193,51 @@ impl Family for Interaction {
         }
     }
 
+    fn outbound(&self) -> Vec<Outbound<'_>> {
+        match self {
+            Interaction::Type { target, text, .. } => vec![Outbound {
+                what: "typed text",
+                text,
+                to: Sink::Field(target),
+            }],
+            Interaction::FillForm { fields } => fields
+                .iter()
+                .map(|(target, value)| Outbound {
+                    what: "form value",
+                    text: value,
+                    to: Sink::Field(target),
+                })
+                .collect(),
+            Interaction::HandleDialog {
+                prompt_text: Some(text),
+                ..
+            } => vec![Outbound {
+                what: "prompt answer",
+                text,
+                to: Sink::Page,
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    fn changes(&self) -> Changes<'_> {
+        match self {
+            Interaction::Click { target, .. }
+            | Interaction::Type { target, .. }
+            | Interaction::SelectOption { target, .. }
+            | Interaction::Check { target, .. }
+            | Interaction::FileUpload { target, .. }
+            | Interaction::Drag { to: target, .. } => Changes::Element(target),
+            Interaction::FillForm { fields } => Changes::Fields(fields),
+            Interaction::PressKey { .. } => Changes::Page,
+            // Dismissing a dialog changes nothing the page asked for; answering does.
+            Interaction::HandleDialog { accept, .. } if *accept => Changes::Page,
+            Interaction::HandleDialog { .. }
+            | Interaction::Hover { .. }
+            | Interaction::Scroll(_) => Changes::Nothing,
+        }
+    }
+
     fn target_mut(&mut self) -> Option<&mut Target> {
         match self {
             Interaction::Click { target, .. }

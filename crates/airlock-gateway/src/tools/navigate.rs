@@ -58,6 +58,17 @@ impl Family for Navigation {
             _ => None,
         }
     }
+
+    fn outbound(&self) -> Vec<Outbound<'_>> {
+        match self {
+            Navigation::To { url, .. } => vec![Outbound {
+                what: "URL",
+                text: url,
+                to: Sink::Url(url),
+            }],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Runs one call of this family.
@@ -99,7 +110,7 @@ pub(super) async fn run(cx: Cx<'_>, call: Navigation) -> Result<ToolOutput> {
             // A new document: the whole (capped) snapshot says more than a diff.
             let mut text = header(&outcome, fence, surface, None);
             if holds_page(&outcome) {
-                return Ok(ToolOutput::text(text.trim_end()));
+                return Ok(ToolOutput::text(text.trim_end()).read_on(&outcome.url));
             }
             let options = match view {
                 PageView::Full => SnapshotOptions {
@@ -135,7 +146,7 @@ pub(super) async fn run(cx: Cx<'_>, call: Navigation) -> Result<ToolOutput> {
                 }
                 Err(e) => return Err(e.into()),
             }
-            ToolOutput::text(text)
+            ToolOutput::text(text).read_on(&outcome.url)
         }
         Navigation::Back => {
             let outcome = session.back().await?;

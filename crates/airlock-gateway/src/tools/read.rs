@@ -133,6 +133,25 @@ impl Family for Reading {
     fn runs_page_code(&self) -> bool {
         matches!(self, Reading::Evaluate { .. })
     }
+
+    fn outbound(&self) -> Vec<Outbound<'_>> {
+        match self {
+            Reading::Evaluate { function, target } => vec![Outbound {
+                what: "function",
+                text: function,
+                to: target.as_ref().map_or(Sink::Page, Sink::Field),
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    // The agent's code may change anything on the page.
+    fn changes(&self) -> Changes<'_> {
+        match self {
+            Reading::Evaluate { .. } => Changes::Page,
+            _ => Changes::Nothing,
+        }
+    }
 }
 
 /// Runs one call of this family.
@@ -155,7 +174,7 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
                 false => String::new(),
             };
             text.push_str(&fence.wrap(&snapshot.text));
-            ToolOutput::text(text)
+            ToolOutput::text(text).read_on(&snapshot.url)
         }
         Reading::WaitFor { condition, timeout } => {
             let outcome = session.wait_for(&condition, timeout).await?;
@@ -170,20 +189,22 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
                 message: None,
                 retry_after_secs: None,
                 stages: None,
+                source: None,
             }
         }
         Reading::Evaluate { function, target } => {
             let result = session.evaluate(&function, target.as_ref()).await?;
-            let whose = page_line(session, fence).await?;
+            let (whose, url) = page_line(session, fence).await?;
             // What the page's world returned is the page's word: fenced.
             ToolOutput::text(format!(
                 "ran the function in the page; it returned:\n{whose}\n{}",
                 fence.wrap(&result)
             ))
+            .read_on(&url)
         }
         Reading::Pdf => {
             let pdf = session.pdf().await?;
-            let whose = page_line(session, fence).await?;
+            let (whose, _) = page_line(session, fence).await?;
             ToolOutput {
                 text: format!(
                     "PDF of {} ({} bytes)",
@@ -195,20 +216,21 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
                 message: None,
                 retry_after_secs: None,
                 stages: None,
+                source: None,
             }
         }
         Reading::Text { format, offset } => {
             let page = session.read_text(offset, DEFAULT_TEXT_BYTES).await?;
-            let whose = page_line(session, fence).await?;
+            let (whose, url) = page_line(session, fence).await?;
             let body = match format {
                 ReadFormat::Markdown => page.text,
                 ReadFormat::Text => plain(&page.text),
             };
-            ToolOutput::text(format!("{whose}\n{}", fence.wrap(&body)))
+            ToolOutput::text(format!("{whose}\n{}", fence.wrap(&body))).read_on(&url)
         }
         Reading::ConsoleMessages { level, limit } => {
             let log = session.console(level, limit).await?;
-            let whose = page_line(session, fence).await?;
+            let (whose, url) = page_line(session, fence).await?;
             // The page wrote every word of it: fenced like any page content.
             let mut body = String::new();
             for entry in &log.entries {
@@ -229,11 +251,11 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
             }
             text.push_str(&format!("\n{whose}\n"));
             text.push_str(&fence.wrap(body.trim_end()));
-            ToolOutput::text(text)
+            ToolOutput::text(text).read_on(&url)
         }
         Reading::NetworkRequests { filter, limit } => {
             let log = session.network_requests(filter.as_deref(), limit).await?;
-            let whose = page_line(session, fence).await?;
+            let (whose, url) = page_line(session, fence).await?;
             // URLs are the page's words: fenced like any page content.
             // The proxy knows why the requests it failed failed: asked once for all.
             let failed: Vec<&str> = log
@@ -274,7 +296,7 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
             }
             text.push_str(&format!("\n{whose}\n"));
             text.push_str(&fence.wrap(body.trim_end()));
-            ToolOutput::text(text)
+            ToolOutput::text(text).read_on(&url)
         }
     })
 }

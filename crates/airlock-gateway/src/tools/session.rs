@@ -29,6 +29,29 @@ pub struct OpenOptions {
     /// A device of [`airlock_browser::DEVICES`] the session looks like to pages
     /// (viewport, pixel density, touch, User-Agent); Chromium's own when `None`.
     pub device: Option<String>,
+    /// Origins the session may act on (with `read_origins`: its origin sets, which
+    /// narrow the deployment's `[flow]` sets, never widen them).
+    pub act_origins: Vec<String>,
+    /// Origins the session may only read.
+    pub read_origins: Vec<String>,
+}
+
+impl OpenOptions {
+    /// The session's own origin sets, if it gave any.
+    pub fn origin_sets(&self) -> Result<Option<airlock_config::OriginSets>> {
+        if self.act_origins.is_empty() && self.read_origins.is_empty() {
+            return Ok(None);
+        }
+        airlock_config::OriginSets::parse("origins", &self.act_origins, &self.read_origins)
+            .map(Some)
+            .map_err(|e| match e {
+                airlock_config::Error::Invalid { key, message } => Error::InvalidArgument(format!(
+                    "{}: {message}",
+                    key.replace("origins.", "").replace('[', "_origins[")
+                )),
+                other => Error::InvalidArgument(other.to_string()),
+            })
+    }
 }
 
 impl std::fmt::Debug for OpenOptions {
@@ -40,6 +63,8 @@ impl std::fmt::Debug for OpenOptions {
             .field("grant", &self.grant.as_ref().map(|_| "[REDACTED]"))
             .field("record", &self.record)
             .field("device", &self.device)
+            .field("act_origins", &self.act_origins)
+            .field("read_origins", &self.read_origins)
             .finish()
     }
 }
@@ -61,6 +86,8 @@ impl Family for SessionCall {
                 "grant": options.grant.is_some(),
                 "record": options.record.map(RecordMode::as_str),
                 "device": options.device,
+                "act_origins": options.act_origins,
+                "read_origins": options.read_origins,
             }),
             SessionCall::Close => serde_json::json!({}),
         }

@@ -234,11 +234,15 @@ async fn page_initiated_navigations_and_redirects_are_stopped_too() {
         let notice =
             format!("closed a popup the page opened to {target}/popup: 127.0.0.1 is loopback");
         let said = if opened.text.contains(&notice) {
-            Some(opened.text)
+            Some(opened.text.clone())
         } else {
             poll_outputs(&agent, |text| text.contains(&notice)).await
         };
-        assert!(said.is_some(), "no notice of the closed popup");
+        assert!(
+            said.is_some(),
+            "no notice of the closed popup: {}",
+            opened.text
+        );
         // The notice comes as the close is sent; the tab goes when Chromium detaches it.
         assert!(
             eventually!(

@@ -20,6 +20,7 @@ mod approvals;
 mod credentials;
 mod egress;
 mod files;
+mod flow;
 mod leaks;
 mod leasing;
 mod live;

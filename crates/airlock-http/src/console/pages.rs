@@ -241,6 +241,10 @@ pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> H
                             ((a.expires_ms - now_ms).max(0) / 1000) " s left"
                         }
                     }
+                    // Why it was held, in words, above the decision.
+                    @if let Some(detail) = &a.detail {
+                        p class="detail" { strong { "Why: " } (safe(detail)) }
+                    }
                     // The decision, in view before the evidence below it.
                     form method="post" class="decide" {
                         input type="hidden" name="csrf" value=(login.csrf);
@@ -751,6 +755,7 @@ mod tests {
             decided_by: None,
             note: None,
             used_ms: None,
+            detail: None,
         };
         let html = approvals(&login, &[record], 0).0;
         assert!(!html.contains('\u{202e}'), "an override reached the page");

@@ -186,6 +186,7 @@ fn approval(id: &str) -> ApprovalRecord {
         decided_by: None,
         note: None,
         used_ms: None,
+        detail: None,
     }
 }
 

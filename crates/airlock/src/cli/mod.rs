@@ -964,6 +964,7 @@ pub(crate) async fn gateway_as(
             evaluate: config.evaluate,
             upload_dir: config.upload_dir.clone(),
             download_dir: config.download_dir.clone(),
+            flow: config.flow.clone(),
         },
     );
     // Sessions a killed gateway of this data dir left open end on the record now.

@@ -1,5 +1,6 @@
 //! `airlock policy check URL [--resolve]`: what the egress policy decides, and why;
-//! `airlock policy explain --tool …`: which risk rule a call fires, and why.
+//! `airlock policy explain --tool …`: what the origin sets and which risk rule say of
+//! a call, and why.
 
 #![allow(clippy::print_stdout)] // The CLI's output is its product.
 
@@ -113,9 +114,73 @@ pub(crate) struct ExplainArgs {
     password: bool,
 }
 
+/// Tools whose calls change a page, as the data-flow stage's origin sets judge them
+/// (a dialog is changed by accepting it; a click on a link follows it instead).
+const CHANGES_PAGES: &[&str] = &[
+    "browser_click",
+    "browser_type",
+    "browser_fill_form",
+    "browser_press_key",
+    "browser_select_option",
+    "browser_check",
+    "browser_drag",
+    "browser_file_upload",
+    "browser_handle_dialog",
+    "browser_evaluate",
+];
+
+// What the configured origin sets say of the call, before any risk rule: `None`
+// when they let it through.
+fn origin_sets(config: &Config, args: &ExplainArgs, navigates: bool) -> Option<ExitCode> {
+    use airlock_config::{FlowMode, Standing};
+    let sets = &config.flow.origins;
+    if !sets.is_set() {
+        return None;
+    }
+    let follows = args.tool == "browser_click" && args.role.as_deref() == Some("link");
+    let (url, changes) = match (navigates, follows) {
+        (true, _) => (args.url.as_deref()?, false),
+        (false, true) => (args.href.as_deref()?, false),
+        (false, false) if CHANGES_PAGES.contains(&args.tool.as_str()) => {
+            (args.url.as_deref()?, true)
+        }
+        _ => return None,
+    };
+    let origin = airlock_policy::origin_of(url)?;
+    let (standing, rule, mode) = match sets.standing(&origin) {
+        Standing::Act => return None,
+        Standing::Read if !changes => return None,
+        Standing::Read => (
+            "may only be read ([flow] read)",
+            "read-only-origin",
+            config.flow.read_only,
+        ),
+        Standing::Outside => (
+            "is in neither origin set ([flow] act, read)",
+            "origin-sets",
+            FlowMode::Deny,
+        ),
+    };
+    println!("origin:   {origin} {standing}");
+    println!("rule:     {rule} (built in)");
+    match mode {
+        FlowMode::Ask => {
+            println!("action:   approve");
+            Some(ExitCode::from(1))
+        }
+        _ => {
+            println!("action:   deny");
+            Some(ExitCode::from(2))
+        }
+    }
+}
+
 /// Exit 0 when the call would run, 1 when it would wait for approval, 2 when refused.
 pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> ExitCode {
     let navigates = matches!(args.tool.as_str(), "browser_navigate" | "browser_tabs");
+    if let Some(code) = origin_sets(config, args, navigates) {
+        return code;
+    }
     let secret = args
         .text
         .as_deref()

@@ -195,6 +195,39 @@ async fn the_stdio_config_logs_in_with_the_users_own_stored_credential() {
     assert_clean(tmp.path()).await;
 }
 
+// The data-flow section's config loads as it is, and its `policy explain` line says
+// what the README shows under it.
+#[test]
+fn the_flow_sections_config_and_explain_line_are_true() {
+    let text = block("toml", "[flow]");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("airlock.toml"), &text).unwrap();
+    let env = std::collections::HashMap::<String, String>::new();
+    let config =
+        airlock_config::Config::load(Some((std::path::Path::new("README.md"), &text)), &env)
+            .unwrap();
+    assert_eq!(config.flow.mode, airlock_config::FlowMode::Ask);
+    assert!(config.flow.exempt.contains("https://eu.shop.example"));
+    let shown = block("sh", "read-only-origin");
+    let line = shown
+        .lines()
+        .find(|l| l.starts_with("airlock policy explain"))
+        .unwrap()
+        .replace("airlock policy", &format!("{BIN} policy"));
+    let out = std::process::Command::new("bash")
+        .args(["-c", &line])
+        .env("AIRLOCK_CONFIG", tmp.path().join("airlock.toml"))
+        .env("AIRLOCK_DATA_DIR", tmp.path())
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for expected in shown.lines().filter_map(|l| l.strip_prefix("# ")) {
+        assert!(said.contains(expected), "{expected:?} not in {said}");
+    }
+    assert_eq!(out.status.code(), Some(2), "{said}");
+}
+
 // The task section's config loads as it is, and its call's arguments are ones
 // browser_run_task takes (the server's behaviour is the task suites').
 #[test]

@@ -1,0 +1,389 @@
+//! The data-flow stage of the call pipeline, after the target is resolved and before
+//! the risk gate: it judges a call by where its data goes, not by what its target is
+//! called.
+//!
+//! - **Origin sets.** A session may be given origins to act on and origins to only
+//!   read. A call that would change a read-only origin's page (a click that does not
+//!   follow a link, typing, a form, a key, a dialog's answer, the agent's code) is
+//!   refused or held (`[flow] read_only`); a navigation to an origin in neither set
+//!   is refused.
+//! - **Sink checks.** Everything a session's results showed from a page is kept by
+//!   that page's origin ([`Reads`], after redaction). A string the agent sends toward
+//!   a site (a URL, typed text, a form value, a prompt's answer, its code) that
+//!   carries a run of another origin's reads, in any form the redactor knows, is held
+//!   for a human or refused (`[flow] mode`). What the destination itself showed, or
+//!   an exempt origin takes, flows freely.
+//!
+//! What the stage finds is on the approval card and the record as the rule
+//! (`data-flow`, `read-only-origin`) and its detail, redacted like every field.
+
+use airlock_config::{FlowMode, OriginSets, Standing};
+use airlock_flow::{History, Settings};
+use airlock_policy::origin_of;
+use airlock_risk::{Action, Risk, Verdict};
+
+use super::call::CallContext;
+use super::*;
+use crate::tools::{Changes, Sink};
+
+/// The rule a call carrying another origin's data stands under.
+pub const FLOW_RULE: &str = "data-flow";
+/// The rule a change to a read-only origin stands under.
+pub const READ_ONLY_RULE: &str = "read-only-origin";
+
+/// Where a session may act: the deployment's default origin sets, then the
+/// session's own, each only narrowing (an origin stands as the strictest layer puts
+/// it), as a session's host list narrows the egress policy.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sets(Vec<OriginSets>);
+
+impl Sets {
+    /// The deployment's `default` sets narrowed by a session's `own`.
+    pub(crate) fn new(default: &OriginSets, own: Option<OriginSets>) -> Sets {
+        Sets(
+            [Some(default.clone()), own]
+                .into_iter()
+                .flatten()
+                .filter(OriginSets::is_set)
+                .collect(),
+        )
+    }
+
+    /// Whether any layer gives sets.
+    pub(crate) fn is_set(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    /// How `origin` stands, and the layer that put it there when it is not `Act`.
+    fn standing(&self, origin: &str) -> (Standing, Option<&OriginSets>) {
+        let mut worst = (Standing::Act, None);
+        for layer in &self.0 {
+            match layer.standing(origin) {
+                Standing::Act => {}
+                Standing::Read if worst.0 == Standing::Act => worst = (Standing::Read, Some(layer)),
+                Standing::Read => {}
+                Standing::Outside => return (Standing::Outside, Some(layer)),
+            }
+        }
+        worst
+    }
+}
+
+/// What one browser session read, by origin, and where it may act.
+pub(crate) struct Reads {
+    /// Where the session may act and where it may only read.
+    pub(crate) sets: Sets,
+    history: std::sync::Mutex<History>,
+}
+
+impl Reads {
+    /// Nothing read yet, under `flow`'s settings, with `sets`.
+    pub(crate) fn new(flow: &airlock_config::Flow, sets: Sets) -> Reads {
+        Reads {
+            sets,
+            history: std::sync::Mutex::new(History::new(Settings {
+                min_length: flow.min_length,
+                word_length: flow.word_length,
+                capacity: flow.history_bytes,
+            })),
+        }
+    }
+
+    /// Keeps `text`, read on the page at `url`. A page with no origin of its own
+    /// (`about:blank`, `data:`) holds nothing any site gave.
+    pub(crate) fn read(&self, url: &str, text: &str) {
+        match origin_of(url) {
+            Some(origin) if origin != "null" => lock(&self.history).read(&origin, text),
+            _ => {}
+        }
+    }
+}
+
+impl std::fmt::Debug for Reads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reads")
+            .field("sets", &self.sets)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the stage decided about a call it matched: the rule, its words for a person,
+/// and whether it refuses (else it holds the call for a human).
+#[derive(Debug, Clone)]
+pub(crate) struct FlowVerdict {
+    pub(crate) rule: &'static str,
+    pub(crate) detail: String,
+    pub(crate) deny: bool,
+}
+
+impl FlowVerdict {
+    /// As the risk gate weighs it against the rules.
+    pub(crate) fn as_verdict(&self) -> Verdict {
+        Verdict {
+            rule: self.rule.to_owned(),
+            builtin: true,
+            risk: Risk::High,
+            action: if self.deny {
+                Action::Deny
+            } else {
+                Action::Approve
+            },
+            message: Some(self.detail.clone()),
+            why: self.detail.clone(),
+        }
+    }
+}
+
+impl AgentSession {
+    // The stage: origin sets first (a change to a read-only origin), then what the
+    // call would carry where. A refusal is an error; a hold is left on the context
+    // for the risk gate, which asks one human once for everything that held the call.
+    pub(super) async fn check_flow(
+        &self,
+        context: &mut CallContext,
+        held: &Held,
+        call: &ToolCall,
+    ) -> Result<()> {
+        let flow = &self.inner.config.flow;
+        if held.reads.sets.is_set() {
+            self.check_origins(context, held, call).await?;
+        }
+        if flow.mode == FlowMode::Off || context.flow.is_some() {
+            return Ok(());
+        }
+        self.check_sinks(context, held, call).await
+    }
+
+    async fn check_origins(
+        &self,
+        context: &mut CallContext,
+        held: &Held,
+        call: &ToolCall,
+    ) -> Result<()> {
+        let sets = &held.reads.sets;
+        if let Some(url) = call.navigation_target() {
+            return outside(sets, url);
+        }
+        let origins: Vec<String> = match call.changes() {
+            Changes::Nothing => return Ok(()),
+            Changes::Element(target) => {
+                let resolved = match &context.target {
+                    Some(resolved) => resolved.clone(),
+                    None => held.session.resolve(target).await?,
+                };
+                // Following a link changes nothing here; where it goes is judged
+                // like a navigation.
+                if resolved.role == "link"
+                    && let Some(href) = &resolved.href
+                {
+                    return outside(sets, href);
+                }
+                vec![origin_of(&resolved.frame_url).unwrap_or_default()]
+            }
+            Changes::Fields(fields) => {
+                let mut origins = Vec::with_capacity(fields.len());
+                for (target, _) in fields {
+                    let resolved = held.session.resolve(target).await?;
+                    origins.push(origin_of(&resolved.frame_url).unwrap_or_default());
+                }
+                origins
+            }
+            Changes::Page => vec![page_origin(held).await?],
+        };
+        let Some((origin, layer)) = origins.into_iter().find_map(|o| match sets.standing(&o) {
+            (Standing::Act, _) => None,
+            (_, layer) => Some((o, layer.cloned().unwrap_or_default())),
+        }) else {
+            return Ok(());
+        };
+        let detail = format!(
+            "{} may only be read in this session, not changed (it may act on {}); following its links is allowed",
+            shown(&origin),
+            listed(&layer.act.entries()),
+        );
+        self.matched(
+            context,
+            READ_ONLY_RULE,
+            detail,
+            self.inner.config.flow.read_only,
+        )
+    }
+
+    async fn check_sinks(
+        &self,
+        context: &mut CallContext,
+        held: &Held,
+        call: &ToolCall,
+    ) -> Result<()> {
+        let outbound = call.outbound();
+        if outbound.is_empty() {
+            return Ok(());
+        }
+        let exempt = &self.inner.config.flow.exempt;
+        // A placeholder is the vault's business (it types only on its secret's
+        // origins), and the agent sees its own placeholders echoed: only the literal
+        // text around them is checked.
+        let pieces: Vec<(crate::tools::Outbound<'_>, String)> = outbound
+            .into_iter()
+            .flat_map(|sent| {
+                literal_pieces(sent.text)
+                    .into_iter()
+                    .map(move |text| (sent, text))
+            })
+            .collect();
+        for (sent, text) in &pieces {
+            let sent = crate::tools::Outbound { text, ..*sent };
+            // First with no destination known (most strings carry nothing, and then
+            // no round trip to the page is spent learning where they go).
+            let found = {
+                let history = lock(&held.reads.history);
+                match sent.to {
+                    Sink::Url(url) => history.find_in_url(sent.text, |o| {
+                        exempt.contains(o) || origin_of(url).as_deref() == Some(o)
+                    }),
+                    _ => history.find(sent.text, |o| exempt.contains(o)),
+                }
+            };
+            if found.is_none() {
+                continue;
+            }
+            let to = match sent.to {
+                Sink::Url(url) => origin_of(url).unwrap_or_default(),
+                Sink::Field(target) => {
+                    let resolved = match &context.target {
+                        Some(resolved) if call.form_fields().is_none() => resolved.clone(),
+                        _ => held.session.resolve(target).await?,
+                    };
+                    origin_of(&resolved.frame_url).unwrap_or_default()
+                }
+                Sink::Page => page_origin(held).await?,
+            };
+            let flow = {
+                let history = lock(&held.reads.history);
+                let free = |o: &str| o == to || exempt.contains(o);
+                match sent.to {
+                    Sink::Url(_) => history.find_in_url(sent.text, free),
+                    _ => history.find(sent.text, free),
+                }
+            };
+            let Some(flow) = flow else {
+                continue;
+            };
+            let run = airlock_core::text::ellipsize(&flow.run, 80);
+            let form = match flow.form {
+                airlock_flow::Form::Plain => String::new(),
+                form => format!(" ({})", form.as_str()),
+            };
+            let detail = format!(
+                "the {} would carry “{run}”{form}, read on {}, to {}",
+                sent.what,
+                shown(&flow.from),
+                shown(&to),
+            );
+            return self.matched(context, FLOW_RULE, detail, self.inner.config.flow.mode);
+        }
+        Ok(())
+    }
+
+    // A match: refused now under `deny`, else left for the gate to hold.
+    fn matched(
+        &self,
+        context: &mut CallContext,
+        rule: &'static str,
+        detail: String,
+        mode: FlowMode,
+    ) -> Result<()> {
+        let detail = airlock_core::text::display_safe(&detail).into_owned();
+        tracing::info!(
+            tool.name = context.tool,
+            rule,
+            mode = mode.as_str(),
+            "data-flow stage matched"
+        );
+        let verdict = FlowVerdict {
+            rule,
+            detail,
+            deny: mode == FlowMode::Deny,
+        };
+        if verdict.deny {
+            context.gate = Some(super::call::Gate {
+                rule: rule.to_owned(),
+                risk: "high",
+                action: "deny",
+                approval: None,
+                approver: None,
+            });
+            context.gated = true;
+            return Err(Error::RuleDenied {
+                rule: rule.to_owned(),
+                message: format!("refused: {}", verdict.detail),
+            });
+        }
+        context.flow = Some(verdict);
+        Ok(())
+    }
+}
+
+// A navigation (or a link followed) to an origin in neither set is refused.
+fn outside(sets: &Sets, url: &str) -> Result<()> {
+    let Some(origin) = origin_of(url) else {
+        return Ok(());
+    };
+    let (Standing::Outside, Some(layer)) = sets.standing(&origin) else {
+        return Ok(());
+    };
+    if origin == "null" {
+        return Ok(());
+    }
+    Err(Error::PolicyDenied {
+        detail: format!(
+            "{} is in neither of this session's origin sets (act: {}; read: {})",
+            shown(&origin),
+            listed(&layer.act.entries()),
+            listed(&layer.read.entries()),
+        ),
+    })
+}
+
+// The literal text of `text` between placeholders (all of it when they do not
+// parse: the call fails on them later).
+fn literal_pieces(text: &str) -> Vec<String> {
+    use airlock_vault::placeholder::{Segment, mentions, parse};
+    if !mentions(text) {
+        return vec![text.to_owned()];
+    }
+    match parse(text) {
+        Ok(segments) => segments
+            .into_iter()
+            .filter_map(|s| match s {
+                Segment::Text(text) => Some(text),
+                Segment::Secret { .. } => None,
+            })
+            .collect(),
+        Err(_) => vec![text.to_owned()],
+    }
+}
+
+// The active page's origin.
+async fn page_origin(held: &Held) -> Result<String> {
+    let tabs = held.session.tabs().await?;
+    Ok(tabs
+        .iter()
+        .find(|t| t.active)
+        .and_then(|t| origin_of(&t.url))
+        .unwrap_or_default())
+}
+
+// An origin as a person deciding on it reads it (punycode first).
+fn shown(origin: &str) -> String {
+    airlock_policy::display_url(origin)
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+fn listed(entries: &[String]) -> String {
+    match entries.is_empty() {
+        true => "none".to_owned(),
+        false => entries.join(", "),
+    }
+}

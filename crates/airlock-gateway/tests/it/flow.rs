@@ -1,0 +1,406 @@
+//! The data-flow stage against real pages: a bank page on one origin shows an account
+//! number and tells the agent to carry it to a partner on another origin; a partner
+//! server that records every request it gets shows that nothing of it arrives unless a
+//! human lets it. Origin sets: a read-only origin's page is read and its links
+//! followed, never changed.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use airlock_browser::Target;
+use airlock_config::{Flow, FlowMode};
+use airlock_core::ErrorCode;
+use airlock_gateway::{
+    AgentSession, Gateway, GatewayConfig, Interaction, OpenOptions, SessionCall, ToolCall,
+    ToolOutput,
+};
+use airlock_policy::{Policy, PolicyConfig};
+use airlock_store::{ApprovalRecord, ApprovalStatus};
+use airlock_test_support::{Harness, with_browser};
+use airlock_vault::Store;
+use base64::Engine as _;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::{click_button, navigate};
+
+const ACCOUNT: &str = "ACCT-4417-2290-8812";
+
+/// The partner site: serves a search page and a form, and records the request line
+/// and body of every request it gets.
+struct Partner {
+    port: u16,
+    requests: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Partner {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Partner {
+    async fn start() -> Partner {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    let mut got = 0;
+                    // Headers, then as much body as Content-Length says.
+                    loop {
+                        let Ok(n) = stream.read(&mut buf[got..]).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            break;
+                        }
+                        got += n;
+                        let text = String::from_utf8_lossy(&buf[..got]).to_string();
+                        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                            let length = head
+                                .lines()
+                                .find_map(|l| {
+                                    l.to_ascii_lowercase()
+                                        .strip_prefix("content-length:")
+                                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                                })
+                                .unwrap_or(0);
+                            if body.len() >= length {
+                                break;
+                            }
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&buf[..got]).to_string();
+                    let line = text.lines().next().unwrap_or_default().to_owned();
+                    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+                    seen.lock().unwrap().push(format!("{line} {body}"));
+                    let page = match line.split(' ').nth(1).unwrap_or("/") {
+                        "/search" => {
+                            "<title>Partner search</title><form action=\"/results\" method=\"get\"><input name=\"q\" aria-label=\"Search\"><button>Search</button></form>"
+                        }
+                        "/signup" => {
+                            "<title>Partner form</title><form action=\"/signup\" method=\"post\"><label>Name <input name=\"name\"></label><label>Note <input name=\"note\"></label><button>Send</button></form>"
+                        }
+                        _ => "<title>Partner</title><p>ok</p>",
+                    };
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                        page.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        Partner {
+            port,
+            requests,
+            task,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn gateway(
+    h: &Harness,
+    partner: &Partner,
+    mode: FlowMode,
+    store: Option<Store>,
+) -> Arc<Gateway> {
+    let mut policy: PolicyConfig = h.site.policy_config();
+    policy
+        .allow_private
+        .push(format!("127.0.0.1:{}", partner.port));
+    // The fixtures' other origin is reachable too: origin sets, not the egress
+    // policy, keep a session off it.
+    policy
+        .allow_private
+        .push(format!("127.0.0.1:{}", h.site.b.port()));
+    Gateway::new(
+        h.host().await,
+        GatewayConfig {
+            policy: Policy::from_config(&policy).unwrap(),
+            store,
+            approval_timeout: Duration::from_secs(30),
+            flow: Flow {
+                mode,
+                ..Flow::default()
+            },
+            ..GatewayConfig::default()
+        },
+    )
+}
+
+// The one pending approval, once the held call recorded it.
+async fn pending(store: &Store) -> ApprovalRecord {
+    for _ in 0..250 {
+        if let Some(a) = store
+            .approvals(None, Some(ApprovalStatus::Pending))
+            .await
+            .unwrap()
+            .pop()
+        {
+            return a;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no approval was asked for");
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn spawn_call(agent: &Arc<AgentSession>, call: ToolCall) -> tokio::task::JoinHandle<ToolOutput> {
+    let agent = agent.clone();
+    tokio::spawn(async move { agent.call(call).await })
+}
+
+fn field(name: &str) -> Target {
+    Target::Role {
+        role: "textbox".into(),
+        name: Some(name.into()),
+        index: None,
+    }
+}
+
+fn type_into(name: &str, text: &str) -> ToolCall {
+    ToolCall::Interact(Interaction::Type {
+        target: field(name),
+        text: text.into(),
+        clear_first: true,
+        submit: true,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_origins_data_in_a_url_is_held_and_reaches_nobody_unless_approved() {
+    with_browser(|h| async move {
+        let partner = Partner::start().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let gateway = gateway(&h, &partner, FlowMode::Ask, Some(store.clone())).await;
+        let agent = Arc::new(gateway.agent_session());
+        let out = agent.call(navigate(h.site.url("flow/bank.html"))).await;
+        assert!(out.text.contains(ACCOUNT), "{}", out.text);
+
+        let b64 = base64::engine::general_purpose::STANDARD.encode(ACCOUNT);
+        for url in [
+            partner.url(&format!("/collect?d={ACCOUNT}")),
+            partner.url(&format!("/collect#{ACCOUNT}")),
+            partner.url("/collect?d=ACCT%2D4417%2D2290%2D8812"),
+            partner.url(&format!("/collect?d={}", b64.replace('=', "%3D"))),
+        ] {
+            let call = spawn_call(&agent, navigate(url.clone()));
+            let approval = pending(&store).await;
+            assert_eq!(approval.rule, "data-flow", "{url}");
+            let detail = approval.detail.clone().unwrap_or_default();
+            assert!(
+                detail.contains("4417-2290-8812")
+                    && detail.contains(&h.site.url("").trim_end_matches('/').to_owned())
+                    && detail.contains(&partner.origin()),
+                "{url}: {detail}"
+            );
+            store
+                .decide_approval(&approval.id, false, "test:alice", None, now_ms())
+                .await
+                .unwrap();
+            let out = call.await.unwrap();
+            assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{url}: {}", out.text);
+            assert_eq!(partner.requests(), Vec::<String>::new(), "{url}");
+        }
+
+        // The record names the rule and says what would have flowed where.
+        let events = store.audit_events(0, 1_000).await.unwrap();
+        let requested: Vec<serde_json::Value> = events
+            .iter()
+            .map(|e| serde_json::from_str::<serde_json::Value>(&e.body).unwrap())
+            .filter(|e| e["kind"] == "approval_requested")
+            .collect();
+        assert_eq!(requested.len(), 4);
+        assert!(
+            requested
+                .iter()
+                .all(|e| e["rule"] == "data-flow" && e["detail"].as_str().unwrap().contains("4417")),
+            "{requested:?}"
+        );
+
+        // Approved, it goes: the partner sees exactly that request.
+        let call = spawn_call(&agent, navigate(partner.url(&format!("/collect?d={ACCOUNT}"))));
+        let approval = pending(&store).await;
+        store
+            .decide_approval(&approval.id, true, "test:alice", None, now_ms())
+            .await
+            .unwrap();
+        let out = call.await.unwrap();
+        assert_eq!(out.error, None, "{}", out.text);
+        let requests = partner.requests();
+        assert_eq!(requests.len(), 1, "{requests:?}");
+        assert!(requests[0].contains(ACCOUNT), "{requests:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_deny_typed_and_filled_data_is_refused_and_data_typed_back_home_flows() {
+    with_browser(|h| async move {
+        let partner = Partner::start().await;
+        let gateway = gateway(&h, &partner, FlowMode::Deny, None).await;
+        let agent = Arc::new(gateway.agent_session());
+        agent.call(navigate(h.site.url("flow/bank.html"))).await;
+
+        let out = agent.call(navigate(partner.url("/search"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(partner.requests().len(), 1);
+
+        // Into another site's search box: refused, nothing sent.
+        let out = agent.call(type_into("Search", ACCOUNT)).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("data-flow"), "{}", out.text);
+        // Escaped by the agent: the same.
+        let out = agent
+            .call(type_into("Search", "ACCT&#45;4417&#45;2290&#45;8812"))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert_eq!(partner.requests().len(), 1, "{:?}", partner.requests());
+
+        // Into another site's form: refused, nothing sent.
+        agent.call(navigate(partner.url("/signup"))).await;
+        let fill = ToolCall::Interact(Interaction::FillForm {
+            fields: vec![
+                (field("Name"), "Alice".into()),
+                (field("Note"), format!("acct {ACCOUNT}")),
+            ],
+        });
+        let out = agent.call(fill).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("form value"), "{}", out.text);
+        let out = agent
+            .call(navigate(partner.url(&format!(
+                "/collect?d={}",
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(ACCOUNT)
+            ))))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert_eq!(partner.requests().len(), 2, "{:?}", partner.requests());
+        assert!(!partner.requests().iter().any(|r| r.contains("4417")));
+
+        // A short run of it, or words, carry nothing: typed and sent.
+        agent.call(navigate(partner.url("/search"))).await;
+        let out = agent.call(type_into("Search", "4417 checking")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            partner
+                .requests()
+                .iter()
+                .any(|r| r.contains("/results?q=4417")),
+            "{:?}",
+            partner.requests()
+        );
+
+        // Typed back into the origin it came from, it flows freely.
+        agent.call(navigate(h.site.url("flow/bank.html"))).await;
+        let out = agent.call(type_into("Reference", ACCOUNT)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains(&format!("ref={ACCOUNT}")), "{}", out.text);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_origin_refuses_changes_and_lets_its_links_be_followed() {
+    with_browser(|h| async move {
+        let partner = Partner::start().await;
+        let gateway = gateway(&h, &partner, FlowMode::Ask, None).await;
+        let bank = h.site.url("").trim_end_matches('/').to_owned();
+
+        // Without origin sets the same click runs: the refusal below is the sets'.
+        let free = gateway.agent_session();
+        free.call(navigate(h.site.url("flow/bank.html"))).await;
+        let out = free.call(click_button("Save note")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("ref="), "{}", out.text);
+
+        let agent = gateway.agent_session();
+        let out = agent
+            .call(ToolCall::Session(SessionCall::Open(OpenOptions {
+                act_origins: vec![partner.origin()],
+                read_origins: vec![bank.clone()],
+                ..OpenOptions::default()
+            })))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent.call(navigate(h.site.url("flow/bank.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+
+        let out = agent.call(click_button("Save note")).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(
+            out.text.contains("read-only-origin") && out.text.contains("may only be read"),
+            "{}",
+            out.text
+        );
+        let out = agent.call(type_into("Reference", "hello")).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        let out = agent
+            .call(ToolCall::Interact(Interaction::PressKey {
+                key: "Enter".into(),
+            }))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+
+        // A link is followed.
+        let link = ToolCall::Interact(Interaction::Click {
+            target: Target::Role {
+                role: "link".into(),
+                name: Some("Statement".into()),
+                index: None,
+            },
+            options: Default::default(),
+        });
+        let out = agent.call(link).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("statement.html"), "{}", out.text);
+
+        // An origin in neither set is not visited.
+        let out = agent
+            .call(navigate(h.site.other_origin("index.html")))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("neither"), "{}", out.text);
+
+        // The origin it may act on takes input.
+        agent.call(navigate(partner.url("/search"))).await;
+        let out = agent.call(type_into("Search", "shoes")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+
+        // A bad origin is a clear argument error.
+        let other = gateway.agent_session();
+        let out = other
+            .call(ToolCall::Session(SessionCall::Open(OpenOptions {
+                act_origins: vec!["http://".into()],
+                ..OpenOptions::default()
+            })))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::InvalidArgument), "{}", out.text);
+        assert!(out.text.contains("act_origins[0]"), "{}", out.text);
+    })
+    .await;
+}
