@@ -30,7 +30,7 @@ async fn gateway(h: &Harness, timeout: Duration) -> (Arc<Gateway>, Store) {
 }
 
 // The one pending approval, once the held call has recorded it.
-async fn pending(store: &Store) -> ApprovalRecord {
+pub(crate) async fn pending(store: &Store) -> ApprovalRecord {
     for _ in 0..250 {
         if let Some(a) = store
             .approvals(None, Some(ApprovalStatus::Pending))
@@ -45,7 +45,7 @@ async fn pending(store: &Store) -> ApprovalRecord {
     panic!("no approval was asked for");
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -15,12 +15,12 @@ use airlock_gateway::{
     ToolOutput,
 };
 use airlock_policy::{Policy, PolicyConfig};
-use airlock_store::{ApprovalRecord, ApprovalStatus};
 use airlock_test_support::{Harness, with_browser};
 use airlock_vault::Store;
 use base64::Engine as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::approvals::{now_ms, pending};
 use crate::{click_button, navigate};
 
 const ACCOUNT: &str = "ACCT-4417-2290-8812";
@@ -144,29 +144,6 @@ async fn gateway(
             ..GatewayConfig::default()
         },
     )
-}
-
-// The one pending approval, once the held call recorded it.
-async fn pending(store: &Store) -> ApprovalRecord {
-    for _ in 0..250 {
-        if let Some(a) = store
-            .approvals(None, Some(ApprovalStatus::Pending))
-            .await
-            .unwrap()
-            .pop()
-        {
-            return a;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("no approval was asked for");
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 fn spawn_call(agent: &Arc<AgentSession>, call: ToolCall) -> tokio::task::JoinHandle<ToolOutput> {
