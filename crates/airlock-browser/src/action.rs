@@ -293,6 +293,10 @@ pub struct ActionOutcome {
     pub navigated: bool,
     /// HTTP status of the main document, after a navigation.
     pub status: Option<u16>,
+    /// A navigation of the tab is held by an effect rule: its page runs nothing and
+    /// paints nothing until the hold is decided.
+    #[serde(default)]
+    pub navigation_held: bool,
     /// How long its parts took.
     #[serde(default)]
     pub stages: Stages,

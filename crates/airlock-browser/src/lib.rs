@@ -13,6 +13,7 @@ mod cdp;
 mod cgroup;
 mod chromium;
 mod download;
+mod effects;
 mod error;
 mod events;
 mod guard;
@@ -39,6 +40,7 @@ pub use action::{
 };
 pub use browser::{Browsers, Probe, probe};
 pub use cgroup::DelegatedCgroup;
+pub use effects::{FIELDS_SHOWN, HeldEffect};
 pub use error::{Error, Result};
 pub use events::{EVENTS_KEPT, EventBatch, PageEvent, PageEvents};
 pub use launch::{

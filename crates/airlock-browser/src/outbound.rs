@@ -30,8 +30,12 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use airlock_core::Redact;
+use airlock_risk::Effects;
+
 use crate::action::{Injection, Notice};
 use crate::cdp::{Connection, Event};
+use crate::effects::{Holds, Paused};
 use crate::guard::NavGuard;
 
 /// Judges what a page is about to send.
@@ -105,21 +109,46 @@ pub(crate) struct Requests {
     /// Requests refused since the gateway last asked (shared by the session's tabs
     /// and workers).
     pub(crate) refused: Arc<AtomicU64>,
+    /// Requests an effect rule refused since the gateway last asked.
+    pub(crate) effects_refused: Arc<AtomicU64>,
     /// Workers that attached while nothing was inspected: watched from the moment
     /// the session starts inspecting.
     unwatched: Arc<Mutex<Vec<String>>>,
+    /// The operator's effect rules, when there are any: every request is paused
+    /// for them, and one they hold waits in `holds`.
+    effects: Option<Arc<Effects>>,
+    pub(crate) holds: Holds,
+    /// Hides the session's secrets in what a held request shows.
+    redactor: Arc<dyn Redact>,
+}
+
+/// What became of a paused request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Pause {
+    /// It went on.
+    Sent,
+    /// It was refused, for this reason.
+    Refused(String),
+    /// An effect rule holds it until someone decides.
+    Held,
 }
 
 impl Requests {
     pub(crate) fn new(
         guard: Option<Arc<dyn RequestGuard>>,
         injection: Option<Arc<Injection>>,
+        effects: Option<Arc<Effects>>,
+        redactor: Arc<dyn Redact>,
     ) -> Requests {
         Requests {
             guard: Arc::new(RwLock::new(guard)),
             injection,
             refused: Arc::new(AtomicU64::new(0)),
+            effects_refused: Arc::new(AtomicU64::new(0)),
             unwatched: Arc::default(),
+            effects: effects.filter(|e| !e.is_empty()),
+            holds: Holds::default(),
+            redactor,
         }
     }
 
@@ -137,12 +166,19 @@ impl Requests {
             .is_none()
     }
 
-    /// Whether every request must be paused (the session holds secrets).
+    /// Whether the session holds secrets (every request is judged by the guard,
+    /// and documents get the socket policy).
     pub(crate) fn inspects_all(&self) -> bool {
         self.guard
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .is_some()
+    }
+
+    /// Whether every request of the session is paused: it holds secrets, or effect
+    /// rules judge its requests.
+    pub(crate) fn pauses_all(&self) -> bool {
+        self.effects.is_some() || self.inspects_all()
     }
 
     /// A worker of the session attached while nothing is inspected.
@@ -162,7 +198,7 @@ impl Requests {
     /// `Fetch.enable` patterns: every request when inspecting, else only those of
     /// origins that get headers; `None` when nothing needs pausing.
     pub(crate) fn patterns(&self) -> Option<Vec<Value>> {
-        if self.inspects_all() {
+        if self.pauses_all() {
             return Some(vec![
                 json!({ "urlPattern": "*", "requestStage": "Request" }),
             ]);
@@ -226,30 +262,71 @@ impl Requests {
             .is_none_or(|g| g.socket_origins().contains(&origin))
     }
 
-    /// Answers one `Fetch.requestPaused` of CDP session `session`: refused, or let
-    /// go with the headers its origin gets. Replies off the caller's task (the reply
-    /// may wait on events the caller must read).
-    /// Judges a paused request and lets it go or fails it; returns why it was
-    /// refused, if it was.
+    /// Answers one `Fetch.requestPaused` of CDP session `session` (of tab `tab`'s
+    /// page or frames, or of a worker): refused, held by an effect rule (left
+    /// unanswered), or let go with the headers its origin gets. Replies off the
+    /// caller's task (the reply may wait on events the caller must read).
     pub(crate) fn on_paused(
         &self,
         conn: &Connection,
         session: &str,
         notices: &NavGuard,
         p: &Value,
-    ) -> Option<String> {
+        tab: Option<&str>,
+    ) -> Pause {
         let id = p["requestId"].as_str().unwrap_or_default().to_owned();
         let request = &p["request"];
         let url = request["url"].as_str().unwrap_or_default();
         let origin = url::Url::parse(url)
             .map(|u| u.origin().ascii_serialization())
             .unwrap_or_default();
-        let refusal = self
-            .guard()
-            .and_then(|g| g.refuse(&OutgoingRequest::from_cdp(request)));
+        let outgoing = OutgoingRequest::from_cdp(request);
+        let mut refusal = self.guard().and_then(|g| g.refuse(&outgoing));
+        let mut counter = &self.refused;
+        if refusal.is_none()
+            && let Some(effects) = &self.effects
+        {
+            let method = request["method"].as_str().unwrap_or("GET");
+            let judged = airlock_risk::Request {
+                method,
+                url,
+                content_type: outgoing
+                    .headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+                    .map(|(_, v)| *v),
+                body: outgoing.body.as_deref(),
+                body_unseen: outgoing.body_unseen,
+            };
+            match effects.judge(&judged) {
+                Some(v) if v.action == airlock_risk::Action::Deny => {
+                    refusal = Some(format!("rule {} refuses this {method} request", v.rule));
+                    counter = &self.effects_refused;
+                }
+                Some(v) if v.action == airlock_risk::Action::Approve => {
+                    let paused = Paused {
+                        conn,
+                        session,
+                        params: p,
+                        tab,
+                        release: self.continue_params(id.clone(), &origin, request),
+                    };
+                    let fields = airlock_risk::Fields::of(&judged);
+                    if self.holds.hold(paused, &v, &fields, &*self.redactor) {
+                        return Pause::Held;
+                    }
+                    refusal = Some(format!(
+                        "rule {} holds this {method} request, and the session already holds as many as it may",
+                        v.rule
+                    ));
+                    counter = &self.effects_refused;
+                }
+                _ => {}
+            }
+        }
         let (method, params) = match refusal.clone() {
             Some(why) => {
-                self.refused.fetch_add(1, Ordering::AcqRel);
+                counter.fetch_add(1, Ordering::AcqRel);
                 notices.notify_once(Notice::RequestRefused {
                     origin: origin.clone(),
                     why,
@@ -271,7 +348,10 @@ impl Requests {
                 .call(Some(&session), method, params, Duration::from_secs(5))
                 .await;
         });
-        refusal
+        match refusal {
+            Some(why) => Pause::Refused(why),
+            None => Pause::Sent,
+        }
     }
 
     // Headers are added only on an exact origin match (the pattern matched by
@@ -342,7 +422,7 @@ pub(crate) async fn watch_worker(
     let _ = conn.resume(&session, timeout).await;
     while let Some(Event { method, params, .. }) = events.recv().await {
         if method == "Fetch.requestPaused" {
-            requests.on_paused(&conn, &session, &notices, &params);
+            requests.on_paused(&conn, &session, &notices, &params, None);
         }
     }
 }

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 mod attach;
 mod dialogs;
+mod held;
 mod input;
 mod live;
 mod locate;
@@ -102,6 +103,9 @@ pub struct SessionOptions {
     /// leaves Chromium, and may refuse it. `None` pauses only requests that get
     /// injected headers.
     pub request_guard: Option<Arc<dyn RequestGuard>>,
+    /// The operator's effect rules: a request of the session one holds waits for
+    /// [`Session::decide_effects`]. `None` (or none in it) pauses nothing for them.
+    pub effects: Option<Arc<airlock_risk::Effects>>,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -113,6 +117,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("injection", &self.injection)
             .field("redactor", &self.redactor.as_ref().map(|r| r.is_active()))
             .field("request_guard", &self.request_guard.is_some())
+            .field("effects", &self.effects)
             .finish()
     }
 }
@@ -295,6 +300,8 @@ impl Session {
         let requests = Requests::new(
             session_options.request_guard.clone(),
             session_options.injection.clone(),
+            session_options.effects.clone(),
+            redactor.clone(),
         );
         let downloads: Arc<Mutex<Option<Arc<crate::download::Downloads>>>> = Arc::default();
         let attach_task = tokio::spawn(attach_tabs(
@@ -838,6 +845,7 @@ impl Session {
             new_tabs,
             navigated,
             status: None,
+            navigation_held: tab.state.read(|s| s.navigations_held > 0),
             stages: self.stages(collecting),
         }
     }

@@ -92,6 +92,12 @@ pub(crate) struct TabInner {
     /// Main-frame navigations committed, cross- or same-document.
     pub(crate) navigations: u64,
     pub(crate) loading: bool,
+    /// Requests of the tab an effect rule held so far (an action's settle stops
+    /// waiting when one is).
+    pub(crate) effects_held: u64,
+    /// Navigation requests of the tab an effect rule holds now: the page's scripts
+    /// are not run meanwhile (Chromium does not answer until it is decided).
+    pub(crate) navigations_held: u32,
     pub(crate) dialogs: Vec<Dialog>,
     /// Dialogs dismissed beyond `MAX_DIALOG_LINES`, not yet reported.
     pub(crate) dialogs_unlisted: u64,
@@ -179,6 +185,8 @@ pub(crate) struct NetworkBuffer {
     pub(crate) started: u64,
     /// Those still in flight, by Chromium's id, with the `started` count each got.
     pub(crate) in_flight: HashMap<String, u64>,
+    /// Requests an effect rule holds: not in flight until released.
+    pub(crate) held: HashSet<String>,
 }
 
 /// Most requests kept in flight per tab: one that never ends (a stream) must not
@@ -311,7 +319,10 @@ impl TabState {
                     return;
                 }
                 let kind = p["type"].as_str().unwrap_or("Other");
-                if awaited(kind) && !network.in_flight.contains_key(id) {
+                if awaited(kind)
+                    && !network.in_flight.contains_key(id)
+                    && !network.held.contains(id)
+                {
                     network.started += 1;
                     let seq = network.started;
                     if network.in_flight.len() >= IN_FLIGHT_KEPT {
@@ -523,7 +534,7 @@ impl Tab {
         // last: the commands take effect before its first script, and a popup opened
         // without an opener (a new renderer, paused) answers none of them until it
         // runs, so waiting for each reply in turn would wait for ever.
-        let inspects = tab.state.requests.inspects_all();
+        let inspects = tab.state.requests.pauses_all();
         let mut commands: Vec<(&str, Value)> = vec![
             ("Page.enable", json!({})),
             ("Page.setLifecycleEventsEnabled", json!({ "enabled": true })),
@@ -552,6 +563,8 @@ impl Tab {
         }
         if inspects {
             commands.extend(inspecting());
+        }
+        if tab.state.requests.inspects_all() {
             commands.push((
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({ "source": tab.state.requests.socket_policy_script(), "worldName": WORLD_NAME }),

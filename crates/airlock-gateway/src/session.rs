@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 mod agent;
 mod call;
+mod effects;
 mod flow;
 mod gate;
 mod record;
@@ -130,7 +131,7 @@ impl Gateway {
             named: Mutex::new(std::collections::HashMap::new()),
             next_agent: AtomicU64::new(1),
             reaper: Mutex::new(None),
-            warm: WarmPool::new(config.warm_sessions),
+            warm: WarmPool::new(config.warm_sessions, config.rules.effects().clone()),
             activity: Activity::new(),
             observers: Arc::default(),
             audit,
@@ -338,6 +339,7 @@ impl Gateway {
                 policy: (*policy).clone(),
                 injection: injection.map(|i| (*i).clone()),
                 secrets: loaded.secret_set(),
+                effects: self.config.rules.effects().clone(),
             })
             .await?;
         Ok((

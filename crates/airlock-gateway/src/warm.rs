@@ -52,6 +52,8 @@ struct State {
 /// Keeps `target` warm sessions ready in the shared Chromium.
 pub(crate) struct WarmPool {
     target: usize,
+    /// The operator's effect rules: a warm session holds requests as a cold one would.
+    effects: airlock_risk::Effects,
     state: Mutex<State>,
     claimed: AtomicU64,
     // Woken whenever a warm-up ends, ready or not.
@@ -59,9 +61,10 @@ pub(crate) struct WarmPool {
 }
 
 impl WarmPool {
-    pub(crate) fn new(target: usize) -> Arc<WarmPool> {
+    pub(crate) fn new(target: usize, effects: airlock_risk::Effects) -> Arc<WarmPool> {
         Arc::new(WarmPool {
             target,
+            effects,
             state: Mutex::new(State {
                 ready: Vec::new(),
                 warming: 0,
@@ -101,7 +104,7 @@ impl WarmPool {
                     activity.quiet().await;
                     lock(&pool.state).building += 1;
                 }
-                let made = warm_up(&host).await;
+                let made = warm_up(&host, pool.effects.clone()).await;
                 let leftover = {
                     let mut state = lock(&pool.state);
                     state.warming -= 1;
@@ -249,7 +252,10 @@ impl Drop for Waiting<'_> {
     }
 }
 
-async fn warm_up(host: &Host) -> Result<Warm, airlock_browser::Error> {
+async fn warm_up(
+    host: &Host,
+    effects: airlock_risk::Effects,
+) -> Result<Warm, airlock_browser::Error> {
     // Denies everything until a claim arms it with the session's policy; sessions
     // with secrets never come from the pool.
     let session = host
@@ -258,6 +264,7 @@ async fn warm_up(host: &Host) -> Result<Warm, airlock_browser::Error> {
             policy: Policy::deny_all(),
             injection: None,
             secrets: SecretSet::default(),
+            effects,
         })
         .await?;
     Ok(Warm { session })

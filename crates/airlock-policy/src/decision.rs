@@ -24,6 +24,9 @@ pub enum DenyReason {
     /// The request carried a form of a secret the session holds to an origin that
     /// secret is not bound to (the browser session's outbound protection).
     CarriedSecret,
+    /// An operator's effect rule refuses what the request is (its method, URL or
+    /// the fields it carries).
+    EffectRule,
 }
 
 impl DenyReason {
@@ -38,6 +41,7 @@ impl DenyReason {
             DenyReason::AirlockAddress => "airlock address",
             DenyReason::Unresolvable => "unresolvable",
             DenyReason::CarriedSecret => "carried a secret",
+            DenyReason::EffectRule => "refused by an effect rule",
         }
     }
 }

@@ -11,13 +11,16 @@ use std::fmt;
 
 use airlock_policy::Policy;
 use regex::Regex;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+mod effects;
 #[cfg(test)]
 mod tests;
 
+pub use effects::{EffectVerdict, Effects, Fields, Request};
+
 /// How risky a call is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Risk {
     /// Nothing a rule cares about.
@@ -44,7 +47,7 @@ impl Risk {
 }
 
 /// What happens to a call a rule matched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     /// It runs.
@@ -68,8 +71,10 @@ impl Action {
 }
 
 /// One `[[approvals.rules]]` entry as written. Every condition given must hold; a
-/// rule with none matches every call of its tools (or every call).
-#[derive(Debug, Clone, Default, Deserialize)]
+/// rule with none matches every call of its tools (or every call). A rule with a
+/// `request_*` condition is an effect rule ([`Effects`]): it judges the requests a
+/// page sends, and names no call condition.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleConfig {
     /// Its name, shown with its decisions (default: `rule N`).
@@ -94,6 +99,17 @@ pub struct RuleConfig {
     pub password: Option<bool>,
     /// Whether the call leaves `policy.trusted_domains` (never true when none are set).
     pub leaves_trusted: Option<bool>,
+    /// Methods of a request a page sends (`POST`, any case); empty: any method.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request_method: Vec<String>,
+    /// Regex on the URL of a request a page sends.
+    pub request_url: Option<String>,
+    /// Fields a request must all carry, in its query or body (form, JSON by path or
+    /// last name, multipart).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request_fields: Vec<String>,
+    /// Regex on one of a request's fields, written `name=value`.
+    pub request_body: Option<String>,
     /// How risky a matching call is.
     pub risk: Risk,
     /// What happens to it.
@@ -232,6 +248,7 @@ struct Rule {
 #[derive(Clone, Default)]
 pub struct Rules {
     rules: Vec<Rule>,
+    effects: Effects,
 }
 
 // Their names, in order: the patterns say little in a log line.
@@ -299,15 +316,30 @@ impl Rules {
     /// pattern is compiled here, so a bad one is a config error naming its key.
     pub fn from_config(config: &ApprovalsConfig) -> Result<Rules, RuleError> {
         let mut rules = Vec::new();
+        let mut effects = Vec::new();
         for (i, rule) in config.rules.iter().enumerate() {
-            rules.push(build(rule, &format!("approvals.rules[{i}]"), false)?);
+            let key = format!("approvals.rules[{i}]");
+            if effects::is_effect(rule) {
+                effects.push((key, rule.clone()));
+            } else {
+                rules.push(build(rule, &key, false)?);
+            }
         }
         if config.defaults != Some(false) {
             for rule in defaults() {
                 rules.push(build(&rule, "built-in rule", true)?);
             }
         }
-        Ok(Rules { rules })
+        Ok(Rules {
+            rules,
+            effects: Effects::build(effects)?,
+        })
+    }
+
+    /// The effect rules among them (judged on the requests pages send, in the
+    /// browser, not on calls).
+    pub fn effects(&self) -> &Effects {
+        &self.effects
     }
 
     /// The first rule that matches `facts`, or `None` (the call runs; risk low).
@@ -316,37 +348,40 @@ impl Rules {
         self.rules.iter().find_map(|rule| rule.judge(facts, policy))
     }
 
-    /// How many rules are in force.
+    /// How many rules judge calls (effect rules aside).
     pub fn len(&self) -> usize {
         self.rules.len()
     }
 
-    /// Whether no rule is in force.
+    /// Whether no rule judges calls (effect rules aside).
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
 }
 
-fn build(config: &RuleConfig, key: &str, builtin: bool) -> Result<Rule, RuleError> {
-    let pattern = |field: &str, value: &Option<String>| -> Result<Option<Regex>, RuleError> {
-        let Some(value) = value else {
-            return Ok(None);
-        };
-        let error = |why: String| RuleError {
-            key: format!("{key}.{field}"),
-            why,
-        };
-        if value.len() > MAX_PATTERN {
-            return Err(error(format!(
-                "a pattern is at most {MAX_PATTERN} characters"
-            )));
-        }
-        regex::RegexBuilder::new(value)
-            .size_limit(MAX_COMPILED)
-            .build()
-            .map(Some)
-            .map_err(|e| error(format!("not a valid pattern: {e}")))
+// A rule's regex at `key.field`, compiled within the size limits.
+fn pattern(key: &str, field: &str, value: &Option<String>) -> Result<Option<Regex>, RuleError> {
+    let Some(value) = value else {
+        return Ok(None);
     };
+    let error = |why: String| RuleError {
+        key: format!("{key}.{field}"),
+        why,
+    };
+    if value.len() > MAX_PATTERN {
+        return Err(error(format!(
+            "a pattern is at most {MAX_PATTERN} characters"
+        )));
+    }
+    regex::RegexBuilder::new(value)
+        .size_limit(MAX_COMPILED)
+        .build()
+        .map(Some)
+        .map_err(|e| error(format!("not a valid pattern: {e}")))
+}
+
+fn build(config: &RuleConfig, key: &str, builtin: bool) -> Result<Rule, RuleError> {
+    let pattern = |field: &str, value: &Option<String>| pattern(key, field, value);
     if config.action == Action::Allow && config.message.is_some() {
         return Err(RuleError {
             key: format!("{key}.message"),

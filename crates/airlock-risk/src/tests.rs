@@ -288,3 +288,187 @@ fn a_bad_rule_names_its_key() {
     );
     assert!(rules(&huge).is_err());
 }
+
+fn effects(toml_text: &str) -> Effects {
+    rules(toml_text).unwrap().effects().clone()
+}
+
+fn post<'a>(url: &'a str, content_type: &'a str, body: &'a str) -> Request<'a> {
+    Request {
+        method: "POST",
+        url,
+        content_type: Some(content_type),
+        body: Some(body.as_bytes()),
+        body_unseen: false,
+    }
+}
+
+const PAYMENTS: &str = r#"
+[approvals]
+[[approvals.rules]]
+name = "payments"
+request_method = ["post", "PUT"]
+request_url = '^https://pay\.example/'
+request_fields = ["amount", "iban"]
+risk = "critical"
+action = "approve"
+"#;
+
+#[test]
+fn an_effect_rule_matches_method_url_and_fields_in_every_body_form() {
+    let effects = effects(PAYMENTS);
+    let url = "https://pay.example/transfer";
+    let held = |r: &Request<'_>| effects.judge(r).map(|v| (v.rule, v.action));
+    let expected = Some(("payments".to_owned(), Action::Approve));
+    let with_query = format!("{url}?amount=1&iban=2");
+    for request in [
+        post(
+            url,
+            "application/x-www-form-urlencoded",
+            "amount=5000&iban=DE89370400440532013000",
+        ),
+        // A fetch with a string body says text/plain; JSON is read whatever it says.
+        post(
+            url,
+            "text/plain;charset=UTF-8",
+            r#"{"amount":5000,"payee":{"iban":"DE89"}}"#,
+        ),
+        post(
+            url,
+            "multipart/form-data; boundary=XyZ",
+            "--XyZ\r\nContent-Disposition: form-data; name=\"amount\"\r\n\r\n5000\r\n--XyZ\r\nContent-Disposition: form-data; name=\"iban\"\r\n\r\nDE89\r\n--XyZ--\r\n",
+        ),
+        // Fields in the query count too.
+        post(&with_query, "text/plain", ""),
+    ] {
+        assert_eq!(held(&request), expected, "{request:?}");
+    }
+    // Not a listed method, another host, a missing field: not this rule's.
+    let get = Request {
+        method: "GET",
+        ..post(url, "application/x-www-form-urlencoded", "amount=1&iban=2")
+    };
+    for request in [
+        get,
+        post(
+            "https://shop.example/transfer",
+            "application/x-www-form-urlencoded",
+            "amount=1&iban=2",
+        ),
+        post(url, "application/x-www-form-urlencoded", "amount=1"),
+        post(
+            url,
+            "multipart/form-data; boundary=XyZ",
+            "--XyZ\r\nContent-Disposition: form-data; name=\"amount\"; filename=\"iban\"\r\n\r\nx\r\n--XyZ--",
+        ),
+    ] {
+        assert_eq!(held(&request), None, "{request:?}");
+    }
+}
+
+#[test]
+fn an_unreadable_body_is_held_when_method_and_url_match() {
+    let effects = effects(PAYMENTS);
+    let unseen = Request {
+        method: "POST",
+        url: "https://pay.example/transfer",
+        content_type: None,
+        body: None,
+        body_unseen: true,
+    };
+    let verdict = effects.judge(&unseen).unwrap();
+    assert_eq!(verdict.action, Action::Approve);
+    assert!(verdict.why.contains("cannot be read"), "{}", verdict.why);
+}
+
+#[test]
+fn a_body_pattern_judges_each_field_and_an_allow_rule_exempts() {
+    let effects = effects(
+        r#"
+[approvals]
+[[approvals.rules]]
+name = "own account"
+request_body = '^to=ACME-'
+risk = "low"
+action = "allow"
+[[approvals.rules]]
+name = "big transfers"
+request_body = '^amount=\d{4,}$'
+risk = "high"
+action = "deny"
+message = "transfers of 1000 or more are made by people"
+"#,
+    );
+    let form = |body| {
+        post(
+            "https://bank.example/t",
+            "application/x-www-form-urlencoded",
+            body,
+        )
+    };
+    let verdict = |body| effects.judge(&form(body)).map(|v| (v.rule, v.action));
+    assert_eq!(
+        verdict("to=ACME-1&amount=99999"),
+        Some(("own account".to_owned(), Action::Allow))
+    );
+    assert_eq!(
+        verdict("to=EVIL&amount=99999"),
+        Some(("big transfers".to_owned(), Action::Deny))
+    );
+    assert_eq!(verdict("to=EVIL&amount=99"), None);
+}
+
+#[test]
+fn effect_rules_are_kept_apart_from_call_rules_and_travel_as_written() {
+    let rules = rules(PAYMENTS).unwrap();
+    // The call rules are the defaults alone; the effect rule is not judged on calls.
+    assert_eq!(rules.len(), 4);
+    assert!(!rules.effects().is_empty());
+    let text = serde_json::to_string(rules.effects()).unwrap();
+    let again: Effects = serde_json::from_str(&text).unwrap();
+    let request = post(
+        "https://pay.example/x",
+        "application/x-www-form-urlencoded",
+        "amount=1&iban=2",
+    );
+    assert_eq!(again.judge(&request), rules.effects().judge(&request));
+    assert!(again.judge(&request).is_some());
+}
+
+#[test]
+fn an_effect_rule_with_a_call_condition_or_a_bad_method_is_refused_by_key() {
+    let error = rules(
+        r#"
+[approvals]
+[[approvals.rules]]
+name_matches = "Pay"
+request_url = "pay"
+risk = "high"
+action = "approve"
+"#,
+    )
+    .unwrap_err();
+    assert_eq!(error.key, "approvals.rules[0].name_matches");
+    let error = rules(
+        r#"
+[approvals]
+[[approvals.rules]]
+request_method = ["PO ST"]
+risk = "high"
+action = "approve"
+"#,
+    )
+    .unwrap_err();
+    assert_eq!(error.key, "approvals.rules[0].request_method[0]");
+    let error = rules(
+        r#"
+[approvals]
+[[approvals.rules]]
+request_url = "("
+risk = "high"
+action = "approve"
+"#,
+    )
+    .unwrap_err();
+    assert_eq!(error.key, "approvals.rules[0].request_url");
+}

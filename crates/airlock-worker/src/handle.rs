@@ -1085,6 +1085,21 @@ impl BrowserSession {
         expect!(self.call(Call::TakeBlocked).await?, Reply::Blocked(b) => b)
     }
 
+    /// Requests effect rules hold that the control plane was not told of yet.
+    pub async fn held_effects(&self) -> Result<Vec<airlock_browser::HeldEffect>> {
+        expect!(self.call(Call::HeldEffects).await?, Reply::Held(h) => h)
+    }
+
+    /// Releases (`send`) or drops the held requests `ids`, and waits for what the
+    /// released ones bring.
+    pub async fn decide_effects(&self, ids: &[u64], send: bool) -> Result<()> {
+        self.done(Call::DecideEffects {
+            ids: ids.to_vec(),
+            send,
+        })
+        .await
+    }
+
     /// Why the proxy lately failed a request to each URL's host, if it did.
     pub async fn proxy_failures(&self, urls: &[&str]) -> Result<Vec<Option<String>>> {
         let call = Call::ProxyFailures(urls.iter().map(|u| (*u).to_owned()).collect());

@@ -80,6 +80,7 @@ impl LocalHost {
                 injection: spec.injection.map(Arc::new),
                 redactor: known.browser_redactor(),
                 request_guard: known.holds_secrets().then(|| known.guard()),
+                effects: (!spec.effects.is_empty()).then(|| Arc::new(spec.effects)),
             })
             .await?;
         let spool = self.spool.as_ref().map(|dir| dir.join(session.id()));
@@ -358,7 +359,16 @@ impl LocalSession {
                 if carried > 0 {
                     *blocked.entry(DenyReason::CarriedSecret).or_default() += carried;
                 }
+                let effects = s.take_refused_effects();
+                if effects > 0 {
+                    *blocked.entry(DenyReason::EffectRule).or_default() += effects;
+                }
                 Reply::Blocked(blocked)
+            }
+            Call::HeldEffects => Reply::Held(s.take_held_effects()),
+            Call::DecideEffects { ids, send } => {
+                s.decide_effects(&ids, send).await;
+                Reply::Done
             }
             Call::ProxyFailures(urls) => Reply::Failures(
                 urls.iter()

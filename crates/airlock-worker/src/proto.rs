@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use airlock_browser::{
-    ActionOutcome, ClickOptions, ConsoleLevel, ConsoleLog, EventBatch, InjectedCookie, Injection,
-    NetworkLog, PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot,
+    ActionOutcome, ClickOptions, ConsoleLevel, ConsoleLog, EventBatch, HeldEffect, InjectedCookie,
+    Injection, NetworkLog, PageText, Resolved, Screenshot, ScreenshotOptions, Scroll, Snapshot,
     SnapshotOptions, TabInfo, Target, TypedText, WaitCondition, WaitUntil,
 };
 use airlock_config::Isolation;
@@ -23,7 +23,7 @@ pub const CHUNK: usize = 4 << 20;
 
 /// The version of what crosses; a host and a control plane of another refuse each
 /// other at the handshake.
-pub const PROTOCOL: u32 = 4;
+pub const PROTOCOL: u32 = 5;
 
 /// What a new browser session is given. Debug never shows a value.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -37,6 +37,9 @@ pub struct OpenSpec {
     pub injection: Option<Injection>,
     /// What it hides and keeps from other origins.
     pub secrets: SecretSet,
+    /// The operator's effect rules: requests of its pages they hold wait for the
+    /// control plane's decision ([`Call::DecideEffects`]).
+    pub effects: airlock_risk::Effects,
 }
 
 /// How loaded a worker is now: what a control plane places a new session by.
@@ -256,9 +259,19 @@ pub enum Call {
     AllowSockets(Vec<String>),
     /// WebSockets the page holds open to origins the session's guard does not allow.
     ForeignSockets,
-    /// Requests refused since the last time asked, by reason (the proxy's and the
-    /// outbound guard's).
+    /// Requests refused since the last time asked, by reason (the proxy's, the
+    /// outbound guard's and the effect rules').
     TakeBlocked,
+    /// Requests effect rules held that the control plane was not told of yet.
+    HeldEffects,
+    /// Release (`send`) or drop the held requests `ids`; answers once what released
+    /// ones brought has settled.
+    DecideEffects {
+        /// Which.
+        ids: Vec<u64>,
+        /// Release them; else drop them.
+        send: bool,
+    },
     /// For each URL, why the proxy lately refused, or could not carry out, a
     /// request to its host and port, if it did.
     ProxyFailures(Vec<String>),
@@ -387,6 +400,8 @@ pub enum Reply {
     Sockets(Vec<String>),
     /// Refusals by reason.
     Blocked(BTreeMap<DenyReason, u64>),
+    /// Requests effect rules hold.
+    Held(Vec<HeldEffect>),
     /// Proxy failures, one per URL asked about.
     Failures(Vec<Option<String>>),
     /// Health.
@@ -454,6 +469,8 @@ impl Call {
             Call::AllowSockets(_) => "allow_sockets",
             Call::ForeignSockets => "foreign_sockets",
             Call::TakeBlocked => "take_blocked",
+            Call::HeldEffects => "held_effects",
+            Call::DecideEffects { .. } => "decide_effects",
             Call::ProxyFailures(_) => "proxy_failures",
             Call::Health => "health",
             Call::Stage { .. } => "stage",
@@ -501,6 +518,7 @@ impl Reply {
             Reply::Viewport(..) => "viewport",
             Reply::Sockets(_) => "sockets",
             Reply::Blocked(_) => "blocked",
+            Reply::Held(_) => "held",
             Reply::Failures(_) => "failures",
             Reply::Health { .. } => "health",
             Reply::Replaced(_) => "replaced",

@@ -51,7 +51,7 @@ pub(super) async fn attach_tabs(
                     // paused like the pages' when they are inspected.
                     let conn = chromium.conn.clone();
                     let (requests, notices) = (hooks.requests.clone(), hooks.guard.clone());
-                    if requests.inspects_all() {
+                    if requests.pauses_all() {
                         tokio::spawn(watch_worker(conn, session_id, requests, notices));
                     } else {
                         requests.unwatched_worker(session_id.clone());

@@ -10,9 +10,22 @@ impl Session {
         let _op = self.begin().await;
         let tab = self.page().await?;
         let timeout = self.options.navigation_timeout;
-        let reply = tab
-            .call("Page.navigate", json!({ "url": url }), timeout)
-            .await?;
+        let held = tab.state.read(|s| s.effects_held);
+        // Chromium answers a navigation once its request has gone; an effect rule
+        // holding that request would hold the answer until it is decided.
+        let navigate = tab.call("Page.navigate", json!({ "url": url }), timeout);
+        tokio::pin!(navigate);
+        let reply = tokio::select! {
+            reply = &mut navigate => reply?,
+            _ = tab.state.wait(timeout, |s| s.effects_held != held) => {
+                if tab.state.read(|s| s.effects_held != held) {
+                    return Ok(self.outcome(&tab, false).await);
+                }
+                // The wait ended for a dialog, a crash or its time: the navigation's
+                // own answer says what happened.
+                (&mut navigate).await?
+            }
+        };
         if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
             return Err(Error::NavigationFailed {
                 url: ellipsize(url, 200),
@@ -191,11 +204,18 @@ impl Session {
         };
         let deadline = tokio::time::Instant::now() + REQUESTS_SETTLE.min(self.budget());
         loop {
-            let (requests, navigations) = tab.state.read(|s| (s.nav_requests, s.navigations));
+            let (requests, navigations, held) = tab
+                .state
+                .read(|s| (s.nav_requests, s.navigations, s.effects_held));
+            // What the input caused waits for a human: the action answers now.
+            if held != before.effects_held {
+                return false;
+            }
             if requests != before.nav_requests || navigations != before.navigations {
                 tab.state
                     .wait(self.options.navigation_timeout, |s| {
                         !s.loading
+                            || s.effects_held != before.effects_held
                             || (s.navigations > before.navigations && s.lifecycle.contains("load"))
                     })
                     .await;
@@ -236,7 +256,15 @@ impl Session {
         script: &str,
         before: Before,
     ) -> Option<Option<bool>> {
-        let reply = tokio::time::timeout(PROBE_CAP, tab.eval(frame, script, true, PROBE_CAP)).await;
+        let eval = tokio::time::timeout(PROBE_CAP, tab.eval(frame, script, true, PROBE_CAP));
+        tokio::pin!(eval);
+        let reply = tokio::select! {
+            reply = &mut eval => reply,
+            // An effect rule holds the page's navigation: Chromium runs none of the
+            // page's scripts until it is decided, so the probe would only time out
+            // (and mark the tab unresponsive).
+            true = tab.state.wait(PROBE_CAP, |s| s.navigations_held > 0) => return Some(None),
+        };
         let value = match reply {
             Ok(Ok(value)) => value,
             Ok(Err(_)) => {
@@ -278,12 +306,23 @@ impl Session {
     }
 
     pub(super) fn nav_counters(tab: &Tab) -> Before {
-        let (nav_requests, navigations) = tab.state.read(|s| (s.nav_requests, s.navigations));
+        let (nav_requests, navigations, effects_held) = tab
+            .state
+            .read(|s| (s.nav_requests, s.navigations, s.effects_held));
         Before {
             nav_requests,
             navigations,
+            effects_held,
             requests: tab.state.requests_started(),
         }
+    }
+
+    /// After a held request was released: its answer (beyond the first `after`
+    /// requests), then a frame and a task for the handlers waiting on it.
+    pub(crate) async fn settle_released(&self, tab: &Tab, after: u64) {
+        let deadline = tokio::time::Instant::now() + REQUESTS_SETTLE.min(self.budget());
+        self.requests_end(tab, after, deadline).await;
+        let _ = tokio::time::timeout(PROBE_CAP, tab.eval(0, FRAME_AND_TASK, true, PROBE_CAP)).await;
     }
 }
 
@@ -293,6 +332,7 @@ impl Session {
 pub(super) struct Before {
     pub(super) nav_requests: u64,
     pub(super) navigations: u64,
+    effects_held: u64,
     requests: u64,
 }
 

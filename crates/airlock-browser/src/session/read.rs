@@ -125,6 +125,11 @@ impl Session {
     pub async fn changes(&self) -> Result<Option<String>> {
         let _op = self.begin().await;
         let tab = self.page().await?;
+        // While an effect rule holds the page's navigation, Chromium runs none of its
+        // scripts: the page has not changed, and asking would wait out the budget.
+        if tab.state.read(|s| s.navigations_held > 0) {
+            return Ok(None);
+        }
         let url = tab.state.read(|s| s.url.clone());
         tab.state.with(|s| s.walk_truncated = None);
         // Only what changed since the last walk is walked again; a page that reads

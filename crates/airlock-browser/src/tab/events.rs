@@ -276,10 +276,11 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             state.with(|s| s.worlds.retain(|(_, f), _| f != &id));
         }
         "Fetch.requestPaused" => {
-            if let Some(why) = state.requests.on_paused(conn, session, &state.guard, p) {
-                let id = p["networkId"].as_str().unwrap_or_default();
-                state.network_refused(id, &why);
-            }
+            let target = Some(state.target_id.as_str());
+            let paused = state
+                .requests
+                .on_paused(conn, session, &state.guard, p, target);
+            state.on_pause(p, paused);
         }
         "Network.requestWillBeSent"
         | "Network.responseReceived"
@@ -376,7 +377,7 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                 state.with(|s| s.frame_sessions.insert(frame_id, child.clone()));
                 let state = state.clone();
                 tokio::spawn(async move { watch_child(conn, child, state).await });
-            } else if state.requests.inspects_all() {
+            } else if state.requests.pauses_all() {
                 // A worker, waiting for its requests to be paused.
                 let (requests, notices) = (state.requests.clone(), state.guard.clone());
                 tokio::spawn(watch_worker(conn, child, requests, notices));
@@ -544,7 +545,7 @@ async fn expire_dialog(conn: &Connection, session: &str, state: &TabState, id: u
 async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
     let mut events = conn.subscribe(Some(&child));
     let timeout = Duration::from_secs(5);
-    let inspects = state.requests.inspects_all();
+    let inspects = state.requests.pauses_all();
     let _ = conn
         .call(
             Some(&child),
@@ -578,6 +579,8 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
         for (method, params) in inspecting() {
             let _ = conn.call(Some(&child), method, params, timeout).await;
         }
+    }
+    if state.requests.inspects_all() {
         let _ = conn
             .call(
                 Some(&child),
@@ -595,10 +598,11 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
             }
             "Fetch.requestPaused" => {
                 let p = &event.params;
-                if let Some(why) = state.requests.on_paused(&conn, &child, &state.guard, p) {
-                    let id = p["networkId"].as_str().unwrap_or_default();
-                    state.network_refused(id, &why);
-                }
+                let target = Some(state.target_id.as_str());
+                let paused = state
+                    .requests
+                    .on_paused(&conn, &child, &state.guard, p, target);
+                state.on_pause(p, paused);
             }
             "Network.requestWillBeSent"
             | "Network.responseReceived"

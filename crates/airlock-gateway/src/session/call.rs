@@ -69,6 +69,9 @@ pub struct CallContext {
     /// What the data-flow stage holds the call for, if anything (the risk gate asks
     /// a human, unless a rule refuses the call).
     pub(crate) flow: Option<super::flow::FlowVerdict>,
+    /// What the requests an effect rule held after the call acted carry, in words
+    /// (the approval card shows it).
+    pub(crate) effect: Option<String>,
     /// When the call arrived.
     pub started: Instant,
 }
@@ -225,6 +228,7 @@ impl AgentSession {
             task,
             flagged,
             flow: None,
+            effect: None,
             started: Instant::now(),
         };
         let args = call.audit_args();
@@ -298,6 +302,10 @@ impl AgentSession {
         let held = lease.held.clone();
         held.recorder.call_started();
         *held_out = Some(held.clone());
+        // What an effect rule's approval shows of the call, taken before the call
+        // goes to the browser.
+        let effect_args =
+            (!self.inner.config.rules.effects().is_empty()).then(|| call.audit_args());
         let acted = match self.resolve_then_flow(context, &held, &mut call).await {
             Ok(()) => match self.gate(context, &held, &call).await {
                 Ok(()) if acts => match self.timed_intent(context, &held, &call).await {
@@ -315,6 +323,22 @@ impl AgentSession {
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
+        };
+        // The requests an effect rule holds wait for a human now, before the result.
+        let acted = match (acted, effect_args) {
+            (Ok(mut out), Some(args)) => match self.hold_effects(context, &held, args).await {
+                super::effects::Effected::None => Ok(out),
+                super::effects::Effected::Sent(note) => {
+                    out.push_note(&note);
+                    Ok(out)
+                }
+                super::effects::Effected::Refused(error, note) => {
+                    let mut out = self.failure(context, *error);
+                    out.push_note(&note);
+                    Ok(out)
+                }
+            },
+            (acted, _) => acted,
         };
         let mut out = match acted {
             Ok(out) => out,

@@ -117,19 +117,24 @@ impl AgentSession {
                             .to_owned(),
                     });
                 };
-                self.await_approval(context, held, call, store, config.approval_timeout)
+                let ask = Ask {
+                    args: call.audit_args(),
+                    effect: false,
+                    screenshot: true,
+                };
+                self.await_approval(context, held, ask, store, config.approval_timeout)
                     .await
             }
         }
     }
 
     // Records the approval request, waits for its decision, and on approval checks
-    // that the element approved is still the one on the page.
-    async fn await_approval(
+    // that the element approved is still the one on the page (for a call not yet run).
+    pub(super) async fn await_approval(
         &self,
         context: &mut CallContext,
         held: &Held,
-        call: &ToolCall,
+        ask: Ask,
         store: &Store,
         timeout: Duration,
     ) -> Result<()> {
@@ -145,7 +150,7 @@ impl AgentSession {
             .unwrap_or_default();
         let risk = context.gate.as_ref().map_or("", |g| g.risk);
         let redact = |text: &str| held.loaded.redact(text);
-        let mut args = serde_json::Value::Object(call.audit_args());
+        let mut args = serde_json::Value::Object(ask.args);
         redact_strings(&mut args, &redact);
         let target = context.target.as_ref().map(|t| {
             let mut value = serde_json::json!({
@@ -158,19 +163,26 @@ impl AgentSession {
         let binding = {
             use sha2::{Digest, Sha256};
             let mut h = Sha256::new();
+            // A held request is bound too: its approval releases that request alone.
+            let effect = context.effect.as_deref().filter(|_| ask.effect);
             for part in [
                 session.as_deref().unwrap_or_default(),
                 &context.principal.caller(),
                 &args.to_string(),
                 target.as_deref().unwrap_or_default(),
+                effect.unwrap_or_default(),
             ] {
                 h.update(part.as_bytes());
                 h.update([0u8]);
             }
             h.finalize().to_vec()
         };
-        // The client's asker, when the gateway allows in-client approval.
-        let asker = self.in_client_asker(context);
+        // The client's asker, when the gateway allows in-client approval. A held
+        // request waits paused in the page: a client that would answer in a retry
+        // (which runs the call again) is not asked about it.
+        let asker = self
+            .in_client_asker(context)
+            .filter(|a| !(ask.effect && a.0.defers()));
         // A stateless client's retry answers the approval its first try opened: that
         // record, if it is for exactly this call, and not one of its own.
         let resumed = match asker.as_ref().and_then(|a| a.0.resumes()) {
@@ -194,7 +206,9 @@ impl AgentSession {
                     .await
                     .ok()
                     .and_then(|tabs| tabs.into_iter().find(|t| t.active));
-                let screenshot = held
+                let screenshot = match ask.screenshot {
+                    false => None,
+                    true => held
                     .session
                     .screenshot(&ScreenshotOptions {
                         format: ImageFormat::Jpeg { quality: 80 },
@@ -206,7 +220,8 @@ impl AgentSession {
                     .inspect_err(
                         |e| tracing::warn!(error = %e, "no screenshot for the approval request"),
                     )
-                    .ok();
+                    .ok(),
+                };
                 let shot_hash = screenshot.as_ref().map(|s| {
                     use sha2::{Digest, Sha256};
                     Sha256::digest(&s.data).encode_hex::<String>()
@@ -376,8 +391,9 @@ impl AgentSession {
         if !first {
             return Err(Error::ApprovalUsed);
         }
-        // Still the same element: same node, role, name, frame and page.
-        if let Some(approved) = &context.target {
+        // Still the same element: same node, role, name, frame and page. (A held
+        // request's call has acted already: its element is history.)
+        if let Some(approved) = context.target.as_ref().filter(|_| !ask.effect) {
             let now = held
                 .session
                 .resolve(&approved.target)
@@ -429,6 +445,16 @@ impl AgentSession {
             tracing::error!(error = %e, approval.id = %id, "could not record an approval's decision");
         }
     }
+}
+
+/// What an approval is asked for: the call's arguments (as the record shows them),
+/// and whether it is for the requests an effect rule held after the call acted.
+pub(super) struct Ask {
+    pub(super) args: serde_json::Map<String, serde_json::Value>,
+    pub(super) effect: bool,
+    /// The card gets the viewport (not while the page's navigation is held: Chromium
+    /// paints nothing until it is decided).
+    pub(super) screenshot: bool,
 }
 
 /// How often a held call looks for its decision: a decision unblocks it within this.
@@ -543,6 +569,9 @@ fn approval_id() -> Result<String> {
 // Why a call is held beyond its rule's name: what the data-flow stage found, or the
 // words of its model's safety check.
 fn held_for(context: &CallContext) -> Option<String> {
+    if let Some(effect) = &context.effect {
+        return Some(effect.clone());
+    }
     match (&context.flow, &context.flagged) {
         (Some(flow), _) if context.gate.as_ref().is_some_and(|g| g.rule == flow.rule) => {
             Some(flow.detail.clone())

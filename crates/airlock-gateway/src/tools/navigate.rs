@@ -109,7 +109,7 @@ pub(super) async fn run(cx: Cx<'_>, call: Navigation) -> Result<ToolOutput> {
             }
             // A new document: the whole (capped) snapshot says more than a diff.
             let mut text = header(&outcome, fence, surface, None);
-            if holds_page(&outcome) {
+            if holds_page(&outcome) || outcome.navigation_held {
                 return Ok(ToolOutput::text(text.trim_end()).read_on(&outcome.url));
             }
             let options = match view {

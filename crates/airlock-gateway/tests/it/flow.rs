@@ -26,9 +26,9 @@ use crate::{click_button, navigate};
 const ACCOUNT: &str = "ACCT-4417-2290-8812";
 
 /// The partner site: serves a search page and a form, and records the request line
-/// and body of every request it gets.
-struct Partner {
-    port: u16,
+/// and body of every request it gets (a counting listener for other tests too).
+pub(crate) struct Partner {
+    pub(crate) port: u16,
     requests: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -40,7 +40,7 @@ impl Drop for Partner {
 }
 
 impl Partner {
-    async fn start() -> Partner {
+    pub(crate) async fn start() -> Partner {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -89,7 +89,7 @@ impl Partner {
                         _ => "<title>Partner</title><p>ok</p>",
                     };
                     let response = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\naccess-control-allow-origin: *\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
                         page.len()
                     );
                     let _ = stream.write_all(response.as_bytes()).await;
@@ -103,15 +103,15 @@ impl Partner {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn requests(&self) -> Vec<String> {
+    pub(crate) fn requests(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
     }
 }

@@ -96,6 +96,7 @@ async fn open(
             policy,
             injection: None,
             secrets: SecretSet::default(),
+            effects: Default::default(),
         })
         .await
         .unwrap();
@@ -310,6 +311,7 @@ async fn a_session_streams_its_frames_when_the_page_paints_and_its_events_as_the
                     }],
                     sockets: vec![],
                 },
+                effects: Default::default(),
             })
             .await
             .unwrap();
@@ -587,6 +589,7 @@ async fn open_on(host: &RemoteHost) -> airlock_browser::Result<airlock_worker::R
         policy: Policy::deny_all(),
         injection: None,
         secrets: SecretSet::default(),
+        effects: Default::default(),
     })
     .await
 }
@@ -685,6 +688,7 @@ async fn a_stopping_worker_takes_no_new_session_and_serves_the_ones_it_holds_unt
                 policy: Policy::deny_all(),
                 injection: None,
                 secrets: SecretSet::default(),
+                effects: Default::default(),
             })
             .await
             .unwrap();
@@ -735,6 +739,7 @@ async fn a_new_session_goes_to_the_worker_with_the_most_room_and_a_worker_says_i
             policy: Policy::deny_all(),
             injection: None,
             secrets: SecretSet::default(),
+            effects: Default::default(),
         };
         // B has room for three, A for one: the next two go to B, whatever the turn.
         let b_at = b.path.display().to_string();

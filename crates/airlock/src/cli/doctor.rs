@@ -259,6 +259,7 @@ async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
         policy: airlock_policy::Policy::deny_all(),
         injection: None,
         secrets: airlock_worker::SecretSet::default(),
+        effects: Default::default(),
     };
     match host.open(spec).await {
         Ok(session) => {

@@ -231,6 +231,7 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
                     policy: h.site.policy(),
                     injection: None,
                     secrets: airlock_worker::SecretSet::default(),
+                    effects: Default::default(),
                 })
                 .await
                 .unwrap();

@@ -1,0 +1,218 @@
+//! Requests held by an effect rule: a request a page is about to send that one of the
+//! operator's effect rules ([`airlock_risk::Effects`]) holds stays paused in
+//! Chromium (`Fetch.requestPaused`, unanswered) until someone decides it: released
+//! as the page made it, or dropped (it fails in the page as an aborted request).
+//!
+//! The action during which it was held does not wait for it: the tab marks it as
+//! held, so the action's settle neither waits for its answer nor for the load of a
+//! navigation it is (a form's submit), and answers at once. The gateway then learns
+//! of it ([`Session::take_held_effects`](crate::Session::take_held_effects)), asks a human, and decides it
+//! ([`Session::decide_effects`](crate::Session::decide_effects)), which waits for what the released request brings
+//! as an action's settle would.
+
+use std::sync::{Arc, Mutex};
+
+use airlock_core::Redact;
+use airlock_core::sync::lock;
+use airlock_core::text::ellipsize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cdp::Connection;
+use crate::outbound::Pause;
+use crate::tab::TabState;
+
+/// A request an effect rule holds, as the person deciding it is shown it. Strings
+/// are the page's, passed through the session's redactor, and cut.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldEffect {
+    /// The session's number for it (what
+    /// [`Session::decide_effects`](crate::Session::decide_effects) takes).
+    pub id: u64,
+    /// The rule that holds it.
+    pub rule: String,
+    /// The rule's risk.
+    pub risk: airlock_risk::Risk,
+    /// Which of the rule's conditions held.
+    pub why: String,
+    /// `POST`, …
+    pub method: String,
+    /// Where it goes.
+    pub url: String,
+    /// What it carries, `name`/`value` (query, then body), at most [`FIELDS_SHOWN`].
+    pub fields: Vec<(String, String)>,
+    /// It is a document's request (a form's submit, a navigation): released, the
+    /// page moves.
+    pub navigation: bool,
+}
+
+/// Most fields shown of one request, and the longest value shown.
+pub const FIELDS_SHOWN: usize = 16;
+const VALUE_CHARS: usize = 80;
+/// Longest URL shown.
+const URL_CHARS: usize = 300;
+/// Most requests held at once in a session: past it, a matching request is dropped
+/// (a page must not pile up paused requests).
+const MAX_HELD: usize = 32;
+
+/// One held request: what decides it needs.
+pub(crate) struct Hold {
+    pub(crate) effect: HeldEffect,
+    pub(crate) conn: Connection,
+    /// The CDP session it was paused in.
+    pub(crate) session: String,
+    pub(crate) request_id: String,
+    pub(crate) network_id: String,
+    /// The tab whose page (or frame) sent it (`None`: a worker's).
+    pub(crate) tab: Option<String>,
+    /// What `Fetch.continueRequest` is sent (the injected headers already in).
+    pub(crate) release: Value,
+    reported: bool,
+}
+
+/// A session's held requests.
+#[derive(Clone, Default)]
+pub(crate) struct Holds {
+    inner: Arc<Mutex<HoldsInner>>,
+}
+
+#[derive(Default)]
+struct HoldsInner {
+    next: u64,
+    held: Vec<Hold>,
+}
+
+/// What [`Holds::hold`] is given of a paused request.
+pub(crate) struct Paused<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) session: &'a str,
+    pub(crate) params: &'a Value,
+    pub(crate) tab: Option<&'a str>,
+    pub(crate) release: Value,
+}
+
+impl Holds {
+    /// Keeps `paused` unanswered under `verdict`; `false` when the session holds too
+    /// many already (the caller drops it).
+    pub(crate) fn hold(
+        &self,
+        paused: Paused<'_>,
+        verdict: &airlock_risk::EffectVerdict,
+        fields: &airlock_risk::Fields,
+        redactor: &dyn Redact,
+    ) -> bool {
+        let mut inner = lock(&self.inner);
+        if inner.held.len() >= MAX_HELD {
+            return false;
+        }
+        inner.next += 1;
+        let request = &paused.params["request"];
+        let shown = |text: &str, cut: usize| ellipsize(&redactor.redact(text), cut);
+        let effect = HeldEffect {
+            id: inner.next,
+            rule: verdict.rule.clone(),
+            risk: verdict.risk,
+            why: verdict.why.clone(),
+            method: shown(request["method"].as_str().unwrap_or("GET"), 16),
+            url: shown(request["url"].as_str().unwrap_or_default(), URL_CHARS),
+            fields: fields
+                .pairs
+                .iter()
+                .take(FIELDS_SHOWN)
+                .map(|(k, v)| (shown(k, VALUE_CHARS), shown(v, VALUE_CHARS)))
+                .collect(),
+            navigation: paused.params["resourceType"].as_str() == Some("Document"),
+        };
+        inner.held.push(Hold {
+            effect,
+            conn: paused.conn.clone(),
+            session: paused.session.to_owned(),
+            request_id: paused.params["requestId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            network_id: paused.params["networkId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            tab: paused.tab.map(str::to_owned),
+            release: paused.release,
+            reported: false,
+        });
+        true
+    }
+
+    /// The held requests no one was told of yet; told of now.
+    pub(crate) fn take_new(&self) -> Vec<HeldEffect> {
+        let mut inner = lock(&self.inner);
+        inner
+            .held
+            .iter_mut()
+            .filter_map(|h| (!std::mem::replace(&mut h.reported, true)).then(|| h.effect.clone()))
+            .collect()
+    }
+
+    /// Takes the held requests numbered in `ids` out of the hold.
+    pub(crate) fn remove(&self, ids: &[u64]) -> Vec<Hold> {
+        let mut inner = lock(&self.inner);
+        let (taken, kept) = std::mem::take(&mut inner.held)
+            .into_iter()
+            .partition(|h| ids.contains(&h.effect.id));
+        inner.held = kept;
+        taken
+    }
+}
+
+impl TabState {
+    /// Marks a paused request of the tab as what became of it.
+    pub(crate) fn on_pause(&self, params: &Value, pause: Pause) {
+        let id = params["networkId"].as_str().unwrap_or_default();
+        match pause {
+            Pause::Sent => {}
+            Pause::Refused(why) => self.network_refused(id, &why),
+            Pause::Held => {
+                if params["resourceType"].as_str() == Some("Document") {
+                    self.with(|s| s.navigations_held += 1);
+                }
+                self.network_held(id);
+            }
+        }
+    }
+
+    /// The request `network_id` is held: the tab's settles no longer wait for it,
+    /// and an action in progress answers now.
+    pub(crate) fn network_held(&self, network_id: &str) {
+        {
+            let mut network = self.network.lock().unwrap_or_else(|p| p.into_inner());
+            network.held.insert(network_id.to_owned());
+            if network.in_flight.remove(network_id).is_some() {
+                self.requests_ended.send_modify(|n| *n += 1);
+            }
+        }
+        self.with(|s| s.effects_held += 1);
+    }
+
+    /// The held request `network_id` goes on: in flight again, as a request started
+    /// now. Returns the count of requests started before it (what a settle waits
+    /// beyond).
+    pub(crate) fn network_released(&self, network_id: &str) -> u64 {
+        let mut network = self.network.lock().unwrap_or_else(|p| p.into_inner());
+        network.held.remove(network_id);
+        let before = network.started;
+        network.started += 1;
+        let seq = network.started;
+        network.in_flight.insert(network_id.to_owned(), seq);
+        before
+    }
+
+    /// A dropped request is forgotten.
+    pub(crate) fn network_dropped(&self, network_id: &str) {
+        let mut network = self.network.lock().unwrap_or_else(|p| p.into_inner());
+        network.held.remove(network_id);
+    }
+
+    /// A held navigation request was decided.
+    pub(crate) fn navigation_decided(&self) {
+        self.with(|s| s.navigations_held = s.navigations_held.saturating_sub(1));
+    }
+}

@@ -1,0 +1,95 @@
+//! Deciding the requests an effect rule holds (see `crate::effects`): telling the
+//! gateway of them, and releasing or dropping each as a human decided.
+
+use super::*;
+use crate::effects::HeldEffect;
+
+impl Session {
+    /// The requests effect rules held since the last time asked (a request held
+    /// between calls is told to the next one).
+    pub fn take_held_effects(&self) -> Vec<HeldEffect> {
+        self.requests.holds.take_new()
+    }
+
+    /// How many requests effect rules refused since the last time asked.
+    pub fn take_refused_effects(&self) -> u64 {
+        self.requests
+            .effects_refused
+            .swap(0, std::sync::atomic::Ordering::AcqRel)
+    }
+
+    /// Decides the held requests `ids`: `send` releases them as the page made them,
+    /// and waits for what they bring (a navigation to its load, an answer to its
+    /// end and the page's reaction); else each fails in the page as aborted. Ids not
+    /// held (decided already, or never) are ignored.
+    pub async fn decide_effects(&self, ids: &[u64], send: bool) {
+        let holds = self.requests.holds.remove(ids);
+        let mut waits = Vec::new();
+        for hold in holds {
+            let tab = match &hold.tab {
+                Some(target) => self.tab_by_target(target),
+                None => None,
+            };
+            let (method, params) = if send {
+                ("Fetch.continueRequest", hold.release.clone())
+            } else {
+                (
+                    "Fetch.failRequest",
+                    json!({ "requestId": hold.request_id, "errorReason": "Aborted" }),
+                )
+            };
+            if hold.effect.navigation
+                && let Some(tab) = &tab
+            {
+                tab.state.navigation_decided();
+            }
+            let before = tab.as_ref().map(|tab| {
+                let navigations = tab.state.read(|s| s.navigations);
+                let requests = if send {
+                    tab.state.network_released(&hold.network_id)
+                } else {
+                    tab.state.network_dropped(&hold.network_id);
+                    0
+                };
+                (navigations, requests)
+            });
+            if let Err(e) = hold
+                .conn
+                .call(Some(&hold.session), method, params, Duration::from_secs(5))
+                .await
+            {
+                // The page or Chromium ended it meanwhile (a navigation replaced it).
+                tracing::warn!(error = %e, method, "a held request could not be decided");
+            }
+            if let (true, Some(tab), Some(before)) = (send, tab, before) {
+                waits.push((tab, before, hold.effect.navigation));
+            }
+        }
+        for (tab, (navigations, requests), navigation) in waits {
+            self.after_release(&tab, navigations, requests, navigation)
+                .await;
+        }
+    }
+
+    // What a released request brings: its navigation's load, or its answer and a
+    // frame and a task for the page's handlers.
+    async fn after_release(&self, tab: &Tab, navigations: u64, requests: u64, navigation: bool) {
+        if navigation {
+            tab.state
+                .wait(self.options.navigation_timeout, |s| {
+                    s.navigations > navigations && s.lifecycle.contains("load")
+                })
+                .await;
+            return;
+        }
+        self.settle_released(tab, requests).await;
+    }
+
+    fn tab_by_target(&self, target: &str) -> Option<Arc<Tab>> {
+        lock(&self.registry)
+            .tabs
+            .iter()
+            .find(|t| t.target_id == target)
+            .cloned()
+    }
+}

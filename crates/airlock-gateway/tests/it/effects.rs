@@ -1,0 +1,306 @@
+//! Effect rules against real pages: a button named "Show details" whose handler
+//! POSTs a transfer, and a memo field whose Enter submits a payment form, are held
+//! by a rule on the request they cause (method, URL, fields), not on their names.
+//! A counting listener (the payment server) shows the request arrives only after a
+//! human approves it, and never after a denial.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use airlock_browser::Target;
+use airlock_core::ErrorCode;
+use airlock_gateway::{
+    AgentSession, Gateway, GatewayConfig, Interaction, Reading, ToolCall, ToolOutput,
+};
+use airlock_policy::{Policy, PolicyConfig};
+use airlock_risk::{ApprovalsConfig, Rules};
+use airlock_test_support::{Harness, with_browser};
+use airlock_vault::Store;
+
+use crate::approvals::{now_ms, pending};
+use crate::flow::Partner;
+use crate::{click_button, navigate};
+
+/// Transfers of any amount to any account wait for a human.
+const PAYMENTS: &str = r#"
+[[rules]]
+name = "payments"
+request_method = ["POST"]
+request_url = '/transfer(\?|$)'
+request_fields = ["amount", "iban"]
+risk = "critical"
+action = "approve"
+"#;
+
+fn rules(text: &str) -> Rules {
+    let approvals: ApprovalsConfig = toml::from_str(text).unwrap();
+    Rules::from_config(&approvals).unwrap()
+}
+
+async fn gateway(h: &Harness, payee: &Partner, rules: Rules, store: Option<Store>) -> Arc<Gateway> {
+    let mut policy: PolicyConfig = h.site.policy_config();
+    policy
+        .allow_private
+        .push(format!("127.0.0.1:{}", payee.port));
+    Gateway::new(
+        h.host().await,
+        GatewayConfig {
+            policy: Policy::from_config(&policy).unwrap(),
+            store,
+            rules,
+            approval_timeout: Duration::from_secs(30),
+            ..GatewayConfig::default()
+        },
+    )
+}
+
+fn spawn_call(agent: &Arc<AgentSession>, call: ToolCall) -> tokio::task::JoinHandle<ToolOutput> {
+    let agent = agent.clone();
+    tokio::spawn(async move { agent.call(call).await })
+}
+
+fn account(h: &Harness, payee: &Partner) -> ToolCall {
+    navigate(
+        h.site
+            .url(&format!("effects/account.html?to={}", payee.origin())),
+    )
+}
+
+fn transfers(payee: &Partner) -> Vec<String> {
+    payee
+        .requests()
+        .into_iter()
+        .filter(|r| r.contains("/transfer"))
+        .collect()
+}
+
+async fn page_text(agent: &AgentSession) -> String {
+    agent
+        .call(ToolCall::Read(Reading::Snapshot(
+            airlock_browser::SnapshotOptions::default(),
+        )))
+        .await
+        .text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_harmless_button_whose_handler_posts_a_transfer_is_held_and_sent_only_once_approved() {
+    with_browser(|h| async move {
+        let payee = Partner::start().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let gateway = gateway(&h, &payee, rules(PAYMENTS), Some(store.clone())).await;
+        let agent = Arc::new(gateway.agent_session());
+        let out = agent.call(account(&h, &payee)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+
+        // Held: the card says what would be sent where, and nothing arrives.
+        let call = spawn_call(&agent, click_button("Show details"));
+        let approval = pending(&store).await;
+        assert_eq!(approval.rule, "payments");
+        assert_eq!(approval.risk, "critical");
+        let detail = approval.detail.clone().unwrap_or_default();
+        for part in [
+            "browser_click caused POST",
+            &payee.url("/transfer"),
+            "amount=5000",
+            "iban=DE89370400440532013000",
+        ] {
+            assert!(detail.contains(part), "{part:?} in {detail}");
+        }
+        assert_eq!(transfers(&payee), Vec::<String>::new());
+        store
+            .decide_approval(&approval.id, false, "test:alice", None, now_ms())
+            .await
+            .unwrap();
+        let out = call.await.unwrap();
+        assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{}", out.text);
+        assert!(out.text.contains("not sent"), "{}", out.text);
+        // Dropped, not delayed: the page saw its request fail, and later calls do not
+        // send it either.
+        let text = page_text(&agent).await;
+        assert!(text.contains("failed"), "{text}");
+        assert_eq!(transfers(&payee), Vec::<String>::new());
+
+        // Approved: the request arrives once, and the page's reaction is reported.
+        let call = spawn_call(&agent, click_button("Show details"));
+        let approval = pending(&store).await;
+        assert_eq!(transfers(&payee), Vec::<String>::new());
+        store
+            .decide_approval(&approval.id, true, "test:alice", None, now_ms())
+            .await
+            .unwrap();
+        let out = call.await.unwrap();
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            out.text.contains("sent after test:alice approved"),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("sent 200"), "{}", out.text);
+        let sent = transfers(&payee);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(
+            sent[0].starts_with("POST /transfer") && sent[0].contains("amount=5000"),
+            "{sent:?}"
+        );
+
+        // Both requests and decisions are on the record with the rule and the detail.
+        let events = store.audit_events(0, 1_000).await.unwrap();
+        let requested: Vec<serde_json::Value> = events
+            .iter()
+            .map(|e| serde_json::from_str::<serde_json::Value>(&e.body).unwrap())
+            .filter(|e| e["kind"] == "approval_requested")
+            .collect();
+        assert_eq!(requested.len(), 2, "{requested:?}");
+        assert!(
+            requested.iter().all(|e| e["rule"] == "payments"
+                && e["detail"].as_str().unwrap().contains("amount=5000")),
+            "{requested:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enter_in_a_field_that_submits_a_payment_form_is_held_before_the_page_moves() {
+    with_browser(|h| async move {
+        let payee = Partner::start().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let gateway = gateway(&h, &payee, rules(PAYMENTS), Some(store.clone())).await;
+        let agent = Arc::new(gateway.agent_session());
+        agent.call(account(&h, &payee)).await;
+        let memo = || {
+            ToolCall::Interact(Interaction::Type {
+                target: Target::Role {
+                    role: "textbox".into(),
+                    name: Some("Memo".into()),
+                    index: None,
+                },
+                text: "rent".into(),
+                clear_first: true,
+                submit: true,
+            })
+        };
+
+        let call = spawn_call(&agent, memo());
+        let approval = pending(&store).await;
+        let detail = approval.detail.clone().unwrap_or_default();
+        assert!(
+            detail.contains("amount=7000") && detail.contains("the page moves"),
+            "{detail}"
+        );
+        store
+            .decide_approval(&approval.id, false, "test:alice", None, now_ms())
+            .await
+            .unwrap();
+        let out = call.await.unwrap();
+        assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{}", out.text);
+        assert_eq!(transfers(&payee), Vec::<String>::new());
+        let text = page_text(&agent).await;
+        assert!(text.contains("Your account"), "the page stayed: {text}");
+
+        let call = spawn_call(&agent, memo());
+        let approval = pending(&store).await;
+        store
+            .decide_approval(&approval.id, true, "test:alice", None, now_ms())
+            .await
+            .unwrap();
+        let out = call.await.unwrap();
+        assert_eq!(out.error, None, "{}", out.text);
+        let sent = transfers(&payee);
+        assert_eq!(sent.len(), 1, "{sent:?} {}", out.text);
+        assert!(
+            sent[0].contains("amount=7000") && sent[0].contains("memo=rent"),
+            "{sent:?}"
+        );
+        let text = page_text(&agent).await;
+        assert!(text.contains("ok"), "the page moved to the payee: {text}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_rule_the_click_posts_at_once_and_a_deny_rule_refuses_it_unasked() {
+    with_browser(|h| async move {
+        // No effect rule: the same click sends the transfer with nobody asked, so
+        // the holds above are the rule's doing.
+        let payee = Partner::start().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let free = gateway(
+            &h,
+            &payee,
+            Rules::from_config(&ApprovalsConfig::default()).unwrap(),
+            Some(store.clone()),
+        )
+        .await;
+        let agent = free.agent_session();
+        agent.call(account(&h, &payee)).await;
+        let out = agent.call(click_button("Show details")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("sent 200"), "{}", out.text);
+        assert_eq!(transfers(&payee).len(), 1);
+        assert!(store.approvals(None, None).await.unwrap().is_empty());
+
+        // A deny rule drops it in the browser; the result says what was refused.
+        let payee = Partner::start().await;
+        let deny = PAYMENTS.replace(
+            "action = \"approve\"",
+            "action = \"deny\"\nmessage = \"transfers are made by people\"",
+        );
+        let denying = gateway(&h, &payee, rules(&deny), Some(store.clone())).await;
+        let agent = denying.agent_session();
+        agent.call(account(&h, &payee)).await;
+        let out = agent.call(click_button("Show details")).await;
+        assert!(out.text.contains("failed"), "{}", out.text);
+        assert!(
+            out.text.contains("refused by an effect rule"),
+            "{}",
+            out.text
+        );
+        assert_eq!(transfers(&payee), Vec::<String>::new());
+        assert!(store.approvals(None, None).await.unwrap().is_empty());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_own_navigation_is_an_effect_too_held_until_decided() {
+    with_browser(|h| async move {
+        let payee = Partner::start().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let rule = PAYMENTS.replace("[\"POST\"]", "[\"GET\"]");
+        let gateway = gateway(&h, &payee, rules(&rule), Some(store.clone())).await;
+        let agent = Arc::new(gateway.agent_session());
+        let go = || navigate(payee.url("/transfer?amount=9000&iban=DE00123"));
+
+        let call = spawn_call(&agent, go());
+        let approval = pending(&store).await;
+        assert!(
+            approval
+                .detail
+                .as_deref()
+                .unwrap_or_default()
+                .contains("amount=9000"),
+            "{approval:?}"
+        );
+        store
+            .decide_approval(&approval.id, false, "test:alice", None, now_ms())
+            .await
+            .unwrap();
+        let out = call.await.unwrap();
+        assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{}", out.text);
+        assert_eq!(transfers(&payee), Vec::<String>::new());
+
+        let call = spawn_call(&agent, go());
+        let approval = pending(&store).await;
+        store
+            .decide_approval(&approval.id, true, "test:alice", None, now_ms())
+            .await
+            .unwrap();
+        let out = call.await.unwrap();
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(transfers(&payee).len(), 1, "{:?}", payee.requests());
+        assert!(out.text.contains("ok"), "the payee's page: {}", out.text);
+    })
+    .await;
+}
