@@ -3,8 +3,9 @@
 //! outside typed text, the policy on a navigation target) → enter the lease (opened
 //! lazily; its terms and hold) → resolve the target → data flow (`flow.rs`: origin
 //! sets, what the call would carry where) → risk and approval (`gate.rs`)
-//! → the intent on the audit record (`record.rs`) → act (`tools::execute`) → crash
-//! recovery → what egress refused meanwhile → redaction → the outcome on the audit
+//! → the intent on the audit record (`record.rs`) → act (`tools::execute`) → the
+//! requests an effect rule holds (`effects.rs`: approval, then released or dropped)
+//! → crash recovery → what egress refused meanwhile → redaction → the outcome on the audit
 //! record → finish (the one log line, then every [`CallObserver`]). Only entering the
 //! lease waits on a lock, and only on this agent's own; an approval waits on a
 //! person, holding none; the browser's work waits on the page.

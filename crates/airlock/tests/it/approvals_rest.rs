@@ -242,7 +242,9 @@ async fn the_person_at_the_agents_client_approves_when_the_operator_allows_it() 
     let config = fixture_config(
         tmp.path(),
         &site,
-        "[approvals]\ntimeout_secs = 3\nin_client = true\n",
+        // Long enough for the client to answer on a loaded machine; the dismissed case
+        // waits it out.
+        "[approvals]\ntimeout_secs = 10\nin_client = true\n",
     );
     let run = async |args: &[&str]| {
         let out = Command::new(python())

@@ -228,6 +228,40 @@ fn the_flow_sections_config_and_explain_line_are_true() {
     assert_eq!(out.status.code(), Some(2), "{said}");
 }
 
+// The effect rule in the README loads as written and holds what it says it holds.
+#[test]
+fn the_effect_rule_section_loads_and_holds_a_payment_request() {
+    let text = block("toml", "request_fields");
+    let env = std::collections::HashMap::<String, String>::new();
+    let config =
+        airlock_config::Config::load(Some((std::path::Path::new("README.md"), &text)), &env)
+            .unwrap();
+    let effects = config.approvals.rules.effects();
+    let request = |url, body: &'static str| airlock_risk::Request {
+        method: "POST",
+        url,
+        content_type: Some("application/json"),
+        body: Some(body.as_bytes()),
+        body_unseen: false,
+    };
+    let held = effects
+        .judge(&request(
+            "https://pay.example.com/v1/transfers",
+            r#"{"amount": 10, "to": {"iban": "DE89"}}"#,
+        ))
+        .unwrap();
+    assert_eq!(held.rule, "payments");
+    assert_eq!(held.action, airlock_risk::Action::Approve);
+    assert!(
+        effects
+            .judge(&request(
+                "https://pay.example.com/v1/transfers",
+                r#"{"amount": 10}"#
+            ))
+            .is_none()
+    );
+}
+
 // The task section's config loads as it is, and its call's arguments are ones
 // browser_run_task takes (the server's behaviour is the task suites').
 #[test]
