@@ -192,8 +192,8 @@ impl TabState {
         self.with(|s| s.effects_held += 1);
     }
 
-    /// The held request `network_id` goes on: in flight again, as a request started
-    /// now. Returns the count of requests started before it (what a settle waits
+    /// The held request `network_id` was decided: in flight again, as a request
+    /// started now, until it ends (answered, or failed as dropped). Returns the count of requests started before it (what a settle waits
     /// beyond).
     pub(crate) fn network_released(&self, network_id: &str) -> u64 {
         let mut network = self.network.lock().unwrap_or_else(|p| p.into_inner());

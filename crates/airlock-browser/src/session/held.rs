@@ -20,8 +20,9 @@ impl Session {
 
     /// Decides the held requests `ids`: `send` releases them as the page made them,
     /// and waits for what they bring (a navigation to its load, an answer to its
-    /// end and the page's reaction); else each fails in the page as aborted. Ids not
-    /// held (decided already, or never) are ignored.
+    /// end and the page's reaction); else each fails in the page as aborted (and the
+    /// page's handlers of the failure are waited for). Ids not held (decided
+    /// already, or never) are ignored.
     pub async fn decide_effects(&self, ids: &[u64], send: bool) {
         let holds = self.requests.holds.remove(ids);
         let mut waits = Vec::new();
@@ -43,9 +44,13 @@ impl Session {
             {
                 tab.state.navigation_decided();
             }
+            // A dropped navigation leaves the page as it was; a dropped request of
+            // the page is waited for like a released one (to its failure, then the
+            // page's handlers of it), so the result shows how the page took it.
+            let waited = send || !hold.effect.navigation;
             let before = tab.as_ref().map(|tab| {
                 let navigations = tab.state.read(|s| s.navigations);
-                let requests = if send {
+                let requests = if waited {
                     tab.state.network_released(&hold.network_id)
                 } else {
                     tab.state.network_dropped(&hold.network_id);
@@ -61,7 +66,7 @@ impl Session {
                 // The page or Chromium ended it meanwhile (a navigation replaced it).
                 tracing::warn!(error = %e, method, "a held request could not be decided");
             }
-            if let (true, Some(tab), Some(before)) = (send, tab, before) {
+            if let (true, Some(tab), Some(before)) = (waited, tab, before) {
                 waits.push((tab, before, hold.effect.navigation));
             }
         }

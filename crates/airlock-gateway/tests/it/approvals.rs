@@ -45,6 +45,26 @@ pub(crate) async fn pending(store: &Store) -> ApprovalRecord {
     panic!("no approval was asked for");
 }
 
+/// Runs `call` until it is held, lets `while_held` look at the pending approval (and
+/// the world meanwhile), decides it as `approve` (by `test:alice`), and returns the
+/// approval and the call's result.
+pub(crate) async fn held_then_decided(
+    agent: &Arc<AgentSession>,
+    store: &Store,
+    call: ToolCall,
+    approve: bool,
+    while_held: impl FnOnce(&ApprovalRecord),
+) -> (ApprovalRecord, ToolOutput) {
+    let running = held(agent, call);
+    let approval = pending(store).await;
+    while_held(&approval);
+    store
+        .decide_approval(&approval.id, approve, "test:alice", None, now_ms())
+        .await
+        .unwrap();
+    (approval, running.await.unwrap())
+}
+
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

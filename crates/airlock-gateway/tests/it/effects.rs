@@ -9,15 +9,14 @@ use std::time::Duration;
 
 use airlock_browser::Target;
 use airlock_core::ErrorCode;
-use airlock_gateway::{
-    AgentSession, Gateway, GatewayConfig, Interaction, Reading, ToolCall, ToolOutput,
-};
+use airlock_gateway::{AgentSession, Gateway, GatewayConfig, Interaction, Reading, ToolCall};
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_risk::{ApprovalsConfig, Rules};
+use airlock_store::ApprovalRecord;
 use airlock_test_support::{Harness, with_browser};
 use airlock_vault::Store;
 
-use crate::approvals::{now_ms, pending};
+use crate::approvals::held_then_decided;
 use crate::flow::Partner;
 use crate::{click_button, navigate};
 
@@ -52,11 +51,6 @@ async fn gateway(h: &Harness, payee: &Partner, rules: Rules, store: Option<Store
             ..GatewayConfig::default()
         },
     )
-}
-
-fn spawn_call(agent: &Arc<AgentSession>, call: ToolCall) -> tokio::task::JoinHandle<ToolOutput> {
-    let agent = agent.clone();
-    tokio::spawn(async move { agent.call(call).await })
 }
 
 fn account(h: &Harness, payee: &Partner) -> ToolCall {
@@ -94,8 +88,9 @@ async fn a_harmless_button_whose_handler_posts_a_transfer_is_held_and_sent_only_
         assert_eq!(out.error, None, "{}", out.text);
 
         // Held: the card says what would be sent where, and nothing arrives.
-        let call = spawn_call(&agent, click_button("Show details"));
-        let approval = pending(&store).await;
+        let nothing_sent = |_: &ApprovalRecord| assert_eq!(transfers(&payee), Vec::<String>::new());
+        let click = || click_button("Show details");
+        let (approval, out) = held_then_decided(&agent, &store, click(), false, nothing_sent).await;
         assert_eq!(approval.rule, "payments");
         assert_eq!(approval.risk, "critical");
         let detail = approval.detail.clone().unwrap_or_default();
@@ -107,12 +102,6 @@ async fn a_harmless_button_whose_handler_posts_a_transfer_is_held_and_sent_only_
         ] {
             assert!(detail.contains(part), "{part:?} in {detail}");
         }
-        assert_eq!(transfers(&payee), Vec::<String>::new());
-        store
-            .decide_approval(&approval.id, false, "test:alice", None, now_ms())
-            .await
-            .unwrap();
-        let out = call.await.unwrap();
         assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{}", out.text);
         assert!(out.text.contains("not sent"), "{}", out.text);
         // Dropped, not delayed: the page saw its request fail, and later calls do not
@@ -122,14 +111,7 @@ async fn a_harmless_button_whose_handler_posts_a_transfer_is_held_and_sent_only_
         assert_eq!(transfers(&payee), Vec::<String>::new());
 
         // Approved: the request arrives once, and the page's reaction is reported.
-        let call = spawn_call(&agent, click_button("Show details"));
-        let approval = pending(&store).await;
-        assert_eq!(transfers(&payee), Vec::<String>::new());
-        store
-            .decide_approval(&approval.id, true, "test:alice", None, now_ms())
-            .await
-            .unwrap();
-        let out = call.await.unwrap();
+        let (_, out) = held_then_decided(&agent, &store, click(), true, nothing_sent).await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(
             out.text.contains("sent after test:alice approved"),
@@ -182,30 +164,18 @@ async fn enter_in_a_field_that_submits_a_payment_form_is_held_before_the_page_mo
             })
         };
 
-        let call = spawn_call(&agent, memo());
-        let approval = pending(&store).await;
+        let (approval, out) = held_then_decided(&agent, &store, memo(), false, |_| {}).await;
         let detail = approval.detail.clone().unwrap_or_default();
         assert!(
             detail.contains("amount=7000") && detail.contains("the page moves"),
             "{detail}"
         );
-        store
-            .decide_approval(&approval.id, false, "test:alice", None, now_ms())
-            .await
-            .unwrap();
-        let out = call.await.unwrap();
         assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{}", out.text);
         assert_eq!(transfers(&payee), Vec::<String>::new());
         let text = page_text(&agent).await;
         assert!(text.contains("Your account"), "the page stayed: {text}");
 
-        let call = spawn_call(&agent, memo());
-        let approval = pending(&store).await;
-        store
-            .decide_approval(&approval.id, true, "test:alice", None, now_ms())
-            .await
-            .unwrap();
-        let out = call.await.unwrap();
+        let (_, out) = held_then_decided(&agent, &store, memo(), true, |_| {}).await;
         assert_eq!(out.error, None, "{}", out.text);
         let sent = transfers(&payee);
         assert_eq!(sent.len(), 1, "{sent:?} {}", out.text);
@@ -273,31 +243,13 @@ async fn the_agents_own_navigation_is_an_effect_too_held_until_decided() {
         let agent = Arc::new(gateway.agent_session());
         let go = || navigate(payee.url("/transfer?amount=9000&iban=DE00123"));
 
-        let call = spawn_call(&agent, go());
-        let approval = pending(&store).await;
-        assert!(
-            approval
-                .detail
-                .as_deref()
-                .unwrap_or_default()
-                .contains("amount=9000"),
-            "{approval:?}"
-        );
-        store
-            .decide_approval(&approval.id, false, "test:alice", None, now_ms())
-            .await
-            .unwrap();
-        let out = call.await.unwrap();
+        let (approval, out) = held_then_decided(&agent, &store, go(), false, |_| {}).await;
+        let detail = approval.detail.unwrap_or_default();
+        assert!(detail.contains("amount=9000"), "{detail}");
         assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{}", out.text);
         assert_eq!(transfers(&payee), Vec::<String>::new());
 
-        let call = spawn_call(&agent, go());
-        let approval = pending(&store).await;
-        store
-            .decide_approval(&approval.id, true, "test:alice", None, now_ms())
-            .await
-            .unwrap();
-        let out = call.await.unwrap();
+        let (_, out) = held_then_decided(&agent, &store, go(), true, |_| {}).await;
         assert_eq!(out.error, None, "{}", out.text);
         assert_eq!(transfers(&payee).len(), 1, "{:?}", payee.requests());
         assert!(out.text.contains("ok"), "the payee's page: {}", out.text);

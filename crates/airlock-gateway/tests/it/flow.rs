@@ -10,17 +10,14 @@ use std::time::Duration;
 use airlock_browser::Target;
 use airlock_config::{Flow, FlowMode};
 use airlock_core::ErrorCode;
-use airlock_gateway::{
-    AgentSession, Gateway, GatewayConfig, Interaction, OpenOptions, SessionCall, ToolCall,
-    ToolOutput,
-};
+use airlock_gateway::{Gateway, GatewayConfig, Interaction, OpenOptions, SessionCall, ToolCall};
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{Harness, with_browser};
 use airlock_vault::Store;
 use base64::Engine as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::approvals::{now_ms, pending};
+use crate::approvals::held_then_decided;
 use crate::{click_button, navigate};
 
 const ACCOUNT: &str = "ACCT-4417-2290-8812";
@@ -146,11 +143,6 @@ async fn gateway(
     )
 }
 
-fn spawn_call(agent: &Arc<AgentSession>, call: ToolCall) -> tokio::task::JoinHandle<ToolOutput> {
-    let agent = agent.clone();
-    tokio::spawn(async move { agent.call(call).await })
-}
-
 fn field(name: &str) -> Target {
     Target::Role {
         role: "textbox".into(),
@@ -185,8 +177,8 @@ async fn another_origins_data_in_a_url_is_held_and_reaches_nobody_unless_approve
             partner.url("/collect?d=ACCT%2D4417%2D2290%2D8812"),
             partner.url(&format!("/collect?d={}", b64.replace('=', "%3D"))),
         ] {
-            let call = spawn_call(&agent, navigate(url.clone()));
-            let approval = pending(&store).await;
+            let (approval, out) =
+                held_then_decided(&agent, &store, navigate(url.clone()), false, |_| {}).await;
             assert_eq!(approval.rule, "data-flow", "{url}");
             let detail = approval.detail.clone().unwrap_or_default();
             assert!(
@@ -195,11 +187,6 @@ async fn another_origins_data_in_a_url_is_held_and_reaches_nobody_unless_approve
                     && detail.contains(&partner.origin()),
                 "{url}: {detail}"
             );
-            store
-                .decide_approval(&approval.id, false, "test:alice", None, now_ms())
-                .await
-                .unwrap();
-            let out = call.await.unwrap();
             assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{url}: {}", out.text);
             assert_eq!(partner.requests(), Vec::<String>::new(), "{url}");
         }
@@ -220,13 +207,8 @@ async fn another_origins_data_in_a_url_is_held_and_reaches_nobody_unless_approve
         );
 
         // Approved, it goes: the partner sees exactly that request.
-        let call = spawn_call(&agent, navigate(partner.url(&format!("/collect?d={ACCOUNT}"))));
-        let approval = pending(&store).await;
-        store
-            .decide_approval(&approval.id, true, "test:alice", None, now_ms())
-            .await
-            .unwrap();
-        let out = call.await.unwrap();
+        let go = navigate(partner.url(&format!("/collect?d={ACCOUNT}")));
+        let (_, out) = held_then_decided(&agent, &store, go, true, |_| {}).await;
         assert_eq!(out.error, None, "{}", out.text);
         let requests = partner.requests();
         assert_eq!(requests.len(), 1, "{requests:?}");
