@@ -287,7 +287,10 @@ impl Requests {
             && let Some(effects) = &self.effects
         {
             let method = request["method"].as_str().unwrap_or("GET");
-            let judged = airlock_risk::Request {
+            // The rules see the request as the session's redactor leaves it: a
+            // pattern matched on a secret's characters would tell whoever typed it,
+            // by held or not, something of its value.
+            let mut judged = airlock_risk::Request {
                 method,
                 url,
                 content_type: outgoing
@@ -298,7 +301,14 @@ impl Requests {
                 body: outgoing.body.as_deref(),
                 body_unseen: outgoing.body_unseen,
             };
-            match effects.judge(&judged) {
+            let mut fields = airlock_risk::Fields::of(&judged);
+            for (name, value) in &mut fields.pairs {
+                *name = self.redactor.redact(name).into_owned();
+                *value = self.redactor.redact(value).into_owned();
+            }
+            let shown_url = self.redactor.redact(url);
+            judged.url = &shown_url;
+            match effects.judge_fields(&judged, &fields) {
                 Some(v) if v.action == airlock_risk::Action::Deny => {
                     refusal = Some(format!("rule {} refuses this {method} request", v.rule));
                     counter = &self.effects_refused;
@@ -311,7 +321,6 @@ impl Requests {
                         tab,
                         release: self.continue_params(id.clone(), &origin, request),
                     };
-                    let fields = airlock_risk::Fields::of(&judged);
                     if self.holds.hold(paused, &v, &fields, &*self.redactor) {
                         return Pause::Held;
                     }

@@ -114,10 +114,16 @@ impl Effects {
         if self.rules.is_empty() {
             return None;
         }
-        let fields = Fields::of(request);
+        self.judge_fields(request, &Fields::of(request))
+    }
+
+    /// The first rule matching `request` carrying `fields` (what [`Fields::of`] read
+    /// of it, after the caller hid what it must: a rule's patterns are matched on
+    /// those, so they say nothing of a secret's value).
+    pub fn judge_fields(&self, request: &Request<'_>, fields: &Fields) -> Option<EffectVerdict> {
         self.rules
             .iter()
-            .find_map(|rule| rule.judge(request, &fields))
+            .find_map(|rule| rule.judge(request, fields))
     }
 }
 

@@ -65,6 +65,18 @@ pub(crate) async fn held_then_decided(
     (approval, running.await.unwrap())
 }
 
+/// The `approval_requested` events on the record, oldest first.
+pub(crate) async fn approval_requests(store: &Store) -> Vec<serde_json::Value> {
+    store
+        .audit_events(0, 1_000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| serde_json::from_str::<serde_json::Value>(&e.body).unwrap())
+        .filter(|e| e["kind"] == "approval_requested")
+        .collect()
+}
+
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

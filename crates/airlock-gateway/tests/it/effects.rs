@@ -16,7 +16,7 @@ use airlock_store::ApprovalRecord;
 use airlock_test_support::{Harness, with_browser};
 use airlock_vault::Store;
 
-use crate::approvals::held_then_decided;
+use crate::approvals::{approval_requests, held_then_decided};
 use crate::flow::Partner;
 use crate::{click_button, navigate};
 
@@ -127,12 +127,7 @@ async fn a_harmless_button_whose_handler_posts_a_transfer_is_held_and_sent_only_
         );
 
         // Both requests and decisions are on the record with the rule and the detail.
-        let events = store.audit_events(0, 1_000).await.unwrap();
-        let requested: Vec<serde_json::Value> = events
-            .iter()
-            .map(|e| serde_json::from_str::<serde_json::Value>(&e.body).unwrap())
-            .filter(|e| e["kind"] == "approval_requested")
-            .collect();
+        let requested = approval_requests(&store).await;
         assert_eq!(requested.len(), 2, "{requested:?}");
         assert!(
             requested.iter().all(|e| e["rule"] == "payments"
@@ -253,6 +248,103 @@ async fn the_agents_own_navigation_is_an_effect_too_held_until_decided() {
         assert_eq!(out.error, None, "{}", out.text);
         assert_eq!(transfers(&payee).len(), 1, "{:?}", payee.requests());
         assert!(out.text.contains("ok"), "the payee's page: {}", out.text);
+    })
+    .await;
+}
+
+/// A session whose vault holds `value` as `pin.password`, bound to the fixture site,
+/// under one effect rule that refuses a memo starting with `P` sent to the site.
+async fn secret_gateway(h: &Harness, value: &str) -> Arc<Gateway> {
+    use airlock_gateway::CredentialSource;
+    use airlock_vault::{Fields, MasterKey, Secret, Vault};
+    let vault = Vault::open(
+        Store::open_in_memory().await.unwrap(),
+        MasterKey::generate().unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut fields = Fields::default();
+    fields.password = Some(value.into());
+    vault
+        .set(&Secret {
+            tenant: "default".into(),
+            name: "pin".into(),
+            origins: vec![h.site.url("").trim_end_matches('/').to_owned()],
+            fields,
+        })
+        .await
+        .unwrap();
+    let rule = r#"
+[[rules]]
+name = "memo-p"
+request_url = '/transfer'
+request_body = '^memo=P'
+risk = "high"
+action = "deny"
+message = "no P memos"
+"#;
+    Gateway::new(
+        h.host().await,
+        GatewayConfig {
+            policy: h.site.policy(),
+            rules: rules(rule),
+            credentials: CredentialSource {
+                vault: Some(Arc::new(vault)),
+                tenant: "default".into(),
+                role: airlock_core::Role::Operate,
+            },
+            ..GatewayConfig::default()
+        },
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_effect_rules_pattern_never_sees_a_secret_so_it_answers_nothing_about_one() {
+    with_browser(|h| async move {
+        const PIN: &str = "Pzq-4471-secret";
+        let gateway = secret_gateway(&h, PIN).await;
+        let agent = gateway.agent_session();
+        let open = airlock_gateway::OpenOptions {
+            credentials: vec!["pin".into()],
+            ..airlock_gateway::OpenOptions::default()
+        };
+        let out = agent
+            .call(ToolCall::Session(airlock_gateway::SessionCall::Open(open)))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        // The form posts to the fixture site itself, where the secret may go.
+        let own = h.site.url("").trim_end_matches('/').to_owned();
+        let page = navigate(h.site.url(&format!("effects/account.html?to={own}")));
+        let memo = |text: &str| {
+            ToolCall::Interact(Interaction::Type {
+                target: Target::Role {
+                    role: "textbox".into(),
+                    name: Some("Memo".into()),
+                    index: None,
+                },
+                text: text.into(),
+                clear_first: true,
+                submit: true,
+            })
+        };
+        // The rule works: a plain memo starting with P is refused in the browser.
+        agent.call(page.clone()).await;
+        let out = agent.call(memo("Pzq plain")).await;
+        assert!(
+            out.text.contains("refused by an effect rule"),
+            "{}",
+            out.text
+        );
+        // The secret starts with P too, but the rule matches the memo as the
+        // redactor leaves it: held or refused would tell the agent its first letter.
+        agent.call(page).await;
+        let out = agent.call(memo("{{secret:pin.password}}")).await;
+        assert!(
+            !out.text.contains("refused by an effect rule"),
+            "{}",
+            out.text
+        );
+        assert!(!out.text.contains(PIN), "{}", out.text);
     })
     .await;
 }

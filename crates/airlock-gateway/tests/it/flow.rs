@@ -17,7 +17,7 @@ use airlock_vault::Store;
 use base64::Engine as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::approvals::held_then_decided;
+use crate::approvals::{approval_requests, held_then_decided};
 use crate::{click_button, navigate};
 
 const ACCOUNT: &str = "ACCT-4417-2290-8812";
@@ -192,12 +192,7 @@ async fn another_origins_data_in_a_url_is_held_and_reaches_nobody_unless_approve
         }
 
         // The record names the rule and says what would have flowed where.
-        let events = store.audit_events(0, 1_000).await.unwrap();
-        let requested: Vec<serde_json::Value> = events
-            .iter()
-            .map(|e| serde_json::from_str::<serde_json::Value>(&e.body).unwrap())
-            .filter(|e| e["kind"] == "approval_requested")
-            .collect();
+        let requested = approval_requests(&store).await;
         assert_eq!(requested.len(), 4);
         assert!(
             requested
