@@ -17,9 +17,10 @@ use airlock_config::Isolation;
 use airlock_policy::{DenyReason, Policy};
 use zeroize::Zeroizing;
 
+use crate::fleet::{Fleet, Remote};
 use crate::local::{LocalHost, LocalSession};
 use crate::proto::{Call, Load, OpenSpec, Reply, SessionFacts, Watch, Watched};
-use crate::remote::{About, ConnectError, Connector, RemoteHost, RemoteSession};
+use crate::remote::{About, RemoteSession};
 
 tokio::task_local! {
     // The action budget of the session calls made inside `with_action_budget`.
@@ -69,80 +70,6 @@ pub trait KeepDownload: Send + Sync {
     ) -> futures_util::future::BoxFuture<'a, std::result::Result<(), String>>;
 }
 
-/// Makes the [`Remote`] of a worker that registered itself at an address.
-pub type MakeRemote = Box<dyn Fn(&str) -> Option<Remote> + Send + Sync>;
-
-/// Workers listed in `[[workers]]`, and those that registered themselves.
-pub struct Fleet {
-    workers: std::sync::RwLock<Vec<Arc<Remote>>>,
-    // How many of `workers`, from the first, are listed (never forgotten).
-    listed: usize,
-    // Makes a registered worker's Remote; `None`: only listed workers.
-    make: Option<MakeRemote>,
-    isolation: Isolation,
-    next: std::sync::atomic::AtomicUsize,
-}
-
-impl Fleet {
-    /// Sessions spread over `workers` (at least one).
-    pub fn new(workers: Vec<Remote>) -> Option<Fleet> {
-        let isolation = workers.first()?.about().default_isolation;
-        Some(Fleet::with(workers, None, isolation))
-    }
-
-    /// Sessions spread over `workers` (perhaps none yet) and every worker that
-    /// registers itself ([`Host::learn_worker`]), reached as `make` says.
-    pub fn registering(workers: Vec<Remote>, make: MakeRemote, isolation: Isolation) -> Fleet {
-        Fleet::with(workers, Some(make), isolation)
-    }
-
-    fn with(workers: Vec<Remote>, make: Option<MakeRemote>, isolation: Isolation) -> Fleet {
-        Fleet {
-            listed: workers.len(),
-            workers: std::sync::RwLock::new(workers.into_iter().map(Arc::new).collect()),
-            make,
-            isolation,
-            next: Default::default(),
-        }
-    }
-
-    // The workers now.
-    fn all(&self) -> Vec<Arc<Remote>> {
-        self.workers
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-}
-
-impl Fleet {
-    // The workers in the order a new session tries them: the most room first (free
-    // places, within free memory), then fewer sessions, ties in turn; workers that
-    // did not say (not answering within a second) or have no room last, still
-    // tried, in turn.
-    async fn by_room(&self) -> Vec<Arc<Remote>> {
-        let workers = self.all();
-        let n = workers.len();
-        let first = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let loads = futures_util::future::join_all(workers.iter().map(|remote| async move {
-            tokio::time::timeout(Duration::from_secs(1), remote.load())
-                .await
-                .ok()
-                .and_then(|load| load.ok())
-        }))
-        .await;
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by_key(|&i| {
-            let turn = (i + n - first % n) % n;
-            match loads[i] {
-                Some(load) if load.room() > 0 => (0, u64::MAX - load.room(), load.sessions, turn),
-                _ => (1, 0, 0, turn),
-            }
-        });
-        order.into_iter().map(|i| workers[i].clone()).collect()
-    }
-}
-
 impl From<Fleet> for Host {
     fn from(fleet: Fleet) -> Self {
         Host::Fleet(Arc::new(fleet))
@@ -156,107 +83,6 @@ impl std::fmt::Debug for Host {
             Host::Remote(remote) => write!(f, "Host::Remote({:?})", remote.about()),
             Host::Fleet(fleet) => write!(f, "Host::Fleet({} workers)", fleet.all().len()),
         }
-    }
-}
-
-/// A worker as the control plane keeps it: the live connection, and how to make
-/// the next one when it breaks (a dead worker's sessions are gone; new ones open on
-/// the next connection).
-pub struct Remote {
-    connector: Box<dyn Connector>,
-    // None until the first connection (a worker not up yet when the control plane
-    // started).
-    current: tokio::sync::Mutex<Option<RemoteHost>>,
-    // What it said of itself at its last connection (a stand-in until the first).
-    about: std::sync::Mutex<About>,
-    // Launches counted on connections before the current one.
-    launched_before: std::sync::atomic::AtomicU64,
-    launched_now: std::sync::atomic::AtomicU64,
-}
-
-impl Remote {
-    /// Connects with `connector`; it is used again whenever the connection is gone.
-    pub async fn new(connector: impl Connector) -> std::result::Result<Remote, ConnectError> {
-        let host = connector.connect().await?;
-        Ok(Remote {
-            about: std::sync::Mutex::new(host.about().clone()),
-            connector: Box::new(connector),
-            current: tokio::sync::Mutex::new(Some(host)),
-            launched_before: Default::default(),
-            launched_now: Default::default(),
-        })
-    }
-
-    /// A worker not reached yet (not up, or scaled away for now): `connector` is
-    /// tried at its first use and whenever the connection is gone; until it answers,
-    /// sessions open on other workers. `default_isolation` stands in for what it
-    /// will say of itself.
-    pub fn unconnected(connector: impl Connector, default_isolation: Isolation) -> Remote {
-        Remote {
-            about: std::sync::Mutex::new(About {
-                protocol: crate::proto::PROTOCOL,
-                pid: 0,
-                uid: 0,
-                sandbox: false,
-                default_isolation,
-                action_budget_ms: 0,
-            }),
-            connector: Box::new(connector),
-            current: tokio::sync::Mutex::new(None),
-            launched_before: Default::default(),
-            launched_now: Default::default(),
-        }
-    }
-
-    /// What the worker said of itself at its last connection.
-    pub fn about(&self) -> About {
-        self.about.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Where it is reached, as configured.
-    pub fn address(&self) -> String {
-        self.connector.address()
-    }
-
-    /// How loaded it is now (connecting if it was not connected).
-    pub async fn load(&self) -> Result<Load> {
-        self.host().await?.load().await
-    }
-
-    /// Whether it answers now (connecting if it was not connected).
-    pub async fn reachable(&self) -> bool {
-        self.host().await.is_ok()
-    }
-
-    // The live connection, a new one made when the last is gone.
-    async fn host(&self) -> Result<RemoteHost> {
-        use std::sync::atomic::Ordering;
-        let mut current = self.current.lock().await;
-        if let Some(host) = current.as_ref()
-            && !host.is_gone()
-        {
-            return Ok(host.clone());
-        }
-        let fresh = self
-            .connector
-            .connect()
-            .await
-            .map_err(|e| Error::BrowserUnavailable {
-                reason: e.to_string(),
-            })?;
-        tracing::info!(pid = fresh.about().pid, "connected to a new browser worker");
-        *self.about.lock().unwrap_or_else(|e| e.into_inner()) = fresh.about().clone();
-        self.launched_before.fetch_add(
-            self.launched_now.swap(0, Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
-        *current = Some(fresh.clone());
-        Ok(fresh)
-    }
-
-    /// The worker's process id now (after reconnecting if it was gone).
-    pub async fn pid(&self) -> Result<u32> {
-        Ok(self.host().await?.about().pid)
     }
 }
 

@@ -6,6 +6,7 @@
 //!
 //! - [`local`]: the host side, in whatever process runs Chromium.
 //! - [`handle`]: what the control plane holds — a [`Host`] and [`BrowserSession`]s.
+//! - [`fleet`]: the workers a host reaches over a channel, one [`Remote`] each.
 //! - [`proto`]: what crosses between them, as data.
 //! - [`process`]: the local worker process: how the gateway starts it, how it runs.
 //! - [`remote`]: the channel to a worker process: its server and the client.
@@ -13,6 +14,7 @@
 //! - [`secrets`]: a session's secrets as data, and the redactor and outbound guard
 //!   built from them on either side.
 
+pub mod fleet;
 pub mod handle;
 pub mod local;
 pub mod process;
@@ -23,9 +25,8 @@ pub mod secrets;
 pub mod tls;
 mod watch;
 
-pub use handle::{
-    BrowserSession, DownloadsTo, Fleet, Host, KeepDownload, MakeRemote, Remote, with_action_budget,
-};
+pub use fleet::{Fleet, MakeRemote, Remote};
+pub use handle::{BrowserSession, DownloadsTo, Host, KeepDownload, with_action_budget};
 pub use local::{LocalHost, LocalSession};
 pub use process::{LocalWorker, WorkerSpawn, WorkerStart};
 pub use proto::{

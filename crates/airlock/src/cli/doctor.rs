@@ -135,7 +135,7 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
         );
     }
 
-    let caps = super::session_caps(&config);
+    let caps = super::start::session_caps(&config);
     let show = |cap: Option<usize>| cap.map_or("none".to_owned(), |n| n.to_string());
     let memory = airlock_browser::host::memory().map_or("unknown".to_owned(), |m| {
         format!("{} of {} MiB available", m.available_mib, m.total_mib)
@@ -215,7 +215,7 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
 // Starts the local worker as `serve` would, opens one session in it, and says who
 // it runs as and whether its Chromium has its sandbox.
 async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
-    let host = match super::browser_host(config).await {
+    let host = match super::start::browser_host(config).await {
         Ok(host) => host,
         Err(e) => {
             report.fail("browser worker", &format!("{e:#}"));

@@ -8,15 +8,15 @@ pub(crate) async fn run(config: Config) -> anyhow::Result<()> {
     let _data_dir = super::vault::hold_data_dir(&config.data_dir)?;
     // A SIGTERM or Ctrl-C closes every session (no Chromium, no profile directory
     // left) and exits 0.
-    let (mut term, mut interrupt) = super::stop_signals()?;
-    let role = super::local_role(&config);
+    let (mut term, mut interrupt) = super::start::stop_signals()?;
+    let role = super::start::local_role(&config);
     // The engine (store, vault, browser worker) starts beside the MCP handshake:
     // `initialize` needs none of it, and a client waits on that answer first.
     let profile = config.tool_profile;
     let tasks = config.tasks.clone();
     let starting = {
         let build = tokio::spawn(async move {
-            super::gateway_as(&config, Vec::new(), role)
+            super::start::gateway_as(&config, Vec::new(), role)
                 .await
                 .map_err(|e| format!("{e:#}"))
         });

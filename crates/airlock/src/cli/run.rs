@@ -79,10 +79,10 @@ pub(crate) async fn run(config: Config, args: RunArgs) -> anyhow::Result<u8> {
     if config.tasks.models.is_empty() {
         anyhow::bail!("no model is configured for tasks: add a [[models]] entry to airlock.toml");
     }
-    let (mut term, mut interrupt) = super::stop_signals()?;
+    let (mut term, mut interrupt) = super::start::stop_signals()?;
     // The operator at the shell uses their own stored credentials, as with `mcp`.
-    let role = super::local_role(&config);
-    let gateway = super::gateway_as(&config, Vec::new(), role).await?;
+    let role = super::start::local_role(&config);
+    let gateway = super::start::gateway_as(&config, Vec::new(), role).await?;
     let result = async {
         let runner = Runner::new(&config.tasks, gateway.vault().cloned())
             .context("making the model client")?;

@@ -44,7 +44,7 @@ pub(crate) async fn serve_until(
     let addr = listener.local_addr().context("reading the bound address")?;
     let _data_dir = super::vault::hold_data_dir(&config.data_dir)?;
     let jwt = jwt_verifier(&config)?;
-    let gateway = super::gateway(&config, vec![addr]).await?;
+    let gateway = super::start::gateway(&config, vec![addr]).await?;
     // Every URL handed out starts with this: the configured public URL, else the
     // bound address. Never a request's `Host`, which a rebinding page chooses.
     let public_url = config

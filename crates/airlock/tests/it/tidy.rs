@@ -1,4 +1,5 @@
-//! ARCHITECTURE.md names every crate; every Rust source file opens with a `//!` doc.
+//! ARCHITECTURE.md names every crate; every Rust source file opens with a `//!` doc
+//! and stays under 1,000 lines.
 
 use std::path::{Path, PathBuf};
 
@@ -55,6 +56,23 @@ fn every_rust_file_opens_with_a_module_doc() {
         undocumented.is_empty(),
         "files without a `//!` opening line: {undocumented:?}"
     );
+}
+
+#[test]
+fn no_rust_file_is_over_a_thousand_lines() {
+    // A file past this is several things a reader must hold at once; split it by
+    // what its parts own (a child module per concern), as tab.rs and remote.rs are.
+    const MOST: usize = 1_000;
+    let mut files = Vec::new();
+    rust_files(&workspace_root().join("crates"), &mut files);
+    let long: Vec<_> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).unwrap().lines().count();
+            (lines > MOST).then(|| format!("{} ({lines})", f.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "over {MOST} lines: {long:?}");
 }
 
 #[test]
