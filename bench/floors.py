@@ -230,14 +230,3 @@ def measure(airlock_binary, chromium, url, descendants, pss_mib):
     finally:
         cdp.close()
     return m
-
-
-if __name__ == "__main__":
-    import sys
-    sys.path.insert(0, str(pathlib.Path(__file__).parent))
-    import run  # noqa: E402 - the fixture site and process helpers
-
-    (a, _), _ = run.serve_site()
-    binary = sys.argv[1] if len(sys.argv) > 1 else str(run.AIRLOCK_BINARY[0])
-    out = measure(binary, run.CHROMIUM, lambda p: f"http://127.0.0.1:{a}/{p}", run.descendants, run.pss_mib)
-    print(json.dumps(out, indent=1))

@@ -19,8 +19,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cdp::Connection;
-use crate::outbound::Pause;
-use crate::tab::TabState;
 
 /// A request an effect rule holds, as the person deciding it is shown it. Strings
 /// are the page's, passed through the session's redactor, and cut.
@@ -160,59 +158,5 @@ impl Holds {
             .partition(|h| ids.contains(&h.effect.id));
         inner.held = kept;
         taken
-    }
-}
-
-impl TabState {
-    /// Marks a paused request of the tab as what became of it.
-    pub(crate) fn on_pause(&self, params: &Value, pause: Pause) {
-        let id = params["networkId"].as_str().unwrap_or_default();
-        match pause {
-            Pause::Sent => {}
-            Pause::Refused(why) => self.network_refused(id, &why),
-            Pause::Held => {
-                if params["resourceType"].as_str() == Some("Document") {
-                    self.with(|s| s.navigations_held += 1);
-                }
-                self.network_held(id);
-            }
-        }
-    }
-
-    /// The request `network_id` is held: the tab's settles no longer wait for it,
-    /// and an action in progress answers now.
-    pub(crate) fn network_held(&self, network_id: &str) {
-        {
-            let mut network = self.network.lock().unwrap_or_else(|p| p.into_inner());
-            network.held.insert(network_id.to_owned());
-            if network.in_flight.remove(network_id).is_some() {
-                self.requests_ended.send_modify(|n| *n += 1);
-            }
-        }
-        self.with(|s| s.effects_held += 1);
-    }
-
-    /// The held request `network_id` was decided: in flight again, as a request
-    /// started now, until it ends (answered, or failed as dropped). Returns the count of requests started before it (what a settle waits
-    /// beyond).
-    pub(crate) fn network_released(&self, network_id: &str) -> u64 {
-        let mut network = self.network.lock().unwrap_or_else(|p| p.into_inner());
-        network.held.remove(network_id);
-        let before = network.started;
-        network.started += 1;
-        let seq = network.started;
-        network.in_flight.insert(network_id.to_owned(), seq);
-        before
-    }
-
-    /// A dropped request is forgotten.
-    pub(crate) fn network_dropped(&self, network_id: &str) {
-        let mut network = self.network.lock().unwrap_or_else(|p| p.into_inner());
-        network.held.remove(network_id);
-    }
-
-    /// A held navigation request was decided.
-    pub(crate) fn navigation_decided(&self) {
-        self.with(|s| s.navigations_held = s.navigations_held.saturating_sub(1));
     }
 }

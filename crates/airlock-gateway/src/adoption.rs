@@ -242,7 +242,7 @@ impl Gateway {
                 .origin_sets()?
             }
         };
-        let sets = crate::session::Sets::new(&self.config.flow.origins, own);
+        let sets = crate::reads::Sets::new(&self.config.flow.origins, own);
         let session = match self.host.attach(address, on_worker).await {
             Ok(session) => {
                 // Its worker allows downloads already (told at open); they come here
@@ -272,7 +272,7 @@ impl Gateway {
             recorder: Arc::new(crate::recording::Recorder::new(record)),
             warm: false,
             opened_in: std::sync::OnceLock::new(),
-            reads: crate::session::Reads::new(&self.config.flow, sets),
+            reads: crate::reads::Reads::new(&self.config.flow, sets),
         });
         let conversation = match (&row.user_id, &row.conversation) {
             (Some(user), Some(conversation)) => Some(ConversationKey {

@@ -21,7 +21,7 @@ pub struct GatewayConfig {
     /// Most actions one browser session may run (`None`: no limit).
     pub action_budget: Option<u64>,
     /// Caps on live sessions, and the memory a new one needs (default: none).
-    pub caps: crate::sessions::Caps,
+    pub caps: Caps,
     /// What the browser may reach.
     pub policy: Policy,
     /// Stored credentials and who may use them.
@@ -68,7 +68,7 @@ impl Default for GatewayConfig {
             hold_idle: Duration::from_secs(300),
             max_lifetime: None,
             action_budget: None,
-            caps: crate::sessions::Caps::default(),
+            caps: Caps::default(),
             policy: Policy::public_only(),
             credentials: CredentialSource {
                 tenant: "default".to_owned(),
@@ -89,4 +89,17 @@ impl Default for GatewayConfig {
             flow: airlock_config::Flow::default(),
         }
     }
+}
+
+/// Caps on live sessions (`None`: no cap), and the memory a new one needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Caps {
+    /// Live leased sessions per user of a tenant.
+    pub per_user: Option<usize>,
+    /// Live sessions per tenant.
+    pub per_tenant: Option<usize>,
+    /// Live sessions in the gateway.
+    pub total: Option<usize>,
+    /// Memory the machine must have available for a new session, in MiB (0: none).
+    pub min_free_memory_mib: u64,
 }

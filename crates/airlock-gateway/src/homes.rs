@@ -4,7 +4,7 @@
 //! of its page fence, and its browser session (the live session whose row names the
 //! home, adopted like any other).
 //!
-//! A home is named by the SHA-256 of its kind and name ([`mcp_home`], [`url_home`]):
+//! A home is named by the SHA-256 of its kind and name (`home_name.rs`):
 //! the store never holds a session id or a session URL. Without a shared store there
 //! are no homes and an agent lives in its replica's memory alone.
 
@@ -13,7 +13,6 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use airlock_store::HomeRecord;
-use sha2::{Digest as _, Sha256};
 
 use crate::Gateway;
 use crate::clock::now_ms;
@@ -29,24 +28,6 @@ pub const HOME_KEPT: Duration = Duration::from_secs(24 * 3600);
 const TOUCH_EVERY_MS: i64 = 60_000;
 /// How often, at most, a replica removes unused homes.
 const SWEEP_EVERY_MS: i64 = 60_000;
-
-/// The home of the stateful MCP session `session_id`.
-pub fn mcp_home(session_id: &str) -> String {
-    digest("mcp", session_id)
-}
-
-/// The home of the session URL `/mcp/s/<handle>`.
-pub(crate) fn url_home(handle: &str) -> String {
-    digest("url", handle)
-}
-
-fn digest(kind: &str, name: &str) -> String {
-    let mut hash = Sha256::new();
-    hash.update(kind.as_bytes());
-    hash.update(b"/");
-    hash.update(name.as_bytes());
-    hex::encode(hash.finalize())
-}
 
 /// A home as a request finds it.
 #[derive(Debug, Clone)]

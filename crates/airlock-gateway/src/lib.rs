@@ -25,10 +25,12 @@ mod content;
 mod credentials;
 mod error;
 mod fleet;
+mod home_name;
 mod homes;
 mod leasing;
 mod operator;
 mod principal;
+mod reads;
 mod recording;
 mod registry;
 mod session;
@@ -44,20 +46,22 @@ pub use airlock_store::{ApprovalRecord, ApprovalStatus, AuditRecord, ConsoleLogi
 pub use approvals::{Approvals, Decision};
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};
 pub use audit::{AuditLog, Checkpoints, FOLLOW_POLL, FeedEvent, PUBLISHED_FILE};
+pub use config::{Caps, GatewayConfig};
 pub use content::PageFence;
 pub use credentials::CredentialSource;
 pub use error::{Error, Result};
 pub use fleet::{GONE_AFTER, HEARTBEAT};
-pub use homes::{HOME_KEPT, Home, mcp_home};
+pub use home_name::mcp_home;
+pub use homes::{HOME_KEPT, Home};
 pub use leasing::{LeaseRequest, Leased, MAX_LEASE_TTL};
 pub use operator::{AuditFilter, ChainStatus, SecretInfo};
 pub use recording::{Step as RecordedStep, TRANSIENT_STEPS, download_artifact};
 pub use registry::FORGET_AFTER;
 pub use session::{
-    AgentSession, CallContext, CallObserver, CallRecord, FLOW_RULE, Gate, Gateway, GatewayConfig,
-    READ_ONLY_RULE, SAFETY_CHECK_RULE,
+    AgentSession, CallContext, CallObserver, CallRecord, FLOW_RULE, Gate, Gateway, READ_ONLY_RULE,
+    SAFETY_CHECK_RULE,
 };
-pub use sessions::{Caps, ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
+pub use sessions::{ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
 pub use surface::Surface;
 pub use takeover::{LiveCursor, LiveFrame, LiveUpdate, OperatorInput, Operators};
 pub use tools::{

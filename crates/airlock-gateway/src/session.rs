@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 mod agent;
 mod call;
+mod context;
 mod effects;
 mod flow;
 mod gate;
@@ -26,17 +27,17 @@ mod record;
 mod task;
 
 pub use agent::*;
-pub use call::{CallContext, CallObserver, CallRecord, Gate};
+pub use context::{CallContext, CallObserver, CallRecord, Gate};
 pub use flow::{FLOW_RULE, READ_ONLY_RULE};
-pub(crate) use flow::{Reads, Sets};
 pub use gate::SAFETY_CHECK_RULE;
 pub(crate) use record::now_ms;
 
 use crate::audit::AuditLog;
-pub use crate::config::GatewayConfig;
+use crate::config::GatewayConfig;
 use crate::content::PageFence;
 use crate::credentials::{Loaded, Outcome};
 use crate::error::{Error, Result};
+use crate::reads::{Reads, Sets};
 use crate::sessions::{
     ConversationKey, End, Held, InUse, Journal, Lease, LeaseInfo, LeaseTerms, Principal, Refusal,
     SessionId, Sessions,
@@ -74,7 +75,7 @@ pub struct Gateway {
     warm: Arc<WarmPool>,
     activity: Arc<Activity>,
     // Told of every finished call (metrics).
-    observers: Arc<call::Observers>,
+    observers: Arc<context::Observers>,
     // Operators on sessions' pages: live view, take-over, input, saved logins.
     pub(crate) operators: crate::takeover::Operators,
     // The audit log: appends, the live feed (SSE, webhook, console) and checkpoints.
@@ -312,7 +313,7 @@ impl Gateway {
         };
         loaded.allow_sockets(self.policy.websocket_origins());
         let policy = self.narrowed_policy(&options.allow_hosts)?;
-        let sets = flow::Sets::new(&self.config.flow.origins, options.origin_sets()?);
+        let sets = Sets::new(&self.config.flow.origins, options.origin_sets()?);
         let isolation = options.isolation.unwrap_or(self.host.default_isolation());
         if injection.is_none()
             && !loaded.holds_secrets()
@@ -620,7 +621,7 @@ impl Gateway {
             .map_err(|e| Error::Internal(format!("no randomness for a session handle: {e}")))?;
         let handle: String = bytes.encode_hex::<String>();
         if self.has_homes() {
-            let home = crate::homes::url_home(&handle);
+            let home = crate::home_name::url_home(&handle);
             self.make_home(&home, agent.principal(), agent.fence())
                 .await?;
             agent.set_home(&home);
@@ -641,7 +642,7 @@ impl Gateway {
         caller: &Principal,
         handle: &str,
     ) -> Result<Option<Arc<AgentSession>>> {
-        let home = crate::homes::url_home(handle);
+        let home = crate::home_name::url_home(handle);
         let Some(found) = self.find_home(&home).await? else {
             return Ok(None);
         };

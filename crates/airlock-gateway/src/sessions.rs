@@ -18,6 +18,7 @@ use airlock_policy::Policy;
 use airlock_worker::BrowserSession;
 use tokio::time::Instant;
 
+use crate::config::Caps;
 use crate::credentials::Loaded;
 use crate::error::{Error, Result};
 pub use crate::principal::Principal;
@@ -67,7 +68,7 @@ pub(crate) struct Held {
     /// How long opening it took (credentials, proxy, browser context and tab).
     pub(crate) opened_in: std::sync::OnceLock<Duration>,
     /// What its results showed of each origin, and where it may act.
-    pub(crate) reads: crate::session::Reads,
+    pub(crate) reads: crate::reads::Reads,
 }
 
 impl AsRef<BrowserSession> for Held {
@@ -489,19 +490,6 @@ pub(crate) enum Journal {
     Event(Box<airlock_audit::Entry>),
     /// Answered once every event sent before it is written.
     Flush(tokio::sync::oneshot::Sender<()>),
-}
-
-/// Caps on live sessions (`None`: no cap), and the memory a new one needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Caps {
-    /// Live leased sessions per user of a tenant.
-    pub per_user: Option<usize>,
-    /// Live sessions per tenant.
-    pub per_tenant: Option<usize>,
-    /// Live sessions in the gateway.
-    pub total: Option<usize>,
-    /// Memory the machine must have available for a new session, in MiB (0: none).
-    pub min_free_memory_mib: u64,
 }
 
 // Whether a session of (tenant, user) counts against a cap.

@@ -43,7 +43,7 @@ pub(crate) struct AgentInner {
     pub(super) policy: Arc<Policy>,
     pub(super) audit: Arc<crate::audit::AuditLog>,
     pub(super) recordings: Arc<crate::recording::Recordings>,
-    pub(super) observers: Arc<super::call::Observers>,
+    pub(super) observers: Arc<super::context::Observers>,
     pub(super) approvals: Arc<crate::approvals::Approvals>,
     // The gateway's record of calls in flight (warm-ups keep out of their way).
     pub(super) activity: Arc<Activity>,

@@ -10,7 +10,7 @@
 use airlock_browser::HeldEffect;
 use airlock_core::text::display_safe;
 
-use super::call::{CallContext, Gate};
+use super::context::{CallContext, Gate};
 use super::gate::Ask;
 use super::*;
 

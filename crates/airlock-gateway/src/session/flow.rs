@@ -17,122 +17,18 @@
 //! What the stage finds is on the approval card and the record as the rule
 //! (`data-flow`, `read-only-origin`) and its detail, redacted like every field.
 
-use airlock_config::{FlowMode, OriginSets, Standing};
-use airlock_flow::{History, Settings};
+use airlock_config::{FlowMode, Standing};
 use airlock_policy::origin_of;
-use airlock_risk::{Action, Risk, Verdict};
 
-use super::call::CallContext;
+use super::context::{CallContext, FlowVerdict};
 use super::*;
+use crate::reads::Sets;
 use crate::tools::{Changes, Sink};
 
 /// The rule a call carrying another origin's data stands under.
 pub const FLOW_RULE: &str = "data-flow";
 /// The rule a change to a read-only origin stands under.
 pub const READ_ONLY_RULE: &str = "read-only-origin";
-
-/// Where a session may act: the deployment's default origin sets, then the
-/// session's own, each only narrowing (an origin stands as the strictest layer puts
-/// it), as a session's host list narrows the egress policy.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Sets(Vec<OriginSets>);
-
-impl Sets {
-    /// The deployment's `default` sets narrowed by a session's `own`.
-    pub(crate) fn new(default: &OriginSets, own: Option<OriginSets>) -> Sets {
-        Sets(
-            [Some(default.clone()), own]
-                .into_iter()
-                .flatten()
-                .filter(OriginSets::is_set)
-                .collect(),
-        )
-    }
-
-    /// Whether any layer gives sets.
-    pub(crate) fn is_set(&self) -> bool {
-        !self.0.is_empty()
-    }
-
-    /// How `origin` stands, and the layer that put it there when it is not `Act`.
-    fn standing(&self, origin: &str) -> (Standing, Option<&OriginSets>) {
-        let mut worst = (Standing::Act, None);
-        for layer in &self.0 {
-            match layer.standing(origin) {
-                Standing::Act => {}
-                Standing::Read if worst.0 == Standing::Act => worst = (Standing::Read, Some(layer)),
-                Standing::Read => {}
-                Standing::Outside => return (Standing::Outside, Some(layer)),
-            }
-        }
-        worst
-    }
-}
-
-/// What one browser session read, by origin, and where it may act.
-pub(crate) struct Reads {
-    /// Where the session may act and where it may only read.
-    pub(crate) sets: Sets,
-    history: std::sync::Mutex<History>,
-}
-
-impl Reads {
-    /// Nothing read yet, under `flow`'s settings, with `sets`.
-    pub(crate) fn new(flow: &airlock_config::Flow, sets: Sets) -> Reads {
-        Reads {
-            sets,
-            history: std::sync::Mutex::new(History::new(Settings {
-                min_length: flow.min_length,
-                word_length: flow.word_length,
-                capacity: flow.history_bytes,
-            })),
-        }
-    }
-
-    /// Keeps `text`, read on the page at `url`. A page with no origin of its own
-    /// (`about:blank`, `data:`) holds nothing any site gave.
-    pub(crate) fn read(&self, url: &str, text: &str) {
-        match origin_of(url) {
-            Some(origin) if origin != "null" => lock(&self.history).read(&origin, text),
-            _ => {}
-        }
-    }
-}
-
-impl std::fmt::Debug for Reads {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reads")
-            .field("sets", &self.sets)
-            .finish_non_exhaustive()
-    }
-}
-
-/// What the stage decided about a call it matched: the rule, its words for a person,
-/// and whether it refuses (else it holds the call for a human).
-#[derive(Debug, Clone)]
-pub(crate) struct FlowVerdict {
-    pub(crate) rule: &'static str,
-    pub(crate) detail: String,
-    pub(crate) deny: bool,
-}
-
-impl FlowVerdict {
-    /// As the risk gate weighs it against the rules.
-    pub(crate) fn as_verdict(&self) -> Verdict {
-        Verdict {
-            rule: self.rule.to_owned(),
-            builtin: true,
-            risk: Risk::High,
-            action: if self.deny {
-                Action::Deny
-            } else {
-                Action::Approve
-            },
-            message: Some(self.detail.clone()),
-            why: self.detail.clone(),
-        }
-    }
-}
 
 impl AgentSession {
     // The stage: origin sets first (a change to a read-only origin), then what the
@@ -236,7 +132,7 @@ impl AgentSession {
             // First with no destination known (most strings carry nothing, and then
             // no round trip to the page is spent learning where they go).
             let found = {
-                let history = lock(&held.reads.history);
+                let history = held.reads.history();
                 match sent.to {
                     Sink::Url(url) => history.find_in_url(sent.text, |o| {
                         exempt.contains(o) || origin_of(url).as_deref() == Some(o)
@@ -259,7 +155,7 @@ impl AgentSession {
                 Sink::Page => page_origin(held).await?,
             };
             let flow = {
-                let history = lock(&held.reads.history);
+                let history = held.reads.history();
                 let free = |o: &str| o == to || exempt.contains(o);
                 match sent.to {
                     Sink::Url(_) => history.find_in_url(sent.text, free),
@@ -306,7 +202,7 @@ impl AgentSession {
             deny: mode == FlowMode::Deny,
         };
         if verdict.deny {
-            context.gate = Some(super::call::Gate {
+            context.gate = Some(super::context::Gate {
                 rule: rule.to_owned(),
                 risk: "high",
                 action: "deny",

@@ -6,7 +6,7 @@ use airlock_risk::{Action, Facts};
 use airlock_store::{ApprovalRecord, ApprovalStatus, Store};
 use hex::ToHex as _;
 
-use super::call::{CallContext, Gate};
+use super::context::{CallContext, Gate};
 use super::record::now_ms;
 use super::*;
 use crate::action::{ImageFormat, Resolved, ScreenshotOptions};
@@ -66,7 +66,7 @@ impl AgentSession {
         let holds = context
             .flow
             .as_ref()
-            .map(super::flow::FlowVerdict::as_verdict)
+            .map(super::context::FlowVerdict::as_verdict)
             .or_else(|| {
                 context.flagged.as_ref().map(|why| airlock_risk::Verdict {
                     rule: SAFETY_CHECK_RULE.to_owned(),
@@ -414,7 +414,7 @@ impl AgentSession {
 
 impl AgentSession {
     // The surface's asker, when the gateway allows in-client approval.
-    fn in_client_asker(&self, context: &CallContext) -> Option<super::call::Asker> {
+    fn in_client_asker(&self, context: &CallContext) -> Option<super::context::Asker> {
         if !self.inner.config.in_client_approval {
             return None;
         }
@@ -504,7 +504,7 @@ fn prompt_of(
 // Puts the held call to the client's person; their answer is decided in the store
 // as `by`, like any other decider's, and the waiting call reads it.
 fn ask_in_client(
-    asker: super::call::Asker,
+    asker: super::context::Asker,
     prompt: crate::asking::ApprovalPrompt,
     store: Store,
     by: String,

@@ -5,7 +5,7 @@
 use airlock_audit::{Call, CallDone, Entry, Event, Recording, Refusal, Target};
 use airlock_core::{ErrorCode, HasErrorCode as _};
 
-use super::call::CallContext;
+use super::context::CallContext;
 use super::*;
 
 impl AgentSession {
