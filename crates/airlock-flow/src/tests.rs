@@ -204,7 +204,7 @@ fn ordinary_multi_site_flows_do_not_count() {
         .collect();
     assert_eq!(flagged, Vec::<&str>::new(), "ordinary flows that counted");
     // A model number is a run of data: searching it elsewhere asks (measured, said in
-    // the README: an exempt set takes shops one compares across).
+    // docs/data-flow.md: an exempt set takes shops one compares across).
     assert!(
         h.find("Sony WH-1000XM5", to("https://compare.example"))
             .is_some()
@@ -220,7 +220,7 @@ fn ordinary_multi_site_flows_do_not_count() {
             "{data}"
         );
     }
-    // The limit, said in the README: a value shorter than `min_length` alone (a
+    // The limit, said in docs/data-flow.md: a value shorter than `min_length` alone (a
     // six-digit code) is not recognised.
     assert_eq!(h.find("448213", to("https://evil.example")), None);
 }

@@ -1,4 +1,5 @@
-//! The README's programs and configuration, run as written but for their addresses,
+//! The programs and configuration of the README (and of the docs it sends readers to
+//! for a feature's detail), run as written but for their addresses,
 //! against the real binary with the pinned MCP Python SDK: a snippet that stops
 //! working (an import the SDK dropped, a header it cannot send) fails here.
 
@@ -12,9 +13,10 @@ use tokio::process::Command;
 use crate::mcp_clients::{assert_clean, fixture_config, python, root};
 use crate::server::{BIN, serve_with, stop};
 
-/// The README's code blocks fenced as `lang`, in order.
-fn blocks(lang: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+/// The code blocks of `doc` (a path from the repository's root) fenced as `lang`,
+/// in order.
+fn blocks_in(doc: &str, lang: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join(doc)).unwrap();
     let mut out = Vec::new();
     let mut current: Option<String> = None;
     for line in readme.lines() {
@@ -34,14 +36,19 @@ fn blocks(lang: &str) -> Vec<String> {
     out
 }
 
-/// The one block of `lang` that contains `marker`.
-fn block(lang: &str, marker: &str) -> String {
-    let found: Vec<String> = blocks(lang)
+/// The one block of `lang` in `doc` that contains `marker`.
+fn block_in(doc: &str, lang: &str, marker: &str) -> String {
+    let found: Vec<String> = blocks_in(doc, lang)
         .into_iter()
         .filter(|b| b.contains(marker))
         .collect();
-    assert_eq!(found.len(), 1, "README blocks of {lang} with {marker:?}");
+    assert_eq!(found.len(), 1, "{doc} blocks of {lang} with {marker:?}");
     found.into_iter().next().unwrap()
+}
+
+/// The one block of `lang` in the README that contains `marker`.
+fn block(lang: &str, marker: &str) -> String {
+    block_in("README.md", lang, marker)
 }
 
 async fn run_python(program: &str, dir: &Path, env: &[(&str, &str)]) -> String {
@@ -195,20 +202,24 @@ async fn the_stdio_config_logs_in_with_the_users_own_stored_credential() {
     assert_clean(tmp.path()).await;
 }
 
+/// Where the README sends a reader for data-flow checks and effect rules.
+const FLOW_DOC: &str = "docs/data-flow.md";
+/// Where it sends one for server-side tasks.
+const TASK_DOC: &str = "docs/tasks.md";
+
 // The data-flow section's config loads as it is, and its `policy explain` line says
 // what the README shows under it.
 #[test]
 fn the_flow_sections_config_and_explain_line_are_true() {
-    let text = block("toml", "[flow]");
+    let text = block_in(FLOW_DOC, "toml", "[flow]");
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("airlock.toml"), &text).unwrap();
     let env = std::collections::HashMap::<String, String>::new();
     let config =
-        airlock_config::Config::load(Some((std::path::Path::new("README.md"), &text)), &env)
-            .unwrap();
+        airlock_config::Config::load(Some((std::path::Path::new(FLOW_DOC), &text)), &env).unwrap();
     assert_eq!(config.flow.mode, airlock_config::FlowMode::Ask);
     assert!(config.flow.exempt.contains("https://eu.shop.example"));
-    let shown = block("sh", "read-only-origin");
+    let shown = block_in(FLOW_DOC, "sh", "read-only-origin");
     let line = shown
         .lines()
         .find(|l| l.starts_with("airlock policy explain"))
@@ -231,11 +242,10 @@ fn the_flow_sections_config_and_explain_line_are_true() {
 // The effect rule in the README loads as written and holds what it says it holds.
 #[test]
 fn the_effect_rule_section_loads_and_holds_a_payment_request() {
-    let text = block("toml", "request_fields");
+    let text = block_in(FLOW_DOC, "toml", "request_fields");
     let env = std::collections::HashMap::<String, String>::new();
     let config =
-        airlock_config::Config::load(Some((std::path::Path::new("README.md"), &text)), &env)
-            .unwrap();
+        airlock_config::Config::load(Some((std::path::Path::new(FLOW_DOC), &text)), &env).unwrap();
     let effects = config.approvals.rules.effects();
     let request = |url, body: &'static str| airlock_risk::Request {
         method: "POST",
@@ -266,15 +276,14 @@ fn the_effect_rule_section_loads_and_holds_a_payment_request() {
 // browser_run_task takes (the server's behaviour is the task suites').
 #[test]
 fn the_task_sections_config_and_call_are_valid() {
-    let text = block("toml", "[[models]]");
+    let text = block_in(TASK_DOC, "toml", "[[models]]");
     let env = std::collections::HashMap::<String, String>::new();
     let config =
-        airlock_config::Config::load(Some((std::path::Path::new("README.md"), &text)), &env)
-            .unwrap();
+        airlock_config::Config::load(Some((std::path::Path::new(TASK_DOC), &text)), &env).unwrap();
     let model = config.tasks.model(None).unwrap();
     assert_eq!(model.name, "local");
     let call: serde_json::Value =
-        serde_json::from_str(&block("json", "\"browser_run_task\"")).unwrap();
+        serde_json::from_str(&block_in(TASK_DOC, "json", "\"browser_run_task\"")).unwrap();
     let runner = airlock_task::Runner::new(&config.tasks, None).unwrap();
     let spec = runner.parse(call["arguments"].as_object()).unwrap();
     assert_eq!(spec.max_steps, 15);
@@ -282,7 +291,7 @@ fn the_task_sections_config_and_call_are_valid() {
 
     // The `airlock run` line's flags are the command's: with no model configured,
     // it gets as far as asking for one (a flag it does not know is exit 2).
-    let run = block("sh", "airlock run")
+    let run = block_in(TASK_DOC, "sh", "airlock run")
         .lines()
         .find(|l| l.starts_with("airlock run"))
         .unwrap()
