@@ -203,6 +203,10 @@ impl Session {
             Quiet::TaskUnlessReacted => Some(super::TASK),
         };
         let deadline = tokio::time::Instant::now() + REQUESTS_SETTLE.min(self.budget());
+        // Awaited requests the input started that the settle has waited out. One that
+        // started and already ended (refused at once, answered from cache) still gets
+        // the look after a frame and a task: its handlers run after its end.
+        let mut waited_through = before.requests;
         loop {
             let (requests, navigations, held) = tab
                 .state
@@ -221,9 +225,11 @@ impl Session {
                     .await;
                 return tab.state.read(|s| s.navigations > before.navigations);
             }
-            if tab.state.requests_pending_since(before.requests)
+            let started = tab.state.requests_started();
+            if (started > waited_through || tab.state.requests_pending_since(before.requests))
                 && tokio::time::Instant::now() < deadline
             {
+                waited_through = started;
                 self.requests_end(tab, before.requests, deadline).await;
                 // What the responses' handlers did shows after a frame and a task.
                 look = Some(FRAME_AND_TASK);
