@@ -47,13 +47,12 @@ async fn main() {
         let bare = Gateway::new(
             h.browsers.clone(),
             GatewayConfig {
-                policy: policy.clone(),
                 flow: airlock_config::Flow {
                     mode: airlock_config::FlowMode::Off,
                     ..airlock_config::Flow::default()
                 },
-                ..GatewayConfig::default()
-            },
+..GatewayConfig::with_policy(policy.clone())
+},
         );
         let store = Store::open_sqlite(&dir.path().join("airlock.db"))
             .await
@@ -61,8 +60,6 @@ async fn main() {
         let full = Gateway::new(
             h.browsers.clone(),
             GatewayConfig {
-                policy,
-                store: Some(store.clone()),
                 checkpoints: Some(Checkpoints {
                     name: "airlock.bench/audit".to_owned(),
                     key: Arc::new(airlock_audit::SigningKey::from_bytes(&[7; 32])),
@@ -71,8 +68,8 @@ async fn main() {
                     publish_dir: None,
                 }),
                 rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
-                ..GatewayConfig::default()
-            },
+..GatewayConfig::with_policy(policy).store(store.clone())
+},
         );
         let agents = [bare.agent_session(), full.agent_session()];
         for agent in &agents {

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use airlock_core::Role;
 use airlock_policy::Policy;
 use airlock_store::Store;
 
@@ -88,6 +89,39 @@ impl Default for GatewayConfig {
             download_dir: None,
             flow: airlock_config::Flow::default(),
         }
+    }
+}
+
+impl GatewayConfig {
+    /// The defaults, with `policy` as what the browser may reach: where a config that
+    /// is not the binary's (a test's, an embedder's) starts. Other settings are
+    /// changed with the methods below or struct update (`..`).
+    pub fn with_policy(policy: Policy) -> GatewayConfig {
+        GatewayConfig {
+            policy,
+            ..GatewayConfig::default()
+        }
+    }
+
+    /// These settings over `store` (approvals, audit, leases and homes persist).
+    pub fn store(mut self, store: Store) -> GatewayConfig {
+        self.store = Some(store);
+        self
+    }
+
+    /// These settings with `vault`'s credentials, used by the default tenant's caller
+    /// as `role`.
+    pub fn vault(
+        mut self,
+        vault: std::sync::Arc<airlock_vault::Vault>,
+        role: Role,
+    ) -> GatewayConfig {
+        self.credentials = CredentialSource {
+            vault: Some(vault),
+            tenant: "default".to_owned(),
+            role,
+        };
+        self
     }
 }
 

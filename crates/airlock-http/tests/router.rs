@@ -39,9 +39,8 @@ async fn server(keys: bool, caps: Caps) -> Server {
     let gateway = Gateway::new(
         browsers,
         GatewayConfig {
-            store: Some(store.clone()),
             caps,
-            ..GatewayConfig::default()
+            ..GatewayConfig::default().store(store.clone())
         },
     );
     let config = HttpConfig {

@@ -20,11 +20,8 @@ const AGENT: &str = "agent-key-0123456789abcdef0123456789";
 async fn app(h: &Harness, model: Option<&ModelServer>) -> axum::Router {
     let gateway = Gateway::new(
         h.host().await,
-        GatewayConfig {
-            policy: h.site.policy(),
-            store: Some(airlock_store::Store::open_in_memory().await.unwrap()),
-            ..GatewayConfig::default()
-        },
+        GatewayConfig::with_policy(h.site.policy())
+            .store(airlock_store::Store::open_in_memory().await.unwrap()),
     );
     let tasks = model.map_or_else(Tasks::default, |model| model.tasks(None));
     router(

@@ -43,11 +43,8 @@ async fn connect(
 ) -> (Arc<Gateway>, RunningService<RoleClient, Client>, Client) {
     let gateway = Gateway::new(
         h.host().await,
-        GatewayConfig {
-            policy: h.site.policy(),
-            store: Some(airlock_store::Store::open_in_memory().await.unwrap()),
-            ..GatewayConfig::default()
-        },
+        GatewayConfig::with_policy(h.site.policy())
+            .store(airlock_store::Store::open_in_memory().await.unwrap()),
     );
     let runner = (!tasks.models.is_empty())
         .then(|| Arc::new(airlock_task::Runner::new(tasks, None).unwrap()));

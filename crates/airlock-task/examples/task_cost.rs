@@ -45,11 +45,9 @@ async fn main() {
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                policy: h.site.policy(),
-                store: Some(store),
                 rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
-                ..GatewayConfig::default()
-            },
+..GatewayConfig::with_policy(h.site.policy()).store(store)
+},
         );
         let click = || {
             calls(&[(

@@ -20,10 +20,9 @@ async fn gateway(h: &Harness, timeout: Duration) -> (Arc<Gateway>, Store) {
     let gateway = Gateway::new(
         h.host().await,
         GatewayConfig {
-            store: Some(store.clone()),
             rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
             approval_timeout: timeout,
-            ..config(h)
+            ..config(h).store(store.clone())
         },
     );
     (gateway, store)
@@ -297,9 +296,8 @@ async fn requests_the_page_made_and_the_proxy_refused_are_on_the_record_by_reaso
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                store: Some(store.clone()),
                 warm_sessions: 1,
-                ..config(&h)
+                ..config(&h).store(store.clone())
             },
         );
         let agent = gateway.agent_session();
@@ -365,10 +363,9 @@ async fn each_default_rule_fires_however_the_agent_names_the_target() {
             h.host().await,
             GatewayConfig {
                 policy,
-                store: Some(store.clone()),
                 rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
                 approval_timeout: Duration::from_secs(30),
-                ..config(&h)
+                ..config(&h).store(store.clone())
             },
         );
         let agent = Arc::new(gateway.agent_session());

@@ -44,11 +44,10 @@ async fn gateway(h: &Harness, payee: &Partner, rules: Rules, store: Option<Store
     Gateway::new(
         h.host().await,
         GatewayConfig {
-            policy: Policy::from_config(&policy).unwrap(),
             store,
             rules,
             approval_timeout: Duration::from_secs(30),
-            ..GatewayConfig::default()
+            ..GatewayConfig::with_policy(Policy::from_config(&policy).unwrap())
         },
     )
 }
@@ -255,7 +254,6 @@ async fn the_agents_own_navigation_is_an_effect_too_held_until_decided() {
 /// A session whose vault holds `value` as `pin.password`, bound to the fixture site,
 /// under one effect rule that refuses a memo starting with `P` sent to the site.
 async fn secret_gateway(h: &Harness, value: &str) -> Arc<Gateway> {
-    use airlock_gateway::CredentialSource;
     use airlock_vault::{Fields, MasterKey, Secret, Vault};
     let vault = Vault::open(
         Store::open_in_memory().await.unwrap(),
@@ -286,14 +284,9 @@ message = "no P memos"
     Gateway::new(
         h.host().await,
         GatewayConfig {
-            policy: h.site.policy(),
             rules: rules(rule),
-            credentials: CredentialSource {
-                vault: Some(Arc::new(vault)),
-                tenant: "default".into(),
-                role: airlock_core::Role::Operate,
-            },
-            ..GatewayConfig::default()
+            ..GatewayConfig::with_policy(h.site.policy())
+                .vault(Arc::new(vault), airlock_core::Role::Operate)
         },
     )
 }

@@ -106,13 +106,7 @@ fn policy_allowing(ports: &[u16]) -> Policy {
 }
 
 async fn probe_egress(h: &Harness, policy: Policy, target: String) -> String {
-    let gateway = Gateway::new(
-        h.host().await,
-        GatewayConfig {
-            policy,
-            ..GatewayConfig::default()
-        },
-    );
+    let gateway = Gateway::new(h.host().await, GatewayConfig::with_policy(policy));
     let agent = gateway.agent_session();
     let url = format!("{}?target={}", h.site.url("egress.html"), target);
     let first = agent.call(navigate(url)).await;
@@ -193,10 +187,7 @@ async fn page_initiated_navigations_and_redirects_are_stopped_too() {
         let target = format!("http://127.0.0.1:{b}");
         let gateway = Gateway::new(
             h.host().await,
-            GatewayConfig {
-                policy: policy_allowing(&[a]),
-                ..GatewayConfig::default()
-            },
+            GatewayConfig::with_policy(policy_allowing(&[a])),
         );
         let agent = gateway.agent_session();
         let wait_denied = || {
@@ -471,10 +462,7 @@ async fn a_name_rebinding_to_a_private_address_is_refused_through_chromium() {
                     [127, 0, 0, 2],
                 )]))
                 .await,
-                GatewayConfig {
-                    policy: policy_allowing_addrs(&entries),
-                    ..GatewayConfig::default()
-                },
+                GatewayConfig::with_policy(policy_allowing_addrs(&entries)),
             );
             let agent = gateway.agent_session();
             let out = agent.call(navigate(page.clone())).await;
@@ -620,10 +608,7 @@ async fn a_new_tabs_favicon_reaches_no_denied_port() {
         for allowed in [&[a][..], &[a, b][..]] {
             let gateway = Gateway::new(
                 h.host().await,
-                GatewayConfig {
-                    policy: policy_allowing(allowed),
-                    ..GatewayConfig::default()
-                },
+                GatewayConfig::with_policy(policy_allowing(allowed)),
             );
             let agent = gateway.agent_session();
             let out = agent
@@ -663,10 +648,7 @@ async fn a_name_that_does_not_resolve_or_a_closed_port_is_navigation_failed() {
         };
         let gateway = Gateway::new(
             h.host_with_resolver(Scripted::new(vec![])).await,
-            GatewayConfig {
-                policy: policy_allowing_addrs(&[format!("127.0.0.1:{closed}")]),
-                ..GatewayConfig::default()
-            },
+            GatewayConfig::with_policy(policy_allowing_addrs(&[format!("127.0.0.1:{closed}")])),
         );
         let agent = gateway.agent_session();
         for (url, why) in [
@@ -705,10 +687,7 @@ async fn network_requests_say_what_the_page_asked_for_and_why_the_proxy_refused(
         let (a, b) = (h.site.a.port(), h.site.b.port());
         let gateway = Gateway::new(
             h.host().await,
-            GatewayConfig {
-                policy: policy_allowing(&[a]),
-                ..GatewayConfig::default()
-            },
+            GatewayConfig::with_policy(policy_allowing(&[a])),
         );
         let agent = gateway.agent_session();
         let requests = |filter: Option<&str>| {

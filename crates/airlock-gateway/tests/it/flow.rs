@@ -131,14 +131,13 @@ async fn gateway(
     Gateway::new(
         h.host().await,
         GatewayConfig {
-            policy: Policy::from_config(&policy).unwrap(),
             store,
             approval_timeout: Duration::from_secs(30),
             flow: Flow {
                 mode,
                 ..Flow::default()
             },
-            ..GatewayConfig::default()
+            ..GatewayConfig::with_policy(Policy::from_config(&policy).unwrap())
         },
     )
 }

@@ -32,10 +32,7 @@ mod sessions;
 mod view;
 
 fn config(h: &Harness) -> GatewayConfig {
-    GatewayConfig {
-        policy: h.site.policy(),
-        ..GatewayConfig::default()
-    }
+    GatewayConfig::with_policy(h.site.policy())
 }
 
 /// `config`, with one pre-warmed session kept ready.

@@ -302,7 +302,6 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                store: Some(store.clone()),
                 checkpoints: Some(airlock_gateway::Checkpoints {
                     name: "airlock.test/audit".to_owned(),
                     key: Arc::new(key.clone()),
@@ -310,7 +309,7 @@ async fn the_gateway_signs_audit_checkpoints_as_the_log_grows_and_at_shutdown() 
                     every: 2,
                     publish_dir: None,
                 }),
-                ..config(&h)
+                ..config(&h).store(store.clone())
             },
         );
         let agent = gateway.agent_session();
@@ -381,8 +380,7 @@ async fn evaluate_is_off_unless_turned_on_then_bounded_audited_and_fenced() {
             h.host().await,
             GatewayConfig {
                 evaluate: true,
-                store: Some(store.clone()),
-                ..config(&h)
+                ..config(&h).store(store.clone())
             },
         );
         let agent = gateway.agent_session();
@@ -515,7 +513,6 @@ async fn a_quiet_audit_log_gets_a_checkpoint_over_its_tail_within_seconds() {
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                store: Some(store.clone()),
                 checkpoints: Some(airlock_gateway::Checkpoints {
                     name: "airlock.test/audit".to_owned(),
                     key: Arc::new(key.clone()),
@@ -523,7 +520,7 @@ async fn a_quiet_audit_log_gets_a_checkpoint_over_its_tail_within_seconds() {
                     every: 1_000,
                     publish_dir: None,
                 }),
-                ..config(&h)
+                ..config(&h).store(store.clone())
             },
         );
         let agent = gateway.agent_session();

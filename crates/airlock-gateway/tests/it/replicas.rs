@@ -57,10 +57,9 @@ async fn replicas_on_one_postgres_share_the_feed_decisions_and_the_end_of_a_gone
             replicas.push(Gateway::new(
                 h.host().await,
                 GatewayConfig {
-                    store: Some(store.clone()),
                     rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
                     approval_timeout: Duration::from_secs(30),
-                    ..config(&h)
+                    ..config(&h).store(store.clone())
                 },
             ));
         }
@@ -260,9 +259,8 @@ async fn replica(
     replica_with(
         worker,
         GatewayConfig {
-            store: Some(store.clone()),
             caps,
-            ..config(h)
+            ..config(h).store(store.clone())
         },
     )
     .await
@@ -554,9 +552,8 @@ async fn a_homed_agent_keeps_its_browser_whichever_replica_serves_it() {
         let stores = [a.unwrap(), b.unwrap()];
         let downloads = tempfile::tempdir().unwrap();
         let with_downloads = |store: &Store| GatewayConfig {
-            store: Some(store.clone()),
             download_dir: Some(downloads.path().to_owned()),
-            ..config(&h)
+            ..config(&h).store(store.clone())
         };
         let on_a = replica_with(&worker, with_downloads(&stores[0])).await;
         let on_b = replica_with(&worker, with_downloads(&stores[1])).await;
@@ -676,13 +673,12 @@ async fn a_session_with_credentials_is_served_by_any_replica_until_its_secret_ch
                 replica_with(
                     &worker,
                     GatewayConfig {
-                        store: Some(store),
                         credentials: airlock_gateway::CredentialSource {
                             vault: Some(vault),
                             tenant: "acme".into(),
                             role: airlock_core::Role::Operate,
                         },
-                        ..config(&h)
+                        ..config(&h).store(store)
                     },
                 )
                 .await,

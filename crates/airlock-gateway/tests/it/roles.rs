@@ -242,11 +242,10 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                store: Some(store.clone()),
                 // The tools an operator switches on are in the matrix too.
                 evaluate: true,
                 upload_dir: Some(uploads.path().to_owned()),
-                ..config(&h)
+                ..config(&h).store(store.clone())
             },
         );
         let url = h.site.url("login.html");

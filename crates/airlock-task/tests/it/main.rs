@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use airlock_config::Tasks;
 use airlock_core::{ErrorCode, Role};
-use airlock_gateway::{CredentialSource, Gateway, GatewayConfig};
+use airlock_gateway::{Gateway, GatewayConfig};
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_risk::{ApprovalsConfig, Rules};
 use airlock_task::{Runner, TaskResult, TaskStatus, Watch};
@@ -60,16 +60,11 @@ async fn setup(h: &Harness, model: &ModelServer, approval_timeout: Duration) -> 
     let gateway = Gateway::new(
         h.host().await,
         GatewayConfig {
-            policy,
-            credentials: CredentialSource {
-                vault: Some(vault.clone()),
-                tenant: "default".into(),
-                role: Role::Operate,
-            },
-            store: Some(store.clone()),
             rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
             approval_timeout,
-            ..GatewayConfig::default()
+            ..GatewayConfig::with_policy(policy)
+                .store(store.clone())
+                .vault(vault.clone(), Role::Operate)
         },
     );
     let tasks = Tasks {

@@ -43,10 +43,8 @@ async fn an_operator_approves_a_held_click_from_another_process() {
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                policy,
-                store: Some(store.clone()),
                 rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
-                ..GatewayConfig::default()
+                ..GatewayConfig::with_policy(policy).store(store.clone())
             },
         );
         // A third terminal watches requests and decisions as they happen.
@@ -178,11 +176,9 @@ async fn a_held_navigation_to_a_homograph_host_is_listed_punycode_first() {
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                policy,
-                store: Some(store.clone()),
                 rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
                 approval_timeout: Duration::from_secs(30),
-                ..GatewayConfig::default()
+                ..GatewayConfig::with_policy(policy).store(store.clone())
             },
         );
         let agent = Arc::new(gateway.agent_session());

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use airlock_config::RecordMode;
 use airlock_core::Role;
 use airlock_gateway::action::{Target, WaitUntil};
-use airlock_gateway::{CredentialSource, Gateway, GatewayConfig, OpenOptions, PageView, ToolCall};
+use airlock_gateway::{Gateway, GatewayConfig, OpenOptions, PageView, ToolCall};
 use airlock_test_support::with_browser;
 use airlock_vault::{Fields, MasterKey, Secret, Store, Vault};
 use base64::Engine as _;
@@ -72,16 +72,11 @@ async fn a_replay_page_shows_every_step_and_no_secret_in_any_form() {
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                policy: h.site.policy(),
-                credentials: CredentialSource {
-                    vault: Some(Arc::new(vault)),
-                    tenant: "default".into(),
-                    role: Role::Operate,
-                },
-                store: Some(store.clone()),
                 recording: RecordMode::Audit,
                 recordings_dir: Some(data.join("recordings")),
-                ..GatewayConfig::default()
+                ..GatewayConfig::with_policy(h.site.policy())
+                    .store(store.clone())
+                    .vault(Arc::new(vault), Role::Operate)
             },
         );
         let agent = gateway.agent_session();
@@ -193,12 +188,10 @@ async fn on_a_shared_store_recordings_live_in_it_and_replay_anywhere() {
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
-                policy: h.site.policy(),
-                store: Some(store.clone()),
                 recording: RecordMode::Audit,
                 recordings_dir: Some(recordings.clone()),
                 download_dir: Some(downloads.clone()),
-                ..GatewayConfig::default()
+                ..GatewayConfig::with_policy(h.site.policy()).store(store.clone())
             },
         );
         let agent = gateway.agent_session();

@@ -132,12 +132,10 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
         let gateway = Gateway::new(
             host,
             GatewayConfig {
-                policy: h.site.policy(),
-                store: Some(store.clone()),
                 // The reaper comes by every 2 s.
                 idle_ttl: Duration::from_secs(8),
-                ..GatewayConfig::default()
-            },
+..GatewayConfig::with_policy(h.site.policy()).store(store.clone())
+},
         );
         let agent = Arc::new(gateway.agent_session());
         let out = agent.call(navigate(h.site.url("login.html"))).await;
@@ -468,10 +466,7 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
             .into();
         let gateway = Gateway::new(
             host,
-            GatewayConfig {
-                policy: h.site.policy(),
-                ..GatewayConfig::default()
-            },
+            GatewayConfig::with_policy(h.site.policy()),
         );
         let agent = gateway.agent_session();
         let out = agent.call(navigate(h.site.url("login.html"))).await;
@@ -505,13 +500,7 @@ async fn a_hung_worker_is_counted_gone_and_replaced() {
         // A call 1 s past its budget means the worker hangs.
         let worker = local_worker(parent.path(), Duration::from_secs(1));
         let host: Host = Remote::new(worker.clone()).await.unwrap().into();
-        let gateway = Gateway::new(
-            host,
-            GatewayConfig {
-                policy: h.site.policy(),
-                ..GatewayConfig::default()
-            },
-        );
+        let gateway = Gateway::new(host, GatewayConfig::with_policy(h.site.policy()));
         let agent = gateway.agent_session();
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);

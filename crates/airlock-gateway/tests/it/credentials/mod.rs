@@ -11,8 +11,7 @@ use airlock_browser::{SnapshotOptions, Target, WaitCondition};
 use airlock_config::RecordMode;
 use airlock_core::{ErrorCode, Role};
 use airlock_gateway::{
-    AgentSession, CredentialSource, Gateway, GatewayConfig, OpenOptions, ReadFormat, TabAction,
-    ToolCall, ToolOutput,
+    AgentSession, Gateway, GatewayConfig, OpenOptions, ReadFormat, TabAction, ToolCall, ToolOutput,
 };
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{
@@ -122,19 +121,14 @@ async fn recording_gateway(
     let gateway = Gateway::new(
         h.host().await,
         GatewayConfig {
-            policy,
-            credentials: CredentialSource {
-                vault: Some(vault.clone()),
-                tenant: "default".into(),
-                role,
-            },
             // A warm session is ready, and sessions with credentials must not take it.
             warm_sessions: 1,
-            // Every call goes on the audit record in the vault's store.
-            store: Some(vault.store().clone()),
             recording: mode,
             recordings_dir: dir,
-            ..GatewayConfig::default()
+            // Every call goes on the audit record in the vault's store.
+            ..GatewayConfig::with_policy(policy)
+                .store(vault.store().clone())
+                .vault(vault.clone(), role)
         },
     );
     (gateway, vault)

@@ -12,8 +12,7 @@ use airlock_browser::{SessionOptions, SnapshotOptions, Target, WaitCondition, Wa
 use airlock_config::BrowserConfig;
 use airlock_core::{ErrorCode, Role};
 use airlock_gateway::{
-    AgentSession, CredentialSource, Gateway, GatewayConfig, OpenOptions, ReadFormat, TabAction,
-    ToolCall, ToolOutput,
+    AgentSession, Gateway, GatewayConfig, OpenOptions, ReadFormat, TabAction, ToolCall, ToolOutput,
 };
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{FixtureServer, Harness, with_browser, with_browser_config};
@@ -72,15 +71,7 @@ async fn gateway_allowing(h: &Harness, also: &[u16]) -> Arc<Gateway> {
     .unwrap();
     Gateway::new(
         h.host().await,
-        GatewayConfig {
-            policy,
-            credentials: CredentialSource {
-                vault: Some(Arc::new(vault)),
-                tenant: "default".into(),
-                role: Role::Operate,
-            },
-            ..GatewayConfig::default()
-        },
+        GatewayConfig::with_policy(policy).vault(Arc::new(vault), Role::Operate),
     )
 }
 
