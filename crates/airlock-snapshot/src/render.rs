@@ -1,5 +1,6 @@
 //! Folding the walker's tree and rendering it as lines, then windowing and filtering.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -113,7 +114,7 @@ pub fn lines(root: &Node, options: &RenderOptions) -> Vec<Line> {
     let origin = options.page_url.as_deref().and_then(origin_of);
     let mut folded = Vec::with_capacity(root.children.len());
     for child in &root.children {
-        fold(child.clone(), &mut folded);
+        fold(child, &mut folded);
     }
     let redactor: &dyn Redact = options.redactor.as_deref().unwrap_or(&NoRedaction);
     let mut out = Vec::new();
@@ -322,15 +323,46 @@ fn is(role: &str, set: &[&str]) -> bool {
     set.contains(&role)
 }
 
-fn is_text(node: &Node) -> bool {
-    node.role == "text"
+fn is_text(node: &Folded<'_>) -> bool {
+    matches!(node, Folded::Text(_))
 }
 
-fn text_node(text: String) -> Node {
+/// A node after folding. It borrows from the walker's tree, which a diff keeps as its
+/// next base: folding a copy of a 2,000-row table cost more than folding it.
+enum Folded<'a> {
+    /// A run of text (the page's, or adjacent runs joined).
+    Text(Cow<'a, str>),
+    /// An element as it reads: `text` is what folding joined into it (a row's cells,
+    /// children that were all text), `children` what it kept.
     Node {
-        role: "text".to_owned(),
-        text: Some(text),
-        ..Node::default()
+        node: &'a Node,
+        text: Option<Cow<'a, str>>,
+        children: Vec<Folded<'a>>,
+    },
+}
+
+impl Folded<'_> {
+    fn role(&self) -> &str {
+        match self {
+            Folded::Text(_) => "text",
+            Folded::Node { node, .. } => &node.role,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        match self {
+            Folded::Text(text) => Some(text),
+            Folded::Node { text, .. } => text.as_deref(),
+        }
+    }
+
+    fn has_ref_inside(&self) -> bool {
+        match self {
+            Folded::Text(_) => false,
+            Folded::Node { node, children, .. } => {
+                node.node.is_some() || children.iter().any(Folded::has_ref_inside)
+            }
+        }
     }
 }
 
@@ -354,52 +386,49 @@ fn collapse(text: &str) -> String {
 
 // Joins adjacent text runs. Runs keep their own edge spaces from the page until here,
 // so "Para with " + "link" keeps the word break.
-fn merge_text(children: Vec<Node>) -> Vec<Node> {
-    let mut out: Vec<Node> = Vec::with_capacity(children.len());
+fn merge_text(children: Vec<Folded<'_>>) -> Vec<Folded<'_>> {
+    let mut out = Vec::with_capacity(children.len());
     let mut pending = String::new();
     for child in children {
-        if is_text(&child) {
-            pending.push_str(child.text.as_deref().unwrap_or_default());
+        if let Folded::Text(text) = &child {
+            pending.push_str(text);
             continue;
         }
         let text = collapse(&pending);
         if !text.is_empty() {
-            out.push(text_node(text));
+            out.push(Folded::Text(Cow::Owned(text)));
         }
         pending.clear();
         out.push(child);
     }
     let text = collapse(&pending);
     if !text.is_empty() {
-        out.push(text_node(text));
+        out.push(Folded::Text(Cow::Owned(text)));
     }
     out
 }
 
-fn joined_text(children: &[Node]) -> Option<String> {
+fn joined_text(children: &[Folded<'_>]) -> Option<String> {
     if children.iter().all(is_text) {
-        let parts: Vec<&str> = children.iter().filter_map(|c| c.text.as_deref()).collect();
+        let parts: Vec<&str> = children.iter().filter_map(Folded::text).collect();
         Some(collapse(&parts.join(" ")))
     } else {
         None
     }
 }
 
-fn has_ref_inside(node: &Node) -> bool {
-    node.node.is_some() || node.children.iter().any(has_ref_inside)
-}
-
 // Folds `node` into what stands for it (itself, its children, or nothing), pushed onto
 // `out`: one vector per parent rather than one per node (a large page has tens of
 // thousands).
-fn fold(mut node: Node, out: &mut Vec<Node>) {
-    if is_text(&node) {
-        out.push(node);
+fn fold<'a>(node: &'a Node, out: &mut Vec<Folded<'a>>) {
+    if node.role == "text" {
+        out.push(Folded::Text(Cow::Borrowed(
+            node.text.as_deref().unwrap_or_default(),
+        )));
         return;
     }
-    let taken = std::mem::take(&mut node.children);
-    let mut children = Vec::with_capacity(taken.len());
-    for child in taken {
+    let mut children = Vec::with_capacity(node.children.len());
+    for child in &node.children {
         fold(child, &mut children);
     }
     let role = node.role.as_str();
@@ -433,72 +462,79 @@ fn fold(mut node: Node, out: &mut Vec<Node>) {
         return;
     }
     let mut children = merge_text(children);
+    let mut text = node.text.as_deref().map(Cow::Borrowed);
     if role == "table" || role == "grid" {
         // The caption is the table's name already.
         let name = collapse(&node.name);
         children.retain(|c| {
-            !(c.role == "caption"
-                && c.text.as_deref().map(collapse).as_deref() == Some(name.as_str()))
+            !(c.role() == "caption" && c.text().map(collapse).as_deref() == Some(name.as_str()))
         });
     }
     if role == "row" {
-        children = fold_row(&mut node, children);
-    } else if let Some(text) = joined_text(&children) {
+        let (cells, kept) = fold_row(children);
+        children = kept;
+        if let Some(cells) = cells {
+            text = Some(Cow::Owned(cells));
+        }
+    } else if let Some(joined) = joined_text(&children) {
         let name = collapse(&node.name);
-        if !name.is_empty() && (text == name || name.contains(&text) || text.is_empty()) {
+        if !name.is_empty() && (joined == name || name.contains(&joined) || joined.is_empty()) {
             children.clear();
-        } else if !text.is_empty() {
-            node.text = Some(text);
+        } else if !joined.is_empty() {
+            text = Some(Cow::Owned(joined));
             children.clear();
         }
     }
-    node.children = children;
     if node.node.is_none()
         && node.clickable.is_none()
-        && !is(&node.role, INTERACTIVE)
+        && !is(role, INTERACTIVE)
         && node.name.trim().is_empty()
-        && node.text.is_none()
+        && text.is_none()
         && node.value.is_none()
-        && node.children.is_empty()
+        && children.is_empty()
     {
         // An empty live region, list or paragraph says nothing an agent can use; it
         // shows up (as a change) once it holds something.
         return;
     }
-    out.push(node);
+    out.push(Folded::Node {
+        node,
+        text,
+        children,
+    });
 }
 
 // A row reads as its cells' texts joined by ` | `, followed by what can be acted on
 // inside its cells: the shape of the spec's `row "alice admin Edit Delete"` example
-// without repeating each cell on a line of its own.
-fn fold_row(row: &mut Node, children: Vec<Node>) -> Vec<Node> {
+// without repeating each cell on a line of its own. Returns the row's text, if any,
+// and what it keeps.
+fn fold_row(children: Vec<Folded<'_>>) -> (Option<String>, Vec<Folded<'_>>) {
     let mut parts = Vec::new();
     let mut kept = Vec::new();
     for cell in children {
-        if is(&cell.role, CELLS) && cell.node.is_none() {
-            if has_ref_inside(&cell) {
-                kept.extend(cell.children.into_iter().filter(|c| !is_text(c)));
-            } else {
-                let text = if cell.name.is_empty() {
-                    cell.text.clone().unwrap_or_default()
+        match cell {
+            Folded::Node {
+                node,
+                text,
+                children,
+            } if is(&node.role, CELLS) && node.node.is_none() => {
+                if children.iter().any(Folded::has_ref_inside) {
+                    kept.extend(children.into_iter().filter(|c| !is_text(c)));
+                } else if node.name.is_empty() {
+                    parts.push(text.unwrap_or_default());
                 } else {
-                    collapse(&cell.name)
-                };
-                parts.push(text);
+                    parts.push(Cow::Owned(collapse(&node.name)));
+                }
             }
-        } else if is_text(&cell) {
-            parts.push(cell.text.clone().unwrap_or_default());
-        } else {
-            kept.push(cell);
+            Folded::Text(text) => parts.push(text),
+            other => kept.push(other),
         }
     }
-    while parts.last().is_some_and(String::is_empty) {
+    while parts.last().is_some_and(|p| p.is_empty()) {
         parts.pop();
     }
-    if !parts.is_empty() {
-        row.text = Some(parts.join(" | "));
-    }
-    kept
+    let text = (!parts.is_empty()).then(|| parts.join(" | "));
+    (text, kept)
 }
 
 // ---- emitting lines -----------------------------------------------------------------
@@ -511,18 +547,38 @@ struct Emit<'a> {
 }
 
 fn emit(
-    node: &Node,
+    folded: &Folded<'_>,
     depth: usize,
     parent: Option<usize>,
     context: &Emit<'_>,
     out: &mut Vec<Line>,
 ) -> bool {
     let index = out.len();
+    let (node, text, children) = match folded {
+        Folded::Text(text) => {
+            out.push(Line {
+                depth,
+                parent,
+                text: format!("text: {}", cut(&context.redactor.redact(text))),
+                reference: None,
+                interactive: false,
+                heading: None,
+                contains_interactive: false,
+                locates: false,
+            });
+            return false;
+        }
+        Folded::Node {
+            node,
+            text,
+            children,
+        } => (*node, text.as_deref(), children),
+    };
     let interactive = is(&node.role, INTERACTIVE) || node.clickable.is_some();
     out.push(Line {
         depth,
         parent,
-        text: line_text(node, context),
+        text: line_text(node, text, context),
         reference: node.node.map(|n| NodeRef {
             tab: context.tab,
             frame: node.frame,
@@ -536,7 +592,7 @@ fn emit(
         locates: node.node.is_some() || node.role == "row",
     });
     let mut contains = false;
-    for child in &node.children {
+    for child in children {
         contains |= emit(child, depth + 1, Some(index), context, out);
     }
     out[index].contains_interactive = contains;
@@ -570,14 +626,9 @@ fn quoted(text: &str) -> String {
     out
 }
 
-fn line_text(node: &Node, context: &Emit<'_>) -> String {
+// An element's line; `text` is what folding left it.
+fn line_text(node: &Node, text: Option<&str>, context: &Emit<'_>) -> String {
     let redact = |text: &str| context.redactor.redact(text).into_owned();
-    if is_text(node) {
-        return format!(
-            "text: {}",
-            cut(&redact(node.text.as_deref().unwrap_or_default()))
-        );
-    }
     // The ref leads the line: `e5 button "Save"` costs three tokens fewer than
     // `button "Save" [ref=e5]`, on every line of every snapshot.
     let mut s = match node.node {
@@ -643,7 +694,7 @@ fn line_text(node: &Node, context: &Emit<'_>) -> String {
         };
         let _ = write!(s, " [url={}]", cut(shown));
     }
-    if let Some(text) = &node.text {
+    if let Some(text) = text {
         let _ = write!(s, ": {}", cut(&redact(text)));
     }
     s
