@@ -141,6 +141,8 @@ pub(crate) struct TabInner {
     /// The top frame's tree of walk N (a page without frames): a diff's walk sends
     /// only what it did not take whole from it.
     pub(crate) last_tree: Option<(u64, airlock_snapshot::Node)>,
+    /// How many bytes the page sent for the last diff's walk.
+    pub(crate) diff_walk_bytes: usize,
     /// A command to the renderer timed out: the next call first stops its scripts.
     pub(crate) unresponsive: bool,
     /// A popup whose first real URL the guard has not judged yet.

@@ -212,6 +212,15 @@ impl Session {
         Ok((text(&reused), text(&whole)))
     }
 
+    /// How many bytes the page sent for the active tab's last diff walk: tests hold
+    /// it to what changed, not to the page.
+    #[doc(hidden)]
+    pub async fn last_diff_walk_bytes(&self) -> Result<usize> {
+        let _op = self.begin().await;
+        let tab = self.page().await?;
+        Ok(tab.state.read(|s| s.diff_walk_bytes))
+    }
+
     /// Forgets the base of [`Session::changes`]: the next call returns the page
     /// whole (capped), as after a navigation whose snapshot nobody read.
     pub async fn forget_changes(&self) -> Result<()> {
@@ -268,6 +277,8 @@ impl Session {
                 self.budget(),
             )
             .await?;
+        let sent = value.as_str().map_or(0, str::len);
+        tab.state.with(|s| s.diff_walk_bytes = sent);
         let mut walked = WalkResult::decode(value)?;
         if walked.same {
             tab.state.with(|s| s.last_tree = previous);

@@ -259,6 +259,52 @@ async fn no_change_is_said_only_against_the_walk_the_base_came_from() {
     .await;
 }
 
+/// A click in a large page costs what its change costs: the diff's walk sends the
+/// row that changed and refers to the other 1,999 by number, and reads the page as
+/// a whole walk does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_diff_in_a_large_page_sends_what_changed_not_the_page() {
+    with_browser(|h| async move {
+        let s = open(&h).await;
+        s.navigate(&h.site.url("admin?rows=2000"), WaitUntil::Load)
+            .await
+            .unwrap();
+        let whole = s
+            .snapshot(&SnapshotOptions {
+                max_bytes: usize::MAX,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .text;
+        let edit = airlock_browser::Target::Role {
+            role: "button".into(),
+            name: Some("Edit".into()),
+            index: Some(1000),
+        };
+        s.click(&edit, &ClickOptions::default()).await.unwrap();
+        let diff = s.changes().await.unwrap().expect("the change");
+        assert!(diff.contains("Editing"), "{diff}");
+        assert_eq!(
+            diff.lines().filter(|l| l.starts_with("~ ")).count(),
+            1,
+            "{diff}"
+        );
+        // ~24 KB: the changed row and one short number per other row. The page's
+        // tree whole is ~40 times that, its rendering (below) ~8 times.
+        let sent = s.last_diff_walk_bytes().await.unwrap();
+        assert!(
+            sent * 4 < whole.len(),
+            "the walk sent {sent} bytes; the whole snapshot is {}",
+            whole.len()
+        );
+        let (base, again) = s.diff_base_and_whole().await.unwrap();
+        assert_eq!(base, again);
+        s.close().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_table_pages_filters_and_finds() {
     with_browser(|h| async move {
