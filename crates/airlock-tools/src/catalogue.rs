@@ -457,7 +457,7 @@ static TOOLS: &[Tool] = &[
     Tool {
         name: "browser_session_open",
         family: Family::Session,
-        description: "Open the browser session (else the first browser tool does). Over stateless HTTP the result gives mcp_url, the session's own URL.",
+        description: "Open the browser session (else the first browser tool does); over stateless HTTP its result gives the session's own mcp_url.",
         read_only: false,
         destructive: false,
         keep: &[],

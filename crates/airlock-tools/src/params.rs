@@ -40,7 +40,7 @@ fn budgeted(call: ToolCall, timeout_ms: Option<u64>) -> Result<ToolCall, BadArgu
 /// `index`); `selector`; or `x` and `y`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct TargetParams {
-    /// From the latest snapshot of the tab in use (`e12`, `f1e3`, `t2e5`); preferred.
+    /// From the latest snapshot (`e12`, `f1e3`); preferred.
     #[serde(rename = "ref")]
     pub reference: Option<String>,
     /// As the snapshot shows it (`button`).
@@ -272,9 +272,10 @@ impl ClickParams {
 pub struct TypeParams {
     #[serde(flatten)]
     pub target: TargetParams,
-    /// The text.
+    // What to type; the tool's description says the rest (as for the fields below
+    // whose doc would only repeat it: tools/list is paid on every model request).
     pub text: String,
-    /// Replace the field's content.
+    // Replace the field's content.
     #[serde(default)]
     pub clear_first: bool,
     /// Press Enter afterwards.
@@ -306,7 +307,8 @@ fn check_text(text: &str) -> Result<(), BadArgument> {
 pub struct FormField {
     #[serde(flatten)]
     pub target: TargetParams,
-    /// Text; `true`/`false` for a checkbox; an option for a select.
+    // Text; `true`/`false` for a checkbox; an option for a select (the tool's
+    // description says so).
     pub value: String,
 }
 
@@ -443,9 +445,9 @@ impl ScrollParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WaitForParams {
-    /// Text to appear.
+    // Text to appear (the description names both).
     pub text: Option<String>,
-    /// Text to disappear.
+    // Text to disappear.
     pub text_gone: Option<String>,
     /// Wait until this target exists and is visible.
     #[serde(flatten)]
@@ -489,7 +491,7 @@ impl WaitForParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ScreenshotParams {
-    /// Not just the viewport.
+    // Not just the viewport.
     #[serde(default)]
     pub full_page: bool,
     /// Only this element.
@@ -649,9 +651,9 @@ impl UploadParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct DragParams {
-    /// What to drag.
+    // What to drag (the description says it).
     pub from: TargetParams,
-    /// Where to drop it.
+    // Where to drop it.
     pub to: TargetParams,
 }
 
@@ -771,13 +773,13 @@ pub struct SessionOpenParams {
     /// `process`: own Chromium.
     #[schemars(extend("enum" = ["context", "process"]))]
     pub isolation: Option<String>,
-    /// Only these hosts (`a.com`, `*.a.com`), within the policy.
+    /// Only these hosts (`*.a.com` too), within the policy.
     #[serde(default)]
     pub allow_hosts: Vec<String>,
-    /// Emulate it (viewport, density, touch, User-Agent).
+    /// Emulated device (viewport, touch, User-Agent).
     #[schemars(extend("enum" = ["desktop", "iphone-15", "pixel-8", "ipad"]))]
     pub device: Option<String>,
-    /// Only these origins may be changed (`https://a.com`, `a.com`, `*.a.com`).
+    /// Only these origins (`a.com`, `*.a.com`) may be changed.
     #[serde(default)]
     pub act_origins: Vec<String>,
     /// These may only be read.
