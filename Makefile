@@ -8,6 +8,8 @@ DATA_DIR ?= ./airlock-data
 
 # The official MCP Python SDK, an independent client the tests drive Airlock with.
 MCP_PY_VERSION := 2.3.0
+# A real third-party web application the tests drive Airlock through (its admin).
+DJANGO_VERSION := 5.2.19
 # Property-based testing of /api/v1 against its OpenAPI document.
 SCHEMATHESIS_VERSION := 4.32.5
 # The Kubernetes schemas (1.30 to 1.37) deploy/check.py validates the manifests against.
@@ -41,9 +43,9 @@ test: chromium postgres seccomp pyclient console-deps deploy-check
 	leaked="$$leaked$$(pgrep -f ' worker [-]-socket ' || true)"; \
 	if [ -n "$$leaked" ]; then echo "leaked Chromium or worker processes after the tests: $$leaked"; exit 1; fi
 
-## A virtualenv with the official MCP Python SDK (independent client for the tests)
-## and schemathesis (the /api/v1 fuzz run).
-pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION)
+## A virtualenv with the official MCP Python SDK (independent client for the tests),
+## schemathesis (the /api/v1 fuzz run) and Django (a real admin app the tests drive).
+pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION) .venv/.django-$(DJANGO_VERSION)
 
 .venv/.mcp-$(MCP_PY_VERSION):
 	@command -v python3 >/dev/null 2>&1 || { echo "the MCP client tests need python3: run 'sudo apt-get install python3 python3-venv'"; exit 1; }
@@ -53,6 +55,10 @@ pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSIO
 
 .venv/.schemathesis-$(SCHEMATHESIS_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
 	.venv/bin/pip install -q --disable-pip-version-check "schemathesis==$(SCHEMATHESIS_VERSION)"
+	@touch $@
+
+.venv/.django-$(DJANGO_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
+	.venv/bin/pip install -q --disable-pip-version-check "django==$(DJANGO_VERSION)"
 	@touch $@
 
 ## The Kubernetes manifests in deploy/, validated offline against the schemas, and

@@ -3,14 +3,17 @@
 //! ([`with_browser`]) that starts a browser pool under a private profile directory,
 //! runs the test body, always shuts the pool down (also when the body panics), and
 //! then asserts that no Chromium process and no profile directory survived. For the
-//! store's Postgres backend, a real PostgreSQL server ([`Postgres`]).
+//! store's Postgres backend, a real PostgreSQL server ([`Postgres`]); a real Django
+//! admin ([`Django`]).
 
+mod django;
 mod fixtures;
 mod forms;
 mod harness;
 mod model;
 mod postgres;
 
+pub use django::{DJANGO_ADMIN, DJANGO_PASSWORD, DJANGO_USERS, Django};
 pub use fixtures::{APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, FixtureServer, FixtureSite};
 pub use forms::secret_forms;
 pub use harness::{
