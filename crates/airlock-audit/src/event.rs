@@ -203,6 +203,9 @@ pub struct Target {
     /// request, which shows the card's own view of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<bool>,
+    /// Where it goes, when it is a link (redacted like every page string).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub href: Option<String>,
 }
 
 /// Who called what, where, and what the risk gate said: the part every event about a

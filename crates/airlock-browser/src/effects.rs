@@ -42,6 +42,22 @@ pub struct HeldEffect {
     /// It is a document's request (a form's submit, a navigation): released, the
     /// page moves.
     pub navigation: bool,
+    /// What the page said about it, as the session's last snapshot of the page
+    /// showed it (redacted, cut): the line naming a delete or payment, with a
+    /// quoted name first ("Are you sure you want to delete the user “carol”?").
+    #[serde(default)]
+    pub page_words: Option<String>,
+}
+
+/// What became of one held request a decision was given for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decided {
+    /// The request's number ([`HeldEffect::id`]).
+    pub id: u64,
+    /// Chromium took the decision: released, it went; dropped, it failed in the page.
+    pub done: bool,
+    /// Why not, when it did not.
+    pub why: Option<String>,
 }
 
 /// Most fields shown of one request, and the longest value shown.
@@ -120,6 +136,7 @@ impl Holds {
                 .map(|(k, v)| (shown(k, VALUE_CHARS), shown(v, VALUE_CHARS)))
                 .collect(),
             navigation: paused.params["resourceType"].as_str() == Some("Document"),
+            page_words: None,
         };
         inner.held.push(Hold {
             effect,
@@ -138,6 +155,14 @@ impl Holds {
             reported: false,
         });
         true
+    }
+
+    /// Adds what the page said about the held request `network_id`.
+    pub(crate) fn annotate(&self, network_id: &str, words: String) {
+        let mut inner = lock(&self.inner);
+        if let Some(hold) = inner.held.iter_mut().find(|h| h.network_id == network_id) {
+            hold.effect.page_words = Some(words);
+        }
     }
 
     /// The held requests no one was told of yet; told of now.

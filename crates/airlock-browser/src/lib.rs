@@ -40,7 +40,7 @@ pub use action::{
 };
 pub use browser::{Browsers, Probe, probe};
 pub use cgroup::DelegatedCgroup;
-pub use effects::{FIELDS_SHOWN, HeldEffect};
+pub use effects::{Decided, FIELDS_SHOWN, HeldEffect};
 pub use error::{Error, Result};
 pub use events::{EVENTS_KEPT, EventBatch, PageEvent, PageEvents};
 pub use launch::{

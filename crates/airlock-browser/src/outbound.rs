@@ -122,6 +122,14 @@ pub(crate) struct Requests {
     redactor: Arc<dyn Redact>,
 }
 
+/// The kinds of request (CDP `Network.ResourceType`) that can carry an effect and
+/// are paused for effect rules when nothing else needs every request paused:
+/// documents (navigations, form posts, frames), fetches and XHRs, beacons and pings
+/// (`Ping`), event streams, and what Chromium cannot name (`Other`). Images,
+/// styles, scripts, fonts and media go unpaused: a GET of them changes nothing, and
+/// a page that needs them waits on none of Airlock's round trips.
+const EFFECT_TYPES: &[&str] = &["Document", "XHR", "Fetch", "Ping", "EventSource", "Other"];
+
 /// What became of a paused request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Pause {
@@ -195,28 +203,36 @@ impl Requests {
         std::mem::take(&mut *lock(&self.unwatched))
     }
 
-    /// `Fetch.enable` patterns: every request when inspecting, else only those of
+    /// `Fetch.enable` patterns: every request when inspecting; else those that can
+    /// carry an effect when effect rules judge them ([`EFFECT_TYPES`]), and those of
     /// origins that get headers; `None` when nothing needs pausing.
     pub(crate) fn patterns(&self) -> Option<Vec<Value>> {
-        if self.pauses_all() {
+        if self.inspects_all() {
             return Some(vec![
                 json!({ "urlPattern": "*", "requestStage": "Request" }),
             ]);
         }
-        let injection = self.injection.as_ref().filter(|i| !i.headers.is_empty())?;
-        let mut origins: Vec<&str> = injection
-            .headers
-            .iter()
-            .map(|(o, _, _)| o.as_str())
-            .collect();
-        origins.sort_unstable();
-        origins.dedup();
-        Some(
-            origins
+        let mut patterns = Vec::new();
+        if self.effects.is_some() {
+            patterns.extend(EFFECT_TYPES.iter().map(|kind| {
+                json!({ "urlPattern": "*", "resourceType": kind, "requestStage": "Request" })
+            }));
+        }
+        if let Some(injection) = self.injection.as_ref().filter(|i| !i.headers.is_empty()) {
+            let mut origins: Vec<&str> = injection
+                .headers
                 .iter()
-                .map(|o| json!({ "urlPattern": format!("{o}/*"), "requestStage": "Request" }))
-                .collect(),
-        )
+                .map(|(o, _, _)| o.as_str())
+                .collect();
+            origins.sort_unstable();
+            origins.dedup();
+            patterns.extend(
+                origins
+                    .iter()
+                    .map(|o| json!({ "urlPattern": format!("{o}/*"), "requestStage": "Request" })),
+            );
+        }
+        (!patterns.is_empty()).then_some(patterns)
     }
 
     /// The `Content-Security-Policy` that allows WebSockets only to the guard's
@@ -306,9 +322,20 @@ impl Requests {
                 *name = self.redactor.redact(name).into_owned();
                 *value = self.redactor.redact(value).into_owned();
             }
+            // Canonical first (what the server reads), then redacted: a secret
+            // written with some of its letters escaped is whole again to the
+            // redactor.
+            let mut canonical = airlock_risk::CanonicalUrl::of(url);
+            for part in [
+                &mut canonical.url,
+                &mut canonical.path,
+                &mut canonical.query,
+            ] {
+                *part = self.redactor.redact(part).into_owned();
+            }
             let shown_url = self.redactor.redact(url);
             judged.url = &shown_url;
-            match effects.judge_fields(&judged, &fields) {
+            match effects.judge_fields(&judged, &canonical, &fields) {
                 Some(v) if v.action == airlock_risk::Action::Deny => {
                     refusal = Some(format!("rule {} refuses this {method} request", v.rule));
                     counter = &self.effects_refused;

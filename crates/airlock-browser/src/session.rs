@@ -25,6 +25,7 @@ mod live;
 mod locate;
 mod navigate;
 mod read;
+mod shot;
 mod tabs;
 mod walk;
 
@@ -649,18 +650,31 @@ impl Session {
             }
             other => other?,
         };
-        if tab.state.read(|s| s.unresponsive) {
+        // A held navigation answers nothing until it is decided: not a hung page.
+        if tab
+            .state
+            .read(|s| s.unresponsive && s.navigations_held == 0)
+        {
             return self.revive(tab).await;
         }
         Ok(tab)
     }
 
-    // A tab whose page did not answer: its running script is stopped
+    // A tab whose page did not answer a command: first asked again, once what it
+    // was loading has loaded (a navigation in flight answers nothing until it
+    // commits, so a miss then proves nothing); a page that answers is left alone.
+    // One that still does not has its running script stopped
     // (`Runtime.terminateExecution` ends a busy loop at once); if it still does not
     // answer, the tab is closed and a blank one takes its place. Either way the
     // agent is told in the next outcome.
     async fn revive(&self, tab: Arc<Tab>) -> Result<Arc<Tab>> {
         let probe = Duration::from_secs(2);
+        tab.state.with(|s| s.unresponsive = false);
+        tab.state.wait(probe, |s| !s.uncommitted).await;
+        if tab.eval(0, "true", false, probe).await.is_ok() {
+            tab.state.with(|s| s.unresponsive = false);
+            return Ok(tab);
+        }
         tab.state.with(|s| s.unresponsive = false);
         let _ = tab
             .conn
@@ -672,6 +686,7 @@ impl Session {
             )
             .await;
         if tab.eval(0, "true", false, probe).await.is_ok() {
+            tab.state.with(|s| s.unresponsive = false);
             self.guard.notify(Notice::ScriptStopped);
             return Ok(tab);
         }

@@ -36,6 +36,10 @@ const WALKER: &str = include_str!("walker.js");
 /// Name of Airlock's isolated world; page scripts run in the main world and cannot
 /// reach objects in this one.
 const WORLD_NAME: &str = "__airlock_world";
+/// The binding walker.js reports a leaving page through (see `leaving`).
+pub(crate) const LEAVING_BINDING: &str = "__airlockLeaving";
+/// The largest report of a leaving page kept (a larger one is dropped: no image).
+pub(crate) const MAX_LEAVING: usize = 8 << 20;
 /// Records inputs that stop being `type=password` (see walker.js `wasPassword`).
 const WAS_PASSWORD: &str = "(() => { if (globalThis.__airlockWasPassword) return; \
     const seen = new WeakSet(); globalThis.__airlockWasPassword = seen; \
@@ -95,6 +99,12 @@ pub(crate) struct TabInner {
     /// Main-frame navigations committed, cross- or same-document.
     pub(crate) navigations: u64,
     pub(crate) loading: bool,
+    /// What the main frame's page showed as it last began to leave (walker.js
+    /// `leaving`), with the count of navigations committed when it did.
+    pub(crate) leaving: Option<(u64, Arc<str>)>,
+    /// A main-frame navigation started and has neither committed nor stopped:
+    /// Chromium answers no command for the frame meanwhile.
+    pub(crate) uncommitted: bool,
     /// Requests of the tab an effect rule held so far (an action's settle stops
     /// waiting when one is).
     pub(crate) effects_held: u64,
@@ -288,6 +298,12 @@ impl Tab {
             ),
         ];
         commands.extend(screen.commands(true));
+        // Where a leaving page showed secrets (walker.js `leaving`): only Airlock's
+        // world has the binding.
+        commands.push((
+            "Runtime.addBinding",
+            json!({ "name": LEAVING_BINDING, "executionContextName": WORLD_NAME }),
+        ));
         if let Some(patterns) = tab.state.requests.patterns() {
             commands.push(("Fetch.enable", json!({ "patterns": patterns })));
         }
@@ -405,10 +421,19 @@ impl Tab {
     }
 
     // A CDP failure of this tab; a command the renderer did not answer in time marks
-    // the tab unresponsive, for the next call to deal with.
+    // the tab unresponsive, for the next call to deal with, unless the page was
+    // navigating: Chromium holds every command for a frame between the start of a
+    // navigation and its commit (and for as long as an effect rule holds its
+    // request), so a miss then says nothing of the page's scripts.
     fn missed(&self, error: CdpError) -> Error {
         match error {
-            CdpError::Timeout { ms, .. } => {
+            CdpError::Timeout { method, ms } => {
+                if self.state.navigating() {
+                    return Error::Timeout {
+                        what: format!("{method} (the page was navigating)"),
+                        ms,
+                    };
+                }
                 self.state.with(|s| s.unresponsive = true);
                 Error::PageUnresponsive { ms }
             }
@@ -707,8 +732,13 @@ impl Tab {
         let context = reply["executionContextId"]
             .as_i64()
             .ok_or_else(|| Error::Protocol("createIsolatedWorld returned no context".to_owned()))?;
+        // A world of the main frame in a session that hides secrets tells where the
+        // page showed them as it leaves (see walker.js `leaving`).
+        let hiding = frame_id == self.state.read(|s| s.main_frame.clone())
+            && session == self.cdp_session
+            && self.state.redactor.is_active();
         let install = format!(
-            "{WALKER};\n__airlock.init({base}, {}); true",
+            "{WALKER};\n__airlock.init({base}, {}, {hiding}); true",
             self.state.walker_cut()
         );
         let installed = self

@@ -1745,11 +1745,58 @@
     return out;
   }
 
+  // The page is about to leave (a link, a form's submit, a script's navigation):
+  // where it shows text and fields now, for the image of a navigation an effect
+  // rule holds. Chromium answers no DevTools command for a frame while it
+  // navigates, so nothing can be asked of the page then; this is told instead,
+  // through Airlock's binding (seen only in this world). Every text node's text is
+  // sent (a value split over nodes reads whole joined), with its line boxes where
+  // they are in the viewport; every shown value with its box; every field that
+  // always masks; every frame's box (a frame's own page is not read here: it is
+  // painted over whole). Only in a session that hides secrets.
+  let watchingLeaving = false;
+  function leaving() {
+    const report = globalThis.__airlockLeaving;
+    if (typeof report !== 'function') return;
+    const s = shown();
+    const w = innerWidth;
+    const h = innerHeight;
+    const inView = (r) => r.width > 0 && r.height > 0 && r.right > 0 && r.bottom > 0 && r.left < w && r.top < h;
+    const rect = (r) => [r.left, r.top, r.width, r.height];
+    const nodeRects = shownNodes.map((node) => {
+      const parent = node.parentElement;
+      if (parent && !inView(parent.getBoundingClientRect())) return [];
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      return Array.from(range.getClientRects(), (r) => r).filter(inView).map(rect);
+    });
+    const itemRects = shownItems.map((el) => {
+      const r = el.getBoundingClientRect();
+      return inView(r) ? [rect(r)] : [];
+    });
+    const frames = Array.from(document.querySelectorAll('iframe, frame, embed, object'), (el) => el.getBoundingClientRect())
+      .filter(inView).map(rect);
+    const vv = globalThis.visualViewport;
+    report(JSON.stringify({
+      texts: s.texts, items: s.items, masks: s.masks, incomplete: s.incomplete,
+      nodeRects, itemRects, frames,
+      x: vv ? vv.pageLeft : scrollX, y: vv ? vv.pageTop : scrollY,
+      w: vv ? vv.width : w, h: vv ? vv.height : h,
+    }));
+  }
+
   globalThis.__airlock = {
     snapshot, resolve, boxes, prepare, settled, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, outline, fieldKind, selectOptions, checked, scrollIntoView,
     waitFor, textAfter, changedSince, candidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
     inspect, inspectPoint, shown, shownRects,
-    init(base, cut) { if (nextRef < base) nextRef = base; if (cut > maxCut) maxCut = cut; },
+    init(base, cut, hiding) {
+      if (nextRef < base) nextRef = base;
+      if (cut > maxCut) maxCut = cut;
+      if (hiding && !watchingLeaving) {
+        watchingLeaving = true;
+        addEventListener('beforeunload', leaving, true);
+      }
+    },
   };
   return 'installed';
 })()

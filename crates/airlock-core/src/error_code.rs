@@ -69,6 +69,9 @@ pub enum ErrorCode {
     /// The operator's model endpoint failed a server-side task: it timed out, kept
     /// refusing (429/5xx past the retries), or answered something that is no step.
     ModelFailed,
+    /// A request an effect rule held was approved, but the page or browser had let
+    /// go of it meanwhile (its tab closed, its page replaced): it was never sent.
+    RequestNotSent,
 }
 
 impl ErrorCode {
@@ -103,6 +106,7 @@ impl ErrorCode {
         Self::DialogOpen,
         Self::PageChanged,
         Self::ModelFailed,
+        Self::RequestNotSent,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -153,6 +157,7 @@ impl ErrorCode {
             Self::DialogOpen => ("dialog_open", 409, false),
             Self::PageChanged => ("page_changed", 409, false),
             Self::ModelFailed => ("model_failed", 502, true),
+            Self::RequestNotSent => ("request_not_sent", 409, false),
         }
     }
 }

@@ -273,6 +273,7 @@ impl Gateway {
             warm: false,
             opened_in: std::sync::OnceLock::new(),
             reads: crate::reads::Reads::new(&self.config.flow, sets),
+            covers: Default::default(),
         });
         let conversation = match (&row.user_id, &row.conversation) {
             (Some(user), Some(conversation)) => Some(ConversationKey {

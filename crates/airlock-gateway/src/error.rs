@@ -153,6 +153,15 @@ pub enum Error {
         /// The approval.
         id: String,
     },
+    /// Requests an effect rule held were approved but could not be sent: the page
+    /// or browser had let go of them. Nothing was sent.
+    #[error(
+        "approved, but not sent: {what}; the page no longer held the request, so nothing reached the site — take a new snapshot and try again if it is still wanted"
+    )]
+    NotSent {
+        /// Which requests, and why.
+        what: String,
+    },
     /// The approval this call answers was used by an earlier run.
     #[error("this approval was used already: an approval lets one call run once")]
     ApprovalUsed,
@@ -197,6 +206,7 @@ impl HasErrorCode for Error {
             Error::ApprovalStale => ErrorCode::ApprovalStale,
             Error::ApprovalDeferred { .. } => ErrorCode::ApprovalPending,
             Error::ApprovalUsed => ErrorCode::ApprovalClosed,
+            Error::NotSent { .. } => ErrorCode::RequestNotSent,
             Error::ShuttingDown => ErrorCode::BrowserUnavailable,
             Error::Internal(_) => ErrorCode::Internal,
         }

@@ -22,6 +22,7 @@ mod audit;
 mod clock;
 mod config;
 mod content;
+mod covers;
 mod credentials;
 mod error;
 mod fleet;

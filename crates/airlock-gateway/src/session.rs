@@ -330,6 +330,7 @@ impl Gateway {
                 warm: true,
                 opened_in: std::sync::OnceLock::new(),
                 reads: Reads::new(&self.config.flow, sets),
+                covers: Default::default(),
             };
             return Ok((Arc::new(held), refused));
         }
@@ -352,6 +353,7 @@ impl Gateway {
                 warm: false,
                 opened_in: std::sync::OnceLock::new(),
                 reads: Reads::new(&self.config.flow, sets),
+                covers: Default::default(),
             }),
             refused,
         ))

@@ -69,6 +69,8 @@ pub(crate) struct Held {
     pub(crate) opened_in: std::sync::OnceLock<Duration>,
     /// What its results showed of each origin, and where it may act.
     pub(crate) reads: crate::reads::Reads,
+    /// Approvals of held requests that cover the step confirming them.
+    pub(crate) covers: crate::covers::Covers,
 }
 
 impl AsRef<BrowserSession> for Held {

@@ -353,7 +353,10 @@ impl ToolOutput {
 
 // The `page: "title" — URL` line of the active tab, said above page content read
 // outside an action's outcome.
-async fn page_line(session: &BrowserSession, fence: &PageFence) -> Result<(String, String)> {
+pub(crate) async fn page_line(
+    session: &BrowserSession,
+    fence: &PageFence,
+) -> Result<(String, String)> {
     let tabs = session.tabs().await?;
     let (title, url) = tabs
         .iter()

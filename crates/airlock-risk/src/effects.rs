@@ -5,6 +5,16 @@
 //! browser layer asks [`Effects::judge`] for every paused request of a session; one
 //! an `approve` rule matches waits, unsent, for a human.
 //!
+//! URLs are judged in canonical form ([`CanonicalUrl`]): `request_url` sees the whole
+//! URL, `request_path` its path alone and `request_query` its query alone, so a
+//! `/%74ransfer` is a `/transfer` and a `?next=/delete/` is no delete.
+//!
+//! Built-in effect rules ([`BUILTIN_EFFECTS`]) follow the operator's: a request an
+//! action causes that deletes (an HTTP `DELETE`, or a `POST`/`PUT`/`PATCH` whose path or
+//! action field says delete, remove or destroy) or pays (card or bank details, a
+//! path that says pay, checkout or transfer) waits for a human. Each can be switched
+//! off by name (`[approvals] defaults_off`), all of them with `defaults = false`.
+//!
 //! Fields are read from the query, and from a body that is a form
 //! (`application/x-www-form-urlencoded`), JSON (at any depth, whatever content type
 //! it was sent with: a `fetch` with a string body says `text/plain`) or
@@ -17,6 +27,7 @@ use std::fmt;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+pub use crate::canonical::CanonicalUrl;
 use crate::{Action, Risk, RuleConfig, RuleError, pattern};
 
 /// A request a page is about to send, as the rules see it.
@@ -50,13 +61,22 @@ pub struct EffectVerdict {
     pub why: String,
 }
 
-/// The operator's effect rules, in their order; the first that matches decides.
-/// Travels to a browser host as the rules were written, and is built again there.
+/// The effect rules in force: the operator's, in their order, then the built-ins
+/// not switched off; the first that matches decides. Travels to a browser host as
+/// written (the operator's rules and the built-ins' names), and is built again there.
 #[derive(Clone, Default, Serialize, Deserialize)]
-#[serde(try_from = "Vec<RuleConfig>", into = "Vec<RuleConfig>")]
+#[serde(try_from = "Written", into = "Written")]
 pub struct Effects {
-    written: Vec<RuleConfig>,
+    written: Written,
     rules: Vec<EffectRule>,
+}
+
+/// What an [`Effects`] is made from: the operator's rules and the built-ins' names.
+#[derive(Clone, Default, Serialize, Deserialize)]
+struct Written {
+    rules: Vec<RuleConfig>,
+    #[serde(default)]
+    builtins: Vec<String>,
 }
 
 impl fmt::Debug for Effects {
@@ -67,28 +87,43 @@ impl fmt::Debug for Effects {
     }
 }
 
-impl TryFrom<Vec<RuleConfig>> for Effects {
+impl TryFrom<Written> for Effects {
     type Error = RuleError;
 
-    fn try_from(written: Vec<RuleConfig>) -> Result<Effects, RuleError> {
-        let rules = written
+    fn try_from(written: Written) -> Result<Effects, RuleError> {
+        let mut rules = written
+            .rules
             .iter()
             .enumerate()
             .map(|(i, rule)| build(rule, &format!("effect rule {i}")))
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
+        for name in &written.builtins {
+            let builtin = BUILTIN_EFFECTS
+                .iter()
+                .find(|b| b.name == name)
+                .ok_or_else(|| RuleError {
+                    key: "effect rules".to_owned(),
+                    why: format!("no built-in effect rule is named {name:?}"),
+                })?;
+            rules.push(builtin.rule());
+        }
         Ok(Effects { written, rules })
     }
 }
 
-impl From<Effects> for Vec<RuleConfig> {
-    fn from(effects: Effects) -> Vec<RuleConfig> {
+impl From<Effects> for Written {
+    fn from(effects: Effects) -> Written {
         effects.written
     }
 }
 
 impl Effects {
-    /// Builds the effect rules of `rules` (each with the key it was written under).
-    pub(crate) fn build(rules: Vec<(String, RuleConfig)>) -> Result<Effects, RuleError> {
+    /// Builds the effect rules of `rules` (each with the key it was written under),
+    /// then the built-ins named in `builtins`.
+    pub(crate) fn build(
+        rules: Vec<(String, RuleConfig)>,
+        builtins: Vec<String>,
+    ) -> Result<Effects, RuleError> {
         let mut built = Vec::new();
         let mut written = Vec::new();
         for (key, mut rule) in rules {
@@ -98,8 +133,16 @@ impl Effects {
             built.push(effect);
             written.push(rule);
         }
+        for name in &builtins {
+            if let Some(builtin) = BUILTIN_EFFECTS.iter().find(|b| b.name == name) {
+                built.push(builtin.rule());
+            }
+        }
         Ok(Effects {
-            written,
+            written: Written {
+                rules: written,
+                builtins,
+            },
             rules: built,
         })
     }
@@ -109,22 +152,249 @@ impl Effects {
         self.rules.is_empty()
     }
 
+    /// The rules' names, in the order they judge (the built-ins last).
+    pub fn names(&self) -> Vec<&str> {
+        self.rules.iter().map(|r| r.name.as_str()).collect()
+    }
+
     /// The first rule matching `request`, or `None` (it goes).
     pub fn judge(&self, request: &Request<'_>) -> Option<EffectVerdict> {
         if self.rules.is_empty() {
             return None;
         }
-        self.judge_fields(request, &Fields::of(request))
+        self.judge_fields(
+            request,
+            &CanonicalUrl::of(request.url),
+            &Fields::of(request),
+        )
     }
 
-    /// The first rule matching `request` carrying `fields` (what [`Fields::of`] read
-    /// of it, after the caller hid what it must: a rule's patterns are matched on
-    /// those, so they say nothing of a secret's value).
-    pub fn judge_fields(&self, request: &Request<'_>, fields: &Fields) -> Option<EffectVerdict> {
+    /// The first rule matching `request`, whose URL reads `url` in canonical form,
+    /// carrying `fields` (what [`Fields::of`] read of it). The caller may have hidden
+    /// what it must in both first: a rule's patterns are matched on these, so they
+    /// say nothing of a secret's value.
+    pub fn judge_fields(
+        &self,
+        request: &Request<'_>,
+        url: &CanonicalUrl,
+        fields: &Fields,
+    ) -> Option<EffectVerdict> {
         self.rules
             .iter()
-            .find_map(|rule| rule.judge(request, fields))
+            .find_map(|rule| rule.judge(request, url, fields))
     }
+}
+
+/// A built-in effect rule: its name (what `[approvals] defaults_off` takes), how
+/// risky what it holds is, and what it holds, in words.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinEffect {
+    /// Its name.
+    pub name: &'static str,
+    /// The risk of a request it holds.
+    pub risk: Risk,
+    /// What it holds.
+    pub holds: &'static str,
+    methods: &'static [&'static str],
+    sign: Option<Sign>,
+}
+
+/// Words that say a request destroys something.
+const DELETE_WORDS: &[&str] = &["delete", "remove", "destroy", "erase", "purge"];
+/// Words that say a request moves money.
+const PAYMENT_WORDS: &[&str] = &[
+    "pay",
+    "payment",
+    "payments",
+    "purchase",
+    "checkout",
+    "transfer",
+    "transfers",
+    "charge",
+    "charges",
+    "payout",
+    "payouts",
+];
+/// Field names (lower case, letters and digits only) that carry card or bank details.
+const PAYMENT_FIELDS: &[&str] = &[
+    "iban",
+    "cardnumber",
+    "ccnumber",
+    "ccnum",
+    "creditcard",
+    "cardcvc",
+    "cardcvv",
+    "cvc",
+    "cvv",
+    "cvv2",
+    "cvc2",
+    "securitycode",
+];
+/// Field names (lower case, letters and digits only) that name what a request does:
+/// a method override (Rails' and Laravel's `_method`), an action (Django's admin
+/// actions), an operation (JSON Patch's `op`, GraphQL's `operationName`).
+const ACTION_FIELDS: &[&str] = &[
+    "method",
+    "action",
+    "op",
+    "operation",
+    "operationname",
+    "cmd",
+    "command",
+    "do",
+    "intent",
+    "verb",
+    "task",
+];
+
+const CHANGING: &[&str] = &["POST", "PUT", "PATCH"];
+
+/// The built-in effect rules, in the order they judge, after the operator's.
+pub const BUILTIN_EFFECTS: &[BuiltinEffect] = &[
+    BuiltinEffect {
+        name: "delete-request",
+        risk: Risk::High,
+        holds: "an HTTP DELETE request",
+        methods: &["DELETE"],
+        sign: None,
+    },
+    BuiltinEffect {
+        name: "delete-path",
+        risk: Risk::High,
+        holds: "a POST, PUT or PATCH whose path says delete, remove, destroy, erase or purge (…/user/7/delete/, /api/removeItem)",
+        methods: CHANGING,
+        sign: Some(Sign::PathSays(DELETE_WORDS)),
+    },
+    BuiltinEffect {
+        name: "delete-field",
+        risk: Risk::High,
+        holds: "a POST, PUT or PATCH whose action field says so (_method=delete, action=delete_selected, op=remove) or that is a GraphQL mutation which does",
+        methods: CHANGING,
+        sign: Some(Sign::ActionSays(DELETE_WORDS)),
+    },
+    BuiltinEffect {
+        name: "payment-path",
+        risk: Risk::Critical,
+        holds: "a POST, PUT or PATCH whose path says pay, payment, purchase, checkout, transfer, charge or payout",
+        methods: CHANGING,
+        sign: Some(Sign::PathSays(PAYMENT_WORDS)),
+    },
+    BuiltinEffect {
+        name: "payment-field",
+        risk: Risk::Critical,
+        holds: "a POST, PUT or PATCH carrying card or bank details (a card number, CVC, IBAN), or whose action field says pay, purchase, checkout or transfer",
+        methods: CHANGING,
+        sign: Some(Sign::Payment),
+    },
+];
+
+impl BuiltinEffect {
+    fn rule(&self) -> EffectRule {
+        EffectRule {
+            name: self.name.to_owned(),
+            methods: self.methods.iter().map(|m| (*m).to_owned()).collect(),
+            url: None,
+            path: None,
+            query: None,
+            fields: Vec::new(),
+            body: None,
+            sign: self.sign,
+            risk: self.risk,
+            action: Action::Approve,
+            message: None,
+        }
+    }
+}
+
+/// What a built-in rule reads in a request besides its method.
+#[derive(Debug, Clone, Copy)]
+enum Sign {
+    /// A word of its path is one of these.
+    PathSays(&'static [&'static str]),
+    /// An action field's value (or a GraphQL mutation) has one of these words.
+    ActionSays(&'static [&'static str]),
+    /// It carries card or bank details, or an action field says it pays.
+    Payment,
+}
+
+impl Sign {
+    // Why it holds, in words, or `None` when the request shows no such sign.
+    fn read(self, url: &CanonicalUrl, fields: &Fields) -> Option<String> {
+        match self {
+            Sign::PathSays(words) => {
+                let said = said(&url.path, words)?;
+                Some(format!("its path says {said:?}"))
+            }
+            Sign::ActionSays(words) => action_says(fields, words),
+            Sign::Payment => fields
+                .pairs
+                .iter()
+                .find(|(k, _)| PAYMENT_FIELDS.contains(&field_key(k).as_str()))
+                .map(|(k, _)| format!("it carries {k}"))
+                .or_else(|| action_says(fields, PAYMENT_WORDS)),
+        }
+    }
+}
+
+// The first word of `text` (split at anything not a letter or digit, and where a
+// lower-case letter meets an upper-case one) that is one of `words`.
+fn said(text: &str, words: &[&str]) -> Option<String> {
+    words_of(text).find(|w| words.contains(&w.as_str()))
+}
+
+fn words_of(text: &str) -> impl Iterator<Item = String> + '_ {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut last_lower = false;
+    for c in text.chars() {
+        if !c.is_ascii_alphanumeric() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            last_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && last_lower && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        last_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        word.push(c.to_ascii_lowercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words.into_iter()
+}
+
+// A field's name as the built-ins compare it: its last JSON path part, lower case,
+// letters and digits only (`_method`, `card-number`, `payee.IBAN`).
+fn field_key(name: &str) -> String {
+    let last = name
+        .trim_end_matches("[]")
+        .rsplit('.')
+        .next()
+        .unwrap_or(name);
+    last.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+// Whether an action field (or a GraphQL mutation) of `fields` says one of `words`.
+fn action_says(fields: &Fields, words: &[&str]) -> Option<String> {
+    fields.pairs.iter().find_map(|(k, v)| {
+        let key = field_key(k);
+        let graphql = key == "query" && v.trim_start().starts_with("mutation");
+        if !(ACTION_FIELDS.contains(&key.as_str()) || graphql) {
+            return None;
+        }
+        let word = said(v, words)?;
+        Some(if graphql {
+            format!("it is a GraphQL mutation that says {word:?}")
+        } else {
+            format!("its field {k} says {word:?}")
+        })
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -132,8 +402,11 @@ struct EffectRule {
     name: String,
     methods: Vec<String>,
     url: Option<Regex>,
+    path: Option<Regex>,
+    query: Option<Regex>,
     fields: Vec<String>,
     body: Option<Regex>,
+    sign: Option<Sign>,
     risk: Risk,
     action: Action,
     message: Option<String>,
@@ -143,6 +416,8 @@ struct EffectRule {
 pub(crate) fn is_effect(rule: &RuleConfig) -> bool {
     !rule.request_method.is_empty()
         || rule.request_url.is_some()
+        || rule.request_path.is_some()
+        || rule.request_query.is_some()
         || !rule.request_fields.is_empty()
         || rule.request_body.is_some()
 }
@@ -199,8 +474,11 @@ fn build(rule: &RuleConfig, key: &str) -> Result<EffectRule, RuleError> {
             .unwrap_or_else(|| key.replace("approvals.rules", "rule")),
         methods,
         url: pattern(key, "request_url", &rule.request_url)?,
+        path: pattern(key, "request_path", &rule.request_path)?,
+        query: pattern(key, "request_query", &rule.request_query)?,
         fields: rule.request_fields.clone(),
         body: pattern(key, "request_body", &rule.request_body)?,
+        sign: None,
         risk: rule.risk,
         action: rule.action,
         message: rule.message.clone(),
@@ -208,7 +486,12 @@ fn build(rule: &RuleConfig, key: &str) -> Result<EffectRule, RuleError> {
 }
 
 impl EffectRule {
-    fn judge(&self, request: &Request<'_>, fields: &Fields) -> Option<EffectVerdict> {
+    fn judge(
+        &self,
+        request: &Request<'_>,
+        url: &CanonicalUrl,
+        fields: &Fields,
+    ) -> Option<EffectVerdict> {
         let mut why = Vec::new();
         let method = request.method.to_ascii_uppercase();
         if !self.methods.is_empty() {
@@ -217,11 +500,22 @@ impl EffectRule {
             }
             why.push(format!("method {method}"));
         }
-        if let Some(url) = &self.url {
-            if !url.is_match(request.url) {
-                return None;
+        for (pattern, value, what) in [
+            (&self.url, &url.url, "URL"),
+            (&self.path, &url.path, "path"),
+            (&self.query, &url.query, "query"),
+        ] {
+            if let Some(pattern) = pattern {
+                if !pattern.is_match(value) {
+                    return None;
+                }
+                why.push(format!("{what} matches {}", pattern.as_str()));
             }
-            why.push(format!("URL matches {}", url.as_str()));
+        }
+        if let Some(sign) = self.sign {
+            // A built-in judges what it can read: an upload's unread body does not
+            // hold it (every ordinary upload would wait for a human).
+            why.push(sign.read(url, fields)?);
         }
         let unseen = fields.unseen && (!self.fields.is_empty() || self.body.is_some());
         if unseen {

@@ -13,11 +13,14 @@ use airlock_policy::Policy;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+mod canonical;
 mod effects;
 #[cfg(test)]
 mod tests;
 
-pub use effects::{EffectVerdict, Effects, Fields, Request};
+pub use effects::{
+    BUILTIN_EFFECTS, BuiltinEffect, CanonicalUrl, EffectVerdict, Effects, Fields, Request,
+};
 
 /// How risky a call is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
@@ -102,8 +105,14 @@ pub struct RuleConfig {
     /// Methods of a request a page sends (`POST`, any case); empty: any method.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub request_method: Vec<String>,
-    /// Regex on the URL of a request a page sends.
+    /// Regex on the URL of a request a page sends, in canonical form (escapes of
+    /// unreserved characters decoded, repeated slashes folded, dot segments
+    /// resolved, host lower case and punycode), query included.
     pub request_url: Option<String>,
+    /// Regex on that URL's canonical path alone (`/admin/auth/user/7/delete/`).
+    pub request_path: Option<String>,
+    /// Regex on that URL's canonical query alone, without its `?`.
+    pub request_query: Option<String>,
     /// Fields a request must all carry, in its query or body (form, JSON by path or
     /// last name, multipart).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -126,6 +135,9 @@ pub struct ApprovalsConfig {
     pub timeout_secs: Option<u64>,
     /// Whether the built-in rules follow the operator's (default true).
     pub defaults: Option<bool>,
+    /// Built-in rules switched off by name (`destructive`, `delete-path`, …).
+    #[serde(default)]
+    pub defaults_off: Vec<String>,
     /// The operator's rules, first match wins.
     #[serde(default)]
     pub rules: Vec<RuleConfig>,
@@ -143,6 +155,7 @@ impl Default for ApprovalsConfig {
         ApprovalsConfig {
             timeout_secs: None,
             defaults: Some(true),
+            defaults_off: Vec::new(),
             rules: Vec::new(),
             webhook_url: None,
             webhook_secret: None,
@@ -157,6 +170,7 @@ impl fmt::Debug for ApprovalsConfig {
         f.debug_struct("ApprovalsConfig")
             .field("timeout_secs", &self.timeout_secs)
             .field("defaults", &self.defaults)
+            .field("defaults_off", &self.defaults_off)
             .field("rules", &self.rules)
             .field("webhook_url", &self.webhook_url)
             .field("webhook_signed", &self.webhook_secret.is_some())
@@ -232,6 +246,8 @@ struct Rule {
     builtin: bool,
     tools: Vec<String>,
     role: Option<Regex>,
+    /// A role this rule never fires on (a built-in's exception).
+    not_role: Option<&'static str>,
     name_matches: Option<Regex>,
     text: Option<Regex>,
     url: Option<Regex>,
@@ -259,6 +275,28 @@ impl fmt::Debug for Rules {
             .finish()
     }
 }
+
+/// The built-in call rules, by name, with what each holds in words (for `airlock
+/// policy explain` and the README); the built-in effect rules are
+/// [`BUILTIN_EFFECTS`].
+pub const BUILTIN_CALL_RULES: &[(&str, &str)] = &[
+    (
+        "payment",
+        "a click on an element named pay, payment, purchase, transfer, buy, checkout, place order or send money",
+    ),
+    (
+        "destructive",
+        "a click on a button (not a link: a link's GET only opens a page; the request that deletes is held by the delete-* effect rules) named delete, remove, revoke or destroy",
+    ),
+    (
+        "leaves-trusted-domains",
+        "a navigation, new tab or link click to a host outside policy.trusted_domains",
+    ),
+    (
+        "literal-password",
+        "typing literal text into a password field (refused: type a {{secret:…}} placeholder)",
+    ),
+];
 
 /// The built-in rules, after the operator's. Names are matched as words, in any case.
 fn defaults() -> Vec<RuleConfig> {
@@ -315,6 +353,32 @@ impl Rules {
     /// Builds the operator's rules (then the defaults, unless switched off). Every
     /// pattern is compiled here, so a bad one is a config error naming its key.
     pub fn from_config(config: &ApprovalsConfig) -> Result<Rules, RuleError> {
+        let known = |name: &str| {
+            BUILTIN_CALL_RULES.iter().any(|(n, _)| *n == name)
+                || BUILTIN_EFFECTS.iter().any(|b| b.name == name)
+        };
+        if let Some((i, name)) = config
+            .defaults_off
+            .iter()
+            .enumerate()
+            .find(|(_, n)| !known(n))
+        {
+            let names: Vec<&str> = BUILTIN_CALL_RULES
+                .iter()
+                .map(|(n, _)| *n)
+                .chain(BUILTIN_EFFECTS.iter().map(|b| b.name))
+                .collect();
+            return Err(RuleError {
+                key: format!("approvals.defaults_off[{i}]"),
+                why: format!(
+                    "no built-in rule is named {name:?}; they are {}",
+                    names.join(", ")
+                ),
+            });
+        }
+        let on = |name: &str| {
+            config.defaults != Some(false) && !config.defaults_off.iter().any(|n| n == name)
+        };
         let mut rules = Vec::new();
         let mut effects = Vec::new();
         for (i, rule) in config.rules.iter().enumerate() {
@@ -325,14 +389,23 @@ impl Rules {
                 rules.push(build(rule, &key, false)?);
             }
         }
-        if config.defaults != Some(false) {
-            for rule in defaults() {
-                rules.push(build(&rule, "built-in rule", true)?);
+        for rule in defaults() {
+            if on(rule.name.as_deref().unwrap_or_default()) {
+                let mut built = build(&rule, "built-in rule", true)?;
+                if built.name == "destructive" {
+                    built.not_role = Some("link");
+                }
+                rules.push(built);
             }
         }
+        let builtins = BUILTIN_EFFECTS
+            .iter()
+            .filter(|b| on(b.name))
+            .map(|b| b.name.to_owned())
+            .collect();
         Ok(Rules {
             rules,
-            effects: Effects::build(effects)?,
+            effects: Effects::build(effects, builtins)?,
         })
     }
 
@@ -346,6 +419,11 @@ impl Rules {
     /// `policy` says which domains are trusted.
     pub fn classify(&self, facts: &Facts<'_>, policy: &Policy) -> Option<Verdict> {
         self.rules.iter().find_map(|rule| rule.judge(facts, policy))
+    }
+
+    /// The names of the rules that judge calls, in order (effect rules aside).
+    pub fn names(&self) -> Vec<&str> {
+        self.rules.iter().map(|r| r.name.as_str()).collect()
     }
 
     /// How many rules judge calls (effect rules aside).
@@ -397,6 +475,7 @@ fn build(config: &RuleConfig, key: &str, builtin: bool) -> Result<Rule, RuleErro
         builtin,
         tools: config.tools.clone(),
         role: pattern("role", &config.role)?,
+        not_role: None,
         name_matches: pattern("name_matches", &config.name_matches)?,
         text: pattern("text", &config.text)?,
         url: pattern("url", &config.url)?,
@@ -422,6 +501,9 @@ impl Rule {
                 return None;
             }
             why.push(format!("tool {}", facts.tool));
+        }
+        if self.not_role.is_some() && facts.role == self.not_role {
+            return None;
         }
         let matched = |pattern: &Option<Regex>, value: Option<&str>, what: &str| match pattern {
             None => Some(None),

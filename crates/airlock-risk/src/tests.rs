@@ -289,8 +289,10 @@ fn a_bad_rule_names_its_key() {
     assert!(rules(&huge).is_err());
 }
 
+/// The operator's effect rules of `toml_text` alone (the built-ins off).
 fn effects(toml_text: &str) -> Effects {
-    rules(toml_text).unwrap().effects().clone()
+    let text = toml_text.replacen("[approvals]", "[approvals]\ndefaults = false", 1);
+    rules(&text).unwrap().effects().clone()
 }
 
 fn post<'a>(url: &'a str, content_type: &'a str, body: &'a str) -> Request<'a> {
@@ -423,7 +425,9 @@ fn effect_rules_are_kept_apart_from_call_rules_and_travel_as_written() {
     let rules = rules(PAYMENTS).unwrap();
     // The call rules are the defaults alone; the effect rule is not judged on calls.
     assert_eq!(rules.len(), 4);
-    assert!(!rules.effects().is_empty());
+    let mut names = vec!["payments"];
+    names.extend(BUILTIN_EFFECTS.iter().map(|b| b.name));
+    assert_eq!(rules.effects().names(), names);
     let text = serde_json::to_string(rules.effects()).unwrap();
     let again: Effects = serde_json::from_str(&text).unwrap();
     let request = post(
@@ -433,6 +437,218 @@ fn effect_rules_are_kept_apart_from_call_rules_and_travel_as_written() {
     );
     assert_eq!(again.judge(&request), rules.effects().judge(&request));
     assert!(again.judge(&request).is_some());
+    assert_eq!(again.names(), rules.effects().names());
+    // A built-in travels by name and judges the same there.
+    let delete = post("https://a.example/x/delete", "text/plain", "");
+    assert_eq!(again.judge(&delete), rules.effects().judge(&delete));
+    assert_eq!(again.judge(&delete).unwrap().rule, "delete-path");
+}
+
+fn request<'a>(method: &'a str, url: &'a str, form: &'a str) -> Request<'a> {
+    Request {
+        method,
+        url,
+        content_type: Some("application/x-www-form-urlencoded"),
+        body: (!form.is_empty()).then_some(form.as_bytes()),
+        body_unseen: false,
+    }
+}
+
+#[test]
+fn the_built_in_effect_rules_hold_what_deletes_or_pays_and_let_the_rest_go() {
+    let defaults = Rules::from_config(&ApprovalsConfig::default()).unwrap();
+    let effects = defaults.effects();
+    let verdict = |method, url: &str, form| {
+        effects
+            .judge(&request(method, url, form))
+            .map(|v| (v.rule, v.risk, v.action))
+    };
+    let held = |rule: &str, risk| Some((rule.to_owned(), risk, Action::Approve));
+    let u = "http://127.0.0.1:8900";
+    for (method, url, form, expected) in [
+        // Django's admin: the confirmation's POST, its bulk action; Rails' override.
+        (
+            "POST",
+            format!("{u}/admin/auth/user/7/delete/"),
+            "csrfmiddlewaretoken=abc&post=yes",
+            held("delete-path", Risk::High),
+        ),
+        (
+            "POST",
+            format!("{u}/admin/auth/user/"),
+            "action=delete_selected&_selected_action=7&post=yes",
+            held("delete-field", Risk::High),
+        ),
+        (
+            "POST",
+            format!("{u}/posts/7"),
+            "_method=delete&authenticity_token=x",
+            held("delete-field", Risk::High),
+        ),
+        (
+            "DELETE",
+            format!("{u}/api/items/7"),
+            "",
+            held("delete-request", Risk::High),
+        ),
+        (
+            "PATCH",
+            format!("{u}/api/items/7"),
+            "op=remove&path=/tags/0",
+            held("delete-field", Risk::High),
+        ),
+        (
+            "POST",
+            format!("{u}/api/removeItem"),
+            "id=7",
+            held("delete-path", Risk::High),
+        ),
+        (
+            "POST",
+            format!("{u}/graphql"),
+            "query=mutation { deleteUser(id: 7) { id } }",
+            held("delete-field", Risk::High),
+        ),
+        // Written to slip past a rule on the path: the server reads /delete.
+        (
+            "POST",
+            format!("{u}/x/%64elete"),
+            "",
+            held("delete-path", Risk::High),
+        ),
+        (
+            "POST",
+            format!("{u}/x//delete"),
+            "",
+            held("delete-path", Risk::High),
+        ),
+        // Payments: a path that says so, card or bank details, an action that pays.
+        (
+            "POST",
+            format!("{u}/checkout"),
+            "",
+            held("payment-path", Risk::Critical),
+        ),
+        (
+            "POST",
+            format!("{u}/api/v1/transfers"),
+            "",
+            held("payment-path", Risk::Critical),
+        ),
+        (
+            "POST",
+            format!("{u}/api/v1/x"),
+            "amount=5&payee.IBAN=DE89",
+            held("payment-field", Risk::Critical),
+        ),
+        (
+            "PUT",
+            format!("{u}/wallet"),
+            "card-number=4111",
+            held("payment-field", Risk::Critical),
+        ),
+        (
+            "POST",
+            format!("{u}/cart"),
+            "action=purchase",
+            held("payment-field", Risk::Critical),
+        ),
+        // Not held: a GET of a delete page (it only asks), a login whose next page is
+        // one, a word that only contains a delete word, a search for one.
+        ("GET", format!("{u}/admin/auth/user/7/delete/"), "", None),
+        (
+            "POST",
+            format!("{u}/admin/login/?next=/admin/auth/user/7/delete/"),
+            "username=a&password=b",
+            None,
+        ),
+        (
+            "POST",
+            format!("{u}/admin/auth/user/7/change/"),
+            "username=carol&first_name=Caroline",
+            None,
+        ),
+        ("POST", format!("{u}/undeleted/items"), "", None),
+        ("POST", format!("{u}/search"), "q=delete my account", None),
+        (
+            "POST",
+            format!("{u}/graphql"),
+            "query=query { deletedItems { id } }",
+            None,
+        ),
+        ("POST", format!("{u}/paypal-faq/feedback"), "", None),
+    ] {
+        assert_eq!(
+            verdict(method, url.as_str(), form),
+            expected,
+            "{method} {url} {form}"
+        );
+    }
+    // Each can be switched off by name, and all of them at once.
+    let off: ApprovalsConfig =
+        toml::from_str("defaults_off = [\"delete-path\", \"destructive\"]").unwrap();
+    let off = Rules::from_config(&off).unwrap();
+    let confirm = request("POST", "http://a.test/user/7/delete/", "post=yes");
+    assert_eq!(off.effects().judge(&confirm), None);
+    assert_eq!(off.len(), 3);
+    let none: ApprovalsConfig = toml::from_str("defaults = false").unwrap();
+    assert!(Rules::from_config(&none).unwrap().effects().is_empty());
+    let typo: ApprovalsConfig = toml::from_str("defaults_off = [\"delete-paths\"]").unwrap();
+    let error = Rules::from_config(&typo).unwrap_err();
+    assert_eq!(error.key, "approvals.defaults_off[0]");
+    assert!(error.why.contains("delete-path,"), "{}", error.why);
+}
+
+#[test]
+fn a_rule_on_a_path_sees_the_path_a_server_reads_and_not_the_query() {
+    let effects = effects(
+        r#"
+[approvals]
+[[approvals.rules]]
+name = "transfers"
+request_path = '^/transfer$'
+risk = "critical"
+action = "approve"
+[[approvals.rules]]
+name = "exports"
+request_query = '(^|&)format=csv'
+risk = "high"
+action = "deny"
+"#,
+    );
+    let rule = |url| effects.judge(&request("POST", url, "")).map(|v| v.rule);
+    for url in [
+        "http://b.test/transfer",
+        "http://b.test/%74ransfer",
+        "http://b.test//transfer",
+        "http://b.test/x/../transfer",
+        "http://b.test/x/%2e%2e/transfer",
+    ] {
+        assert_eq!(rule(url), Some("transfers".to_owned()), "{url}");
+    }
+    assert_eq!(rule("http://b.test/login?next=/transfer"), None);
+    assert_eq!(
+        rule("http://b.test/r?%66ormat=csv"),
+        Some("exports".to_owned())
+    );
+    assert_eq!(rule("http://b.test/csv?format=json"), None);
+}
+
+#[test]
+fn the_destructive_call_rule_holds_a_button_and_spares_a_link_that_only_opens_a_page() {
+    let rules = Rules::from_config(&ApprovalsConfig::default()).unwrap();
+    let policy = policy(&[]);
+    let facts = |role| Facts {
+        tool: "browser_click",
+        role: Some(role),
+        name: Some("Delete"),
+        ..Facts::default()
+    };
+    assert_eq!(
+        rules.classify(&facts("button"), &policy).map(|v| v.rule),
+        Some("destructive".to_owned())
+    );
+    assert_eq!(rules.classify(&facts("link"), &policy), None);
 }
 
 #[test]

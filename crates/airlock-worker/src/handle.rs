@@ -916,14 +916,18 @@ impl BrowserSession {
         expect!(self.call(Call::HeldEffects).await?, Reply::Held(h) => h)
     }
 
-    /// Releases (`send`) or drops the held requests `ids`, and waits for what the
-    /// released ones bring.
-    pub async fn decide_effects(&self, ids: &[u64], send: bool) -> Result<()> {
-        self.done(Call::DecideEffects {
+    /// Releases (`send`) or drops the held requests `ids`, waits for what the
+    /// released ones bring, and says of each whether Chromium took the decision.
+    pub async fn decide_effects(
+        &self,
+        ids: &[u64],
+        send: bool,
+    ) -> Result<Vec<airlock_browser::Decided>> {
+        let call = Call::DecideEffects {
             ids: ids.to_vec(),
             send,
-        })
-        .await
+        };
+        expect!(self.call(call).await?, Reply::Decided(d) => d)
     }
 
     /// Why the proxy lately failed a request to each URL's host, if it did.

@@ -366,10 +366,7 @@ impl LocalSession {
                 Reply::Blocked(blocked)
             }
             Call::HeldEffects => Reply::Held(s.take_held_effects()),
-            Call::DecideEffects { ids, send } => {
-                s.decide_effects(&ids, send).await;
-                Reply::Done
-            }
+            Call::DecideEffects { ids, send } => Reply::Decided(s.decide_effects(&ids, send).await),
             Call::ProxyFailures(urls) => Reply::Failures(
                 urls.iter()
                     .map(|u| {

@@ -23,7 +23,7 @@ pub const CHUNK: usize = 4 << 20;
 
 /// The version of what crosses; a host and a control plane of another refuse each
 /// other at the handshake.
-pub const PROTOCOL: u32 = 5;
+pub const PROTOCOL: u32 = 6;
 
 /// What a new browser session is given. Debug never shows a value.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -402,6 +402,8 @@ pub enum Reply {
     Blocked(BTreeMap<DenyReason, u64>),
     /// Requests effect rules hold.
     Held(Vec<HeldEffect>),
+    /// What became of each held request a decision was given for.
+    Decided(Vec<airlock_browser::Decided>),
     /// Proxy failures, one per URL asked about.
     Failures(Vec<Option<String>>),
     /// Health.
@@ -519,6 +521,7 @@ impl Reply {
             Reply::Sockets(_) => "sockets",
             Reply::Blocked(_) => "blocked",
             Reply::Held(_) => "held",
+            Reply::Decided(_) => "decided",
             Reply::Failures(_) => "failures",
             Reply::Health { .. } => "health",
             Reply::Replaced(_) => "replaced",

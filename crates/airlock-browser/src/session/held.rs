@@ -2,7 +2,7 @@
 //! gateway of them, and releasing or dropping each as a human decided.
 
 use super::*;
-use crate::effects::HeldEffect;
+use crate::effects::{Decided, HeldEffect};
 
 impl Session {
     /// The requests effect rules held since the last time asked (a request held
@@ -21,10 +21,23 @@ impl Session {
     /// Decides the held requests `ids`: `send` releases them as the page made them,
     /// and waits for what they bring (a navigation to its load, an answer to its
     /// end and the page's reaction); else each fails in the page as aborted (and the
-    /// page's handlers of the failure are waited for). Ids not held (decided
-    /// already, or never) are ignored.
-    pub async fn decide_effects(&self, ids: &[u64], send: bool) {
+    /// page's handlers of the failure are waited for). Says, for each id, whether
+    /// Chromium took the decision: an id not held (decided already, or never), or
+    /// one whose page went away meanwhile (Chromium answers that it knows no such
+    /// request or session), was neither sent nor dropped by this call.
+    pub async fn decide_effects(&self, ids: &[u64], send: bool) -> Vec<Decided> {
         let holds = self.requests.holds.remove(ids);
+        let mut decided: Vec<Decided> = ids
+            .iter()
+            .filter(|id| !holds.iter().any(|h| h.effect.id == **id))
+            .map(|id| Decided {
+                id: *id,
+                done: false,
+                why: Some(
+                    "it was not held any more (decided already, or its page went away)".to_owned(),
+                ),
+            })
+            .collect();
         let mut waits = Vec::new();
         for hold in holds {
             let tab = match &hold.tab {
@@ -58,14 +71,29 @@ impl Session {
                 };
                 (navigations, requests)
             });
-            if let Err(e) = hold
+            let answer = hold
                 .conn
                 .call(Some(&hold.session), method, params, Duration::from_secs(5))
-                .await
-            {
-                // The page or Chromium ended it meanwhile (a navigation replaced it).
+                .await;
+            if let Err(e) = &answer {
+                // The page or Chromium ended it meanwhile (a navigation replaced it,
+                // its tab closed): it was not sent, and the caller must say so.
                 tracing::warn!(error = %e, method, "a held request could not be decided");
+                decided.push(Decided {
+                    id: hold.effect.id,
+                    done: false,
+                    why: Some(format!(
+                        "Chromium refused to {}: {e}",
+                        if send { "send it" } else { "drop it" }
+                    )),
+                });
+                continue;
             }
+            decided.push(Decided {
+                id: hold.effect.id,
+                done: true,
+                why: None,
+            });
             if let (true, Some(tab), Some(before)) = (waited, tab, before) {
                 waits.push((tab, before, hold.effect.navigation));
             }
@@ -74,6 +102,8 @@ impl Session {
             self.after_release(&tab, navigations, requests, navigation)
                 .await;
         }
+        decided.sort_by_key(|d| d.id);
+        decided
     }
 
     // What a released request brings: its navigation's load, or its answer and a

@@ -226,6 +226,7 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                     s.main_frame = id.clone();
                     s.url = url;
                     s.navigations += 1;
+                    s.uncommitted = false;
                     if loader != s.loader_id {
                         s.loader_id = loader;
                         s.lifecycle.clear();
@@ -252,6 +253,7 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                 if id == s.main_frame {
                     s.nav_requests += 1;
                     s.loading = true;
+                    s.uncommitted = true;
                 }
             });
         }
@@ -268,6 +270,7 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             state.with(|s| {
                 if id == s.main_frame {
                     s.loading = false;
+                    s.uncommitted = false;
                 }
             });
         }
@@ -289,6 +292,21 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
             state.on_network(&event.method, p);
         }
         "Audits.issueAdded" => state.on_issue(p),
+        "Runtime.bindingCalled" if p["name"].as_str() == Some(crate::tab::LEAVING_BINDING) => {
+            // Only from Airlock's world of the main frame (the binding exists in no
+            // other; the check keeps it so).
+            let context = p["executionContextId"].as_i64();
+            let payload = str_of(&p["payload"]);
+            state.with(|s| {
+                let ours = s
+                    .worlds
+                    .get(&(session.to_owned(), s.main_frame.clone()))
+                    .copied();
+                if ours.is_some() && ours == context && payload.len() <= crate::tab::MAX_LEAVING {
+                    s.leaving = Some((s.navigations, payload.into()));
+                }
+            });
+        }
         // A popup is on its way (a target=_blank link, window.open, a form): the
         // action that caused it waits for it to arrive, so its result can say so.
         "Page.windowOpen" => {

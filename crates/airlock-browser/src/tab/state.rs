@@ -302,6 +302,9 @@ impl TabState {
                 if params["resourceType"].as_str() == Some("Document") {
                     self.with(|s| s.navigations_held += 1);
                 }
+                if let Some(words) = self.read(|s| page_words(s.last_snapshot.as_deref())) {
+                    self.requests.holds.annotate(id, words);
+                }
                 self.network_held(id);
             }
         }
@@ -339,8 +342,48 @@ impl TabState {
         network.held.remove(network_id);
     }
 
+    /// Whether the main frame is navigating (a navigation started and not yet
+    /// committed, or one an effect rule holds): Chromium answers no command for it
+    /// meanwhile. (A page busy in a script while it loads is not navigating.)
+    pub(crate) fn navigating(&self) -> bool {
+        self.read(|s| s.navigations_held > 0 || s.uncommitted)
+    }
+
     /// A held navigation request was decided.
     pub(crate) fn navigation_decided(&self) {
         self.with(|s| s.navigations_held = s.navigations_held.saturating_sub(1));
     }
+}
+
+/// Words that make a line of the page worth showing with a held request.
+const TELLING: &[&str] = &[
+    "delete", "remove", "destroy", "erase", "purge", "pay", "purchase", "transfer", "checkout",
+    "order", "sure", "confirm",
+];
+
+// The line of the page (as the session last read it, redacted) that says what a
+// held request is about: one with a telling word and a quoted name first, else the
+// first with a telling word. Cut to a sentence or two.
+fn page_words(lines: Option<&[airlock_snapshot::Line]>) -> Option<String> {
+    let lines = lines?;
+    let telling = |text: &str| {
+        let lower = text.to_lowercase();
+        TELLING.iter().any(|w| lower.contains(w))
+    };
+    let quoted = |text: &str| ['“', '"', '«', '‘'].iter().any(|q| text.contains(*q));
+    // The page's words only (what follows `role: `): a line's role, name quoting
+    // and ref are the snapshot's.
+    let candidates = lines
+        .iter()
+        .filter(|l| l.reference.is_none())
+        .filter_map(|l| l.text.split_once(": ").map(|(_, words)| words.trim()))
+        .filter(|words| telling(words));
+    let mut first = None;
+    for words in candidates {
+        if quoted(words) {
+            return Some(airlock_core::text::ellipsize(words, 200));
+        }
+        first.get_or_insert_with(|| airlock_core::text::ellipsize(words, 200));
+    }
+    first
 }

@@ -156,6 +156,10 @@ impl AgentSession {
             let mut value = serde_json::json!({
                 "role": t.role, "name": t.name, "frame_url": t.frame_url,
             });
+            // Where a link goes: the card, `approvals list` and `watch` show it.
+            if let Some(href) = &t.href {
+                value["href"] = serde_json::Value::String(href.clone());
+            }
             redact_strings(&mut value, &redact);
             value.to_string()
         });
@@ -274,6 +278,7 @@ impl AgentSession {
                         name: t.name.clone(),
                         frame_url: t.frame_url.clone(),
                         password: None,
+                        href: t.href.clone(),
                     }),
                     page_url: record.page_url.clone(),
                     page_title: record.page_title.clone(),

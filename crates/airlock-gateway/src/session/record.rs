@@ -144,6 +144,7 @@ fn call_facts(context: &CallContext, args: serde_json::Map<String, serde_json::V
             name: t.name.clone(),
             frame_url: t.frame_url.clone(),
             password: Some(t.password),
+            href: t.href.clone(),
         }),
         rule: context.gate.as_ref().map(|g| g.rule.clone()),
         risk: context.gate.as_ref().map(|g| g.risk.to_owned()),

@@ -94,8 +94,8 @@ async fn a_harmless_button_whose_handler_posts_a_transfer_is_held_and_sent_only_
         assert_eq!(approval.risk, "critical");
         let detail = approval.detail.clone().unwrap_or_default();
         for part in [
-            "browser_click caused POST",
-            &payee.url("/transfer"),
+            "caused by browser_click on button “Show details”",
+            "(POST /transfer)",
             "amount=5000",
             "iban=DE89370400440532013000",
         ] {
@@ -186,14 +186,18 @@ async fn enter_in_a_field_that_submits_a_payment_form_is_held_before_the_page_mo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_rule_the_click_posts_at_once_and_a_deny_rule_refuses_it_unasked() {
     with_browser(|h| async move {
-        // No effect rule: the same click sends the transfer with nobody asked, so
-        // the holds above are the rule's doing.
+        // No effect rule (the built-in ones switched off too): the same click sends
+        // the transfer with nobody asked, so the holds above are the rules' doing.
         let payee = Partner::start().await;
         let store = Store::open_in_memory().await.unwrap();
+        let none = ApprovalsConfig {
+            defaults: Some(false),
+            ..ApprovalsConfig::default()
+        };
         let free = gateway(
             &h,
             &payee,
-            Rules::from_config(&ApprovalsConfig::default()).unwrap(),
+            Rules::from_config(&none).unwrap(),
             Some(store.clone()),
         )
         .await;
@@ -338,6 +342,105 @@ async fn an_effect_rules_pattern_never_sees_a_secret_so_it_answers_nothing_about
             out.text
         );
         assert!(!out.text.contains(PIN), "{}", out.text);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_request_whose_page_went_away_is_reported_not_sent() {
+    with_browser(|h| async move {
+        // The default rules: "Tidy up" POSTs to …/items/7/delete, held by
+        // delete-path; the page then leaves while the approval waits.
+        let payee = Partner::start().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let defaults = Rules::from_config(&ApprovalsConfig::default()).unwrap();
+        let gateway = gateway(&h, &payee, defaults, Some(store.clone())).await;
+        let agent = Arc::new(gateway.agent_session());
+        let page = h
+            .site
+            .url(&format!("effects/leaving.html?to={}", payee.origin()));
+        let out = agent.call(navigate(page)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let running = {
+            let agent = agent.clone();
+            tokio::spawn(async move { agent.call(click_button("Tidy up")).await })
+        };
+        let approval = crate::approvals::pending(&store).await;
+        assert_eq!(approval.rule, "delete-path");
+        let gone = || payee.requests().iter().any(|r| r.starts_with("GET /gone"));
+        assert!(crate::eventually!(gone()), "{:?}", payee.requests());
+        store
+            .decide_approval(
+                &approval.id,
+                true,
+                "test:alice",
+                None,
+                crate::approvals::now_ms(),
+            )
+            .await
+            .unwrap();
+        let out = running.await.unwrap();
+        assert_eq!(out.error, Some(ErrorCode::RequestNotSent), "{}", out.text);
+        assert!(out.text.contains("not sent"), "{}", out.text);
+        assert!(!out.text.contains("then sent"), "{}", out.text);
+        let deletes: Vec<String> = payee
+            .requests()
+            .into_iter()
+            .filter(|r| r.contains("/items/7/delete"))
+            .collect();
+        assert_eq!(deletes, Vec::<String>::new());
+        // The record says the call failed with that code.
+        let events = store.audit_events(0, 1_000).await.unwrap();
+        let last_call = events
+            .iter()
+            .rev()
+            .map(|e| serde_json::from_str::<serde_json::Value>(&e.body).unwrap())
+            .find(|e| e["kind"] == "tool_call")
+            .unwrap();
+        assert_eq!(last_call["error"], "request_not_sent", "{last_call}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_click_covers_the_request_it_makes_so_a_person_is_asked_once() {
+    with_browser(|h| async move {
+        // The default rules: the click on "Delete account" is held (destructive);
+        // approved, its form's POST …/account/delete (delete-path, no riskier) goes
+        // under that approval, unasked.
+        let payee = Partner::start().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let defaults = Rules::from_config(&ApprovalsConfig::default()).unwrap();
+        let gateway = gateway(&h, &payee, defaults, Some(store.clone())).await;
+        let agent = Arc::new(gateway.agent_session());
+        let page = h
+            .site
+            .url(&format!("effects/close-account.html?to={}", payee.origin()));
+        agent.call(navigate(page)).await;
+        let (approval, out) =
+            held_then_decided(&agent, &store, click_button("Delete account"), true, |_| {}).await;
+        assert_eq!(approval.rule, "destructive");
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            out.text.contains(&format!(
+                "held by rule delete-path, then sent under this call's approval {}",
+                approval.id
+            )),
+            "{}",
+            out.text
+        );
+        assert!(
+            out.text.contains("the page after it was sent"),
+            "{}",
+            out.text
+        );
+        assert_eq!(store.approvals(None, None).await.unwrap().len(), 1);
+        let deletes: Vec<String> = payee
+            .requests()
+            .into_iter()
+            .filter(|r| r.starts_with("POST /account/delete"))
+            .collect();
+        assert_eq!(deletes.len(), 1, "{:?}", payee.requests());
     })
     .await;
 }

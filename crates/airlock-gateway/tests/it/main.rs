@@ -18,6 +18,7 @@ use airlock_test_support::{Harness, with_browser, with_browser_config};
 
 mod approvals;
 mod credentials;
+mod django;
 mod effects;
 mod egress;
 mod files;

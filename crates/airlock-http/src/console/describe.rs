@@ -8,6 +8,22 @@
 
 use serde_json::Value;
 
+/// What an approval would let happen, in one line: for requests an effect rule
+/// held, what they do ("Delete user “carol” (POST /admin/auth/user/7/delete/) on
+/// 127.0.0.1:8900", the first line of the detail the effects stage writes, whose
+/// second line says what caused them); else what the call does, to what.
+pub(super) fn headline(
+    a: &airlock_gateway::ApprovalRecord,
+    args: &Value,
+    target: &Value,
+) -> String {
+    let mut lines = a.detail.as_deref().unwrap_or_default().lines();
+    match (lines.next(), lines.next()) {
+        (Some(first), Some(second)) if second.starts_with("caused by ") => first.to_owned(),
+        _ => action(&a.tool, args, target),
+    }
+}
+
 /// What the call does, to what: one line.
 pub(super) fn action(tool: &str, args: &Value, target: &Value) -> String {
     let what = || element(target, &args["target"]);

@@ -224,7 +224,7 @@ pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> H
                 @let target = a.target.as_deref().map(parse).unwrap_or_default();
                 section class="approval" aria-labelledby={ "t-" (a.id) } data-id=(a.id) {
                     // What will happen, to what, on which site: first, in words.
-                    h2 id={ "t-" (a.id) } { (safe(&describe::action(&a.tool, &args, &target))) }
+                    h2 id={ "t-" (a.id) } { (safe(&describe::headline(a, &args, &target))) }
                     @if let Some(site) = describe::site(&target, a.page_url.as_deref()) {
                         p class="site" { "on " strong { (safe(&site)) } }
                     }
@@ -293,7 +293,7 @@ pub(super) fn approvals(login: &Login, all: &[ApprovalRecord], now_ms: i64) -> H
                                 @let target = a.target.as_deref().map(parse).unwrap_or_default();
                                 tr {
                                     td { (time(a.decided_ms.unwrap_or(a.created_ms))) }
-                                    td { (safe(&describe::action(&a.tool, &args, &target))) }
+                                    td { (safe(&describe::headline(a, &args, &target))) }
                                     td { (safe(&describe::site(&target, a.page_url.as_deref()).unwrap_or_default())) }
                                     td { (a.rule) }
                                     td { (a.status) }
@@ -757,7 +757,7 @@ mod tests {
             used_ms: None,
             detail: None,
         };
-        let html = approvals(&login, &[record], 0).0;
+        let html = approvals(&login, std::slice::from_ref(&record), 0).0;
         assert!(!html.contains('\u{202e}'), "an override reached the page");
         assert!(html.contains("Invoice \\u{202e}fdp.exe"), "{html}");
         let destination = html.find("Goes to").expect("a destination line");
@@ -770,6 +770,25 @@ mod tests {
         assert!(
             line.find("xn--bund-").unwrap() < line.find("bund\u{435}").unwrap(),
             "the canonical host comes first: {line}"
+        );
+        // A held request's card leads with what it would do, not the click.
+        let effect = ApprovalRecord {
+            tool: "browser_click".to_owned(),
+            args: r#"{"target":{"role":"button","name":"Yes, I’m sure"}}"#.to_owned(),
+            target: Some(r#"{"role":"button","name":"Yes, I’m sure"}"#.to_owned()),
+            rule: "delete-path".to_owned(),
+            detail: Some(
+                "Delete user “carol” (POST /admin/auth/user/7/delete/) on 127.0.0.1:8900\ncaused by browser_click on button “Yes, I’m sure”".to_owned(),
+            ),
+            ..record.clone()
+        };
+        let html = approvals(&login, &[effect], 0).0;
+        let h2 = html.find("<h2").unwrap();
+        assert!(
+            html[h2..].contains(
+                ">Delete user “carol” (POST /admin/auth/user/7/delete/) on 127.0.0.1:8900</h2>"
+            ),
+            "{html}"
         );
     }
 }

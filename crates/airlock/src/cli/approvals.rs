@@ -62,6 +62,10 @@ pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Resu
             if let Some(to) = destination(&a.args, a.target.as_deref()) {
                 line.push_str(&format!("  to {to:?}"));
             }
+            // What a held request would do (the card's first line), or why held.
+            if let Some(what) = a.detail.as_deref().and_then(|d| d.lines().next()) {
+                line.push_str(&format!("  {what:?}"));
+            }
             println!("{}", super::audit::terminal_safe(&line));
         }
     }
@@ -114,15 +118,29 @@ pub(crate) async fn watch(config: &Config, json: bool) -> anyhow::Result<ExitCod
                 continue;
             };
             let line = match entry.event {
-                airlock_audit::Event::ApprovalRequested(a) => format!(
-                    "requested {}  {:<6}  {:<22}  {:?}  rule {:?}  on {:?}",
-                    a.approval,
-                    a.risk,
-                    a.tool,
-                    a.target.as_ref().map_or("-", |t| t.name.as_str()),
-                    a.rule,
-                    airlock_policy::display_url(a.page_url.as_deref().unwrap_or_default()),
-                ),
+                airlock_audit::Event::ApprovalRequested(a) => {
+                    let mut line = format!(
+                        "requested {}  {:<6}  {:<22}  {:?}  rule {:?}  on {:?}",
+                        a.approval,
+                        a.risk,
+                        a.tool,
+                        a.target.as_ref().map_or("-", |t| t.name.as_str()),
+                        a.rule,
+                        airlock_policy::display_url(a.page_url.as_deref().unwrap_or_default()),
+                    );
+                    // Where it would take the browser (a navigation, a link).
+                    let to = a.args["url"]
+                        .as_str()
+                        .or_else(|| a.target.as_ref().and_then(|t| t.href.as_deref()));
+                    if let Some(to) = to {
+                        line.push_str(&format!("  to {:?}", airlock_policy::display_url(to)));
+                    }
+                    // What a held request would do, in the card's first line.
+                    if let Some(what) = a.detail.as_deref().and_then(|d| d.lines().next()) {
+                        line.push_str(&format!("  {what:?}"));
+                    }
+                    line
+                }
                 airlock_audit::Event::ApprovalDecided(d) => {
                     let mut line = format!("{} {}", d.status, d.approval);
                     if let Some(by) = d.by {

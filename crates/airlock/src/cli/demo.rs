@@ -302,7 +302,9 @@ async fn scripted_agent(
         json!({"role": "button", "name": "Delete account"}),
     )
     .await?;
-    show(&text, 4);
+    // The click, the page then, the request it caused (sent under the approval), and
+    // the page that request brought.
+    show(&text, 10);
     agent.cancel().await.ok();
     Ok(())
 }

@@ -92,8 +92,20 @@ pub(crate) async fn check(config: &Config, input: &str, resolve: bool) -> ExitCo
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExplainArgs {
     /// The tool (browser_click, browser_type, browser_navigate, …).
-    #[arg(long)]
-    tool: String,
+    #[arg(long, required_unless_present_any = ["request_url", "rules"])]
+    tool: Option<String>,
+    /// A request a page sends, to judge by the effect rules instead of a call.
+    #[arg(long, conflicts_with_all = ["tool", "rules"])]
+    request_url: Option<String>,
+    /// That request's method.
+    #[arg(long, default_value = "POST", requires = "request_url")]
+    method: String,
+    /// A field the request carries, `name=value` (repeat for more).
+    #[arg(long = "field", requires = "request_url")]
+    fields: Vec<String>,
+    /// List every rule in force, in the order they judge, with what each holds.
+    #[arg(long, conflicts_with = "tool")]
+    rules: bool,
     /// The target element's role (button, link, textbox, …).
     #[arg(long)]
     role: Option<String>,
@@ -137,13 +149,12 @@ fn origin_sets(config: &Config, args: &ExplainArgs, navigates: bool) -> Option<E
     if !sets.is_set() {
         return None;
     }
-    let follows = args.tool == "browser_click" && args.role.as_deref() == Some("link");
+    let tool = args.tool.as_deref().unwrap_or_default();
+    let follows = tool == "browser_click" && args.role.as_deref() == Some("link");
     let (url, changes) = match (navigates, follows) {
         (true, _) => (args.url.as_deref()?, false),
         (false, true) => (args.href.as_deref()?, false),
-        (false, false) if CHANGES_PAGES.contains(&args.tool.as_str()) => {
-            (args.url.as_deref()?, true)
-        }
+        (false, false) if CHANGES_PAGES.contains(&tool) => (args.url.as_deref()?, true),
         _ => return None,
     };
     let origin = airlock_policy::origin_of(url)?;
@@ -177,7 +188,14 @@ fn origin_sets(config: &Config, args: &ExplainArgs, navigates: bool) -> Option<E
 
 /// Exit 0 when the call would run, 1 when it would wait for approval, 2 when refused.
 pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> ExitCode {
-    let navigates = matches!(args.tool.as_str(), "browser_navigate" | "browser_tabs");
+    if args.rules {
+        return list_rules(config);
+    }
+    if let Some(url) = &args.request_url {
+        return explain_request(config, &args.method, url, &args.fields);
+    }
+    let tool = args.tool.as_deref().unwrap_or_default();
+    let navigates = matches!(tool, "browser_navigate" | "browser_tabs");
     if let Some(code) = origin_sets(config, args, navigates) {
         return code;
     }
@@ -186,7 +204,7 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> ExitCode {
         .as_deref()
         .is_some_and(|t| t.contains("{{secret:"));
     let facts = airlock_risk::Facts {
-        tool: &args.tool,
+        tool,
         role: args.role.as_deref(),
         name: args.name.as_deref(),
         password: args.password,
@@ -199,11 +217,21 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> ExitCode {
             args.href.as_deref()
         },
     };
+    let effects = config.approvals.rules.effects();
+    let then = || {
+        println!(
+            "then:     the requests it makes are judged by the effect rules ({}); `--request-url URL --method M --field k=v` judges one",
+            effects.names().join(", ")
+        );
+    };
     match config.approvals.rules.classify(&facts, &config.policy) {
         None => {
             println!("rule:     none fires");
             println!("risk:     low");
             println!("action:   allow");
+            if !effects.is_empty() {
+                then();
+            }
             ExitCode::SUCCESS
         }
         Some(verdict) => {
@@ -219,6 +247,9 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> ExitCode {
             if let Some(message) = &verdict.message {
                 println!("message:  {message}");
             }
+            if verdict.action != airlock_risk::Action::Deny && !effects.is_empty() {
+                then();
+            }
             match verdict.action {
                 airlock_risk::Action::Allow => ExitCode::SUCCESS,
                 airlock_risk::Action::Approve => ExitCode::from(1),
@@ -226,4 +257,84 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> ExitCode {
             }
         }
     }
+}
+
+// A request a page would send, judged by the effect rules: exit 0 when it goes, 1
+// when it waits for a human, 2 when it is refused.
+fn explain_request(config: &Config, method: &str, url: &str, fields: &[String]) -> ExitCode {
+    let body = fields
+        .iter()
+        .map(|f| {
+            let (k, v) = f.split_once('=').unwrap_or((f, ""));
+            url::form_urlencoded::Serializer::new(String::new())
+                .append_pair(k, v)
+                .finish()
+        })
+        .collect::<Vec<_>>()
+        .join("&");
+    let request = airlock_risk::Request {
+        method,
+        url,
+        content_type: Some("application/x-www-form-urlencoded"),
+        body: (!body.is_empty()).then_some(body.as_bytes()),
+        body_unseen: false,
+    };
+    let canonical = airlock_risk::CanonicalUrl::of(url);
+    println!(
+        "request:  {} {}",
+        method.to_ascii_uppercase(),
+        canonical.url
+    );
+    match config.approvals.rules.effects().judge(&request) {
+        None => {
+            println!("rule:     no effect rule holds it");
+            println!("action:   allow");
+            ExitCode::SUCCESS
+        }
+        Some(verdict) => {
+            println!("rule:     {}", verdict.rule);
+            println!("risk:     {}", verdict.risk.as_str());
+            println!("action:   {}", verdict.action.as_str());
+            println!("why:      {}", verdict.why);
+            match verdict.action {
+                airlock_risk::Action::Allow => ExitCode::SUCCESS,
+                airlock_risk::Action::Approve => ExitCode::from(1),
+                airlock_risk::Action::Deny => ExitCode::from(2),
+            }
+        }
+    }
+}
+
+// Every rule in force, in the order they judge: the call rules (the operator's,
+// then the built-ins), then the effect rules (likewise).
+fn list_rules(config: &Config) -> ExitCode {
+    let rules = &config.approvals.rules;
+    println!("call rules (judge a call on its resolved target, first match wins):");
+    for name in rules.names() {
+        match airlock_risk::BUILTIN_CALL_RULES
+            .iter()
+            .find(|(n, _)| *n == name)
+        {
+            Some((_, holds)) => println!("  {name} (built in): {holds}"),
+            None => println!("  {name} (config)"),
+        }
+    }
+    println!("effect rules (judge each request a page sends, before it leaves):");
+    for name in rules.effects().names() {
+        match airlock_risk::BUILTIN_EFFECTS
+            .iter()
+            .find(|b| b.name == name)
+        {
+            Some(b) => println!(
+                "  {name} (built in, {}, approve): {}",
+                b.risk.as_str(),
+                b.holds
+            ),
+            None => println!("  {name} (config)"),
+        }
+    }
+    println!(
+        "switch a built-in off with [approvals] defaults_off = [\"name\"], all of them with defaults = false"
+    );
+    ExitCode::SUCCESS
 }

@@ -241,3 +241,94 @@ async fn a_held_navigation_to_a_homograph_host_is_listed_punycode_first() {
     })
     .await;
 }
+
+/// A held link click names where it goes, punycode host first, on `approvals list`
+/// (from the approval's target) and on `approvals watch` (from the audit event).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_link_click_names_its_destination_in_list_and_watch() {
+    with_browser(|h| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("airlock.db"))
+            .await
+            .unwrap();
+        let policy = Policy::from_config(&PolicyConfig {
+            trusted_domains: vec!["127.0.0.1".to_owned()],
+            ..h.site.policy_config()
+        })
+        .unwrap();
+        let gateway = Gateway::new(
+            h.host().await,
+            GatewayConfig {
+                rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
+                approval_timeout: Duration::from_secs(30),
+                ..GatewayConfig::with_policy(policy).store(store.clone())
+            },
+        );
+        let mut watch = tokio::process::Command::new(BIN)
+            .args(["approvals", "watch"])
+            .env_remove("AIRLOCK_CONFIG")
+            .env("AIRLOCK_DATA_DIR", dir.path())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut watched = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+        let mut next_watched = async move || {
+            tokio::time::timeout(Duration::from_secs(20), watched.next_line())
+                .await
+                .expect("watch prints within 20 s")
+                .unwrap()
+                .expect("watch still runs")
+        };
+        assert_eq!(next_watched().await, "no pending approvals");
+        let agent = Arc::new(gateway.agent_session());
+        let out = agent
+            .call(ToolCall::Navigate(Navigation::To {
+                url: h.site.url("effects/invoice.html"),
+                wait_until: airlock_gateway::action::WaitUntil::Load,
+                snapshot: airlock_gateway::PageView::None,
+            }))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let clicking = {
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                agent
+                    .call(ToolCall::Interact(Interaction::Click {
+                        target: Target::Role {
+                            role: "link".into(),
+                            name: Some("Open invoice".into()),
+                            index: None,
+                        },
+                        options: Default::default(),
+                    }))
+                    .await
+            })
+        };
+        let watched_line = next_watched().await;
+        assert!(watched_line.starts_with("requested apr_"), "{watched_line}");
+        let to = watched_line.find("  to \"").expect("a destination") + 6;
+        assert!(
+            watched_line[to..].starts_with("https://xn--bund-"),
+            "{watched_line}"
+        );
+        let (code, listed, err) = airlock(dir.path(), &["approvals", "list"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(listed.contains("leaves-trusted-domains"), "{listed}");
+        let to = listed.find("  to \"").expect("a destination") + 6;
+        assert!(listed[to..].starts_with("https://xn--bund-"), "{listed}");
+        assert!(listed.contains("/invoice/7"), "{listed}");
+        let id = listed.split_whitespace().next().unwrap().to_owned();
+        let (code, _, err) = airlock(dir.path(), &["approvals", "deny", &id]);
+        assert_eq!(code, 0, "{err}");
+        let out = clicking.await.unwrap();
+        assert_eq!(
+            out.error,
+            Some(airlock_core::ErrorCode::ApprovalDenied),
+            "{}",
+            out.text
+        );
+        gateway.shutdown().await;
+    })
+    .await;
+}

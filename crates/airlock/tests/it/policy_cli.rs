@@ -200,3 +200,75 @@ fn explain_names_the_rule_a_call_fires_and_why() {
         "{out}"
     );
 }
+
+#[test]
+fn explains_the_effect_rules_and_judges_a_request_as_a_server_reads_it() {
+    // Every rule in force, built-ins with what they hold.
+    let (code, out) = explain(&["--rules"], None);
+    assert_eq!(code, 0, "{out}");
+    for name in [
+        "destructive (built in)",
+        "delete-request (built in, high, approve)",
+        "delete-path (built in, high, approve)",
+        "delete-field (built in, high, approve)",
+        "payment-path (built in, critical, approve)",
+        "payment-field (built in, critical, approve)",
+    ] {
+        assert!(out.contains(name), "{name} in {out}");
+    }
+    // A request, canonical first: an escaped, doubled path is the delete it is.
+    let (code, out) = explain(
+        &[
+            "--request-url",
+            "http://127.0.0.1:8900//admin/auth/user/7/%64elete/",
+            "--field",
+            "post=yes",
+        ],
+        None,
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("request:  POST http://127.0.0.1:8900/admin/auth/user/7/delete/"),
+        "{out}"
+    );
+    assert!(out.contains("rule:     delete-path"), "{out}");
+    // A login whose next page is a delete page deletes nothing.
+    let (code, out) = explain(
+        &[
+            "--request-url",
+            "http://127.0.0.1:8900/admin/login/?next=/admin/auth/user/7/delete/",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{out}");
+    // A call that runs says its requests are judged next.
+    let (code, out) = explain(
+        &[
+            "--tool",
+            "browser_click",
+            "--role",
+            "link",
+            "--name",
+            "Delete",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "then:     the requests it makes are judged by the effect rules (delete-request"
+        ),
+        "{out}"
+    );
+    // Switched off, a built-in no longer holds.
+    let (code, _) = explain(
+        &[
+            "--request-url",
+            "http://a.test/x/delete",
+            "--method",
+            "post",
+        ],
+        Some("[approvals]\ndefaults_off = [\"delete-path\"]\n"),
+    );
+    assert_eq!(code, 0);
+}

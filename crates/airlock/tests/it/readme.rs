@@ -262,10 +262,19 @@ fn the_effect_rule_section_loads_and_holds_a_payment_request() {
         .unwrap();
     assert_eq!(held.rule, "payments");
     assert_eq!(held.action, airlock_risk::Action::Approve);
+    // Without the fields it names, the operator's rule lets it go; the built-in
+    // payment-path rule after it still holds a transfer.
+    let unnamed = effects
+        .judge(&request(
+            "https://pay.example.com/v1/transfers",
+            r#"{"amount": 10}"#,
+        ))
+        .unwrap();
+    assert_eq!(unnamed.rule, "payment-path");
     assert!(
         effects
             .judge(&request(
-                "https://pay.example.com/v1/transfers",
+                "https://pay.example.com/v1/quotes",
                 r#"{"amount": 10}"#
             ))
             .is_none()
