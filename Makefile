@@ -10,6 +10,9 @@ DATA_DIR ?= ./airlock-data
 MCP_PY_VERSION := 2.3.0
 # A real third-party web application the tests drive Airlock through (its admin).
 DJANGO_VERSION := 5.2.19
+# MiniWoB++'s web tasks (its HTML pages only: installed without the Python
+# environment around them), widgets of every kind the tests act on.
+MINIWOB_VERSION := 1.1.0
 # Property-based testing of /api/v1 against its OpenAPI document.
 SCHEMATHESIS_VERSION := 4.32.5
 # The Kubernetes schemas (1.30 to 1.37) deploy/check.py validates the manifests against.
@@ -44,8 +47,9 @@ test: chromium postgres seccomp pyclient console-deps deploy-check
 	if [ -n "$$leaked" ]; then echo "leaked Chromium or worker processes after the tests: $$leaked"; exit 1; fi
 
 ## A virtualenv with the official MCP Python SDK (independent client for the tests),
-## schemathesis (the /api/v1 fuzz run) and Django (a real admin app the tests drive).
-pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION) .venv/.django-$(DJANGO_VERSION)
+## schemathesis (the /api/v1 fuzz run), Django (a real admin app the tests drive) and
+## MiniWoB++'s task pages (widgets the tests act on).
+pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION) .venv/.django-$(DJANGO_VERSION) .venv/.miniwob-$(MINIWOB_VERSION)
 
 .venv/.mcp-$(MCP_PY_VERSION):
 	@command -v python3 >/dev/null 2>&1 || { echo "the MCP client tests need python3: run 'sudo apt-get install python3 python3-venv'"; exit 1; }
@@ -59,6 +63,10 @@ pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSIO
 
 .venv/.django-$(DJANGO_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
 	.venv/bin/pip install -q --disable-pip-version-check "django==$(DJANGO_VERSION)"
+	@touch $@
+
+.venv/.miniwob-$(MINIWOB_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
+	.venv/bin/pip install -q --disable-pip-version-check --no-deps "miniwob==$(MINIWOB_VERSION)"
 	@touch $@
 
 ## The Kubernetes manifests in deploy/, validated offline against the schemas, and
@@ -121,9 +129,11 @@ seccomp:
 ## Airlock side by side with Playwright MCP and agent-browser through one MCP client
 ## (bench/run.py): a Markdown table on stdout and bench/results/latest.json.
 BENCH_RUNS ?= 5
+BENCH_EPISODES ?= 10
 bench: chromium pyclient bench-peers .venv/.bpe-openai
 	$(CARGO) build --locked --release -p airlock
 	.venv/bin/python bench/run.py --runs $(BENCH_RUNS)
+	.venv/bin/python bench/widgets.py --episodes $(BENCH_EPISODES)
 	$(CARGO) run --locked --release -q -p airlock-gateway --example gate_cost | tee bench/results/gate-cost.txt
 	$(CARGO) run --locked --release -q -p airlock-task --example task_cost | tee bench/results/task-cost.txt
 	$(CARGO) run --locked --release -q -p airlock-flow --example flow_cost | tee bench/results/flow-cost.txt
@@ -132,6 +142,7 @@ bench: chromium pyclient bench-peers .venv/.bpe-openai
 bench-smoke: chromium pyclient .venv/.bpe-openai
 	$(CARGO) build --locked -p airlock
 	.venv/bin/python bench/run.py --runs 1 --systems airlock --airlock target/debug/airlock --out target/bench-smoke.json
+	.venv/bin/python bench/widgets.py --episodes 1 --systems airlock --airlock target/debug/airlock --out target/bench-smoke-widgets.json
 
 ## Timings of the browser core alone, without MCP (release build; medians of 7 runs).
 bench-core: chromium

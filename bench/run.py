@@ -208,6 +208,20 @@ class AirlockEmbedded(Airlock):
         return params
 
 
+class AirlockNoEffects(Airlock):
+    """Airlock with the built-in rules off ([approvals] defaults = false): no request
+    is paused for an effect rule. Beside `airlock` it shows what the default effect
+    rules cost a navigation and a click."""
+
+    name = "airlock-no-effects"
+
+    def params(self):
+        params = super().params()
+        config = pathlib.Path(self.tmp) / "airlock.toml"
+        config.write_text(config.read_text() + "[approvals]\ndefaults = false\n")
+        return params
+
+
 class AirlockRemote(Airlock):
     """Airlock with its sessions on a worker on "another machine": `airlock worker
     --listen` over TLS on loopback, one `[[workers]]` entry. Beside `airlock` (the
@@ -294,7 +308,7 @@ class AgentBrowser(System):
         return "agent_browser_get_text", {"selector": "body"}
 
 
-SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, AirlockRemote, PlaywrightMcp, AgentBrowser)}
+SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, AirlockNoEffects, AirlockRemote, PlaywrightMcp, AgentBrowser)}
 # Systems with a Streamable HTTP server (agent-browser's MCP server is stdio only).
 HTTP_SYSTEMS = ("airlock", "playwright-mcp")
 # The Airlock binary under test (release for `make bench`, debug for the CI smoke run).
@@ -654,7 +668,7 @@ def summarize(values):
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--systems", default="airlock,airlock-embedded,airlock-remote,playwright-mcp,agent-browser")
+    parser.add_argument("--systems", default="airlock,airlock-embedded,airlock-no-effects,airlock-remote,playwright-mcp,agent-browser")
     parser.add_argument("--out", default=str(BENCH / "results/latest.json"))
     parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")
     parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,

@@ -188,6 +188,15 @@ pub enum Target {
         /// Which match, when several.
         index: Option<usize>,
     },
+    /// The element whose visible text matches (Playwright's `getByText`): exact
+    /// first, else a case-insensitive substring, the innermost element that holds
+    /// it; a 0-based index among several.
+    Text {
+        /// The words, as the page shows them.
+        text: String,
+        /// Which match, when several.
+        index: Option<usize>,
+    },
     /// A CSS selector (searched through open shadow roots too).
     Selector(String),
     /// A point in the viewport, CSS pixels.
@@ -215,6 +224,11 @@ impl Target {
                 }
                 s
             }
+            // Like a name: the agent's words are not echoed.
+            Target::Text { index, .. } => match index {
+                Some(i) => format!("the element with the text given #{i}"),
+                None => "the element with the text given".to_owned(),
+            },
             Target::Selector(sel) => {
                 format!("selector `{}`", sel.chars().take(80).collect::<String>())
             }
@@ -229,7 +243,8 @@ impl Target {
                 json!({ "role": role, "name": name, "index": index })
             }
             Target::Selector(sel) => json!({ "selector": sel }),
-            Target::Point { .. } => Value::Null,
+            // Matched outside the page (`find_named`), then named by its ref.
+            Target::Text { .. } | Target::Point { .. } => Value::Null,
         }
     }
 }

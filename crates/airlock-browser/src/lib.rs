@@ -16,6 +16,7 @@ mod download;
 mod effects;
 mod error;
 mod events;
+mod fields;
 mod guard;
 pub mod host;
 mod keys;

@@ -27,6 +27,7 @@ mod navigate;
 mod read;
 mod shot;
 mod tabs;
+mod wait;
 mod walk;
 
 use attach::attach_tabs;
@@ -169,7 +170,7 @@ pub struct Session {
     downloads: Arc<Mutex<Option<Arc<crate::download::Downloads>>>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 struct Located {
     x: f64,
     y: f64,
@@ -189,6 +190,12 @@ struct Located {
     /// What the walker's `inspect` says of the element (`Prepare::inspect`).
     #[serde(default)]
     inspected: Option<Value>,
+    /// Focused for typing, an input that takes a value instead (`date`, `time`,
+    /// `color` …; `crate::fields`): its type and the page's language.
+    #[serde(default, rename = "valueType")]
+    value_type: Option<String>,
+    #[serde(default)]
+    lang: Option<String>,
 }
 
 impl Located {

@@ -879,26 +879,41 @@
 
   // The outermost element with a pointer cursor (its children inherit the cursor),
   // not inside a link or other control, which have refs of their own.
-  // How an element that is no control shows it is made to be clicked: 1 for a
+  // How an element that is no control shows it is made to be acted on: 1 for a
   // pointer cursor, 2 for an `onclick` attribute (listeners added from script are
-  // invisible to this isolated world; the pointer is their usual sign). 0 when it is
-  // not, or when an ancestor already is (only the outermost gets the ref) or is a
-  // control.
+  // invisible to this isolated world; the pointer is their usual sign), 3 made to
+  // be dragged, 4 put in the tab order (`tabindex` ≥ 0: a custom widget), 5 a move
+  // or grab cursor (a sortable item). 0 when it is not, or when an ancestor already
+  // is (only the outermost gets the ref) or is a control.
   function clickKind(el, style) {
-    return style.cursor === 'pointer' ? 1 : el.hasAttribute('onclick') ? 2 : draggable(el) ? 3 : 0;
+    if (style.cursor === 'pointer') return 1;
+    if (el.hasAttribute('onclick')) return 2;
+    if (draggable(el)) return 3;
+    if (el.hasAttribute('tabindex') && el.tabIndex >= 0) return 4;
+    if (style.cursor === 'move' || style.cursor === 'grab') return 5;
+    return 0;
   }
 
   // Made to be dragged (an HTML5 drag source), not merely draggable by default as
   // images and links are.
   function draggable(el) {
-    return el.getAttribute('draggable') === 'true';
+    // jQuery UI marks what its sortables and draggables move by the mouse (no
+    // attribute, no cursor): the most common drag library on the web.
+    return el.getAttribute('draggable') === 'true' ||
+      el.classList.contains('ui-sortable-handle') || el.classList.contains('ui-draggable');
   }
 
   function clickableRoot(el, style) {
     const kind = clickKind(el, style);
     if (!kind) return 0;
     const parent = parentElementComposed(el);
-    if (parent && clickKind(parent, getComputedStyle(parent))) return 0;
+    // A cursor is inherited: of a run of elements with it, the outermost has the
+    // ref. Other signs are an element's own (a focusable menu's pointer items each
+    // get one).
+    if (parent) {
+      const up = clickKind(parent, getComputedStyle(parent));
+      if (up && (kind !== 1 && kind !== 5 || up === kind)) return 0;
+    }
     for (let n = parent; n; n = parentElementComposed(n)) {
       if (INTERACTIVE.has(roleOf(n))) return 0;
     }
@@ -960,7 +975,9 @@
       return;
     }
     const role = roleOf(el);
-    const clickable = role === 'generic' && !selfHidden(style) ? clickableRoot(el, style) : 0;
+    // A `div` (generic) or a `span`, `i` … (no role of its own) made to be clicked.
+    const plain = role === 'generic' || (role === 'none' && el.localName !== 'body' && el.localName !== 'html');
+    const clickable = plain && !selfHidden(style) ? clickableRoot(el, style) : 0;
     if (clickable) {
       // Not a control, but made to be clicked (a div with a click handler and a
       // pointer): it gets a ref, so an agent can click what a person would.
@@ -1001,10 +1018,15 @@
         role === 'dialog' || role === 'alertdialog' || role === 'Iframe' || role === 'form' ||
         role === 'tabpanel' || role === 'menu' || role === 'tree' || role === 'region') {
       node_.i = refFor(el);
-    } else if (draggable(el)) {
-      // A list item or the like made to be dragged: `browser_drag` needs its ref.
-      node_.i = refFor(el);
-      node_.cp = 3;
+    } else if (!selfHidden(style)) {
+      // A list item, heading, cell or paragraph a page made to be clicked or dragged
+      // (a tab, an accordion's header, a sortable item): it keeps its role, and gets
+      // a ref, so an agent can act on what a person would.
+      const kind = clickableRoot(el, style);
+      if (kind) {
+        node_.i = refFor(el);
+        node_.cp = kind;
+      }
     }
     const level = headingLevel(el, role);
     if (level) node_.l = level;
@@ -1285,12 +1307,17 @@
             if (hit.ok) {
               pointerTo(el);
               const mark = markAction(el);
+              let valueType;
               if (opts.focusForTyping != null) {
                 const focused = focusElementForTyping(el, opts.focusForTyping);
                 if (focused.error) return focused;
+                valueType = focused.valueType;
               }
               const inspected = opts.inspect ? inspect({ ref: refFor(el) }) : undefined;
-              return { x: cx, y: cy, rect, desc, ref: refFor(el), mark, focused: opts.focusForTyping != null, inspected };
+              return {
+                x: cx, y: cy, rect, desc, ref: refFor(el), mark, focused: opts.focusForTyping != null, inspected,
+                valueType, lang: valueType ? (navigator.language || '') : undefined,
+              };
             }
             why = `it is covered by ${hit.by}`;
           }
@@ -1316,7 +1343,15 @@
     return focusElementForTyping(found.el, clearFirst);
   }
 
+  // Inputs whose value is picked, not typed (see Rust's `fields.rs`).
+  const VALUE_TYPES = new Set(['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range']);
+
   function focusElementForTyping(el, clearFirst) {
+    if (el.localName === 'input' && VALUE_TYPES.has(el.type)) {
+      if (isDisabled(el) || el.readOnly) return { error: 'not_actionable', message: 'it is disabled or read-only', desc: describe(el) };
+      el.focus();
+      return { ok: true, desc: describe(el), focused: document.activeElement === el, valueType: el.type, lang: navigator.language || '' };
+    }
     const editable = isTextField(el);
     if (!editable) return { error: 'not_actionable', message: 'it is not a text field', desc: describe(el) };
     if (isDisabled(el) || el.readOnly) return { error: 'not_actionable', message: 'it is disabled or read-only', desc: describe(el) };
@@ -1335,6 +1370,22 @@
       try { el.setSelectionRange(el.value.length, el.value.length); } catch (_) { /* type=email etc. */ }
     }
     return { ok: true, desc: describe(el), focused: document.activeElement === el || el.contains(document.activeElement) };
+  }
+
+  // An input that takes no typing (date, time, color, range …): its value written
+  // as the input takes it, with the events a person's pick fires (the native setter
+  // is this world's, so a framework's value tracker in the page sees a change); the
+  // value it holds afterwards (empty when the input refused it).
+  function setValue(target, value) {
+    const found = resolve(target);
+    if (found.error) return found;
+    const el = found.el;
+    if (!(el.localName === 'input' && VALUE_TYPES.has(el.type))) return { error: 'not_actionable', message: 'it takes typing, not a value', desc: describe(el) };
+    el.focus();
+    el.value = value;
+    el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+    return { value: el.value, desc: describe(el) };
   }
 
   function selectOptions(target, values) {
@@ -1520,6 +1571,55 @@
     const list = [];
     for (const el of allElements(document.documentElement)) {
       if (roleMatches(el, role) && !isHiddenForAx(el)) list.push({ ref: refFor(el), name: nameOf(el, roleOf(el)) });
+    }
+    return { v: mutationCount, list, ready: document.readyState === 'complete' && document.getAnimations().length === 0 };
+  }
+
+  // Elements by the words they show, for a `text` target (Playwright's getByText):
+  // each visible element with words of its own (a text node child, or a button's
+  // value), its shown text (collapsed, cut), and the index of the nearest such
+  // ancestor, so Airlock keeps the innermost match. Matched by Airlock on redacted
+  // text, as names are: a match here would answer yes or no about a secret.
+  const TEXT_LIMITS = { elements: 20000, chars: 2000000 };
+  function textCandidates() {
+    watchMutations();
+    const list = [];
+    const at = new Map();
+    let chars = 0;
+    for (const el of allElements(document.documentElement)) {
+      if (list.length >= TEXT_LIMITS.elements || chars > TEXT_LIMITS.chars) break;
+      if (SKIPPED.has(el.localName)) continue;
+      let text = '';
+      if (el.localName === 'input' && (el.type === 'submit' || el.type === 'button' || el.type === 'reset')) {
+        text = el.value || '';
+      } else {
+        let own = false;
+        for (const c of el.childNodes) {
+          if (c.nodeType === Node.TEXT_NODE && /\S/.test(c.data)) { own = true; break; }
+        }
+        if (!own) continue;
+        text = el.innerText || el.textContent || '';
+      }
+      // Words inside a control (a span in a button or link) name the control: it is
+      // what gets clicked and what the risk rules judge.
+      let target = el;
+      for (let n = el; n; n = parentElementComposed(n)) {
+        if (INTERACTIVE.has(roleOf(n))) { target = n; break; }
+      }
+      if (at.has(target)) continue;
+      if (target !== el) text = target.innerText || target.value || text;
+      text = collapse(text).trim();
+      if (!text || isHiddenForAx(target)) continue;
+      const r = target.getBoundingClientRect();
+      if (!r.width || !r.height) continue;
+      if (text.length > 300) text = text.slice(0, 300);
+      let anc = -1;
+      for (let p = parentElementComposed(target); p; p = parentElementComposed(p)) {
+        if (at.has(p)) { anc = at.get(p); break; }
+      }
+      at.set(target, list.length);
+      list.push({ ref: refFor(target), name: text, anc });
+      chars += text.length;
     }
     return { v: mutationCount, list, ready: document.readyState === 'complete' && document.getAnimations().length === 0 };
   }
@@ -1786,8 +1886,8 @@
   }
 
   globalThis.__airlock = {
-    snapshot, resolve, boxes, prepare, settled, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, outline, fieldKind, selectOptions, checked, scrollIntoView,
-    waitFor, textAfter, changedSince, candidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
+    snapshot, resolve, boxes, prepare, settled, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, outline, fieldKind, setValue, selectOptions, checked, scrollIntoView,
+    waitFor, textAfter, changedSince, candidates, textCandidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
     inspect, inspectPoint, shown, shownRects,
     init(base, cut, hiding) {
       if (nextRef < base) nextRef = base;

@@ -160,6 +160,7 @@ fn mentions(text: &str) -> bool {
 fn target_mentions(target: &Target) -> bool {
     match target {
         Target::Role { role, name, .. } => mentions(role) || name.as_deref().is_some_and(mentions),
+        Target::Text { text, .. } => mentions(text),
         Target::Selector(selector) => mentions(selector),
         Target::Ref(_) | Target::Point { .. } => false,
     }

@@ -56,8 +56,8 @@ pub struct Node {
     #[serde(rename = "fr", default)]
     pub frame_owner: Option<u8>,
     /// Not a control, but made to be clicked: 1 for a pointer cursor, 2 for an
-    /// `onclick` attribute without one; 3 made to be dragged (`draggable="true"`).
-    /// It has a ref.
+    /// `onclick` attribute without one; 3 made to be dragged (`draggable="true"`);
+    /// 4 in the tab order (`tabindex` ≥ 0); 5 a move or grab cursor. It has a ref.
     #[serde(rename = "cp", default)]
     pub clickable: Option<u8>,
     /// In a patched walk: this node is node N (preorder, the root 0) of the tree the

@@ -654,6 +654,8 @@ fn line_text(node: &Node, text: Option<&str>, context: &Emit<'_>) -> String {
     match node.clickable {
         Some(2) => s.push_str(" [onclick]"),
         Some(3) => s.push_str(" [draggable]"),
+        Some(4) => s.push_str(" [focusable]"),
+        Some(5) => s.push_str(" [cursor=move]"),
         Some(_) => s.push_str(" [cursor=pointer]"),
         None => {}
     }

@@ -10,6 +10,7 @@ mod django;
 mod fixtures;
 mod forms;
 mod harness;
+mod miniwob;
 mod model;
 mod postgres;
 
@@ -20,5 +21,6 @@ pub use harness::{
     Harness, chromium_processes_under, processes_in_groups, with_browser, with_browser_config,
     worker_mode,
 };
+pub use miniwob::MiniWob;
 pub use model::{ModelServer, Reply, Seen, calls, finish};
 pub use postgres::{PG_USER, Postgres};

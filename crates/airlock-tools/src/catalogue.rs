@@ -244,7 +244,7 @@ static TOOLS: &[Tool] = &[
     Tool {
         name: "browser_click",
         family: Family::Interact,
-        description: "Click an element (scrolled into view once visible, enabled, uncovered). Target, here and wherever a tool takes one: ref; or role+name (+index), selector, or x+y; timeout_ms bounds finding and acting. Returns what changed.",
+        description: "Click an element (scrolled into view once visible, enabled, uncovered). Target, here and wherever a tool takes one: ref; or role+name (+index), selector, or x+y; here also text (visible words, innermost); timeout_ms bounds finding and acting. Returns what changed.",
         read_only: false,
         destructive: true,
         keep: &[],

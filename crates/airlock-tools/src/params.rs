@@ -218,6 +218,8 @@ impl SnapshotParams {
 pub struct ClickParams {
     #[serde(flatten)]
     pub target: TargetParams,
+    // Or the element showing this text (the description says it).
+    pub text: Option<String>,
     /// Default `left`.
     #[schemars(extend("enum" = ["left", "right", "middle"]))]
     pub button: Option<String>,
@@ -256,8 +258,9 @@ impl ClickParams {
                 }
             });
         }
+        let target = text_or(&self.target, self.text)?;
         let call = ToolCall::Interact(Interaction::Click {
-            target: self.target.target()?,
+            target,
             options: ClickOptions {
                 button,
                 double: self.double,
@@ -652,9 +655,43 @@ impl UploadParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct DragParams {
     // What to drag (the description says it).
-    pub from: TargetParams,
+    pub from: DragEnd,
     // Where to drop it.
-    pub to: TargetParams,
+    pub to: DragEnd,
+}
+
+/// One end of a drag: a target, or the element showing a text.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DragEnd {
+    #[serde(flatten)]
+    pub target: TargetParams,
+    // Or the element showing this text (the description says it).
+    pub text: Option<String>,
+}
+
+impl DragEnd {
+    fn target(&self) -> Result<Target, BadArgument> {
+        text_or(&self.target, self.text.clone())
+    }
+}
+
+// `text` as a target (alone), else the target the other fields give.
+fn text_or(target: &TargetParams, text: Option<String>) -> Result<Target, BadArgument> {
+    let Some(text) = text else {
+        return target.target();
+    };
+    if !target.is_empty() {
+        return bad(
+            "give only one kind of target: `ref`, `role`/`name`, `text`, `selector`, or `x`/`y`",
+        );
+    }
+    if text.trim().is_empty() || text.len() > 1_000 {
+        return bad("`text` is the words the element shows, at most 1000 characters");
+    }
+    Ok(Target::Text {
+        text,
+        index: target.index,
+    })
 }
 
 impl DragParams {
@@ -663,7 +700,10 @@ impl DragParams {
             from: self.from.target()?,
             to: self.to.target()?,
         });
-        budgeted(call, self.from.timeout_ms.max(self.to.timeout_ms))
+        budgeted(
+            call,
+            self.from.target.timeout_ms.max(self.to.target.timeout_ms),
+        )
     }
 }
 

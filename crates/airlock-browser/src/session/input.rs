@@ -1,5 +1,5 @@
 //! Acting on the page: mouse, keyboard, typing (secrets checked against the field's
-//! origin), forms, options, checkboxes, scrolling and waiting.
+//! origin), forms, options, checkboxes and scrolling (waiting is `wait.rs`).
 
 use super::*;
 
@@ -139,6 +139,23 @@ impl Session {
     async fn drag_moves(&self, tab: &Tab, start: &Located, end: &Located) -> Result<()> {
         const STEPS: u32 = 8;
         let held = json!({ "button": "left", "buttons": 1 });
+        // Dropped a quarter of the target past its centre, in the direction of
+        // travel, as a hand lets go once the item has taken the target's place: a
+        // sortable list (jQuery UI's) swaps two items only when the pointer crosses
+        // the target's middle. Still well inside the target, for a drop zone.
+        let past = |from: f64, to: f64, size: f64| {
+            let delta = to - from;
+            if delta.abs() < 2.0 {
+                to
+            } else {
+                to + delta.signum() * size / 4.0
+            }
+        };
+        let end = &Located {
+            x: past(start.x, end.x, end.rect.w),
+            y: past(start.y, end.y, end.rect.h),
+            ..end.clone()
+        };
         self.mouse(tab, "mouseMoved", start.x, start.y, json!({}))
             .await?;
         self.mouse(
@@ -353,6 +370,11 @@ impl Session {
         };
         let (frame, located, target) = self.locate(tab, target, editable).await?;
         let target = &target;
+        if let Some(kind) = &located.value_type {
+            return self
+                .set_value(tab, frame, target, &located, kind, text)
+                .await;
+        }
         if !located.focused {
             let call = format!(
                 "__airlock.focusForTyping({}, {clear_first})",
@@ -408,6 +430,47 @@ impl Session {
             self.helper(tab, frame, &call, target).await?;
         }
         Ok(located.desc)
+    }
+
+    // An input that takes a value, not typing (`crate::fields`): the agent's words
+    // in the form the input takes, written and read back; what it holds is said.
+    async fn set_value(
+        &self,
+        tab: &Tab,
+        frame: u32,
+        target: &Target,
+        located: &Located,
+        kind: &str,
+        text: &TypedText,
+    ) -> Result<String> {
+        if text.has_secret() {
+            return Err(Error::InvalidArgument(format!(
+                "{} is a {kind} field: a secret placeholder can only be typed into a text field",
+                located.desc
+            )));
+        }
+        let written = text.plain_text();
+        let lang = located.lang.as_deref().unwrap_or_default();
+        let value = crate::fields::value_for(kind, &written, lang).map_err(|forms| {
+            Error::InvalidArgument(format!(
+                "{} is a {kind} field and “{written}” is not one: {forms}",
+                located.desc
+            ))
+        })?;
+        let call = format!(
+            "__airlock.setValue({}, {})",
+            target.walker_json(),
+            Value::from(value.as_str())
+        );
+        let set = self.helper(tab, frame, &call, target).await?;
+        let held = set["value"].as_str().unwrap_or_default();
+        if held.is_empty() && !value.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "{} refused {value} (outside its min, max or step?); nothing was set",
+                located.desc
+            )));
+        }
+        Ok(format!("{} (now {})", located.desc, self.scrub(held)))
     }
 
     // Inserts a secret into the focused field, checking in the page, in the same task,
@@ -756,194 +819,6 @@ impl Session {
         let mut outcome = self.outcome(&tab, navigated).await;
         outcome.effect = Some(effect);
         Ok(outcome)
-    }
-
-    /// Waits for text to appear or go, a target to appear, or a fixed time.
-    pub async fn wait_for(
-        &self,
-        condition: &WaitCondition,
-        timeout: Option<Duration>,
-    ) -> Result<ActionOutcome> {
-        let _op = self.begin().await;
-        let tab = self.page().await?;
-        let budget = timeout.unwrap_or(self.budget());
-        let what = match condition {
-            WaitCondition::Time(d) => {
-                if *d > MAX_FIXED_WAIT {
-                    return Err(Error::InvalidArgument(format!(
-                        "a fixed wait is at most {} ms",
-                        MAX_FIXED_WAIT.as_millis()
-                    )));
-                }
-                tokio::time::sleep(*d).await;
-                let mut outcome = self.outcome(&tab, false).await;
-                outcome.effect = Some(Effect::Waited(d.as_millis() as u64));
-                return Ok(outcome);
-            }
-            WaitCondition::Text(text) => {
-                self.wait_for_text(&tab, text, false, budget).await?;
-                Waited::TextAppeared
-            }
-            WaitCondition::TextGone(text) => {
-                self.wait_for_text(&tab, text, true, budget).await?;
-                Waited::TextGone
-            }
-            WaitCondition::Target(target) => {
-                self.wait_for_target(&tab, target, budget)
-                    .await
-                    .map_err(|e| match e {
-                        Error::Timeout { ms, .. } => Error::Timeout {
-                            what: format!("waiting for {} to appear", target.describe()),
-                            ms,
-                        },
-                        other => other,
-                    })?;
-                Waited::Target(target.describe())
-            }
-        };
-        let mut outcome = self.outcome(&tab, false).await;
-        outcome.effect = Some(Effect::WaitedFor(what));
-        Ok(outcome)
-    }
-
-    // Waits until the page's visible text (redacted, compared without case) holds
-    // `text`, or no longer does. The page is asked for its text each time its DOM
-    // changes (at least every quarter second) and the comparison is made here: made in
-    // the page, on raw text, it would answer yes or no about a secret the page shows.
-    pub(super) async fn wait_for_text(
-        &self,
-        tab: &Tab,
-        text: &str,
-        gone: bool,
-        budget: Duration,
-    ) -> Result<()> {
-        let wanted = collapse_runs(text).to_lowercase();
-        let deadline = tokio::time::Instant::now() + budget;
-        let mut seen: i64 = -1;
-        loop {
-            let now = tokio::time::Instant::now();
-            let wait = if seen < 0 {
-                Duration::ZERO
-            } else {
-                deadline
-                    .saturating_duration_since(now)
-                    .min(Duration::from_millis(250))
-            };
-            let call = format!("__airlock.textAfter({seen}, {})", wait.as_millis());
-            match tab
-                .eval(0, &call, true, wait + Duration::from_secs(2))
-                .await
-            {
-                Ok(reply) => {
-                    seen = reply["v"].as_i64().unwrap_or(0);
-                    let mut raw = reply["text"].as_str().unwrap_or_default();
-                    if reply["cut"].as_bool() == Some(true) {
-                        // Cut in the page: leave off what may be the start of a secret.
-                        let mut end = raw.len().saturating_sub(self.redactor.reach());
-                        while !raw.is_char_boundary(end) {
-                            end -= 1;
-                        }
-                        raw = &raw[..end];
-                    }
-                    let page = self.redactor.redact(raw).to_lowercase();
-                    if page.contains(&wanted) != gone {
-                        return Ok(());
-                    }
-                }
-                // The page navigated under the wait: try again in the new document.
-                Err(Error::Protocol(_) | Error::RefNotFound { .. } | Error::PageChanged)
-                    if now < deadline =>
-                {
-                    seen = -1;
-                    tab.state
-                        .wait(Duration::from_millis(200), |s| {
-                            s.lifecycle.contains("DOMContentLoaded")
-                        })
-                        .await;
-                }
-                Err(e) => return Err(e),
-            }
-            if tokio::time::Instant::now() >= deadline {
-                let what = if gone { "go" } else { "appear" };
-                return Err(Error::Timeout {
-                    what: format!("waiting for the text given to {what}"),
-                    ms: budget.as_millis(),
-                });
-            }
-        }
-    }
-
-    // Waits until a target exists and is visible. A name is matched here (see
-    // `find_named`); what is left is waited for in the page.
-    pub(super) async fn wait_for_target(
-        &self,
-        tab: &Tab,
-        target: &Target,
-        budget: Duration,
-    ) -> Result<()> {
-        self.check_selector(target)?;
-        let deadline = tokio::time::Instant::now() + budget;
-        let (frame, target) = match target {
-            Target::Role {
-                role,
-                name: Some(name),
-                index,
-            } => {
-                let (frame, node) = self
-                    .find_named(tab, role, name, *index, deadline, false)
-                    .await
-                    .map_err(|e| match e {
-                        Error::ElementNotFound { .. } => Error::Timeout {
-                            what: String::new(),
-                            ms: budget.as_millis(),
-                        },
-                        other => other,
-                    })?;
-                (
-                    frame,
-                    Target::Ref(NodeRef {
-                        tab: tab.serial,
-                        frame,
-                        node,
-                    }),
-                )
-            }
-            Target::Ref(r) => {
-                self.own_ref(tab, target)?;
-                (r.frame, target.clone())
-            }
-            _ => (0, target.clone()),
-        };
-        let cond = json!({ "target": target.walker_json() });
-        loop {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let call = format!("__airlock.waitFor({cond}, {})", left.as_millis());
-            match tab
-                .eval(frame, &call, true, left + Duration::from_secs(2))
-                .await
-            {
-                Ok(v) if v["ok"].as_bool() == Some(true) => return Ok(()),
-                Ok(v) => {
-                    self.walker_error(&v, &target)?;
-                    return Err(Error::Timeout {
-                        what: String::new(),
-                        ms: budget.as_millis(),
-                    });
-                }
-                // The page navigated under the wait: try again in the new document.
-                Err(Error::Protocol(_) | Error::RefNotFound { .. } | Error::PageChanged)
-                    if tokio::time::Instant::now() < deadline
-                        && !matches!(target, Target::Ref(_)) =>
-                {
-                    tab.state
-                        .wait(Duration::from_millis(200), |s| {
-                            s.lifecycle.contains("DOMContentLoaded")
-                        })
-                        .await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
     }
 }
 

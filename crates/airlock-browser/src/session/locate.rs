@@ -96,20 +96,17 @@ impl Session {
                 mark: None,
                 focused: false,
                 inspected: None,
+                value_type: None,
+                lang: None,
             };
             return Ok((0, located, target.clone()));
         }
         self.check_selector(target)?;
         let budget = self.budget();
-        if let Target::Role {
-            role,
-            name: Some(name),
-            index,
-        } = target
-        {
+        if let Some((by, name, index)) = By::of(target) {
             let deadline = tokio::time::Instant::now() + budget;
             let (frame, node) = self
-                .find_named(tab, role, name, *index, deadline, true)
+                .find_named(tab, by, name, index, deadline, true)
                 .await?;
             let named = Target::Ref(NodeRef {
                 tab: tab.serial,
@@ -252,10 +249,14 @@ impl Session {
     // case-insensitive substring: matched in the page, on raw names, a name holding a
     // secret would answer yes or no to the agent's guesses. Waits for a match until
     // `deadline` (pages that render late).
+    //
+    // By text (`By::Text`), the candidates are every element with words of its own,
+    // each with the nearest such ancestor: of the matches, the innermost are kept
+    // (the word in a paragraph, not the paragraph).
     pub(super) async fn find_named(
         &self,
         tab: &Tab,
-        role: &str,
+        by: By<'_>,
         name: &str,
         index: Option<usize>,
         deadline: tokio::time::Instant,
@@ -263,8 +264,16 @@ impl Session {
     ) -> Result<(u32, u64)> {
         let wanted = collapse_ws(name);
         let wanted_lower = wanted.to_lowercase();
-        let call = format!("__airlock.candidates({})", Value::from(role));
-        let what = format!("{role} with the name given");
+        let (call, what) = match by {
+            By::Role(role) => (
+                format!("__airlock.candidates({})", Value::from(role)),
+                format!("{role} with the name given"),
+            ),
+            By::Text => (
+                "__airlock.textCandidates()".to_owned(),
+                "an element with the text given".to_owned(),
+            ),
+        };
         // When the top document last changed, and its count of changes then.
         let mut last_change = (tokio::time::Instant::now(), -1_i64);
         loop {
@@ -285,21 +294,30 @@ impl Session {
                     seen = reply["v"].as_i64().unwrap_or(-1);
                     ready = reply["ready"].as_bool() == Some(true);
                 }
-                for candidate in reply["list"].as_array().into_iter().flatten() {
-                    let Some(node) = candidate["ref"].as_u64() else {
+                let list = reply["list"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+                let (mut here_exact, mut here_loose) = (Vec::new(), Vec::new());
+                for (i, candidate) in list.iter().enumerate() {
+                    if candidate["ref"].as_u64().is_none() {
                         continue;
-                    };
+                    }
                     let shown = collapse_ws(
                         &self
                             .redactor
                             .redact(candidate["name"].as_str().unwrap_or_default()),
                     );
                     if shown == wanted {
-                        exact.push((frame, node));
+                        here_exact.push(i);
                     } else if shown.to_lowercase().contains(&wanted_lower) {
-                        loose.push((frame, node));
+                        here_loose.push(i);
                     }
                 }
+                if matches!(by, By::Text) {
+                    here_exact = innermost(list, here_exact);
+                    here_loose = innermost(list, here_loose);
+                }
+                let node = |i: &usize| (frame, list[*i]["ref"].as_u64().unwrap_or_default());
+                exact.extend(here_exact.iter().map(node));
+                loose.extend(here_loose.iter().map(node));
             }
             let matches = if exact.is_empty() { loose } else { exact };
             let found = match index {
@@ -484,4 +502,45 @@ impl Session {
             other => other,
         })
     }
+}
+
+/// How a target names its element by words, matched outside the page.
+#[derive(Clone, Copy)]
+pub(super) enum By<'a> {
+    /// An element of this role with this accessible name.
+    Role(&'a str),
+    /// An element showing this text.
+    Text,
+}
+
+impl<'a> By<'a> {
+    /// How `target` names its element by words, with the words and the index.
+    pub(super) fn of(target: &'a Target) -> Option<(By<'a>, &'a str, Option<usize>)> {
+        match target {
+            Target::Role {
+                role,
+                name: Some(name),
+                index,
+            } => Some((By::Role(role), name, *index)),
+            Target::Text { text, index } => Some((By::Text, text, *index)),
+            _ => None,
+        }
+    }
+}
+
+// Of the candidates at `matched` (indices into `list`, each naming its nearest
+// candidate ancestor as `anc`), those no other match lies inside.
+fn innermost(list: &[Value], matched: Vec<usize>) -> Vec<usize> {
+    let mut outer = std::collections::HashSet::new();
+    for &i in &matched {
+        let mut at = list[i]["anc"].as_i64().unwrap_or(-1);
+        // Each ancestor comes earlier in document order: the walk ends.
+        while let Ok(up) = usize::try_from(at) {
+            if up >= i || !outer.insert(up) {
+                break;
+            }
+            at = list[up]["anc"].as_i64().unwrap_or(-1);
+        }
+    }
+    matched.into_iter().filter(|i| !outer.contains(i)).collect()
 }

@@ -268,6 +268,7 @@ pub(super) fn target_json(target: &Target) -> serde_json::Value {
     match target {
         Target::Ref(r) => json!({ "ref": r.to_string() }),
         Target::Role { role, name, index } => json!({ "role": role, "name": name, "index": index }),
+        Target::Text { text, index } => json!({ "text": text, "index": index }),
         Target::Selector(selector) => json!({ "selector": selector }),
         Target::Point { x, y } => json!({ "x": x, "y": y }),
     }

@@ -31,6 +31,7 @@ mod replicas;
 mod roles;
 mod sessions;
 mod view;
+mod widgets;
 
 fn config(h: &Harness) -> GatewayConfig {
     GatewayConfig::with_policy(h.site.policy())
