@@ -444,3 +444,52 @@ async fn an_approved_click_covers_the_request_it_makes_so_a_person_is_asked_once
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_on_a_path_holds_the_path_however_the_page_writes_it_and_not_a_query_naming_it() {
+    with_browser(|h| async move {
+        let payee = Partner::start().await;
+        let rule = r#"
+[[rules]]
+name = "transfers"
+request_path = '^/transfer$'
+risk = "critical"
+action = "deny"
+message = "transfers are made by people"
+"#;
+        // The operator's rule alone: the built-in payment-path would hold these too.
+        let rules = {
+            let text = format!("defaults = false\n{rule}");
+            let approvals: ApprovalsConfig = toml::from_str(&text).unwrap();
+            Rules::from_config(&approvals).unwrap()
+        };
+        let gateway = gateway(&h, &payee, rules, None).await;
+        let agent = gateway.agent_session();
+        let send = |path: &str| {
+            let page = h.site.url(&format!(
+                "effects/paths.html?to={}&path={}",
+                payee.origin(),
+                url::form_urlencoded::byte_serialize(path.as_bytes()).collect::<String>()
+            ));
+            (navigate(page), click_button("Send"))
+        };
+        for path in ["/%74ransfer", "//transfer", "/a/../transfer", "/transfer"] {
+            let (page, click) = send(path);
+            agent.call(page).await;
+            let out = agent.call(click).await;
+            assert!(
+                out.text.contains("refused by an effect rule"),
+                "{path}: {}",
+                out.text
+            );
+        }
+        assert_eq!(transfers(&payee), Vec::<String>::new());
+        // A login whose next page is a transfer is no transfer.
+        let (page, click) = send("/login?next=/transfer");
+        agent.call(page).await;
+        let out = agent.call(click).await;
+        assert!(out.text.contains("sent 200"), "{}", out.text);
+        assert_eq!(payee.requests().len(), 1, "{:?}", payee.requests());
+    })
+    .await;
+}
