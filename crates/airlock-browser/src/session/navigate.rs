@@ -34,13 +34,19 @@ impl Session {
         }
         if let Some(loader) = reply["loaderId"].as_str().map(str::to_owned) {
             let event = wait_until.lifecycle_name();
+            // A request the new page makes as it loads (a form it posts at once, a
+            // fetch its load waits on) may be held by an effect rule: the call
+            // answers then, and the effects stage asks about it.
             let done = tab
                 .state
                 .wait(timeout, |s| {
-                    s.loader_id == loader && s.lifecycle.contains(event)
+                    (s.loader_id == loader && s.lifecycle.contains(event)) || s.effects_held != held
                 })
                 .await;
             tab.check()?;
+            if tab.state.read(|s| s.effects_held != held) {
+                return Ok(self.outcome(&tab, true).await);
+            }
             if !done {
                 return Err(Error::Timeout {
                     what: format!(

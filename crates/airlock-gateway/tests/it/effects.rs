@@ -493,3 +493,41 @@ message = "transfers are made by people"
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_own_navigation_to_a_page_that_deletes_on_load_waits_under_the_defaults() {
+    with_browser(|h| async move {
+        let payee = Partner::start().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let defaults = Rules::from_config(&ApprovalsConfig::default()).unwrap();
+        let gateway = gateway(&h, &payee, defaults, Some(store.clone())).await;
+        let agent = Arc::new(gateway.agent_session());
+        let go = || {
+            navigate(
+                h.site
+                    .url(&format!("effects/autopost.html?to={}", payee.origin())),
+            )
+        };
+        let deletes = || {
+            payee
+                .requests()
+                .into_iter()
+                .filter(|r| r.starts_with("POST /items/7/delete"))
+                .count()
+        };
+        let (approval, out) = held_then_decided(&agent, &store, go(), false, |_| {}).await;
+        assert_eq!(approval.rule, "delete-path");
+        assert!(
+            approval
+                .detail
+                .unwrap_or_default()
+                .starts_with("Delete items 7 (POST /items/7/delete)"),
+        );
+        assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{}", out.text);
+        assert_eq!(deletes(), 0);
+        let (_, out) = held_then_decided(&agent, &store, go(), true, |_| {}).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(deletes(), 1);
+    })
+    .await;
+}
