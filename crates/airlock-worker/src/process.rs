@@ -51,9 +51,20 @@ fn passable(dir: &Path) -> bool {
 /// What the worker prints on stdout once it listens.
 const READY: &str = "airlock-worker ready";
 
+// Marks the worker non-dumpable before it holds anything: no other process of its
+// user (which Chromium's unsandboxed processes, and anything else run as that user,
+// are) may read its memory (`/proc/PID/mem`, `environ`, `maps`) or trace it, and it
+// leaves no core file. Chromium, started by exec, gets the flag reset: it holds only
+// what its pages hold.
+fn undumpable() -> Result<(), RunError> {
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| RunError::Start(format!("cannot make the worker non-dumpable: {e}")))
+}
+
 /// Runs a worker on the unix socket `socket`, reading its [`WorkerStart`] from stdin;
 /// returns when stdin closes or SIGTERM arrives, every session closed.
 pub async fn run(socket: &Path) -> Result<(), RunError> {
+    undumpable()?;
     let mut stdin = BufReader::new(tokio::io::stdin());
     let mut line = Zeroizing::new(String::new());
     stdin
@@ -116,6 +127,7 @@ pub async fn run_listening(
     browser: &BrowserConfig,
     register: Option<Register>,
 ) -> Result<(), RunError> {
+    undumpable()?;
     let dir = tempfile::Builder::new()
         .prefix("airlock-worker-")
         .tempdir()

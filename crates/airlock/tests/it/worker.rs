@@ -196,6 +196,28 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             "the worker's environment is emptied"
         );
 
+        // As its own user, its memory cannot be read: it is non-dumpable, so its
+        // /proc files are root's (a same-uid probe read every loaded secret before).
+        if root {
+            for file in ["environ", "mem", "maps"] {
+                let read = std::process::Command::new("head")
+                    .args(["-c", "1"])
+                    .arg(format!("/proc/{pid}/{file}"))
+                    .uid(uid)
+                    .gid(nobody.gid.as_raw())
+                    .output()
+                    .unwrap();
+                assert!(
+                    !read.status.success(),
+                    "/proc/{pid}/{file} was readable as the worker's own user"
+                );
+                assert!(
+                    String::from_utf8_lossy(&read.stderr).contains("Permission denied"),
+                    "{read:?}"
+                );
+            }
+        }
+
         // As its user, the data dir's store and keys cannot be read.
         if root {
             for file in ["master.key", "airlock.db"] {
