@@ -169,7 +169,21 @@ impl LocalSession {
             Call::Reload => act!(s.reload()),
             Call::Click { target, options } => act!(s.click(&target, &options)),
             Call::Drag { from, to } => act!(s.drag(&from, &to)),
-            Call::Upload { target, paths } => act!(s.upload(&target, &paths)),
+            Call::Upload { target, paths } => {
+                // A worker hands a page only files its session staged: a connection
+                // holding the token cannot make it read another path of the host.
+                if self.spool.is_some() {
+                    let uploads = self.spool("uploads")?;
+                    if let Some(foreign) = paths.iter().find(|p| !staged(&uploads, p)) {
+                        tracing::warn!(session.id = %s.id(), "an upload named a file this session did not stage");
+                        return Err(Error::InvalidArgument(format!(
+                            "`{}` is not a file this session staged",
+                            foreign.file_name().unwrap_or_default().to_string_lossy()
+                        )));
+                    }
+                }
+                act!(s.upload(&target, &paths))
+            }
             Call::Hover(target) => act!(s.hover(&target)),
             Call::Type {
                 target,
@@ -238,14 +252,7 @@ impl LocalSession {
                     // Only a file this session staged: one directory down in its spool.
                     Some(path) => {
                         let path = std::path::PathBuf::from(path);
-                        let inside = path.parent().and_then(|p| p.parent()) == Some(&*uploads)
-                            && path.components().all(|c| {
-                                matches!(
-                                    c,
-                                    std::path::Component::Normal(_) | std::path::Component::RootDir
-                                )
-                            });
-                        if !inside || !path.is_file() {
+                        if !staged(&uploads, &path) {
                             return Err(Error::InvalidArgument(
                                 "that is not a file this session staged".to_owned(),
                             ));
@@ -394,4 +401,17 @@ impl LocalSession {
         self.proxy.set_policy(policy.clone());
         self.session.set_policy(policy);
     }
+}
+
+// Whether `path` is a file staged in `uploads` (a session's): one directory down in
+// it, named by plain components only, a regular file (never a link out).
+fn staged(uploads: &std::path::Path, path: &std::path::Path) -> bool {
+    path.parent().and_then(|p| p.parent()) == Some(uploads)
+        && path.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::RootDir
+            )
+        })
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }

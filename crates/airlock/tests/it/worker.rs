@@ -271,6 +271,20 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
                 "the worker read the master key: {}",
                 page.text
             );
+            // Nor any other file of the host, readable or not: a worker hands a page
+            // only what its session staged (it gave /etc/passwd away before).
+            let refused = session
+                .call(airlock_worker::Call::Upload {
+                    target: airlock_gateway::action::Target::Selector("#one".to_owned()),
+                    paths: vec!["/etc/passwd".into()],
+                })
+                .await;
+            assert!(
+                refused.as_ref().is_err_and(|e| e.to_string().contains("not a file this session staged")),
+                "{refused:?}"
+            );
+            let page = session.read_text(0, 4096).await.unwrap();
+            assert!(!page.text.contains("passwd"), "{}", page.text);
             session.close().await;
         }
 
