@@ -382,6 +382,12 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
         }
         None => tokio::process::Command::new(&options.binary.path),
     };
+    // Chromium gets an environment of its own: what it needs to find its files,
+    // fonts, locale and time zone, and nothing else of the process that starts it (a
+    // worker's token from the deployment's environment, anything an operator set).
+    command
+        .env_clear()
+        .envs(std::env::vars_os().filter(|(name, _)| inherited(&name.to_string_lossy())));
     command
         .args(chromium_flags(options.binary.kind, no_sandbox))
         .arg(format!("--user-data-dir={}", profile.path().display()))
@@ -506,6 +512,23 @@ pub fn stop_chromium_under(dir: &Path) {
         #[allow(clippy::disallowed_methods)] // Off the async threads (see above).
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// Whether Chromium inherits the environment variable `name`: the few it reads to
+/// find its files, fonts, locale and time zone.
+fn inherited(name: &str) -> bool {
+    matches!(
+        name,
+        "PATH"
+            | "HOME"
+            | "TMPDIR"
+            | "TZ"
+            | "LANG"
+            | "LANGUAGE"
+            | "FONTCONFIG_FILE"
+            | "FONTCONFIG_PATH"
+    ) || name.starts_with("LC_")
+        || name.starts_with("XDG_")
 }
 
 #[cfg(test)]

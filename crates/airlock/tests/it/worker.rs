@@ -508,6 +508,18 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
         let out = agent.call(navigate(h.site.url("login.html"))).await;
         assert_eq!(out.error, None, "{}", out.text);
         assert!(out.text.contains("Sign in"), "{}", out.text);
+        // The token was in the worker's environment; no Chromium inherits it (nor
+        // anything of Airlock's).
+        let chromium = chromium_processes_under(&profiles);
+        assert!(!chromium.is_empty());
+        for p in chromium {
+            let environ = std::fs::read(format!("/proc/{p}/environ")).unwrap_or_default();
+            let environ = String::from_utf8_lossy(&environ);
+            assert!(
+                !environ.contains(TOKEN) && !environ.contains("AIRLOCK_"),
+                "Chromium {p} inherited: {environ}"
+            );
+        }
         drop(agent);
         gateway.shutdown().await;
 
