@@ -28,10 +28,22 @@ pub(crate) fn hold_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
 
 /// Creates the data dir, readable by this user only (0700): the browser worker's
 /// user, and everyone else, cannot list or open the store and keys in it. An
-/// existing one is left as it is (`doctor` says when others can read it).
+/// existing one of this user's that others may enter is closed to them (said once on
+/// stderr); one of another user's is left as it is (`doctor` says so).
 pub(crate) fn create_data_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    if let Ok(meta) = std::fs::metadata(dir)
+        && meta.is_dir()
+    {
+        let mine = meta.uid() == nix::unistd::geteuid().as_raw();
+        if mine && meta.mode() & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+            tracing::warn!(
+                data_dir = %dir.display(),
+                was = format!("{:o}", meta.mode() & 0o777),
+                "the data dir was open to other users; it is now readable by its owner only (0700)"
+            );
+        }
         return Ok(());
     }
     std::fs::DirBuilder::new()

@@ -434,3 +434,29 @@ async fn rotating_the_key_under_a_running_gateway_is_refused_and_said_so() {
         rotated.stdout
     );
 }
+
+#[test]
+fn a_data_dir_other_users_could_enter_is_closed_to_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let set = airlock(
+        &data,
+        &[
+            "vault",
+            "set",
+            "app",
+            "--origin",
+            "https://app.example.com",
+            "--password-stdin",
+        ],
+        &format!("{PASSWORD}\n"),
+        &[],
+    );
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{mode:o}");
+    assert!(set.stderr.contains("open to other users"), "{}", set.stderr);
+}
