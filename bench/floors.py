@@ -151,6 +151,34 @@ def navigate(cdp, session, url):
     return ms_since(started)
 
 
+def navigate_paused(cdp, session, url):
+    """`navigate`, with the requests that can carry an effect paused (as Airlock's
+    default effect rules pause them) and each released the moment it is seen: what
+    a pause costs Chromium itself, with no judging."""
+    kinds = ["Document", "XHR", "Fetch", "Ping", "EventSource", "Other"]
+    cdp.call("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": k, "requestStage": "Request"}
+                                           for k in kinds]}, session)
+    cdp.clear_events()
+    started = time.perf_counter()
+    cdp.send("Page.navigate", {"url": url}, session)
+    deadline = time.monotonic() + 60
+    while True:
+        with cdp._cond:
+            event = next((e for e in cdp._events if e.get("sessionId") == session
+                          and e.get("method") in ("Fetch.requestPaused", "Page.loadEventFired")), None)
+            if event is None:
+                if not cdp._cond.wait(max(0.0, deadline - time.monotonic())):
+                    raise TimeoutError("Page.loadEventFired")
+                continue
+            cdp._events.remove(event)
+        if event["method"] == "Page.loadEventFired":
+            break
+        cdp.send("Fetch.continueRequest", {"requestId": event["params"]["requestId"]}, session)
+    ms = ms_since(started)
+    cdp.call("Fetch.disable", session=session)
+    return ms
+
+
 def table_click(cdp, session):
     """What Chromium itself takes to click `Edit` in row 1000 of the 2,000-row table:
     scroll it into view (reading where it is), then move, press and release sent
@@ -234,6 +262,10 @@ def measure(airlock_binary, chromium, url, descendants, pss_mib):
         cdp.call("Page.captureScreenshot", {"format": "png"}, session)
         m["screenshot_ms"] = ms_since(started)
 
+        # The same navigations with requests paused and released at once: the
+        # floor of what the default effect rules add to a page load.
+        m["navigate_login_paused_ms"] = navigate_paused(cdp, session, url("login.html"))
+        m["navigate_article_paused_ms"] = navigate_paused(cdp, session, url("article.html"))
         m["navigate_article_ms"] = navigate(cdp, session, url("article.html"))
         m["navigate_admin_ms"] = navigate(cdp, session, url("admin?rows=2000"))
         # Timed before the accessibility tree is asked for, which Airlock never does:

@@ -209,16 +209,18 @@ class AirlockEmbedded(Airlock):
 
 
 class AirlockNoEffects(Airlock):
-    """Airlock with the built-in rules off ([approvals] defaults = false): no request
-    is paused for an effect rule. Beside `airlock` it shows what the default effect
-    rules cost a navigation and a click."""
+    """Airlock with the built-in effect rules switched off (the call rules stay): no
+    request is paused for an effect rule. Beside `airlock` it shows what the default
+    effect rules cost a navigation and a click."""
 
     name = "airlock-no-effects"
 
     def params(self):
         params = super().params()
         config = pathlib.Path(self.tmp) / "airlock.toml"
-        config.write_text(config.read_text() + "[approvals]\ndefaults = false\n")
+        off = ", ".join(f'"{n}"' for n in ("delete-request", "delete-path", "delete-field",
+                                             "payment-path", "payment-field"))
+        config.write_text(config.read_text() + f"[approvals]\ndefaults_off = [{off}]\n")
         return params
 
 

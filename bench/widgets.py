@@ -298,9 +298,9 @@ async def episodes(system, port, tasks, count):
                             print(f"{system.name} {task}: reward {reward} ({prompt(page, '')[:120]})", file=sys.stderr)
                     except Exception as e:  # noqa: BLE001 - a failed episode is a result
                         print(f"{system.name} {task}: {e}", file=sys.stderr)
-                if a.airlock:
-                    # A fresh session per task: a session's action budget is 100.
-                    await a.call("browser_session_close", {})
+                    if a.airlock:
+                        # A fresh session per episode: a session's action budget is 100.
+                        await a.call("browser_session_close", {})
     return scored
 
 

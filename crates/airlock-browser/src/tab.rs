@@ -55,11 +55,18 @@ const NO_DATA_FRAMES: &str =
 /// WebSocket is one), and no service worker between its requests and the network (a
 /// worker could serve documents without the socket policy, or answer requests the
 /// guard never saw).
-fn inspecting() -> [(&'static str, Value); 2] {
+pub(crate) fn inspecting() -> [(&'static str, Value); 2] {
     [
         ("Audits.enable", json!({})),
         ("Network.setBypassServiceWorker", json!({ "bypass": true })),
     ]
+}
+
+/// What a tab or frame of a session whose requests only effect rules judge turns on:
+/// no service worker between its requests and the network (one could answer a
+/// request the rules never saw). CSP issues matter only to the secrets' socket policy.
+pub(crate) fn judging() -> [(&'static str, Value); 1] {
+    [("Network.setBypassServiceWorker", json!({ "bypass": true }))]
 }
 
 /// What a session adds to each of its tabs.
@@ -307,8 +314,10 @@ impl Tab {
         if let Some(patterns) = tab.state.requests.patterns() {
             commands.push(("Fetch.enable", json!({ "patterns": patterns })));
         }
-        if inspects {
+        if tab.state.requests.inspects_all() {
             commands.extend(inspecting());
+        } else if inspects {
+            commands.extend(judging());
         }
         if tab.state.requests.inspects_all() {
             commands.push((

@@ -1581,6 +1581,12 @@
   // ancestor, so Airlock keeps the innermost match. Matched by Airlock on redacted
   // text, as names are: a match here would answer yes or no about a secret.
   const TEXT_LIMITS = { elements: 20000, chars: 2000000 };
+  // Hidden from sight by a clip (the `sr-only`/`visually-hidden` pattern).
+  function visuallyHidden(el) {
+    const style = getComputedStyle(el);
+    return (style.position === 'absolute' || style.position === 'fixed') &&
+      (/rect\(\s*0(px)?[\s,]+0(px)?[\s,]+0(px)?[\s,]+0(px)?\s*\)/.test(style.clip) || style.clipPath === 'inset(50%)');
+  }
   function textCandidates() {
     watchMutations();
     const list = [];
@@ -1610,8 +1616,10 @@
       if (target !== el) text = target.innerText || target.value || text;
       text = collapse(text).trim();
       if (!text || isHiddenForAx(target)) continue;
+      // Shown to people: not a screen reader's live region or skip link, kept 1 px
+      // wide (or clipped away) so that only assistive technology reads it.
       const r = target.getBoundingClientRect();
-      if (!r.width || !r.height) continue;
+      if (r.width <= 1 || r.height <= 1 || visuallyHidden(target)) continue;
       if (text.length > 300) text = text.slice(0, 300);
       let anc = -1;
       for (let p = parentElementComposed(target); p; p = parentElementComposed(p)) {

@@ -36,8 +36,9 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The Python of `.venv` (or `AIRLOCK_TEST_PYTHON`), which has Django.
-pub(crate) fn python() -> PathBuf {
+/// The Python of `.venv` (or `AIRLOCK_TEST_PYTHON`), which has the test's Python
+/// packages (the MCP SDK, Django, MiniWoB++'s pages).
+pub fn python() -> PathBuf {
     let path = std::env::var_os("AIRLOCK_TEST_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join(".venv/bin/python"));

@@ -14,7 +14,7 @@ mod miniwob;
 mod model;
 mod postgres;
 
-pub use django::{DJANGO_ADMIN, DJANGO_PASSWORD, DJANGO_USERS, Django};
+pub use django::{DJANGO_ADMIN, DJANGO_PASSWORD, DJANGO_USERS, Django, python};
 pub use fixtures::{APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, FixtureServer, FixtureSite};
 pub use forms::secret_forms;
 pub use harness::{

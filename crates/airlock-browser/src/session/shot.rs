@@ -184,16 +184,7 @@ impl Session {
     // Where a leaving page's report (walker.js `leaving`) shows a secret, in its
     // viewport's CSS pixels: the same finding as `shown_secrets`, on what was told.
     fn left_secrets(&self, report: &Value, viewport: paint::Rect) -> Vec<paint::Rect> {
-        let strings = |key: &str| -> Vec<String> {
-            report[key]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(|v| v.as_str().unwrap_or_default().to_owned())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let strings = |key: &str| strings_at(report, key);
         let rects = |key: &str, i: usize| -> Vec<paint::Rect> {
             report[key][i]
                 .as_array()
@@ -251,16 +242,7 @@ impl Session {
                 Err(e) if frame == 0 => return Err(e),
                 Err(_) => continue,
             };
-            let strings = |key: &str| -> Vec<String> {
-                shown[key]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|v| v.as_str().unwrap_or_default().to_owned())
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
+            let strings = |key: &str| strings_at(&shown, key);
             let (texts, items) = (strings("texts"), strings("items"));
             let mut nodes = Vec::new();
             // Joined, so a value split over several text nodes is found whole.
@@ -342,6 +324,18 @@ impl Session {
         }
         out
     }
+}
+
+// The strings of the array at `key` of a walker's reply (`texts`, `items`).
+fn strings_at(reply: &Value, key: &str) -> Vec<String> {
+    reply[key]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|v| v.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Where a screenshot must be painted over, and what to look up again after it.

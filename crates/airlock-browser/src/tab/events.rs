@@ -593,8 +593,12 @@ async fn watch_child(conn: Connection, child: String, state: Arc<TabState>) {
             )
             .await;
     }
-    if inspects {
+    if state.requests.inspects_all() {
         for (method, params) in inspecting() {
+            let _ = conn.call(Some(&child), method, params, timeout).await;
+        }
+    } else if inspects {
+        for (method, params) in crate::tab::judging() {
             let _ = conn.call(Some(&child), method, params, timeout).await;
         }
     }

@@ -326,13 +326,33 @@ async fn an_autocomplete_a_spinner_and_a_date_picker_are_used_as_people_use_them
         }))
         .await;
         let page = t.snapshot().await;
-        let pick = page
+        let suggestions: Vec<&str> = page
             .lines()
-            .filter_map(|l| l.split(": ").nth(1).or_else(|| l.split('"').nth(1)))
-            .find(|w| w.starts_with(start) && w.ends_with(end))
-            .unwrap_or_else(|| panic!("no suggestion for {start}…{end}:\n{page}"))
-            .to_owned();
-        t.call(click(text(&pick))).await;
+            .filter(|l| l.contains(" listitem "))
+            .filter_map(|l| l.split(": ").nth(1))
+            .collect();
+        let at = suggestions
+            .iter()
+            .position(|w| w.starts_with(start) && w.ends_with(end))
+            .unwrap_or_else(|| panic!("no suggestion for {start}…{end}:\n{page}"));
+        // Picked from the keyboard: down to it, then Enter. (A click on a suggestion
+        // below the first selects another one about one time in five — jQuery UI's
+        // menu keeps an item it activated earlier; open, see the closing note of #48.)
+        for _ in 0..=at {
+            t.call(ToolCall::Interact(Interaction::PressKey {
+                key: "ArrowDown".into(),
+            }))
+            .await;
+        }
+        t.call(ToolCall::Interact(Interaction::PressKey {
+            key: "Enter".into(),
+        }))
+        .await;
+        let page = t.snapshot().await;
+        assert!(
+            page.contains(&format!("value=\"{}\"", suggestions[at])),
+            "{page}"
+        );
         t.call(click(role("button", "Submit"))).await;
         assert!(t.reward().await > 0.0);
 

@@ -32,6 +32,36 @@ fn airlock(data: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `airlock approvals watch` running on the data dir `data`, read a line at a time.
+struct Watch {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Watch {
+    fn start(data: &Path) -> Watch {
+        let mut child = tokio::process::Command::new(BIN)
+            .args(["approvals", "watch"])
+            .env_remove("AIRLOCK_CONFIG")
+            .env("AIRLOCK_DATA_DIR", data)
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        Watch { child, lines }
+    }
+
+    /// Its next line, within 20 s.
+    async fn next(&mut self) -> String {
+        tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
+            .await
+            .expect("watch prints within 20 s")
+            .unwrap()
+            .expect("watch still runs")
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_approves_a_held_click_from_another_process() {
     with_browser(|h| async move {
@@ -48,22 +78,8 @@ async fn an_operator_approves_a_held_click_from_another_process() {
             },
         );
         // A third terminal watches requests and decisions as they happen.
-        let mut watch = tokio::process::Command::new(BIN)
-            .args(["approvals", "watch"])
-            .env_remove("AIRLOCK_CONFIG")
-            .env("AIRLOCK_DATA_DIR", dir.path())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut watched = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
-        let mut next_watched = async move || {
-            tokio::time::timeout(Duration::from_secs(20), watched.next_line())
-                .await
-                .expect("watch prints within 20 s")
-                .unwrap()
-                .expect("watch still runs")
-        };
+        let mut watch = Watch::start(dir.path());
+        let mut next_watched = async || watch.next().await;
         assert_eq!(next_watched().await, "no pending approvals");
         let agent = Arc::new(gateway.agent_session());
         let out = agent
@@ -132,11 +148,11 @@ async fn an_operator_approves_a_held_click_from_another_process() {
             format!(r#"approved {id}  by "cli:operator-7"  "ok""#)
         );
         nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(watch.id().unwrap() as i32),
+            nix::unistd::Pid::from_raw(watch.child.id().unwrap() as i32),
             nix::sys::signal::Signal::SIGINT,
         )
         .unwrap();
-        let status = tokio::time::timeout(Duration::from_secs(10), watch.wait())
+        let status = tokio::time::timeout(Duration::from_secs(10), watch.child.wait())
             .await
             .expect("watch ends on Ctrl-C")
             .unwrap();
@@ -264,22 +280,8 @@ async fn a_held_link_click_names_its_destination_in_list_and_watch() {
                 ..GatewayConfig::with_policy(policy).store(store.clone())
             },
         );
-        let mut watch = tokio::process::Command::new(BIN)
-            .args(["approvals", "watch"])
-            .env_remove("AIRLOCK_CONFIG")
-            .env("AIRLOCK_DATA_DIR", dir.path())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut watched = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
-        let mut next_watched = async move || {
-            tokio::time::timeout(Duration::from_secs(20), watched.next_line())
-                .await
-                .expect("watch prints within 20 s")
-                .unwrap()
-                .expect("watch still runs")
-        };
+        let mut watch = Watch::start(dir.path());
+        let mut next_watched = async || watch.next().await;
         assert_eq!(next_watched().await, "no pending approvals");
         let agent = Arc::new(gateway.agent_session());
         let out = agent

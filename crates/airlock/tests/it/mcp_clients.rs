@@ -16,17 +16,7 @@ pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-pub(crate) fn python() -> PathBuf {
-    let path = std::env::var_os("AIRLOCK_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join(".venv/bin/python"));
-    assert!(
-        path.is_file(),
-        "{} is missing: `make test` installs the MCP Python SDK into .venv",
-        path.display()
-    );
-    path
-}
+pub(crate) use airlock_test_support::python;
 
 async fn run_flow_with(args: &[&str], tmp: &Path, env: &[(&str, &Path)]) {
     let mut command = Command::new(python());
