@@ -336,8 +336,10 @@ async fn an_autocomplete_a_spinner_and_a_date_picker_are_used_as_people_use_them
             .position(|w| w.starts_with(start) && w.ends_with(end))
             .unwrap_or_else(|| panic!("no suggestion for {start}…{end}:\n{page}"));
         // Picked from the keyboard: down to it, then Enter. (A click on a suggestion
-        // below the first selects another one about one time in five — jQuery UI's
-        // menu keeps an item it activated earlier; open, see the closing note of #48.)
+        // below the first selects the first about one time in five: the pointer
+        // rests where the menu opens, jQuery UI ignores the first mouse focus of a
+        // new menu and re-sends it at the next mousemove, which is the very move
+        // that carries the click onto its item, so the first item wins. Open.)
         for _ in 0..=at {
             t.call(ToolCall::Interact(Interaction::PressKey {
                 key: "ArrowDown".into(),
