@@ -253,6 +253,18 @@ impl Endpoint {
                 })?;
             let tokens =
                 counted_tokens(&body).unwrap_or((body.to_string().len() + bytes.len()) as u64 / 4);
+            // An endpoint that echoes the key it was sent (into a `finish` answer, an
+            // argument) would have Airlock repeat it to the agent and the audit log:
+            // every form of it is hidden before anything reads the answer.
+            let mut body = body;
+            if let Some(key) = key {
+                let redactor = airlock_vault::Redactor::new([("endpoint-key", key.as_str())])
+                    .map_err(|e| ModelError::Malformed {
+                        model: name.clone(),
+                        why: e.to_string(),
+                    })?;
+                redact_strings(&mut body, &redactor);
+            }
             return Ok(Answer { body, tokens });
         }
     }
@@ -315,6 +327,26 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         when.duration_since(std::time::SystemTime::now())
             .unwrap_or_default(),
     )
+}
+
+// Every string of `value` (keys too) through `redactor`.
+fn redact_strings(value: &mut Value, redactor: &airlock_vault::Redactor) {
+    match value {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(hidden) = redactor.redact(s) {
+                *s = hidden;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_strings(v, redactor)),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (k, mut v) in entries {
+                redact_strings(&mut v, redactor);
+                map.insert(redactor.redact(&k).into_owned(), v);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -555,3 +555,36 @@ async fn decide(gateway: &Gateway, pending: &airlock_store::ApprovalRecord, appr
 async fn setup_short(h: &Harness, model: &ModelServer) -> Setup {
     setup(h, model, Duration::from_secs(1)).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_echoes_its_key_gets_it_repeated_nowhere() {
+    with_browser(|h| async move {
+        // The endpoint repeats the key it was sent, plainly and base64-encoded.
+        let echoed = format!(
+            "done; my key is {MODEL_KEY} ({})",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, MODEL_KEY)
+        );
+        let model = ModelServer::start(vec![finish(&echoed)]).await;
+        let setup = setup(&h, &model, Duration::from_secs(30)).await;
+        let agent = setup.gateway.agent_session();
+        let result = run(
+            &setup,
+            &agent,
+            json!({"instruction": "say anything", "start_url": h.site.url("index.html")}),
+        )
+        .await;
+        assert_eq!(result.status, TaskStatus::Finished, "{result:?}");
+        let answer = result.answer.clone().unwrap_or_default();
+        assert!(answer.contains("[REDACTED:endpoint-key]"), "{answer}");
+        let everything = format!(
+            "{result:?}{}",
+            serde_json::to_string(&events(&setup.store).await).unwrap()
+        );
+        for form in secret_forms(MODEL_KEY) {
+            assert!(!everything.contains(&form), "`{form}` in {everything}");
+        }
+        // It still reached the endpoint, in its header (the one place it goes).
+        assert!(!model.seen().is_empty());
+    })
+    .await;
+}
