@@ -227,6 +227,8 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                     s.url = url;
                     s.navigations += 1;
                     s.uncommitted = false;
+                    // What the old page showed (its secrets among it) is no use now.
+                    s.leaving = None;
                     if loader != s.loader_id {
                         s.loader_id = loader;
                         s.lifecycle.clear();

@@ -87,6 +87,21 @@ async fn gone(pids: &[u32]) -> bool {
     true
 }
 
+/// Reading a byte of `path` as `uid`:`gid` is refused ("Permission denied").
+fn refused_as(uid: u32, gid: u32, path: &str) {
+    let read = std::process::Command::new("head")
+        .args(["-c", "1", path])
+        .uid(uid)
+        .gid(gid)
+        .output()
+        .unwrap();
+    assert!(!read.status.success(), "{path} was readable as uid {uid}");
+    assert!(
+        String::from_utf8_lossy(&read.stderr).contains("Permission denied"),
+        "{read:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its_sessions() {
     with_browser(|h| async move {
@@ -198,45 +213,15 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
 
         // As its own user, its memory cannot be read: it is non-dumpable, so its
         // /proc files are root's (a same-uid probe read every loaded secret before).
+        // Nor can the data dir's store and keys.
         if root {
             for file in ["environ", "mem", "maps"] {
-                let read = std::process::Command::new("head")
-                    .args(["-c", "1"])
-                    .arg(format!("/proc/{pid}/{file}"))
-                    .uid(uid)
-                    .gid(nobody.gid.as_raw())
-                    .output()
-                    .unwrap();
-                assert!(
-                    !read.status.success(),
-                    "/proc/{pid}/{file} was readable as the worker's own user"
-                );
-                assert!(
-                    String::from_utf8_lossy(&read.stderr).contains("Permission denied"),
-                    "{read:?}"
-                );
+                refused_as(uid, nobody.gid.as_raw(), &format!("/proc/{pid}/{file}"));
             }
-        }
-
-        // As its user, the data dir's store and keys cannot be read.
-        if root {
             for file in ["master.key", "airlock.db"] {
                 let path = data_dir.join(file);
                 assert!(path.exists(), "{file} is made by the CLI");
-                let read = std::process::Command::new("cat")
-                    .arg(&path)
-                    .uid(uid)
-                    .gid(nobody.gid.as_raw())
-                    .output()
-                    .unwrap();
-                assert!(
-                    !read.status.success(),
-                    "{file} was readable as the worker's user"
-                );
-                assert!(
-                    String::from_utf8_lossy(&read.stderr).contains("Permission denied"),
-                    "{read:?}"
-                );
+                refused_as(uid, nobody.gid.as_raw(), &path.display().to_string());
             }
         }
 

@@ -98,6 +98,17 @@ async fn recording_gateway(
     mode: RecordMode,
     dir: Option<std::path::PathBuf>,
 ) -> (Arc<Gateway>, Arc<Vault>) {
+    ruled_gateway(h, role, mode, dir, airlock_risk::Rules::default()).await
+}
+
+/// `recording_gateway`, judging calls and requests by `rules`.
+async fn ruled_gateway(
+    h: &Harness,
+    role: Role,
+    mode: RecordMode,
+    dir: Option<std::path::PathBuf>,
+    rules: airlock_risk::Rules,
+) -> (Arc<Gateway>, Arc<Vault>) {
     let vault = Vault::open(
         Store::open_in_memory().await.unwrap(),
         MasterKey::generate().unwrap(),
@@ -125,6 +136,7 @@ async fn recording_gateway(
             warm_sessions: 1,
             recording: mode,
             recordings_dir: dir,
+            rules,
             // Every call goes on the audit record in the vault's store.
             ..GatewayConfig::with_policy(policy)
                 .store(vault.store().clone())

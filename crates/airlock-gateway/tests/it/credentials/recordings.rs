@@ -252,3 +252,57 @@ async fn audit_recordings_need_a_place_and_go_after_their_retention() {
     })
     .await;
 }
+
+/// A form post the default rules hold mid-navigation: Chromium answers no command for
+/// the page then, so its image comes from the compositor, painted where the page
+/// showed the secret as it began to leave; a page that silences that report gets no
+/// image at all rather than an unpainted one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_navigations_image_paints_the_secret_the_page_shows_or_is_not_taken() {
+    with_browser(|h| async move {
+        let rules =
+            airlock_risk::Rules::from_config(&airlock_risk::ApprovalsConfig::default()).unwrap();
+        let (gateway, vault) = ruled_gateway(&h, Role::Operate, RecordMode::Off, None, rules).await;
+        let store = vault.store().clone();
+        let agent = Arc::new(gateway.agent_session());
+        call(&agent, open_with(&["login"], None)).await;
+        let held = |stop: bool| {
+            let agent = agent.clone();
+            let store = store.clone();
+            let page = h.site.url(&format!(
+                "effects/mirror.html{}",
+                if stop { "?stop=1" } else { "" }
+            ));
+            async move {
+                call(&agent, navigate(page)).await;
+                call(
+                    &agent,
+                    typing(role("textbox", "Code"), "{{secret:login.password}}"),
+                )
+                .await;
+                let click = ToolCall::Interact(Interaction::Click {
+                    target: role("button", "Send it"),
+                    options: Default::default(),
+                });
+                let (approval, out) =
+                    crate::approvals::held_then_decided(&agent, &store, click, false, |_| {}).await;
+                assert_clean("the denied call", &out.text);
+                assert_eq!(approval.rule, "delete-path");
+                store.approval_screenshot(&approval.id).await.unwrap()
+            }
+        };
+        // Reported: the mirror's line of text (from left 20, top 120) is painted black.
+        let (mime, image) = held(false).await.expect("an image of the held page");
+        assert_eq!(mime, "image/jpeg");
+        for (x, y) in [(30, 130), (120, 140), (200, 150)] {
+            let [r, g, b] = jpeg_pixel(&image, x, y);
+            assert!(r < 40 && g < 40 && b < 40, "({x}, {y}) is {r},{g},{b}");
+        }
+        // Away from it, the page is as it was (white).
+        let [r, g, b] = jpeg_pixel(&image, 600, 400);
+        assert!(r > 200 && g > 200 && b > 200, "{r},{g},{b}");
+        // Silenced: no image.
+        assert_eq!(held(true).await, None);
+    })
+    .await;
+}
