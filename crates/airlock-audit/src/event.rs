@@ -489,6 +489,10 @@ pub struct AuthFailure {
     pub reason: String,
     /// The client's address.
     pub client: Option<String>,
+    /// How many times, when one event stands for several (a browser worker's
+    /// refusals, reported together); absent for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
 }
 
 /// A change made from the CLI: what was done, to which names, by which OS user; never
@@ -679,6 +683,7 @@ mod tests {
                 surface: "rest".to_owned(),
                 reason: "unknown".to_owned(),
                 client: None,
+                count: None,
             }),
             Event::VaultChange(Change {
                 action: "secret_set".to_owned(),

@@ -68,6 +68,11 @@ pub struct RawRegistration {
     pub ca_file: PathBuf,
     /// A file holding the worker token (else `AIRLOCK_WORKER_TOKEN`).
     pub token_file: Option<PathBuf>,
+    /// Networks (CIDR or one IP) a registered worker's address must resolve into;
+    /// empty: any address but loopback. Link-local and cloud metadata addresses are
+    /// never a worker's.
+    #[serde(default)]
+    pub allow_addresses: Vec<String>,
 }
 
 /// `[store]` as written.
@@ -99,6 +104,11 @@ pub struct RawRemoteWorker {
     pub ca_file: PathBuf,
     /// A file holding the worker token (else `AIRLOCK_WORKER_TOKEN`).
     pub token_file: Option<PathBuf>,
+    /// Networks (CIDR or one IP) a registered worker's address must resolve into;
+    /// empty: any address but loopback. Link-local and cloud metadata addresses are
+    /// never a worker's.
+    #[serde(default)]
+    pub allow_addresses: Vec<String>,
 }
 
 /// `[worker]` as written.

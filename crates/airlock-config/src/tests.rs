@@ -342,6 +342,58 @@ fn registration_reads_the_name_the_ca_and_the_worker_token() {
     assert!(load("", &[]).unwrap().registration.is_none());
 }
 
+// A registration is the word of whoever holds the worker token: it never points the
+// replicas at a link-local or metadata address, nor at loopback unless listed, nor
+// outside the listed networks when some are.
+#[test]
+fn a_registered_worker_may_be_only_where_the_operator_allows() {
+    let env = [(
+        "AIRLOCK_WORKER_TOKEN",
+        "a-worker-token-of-at-least-thirty-two-characters",
+    )];
+    let with = |allow: &str| {
+        load(
+            &format!("[registration]\nserver_name = \"w\"\nca_file = \"/ca.pem\"\n{allow}"),
+            &env,
+        )
+        .map(|c| c.registration.unwrap().allow)
+    };
+    let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    let open = with("").unwrap();
+    for never in [
+        "169.254.169.254",
+        "169.254.7.7",
+        "fe80::1",
+        "0.0.0.0",
+        "::ffff:169.254.169.254",
+        "224.0.0.1",
+    ] {
+        assert!(open.admits(ip(never)).is_err(), "{never}");
+    }
+    let loopback = open.admits(ip("127.0.0.1")).unwrap_err();
+    assert!(loopback.contains("allow_addresses"), "{loopback}");
+    assert!(open.admits(ip("::1")).is_err());
+    assert!(open.admits(ip("10.1.2.3")).is_ok());
+
+    let listed = with("allow_addresses = [\"127.0.0.1\", \"10.8.0.0/16\"]").unwrap();
+    assert!(listed.admits(ip("127.0.0.1")).is_ok());
+    assert!(listed.admits(ip("10.8.3.4")).is_ok());
+    assert!(listed.admits(ip("10.9.0.1")).is_err());
+    assert!(listed.admits(ip("169.254.169.254")).is_err());
+
+    for bad in [
+        "\"169.254.0.0/16\"",
+        "\"0.0.0.0/0\"",
+        "\"fe80::/10\"",
+        "\"not-a-net\"",
+    ] {
+        let error = with(&format!("allow_addresses = [{bad}]"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("registration.allow_addresses[0]"), "{error}");
+    }
+}
+
 // The ConfigMap in deploy/ is an airlock.toml this version loads, with the secrets it
 // names from the environment (so a renamed key cannot rot there unseen).
 #[test]

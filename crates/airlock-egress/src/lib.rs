@@ -161,6 +161,14 @@ impl EgressProxy {
         })
     }
 
+    /// The policy requests are held to now.
+    pub fn policy(&self) -> Arc<Policy> {
+        self.policy
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Replaces the policy for requests arriving from now on. A pre-warmed session's
     /// proxy starts with [`Policy::deny_all`] and gets the agent's policy when the
     /// session is handed out, before any page of the agent's can connect.

@@ -61,6 +61,7 @@ impl Gateway {
             replica: Some(self.fleet.id().to_owned()),
             worker: None,
             worker_session: None,
+            worker_key: None,
             idle_ttl_ms: Some(millis(terms.idle_ttl)),
             record: Some(record.as_str().to_owned()),
             allow_hosts: (!allow_hosts.is_empty())
@@ -198,7 +199,7 @@ impl Gateway {
     pub(crate) async fn adopt(&self, tenant: &str, row: LiveSessionRecord) -> Result<Arc<Lease>> {
         let elsewhere = not_here;
         let row = self.opened(row).await?;
-        let (Some(address), Some(on_worker)) = (&row.worker, &row.worker_session) else {
+        let Some((address, on_worker, key)) = on_worker(&row) else {
             return Err(elsewhere());
         };
         if row.holds_secrets || row.tenant != tenant {
@@ -243,7 +244,7 @@ impl Gateway {
             }
         };
         let sets = crate::reads::Sets::new(&self.config.flow.origins, own);
-        let session = match self.host.attach(address, on_worker).await {
+        let session = match self.host.attach(address, on_worker, &key).await {
             Ok(session) => {
                 // Its worker allows downloads already (told at open); they come here
                 // from now on too.
@@ -400,6 +401,30 @@ impl Gateway {
         Ok(())
     }
 
+    /// Puts what the browser workers refused (a wrong token, a foreign uid, an
+    /// attach without a session's key …) on the record: one event per worker and
+    /// reason, with how many times. The heartbeat's step; each refusal reaches one
+    /// replica only.
+    pub(crate) async fn record_worker_refusals(&self) {
+        for (worker, reason, count) in self.host.worker_refusals(Duration::from_secs(2)).await {
+            // A worker this control plane started has no address of its own.
+            let worker = if worker.is_empty() {
+                "the local worker".to_owned()
+            } else {
+                worker
+            };
+            tracing::warn!(%worker, %reason, count, "a browser worker refused a peer");
+            let failure = airlock_audit::AuthFailure {
+                surface: "worker".to_owned(),
+                reason,
+                client: Some(worker),
+                count: Some(count),
+            };
+            self.record_event(None, airlock_audit::Event::AuthFailure(failure))
+                .await;
+        }
+    }
+
     /// Ends, on the record and once over every replica, the shared sessions of a
     /// worker that has not answered for [`crate::GONE_AFTER`]: its browsers went
     /// with it. The heartbeat's step; returns how many it ended here.
@@ -522,6 +547,19 @@ fn worker_row(
         heartbeat_ms: now,
         draining: load.closed,
     }
+}
+
+/// Where `row`'s session runs on a shared worker: the worker's address, the
+/// session's id there and what attaching to it takes (a row without a key was
+/// written by no replica of this version: nothing attaches to it).
+pub(crate) fn on_worker(
+    row: &LiveSessionRecord,
+) -> Option<(&str, &str, airlock_worker::AttachKey)> {
+    Some((
+        row.worker.as_deref()?,
+        row.worker_session.as_deref()?,
+        airlock_worker::AttachKey::from_stored(row.worker_key.as_deref()?),
+    ))
 }
 
 // Why a replica does not serve a session another one does.

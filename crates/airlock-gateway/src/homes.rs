@@ -128,8 +128,8 @@ impl Gateway {
             // its browser closed on its worker; that replica finds it gone.
             Err(_) => {
                 if self.end_gone_row(&row, "closed by its client").await
-                    && let (Some(address), Some(on_worker)) = (&row.worker, &row.worker_session)
-                    && let Ok(session) = self.host.attach(address, on_worker).await
+                    && let Some((address, on_worker, key)) = crate::adoption::on_worker(&row)
+                    && let Ok(session) = self.host.attach(address, on_worker, &key).await
                 {
                     session.close().await;
                 }

@@ -258,8 +258,8 @@ impl Gateway {
                 continue; // another replica took it
             }
             // Its browser, if its worker still keeps it, goes now.
-            if let (Some(address), Some(on_worker)) = (&row.worker, &row.worker_session)
-                && let Ok(session) = self.host.attach(address, on_worker).await
+            if let Some((address, on_worker, key)) = crate::adoption::on_worker(&row)
+                && let Ok(session) = self.host.attach(address, on_worker, &key).await
             {
                 session.close().await;
             }

@@ -33,6 +33,12 @@ impl Gateway {
                 "address must be host:port, where replicas reach the worker".to_owned(),
             ));
         }
+        // Judged before anything is written: no replica learns an address no
+        // worker may be at.
+        let learned = self.host.learn_worker(address).map_err(|why| {
+            tracing::warn!(%address, %why, "refused a worker's registration");
+            Error::InvalidArgument(format!("a worker may not be at {address}: {why}"))
+        })?;
         if let Some(store) = self.shared_store() {
             store
                 .register_worker(address, i64::from(pid), now_ms())
@@ -42,7 +48,7 @@ impl Gateway {
                     Error::Internal("the store could not answer".to_owned())
                 })?;
         }
-        if self.host.learn_worker(address) {
+        if learned {
             tracing::info!(%address, "a browser worker registered");
         }
         Ok(())
@@ -68,8 +74,14 @@ impl Gateway {
                 continue;
             };
             if now - host.heartbeat_ms < forget {
-                if self.host.learn_worker(&address) {
-                    tracing::info!(%address, "a browser worker registered through another replica");
+                match self.host.learn_worker(&address) {
+                    Ok(true) => tracing::info!(
+                        %address,
+                        "a browser worker registered through another replica"
+                    ),
+                    Ok(false) => {}
+                    // Written by a replica that allows what this one does not.
+                    Err(why) => tracing::warn!(%address, %why, "not using a registered worker"),
                 }
             } else if self.host.forget_worker(&address) {
                 tracing::info!(%address, "forgot a registered browser worker that went away");

@@ -418,6 +418,7 @@ impl Gateway {
         if let Some(store) = self.store() {
             row.worker = held.session.reachable_at().map(str::to_owned);
             row.worker_session = Some(held.session.id().to_owned());
+            row.worker_key = held.session.attach_key().map(|k| k.expose().to_owned());
             // Secrets from the vault another replica loads again, at these versions;
             // nothing is learned yet.
             row.secrets = held.loaded.versions();
@@ -940,6 +941,7 @@ async fn heartbeat(gateway: std::sync::Weak<Gateway>) {
         }
         gateway.learn_registered_workers().await;
         gateway.end_sessions_of_gone_workers().await;
+        gateway.record_worker_refusals().await;
     }
 }
 

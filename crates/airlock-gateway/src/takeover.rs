@@ -470,20 +470,14 @@ impl Operators {
             .iter()
             .filter_map(|o| url::Url::parse(o).ok()?.host_str().map(str::to_owned))
             .collect();
-        // A cookie of a bound host, or of a parent domain of one (as the site set it).
-        let bound = |domain: &str| {
-            let domain = domain.trim_start_matches('.');
-            hosts
-                .iter()
-                .any(|h| h == domain || h.ends_with(&format!(".{domain}")))
-        };
+        // The worker hands over only the cookies of those hosts (or of a parent
+        // domain of one, as the site set it).
         let cookies: Vec<airlock_vault::Cookie> = lease
             .held
             .session
-            .cookies()
+            .cookies(&hosts)
             .await?
             .into_iter()
-            .filter(|c| bound(&c.domain))
             .map(|c| airlock_vault::Cookie {
                 name: c.name.clone(),
                 value: c.value.to_string(),

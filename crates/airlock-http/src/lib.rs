@@ -290,6 +290,7 @@ fn record_auth_failure(
             surface: surface.to_owned(),
             reason: reason.to_owned(),
             client,
+            count: None,
         };
         gateway
             .record_event(

@@ -294,6 +294,17 @@ impl Policy {
         Ok(policy)
     }
 
+    /// Whether this policy is `wider` narrowed further (or `wider` itself): the same
+    /// rules with allowlists only added, so it reaches nothing `wider` does not. What a
+    /// browser host takes as a session's new policy once it holds one.
+    pub fn narrows(&self, wider: &Policy) -> bool {
+        self.narrowed.starts_with(&wider.narrowed)
+            && Policy {
+                narrowed: wider.narrowed.clone(),
+                ..self.clone()
+            } == *wider
+    }
+
     /// Whether `trusted_domains` lists any domain (leaving them is a risk only then).
     pub fn has_trusted_domains(&self) -> bool {
         !self.trusted.is_empty()

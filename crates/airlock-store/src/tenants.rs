@@ -54,6 +54,8 @@ pub struct LiveSessionRecord {
     pub worker: Option<String>,
     /// Its id on that worker.
     pub worker_session: Option<String>,
+    /// What attaching to it on that worker takes (hex).
+    pub worker_key: Option<String>,
     /// Its idle TTL, milliseconds.
     pub idle_ttl_ms: Option<i64>,
     /// Its recording mode (`off`, `transient`, `audit`).
@@ -81,17 +83,18 @@ pub struct LiveSessionRecord {
 macro_rules! live_columns {
     () => {
         "id, tenant, user_id, conversation, gateway_pid, opened_ms, replica, worker, \
-         worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home, secrets, origins"
+         worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home, secrets, origins, \
+         worker_key"
     };
 }
 macro_rules! live_values {
     () => {
-        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17"
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18"
     };
 }
 pub(crate) use {live_columns, live_values};
 
-// Binds a row's columns to `$1..$17` of `query`.
+// Binds a row's columns to `$1..$18` of `query`.
 macro_rules! bind_live {
     ($query:expr, $live:expr) => {
         $query
@@ -112,6 +115,7 @@ macro_rules! bind_live {
             .bind(&$live.home)
             .bind(&$live.secrets)
             .bind(&$live.origins)
+            .bind(&$live.worker_key)
     };
 }
 pub(crate) use bind_live;
@@ -235,7 +239,8 @@ impl Store {
                idle_ttl_ms = excluded.idle_ttl_ms, record = excluded.record,
                allow_hosts = excluded.allow_hosts, holds_secrets = excluded.holds_secrets,
                used_ms = excluded.used_ms, home = excluded.home,
-               secrets = excluded.secrets, origins = excluded.origins"
+               secrets = excluded.secrets, origins = excluded.origins,
+               worker_key = excluded.worker_key"
         );
         on_pool!(self, |pool| {
             bind_live!(sqlx::query(UPSERT), live).execute(pool).await?;
@@ -314,6 +319,7 @@ pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
         home: r.get("home")?,
         secrets: r.get("secrets")?,
         origins: r.get("origins")?,
+        worker_key: r.get("worker_key")?,
     })
 }
 

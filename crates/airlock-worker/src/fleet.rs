@@ -11,8 +11,9 @@ use airlock_config::Isolation;
 use crate::proto::Load;
 use crate::remote::{About, ConnectError, Connector, RemoteHost};
 
-/// Makes the [`Remote`] of a worker that registered itself at an address.
-pub type MakeRemote = Box<dyn Fn(&str) -> Option<Remote> + Send + Sync>;
+/// Makes the [`Remote`] of a worker that registered itself at an address, or says
+/// why no worker may be there.
+pub type MakeRemote = Box<dyn Fn(&str) -> Result<Remote, String> + Send + Sync>;
 
 /// Workers listed in `[[workers]]`, and those that registered themselves.
 pub struct Fleet {
@@ -147,6 +148,12 @@ impl Remote {
     /// How loaded it is now (connecting if it was not connected).
     pub async fn load(&self) -> Result<Load> {
         self.host().await?.load().await
+    }
+
+    /// What it refused since a control plane last asked (connecting if it was not
+    /// connected): each reason with how many times.
+    pub async fn refusals(&self) -> Result<Vec<(String, u64)>> {
+        self.host().await?.refusals().await
     }
 
     /// Whether it answers now (connecting if it was not connected).

@@ -19,7 +19,7 @@ use zeroize::Zeroizing;
 
 use crate::fleet::{Fleet, Remote};
 use crate::local::{LocalHost, LocalSession};
-use crate::proto::{Call, Load, OpenSpec, Reply, SessionFacts, Watch, Watched};
+use crate::proto::{AttachKey, Call, Load, OpenSpec, Reply, SessionFacts, Watch, Watched};
 use crate::remote::{About, RemoteSession};
 
 tokio::task_local! {
@@ -158,10 +158,10 @@ impl Host {
     }
 
     /// Holds session `id` that another control-plane replica opened on the worker
-    /// at `address` (one of `[[workers]]`): from now on calls reach it from here
-    /// too. Only workers on other machines are shared; anything else is a closed
+    /// at `address` (one of `[[workers]]`) and stored `key` for: from now on calls
+    /// reach it from here too. Only workers on other machines are shared; anything else is a closed
     /// session.
-    pub async fn attach(&self, address: &str, id: &str) -> Result<BrowserSession> {
+    pub async fn attach(&self, address: &str, id: &str, key: &AttachKey) -> Result<BrowserSession> {
         let Host::Fleet(fleet) = self else {
             return Err(Error::SessionClosed);
         };
@@ -170,7 +170,7 @@ impl Host {
             .into_iter()
             .find(|w| w.address() == address)
             .ok_or(Error::SessionClosed)?;
-        let session = remote.host().await?.attach(id).await?;
+        let session = remote.host().await?.attach(id, key).await?;
         Ok(BrowserSession {
             facts: session.facts(),
             inner: Inner::Remote(session),
@@ -195,6 +195,35 @@ impl Host {
             (remote.address(), load, remote.about())
         }))
         .await
+    }
+
+    /// What each worker refused since a control plane last asked: its address,
+    /// the reason, how many times. Each refusal is handed to one asker only; a
+    /// worker that does not answer within `within` is asked again next time.
+    pub async fn worker_refusals(&self, within: Duration) -> Vec<(String, String, u64)> {
+        let remotes = match self {
+            Host::Local(_) => Vec::new(),
+            Host::Remote(remote) => vec![remote.clone()],
+            Host::Fleet(fleet) => fleet.all(),
+        };
+        let answers =
+            futures_util::future::join_all(remotes.into_iter().map(|remote| async move {
+                let refused = tokio::time::timeout(within, remote.refusals())
+                    .await
+                    .ok()
+                    .and_then(|r| r.ok())
+                    .unwrap_or_default();
+                (remote.address(), refused)
+            }))
+            .await;
+        answers
+            .into_iter()
+            .flat_map(|(address, refused)| {
+                refused
+                    .into_iter()
+                    .map(move |(reason, n)| (address.clone(), reason, n))
+            })
+            .collect()
     }
 
     /// The isolation a session gets when it asks for none.
@@ -256,26 +285,24 @@ impl Host {
 
     /// Adds the worker that registered itself at `address`, unless it is known
     /// (listed, or registered before) or this host takes no registrations. Returns
-    /// whether it was added.
-    pub fn learn_worker(&self, address: &str) -> bool {
+    /// whether it was added, or why a worker may not be there.
+    pub fn learn_worker(&self, address: &str) -> std::result::Result<bool, String> {
         let Host::Fleet(fleet) = self else {
-            return false;
+            return Ok(false);
         };
         let Some(make) = &fleet.make else {
-            return false;
+            return Ok(false);
         };
         if fleet.all().iter().any(|w| w.address() == address) {
-            return false;
+            return Ok(false);
         }
-        let Some(remote) = make(address) else {
-            return false;
-        };
+        let remote = make(address)?;
         let mut workers = fleet.workers.write().unwrap_or_else(|p| p.into_inner());
         if workers.iter().any(|w| w.address() == address) {
-            return false;
+            return Ok(false);
         }
         workers.push(Arc::new(remote));
-        true
+        Ok(true)
     }
 
     /// Drops a worker that registered itself at `address` (it stopped registering
@@ -552,6 +579,11 @@ impl BrowserSession {
     /// `[[workers]]` address), if it can.
     pub fn reachable_at(&self) -> Option<&str> {
         self.reachable_at.as_deref()
+    }
+
+    /// What another replica must show its worker to attach to it, when one can.
+    pub fn attach_key(&self) -> Option<&AttachKey> {
+        self.reachable_at.as_ref().and(self.facts.key.as_ref())
     }
 
     /// Goes to `url`.
@@ -852,9 +884,10 @@ impl BrowserSession {
         .await
     }
 
-    /// Every cookie, values included (an operator saving a login).
-    pub async fn cookies(&self) -> Result<Vec<InjectedCookie>> {
-        expect!(self.call(Call::Cookies).await?, Reply::Cookies(c) => c)
+    /// The cookies of `hosts` (set by each or for a parent domain), values
+    /// included: an operator saving a login.
+    pub async fn cookies(&self, hosts: &[String]) -> Result<Vec<InjectedCookie>> {
+        expect!(self.call(Call::Cookies(hosts.to_vec())).await?, Reply::Cookies(c) => c)
     }
 
     /// The viewport in CSS pixels.
@@ -878,10 +911,7 @@ impl BrowserSession {
     pub async fn set_policy(&self, policy: &Policy) -> Result<()> {
         match &self.inner {
             // In this process the policy is shared as it is, no copy.
-            Inner::Local(session) => {
-                session.set_policy(Arc::new(policy.clone()));
-                Ok(())
-            }
+            Inner::Local(session) => session.set_policy(Arc::new(policy.clone())),
             Inner::Remote(_) => self.done(Call::SetPolicy(policy.clone())).await,
         }
     }

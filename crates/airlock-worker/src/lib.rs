@@ -30,10 +30,11 @@ pub use handle::{BrowserSession, DownloadsTo, Host, KeepDownload, with_action_bu
 pub use local::{LocalHost, LocalSession};
 pub use process::{LocalWorker, WorkerSpawn, WorkerStart};
 pub use proto::{
-    Call, Frame, Load, MAX_WATCH, OpenSpec, PROTOCOL, Painted, Reply, SessionFacts, Watch, Watched,
+    AttachKey, Call, Frame, Load, MAX_WATCH, OpenSpec, PROTOCOL, Painted, Reply, SessionFacts,
+    Watch, Watched,
 };
 pub use remote::{
-    About, Admission, ConnectError, Connecting, Connector, Listener, MAX_MESSAGE, RemoteHost,
-    RemoteSession, SocketConnector, TlsConnector,
+    About, Admission, Admit, ConnectError, Connecting, Connector, Listener, MAX_MESSAGE,
+    RemoteHost, RemoteSession, SocketConnector, TlsConnector,
 };
 pub use secrets::{Known, SecretEntry, SecretSet, SecretsError};

@@ -124,6 +124,7 @@ impl LocalSession {
             dedicated: self.session.is_dedicated(),
             browser_pid: self.session.browser_pid(),
             context_id: self.session.context_id().to_owned(),
+            key: None,
         }
     }
 
@@ -319,15 +320,32 @@ impl LocalSession {
                 }
                 Reply::Piece { data, total }
             }
-            Call::Cookies => Reply::Cookies(s.cookies().await?),
+            Call::Cookies(hosts) => {
+                if hosts.is_empty() {
+                    return Err(Error::InvalidArgument(
+                        "name the hosts whose cookies to read".to_owned(),
+                    ));
+                }
+                let cookies: Vec<_> = s
+                    .cookies()
+                    .await?
+                    .into_iter()
+                    .filter(|c| bound(&hosts, &c.domain))
+                    .collect();
+                // Values leave the worker only here: said in its log, never what.
+                tracing::info!(
+                    cookies = cookies.len(),
+                    hosts = hosts.len(),
+                    "handed a session's cookies to its control plane"
+                );
+                Reply::Cookies(cookies)
+            }
             Call::Viewport => {
                 let (width, height) = s.viewport();
                 Reply::Viewport(width, height)
             }
             Call::SetPolicy(policy) => {
-                let policy = Arc::new(policy);
-                self.proxy.set_policy(policy.clone());
-                s.set_policy(policy);
+                self.set_policy(Arc::new(policy))?;
                 Reply::Done
             }
             Call::Learn {
@@ -396,11 +414,33 @@ impl LocalSession {
         })
     }
 
-    /// Holds the proxy and the navigation guard to `policy` (a warm session handed out).
-    pub fn set_policy(&self, policy: Arc<Policy>) {
+    /// Holds the proxy and the navigation guard to `policy`: once, any policy, for a
+    /// warm session handed out (it held [`Policy::deny_all`] till then); after that
+    /// only a narrowing of the one it holds. Whoever holds a session can never widen
+    /// what its pages reach (with secrets loaded, that is where they could go).
+    pub fn set_policy(&self, policy: Arc<Policy>) -> Result<()> {
+        let current = self.proxy.policy();
+        if *current != Policy::deny_all() && !policy.narrows(&current) {
+            tracing::warn!("refused a policy that would widen a session's reach");
+            return Err(Error::InvalidArgument(
+                "a session's policy can only be narrowed once it holds one".to_owned(),
+            ));
+        }
         self.proxy.set_policy(policy.clone());
         self.session.set_policy(policy);
+        Ok(())
     }
+}
+
+// Whether a cookie of `domain` is one of `hosts`' (set by a host itself or for a
+// parent domain of it).
+fn bound(hosts: &[String], domain: &str) -> bool {
+    let domain = domain.trim_start_matches('.').to_ascii_lowercase();
+    !domain.is_empty()
+        && hosts.iter().any(|h| {
+            let h = h.to_ascii_lowercase();
+            h == domain || h.ends_with(&format!(".{domain}"))
+        })
 }
 
 // Whether `path` is a file staged in `uploads` (a session's): one directory down in

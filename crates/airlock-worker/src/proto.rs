@@ -23,7 +23,7 @@ pub const CHUNK: usize = 4 << 20;
 
 /// The version of what crosses; a host and a control plane of another refuse each
 /// other at the handshake.
-pub const PROTOCOL: u32 = 6;
+pub const PROTOCOL: u32 = 7;
 
 /// What a new browser session is given. Debug never shows a value.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -84,6 +84,46 @@ pub struct SessionFacts {
     pub browser_pid: u32,
     /// Its browser context.
     pub context_id: String,
+    /// What another connection must show to attach to it (a session on a worker;
+    /// `None` in this process). Only its opener is told.
+    pub key: Option<AttachKey>,
+}
+
+/// The capability to attach to one session on a worker: 32 random bytes, hex. A
+/// connection holding the worker's token but not this reaches no session it did not
+/// open. Debug never shows it.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct AttachKey(Zeroizing<String>);
+
+impl AttachKey {
+    /// A fresh key, or why the OS gave no randomness.
+    pub fn random() -> Result<AttachKey, getrandom::Error> {
+        let mut bytes = Zeroizing::new([0u8; 32]);
+        getrandom::fill(bytes.as_mut())?;
+        Ok(AttachKey(Zeroizing::new(hex::encode(bytes.as_ref()))))
+    }
+
+    /// A key as stored (the hex form).
+    pub fn from_stored(text: &str) -> AttachKey {
+        AttachKey(Zeroizing::new(text.to_owned()))
+    }
+
+    /// The hex form, to store where other replicas read it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `other` is this key, in constant time.
+    pub fn matches(&self, other: &AttachKey) -> bool {
+        subtle::ConstantTimeEq::ct_eq(self.0.as_bytes(), other.0.as_bytes()).into()
+    }
+}
+
+impl std::fmt::Debug for AttachKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AttachKey(..)")
+    }
 }
 
 /// One call on a session. Actions answer with their outcome; a dialog that opens
@@ -239,8 +279,9 @@ pub enum Call {
         /// Largest file.
         cap: u64,
     },
-    /// Every cookie of the context, values included (an operator saving a login).
-    Cookies,
+    /// The cookies of the context for these hosts (or a parent domain of one),
+    /// values included: an operator saving a login. Never every cookie at once.
+    Cookies(Vec<String>),
     /// The viewport in CSS pixels.
     Viewport,
     /// Hold the proxy and the navigation guard to this policy from now on.
@@ -464,7 +505,7 @@ impl Call {
             Call::SelectTab(_) => "select_tab",
             Call::CloseTab(_) => "close_tab",
             Call::AllowDownloads { .. } => "allow_downloads",
-            Call::Cookies => "cookies",
+            Call::Cookies(_) => "cookies",
             Call::Viewport => "viewport",
             Call::SetPolicy(_) => "set_policy",
             Call::Learn { .. } => "learn",

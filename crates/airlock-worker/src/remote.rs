@@ -27,15 +27,20 @@ use futures_util::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tarpc::context::Context;
-use tarpc::server::{BaseChannel, Channel};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 use zeroize::Zeroizing;
 
+mod connection;
+mod refusals;
 mod shelf;
 
-use crate::local::{LocalHost, LocalSession};
-use crate::proto::{Call, Load, OpenSpec, PROTOCOL, Reply, SessionFacts};
+use connection::Connection;
+pub use connection::serve_connection;
+
+use crate::local::LocalHost;
+use crate::proto::{AttachKey, Call, Load, OpenSpec, PROTOCOL, Reply, SessionFacts};
+use refusals::Refusal;
 use shelf::Shelf;
 
 /// The largest frame either side sends or accepts: a full-page screenshot or a PDF
@@ -94,13 +99,17 @@ pub trait Worker {
     ) -> std::result::Result<Reply, Error>;
     /// Closes session `id`.
     async fn close(id: String);
-    /// Holds session `id`, opened by another connection, from this one on.
-    async fn attach(id: String) -> std::result::Result<SessionFacts, Error>;
+    /// Holds session `id`, opened by another connection, from this one on, if
+    /// `key` is the one its opener was given.
+    async fn attach(id: String, key: AttachKey) -> std::result::Result<SessionFacts, Error>;
     /// Stops holding session `id` without closing it for its other holders (with
     /// none left, it is closed as when a connection goes).
     async fn release(id: String);
     /// How loaded it is now.
     async fn load() -> Load;
+    /// What it refused since a control plane last asked, by reason, with how many
+    /// times (each handed over once).
+    async fn refusals() -> Vec<(String, u64)>;
 }
 
 /// MessagePack with field names (structs as maps), so optional and defaulted fields
@@ -236,11 +245,12 @@ pub async fn serve_sessions(
             }
             () = drained => break,
             _ = load.changed() => {}
-            accepted = accept(&listener, &admission) => match accepted {
+            accepted = accept(&listener, &admission, &shelf) => match accepted {
                 Ok(Some(stream)) => {
                     let connection = Connection::new(host.clone(), shelf.clone());
                     let admission = admission.clone();
                     let stopping = stopping.clone();
+                    let shelf = shelf.clone();
                     connections.spawn(async move {
                         match stream {
                             Accepted::Unix(stream) => connection.run(stream, admission, stopping).await,
@@ -249,8 +259,14 @@ pub async fn serve_sessions(
                                 // a slow peer holds up no other.
                                 match tokio::time::timeout(HELLO_WITHIN, tls.accept(stream)).await {
                                     Ok(Ok(stream)) => connection.run(stream, admission, stopping).await,
-                                    Ok(Err(e)) => tracing::warn!(error = %e, "refused a connection: TLS failed"),
-                                    Err(_) => tracing::warn!("refused a connection: no TLS handshake in time"),
+                                    Ok(Err(e)) => {
+                                        shelf.refusals.note(Refusal::Tls);
+                                        tracing::warn!(error = %e, "refused a connection: TLS failed");
+                                    }
+                                    Err(_) => {
+                                        shelf.refusals.note(Refusal::Tls);
+                                        tracing::warn!("refused a connection: no TLS handshake in time");
+                                    }
                                 }
                             }
                         }
@@ -276,7 +292,11 @@ enum Accepted {
 }
 
 // The next connection, `None` when one was refused at once (a foreign uid).
-async fn accept(listener: &Listener, admission: &Admission) -> io::Result<Option<Accepted>> {
+async fn accept(
+    listener: &Listener,
+    admission: &Admission,
+    shelf: &Shelf,
+) -> io::Result<Option<Accepted>> {
     match listener {
         Listener::Unix(listener) => {
             let (stream, _) = listener.accept().await?;
@@ -284,6 +304,7 @@ async fn accept(listener: &Listener, admission: &Admission) -> io::Result<Option
             if let Some(expected) = admission.peer_uid
                 && peer != Some(expected)
             {
+                shelf.refusals.note(Refusal::ForeignUid);
                 tracing::warn!(?peer, expected, "refused a connection from a foreign uid");
                 return Ok(None);
             }
@@ -296,228 +317,8 @@ async fn accept(listener: &Listener, admission: &Admission) -> io::Result<Option
     }
 }
 
-/// Serves one connection over `stream` (any byte stream: a TLS stream for a remote
-/// control plane): the handshake, then calls until it closes; then its sessions
-/// are closed.
-pub async fn serve_connection<S>(stream: S, host: Arc<LocalHost>, admission: Arc<Admission>)
-where
-    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-{
-    let shelf = Arc::new(Shelf::new(&admission));
-    Connection::new(host, shelf.clone())
-        .run(stream, admission, tokio::sync::watch::channel(false).1)
-        .await;
-    shelf.close_all().await;
-}
-
-impl Connection {
-    // Serves until the peer goes or `stopping` turns true; then lets go of every
-    // session this connection holds.
-    async fn run<S>(
-        self,
-        stream: S,
-        admission: Arc<Admission>,
-        mut stopping: tokio::sync::watch::Receiver<bool>,
-    ) where
-        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-    {
-        let serving = async {
-            let Some(framed) = handshake(stream, &self.host, &admission).await else {
-                return;
-            };
-            let transport = tarpc::serde_transport::new(framed, Msgpack::default());
-            BaseChannel::with_defaults(transport)
-                .execute(Worker::serve(self.clone()))
-                .for_each(|request| async {
-                    tokio::spawn(request);
-                })
-                .await;
-        };
-        tokio::select! {
-            () = serving => {}
-            _ = stopping.wait_for(|stop| *stop) => {}
-        }
-        self.let_go().await;
-    }
-}
-
-// The worker's side of the handshake: the framed stream, ready for tarpc, when the
-// peer said the right hello; `None` (the peer told why) otherwise.
-async fn handshake<S>(
-    stream: S,
-    host: &LocalHost,
-    admission: &Admission,
-) -> Option<Framed<S, LengthDelimitedCodec>>
-where
-    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-{
-    let mut framed = framed(stream);
-    let about = about(host);
-    match tokio::time::timeout(HELLO_WITHIN, framed.next()).await {
-        Ok(Some(Ok(frame))) => {
-            let refusal = match rmp_serde::from_slice::<Hello>(&frame) {
-                Err(_) => Some("the first message was not a hello".to_owned()),
-                Ok(hello) if hello.protocol != PROTOCOL => Some(format!(
-                    "this worker speaks protocol {PROTOCOL} and the control plane {}: run the same Airlock version on both",
-                    hello.protocol
-                )),
-                Ok(hello) => {
-                    let same: bool = subtle::ConstantTimeEq::ct_eq(
-                        hello.token.as_bytes(),
-                        admission.token.as_bytes(),
-                    )
-                    .into();
-                    (!same).then(|| "the worker token is not this worker's".to_owned())
-                }
-            };
-            let welcome = match &refusal {
-                Some(why) => Welcome::Refused(why.clone()),
-                None => Welcome::Ok(about),
-            };
-            let sent = match rmp_serde::to_vec_named(&welcome) {
-                Ok(bytes) => framed.send(Bytes::from(bytes)).await.is_ok(),
-                Err(_) => false,
-            };
-            if let Some(why) = refusal {
-                tracing::warn!(%why, "refused a control plane");
-                return None;
-            }
-            sent.then_some(framed)
-        }
-        Ok(Some(Err(e))) => {
-            tracing::warn!(error = %e, "refused a connection: its hello could not be read");
-            None
-        }
-        Ok(None) => None,
-        Err(_) => {
-            tracing::warn!("refused a connection: no hello in time");
-            None
-        }
-    }
-}
-
-fn about(host: &LocalHost) -> About {
-    let options = host.browsers().options();
-    About {
-        protocol: PROTOCOL,
-        pid: std::process::id(),
-        uid: nix::unistd::geteuid().as_raw(),
-        sandbox: !airlock_browser::needs_no_sandbox(),
-        default_isolation: options.default_isolation,
-        action_budget_ms: u64::try_from(
-            options
-                .action_timeout
-                .max(options.navigation_timeout)
-                .as_millis(),
-        )
-        .unwrap_or(u64::MAX),
-    }
-}
-
-// One control plane's connection: the sessions it opened.
-#[derive(Clone)]
-struct Connection {
-    host: Arc<LocalHost>,
-    shelf: Arc<Shelf>,
-    // The sessions this connection holds (opened or attached).
-    held: Arc<Mutex<std::collections::HashSet<String>>>,
-}
-
-impl Connection {
-    fn new(host: Arc<LocalHost>, shelf: Arc<Shelf>) -> Connection {
-        Connection {
-            host,
-            shelf,
-            held: Arc::default(),
-        }
-    }
-
-    // A session this connection holds.
-    fn session(&self, id: &str) -> Result<Arc<LocalSession>> {
-        if !lock(&self.held).contains(id) {
-            return Err(Error::SessionClosed);
-        }
-        self.shelf.get(id)
-    }
-
-    async fn let_go(&self) {
-        let held: Vec<String> = lock(&self.held).drain().collect();
-        if !held.is_empty() {
-            tracing::info!(
-                sessions = held.len(),
-                "the control plane went away: letting go of its sessions"
-            );
-        }
-        for id in held {
-            self.shelf.release(&id).await;
-        }
-    }
-}
-
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Worker for Connection {
-    async fn launches(self, _: Context) -> u64 {
-        self.host.browsers().launched_pids().len() as u64
-    }
-
-    async fn open(self, _: Context, spec: OpenSpec) -> Result<SessionFacts> {
-        let place = self.shelf.admit()?;
-        let session = self.host.open(spec).await?;
-        let facts = session.facts();
-        lock(&self.held).insert(facts.id.clone());
-        self.shelf.put(place, facts.id.clone(), session);
-        Ok(facts)
-    }
-
-    async fn attach(self, _: Context, id: String) -> Result<SessionFacts> {
-        if lock(&self.held).contains(&id) {
-            return Ok(self.shelf.get(&id)?.facts());
-        }
-        let session = self.shelf.hold(&id)?;
-        lock(&self.held).insert(id);
-        Ok(session.facts())
-    }
-
-    async fn call(
-        self,
-        _: Context,
-        id: String,
-        call: Call,
-        budget_ms: Option<u64>,
-    ) -> Result<Reply> {
-        let session = self.session(&id)?;
-        match budget_ms {
-            Some(ms) => {
-                Box::pin(airlock_browser::with_action_budget(
-                    Duration::from_millis(ms),
-                    session.call(call),
-                ))
-                .await
-            }
-            None => Box::pin(session.call(call)).await,
-        }
-    }
-
-    async fn load(self, _: Context) -> Load {
-        self.shelf.load()
-    }
-
-    async fn release(self, _: Context, id: String) {
-        if lock(&self.held).remove(&id) {
-            self.shelf.release(&id).await;
-        }
-    }
-
-    async fn close(self, _: Context, id: String) {
-        // Closed for every holder: the others' next call finds it gone.
-        lock(&self.held).remove(&id);
-        if let Some(session) = self.shelf.take(&id) {
-            session.close().await;
-        }
-    }
 }
 
 /// Errors of reaching a worker.
@@ -540,6 +341,14 @@ pub enum ConnectError {
         found: Option<u32>,
         /// The one expected.
         expected: u32,
+    },
+    /// It is at an address no worker may be at.
+    #[error("not connecting to the browser worker at {at}: {why}")]
+    NotAllowed {
+        /// Where it said it is.
+        at: String,
+        /// Why not there.
+        why: String,
     },
     /// It refused this control plane, saying why.
     #[error("the browser worker refused this control plane: {0}")]
@@ -735,6 +544,21 @@ impl RemoteHost {
         })
     }
 
+    /// What the worker refused since a control plane last asked: each reason with
+    /// how many times.
+    pub async fn refusals(&self) -> Result<Vec<(String, u64)>> {
+        self.client
+            .refusals(self.context(Duration::ZERO))
+            .await
+            .map_err(|e| self.failed(e))
+    }
+
+    /// The channel itself, each request as the worker takes it: what any holder of
+    /// the worker's token can send (tests play a hostile one through it).
+    pub fn channel(&self) -> &WorkerClient {
+        &self.client
+    }
+
     /// How loaded the worker is now.
     pub async fn load(&self) -> Result<Load> {
         self.client
@@ -744,13 +568,18 @@ impl RemoteHost {
     }
 
     /// Holds session `id`, which another connection (another control-plane
-    /// replica) opened, from this connection on.
-    pub async fn attach(&self, id: &str) -> Result<RemoteSession> {
+    /// replica) opened and was given `key` for, from this connection on.
+    pub async fn attach(&self, id: &str, key: &AttachKey) -> Result<RemoteSession> {
         let facts = self
             .client
-            .attach(self.context(Duration::ZERO), id.to_owned())
+            .attach(self.context(Duration::ZERO), id.to_owned(), key.clone())
             .await
             .map_err(|e| self.failed(e))??;
+        // Whoever attached may hand it on, as its opener did.
+        let facts = SessionFacts {
+            key: Some(key.clone()),
+            ..facts
+        };
         Ok(RemoteSession {
             host: self.clone(),
             id: facts.id.clone(),
@@ -911,7 +740,14 @@ pub struct TlsConnector {
     pub tls: Arc<rustls::ClientConfig>,
     /// The deployment's worker token.
     pub token: Zeroizing<String>,
+    /// Which addresses it may connect to (a worker that registered itself names
+    /// its own address: each it resolves to is judged at every connect); `None`:
+    /// any (a listed worker, the operator's own words).
+    pub admit: Option<Admit>,
 }
+
+/// Whether a worker may be reached at an address, or why not.
+pub type Admit = Arc<dyn Fn(std::net::IpAddr) -> std::result::Result<(), String> + Send + Sync>;
 
 impl Connector for TlsConnector {
     fn address(&self) -> String {
@@ -919,11 +755,55 @@ impl Connector for TlsConnector {
     }
 
     fn connect(&self) -> Connecting<'_> {
-        Box::pin(RemoteHost::connect_tls(
-            &self.address,
-            &self.server_name,
-            self.tls.clone(),
-            &self.token,
-        ))
+        Box::pin(async move {
+            let Some(admit) = &self.admit else {
+                return RemoteHost::connect_tls(
+                    &self.address,
+                    &self.server_name,
+                    self.tls.clone(),
+                    &self.token,
+                )
+                .await;
+            };
+            // Resolved here, once, and only an admitted address dialled: a name
+            // that resolves to the metadata service reaches nothing.
+            let resolved =
+                tokio::time::timeout(HELLO_WITHIN, tokio::net::lookup_host(self.address.as_str()))
+                    .await
+                    .map_err(|_| ConnectError::Unreachable {
+                        at: self.address.clone(),
+                        source: io::ErrorKind::TimedOut.into(),
+                    })?
+                    .map_err(|source| ConnectError::Unreachable {
+                        at: self.address.clone(),
+                        source,
+                    })?;
+            // Each admitted address in turn, as a dial of the name would.
+            let mut last = None;
+            for addr in resolved {
+                if let Err(why) = admit(addr.ip()) {
+                    last.get_or_insert(ConnectError::NotAllowed {
+                        at: self.address.clone(),
+                        why,
+                    });
+                    continue;
+                }
+                match RemoteHost::connect_tls(
+                    &addr.to_string(),
+                    &self.server_name,
+                    self.tls.clone(),
+                    &self.token,
+                )
+                .await
+                {
+                    Err(e @ ConnectError::Unreachable { .. }) => last = Some(e),
+                    done => return done,
+                }
+            }
+            Err(last.unwrap_or_else(|| ConnectError::NotAllowed {
+                at: self.address.clone(),
+                why: "it resolves to no address".to_owned(),
+            }))
+        })
     }
 }

@@ -766,3 +766,79 @@ async fn a_session_with_credentials_is_served_by_any_replica_until_its_secret_ch
     })
     .await;
 }
+
+// A session's row carries what attaching to it takes; a connection with the worker's
+// token but not that key reaches nothing, and what the worker refused (that attach,
+// a wrong token) reaches the audit record through the control plane's heartbeat,
+// with how many times and never the token tried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_refuses_an_attach_without_the_sessions_key_and_its_refusals_are_on_the_record() {
+    with_browser(|h| async move {
+        let worker = shared_worker(&h);
+        let store = Store::open_in_memory().await.unwrap();
+        let gateway = replica_with(&worker, config(&h).store(store.clone())).await;
+        let mut feed = gateway.audit().feed();
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("resolve.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let row = store.live_sessions().await.unwrap().pop().unwrap();
+        let (id, key) = (
+            row.worker_session.clone().unwrap(),
+            row.worker_key.clone().unwrap(),
+        );
+        assert_eq!(key.len(), 64, "32 random bytes, hex");
+
+        const GUESS: &str = "a-guess-at-the-worker-token";
+        let refused = airlock_worker::RemoteHost::connect_unix(&worker.path, GUESS, None).await;
+        assert!(matches!(
+            refused,
+            Err(airlock_worker::ConnectError::Refused(_))
+        ));
+        let intruder = airlock_worker::RemoteHost::connect_unix(&worker.path, WORKER_TOKEN, None)
+            .await
+            .unwrap();
+        for guess in [String::new(), id.clone(), "0".repeat(64)] {
+            assert!(matches!(
+                intruder
+                    .attach(&id, &airlock_worker::AttachKey::from_stored(&guess))
+                    .await,
+                Err(airlock_browser::Error::SessionClosed)
+            ));
+        }
+        // The key the row holds is what another replica attaches with.
+        let replica = airlock_worker::RemoteHost::connect_unix(&worker.path, WORKER_TOKEN, None)
+            .await
+            .unwrap();
+        let held = replica
+            .attach(&id, &airlock_worker::AttachKey::from_stored(&key))
+            .await
+            .unwrap();
+        held.release().await;
+
+        let mut reasons = std::collections::BTreeMap::new();
+        let mut seen = Vec::new();
+        while reasons.len() < 2 {
+            let event = until(&mut feed, "auth_failure", &mut seen).await;
+            let body: serde_json::Value = serde_json::from_str(&event.body).unwrap();
+            assert_eq!(body["surface"], "worker", "{body}");
+            assert_eq!(body["client"], worker.path.display().to_string(), "{body}");
+            assert!(!event.body.contains(GUESS) && !event.body.contains(&key));
+            reasons.insert(
+                body["reason"].as_str().unwrap().to_owned(),
+                body["count"].as_u64().unwrap(),
+            );
+        }
+        assert_eq!(
+            reasons,
+            [
+                ("a connection without the worker's token".to_owned(), 1),
+                ("an attach without the session's key".to_owned(), 3),
+            ]
+            .into()
+        );
+        drop((agent, intruder, replica));
+        gateway.shutdown().await;
+        worker.stop().await;
+    })
+    .await;
+}

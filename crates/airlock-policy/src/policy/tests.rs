@@ -409,6 +409,23 @@ fn narrowing_only_removes() {
 }
 
 #[test]
+fn a_narrowing_narrows_and_nothing_else_does() {
+    let p = allowlist_policy();
+    let narrow = p.narrowed(&[], &["www.allowed.com".into()]).unwrap();
+    let narrower = narrow.narrowed(&["www.allowed.com".into()], &[]).unwrap();
+    assert!(p.narrows(&p));
+    assert!(narrow.narrows(&p));
+    assert!(narrower.narrows(&p) && narrower.narrows(&narrow));
+    // The other way, or a policy of other rules, widens (or is just other).
+    assert!(!p.narrows(&narrow));
+    assert!(!Policy::public_only().narrows(&p));
+    assert!(!p.narrows(&Policy::public_only()));
+    assert!(!Policy::public_only().narrows(&Policy::deny_all()));
+    let other_branch = p.narrowed(&["api.allowed.com".into()], &[]).unwrap();
+    assert!(!other_branch.narrows(&narrow));
+}
+
+#[test]
 fn config_errors_name_the_key() {
     let bad = |c: PolicyConfig| Policy::from_config(&c).unwrap_err().to_string();
     assert!(

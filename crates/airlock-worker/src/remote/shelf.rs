@@ -9,7 +9,7 @@ use airlock_browser::{Error, Result};
 
 use super::{Admission, lock};
 use crate::local::LocalSession;
-use crate::proto::Load;
+use crate::proto::{AttachKey, Load};
 
 /// Every session of a worker, with how many connections hold each, and the places
 /// for new ones.
@@ -21,6 +21,8 @@ pub(super) struct Shelf {
     places: Mutex<Places>,
     // Sessions held or being opened, for whoever waits for the worker to empty.
     pub(super) load: tokio::sync::watch::Sender<usize>,
+    // What it refused, for the audit record.
+    pub(super) refusals: super::refusals::Refusals,
 }
 
 #[derive(Default)]
@@ -32,6 +34,8 @@ struct Places {
 
 struct Shelved {
     session: Arc<LocalSession>,
+    // What a connection that did not open it shows to attach.
+    key: AttachKey,
     holders: usize,
     // Bumped at each release to none: a grace timer acts only on its own release.
     released: u64,
@@ -56,6 +60,7 @@ impl Shelf {
             exit_after: admission.exit_after,
             places: Mutex::default(),
             load: tokio::sync::watch::Sender::new(0),
+            refusals: Default::default(),
         }
     }
 
@@ -116,16 +121,22 @@ impl Shelf {
         self.load.send_replace(load);
     }
 
-    pub(super) fn put(&self, _place: Place<'_>, id: String, session: LocalSession) {
+    pub(super) fn put(&self, _place: Place<'_>, id: String, key: AttachKey, session: LocalSession) {
         lock(&self.places).opened += 1;
         lock(&self.sessions).insert(
             id,
             Shelved {
                 session: Arc::new(session),
+                key,
                 holders: 1,
                 released: 0,
             },
         );
+    }
+
+    // Whether a session of that id is on the shelf.
+    pub(super) fn has(&self, id: &str) -> bool {
+        lock(&self.sessions).contains_key(id)
     }
 
     pub(super) fn get(&self, id: &str) -> Result<Arc<LocalSession>> {
@@ -135,9 +146,14 @@ impl Shelf {
             .ok_or(Error::SessionClosed)
     }
 
-    pub(super) fn hold(&self, id: &str) -> Result<Arc<LocalSession>> {
+    // One holder more, when `key` is the session's: a wrong key is answered as a
+    // session that is not there, so a guess learns nothing.
+    pub(super) fn hold(&self, id: &str, key: &AttachKey) -> Result<Arc<LocalSession>> {
         let mut sessions = lock(&self.sessions);
-        let shelved = sessions.get_mut(id).ok_or(Error::SessionClosed)?;
+        let shelved = sessions
+            .get_mut(id)
+            .filter(|s| s.key.matches(key))
+            .ok_or(Error::SessionClosed)?;
         shelved.holders += 1;
         Ok(shelved.session.clone())
     }

@@ -9,7 +9,8 @@ use std::time::Duration;
 use airlock_policy::Policy;
 use airlock_test_support::{chromium_processes_under, with_browser};
 use airlock_worker::{
-    Admission, ConnectError, LocalHost, MAX_MESSAGE, OpenSpec, PROTOCOL, RemoteHost, SecretSet,
+    Admission, AttachKey, ConnectError, LocalHost, MAX_MESSAGE, OpenSpec, PROTOCOL, RemoteHost,
+    SecretSet,
 };
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -494,18 +495,19 @@ async fn a_session_outlives_its_control_plane_for_another_to_take_over_within_th
         .await
         .unwrap();
         let id = on_a.facts().id.clone();
+        let key = on_a.facts().key.unwrap();
         let pid = on_a.facts().browser_pid;
 
         // B attaches while A still holds it; both drive the same page.
         let b = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
             .await
             .unwrap();
-        let on_b = b.attach(&id).await.unwrap();
+        let on_b = b.attach(&id, &key).await.unwrap();
         assert_eq!(on_b.facts().browser_pid, pid);
         assert_eq!(active_url(&on_b).await, page);
         // A unknown id is refused as a closed session, never another's.
         assert!(matches!(
-            b.attach("no-such-session").await,
+            b.attach("no-such-session", &key).await,
             Err(airlock_browser::Error::SessionClosed)
         ));
 
@@ -519,7 +521,7 @@ async fn a_session_outlives_its_control_plane_for_another_to_take_over_within_th
         let c = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
             .await
             .unwrap();
-        let on_c = c.attach(&id).await.unwrap();
+        let on_c = c.attach(&id, &key).await.unwrap();
         assert_eq!(active_url(&on_c).await, page);
 
         // C lets go and nobody takes it: after the grace it is closed, Chromium and all.
@@ -533,7 +535,7 @@ async fn a_session_outlives_its_control_plane_for_another_to_take_over_within_th
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert!(matches!(
-            c.attach(&id).await,
+            c.attach(&id, &key).await,
             Err(airlock_browser::Error::SessionClosed)
         ));
         served.stop().await;
@@ -554,7 +556,10 @@ async fn a_session_closed_by_one_holder_is_closed_for_every_holder_and_stopping_
         let b = RemoteHost::connect_unix(&served.path, TOKEN, Some(my_uid()))
             .await
             .unwrap();
-        let on_b = b.attach(&on_a.facts().id).await.unwrap();
+        let on_b = b
+            .attach(&on_a.facts().id, on_a.facts().key.as_ref().unwrap())
+            .await
+            .unwrap();
         on_b.close().await;
         assert!(matches!(
             on_a.call(airlock_worker::Call::Tabs, None).await,
@@ -573,6 +578,114 @@ async fn a_session_closed_by_one_holder_is_closed_for_every_holder_and_stopping_
         drop((a, on_a, b));
         served.stop().await;
         assert!(!chromium_processes_under(h.profile_parent()).contains(&pid));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_holder_reaches_no_session_it_did_not_open_and_widens_no_policy() {
+    with_browser(|h| async move {
+        let served = serve_keeping(&h, Some(my_uid()), Duration::from_secs(3600));
+        let (a, on_a) = open(&served, None, h.site.policy()).await;
+        let page = h.site.url("resolve.html");
+        on_a.call(
+            airlock_worker::Call::Navigate {
+                url: page.clone(),
+                wait_until: Default::default(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+        let id = on_a.facts().id.clone();
+
+        // Another connection with the deployment's token, the session's id and no
+        // key: attach, calls (its cookies included) and close all find no session.
+        let intruder = connect(&served).await;
+        let channel = intruder.channel();
+        let ctx = || {
+            let mut c = tarpc::context::current();
+            c.deadline = (tokio::time::Instant::now() + Duration::from_secs(30)).into_std();
+            c
+        };
+        for guess in [
+            AttachKey::random().unwrap(),
+            AttachKey::from_stored(""),
+            AttachKey::from_stored(&id),
+        ] {
+            assert!(matches!(
+                intruder.attach(&id, &guess).await,
+                Err(airlock_browser::Error::SessionClosed)
+            ));
+        }
+        let host = url::Url::parse(&page)
+            .unwrap()
+            .host_str()
+            .unwrap()
+            .to_owned();
+        for call in [
+            airlock_worker::Call::Cookies(vec![host.clone()]),
+            airlock_worker::Call::SetPolicy(Policy::public_only()),
+            airlock_worker::Call::Tabs,
+        ] {
+            assert!(matches!(
+                channel.call(ctx(), id.clone(), call, None).await.unwrap(),
+                Err(airlock_browser::Error::SessionClosed)
+            ));
+        }
+        channel.close(ctx(), id.clone()).await.unwrap();
+        assert_eq!(
+            active_url(&on_a).await,
+            page,
+            "a foreign close closed nothing"
+        );
+
+        // Its holder may narrow its policy, never widen it.
+        let narrower = h
+            .site
+            .policy()
+            .narrowed(std::slice::from_ref(&host), &[])
+            .unwrap();
+        on_a.call(airlock_worker::Call::SetPolicy(narrower.clone()), None)
+            .await
+            .unwrap();
+        for wider in [Policy::public_only(), h.site.policy()] {
+            assert!(matches!(
+                on_a.call(airlock_worker::Call::SetPolicy(wider), None)
+                    .await,
+                Err(airlock_browser::Error::InvalidArgument(_))
+            ));
+        }
+        // And read only the cookies of hosts it names.
+        on_a.call(
+            airlock_worker::Call::Evaluate {
+                function: "() => { document.cookie = 'login=abc'; }".to_owned(),
+                target: None,
+            },
+            None,
+        )
+        .await
+        .unwrap();
+        let cookies = |hosts: Vec<String>| {
+            let on_a = &on_a;
+            async move {
+                match on_a.call(airlock_worker::Call::Cookies(hosts), None).await {
+                    Ok(airlock_worker::Reply::Cookies(c)) => {
+                        c.into_iter().map(|c| c.name).collect::<Vec<_>>()
+                    }
+                    other => panic!("no cookies: {:?}", other.err()),
+                }
+            }
+        };
+        assert_eq!(cookies(vec![host.clone()]).await, ["login"]);
+        assert!(cookies(vec!["elsewhere.test".to_owned()]).await.is_empty());
+        assert!(matches!(
+            on_a.call(airlock_worker::Call::Cookies(Vec::new()), None)
+                .await,
+            Err(airlock_browser::Error::InvalidArgument(_))
+        ));
+        drop((a, on_a, intruder));
+        served.stop().await;
     })
     .await;
 }
@@ -768,4 +881,58 @@ async fn a_new_session_goes_to_the_worker_with_the_most_room_and_a_worker_says_i
         b.stop().await;
     })
     .await;
+}
+
+// A worker that registered itself is dialled only at an address the operator allows:
+// each address its name resolves to is judged first, and a refused one is never
+// connected to (a listener counting connections sees none), whatever name leads
+// there; an allowed one is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registered_worker_is_dialled_only_at_an_address_the_operator_allows() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    let accepting = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    std::fs::write(&ca, params.self_signed(&key).unwrap().pem()).unwrap();
+    let connector = |address: String, admit: airlock_worker::Admit| airlock_worker::TlsConnector {
+        address,
+        server_name: "localhost".to_owned(),
+        tls: airlock_worker::tls::client_config(&ca).unwrap(),
+        token: Zeroizing::new(TOKEN.to_owned()),
+        admit: Some(admit),
+    };
+    let refuse_loopback: airlock_worker::Admit = Arc::new(|ip: std::net::IpAddr| {
+        if ip.is_loopback() {
+            Err(format!("{ip} is loopback"))
+        } else {
+            Ok(())
+        }
+    });
+    for address in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
+        let refused =
+            airlock_worker::Remote::new(connector(address, refuse_loopback.clone())).await;
+        let Err(ConnectError::NotAllowed { why, .. }) = refused else {
+            panic!("dialled a refused address");
+        };
+        assert!(why.contains("loopback"), "{why}");
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // The same worker where loopback is allowed: dialled (its TLS then fails here).
+    let allowed =
+        airlock_worker::Remote::new(connector(format!("localhost:{port}"), Arc::new(|_| Ok(()))))
+            .await;
+    assert!(matches!(allowed, Err(ConnectError::Unreachable { .. })));
+    assert!(accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    accepting.abort();
 }

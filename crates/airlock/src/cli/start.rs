@@ -21,6 +21,7 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
                 server_name: worker.server_name.clone(),
                 tls,
                 token: zeroize::Zeroizing::new(worker.token.expose().to_owned()),
+                admit: None,
             };
             // A worker not up yet (starting, scaled away) is passed over until it
             // answers; /readyz says whether any does.
@@ -38,6 +39,7 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
                             server_name: worker.server_name.clone(),
                             tls,
                             token: zeroize::Zeroizing::new(worker.token.expose().to_owned()),
+                            admit: None,
                         },
                         config.browser.isolation,
                     )
@@ -57,13 +59,28 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
             zeroize::Zeroizing::new(registration.token.expose().to_owned()),
         );
         let isolation = config.browser.isolation;
+        // Where a registered worker may be: judged at registration for a literal
+        // address, and at every connect for each address a name resolves to.
+        let admit: airlock_worker::Admit = {
+            let networks = registration.allow.clone();
+            std::sync::Arc::new(move |ip| networks.admits(ip))
+        };
         let make: airlock_worker::MakeRemote = Box::new(move |address: &str| {
-            Some(airlock_worker::Remote::unconnected(
+            let host = address
+                .rsplit_once(':')
+                .map_or(address, |(host, _)| host)
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            if let Ok(ip) = host.parse() {
+                admit(ip)?;
+            }
+            Ok(airlock_worker::Remote::unconnected(
                 airlock_worker::TlsConnector {
                     address: address.to_owned(),
                     server_name: server_name.clone(),
                     tls: tls.clone(),
                     token: token.clone(),
+                    admit: Some(admit.clone()),
                 },
                 isolation,
             ))

@@ -161,12 +161,22 @@ impl Fleet {
     }
 
     // The replicas' config when workers register themselves: none listed.
-    fn registering_config(&self, site: &FixtureSite) -> PathBuf {
+    // Replicas taking registrations of workers on loopback (`allow_loopback`: the
+    // line tests need, loopback being no worker's address by default).
+    fn registering_config(&self, site: &FixtureSite, allow_loopback: bool) -> PathBuf {
         let extra = format!(
-            "[sessions]\nwarm = 0\n[registration]\nserver_name = \"localhost\"\nca_file = \"{}\"\n",
-            self.certs.0.display()
+            "[sessions]\nwarm = 0\n[registration]\nserver_name = \"localhost\"\nca_file = \"{}\"\n{}",
+            self.certs.0.display(),
+            if allow_loopback {
+                "allow_addresses = [\"127.0.0.1\"]\n"
+            } else {
+                ""
+            }
         );
-        let dir = self.tmp.path().join("config-registering");
+        let dir = self
+            .tmp
+            .path()
+            .join(format!("config-registering-{allow_loopback}"));
         std::fs::create_dir_all(&dir).unwrap();
         fixture_config(&dir, site, &extra)
     }
@@ -653,7 +663,7 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
     let fleet = Fleet::new();
     fleet.cli(&["tenant", "create", "acme"]).await;
     let key = fleet.key("act").await;
-    let config = fleet.registering_config(&site);
+    let config = fleet.registering_config(&site, true);
     let (a, a_root) = fleet.replica("a", &config).await;
     let (b, b_root) = fleet.replica("b", &config).await;
     let (status, body) = get(&format!("{b_root}/readyz")).await;
@@ -674,6 +684,32 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
     )
     .await;
     assert_eq!(status, 400, "{body}");
+    // Nor at an address no worker may be at, whatever the token: nothing is
+    // learned and nothing dialled.
+    for address in ["169.254.169.254:443", "[fe80::1]:443", "0.0.0.0:7443"] {
+        let (status, body) = crate::leasing::http_post(
+            &format!("{a_root}/api/v1/workers"),
+            WORKER_TOKEN,
+            &format!(r#"{{"address":"{address}"}}"#),
+        )
+        .await;
+        assert_eq!(status, 400, "{address}: {body}");
+        assert!(body.contains("never a worker's address"), "{body}");
+    }
+    // Loopback only with the line that allows it: a replica without it refuses the
+    // registration the others take below.
+    let (c, c_root) = fleet
+        .replica("c", &fleet.registering_config(&site, false))
+        .await;
+    let (status, body) = crate::leasing::http_post(
+        &format!("{c_root}/api/v1/workers"),
+        WORKER_TOKEN,
+        r#"{"address":"127.0.0.1:9"}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("allow_addresses"), "{body}");
+    stop(c).await;
 
     // A worker registers through A; B learns of it from the store.
     let (worker, at) = fleet

@@ -481,6 +481,7 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
             server_name: "localhost".to_owned(),
             tls: airlock_worker::tls::client_config(&ca_file).unwrap(),
             token: zeroize::Zeroizing::new(TOKEN.to_owned()),
+            admit: None,
         };
         let host: Host = airlock_worker::Fleet::new(vec![Remote::new(connector).await.unwrap()])
             .unwrap()
