@@ -260,7 +260,8 @@ pub struct WorkerSpawn {
 /// is gone (died, hung, or its channel broke).
 pub struct LocalWorker {
     spawn: WorkerSpawn,
-    running: tokio::sync::Mutex<Option<Running>>,
+    // Shared with the watcher of the running worker's connection.
+    running: Arc<tokio::sync::Mutex<Option<Running>>>,
 }
 
 struct Running {
@@ -302,7 +303,7 @@ impl LocalWorker {
     pub fn new(spawn: WorkerSpawn) -> LocalWorker {
         LocalWorker {
             spawn,
-            running: tokio::sync::Mutex::default(),
+            running: Arc::default(),
         }
     }
 
@@ -455,6 +456,11 @@ impl LocalWorker {
         match RemoteHost::connect_unix(&socket, &token, Some(worker_uid)).await {
             Ok(host) => {
                 let host = host.with_grace(self.spawn.grace);
+                tokio::spawn(stop_when_gone(
+                    Arc::downgrade(&self.running),
+                    running_now.dir.path().to_owned(),
+                    host.gone_signal(),
+                ));
                 tracing::info!(
                     pid = host.about().pid,
                     uid = host.about().uid,
@@ -476,6 +482,31 @@ impl LocalWorker {
     pub async fn stop(&self) {
         if let Some(running) = self.running.lock().await.take() {
             stop(running, Duration::from_secs(10)).await;
+        }
+    }
+}
+
+// Once the connection to a worker is gone (it died, hung, or stopped answering the
+// heartbeat), that worker is stopped at once with whatever it started: a Chromium
+// holding a session's secrets does not wait for the next call to be reaped. A
+// worker already stopped or replaced (another directory) is left alone.
+async fn stop_when_gone(
+    running: std::sync::Weak<tokio::sync::Mutex<Option<Running>>>,
+    dir: std::path::PathBuf,
+    mut gone: tokio::sync::watch::Receiver<Option<String>>,
+) {
+    let why = match gone.wait_for(Option::is_some).await {
+        Ok(why) => why.clone().unwrap_or_default(),
+        Err(_) => return,
+    };
+    let Some(running) = running.upgrade() else {
+        return;
+    };
+    let mut running = running.lock().await;
+    if running.as_ref().is_some_and(|r| r.dir.path() == dir) {
+        tracing::warn!(%why, "the browser worker is gone: stopping it and what it started");
+        if let Some(old) = running.take() {
+            stop(old, Duration::ZERO).await;
         }
     }
 }

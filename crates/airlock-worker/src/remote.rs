@@ -53,6 +53,14 @@ const HELLO_WITHIN: Duration = Duration::from_secs(10);
 /// What a call may take beyond its budget before the host counts as hung.
 pub const GRACE: Duration = Duration::from_secs(60);
 
+/// How often a control plane asks each worker it is connected to how it is.
+pub const BEAT: Duration = Duration::from_secs(1);
+
+/// A worker that answers no heartbeat for this long is gone: a stopped or wedged
+/// process fails its own sessions' calls after this, not after [`GRACE`], and no
+/// other worker's.
+pub const SILENT_AFTER: Duration = Duration::from_secs(5);
+
 /// What a worker says of itself at the handshake.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct About {
@@ -364,9 +372,12 @@ pub enum ConnectError {
 /// A connected worker, as the control plane holds it.
 #[derive(Clone)]
 pub struct RemoteHost {
-    client: WorkerClient,
+    // Shared so the heartbeat holds it weakly: the connection closes when the
+    // last handle goes.
+    client: Arc<WorkerClient>,
     about: About,
-    gone: Arc<AtomicBool>,
+    // Why the connection counts as gone, once it does.
+    gone: Arc<tokio::sync::watch::Sender<Option<String>>>,
     grace: Duration,
 }
 
@@ -465,17 +476,19 @@ impl RemoteHost {
         };
         let transport = tarpc::serde_transport::new(framed, Msgpack::default());
         let new = WorkerClient::new(tarpc::client::Config::default(), transport);
-        let gone = Arc::new(AtomicBool::new(false));
+        let gone = Arc::new(tokio::sync::watch::Sender::new(None));
         let flag = gone.clone();
         let dispatch = new.dispatch;
         tokio::spawn(async move {
             if let Err(e) = dispatch.await {
                 tracing::warn!(error = %e, "the browser worker's connection broke");
             }
-            flag.store(true, Ordering::Relaxed);
+            mark_gone(&flag, "the connection to it closed");
         });
+        let client = Arc::new(new.client);
+        tokio::spawn(heartbeat(Arc::downgrade(&client), gone.clone(), about.pid));
         Ok(RemoteHost {
-            client: new.client,
+            client,
             about,
             gone,
             grace: GRACE,
@@ -489,7 +502,25 @@ impl RemoteHost {
 
     /// Whether the connection has ended.
     pub fn is_gone(&self) -> bool {
-        self.gone.load(Ordering::Relaxed)
+        self.gone.borrow().is_some()
+    }
+
+    // `call`, unless the connection counts as gone first (then the call is dropped,
+    // which cancels it in the worker).
+    async fn unless_gone<T>(
+        &self,
+        call: impl std::future::Future<Output = std::result::Result<T, tarpc::client::RpcError>>,
+    ) -> Result<T> {
+        let mut gone = self.gone.subscribe();
+        tokio::select! {
+            answer = call => answer.map_err(|e| self.failed(e)),
+            why = gone.wait_for(Option::is_some) => Err(Error::HostGone {
+                reason: why
+                    .ok()
+                    .and_then(|why| why.clone())
+                    .unwrap_or_else(|| "the connection to it closed".to_owned()),
+            }),
+        }
     }
 
     /// Counts the worker as hung when a call runs `grace` past its budget (default
@@ -515,7 +546,7 @@ impl RemoteHost {
                 pid = self.about.pid,
                 "the browser worker did not answer in time: counting it as gone"
             );
-            self.gone.store(true, Ordering::Relaxed);
+            mark_gone(&self.gone, "it did not answer in time");
         }
         gone(error)
     }
@@ -532,10 +563,8 @@ impl RemoteHost {
     pub async fn open(&self, spec: OpenSpec) -> Result<RemoteSession> {
         let budget = Duration::from_millis(self.about.action_budget_ms);
         let facts = self
-            .client
-            .open(self.context(budget), spec)
-            .await
-            .map_err(|e| self.failed(e))??;
+            .unless_gone(self.client.open(self.context(budget), spec))
+            .await??;
         Ok(RemoteSession {
             host: self.clone(),
             id: facts.id.clone(),
@@ -557,6 +586,11 @@ impl RemoteHost {
     /// the worker's token can send (tests play a hostile one through it).
     pub fn channel(&self) -> &WorkerClient {
         &self.client
+    }
+
+    /// Says why the connection is gone, once it is (`None` until then).
+    pub fn gone_signal(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+        self.gone.subscribe()
     }
 
     /// How loaded the worker is now.
@@ -586,6 +620,52 @@ impl RemoteHost {
             facts,
             closed: AtomicBool::new(false),
         })
+    }
+}
+
+// Notes why the connection is gone, once: the first reason stands.
+fn mark_gone(gone: &tokio::sync::watch::Sender<Option<String>>, why: &str) {
+    gone.send_if_modified(|g| {
+        if g.is_some() {
+            return false;
+        }
+        *g = Some(why.to_owned());
+        true
+    });
+}
+
+// Asks the worker how it is every [`BEAT`]; no answer for [`SILENT_AFTER`] marks the
+// connection gone (a SIGSTOPped or wedged worker: its socket stays open and calls
+// would wait out their budget and [`GRACE`]). Ends with the connection or its last
+// handle.
+async fn heartbeat(
+    client: std::sync::Weak<WorkerClient>,
+    gone: Arc<tokio::sync::watch::Sender<Option<String>>>,
+    pid: u32,
+) {
+    let mut tick = tokio::time::interval(BEAT);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if gone.borrow().is_some() {
+            return;
+        }
+        let Some(client) = client.upgrade() else {
+            return;
+        };
+        let mut context = tarpc::context::current();
+        context.deadline = (tokio::time::Instant::now() + SILENT_AFTER).into_std();
+        let answered = tokio::time::timeout(SILENT_AFTER, client.load(context)).await;
+        drop(client);
+        if !matches!(answered, Ok(Ok(_))) {
+            tracing::warn!(
+                pid,
+                "the browser worker answered no heartbeat for {} s: counting it as gone",
+                SILENT_AFTER.as_secs()
+            );
+            mark_gone(&gone, "it stopped answering (no heartbeat)");
+            return;
+        }
     }
 }
 
@@ -629,10 +709,13 @@ impl RemoteSession {
             });
         }
         self.host
-            .client
-            .call(self.host.context(wait), self.id.clone(), call, budget_ms)
-            .await
-            .map_err(|e| self.host.failed(e))?
+            .unless_gone(self.host.client.call(
+                self.host.context(wait),
+                self.id.clone(),
+                call,
+                budget_ms,
+            ))
+            .await?
     }
 
     /// Lets go of it: it stays open for its other holders (and, on a worker that

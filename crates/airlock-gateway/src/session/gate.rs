@@ -329,6 +329,23 @@ impl AgentSession {
                 .map_err(|e| Error::Internal(format!("could not read the approval: {e}")))?;
             match record {
                 Some(r) if r.status != ApprovalStatus::Pending => break r,
+                // Its browser went with its worker: nothing held can run, so the
+                // card closes now instead of staying approvable until it expires.
+                _ if held.session.host_gone() => {
+                    let _ = store.expire_approval(&id, now_ms()).await;
+                    self.record_decision(
+                        context,
+                        &id,
+                        ApprovalStatus::Expired,
+                        None,
+                        Some("its browser worker is gone: nothing it held can run"),
+                        held,
+                    )
+                    .await;
+                    return Err(Error::Browser(airlock_browser::Error::HostGone {
+                        reason: "it went away while the call waited for approval".to_owned(),
+                    }));
+                }
                 _ if Instant::now() >= deadline => {
                     let _ = store.expire_approval(&id, now_ms()).await;
                     self.record_decision(context, &id, ApprovalStatus::Expired, None, None, held)

@@ -580,6 +580,174 @@ async fn a_hung_worker_is_counted_gone_and_replaced() {
     .await;
 }
 
+// A worker stopped mid-flight (SIGSTOP: its socket stays open, nothing answers)
+// fails its own sessions' calls at the heartbeat, seconds later, not after the
+// call's budget and the 60 s grace; a session on the other worker of the fleet
+// answers all along, and the stopped worker is replaced, not left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_worker_fails_only_its_own_sessions_within_seconds() {
+    with_browser(|h| async move {
+        let parents = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let mut workers = Vec::new();
+        let mut remotes = Vec::new();
+        for parent in &parents {
+            std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+            let worker = local_worker(parent.path(), airlock_worker::remote::GRACE);
+            remotes.push(Remote::new(worker.clone()).await.unwrap());
+            workers.push(worker);
+        }
+        let host: Host = airlock_worker::Fleet::new(remotes).unwrap().into();
+        let gateway = Gateway::new(
+            host,
+            GatewayConfig {
+                warm_sessions: 0,
+                ..GatewayConfig::with_policy(h.site.policy())
+            },
+        );
+        let (one, other) = (gateway.agent_session(), gateway.agent_session());
+        for agent in [&one, &other] {
+            let out = agent.call(navigate(h.site.url("login.html"))).await;
+            assert_eq!(out.error, None, "{}", out.text);
+        }
+        // Each on a worker of its own (the one with the most room took each).
+        let on = |i: usize| !chromium_processes_under(parents[i].path()).is_empty();
+        assert!(on(0) && on(1), "a session on each worker");
+        let stopped = workers[0].pid().await.unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(stopped as i32),
+            nix::sys::signal::Signal::SIGSTOP,
+        )
+        .unwrap();
+        let started = tokio::time::Instant::now();
+        let (first, second) = tokio::join!(
+            one.call(navigate(h.site.url("resolve.html"))),
+            other.call(navigate(h.site.url("resolve.html")))
+        );
+        let took = started.elapsed();
+        // Which agent's session ran on the stopped worker: the one whose call failed.
+        let (failed, served, survivor) = if first.error.is_some() {
+            (first, second, &other)
+        } else {
+            (second, first, &one)
+        };
+        assert_eq!(served.error, None, "{}", served.text);
+        assert_eq!(
+            failed.error,
+            Some(ErrorCode::BrowserCrashed),
+            "{}",
+            failed.text
+        );
+        assert!(failed.text.contains("no heartbeat"), "{}", failed.text);
+        assert!(
+            took < airlock_worker::remote::SILENT_AFTER + Duration::from_secs(5),
+            "the stopped worker's call ended after {took:?}"
+        );
+        // The other session answers on.
+        let out = survivor.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        // The stopped worker and every Chromium it started are gone with it, not
+        // at the next call or the gateway's stop.
+        assert!(
+            gone(&[stopped]).await,
+            "the stopped worker was left running"
+        );
+        assert!(gone(&chromium_processes_under(parents[0].path())).await);
+        assert!(!chromium_processes_under(parents[1].path()).is_empty());
+        drop((one, other));
+        gateway.shutdown().await;
+        for parent in &parents {
+            assert!(gone(&chromium_processes_under(parent.path())).await);
+        }
+    })
+    .await;
+}
+
+// A call held for approval on a worker that is killed: the card closes at once (on
+// the record, expired with why), the call says its browser is gone, nobody can
+// approve it afterwards, and the worker's Chromium is gone with it, not at the next
+// call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_workers_held_approval_closes_and_cannot_be_approved() {
+    with_browser(|h| async move {
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let worker = local_worker(parent.path(), airlock_worker::remote::GRACE);
+        let host: Host = Remote::new(worker.clone()).await.unwrap().into();
+        let store = Store::open_in_memory().await.unwrap();
+        let gateway = Gateway::new(
+            host,
+            GatewayConfig {
+                rules: airlock_risk::Rules::from_config(&Default::default()).unwrap(),
+                approval_timeout: Duration::from_secs(600),
+                ..GatewayConfig::with_policy(h.site.policy()).store(store.clone())
+            },
+        );
+        let agent = Arc::new(gateway.agent_session());
+        let out = agent.call(navigate(h.site.url("resolve.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let held = {
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                agent
+                    .call(ToolCall::Interact(Interaction::Click {
+                        target: airlock_gateway::action::Target::Role {
+                            role: "button".into(),
+                            name: Some("Delete account".into()),
+                            index: None,
+                        },
+                        options: Default::default(),
+                    }))
+                    .await
+            })
+        };
+        let mut feed = gateway.audit().feed();
+        let approval = loop {
+            let event = feed.recv().await.unwrap();
+            if event.kind == "approval_requested" {
+                let body: serde_json::Value = serde_json::from_str(&event.body).unwrap();
+                break body["approval"].as_str().unwrap().to_owned();
+            }
+        };
+        let pid = worker.pid().await.unwrap();
+        let chromium = chromium_processes_under(parent.path());
+        assert!(!chromium.is_empty());
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let out = tokio::time::timeout(Duration::from_secs(15), held)
+            .await
+            .expect("the held call ends when its worker does")
+            .unwrap();
+        assert_eq!(out.error, Some(ErrorCode::BrowserCrashed), "{}", out.text);
+        let record = store.approval(&approval).await.unwrap().unwrap();
+        assert_eq!(record.status, airlock_store::ApprovalStatus::Expired);
+        assert!(matches!(
+            store
+                .decide_approval(&approval, true, "ops", None, 0)
+                .await
+                .unwrap(),
+            airlock_store::Decided::Closed(airlock_store::ApprovalStatus::Expired)
+        ));
+        let decided = store.audit_events(0, 10_000).await.unwrap();
+        assert!(
+            decided
+                .iter()
+                .any(|e| e.kind == "approval_decided"
+                    && e.body.contains("its browser worker is gone"))
+        );
+        assert!(
+            gone(&chromium).await,
+            "the killed worker's Chromium outlived it"
+        );
+        drop(agent);
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
 /// Container runtimes' default seccomp profiles (Kubernetes' `RuntimeDefault`)
 /// refuse user namespaces to a process without `CAP_SYS_ADMIN` though the kernel
 /// offers them, so Chromium would not start sandboxed ("No usable sandbox!"). Run
