@@ -13,6 +13,12 @@
 //!   byte alignments a value has inside a longer encoded string) of the value's UTF-8,
 //!   Latin-1, UTF-16LE and UTF-16BE bytes, and hex of its UTF-8 and Latin-1 bytes.
 //!
+//! - in the text's **reading** ([`reading`]: what a person sees, whitespace and
+//!   invisible characters left out), and the reading of its canonical form, against
+//!   the value's reading and the value reversed: a value shown one character per
+//!   line, with zero-width characters between its characters, or reversed for a
+//!   right-to-left override to show it the right way round.
+//!
 //! Whatever matched is replaced with `[REDACTED:NAME]` in the source text.
 //!
 //! The redactor matches whole values only. Airlock redacts before it cuts (paging,
@@ -22,6 +28,7 @@
 
 mod canon;
 mod entities;
+mod reading;
 
 use hex::ToHex as _;
 use std::borrow::Cow;
@@ -32,6 +39,7 @@ use base64::Engine as _;
 use zeroize::Zeroizing;
 
 use canon::Canonical;
+use reading::Reading;
 
 /// Shortest pattern matched; shorter encodings of a value (a base64 middle of a very
 /// short value) would hide ordinary text.
@@ -55,6 +63,10 @@ pub struct Redactor {
     matcher: Option<AhoCorasick>,
     // Secret name of each pattern, by pattern id.
     names: Vec<String>,
+    // The values as they read (and reversed), matched on a text's reading; their
+    // ids follow `names` (id `names.len() + i` is reading pattern i).
+    reading: Option<AhoCorasick>,
+    reading_names: Vec<String>,
     // The secret names, for Debug.
     secrets: Vec<String>,
     // Longest source text one match can cover, in bytes.
@@ -84,6 +96,8 @@ impl Redactor {
     ) -> Result<Redactor, RedactError> {
         let mut patterns: Vec<Zeroizing<String>> = Vec::new();
         let mut names = Vec::new();
+        let mut readings: Vec<Zeroizing<String>> = Vec::new();
+        let mut reading_names = Vec::new();
         let mut secrets = Vec::new();
         let mut reach = 0;
         for (name, value) in values {
@@ -102,6 +116,12 @@ impl Redactor {
                     names.push(name.to_owned());
                 }
             }
+            for form in reading_forms(value) {
+                if form.len() >= MIN_PATTERN && !readings.iter().any(|p| **p == *form) {
+                    readings.push(form);
+                    reading_names.push(name.to_owned());
+                }
+            }
         }
         if patterns.is_empty() {
             return Ok(Redactor::default());
@@ -110,9 +130,19 @@ impl Redactor {
             .match_kind(MatchKind::LeftmostLongest)
             .build(patterns.iter().map(|p| p.as_bytes()))
             .map_err(|e| RedactError(e.to_string()))?;
+        let reading = (!readings.is_empty())
+            .then(|| {
+                AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(readings.iter().map(|p| p.as_bytes()))
+                    .map_err(|e| RedactError(e.to_string()))
+            })
+            .transpose()?;
         Ok(Redactor {
             matcher: Some(matcher),
             names,
+            reading,
+            reading_names,
             secrets,
             reach,
         })
@@ -136,7 +166,7 @@ impl Redactor {
         for (start, end, name) in found {
             out.push_str(&text[last..start]);
             out.push_str("[REDACTED:");
-            out.push_str(&self.names[name]);
+            out.push_str(self.name(name));
             out.push(']');
             last = end;
         }
@@ -149,12 +179,20 @@ impl Redactor {
     pub fn secrets_in(&self, text: &str) -> Option<Vec<&str>> {
         let mut names: Vec<&str> = Vec::new();
         for (_, _, pattern) in self.find(text)? {
-            let name = self.names[pattern].as_str();
+            let name = self.name(pattern);
             if !names.contains(&name) {
                 names.push(name);
             }
         }
         Some(names)
+    }
+
+    // The secret name of pattern `id` (of either matcher).
+    fn name(&self, id: usize) -> &str {
+        match self.names.get(id) {
+            Some(name) => name,
+            None => &self.reading_names[id - self.names.len()],
+        }
     }
 
     // Source ranges to hide, sorted and merged, each with the pattern that started it.
@@ -167,10 +205,51 @@ impl Redactor {
         for m in matcher.try_find_iter(text).ok()? {
             found.push((m.start(), m.end(), m.pattern().as_usize()));
         }
-        if let Some(canonical) = Canonical::of(text) {
+        let canonical = Canonical::of(text);
+        if let Some(canonical) = &canonical {
             for m in matcher.try_find_iter(canonical.text.as_str()).ok()? {
                 let (start, end) = canonical.source_range(m.start(), m.end());
                 found.push((start, end, m.pattern().as_usize()));
+            }
+        }
+        if let Some(reading_matcher) = &self.reading {
+            let first = self.names.len();
+            // The text as it reads, and its canonical form as it reads (an entity
+            // for a zero-width space is one too).
+            let mut readings = vec![(Reading::of(text), None)];
+            if let Some(canonical) = &canonical {
+                readings.push((Reading::of(&canonical.text), Some(canonical)));
+            }
+            for (reading, under) in readings {
+                let Some(reading) = reading else {
+                    continue;
+                };
+                for m in reading_matcher.try_find_iter(reading.text.as_str()).ok()? {
+                    let (start, end) = reading.source_range(m.start(), m.end());
+                    let (start, end) = match under {
+                        Some(canonical) => canonical.source_range(start, end),
+                        None => (start, end),
+                    };
+                    found.push((start, end, first + m.pattern().as_usize()));
+                }
+            }
+        }
+        // Invisible controls next to a value go with it: an override left before the
+        // marker would show the marker backwards.
+        for (start, end, _) in &mut found {
+            while let Some(c) = text
+                .get(..*start)
+                .and_then(|t| t.chars().next_back())
+                .filter(|c| invisible(*c))
+            {
+                *start -= c.len_utf8();
+            }
+            while let Some(c) = text
+                .get(*end..)
+                .and_then(|t| t.chars().next())
+                .filter(|c| invisible(*c))
+            {
+                *end += c.len_utf8();
             }
         }
         found.sort_unstable();
@@ -206,6 +285,29 @@ impl Redact for Redactor {
     fn is_active(&self) -> bool {
         !self.is_empty()
     }
+}
+
+// A character nobody sees that is not whitespace.
+fn invisible(c: char) -> bool {
+    reading::unseen(c) && !c.is_whitespace()
+}
+
+/// The patterns of `value` matched on a text's reading: the value as it reads, and
+/// reversed (what a right-to-left override or style shows the right way round).
+fn reading_forms(value: &str) -> Vec<Zeroizing<String>> {
+    let canonical =
+        Zeroizing::new(Canonical::of(value).map_or_else(|| value.to_owned(), |c| c.text));
+    let mut out = Vec::new();
+    for form in [value, canonical.as_str()] {
+        let read = Zeroizing::new(reading::squeezed(form));
+        let reversed = Zeroizing::new(read.chars().rev().collect::<String>());
+        for f in [read, reversed] {
+            if !out.iter().any(|p: &Zeroizing<String>| **p == *f) {
+                out.push(f);
+            }
+        }
+    }
+    out
 }
 
 /// Every pattern of `value`: its canonical forms, then its byte encodings.

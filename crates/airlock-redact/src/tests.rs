@@ -282,3 +282,51 @@ fn reach_bounds_every_form() {
     assert!(every.len() <= Redact::reach(&r), "{}", every.len());
     assert!(double.len() <= Redact::reach(&r), "{}", double.len());
 }
+
+// What reads as the value on a screen is the value: one character per line, the
+// characters interleaved with ones nobody sees, reversed for a right-to-left override
+// to show it the right way round, and any of those written as HTML references.
+#[test]
+fn a_value_that_reads_as_itself_is_redacted_whatever_unseen_characters_it_carries() {
+    let chars: Vec<char> = SECRET.chars().collect();
+    let join = |sep: &str| {
+        chars
+            .iter()
+            .map(char::to_string)
+            .collect::<Vec<_>>()
+            .join(sep)
+    };
+    let reversed: String = chars.iter().rev().collect();
+    let forms = [
+        ("one per line", join("\n")),
+        ("indented lines", join("\n    ")),
+        ("zero-width spaces", join("\u{200B}")),
+        ("joiners", join("\u{200D}\u{2060}")),
+        ("soft hyphens", join("\u{00AD}")),
+        ("bidi marks", join("\u{200E}")),
+        ("byte-order marks", join("\u{FEFF}")),
+        ("variation selectors", join("\u{FE0F}")),
+        ("tags", join("\u{E0041}")),
+        ("entities", join("&#8203;")),
+        ("override", format!("\u{202E}{reversed}\u{202C}")),
+        ("reversed", reversed.clone()),
+    ];
+    for (label, form) in forms {
+        let text = format!("before {form} after");
+        let out = redactor().redact(&text).into_owned();
+        assert_eq!(out, "before [REDACTED:app] after", "{label}");
+    }
+    // Ordinary text around such characters survives, and a prefix read the same way
+    // is no value (no guessing oracle).
+    let r = redactor();
+    let plain = "a\u{200B}b c\u{00AD}d";
+    assert_eq!(r.redact(plain), plain);
+    for n in 1..chars.len() {
+        let prefix = chars[..n]
+            .iter()
+            .map(char::to_string)
+            .collect::<Vec<_>>()
+            .join("\u{200B}");
+        assert_eq!(r.redact(&prefix), prefix.as_str(), "prefix {n}");
+    }
+}

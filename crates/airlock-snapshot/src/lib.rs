@@ -11,4 +11,7 @@ mod render;
 
 pub use diff::diff;
 pub use node::Node;
-pub use render::{Line, RenderOptions, Window, find, interactive_only, lines, max_depth, window};
+pub use render::{
+    Line, RenderOptions, Window, find, interactive_only, lines, mask_spread_lines, max_depth,
+    window,
+};

@@ -122,6 +122,8 @@ pub fn lines(root: &Node, options: &RenderOptions) -> Vec<Line> {
         origin: origin.as_deref(),
         redactor,
         tab: options.tab,
+        masks: rendered::Masks::of(&folded, redactor),
+        next: std::cell::Cell::new(0),
     };
     for node in &folded {
         emit(node, 0, None, &context, &mut out);
@@ -544,6 +546,26 @@ struct Emit<'a> {
     origin: Option<&'a str>,
     redactor: &'a dyn Redact,
     tab: u32,
+    // Pieces of secrets the page spread over several strings, by piece.
+    masks: rendered::Masks,
+    // The next piece, in `rendered::pieces` order.
+    next: std::cell::Cell<usize>,
+}
+
+impl Emit<'_> {
+    // The first of the next `n` pieces.
+    fn pieces(&self, n: usize) -> usize {
+        let first = self.next.get();
+        self.next.set(first + n);
+        first
+    }
+
+    // Piece `i` as shown: what the page spread is masked, then the redactor runs.
+    fn shown(&self, i: usize, text: &str) -> String {
+        self.redactor
+            .redact(&self.masks.apply(i, text))
+            .into_owned()
+    }
 }
 
 fn emit(
@@ -556,10 +578,11 @@ fn emit(
     let index = out.len();
     let (node, text, children) = match folded {
         Folded::Text(text) => {
+            let piece = context.pieces(1);
             out.push(Line {
                 depth,
                 parent,
-                text: format!("text: {}", cut(&context.redactor.redact(text))),
+                text: format!("text: {}", cut(&context.shown(piece, text))),
                 reference: None,
                 interactive: false,
                 heading: None,
@@ -575,10 +598,11 @@ fn emit(
         } => (*node, text.as_deref(), children),
     };
     let interactive = is(&node.role, INTERACTIVE) || node.clickable.is_some();
+    let pieces = context.pieces(3);
     out.push(Line {
         depth,
         parent,
-        text: line_text(node, text, context),
+        text: line_text(node, text, pieces, context),
         reference: node.node.map(|n| NodeRef {
             tab: context.tab,
             frame: node.frame,
@@ -626,8 +650,9 @@ fn quoted(text: &str) -> String {
     out
 }
 
-// An element's line; `text` is what folding left it.
-fn line_text(node: &Node, text: Option<&str>, context: &Emit<'_>) -> String {
+// An element's line; `text` is what folding left it; its name, value and text are
+// pieces `pieces..pieces + 3`.
+fn line_text(node: &Node, text: Option<&str>, pieces: usize, context: &Emit<'_>) -> String {
     let redact = |text: &str| context.redactor.redact(text).into_owned();
     // The ref leads the line: `e5 button "Save"` costs three tokens fewer than
     // `button "Save" [ref=e5]`, on every line of every snapshot.
@@ -643,7 +668,7 @@ fn line_text(node: &Node, text: Option<&str>, context: &Emit<'_>) -> String {
         ),
         None => node.role.clone(),
     };
-    let name = redact(&collapse(&node.name));
+    let name = context.shown(pieces, &collapse(&node.name));
     if !name.is_empty() {
         s.push(' ');
         s.push_str(&quoted(&name));
@@ -682,7 +707,7 @@ fn line_text(node: &Node, text: Option<&str>, context: &Emit<'_>) -> String {
             None => " [password]",
         });
     } else if let Some(value) = &node.value {
-        let _ = write!(s, " value={}", quoted(&redact(value)));
+        let _ = write!(s, " value={}", quoted(&context.shown(pieces + 1, value)));
     }
     if let Some(url) = &node.url {
         let url = redact(url);
@@ -697,7 +722,7 @@ fn line_text(node: &Node, text: Option<&str>, context: &Emit<'_>) -> String {
         let _ = write!(s, " [url={}]", cut(shown));
     }
     if let Some(text) = text {
-        let _ = write!(s, ": {}", cut(&redact(text)));
+        let _ = write!(s, ": {}", cut(&context.shown(pieces + 2, text)));
     }
     s
 }
@@ -712,274 +737,8 @@ fn origin_of(url: &str) -> Option<String> {
     Some(format!("{scheme}://{}", &rest[..host_end]))
 }
 
+mod rendered;
+
+pub use rendered::mask_spread_lines;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tree(json: &str) -> Node {
-        serde_json::from_str(json).unwrap()
-    }
-
-    fn render(json: &str) -> String {
-        let all = lines(&tree(json), &RenderOptions::default());
-        window(&all, 0, usize::MAX, usize::MAX).text
-    }
-
-    #[test]
-    fn a_depth_limit_counts_what_it_leaves_out_on_the_last_line_shown() {
-        let all = lines(
-            &tree(
-                r#"{"r":"RootWebArea","k":[
-                  {"r":"navigation","k":[
-                    {"r":"form","i":1,"k":[{"r":"textbox","n":"A","i":2},{"r":"button","n":"B","i":3}]},
-                    {"r":"button","n":"C","i":4}]},
-                  {"r":"button","n":"D","i":5}]}"#,
-            ),
-            &RenderOptions::default(),
-        );
-        let text = |lines: &[Line]| window(lines, 0, usize::MAX, usize::MAX).text;
-        assert_eq!(
-            text(&max_depth(&all, 1)),
-            "- navigation [+4]\n- e5 button \"D\"\n"
-        );
-        assert_eq!(
-            text(&max_depth(&all, 2)),
-            "- navigation\n  - e1 form [+2]\n  - e4 button \"C\"\n- e5 button \"D\"\n"
-        );
-        assert_eq!(text(&max_depth(&all, 9)), text(&all));
-    }
-
-    #[test]
-    fn folds_wrappers_and_redundant_text() {
-        let out = render(
-            r#"{"r":"RootWebArea","k":[
-              {"r":"heading","n":"Users","l":1,"k":[{"r":"text","t":"Users"}]},
-              {"r":"LabelText","k":[{"r":"text","t":"Password "},
-                 {"r":"textbox","n":"Password","i":12,"p":true,"v":"••••"}]},
-              {"r":"paragraph","k":[{"r":"text","t":"Para with "},{"r":"emphasis","k":[{"r":"text","t":"stress"}]},{"r":"text","t":" here."}]}
-            ]}"#,
-        );
-        assert_eq!(
-            out,
-            "- heading \"Users\" [level=1]\n\
-             - e12 textbox \"Password\" [password=••••]\n\
-             - paragraph: Para with stress here.\n"
-        );
-    }
-
-    #[test]
-    fn an_unnamed_main_and_empty_regions_cost_no_line() {
-        let out = render(
-            r#"{"r":"RootWebArea","k":[
-              {"r":"navigation","k":[{"r":"link","n":"Home","i":1}]},
-              {"r":"main","k":[
-                {"r":"heading","n":"Sign in","l":1},
-                {"r":"form","i":2,"k":[{"r":"textbox","n":"User","i":3}]},
-                {"r":"status"},
-                {"r":"list","k":[{"r":"listitem"}]}]},
-              {"r":"main","n":"Named","k":[{"r":"button","n":"Go","i":4}]},
-              {"r":"button","i":5}]}"#,
-        );
-        assert_eq!(
-            out,
-            "- navigation\n  \
-               - e1 link \"Home\"\n\
-             - heading \"Sign in\" [level=1]\n\
-             - e2 form\n  \
-               - e3 textbox \"User\"\n\
-             - main \"Named\"\n  \
-               - e4 button \"Go\"\n\
-             - e5 button\n"
-        );
-    }
-
-    #[test]
-    fn labels_captions_and_rowgroups_do_not_repeat_names() {
-        let out = render(
-            r#"{"r":"RootWebArea","k":[
-              {"r":"LabelText","lc":1,"k":[{"r":"text","t":"Username"}]},
-              {"r":"textbox","n":"Username","i":2},
-              {"r":"LabelText","k":[{"r":"text","t":"Loose label"}]},
-              {"r":"table","n":"Accounts","i":4,"k":[
-                {"r":"caption","k":[{"r":"text","t":"Accounts"}]},
-                {"r":"rowgroup","k":[{"r":"row","i":5,"k":[{"r":"columnheader","n":"Name"}]}]}
-              ]}]}"#,
-        );
-        assert_eq!(
-            out,
-            "- e2 textbox \"Username\"\n\
-             - text: Loose label\n\
-             - e4 table \"Accounts\"\n  \
-               - e5 row: Name\n"
-        );
-    }
-
-    #[test]
-    fn rows_read_as_cells_then_actions() {
-        let out = render(
-            r#"{"r":"RootWebArea","k":[{"r":"table","n":"Accounts","i":4,"k":[
-              {"r":"row","i":5,"k":[
-                {"r":"cell","n":"alice","k":[{"r":"text","t":"alice"}]},
-                {"r":"cell","n":"admin","k":[{"r":"text","t":"admin"}]},
-                {"r":"cell","n":"Edit Delete","k":[{"r":"button","n":"Edit","i":8},{"r":"text","t":" "},{"r":"button","n":"Delete","i":9}]}
-              ]}]}]}"#,
-        );
-        assert_eq!(
-            out,
-            "- e4 table \"Accounts\"\n  \
-               - e5 row: alice | admin\n    \
-                 - e8 button \"Edit\"\n    \
-                 - e9 button \"Delete\"\n"
-        );
-    }
-
-    #[test]
-    fn window_pages_with_a_truncation_line() {
-        let json = format!(
-            r#"{{"r":"RootWebArea","k":[{}]}}"#,
-            (0..10)
-                .map(|i| format!(r#"{{"r":"button","n":"B{i}","i":{i}}}"#))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        let all = lines(&tree(&json), &RenderOptions::default());
-        let first = window(&all, 0, 4, usize::MAX);
-        assert_eq!((first.start, first.end, first.total), (0, 4, 10));
-        assert!(first.text.ends_with(
-            "offset=4 for the next page, or narrow it with find, scope_ref or interactive_only]\n"
-        ));
-        let last = window(&all, 8, 4, usize::MAX);
-        assert!(last.text.starts_with("- e8 button \"B8\""), "{}", last.text);
-        assert!(last.text.contains("[end of snapshot: lines 9-10 of 10]"));
-        let small = window(&all, 0, usize::MAX, 60);
-        assert!(small.end < 10 && small.end >= 1);
-    }
-
-    #[test]
-    fn interactive_only_keeps_actions_rows_and_the_headings_that_tell_them_apart() {
-        let json = r#"{"r":"RootWebArea","k":[
-            {"r":"heading","n":"Users","l":1},
-            {"r":"paragraph","k":[{"r":"text","t":"intro"}]},
-            {"r":"table","i":2,"k":[{"r":"row","k":[{"r":"cell","n":"a"},{"r":"cell","k":[{"r":"button","n":"Go","i":4}]}]}]}
-        ]}"#;
-        let all = lines(&tree(json), &RenderOptions::default());
-        let kept = interactive_only(&all);
-        let text = window(&kept, 0, usize::MAX, usize::MAX).text;
-        // The one heading over every action locates nothing.
-        assert_eq!(text, "- e2 table\n  - row: a\n    - e4 button \"Go\"\n");
-        // Two sections with actions keep their headings; one over text alone goes,
-        // and a subsection's action counts for the heading above it too.
-        let json = r#"{"r":"RootWebArea","k":[
-            {"r":"heading","n":"Billing","l":2},
-            {"r":"button","n":"Pay","i":1},
-            {"r":"heading","n":"History","l":2},
-            {"r":"paragraph","k":[{"r":"text","t":"nothing yet"}]},
-            {"r":"heading","n":"Account","l":2},
-            {"r":"heading","n":"Danger","l":3},
-            {"r":"button","n":"Delete","i":2}
-        ]}"#;
-        let all = lines(&tree(json), &RenderOptions::default());
-        let text = window(&interactive_only(&all), 0, usize::MAX, usize::MAX).text;
-        assert_eq!(
-            text,
-            "- heading \"Billing\" [level=2]\n- e1 button \"Pay\"\n\
-             - heading \"Account\" [level=2]\n- heading \"Danger\" [level=3]\n\
-             - e2 button \"Delete\"\n"
-        );
-    }
-
-    #[test]
-    fn find_returns_matches_with_context() {
-        let json = r#"{"r":"RootWebArea","k":[
-            {"r":"heading","n":"Settings","l":2},
-            {"r":"form","i":1,"k":[{"r":"button","n":"Cancel","i":2},{"r":"button","n":"Save","i":3}]},
-            {"r":"heading","n":"Other","l":2}
-        ]}"#;
-        let all = lines(&tree(json), &RenderOptions::default());
-        let text = window(&find(&all, "save"), 0, usize::MAX, usize::MAX).text;
-        assert_eq!(
-            text,
-            "- heading \"Settings\" [level=2]\n- e1 form\n  - e3 button \"Save\"\n"
-        );
-        assert!(find(&all, "nothing like this").is_empty());
-        // A match brings its subtree: the buttons of a row found by its text.
-        let json = r#"{"r":"RootWebArea","k":[
-            {"r":"table","i":1,"k":[
-                {"r":"row","k":[{"r":"cell","n":"alice"},{"r":"cell","k":[{"r":"button","n":"Edit","i":2}]}]},
-                {"r":"row","k":[{"r":"cell","n":"bob"},{"r":"cell","k":[{"r":"button","n":"Edit","i":3}]}]}
-            ]}
-        ]}"#;
-        let all = lines(&tree(json), &RenderOptions::default());
-        let text = window(&find(&all, "bob"), 0, usize::MAX, usize::MAX).text;
-        assert_eq!(text, "- e1 table\n  - row: bob\n    - e3 button \"Edit\"\n");
-    }
-
-    #[test]
-    fn long_text_is_cut_and_links_are_relative() {
-        let long = "x".repeat(250);
-        let json = format!(
-            r#"{{"r":"RootWebArea","k":[{{"r":"paragraph","k":[{{"r":"text","t":"{long}"}}]}},
-               {{"r":"link","n":"Docs","i":1,"u":"http://127.0.0.1:9/docs?a=1"}},
-               {{"r":"link","n":"Ext","i":2,"u":"https://example.com/"}}]}}"#
-        );
-        let all = lines(
-            &tree(&json),
-            &RenderOptions {
-                page_url: Some("http://127.0.0.1:9/index.html".to_owned()),
-                ..RenderOptions::default()
-            },
-        );
-        assert!(all[0].text.ends_with("… [+50 chars]"), "{}", all[0].text);
-        assert_eq!(all[1].text, "e1 link \"Docs\" [url=/docs?a=1]");
-        assert_eq!(all[2].text, "e2 link \"Ext\" [url=https://example.com/]");
-    }
-
-    // Stands in for the vault's redactor: hides one literal.
-    struct HideWord(&'static str);
-
-    impl Redact for HideWord {
-        fn redact<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
-            if text.contains(self.0) {
-                text.replace(self.0, "[REDACTED:w]").into()
-            } else {
-                text.into()
-            }
-        }
-        fn reach(&self) -> usize {
-            self.0.len()
-        }
-        fn is_active(&self) -> bool {
-            true
-        }
-    }
-
-    #[test]
-    fn text_is_redacted_after_folding_and_before_it_is_cut() {
-        let secret = "s3cr3t-v4lue";
-        // The secret straddles the 200-character cut, split over two inline runs.
-        let before = "x".repeat(195);
-        let json = format!(
-            r#"{{"r":"RootWebArea","k":[{{"r":"paragraph","k":[{{"r":"text","t":"{before}s3cr3t"}},{{"r":"strong","k":[{{"r":"text","t":"-v4lue"}}]}},{{"r":"text","t":" tail"}}]}},
-               {{"r":"button","n":"{secret}","i":1}},
-               {{"r":"textbox","n":"Note","i":2,"v":"{secret}"}},
-               {{"r":"link","n":"Go","i":3,"u":"http://127.0.0.1:9/?k={secret}"}}]}}"#
-        );
-        let all = lines(
-            &tree(&json),
-            &RenderOptions {
-                page_url: Some("http://127.0.0.1:9/".to_owned()),
-                redactor: Some(Arc::new(HideWord(secret))),
-                tab: 0,
-            },
-        );
-        let text: Vec<&str> = all.iter().map(|l| l.text.as_str()).collect();
-        for line in &text {
-            assert!(!line.contains("s3cr"), "{line}");
-        }
-        // The cut falls inside the marker, never inside the value.
-        assert!(text[0].contains("xxx[REDA…"), "{}", text[0]);
-        assert_eq!(text[1], "e1 button \"[REDACTED:w]\"");
-        assert_eq!(text[2], "e2 textbox \"Note\" value=\"[REDACTED:w]\"");
-        assert_eq!(text[3], "e3 link \"Go\" [url=/?k=[REDACTED:w]]");
-    }
-}
+mod tests;

@@ -638,7 +638,10 @@ impl Session {
                 while !raw.is_char_boundary(end) {
                     end -= 1;
                 }
-                let mut kept = self.scrub(&raw[..end]);
+                let mut kept = self.scrub(&airlock_snapshot::mask_spread_lines(
+                    &raw[..end],
+                    &*self.redactor,
+                ));
                 kept.push_str(&format!(
                     "\n[the rest of the page's text is not read: {why}]"
                 ));
@@ -646,7 +649,9 @@ impl Session {
             }
             // Redacted whole before it is paged: no page may end or start inside a
             // secret.
-            None => self.scrub(raw),
+            // What a page spread over lines (a character per list item) is masked
+            // before: no single line holds it.
+            None => self.scrub(&airlock_snapshot::mask_spread_lines(raw, &*self.redactor)),
         };
         text.shrink_to_fit();
         Ok(page_of(&text, offset, max_bytes.max(256)))
