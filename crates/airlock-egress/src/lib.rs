@@ -13,6 +13,11 @@
 //!
 //! A refusal is a `403` with a one-line plain body (`policy_denied: …`), and counted
 //! per reason for the session's tool results.
+//!
+//! The listener is a loopback port any local process could dial; it serves only
+//! connections whose socket belongs to its own user (Chromium runs as the worker's
+//! user), as the kernel's socket table says. Another user's process cannot relay
+//! through a session's proxy, nor learn what its policy allows.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -108,6 +113,27 @@ fn authority(host: &str, port: u16) -> String {
     )
 }
 
+// Whether the socket that connected from `peer` to `listener` belongs to this
+// process's user. Unknown (no socket table, no entry) is a no.
+async fn own_user(peer: SocketAddr, listener: SocketAddr) -> bool {
+    let me = nix::unistd::geteuid().as_raw();
+    let owner = tokio::task::spawn_blocking(move || {
+        let table = match (peer, listener) {
+            (SocketAddr::V4(_), SocketAddr::V4(_)) => procfs::net::tcp(),
+            _ => procfs::net::tcp6(),
+        };
+        table
+            .ok()?
+            .into_iter()
+            .find(|e| e.local_address == peer && e.remote_address == listener)
+            .map(|e| e.uid)
+    })
+    .await
+    .ok()
+    .flatten();
+    owner == Some(me)
+}
+
 /// One session's proxy. Dropping it stops the listener and every connection.
 pub struct EgressProxy {
     addr: SocketAddr,
@@ -138,11 +164,15 @@ impl EgressProxy {
             loop {
                 tokio::select! {
                     accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
+                        let Ok((stream, peer)) = accepted else { continue };
                         let policy = current.clone();
                         let resolver = resolver.clone();
                         let counts = counts.clone();
                         connections.spawn(async move {
+                            if !own_user(peer, addr).await {
+                                tracing::warn!(%peer, "refused a connection to a session's proxy from another user");
+                                return;
+                            }
                             if let Err(error) = serve(stream, &policy, resolver.as_ref(), &counts).await {
                                 tracing::debug!(%error, "egress connection ended");
                             }

@@ -334,3 +334,58 @@ async fn a_deny_all_proxy_refuses_everything_until_its_policy_is_set() {
     assert!(reply.ends_with("hello"), "{reply}");
     assert_eq!(server.count(), 2);
 }
+
+// A session's proxy is a loopback port every local user can dial: a process of
+// another user (here `nobody`) is refused before its request is read, and reaches
+// nothing through it; the same request from the proxy's own user goes through.
+#[tokio::test]
+async fn another_users_process_cannot_relay_through_a_sessions_proxy() {
+    use std::os::unix::process::CommandExt as _;
+    let allowed = counting().await;
+    let proxy = EgressProxy::start(
+        policy(&[format!("127.0.0.1:{}", allowed.addr.port())]),
+        Arc::new(SystemResolver),
+    )
+    .await
+    .unwrap();
+    let request = get(&format!("http://127.0.0.1:{}/x", allowed.addr.port()));
+    let script = format!(
+        "import socket,sys\ns=socket.create_connection(('127.0.0.1',{}))\ns.sendall({:?}.encode())\nd=b''\ntry:\n  while True:\n    c=s.recv(4096)\n    if not c: break\n    d+=c\nexcept ConnectionResetError:\n  pass\nsys.stdout.write(d.decode())\n",
+        proxy.addr().port(),
+        request
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        // A tool run as another user, waited for here.
+        #[allow(clippy::disallowed_methods)]
+        std::process::Command::new("/usr/bin/python3")
+            .args(["-c", &script])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "another user was served"
+    );
+    assert_eq!(
+        allowed.count(),
+        0,
+        "another user's request reached the listener"
+    );
+
+    let out = via_proxy(&proxy, &request).await;
+    assert!(
+        out.starts_with("HTTP/1.1 200") && out.ends_with("hello"),
+        "{out}"
+    );
+    assert_eq!(allowed.count(), 1);
+}
