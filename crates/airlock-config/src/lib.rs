@@ -541,6 +541,41 @@ fn explain_parse_error(text: &str, error: &toml::de::Error) -> String {
 }
 
 impl Config {
+    /// Every secret the configuration gives Airlock itself (never a vault secret), by
+    /// what it is: API keys, the webhook's signing key, model API keys, worker tokens,
+    /// a JWT secret. Nothing a page or a model makes Airlock repeat may carry one.
+    pub fn own_secrets(&self) -> Vec<(&'static str, &str)> {
+        let mut out = Vec::new();
+        for key in [&self.server.api_key, &self.server.admin_key]
+            .into_iter()
+            .flatten()
+        {
+            out.push(("api-key", key.expose()));
+        }
+        if let Some(hook) = &self.approvals.webhook {
+            out.push(("webhook-secret", hook.secret.expose()));
+        }
+        for model in &self.tasks.models {
+            if let ModelKey::Value(key) = &model.key {
+                out.push(("model-key", key.expose()));
+            }
+        }
+        for worker in &self.workers {
+            out.push(("worker-token", worker.token.expose()));
+        }
+        if let Some(registration) = &self.registration {
+            out.push(("worker-token", registration.token.expose()));
+        }
+        if let Some(JwtConfig {
+            keys: JwtKeys::Hs256(secret),
+            ..
+        }) = &self.server.jwt
+        {
+            out.push(("jwt-secret", secret.expose()));
+        }
+        out
+    }
+
     /// Layers defaults < `file` (path and text, if any) < environment, then validates.
     pub fn load(file: Option<(&Path, &str)>, env: &dyn EnvSource) -> Result<Config> {
         let raw = match file {

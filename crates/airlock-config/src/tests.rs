@@ -153,6 +153,11 @@ fn the_approvers_key_is_its_own_and_the_webhook_is_signed() {
     .unwrap();
     let hook = config.approvals.webhook.as_ref().unwrap();
     assert_eq!(hook.secret.expose(), "env-secret-0123456789");
+    // Its key is one of the deployment's own secrets, hidden in whatever Airlock says.
+    assert_eq!(
+        config.own_secrets(),
+        [("webhook-secret", "env-secret-0123456789")]
+    );
     let printed = format!("{config:?}");
     assert!(
         !printed.contains("env-secret") && !printed.contains("file-secret"),

@@ -208,12 +208,19 @@ pub struct AuditLog {
     fed: tokio::sync::Mutex<Option<u64>>,
     // The events this process appended.
     here: tokio::sync::broadcast::Sender<FeedEvent>,
+    // The deployment's own secrets, hidden in every event whoever writes it.
+    own: Option<Arc<airlock_vault::Redactor>>,
 }
 
 impl AuditLog {
     /// A log in `store` (none: events are not kept), signed as `checkpoints` say.
-    pub(crate) fn new(store: Option<Store>, checkpoints: Option<Checkpoints>) -> AuditLog {
+    pub(crate) fn new(
+        store: Option<Store>,
+        checkpoints: Option<Checkpoints>,
+        own: Option<Arc<airlock_vault::Redactor>>,
+    ) -> AuditLog {
         AuditLog {
+            own,
             store,
             trail: checkpoints.map(Trail::new),
             feed: tokio::sync::broadcast::channel(FEED_DEPTH).0,
@@ -352,6 +359,9 @@ impl AuditLog {
         let mut fields = serde_json::Value::Object(entry.fields());
         if let Some(redact) = redact {
             redact_strings(&mut fields, redact);
+        }
+        if let Some(own) = &self.own {
+            redact_strings(&mut fields, &|text: &str| own.redact(text).into_owned());
         }
         let serde_json::Value::Object(fields) = fields else {
             return Ok(None);

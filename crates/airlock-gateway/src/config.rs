@@ -60,6 +60,10 @@ pub struct GatewayConfig {
     pub download_dir: Option<std::path::PathBuf>,
     /// Origin sets and checks on data carried between sites (`[flow]`).
     pub flow: airlock_config::Flow,
+    /// The deployment's own secrets (webhook key, model keys, worker tokens): hidden
+    /// in every result and audit event, whatever a page or a model makes Airlock
+    /// repeat.
+    pub own_secrets: Option<std::sync::Arc<airlock_vault::Redactor>>,
 }
 
 impl Default for GatewayConfig {
@@ -88,6 +92,7 @@ impl Default for GatewayConfig {
             upload_dir: None,
             download_dir: None,
             flow: airlock_config::Flow::default(),
+            own_secrets: None,
         }
     }
 }

@@ -117,6 +117,7 @@ impl Gateway {
         let audit = Arc::new(AuditLog::new(
             config.store.clone(),
             config.checkpoints.clone(),
+            config.own_secrets.clone(),
         ));
         let gateway = Arc::new(Gateway {
             host,

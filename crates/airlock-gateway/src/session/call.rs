@@ -231,6 +231,9 @@ impl AgentSession {
         // it; every output passes the redactor once more as a whole (it withholds all
         // of a text if it ever fails).
         out.redact_with(|text| held.loaded.redact(text));
+        if let Some(own) = &self.inner.config.own_secrets {
+            out.redact_with(|text| own.redact(text).into_owned());
+        }
         // Then shown as it is: a page's bidirectional override or control character
         // is written out, not obeyed, wherever the result is read.
         out.redact_with(|text| airlock_core::text::display_safe(text).into_owned());

@@ -183,6 +183,7 @@ pub(crate) async fn gateway_as(
             upload_dir: config.upload_dir.clone(),
             download_dir: config.download_dir.clone(),
             flow: config.flow.clone(),
+            own_secrets: own_secrets(config)?,
         },
     );
     // Sessions a killed gateway of this data dir left open end on the record now.
@@ -195,6 +196,17 @@ pub(crate) async fn gateway_as(
         airlock_http::webhook::spawn(&gateway, hook);
     }
     Ok(gateway)
+}
+
+// The deployment's own secrets as one redactor, if it has any.
+fn own_secrets(config: &Config) -> anyhow::Result<Option<std::sync::Arc<airlock_vault::Redactor>>> {
+    let secrets = config.own_secrets();
+    if secrets.is_empty() {
+        return Ok(None);
+    }
+    let redactor = airlock_vault::Redactor::new(secrets)
+        .context("building the redactor of Airlock's own secrets")?;
+    Ok(Some(std::sync::Arc::new(redactor)))
 }
 
 /// The caps on live sessions: as configured, the global one derived from the

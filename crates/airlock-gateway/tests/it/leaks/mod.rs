@@ -22,6 +22,7 @@ use crate::credentials::capture_logs;
 use crate::navigate;
 
 pub(crate) mod operator;
+mod own;
 mod rendered;
 
 /// Latin-1 only, so `btoa` and `escape()` give single bytes (`%E4`); it has every
