@@ -231,6 +231,24 @@ def check_the_audit_key_is_shared_and_private(objects, secrets):
     assert volume["secret"].get("defaultMode", 0o644) & 0o007 == 0, volume
 
 
+def check_the_worker_token_is_a_file(objects, secrets):
+    # An environment variable is inherited by every child (Chromium's browser
+    # process): the token is a mounted file, readable by the pod's user only.
+    for obj, pod in pod_specs(objects):
+        for c in pod["containers"]:
+            names = [env["name"] for env in c.get("env", [])]
+            assert "AIRLOCK_WORKER_TOKEN" not in names, f"{c['name']}: the worker token is an environment variable"
+    for pod in (control_pod(objects), worker_pod(objects)):
+        volume = next((v for v in pod.get("volumes", []) if any(
+            i.get("key") == "worker-token" for i in v.get("secret", {}).get("items", []))), None)
+        assert volume is not None, "the worker token is not mounted"
+        assert volume["secret"].get("defaultMode", 0o644) & 0o077 == 0, volume
+    args = " ".join(worker_pod(objects)["containers"][0]["args"])
+    assert "--token-file=" in args, f"the worker does not read its token from a file: {args}"
+    config = named(objects, "ConfigMap", "airlock-config")["data"]["airlock.toml"]
+    assert "token_file = " in config, "the control plane does not read the worker token from a file"
+
+
 CHECKS = [
     check_files_are_all_rendered,
     check_namespace_is_restricted,
@@ -243,6 +261,7 @@ CHECKS = [
     check_disruption_budgets_and_autoscalers,
     check_secrets_referenced_exist,
     check_the_audit_key_is_shared_and_private,
+    check_the_worker_token_is_a_file,
 ]
 
 
@@ -302,6 +321,15 @@ def breakages():
             if v.get("secret", {}).get("secretName") == "airlock-audit-key":
                 v["secret"]["defaultMode"] = 0o444
 
+    def worker_token_in_env(objects, secrets):
+        worker_pod(objects)["containers"][0].setdefault("env", []).append(
+            {"name": "AIRLOCK_WORKER_TOKEN", "valueFrom": {"secretKeyRef": {"name": "airlock-secrets", "key": "worker-token"}}})
+
+    def worker_token_group_readable(objects, secrets):
+        for v in worker_pod(objects)["volumes"]:
+            if any(i.get("key") == "worker-token" for i in v.get("secret", {}).get("items", [])):
+                v["secret"]["defaultMode"] = 0o440
+
     def caps_kept(objects, secrets):
         worker_pod(objects)["containers"][0]["securityContext"]["capabilities"]["drop"] = []
 
@@ -326,6 +354,8 @@ def breakages():
          audit_key_world_readable),
         ("worker egress to another control-plane port", check_workers_cannot_reach_the_cluster_or_metadata,
          worker_reaches_control_plane_database_port),
+        ("worker token in the environment", check_the_worker_token_is_a_file, worker_token_in_env),
+        ("worker token readable by the group", check_the_worker_token_is_a_file, worker_token_group_readable),
     ]
 
 

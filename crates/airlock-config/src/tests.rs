@@ -415,14 +415,14 @@ fn the_kubernetes_config_map_is_a_valid_config() {
         .collect::<Vec<_>>()
         .join("\n");
     assert!(toml.contains("[registration]"), "{toml}");
-    let config = load(
-        &toml,
-        &[(
-            "AIRLOCK_WORKER_TOKEN",
-            "a-worker-token-of-at-least-thirty-two-characters",
-        )],
-    )
-    .unwrap();
+    // The worker token is a mounted file, never an environment variable.
+    let token_file = "/etc/airlock/worker-token/token";
+    assert!(toml.contains(token_file), "{toml}");
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a-worker-token-of-at-least-thirty-two-characters\n").unwrap();
+    let toml = toml.replace(token_file, &token.display().to_string());
+    let config = load(&toml, &[]).unwrap();
     assert!(config.registration.is_some());
     assert!(config.audit.key_file.is_some());
 }
