@@ -125,6 +125,7 @@ impl Remote {
                 pid: 0,
                 uid: 0,
                 sandbox: false,
+                undumpable: false,
                 default_isolation,
                 action_budget_ms: 0,
             }),

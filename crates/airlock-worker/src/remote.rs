@@ -77,6 +77,10 @@ pub struct About {
     /// The longest a call waits on a page by its budgets (action or navigation),
     /// in milliseconds.
     pub action_budget_ms: u64,
+    /// No other process of its user can read its memory or trace it
+    /// (`PR_SET_DUMPABLE` 0).
+    #[serde(default)]
+    pub undumpable: bool,
 }
 
 #[derive(Serialize, Deserialize)]

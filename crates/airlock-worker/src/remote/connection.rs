@@ -142,6 +142,7 @@ fn about(host: &LocalHost) -> About {
         pid: std::process::id(),
         uid: nix::unistd::geteuid().as_raw(),
         sandbox: !airlock_browser::needs_no_sandbox(),
+        undumpable: nix::sys::prctl::get_dumpable().is_ok_and(|dumpable| !dumpable),
         default_isolation: options.default_isolation,
         action_budget_ms: u64::try_from(
             options

@@ -222,12 +222,11 @@ async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
             return;
         }
     };
-    if let Some(remote) = host.remote() {
+    if !config.workers.is_empty() || config.registration.is_some() {
+        remote_workers(config, &host, report).await;
+    } else if let Some(remote) = host.remote() {
         let about = remote.about().clone();
-        let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(about.uid))
-            .ok()
-            .flatten()
-            .map_or_else(|| format!("uid {}", about.uid), |u| u.name);
+        let user = user_name(about.uid);
         if about.uid == 0 {
             report.fail(
                 "browser worker",
@@ -237,22 +236,27 @@ async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
             report.pass(
                 "browser worker",
                 &format!(
-                    "a process of its own (pid {}) as `{user}` ([worker] user = \"{}\")",
-                    about.pid, config.worker_user
+                    "a process of its own (pid {}) as `{user}` (uid {}, [worker] user = \"{}\")",
+                    about.pid, about.uid, config.worker_user
                 ),
             );
         }
-        if about.sandbox {
-            report.pass(
-                "sandbox",
-                "Chromium runs with its own sandbox in the worker",
-            );
-        } else {
+        if user == "nobody" {
             report.note(
-                "sandbox",
-                "the kernel offers the worker's user no sandbox: Chromium starts with --no-sandbox",
+                "worker user",
+                "`nobody` is shared with whatever else runs as it on this host: give the worker a user of its own \
+                 (`useradd --system --no-create-home --shell /usr/sbin/nologin airlock-worker`, then [worker] user)",
             );
         }
+        memory(report, &about);
+        report.note(
+            "chromium user",
+            &format!(
+                "Chromium runs as the worker's user (`{user}`): a compromised browser process can do what that user \
+                 can, but cannot read the worker's memory (docs/workers.md)"
+            ),
+        );
+        sandbox(report, &about);
     }
     let spec = airlock_worker::OpenSpec {
         isolation: None,
@@ -272,6 +276,72 @@ async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
         Err(e) => report.fail("chromium starts in the worker", &e.to_string()),
     }
     host.shutdown().await;
+}
+
+// Every worker on another machine: who it runs as and what protects it, as each
+// says at its handshake.
+async fn remote_workers(
+    config: &airlock_config::Config,
+    host: &airlock_worker::Host,
+    report: &mut Report,
+) {
+    let workers = host.workers_status(std::time::Duration::from_secs(5)).await;
+    if workers.is_empty() && config.registration.is_some() {
+        report.note(
+            "browser workers",
+            "none registered yet: each says who it runs as when a replica first connects (run `airlock doctor` on a worker's host)",
+        );
+    }
+    for (address, load, about) in workers {
+        let check = format!("browser worker {address}");
+        if load.is_none() {
+            report.fail(&check, "does not answer");
+            continue;
+        }
+        if about.uid == 0 {
+            report.fail(&check, "runs as root: run it as an unprivileged user");
+        } else {
+            report.pass(&check, &format!("pid {} as uid {}", about.pid, about.uid));
+        }
+        memory(report, &about);
+        sandbox(report, &about);
+    }
+}
+
+// Whether the worker's memory is closed to its user's other processes.
+fn memory(report: &mut Report, about: &airlock_worker::About) {
+    if about.undumpable {
+        report.pass(
+            "worker memory",
+            "non-dumpable: no other process of its user can read or trace it",
+        );
+    } else {
+        report.fail(
+            "worker memory",
+            "dumpable: any process of its user can read its secrets (an older worker? run this version)",
+        );
+    }
+}
+
+fn sandbox(report: &mut Report, about: &airlock_worker::About) {
+    if about.sandbox {
+        report.pass(
+            "sandbox",
+            "Chromium runs with its own sandbox in the worker",
+        );
+    } else {
+        report.note(
+            "sandbox",
+            "the kernel offers the worker's user no sandbox: Chromium starts with --no-sandbox",
+        );
+    }
+}
+
+fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map_or_else(|| format!("uid {uid}"), |u| u.name)
 }
 
 fn check_writable(dir: &Path) -> std::io::Result<()> {

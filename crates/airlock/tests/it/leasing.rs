@@ -340,6 +340,19 @@ async fn by_default_one_tenant_gets_half_the_sessions_and_another_still_gets_one
         report.contains("4 live sessions in all") && report.contains("2 per tenant (half of them"),
         "{report}"
     );
+    // The local worker's user and protections.
+    assert!(
+        report.contains("ok    browser worker: a process of its own"),
+        "{report}"
+    );
+    assert!(
+        report.contains("ok    worker memory: non-dumpable"),
+        "{report}"
+    );
+    assert!(
+        report.contains("note  worker user: `nobody` is shared"),
+        "{report}"
+    );
     let served = serve_with(tmp.path(), None, Some(&config)).await;
     let sessions = format!("{}/api/v1/sessions", served.url.trim_end_matches("/mcp"));
     let lease = |user: &str| format!(r#"{{"user_id":"{user}","conversation_id":"c"}}"#);

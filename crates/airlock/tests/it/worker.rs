@@ -466,6 +466,15 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
         };
         let out = doctor(&token_file, &ca_file);
         assert!(out.contains("ok    chromium starts in the worker"), "{out}");
+        // Who the worker on the other machine runs as (this test's worker is root, and
+        // doctor says so), and what protects it; no word of `[worker] user`, which
+        // is this machine's setting.
+        assert!(
+            out.contains(&format!("FAIL  browser worker {address}: runs as root")),
+            "{out}"
+        );
+        assert!(out.contains("ok    worker memory: non-dumpable"), "{out}");
+        assert!(!out.contains("[worker] user"), "{out}");
         let out = doctor(&wrong_token_file, &ca_file);
         assert!(
             out.contains("FAIL  browser worker") && out.contains("worker token is not this worker's"),
