@@ -154,29 +154,3 @@ pub(crate) fn jwt_config(raw: RawJwt, env_secret: Option<String>) -> Result<JwtC
         any_tenant: raw.any_tenant.unwrap_or(false),
     })
 }
-
-/// `[registration] allow_addresses`: networks registered workers may be in. A
-/// link-local or cloud-metadata network is refused here: no worker lives there.
-pub(crate) fn worker_networks(entries: &[String]) -> Result<Vec<airlock_policy::Cidr>, Error> {
-    entries
-        .iter()
-        .enumerate()
-        .map(|(i, entry)| {
-            let invalid = |message: String| Error::Invalid {
-                key: format!("registration.allow_addresses[{i}]"),
-                message,
-            };
-            let net: airlock_policy::Cidr = entry.trim().parse().map_err(invalid)?;
-            for probe in ["169.254.169.254", "169.254.0.1", "fe80::1"] {
-                if let Ok(ip) = probe.parse()
-                    && net.contains(ip)
-                {
-                    return Err(invalid(format!(
-                        "`{entry}` holds {probe}, a link-local or cloud metadata address: never a worker's"
-                    )));
-                }
-            }
-            Ok(net)
-        })
-        .collect()
-}

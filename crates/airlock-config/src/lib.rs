@@ -12,6 +12,7 @@ mod flow;
 mod models;
 mod raw;
 mod store;
+mod workers;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ pub use raw::*;
 pub use store::{DatabaseUrl, StoreLocation};
 
 use checks::{jwt_config, public_url, publish_dir, webhook};
+pub use workers::WorkerNetworks;
 
 /// Default listen address: loopback only, so nothing is exposed by accident.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -243,41 +245,6 @@ pub struct Registration {
     /// Where a registered worker may be (`allow_addresses`; none listed: anywhere
     /// but loopback).
     pub allow: WorkerNetworks,
-}
-
-/// Where registered workers may be: `[registration] allow_addresses`, and never a
-/// link-local or cloud metadata address.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WorkerNetworks(pub Vec<airlock_policy::Cidr>);
-
-impl WorkerNetworks {
-    /// Whether a worker that registered itself may be reached at `ip`, or why not.
-    /// A registration is anyone's words who holds the worker token: it must not
-    /// turn every replica into a client of the cloud's metadata service, of a
-    /// link-local neighbour, or of the replica's own loopback (unless listed).
-    pub fn admits(&self, ip: std::net::IpAddr) -> Result<(), String> {
-        use airlock_policy::AddressClass as C;
-        let class = airlock_policy::classify(ip).map(|(class, _)| class);
-        if let Some(
-            c @ (C::LinkLocal | C::CloudMetadata | C::Unspecified | C::Multicast | C::Broadcast),
-        ) = class
-        {
-            return Err(format!("{ip} is {c}: never a worker's address"));
-        }
-        if self.0.is_empty() {
-            if class == Some(C::Loopback) {
-                return Err(format!(
-                    "{ip} is loopback: list it in [registration] allow_addresses to allow it"
-                ));
-            }
-            return Ok(());
-        }
-        if self.0.iter().any(|net| net.contains(ip)) {
-            Ok(())
-        } else {
-            Err(format!("{ip} is not in [registration] allow_addresses"))
-        }
-    }
 }
 
 impl std::fmt::Debug for Registration {
@@ -947,7 +914,7 @@ impl Config {
                 server_name: r.server_name.clone(),
                 ca_file: r.ca_file.clone(),
                 token: worker_token(r.token_file.as_deref(), env)?,
-                allow: WorkerNetworks(checks::worker_networks(&r.allow_addresses)?),
+                allow: WorkerNetworks(workers::networks(&r.allow_addresses)?),
             }),
         };
 

@@ -34,6 +34,7 @@ use zeroize::Zeroizing;
 mod connection;
 mod refusals;
 mod shelf;
+mod wire;
 
 use connection::Connection;
 pub use connection::serve_connection;
@@ -152,10 +153,16 @@ impl<In: DeserializeOwned, Out> tokio_serde::Deserializer<In> for Msgpack<In, Ou
     }
 }
 
-fn framed<S: AsyncRead + AsyncWrite>(stream: S) -> Framed<S, LengthDelimitedCodec> {
-    LengthDelimitedCodec::builder()
-        .max_frame_length(MAX_MESSAGE)
-        .new_framed(stream)
+// The channel's frames over `stream`, each wiped from the read buffer once taken.
+fn framed<S: AsyncRead + AsyncWrite>(stream: S) -> Framed<S, wire::Wiping> {
+    Framed::new(
+        stream,
+        wire::Wiping(
+            LengthDelimitedCodec::builder()
+                .max_frame_length(MAX_MESSAGE)
+                .new_codec(),
+        ),
+    )
 }
 
 /// Who may connect to a worker, and on what terms it serves them.
@@ -478,7 +485,7 @@ impl RemoteHost {
             Ok(Welcome::Refused(why)) => return Err(ConnectError::Refused(why)),
             Err(e) => return Err(ConnectError::Handshake(e.to_string())),
         };
-        let transport = tarpc::serde_transport::new(framed, Msgpack::default());
+        let transport = tokio_serde::Framed::new(framed, Msgpack::default());
         let new = WorkerClient::new(tarpc::client::Config::default(), transport);
         let gone = Arc::new(tokio::sync::watch::Sender::new(None));
         let flag = gone.clone();

@@ -12,7 +12,7 @@ use futures_util::{SinkExt, StreamExt};
 use tarpc::context::Context;
 use tarpc::server::{BaseChannel, Channel};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tokio_util::codec::Framed;
 
 use super::refusals::Refusal;
 use super::shelf::Shelf;
@@ -49,7 +49,7 @@ impl Connection {
             let Some(framed) = handshake(stream, &self.host, &admission, &self.shelf).await else {
                 return;
             };
-            let transport = tarpc::serde_transport::new(framed, Msgpack::default());
+            let transport = tokio_serde::Framed::new(framed, Msgpack::default());
             BaseChannel::with_defaults(transport)
                 .execute(Worker::serve(self.clone()))
                 .for_each(|request| async {
@@ -72,7 +72,7 @@ async fn handshake<S>(
     host: &LocalHost,
     admission: &Admission,
     shelf: &Shelf,
-) -> Option<Framed<S, LengthDelimitedCodec>>
+) -> Option<Framed<S, super::wire::Wiping>>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {

@@ -15,6 +15,7 @@ mod drive_by;
 mod http_safety;
 mod leasing;
 mod mcp_clients;
+mod memory;
 mod policy_cli;
 mod readme;
 mod replay_cli;

@@ -18,7 +18,7 @@ use airlock_worker::{Host, LocalWorker, Remote, WorkerSpawn};
 
 use crate::server::BIN;
 
-fn navigate(url: String) -> ToolCall {
+pub(crate) fn navigate(url: String) -> ToolCall {
     ToolCall::Navigate(Navigation::To {
         url,
         wait_until: airlock_gateway::action::WaitUntil::Load,
