@@ -1808,7 +1808,19 @@
         const v = el.getAttribute(name);
         if (v) add(el, v);
       }
+      // Text the style draws (`content` of ::before and ::after, `attr()` read
+      // here): in no text node, yet on the screen.
+      for (const pseudo of ['::before', '::after']) {
+        const drawn = generated(el, pseudo);
+        if (drawn) add(el, drawn);
+      }
       const tag = el.localName;
+      // What a canvas draws cannot be read: in a session that hides secrets it is
+      // painted over whole, whatever it shows.
+      if (tag === 'canvas') {
+        const r = el.getBoundingClientRect();
+        if (r.width && r.height) masks.push([r.left, r.top, r.width, r.height]);
+      }
       if (el.isContentEditable && (secretFilled.has(el) || masked(el)) && el.innerText) {
         const r = el.getBoundingClientRect();
         if (r.width && r.height) masks.push([r.left, r.top, r.width, r.height]);
@@ -1831,6 +1843,20 @@
     }
     visit(document);
     return { texts, items, masks, incomplete };
+  }
+
+  // The text a style draws before or after `el` (`content`: strings, `attr(…)`,
+  // counters left out), or '' when it draws none.
+  function generated(el, pseudo) {
+    const content = getComputedStyle(el, pseudo).content;
+    if (!content || content === 'none' || content === 'normal') return '';
+    let out = '';
+    const re = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|attr\(\s*([^\s)]+)\s*\)/g;
+    for (let m = re.exec(content); m; m = re.exec(content)) {
+      if (m[3] !== undefined) out += el.getAttribute(m[3]) || '';
+      else out += (m[1] ?? m[2]).replace(/\\(.)/g, '$1');
+    }
+    return out;
   }
 
   // Where the text nodes and elements `shown` listed at `nodes` and `items` are now,

@@ -716,7 +716,9 @@ fn rgb(image: &[u8]) -> (Vec<[u8; 3]>, usize) {
 }
 
 /// A page shows a typed secret elsewhere (a mirror field, an echo, base64 and URL
-/// forms, split over two elements, a button's name): every image the session makes
+/// forms, split over two elements, a button's name, interleaved with zero-width
+/// spaces, a box per character, reversed under a right-to-left override, drawn by a
+/// style or on a canvas): every image the session makes
 /// has each of those places painted over. The reference is the page's own rendering
 /// of the value in a session with nothing to hide: every pixel where it differs from
 /// the page showing nothing must be black.
@@ -744,8 +746,11 @@ async fn every_place_a_page_shows_a_secret_is_painted_over_in_images() {
         let value_pixels: Vec<usize> = (0..shown.len())
             .filter(|&i| shown[i] != empty[i])
             .collect();
-        // Every row shows the value (rows are 40 px apart from y = 100).
-        for row in 0..6 {
+        // Every row shows the value (rows are 40 px apart from y = 100): a mirror, an
+        // echo, base64, URL-encoded, split in two, a button's name, zero-width spaces
+        // between, a box per character, reversed under an override, a style's
+        // ::before, a canvas.
+        for row in 0..11 {
             let top = 100 + 40 * row;
             assert!(
                 value_pixels.iter().any(|i| (top..top + 24).contains(&(i / width))),
