@@ -423,8 +423,10 @@ pub enum WorkerMode {
     Embedded,
 }
 
-/// The user a local worker runs as when `[worker] user` is not set.
-pub const DEFAULT_WORKER_USER: &str = "nobody";
+/// The user a local worker runs as when `[worker] user` is not set: one of its own
+/// (made, as a system user without a home or a shell, by a root gateway that finds
+/// none), never `nobody`, which whatever else on the host may run as.
+pub const DEFAULT_WORKER_USER: &str = "airlock-worker";
 
 /// Validated `[browser]`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]

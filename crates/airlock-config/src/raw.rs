@@ -116,7 +116,7 @@ pub struct RawRemoteWorker {
 #[serde(deny_unknown_fields)]
 pub struct RawWorker {
     /// The user the local worker runs as when Airlock is started as root
-    /// (default `nobody`).
+    /// (default `airlock-worker`, made if missing).
     pub user: Option<String>,
 }
 

@@ -286,16 +286,59 @@ fn identity(user: &str) -> Result<Option<(u32, u32)>, ConnectError> {
         // Not root: the worker runs as this user, which is no more than it is.
         return Ok(None);
     }
-    let found = nix::unistd::User::from_name(user)
-        .ok()
-        .flatten()
-        .ok_or_else(|| ConnectError::Spawn(format!("there is no user `{user}` ([worker] user)")))?;
+    let found = match nix::unistd::User::from_name(user).ok().flatten() {
+        Some(found) => found,
+        // The default user is the worker's own: made the first time it is needed.
+        None if user == airlock_config::DEFAULT_WORKER_USER => make_user(user)?,
+        None => {
+            return Err(ConnectError::Spawn(format!(
+                "there is no user `{user}` ([worker] user)"
+            )));
+        }
+    };
     if found.uid.is_root() {
         return Err(ConnectError::Spawn(format!(
             "[worker] user `{user}` is root: the worker must run unprivileged"
         )));
     }
     Ok(Some((found.uid.as_raw(), found.gid.as_raw())))
+}
+
+// Makes `user` a system user of its own group, with no home and no login shell, and
+// returns it. Two gateways starting at once may both try: the one that loses finds
+// the user the other made.
+fn make_user(user: &str) -> Result<nix::unistd::User, ConnectError> {
+    // A third process Airlock starts (Chromium and the worker are the others): the
+    // system's own tool for adding a user, waited for here.
+    #[allow(clippy::disallowed_methods)]
+    let made = std::process::Command::new("useradd")
+        .args([
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--home-dir",
+            "/nonexistent",
+            "--shell",
+            "/usr/sbin/nologin",
+            user,
+        ])
+        .output();
+    if let Some(found) = nix::unistd::User::from_name(user).ok().flatten() {
+        tracing::info!(
+            user,
+            uid = found.uid.as_raw(),
+            "made the browser worker's own user"
+        );
+        return Ok(found);
+    }
+    let why = match made {
+        Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        Err(e) => e.to_string(),
+    };
+    Err(ConnectError::Spawn(format!(
+        "there is no user `{user}` for the browser worker and it could not be made ({why}): \
+         make it (`useradd --system --user-group --no-create-home --shell /usr/sbin/nologin {user}`) or set [worker] user"
+    )))
 }
 
 impl LocalWorker {

@@ -245,7 +245,7 @@ async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
             report.note(
                 "worker user",
                 "`nobody` is shared with whatever else runs as it on this host: give the worker a user of its own \
-                 (`useradd --system --no-create-home --shell /usr/sbin/nologin airlock-worker`, then [worker] user)",
+                 (drop [worker] user for the default, `airlock-worker`, made when missing)",
             );
         }
         memory(report, &about);

@@ -349,10 +349,8 @@ async fn by_default_one_tenant_gets_half_the_sessions_and_another_still_gets_one
         report.contains("ok    worker memory: non-dumpable"),
         "{report}"
     );
-    assert!(
-        report.contains("note  worker user: `nobody` is shared"),
-        "{report}"
-    );
+    assert!(report.contains("as `airlock-worker`"), "{report}");
+    assert!(!report.contains("note  worker user"), "{report}");
     let served = serve_with(tmp.path(), None, Some(&config)).await;
     let sessions = format!("{}/api/v1/sessions", served.url.trim_end_matches("/mcp"));
     let lease = |user: &str| format!(r#"{{"user_id":"{user}","conversation_id":"c"}}"#);

@@ -120,7 +120,7 @@ async fn a_closed_session_leaves_no_copy_of_its_secret_in_any_process() {
                 chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
                 ..Default::default()
             },
-            user: "nobody".to_owned(),
+            user: airlock_config::DEFAULT_WORKER_USER.to_owned(),
             parent: Some(parent.path().to_owned()),
             args: vec![],
             grace: airlock_worker::remote::GRACE,

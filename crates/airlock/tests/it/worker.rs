@@ -34,7 +34,7 @@ fn local_worker(parent: &Path, grace: Duration) -> Arc<LocalWorker> {
             chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
             ..Default::default()
         },
-        user: "nobody".to_owned(),
+        user: airlock_config::DEFAULT_WORKER_USER.to_owned(),
         parent: Some(parent.to_owned()),
         args: vec![],
         grace,
@@ -159,16 +159,20 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
         // Who runs: the worker and every Chromium process, never root.
         let pid = worker.pid().await.expect("a worker runs");
         let uid = uid_of(pid).unwrap();
-        let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
+        // Its own user, made by the gateway if missing; never the shared `nobody`.
+        let own = nix::unistd::User::from_name(airlock_config::DEFAULT_WORKER_USER)
+            .unwrap()
+            .expect("a root gateway makes the worker's user");
         if root {
             assert_eq!(
                 uid,
-                nobody.uid.as_raw(),
-                "a root gateway's worker runs as nobody"
+                own.uid.as_raw(),
+                "a root gateway's worker runs as its own user"
             );
+            assert_ne!(uid, 65534, "not as nobody");
             assert!(
                 sandboxed,
-                "this kernel lets Chromium sandbox itself as nobody"
+                "this kernel lets Chromium sandbox itself as the worker's user"
             );
         }
         // (The worker's own command line names its directory too.)
@@ -216,12 +220,12 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
         // Nor can the data dir's store and keys.
         if root {
             for file in ["environ", "mem", "maps"] {
-                refused_as(uid, nobody.gid.as_raw(), &format!("/proc/{pid}/{file}"));
+                refused_as(uid, own.gid.as_raw(), &format!("/proc/{pid}/{file}"));
             }
             for file in ["master.key", "airlock.db"] {
                 let path = data_dir.join(file);
                 assert!(path.exists(), "{file} is made by the CLI");
-                refused_as(uid, nobody.gid.as_raw(), &path.display().to_string());
+                refused_as(uid, own.gid.as_raw(), &path.display().to_string());
             }
         }
 
