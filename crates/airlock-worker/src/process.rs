@@ -286,16 +286,10 @@ fn identity(user: &str) -> Result<Option<(u32, u32)>, ConnectError> {
         // Not root: the worker runs as this user, which is no more than it is.
         return Ok(None);
     }
-    let found = match nix::unistd::User::from_name(user).ok().flatten() {
-        Some(found) => found,
-        // The default user is the worker's own: made the first time it is needed.
-        None if user == airlock_config::DEFAULT_WORKER_USER => make_user(user)?,
-        None => {
-            return Err(ConnectError::Spawn(format!(
-                "there is no user `{user}` ([worker] user)"
-            )));
-        }
-    };
+    let found = nix::unistd::User::from_name(user)
+        .ok()
+        .flatten()
+        .ok_or_else(|| ConnectError::Spawn(format!("there is no user `{user}` ([worker] user)")))?;
     if found.uid.is_root() {
         return Err(ConnectError::Spawn(format!(
             "[worker] user `{user}` is root: the worker must run unprivileged"
@@ -304,10 +298,50 @@ fn identity(user: &str) -> Result<Option<(u32, u32)>, ConnectError> {
     Ok(Some((found.uid.as_raw(), found.gid.as_raw())))
 }
 
-// Makes `user` a system user of its own group, with no home and no login shell, and
-// returns it. Two gateways starting at once may both try: the one that loses finds
-// the user the other made.
-fn make_user(user: &str) -> Result<nix::unistd::User, ConnectError> {
+// The default worker user is the worker's own: a root gateway that finds none makes
+// it (a system user of its own group, no home, no login shell). Any other user must
+// exist already.
+async fn ensure_user(user: &str) -> Result<(), ConnectError> {
+    if !nix::unistd::geteuid().is_root()
+        || user != airlock_config::DEFAULT_WORKER_USER
+        || nix::unistd::User::from_name(user).ok().flatten().is_some()
+    {
+        return Ok(());
+    }
+    let user = user.to_owned();
+    tokio::task::spawn_blocking(move || make_user(&user))
+        .await
+        .map_err(|e| ConnectError::Spawn(e.to_string()))?
+}
+
+// Makes `user`, one process at a time: `useradd` does not look again once it holds
+// the user database, so two made at once become two uids for one name (measured:
+// four gateways starting together made it twice). A lock file orders them; the
+// ones that wait find the user made.
+fn make_user(user: &str) -> Result<(), ConnectError> {
+    let failed = |why: String| {
+        ConnectError::Spawn(format!(
+            "there is no user `{user}` for the browser worker and it could not be made ({why}): \
+             make it (`useradd --system --user-group --no-create-home --shell /usr/sbin/nologin {user}`) or set [worker] user"
+        ))
+    };
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/run/lock/airlock-worker-user.lock")
+        .or_else(|_| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(std::env::temp_dir().join("airlock-worker-user.lock"))
+        })
+        .map_err(|e| failed(e.to_string()))?;
+    lock.lock().map_err(|e| failed(e.to_string()))?;
+    if nix::unistd::User::from_name(user).ok().flatten().is_some() {
+        return Ok(());
+    }
     // A third process Airlock starts (Chromium and the worker are the others): the
     // system's own tool for adding a user, waited for here.
     #[allow(clippy::disallowed_methods)]
@@ -322,23 +356,15 @@ fn make_user(user: &str) -> Result<nix::unistd::User, ConnectError> {
             "/usr/sbin/nologin",
             user,
         ])
-        .output();
-    if let Some(found) = nix::unistd::User::from_name(user).ok().flatten() {
-        tracing::info!(
-            user,
-            uid = found.uid.as_raw(),
-            "made the browser worker's own user"
-        );
-        return Ok(found);
+        .output()
+        .map_err(|e| failed(e.to_string()))?;
+    if nix::unistd::User::from_name(user).ok().flatten().is_none() {
+        return Err(failed(
+            String::from_utf8_lossy(&made.stderr).trim().to_owned(),
+        ));
     }
-    let why = match made {
-        Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        Err(e) => e.to_string(),
-    };
-    Err(ConnectError::Spawn(format!(
-        "there is no user `{user}` for the browser worker and it could not be made ({why}): \
-         make it (`useradd --system --user-group --no-create-home --shell /usr/sbin/nologin {user}`) or set [worker] user"
-    )))
+    tracing::info!(user, "made the browser worker's own user");
+    Ok(())
 }
 
 impl LocalWorker {
@@ -371,6 +397,7 @@ impl LocalWorker {
         if let Some(old) = running.take() {
             stop(old, Duration::ZERO).await;
         }
+        ensure_user(&self.spawn.user).await?;
         let ids = identity(&self.spawn.user)?;
         // The worker's user must be able to reach its directory: the temp dir when
         // every directory above it lets others pass, else /tmp.
