@@ -455,6 +455,20 @@ async fn a_session_streams_its_frames_when_the_page_paints_and_its_events_as_the
 }
 
 // The URL of `session`'s active tab, asked over its own connection.
+// Navigates `session` to `url`.
+async fn go_to(session: &airlock_worker::RemoteSession, url: &str) {
+    session
+        .call(
+            airlock_worker::Call::Navigate {
+                url: url.to_owned(),
+                wait_until: Default::default(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+}
+
 async fn active_url(session: &airlock_worker::RemoteSession) -> String {
     match session
         .call(airlock_worker::Call::Tabs, None)
@@ -485,15 +499,7 @@ async fn a_session_outlives_its_control_plane_for_another_to_take_over_within_th
         )
         .await;
         let page = h.site.url("resolve.html");
-        on_a.call(
-            airlock_worker::Call::Navigate {
-                url: page.clone(),
-                wait_until: Default::default(),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+        go_to(&on_a, &page).await;
         let id = on_a.facts().id.clone();
         let key = on_a.facts().key.unwrap();
         let pid = on_a.facts().browser_pid;
@@ -588,15 +594,7 @@ async fn a_token_holder_reaches_no_session_it_did_not_open_and_widens_no_policy(
         let served = serve_keeping(&h, Some(my_uid()), Duration::from_secs(3600));
         let (a, on_a) = open(&served, None, h.site.policy()).await;
         let page = h.site.url("resolve.html");
-        on_a.call(
-            airlock_worker::Call::Navigate {
-                url: page.clone(),
-                wait_until: Default::default(),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+        go_to(&on_a, &page).await;
         let id = on_a.facts().id.clone();
 
         // Another connection with the deployment's token, the session's id and no

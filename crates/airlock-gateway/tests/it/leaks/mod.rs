@@ -77,6 +77,16 @@ async fn gateway_allowing(h: &Harness, also: &[u16]) -> Arc<Gateway> {
     )
 }
 
+/// Opens the agent's session with both secrets.
+async fn open_with_both(agent: &AgentSession) -> ToolOutput {
+    agent
+        .call(ToolCall::Session(SessionCall::Open(OpenOptions {
+            credentials: vec!["latin".into(), "wide".into()],
+            ..OpenOptions::default()
+        })))
+        .await
+}
+
 fn percent(value: &str) -> String {
     url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
@@ -230,12 +240,7 @@ async fn play(attack: Attack) {
         // attempt to send the value there never connects.
         let denied = FixtureServer::start(std::env::temp_dir()).await;
         let agent = gateway.agent_session();
-        let out = agent
-            .call(ToolCall::Session(SessionCall::Open(OpenOptions {
-                credentials: vec!["latin".into(), "wide".into()],
-                ..OpenOptions::default()
-            })))
-            .await;
+        let out = open_with_both(&agent).await;
         assert!(
             out.text
                 .contains("logged in with latin for http://127.0.0.1:")

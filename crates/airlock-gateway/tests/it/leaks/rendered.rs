@@ -4,10 +4,10 @@
 //! value as surely as the value itself; no output may carry one.
 
 use airlock_browser::SnapshotOptions;
-use airlock_gateway::{AgentSession, OpenOptions, ReadFormat, Reading, SessionCall, ToolCall};
+use airlock_gateway::{AgentSession, ReadFormat, Reading, ToolCall};
 use airlock_test_support::with_browser;
 
-use super::{LATIN, WIDE, find, gateway, role, typing};
+use super::{LATIN, WIDE, find, gateway, open_with_both, role, typing};
 use crate::navigate;
 
 // `text` as a reader takes it in: no whitespace, no character that draws nothing,
@@ -89,12 +89,7 @@ async fn a_secret_split_interleaved_or_reversed_on_the_page_reaches_the_agent_in
         }
 
         let agent = gateway.agent_session();
-        let out = agent
-            .call(ToolCall::Session(SessionCall::Open(OpenOptions {
-                credentials: vec!["latin".into(), "wide".into()],
-                ..OpenOptions::default()
-            })))
-            .await;
+        let out = open_with_both(&agent).await;
         assert_eq!(out.error, None, "{}", out.text);
         for (name, value) in [("latin", LATIN), ("wide", WIDE)] {
             let read_value = reading(value);
