@@ -715,6 +715,9 @@ pub struct Screenshot {
     pub data: Vec<u8>,
     /// `image/png`, `image/jpeg`, or `application/pdf` for a PDF.
     pub mime: &'static str,
+    /// The whole image is painted over: the page shows a secret where its place in
+    /// the image cannot be known (it moves, it is drawn where Airlock cannot read).
+    pub covered: bool,
 }
 
 impl std::fmt::Debug for Screenshot {

@@ -22,6 +22,7 @@ use crate::events::PageEvent;
 use crate::guard::NavGuard;
 use crate::outbound::{Requests, watch_worker};
 
+mod closed;
 mod events;
 mod screen;
 mod state;

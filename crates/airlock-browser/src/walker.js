@@ -1771,6 +1771,14 @@
   const SHOWN_LIMITS = { nodes: 60000, chars: 4000000 };
   let shownNodes = [];
   let shownItems = [];
+  // Closed shadow roots, handed over by Airlock through DevTools (tab/closed.rs):
+  // host -> root. Only `shown` looks inside them; snapshots see what scripts see.
+  const closedRoots = new WeakMap();
+  function adoptClosed(root) {
+    if (!(root instanceof ShadowRoot) || !root.host) return false;
+    closedRoots.set(root.host, root);
+    return true;
+  }
   const SKIPPED = new Set(['script', 'style', 'noscript', 'template', 'head']);
   const SHOWN_ATTRS = ['aria-label', 'title', 'alt', 'placeholder'];
   function shown() {
@@ -1840,6 +1848,8 @@
         if (tag === 'input' && (el.type === 'button' || el.type === 'submit' || el.type === 'reset')) add(el, el.value);
       }
       forEachChild(el, visit);
+      const closed = closedRoots.get(el);
+      if (closed) for (let c = closed.firstChild; c; c = c.nextSibling) visit(c);
     }
     visit(document);
     return { texts, items, masks, incomplete };
@@ -1877,6 +1887,31 @@
       if (el && el.isConnected) keep(el.getBoundingClientRect());
     }
     return out;
+  }
+
+  // `shownRects`, and whether any of those nodes and elements is moved by an
+  // animation running now (CSS or Web Animations on it or an ancestor): where it is
+  // in the capture cannot be known from where it is before and after.
+  function placed(nodes, items) {
+    const rects = shownRects(nodes, items);
+    const targets = [];
+    for (const a of document.getAnimations()) {
+      if (a.playState !== 'running') continue;
+      const t = a.effect && a.effect.target;
+      if (t) targets.push(t);
+    }
+    const moved = (n) => {
+      for (let at = n; at; at = at.parentNode || at.host) {
+        if (targets.includes(at)) return true;
+      }
+      return false;
+    };
+    let moving = false;
+    if (targets.length) {
+      for (const i of nodes) if (shownNodes[i] && moved(shownNodes[i])) moving = true;
+      for (const i of items) if (shownItems[i] && moved(shownItems[i])) moving = true;
+    }
+    return { rects, moving };
   }
 
   // The page is about to leave (a link, a form's submit, a script's navigation):
@@ -1922,7 +1957,7 @@
   globalThis.__airlock = {
     snapshot, resolve, boxes, prepare, settled, focusForTyping, secretDestination, typeSecret, markSecret, unmarkSecret, outline, fieldKind, setValue, selectOptions, checked, scrollIntoView,
     waitFor, textAfter, changedSince, candidates, textCandidates, readText, frameOwnerOffset, elementByRef, describe, roleOf, nameOf,
-    inspect, inspectPoint, shown, shownRects,
+    inspect, inspectPoint, shown, shownRects, placed, adoptClosed,
     init(base, cut, hiding) {
       if (nextRef < base) nextRef = base;
       if (cut > maxCut) maxCut = cut;

@@ -45,6 +45,8 @@ pub(crate) struct File {
     #[serde(with = "serde_bytes")]
     data: Vec<u8>,
     mime: String,
+    #[serde(default)]
+    covered: bool,
 }
 
 // By hand: a derived impl would ask `'de: 'static` of the `&'static str` field.
@@ -60,6 +62,7 @@ impl<'de> serde::Deserialize<'de> for crate::Screenshot {
         Ok(crate::Screenshot {
             data: file.data,
             mime,
+            covered: file.covered,
         })
     }
 }

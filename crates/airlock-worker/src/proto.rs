@@ -23,7 +23,7 @@ pub const CHUNK: usize = 4 << 20;
 
 /// The version of what crosses; a host and a control plane of another refuse each
 /// other at the handshake.
-pub const PROTOCOL: u32 = 7;
+pub const PROTOCOL: u32 = 8;
 
 /// What a new browser session is given. Debug never shows a value.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -590,6 +590,7 @@ impl Session {
         Ok(Screenshot {
             data,
             mime: "application/pdf",
+            covered: false,
         })
     }
 

@@ -113,19 +113,29 @@ impl Session {
         let mut data = base64::engine::general_purpose::STANDARD
             .decode(reply["data"].as_str().unwrap_or_default())
             .map_err(|e| Error::Protocol(format!("screenshot was not base64: {e}")))?;
+        let mut covered = false;
         if let Some(found) = found {
             // Where they are after the capture too: a page that moved them meanwhile
             // has both places painted.
             let mut boxes = found.boxes.clone();
-            boxes.extend(self.shown_again(&tab, &found, (page_x, page_y)).await);
-            if found.everything {
-                boxes.push(region);
+            let again = self.shown_again(&tab, &found, (page_x, page_y)).await;
+            // Text that moved (or was redrawn) between the two looks may have been
+            // anywhere in the capture: all of it is painted, and the result says so.
+            let everything = found.everything || !same_places(&found.placed, &again);
+            boxes.extend(again);
+            if everything {
+                boxes = vec![region];
+                covered = true;
             }
             if !boxes.is_empty() {
                 data = paint::paint(&data, quality, region, &boxes)?;
             }
         }
-        Ok(Screenshot { data, mime })
+        Ok(Screenshot {
+            data,
+            mime,
+            covered,
+        })
     }
 
     // The viewport of a page whose navigation an effect rule holds, as it is now.
@@ -165,6 +175,7 @@ impl Session {
         let mut data = base64::engine::general_purpose::STANDARD
             .decode(reply["data"].as_str().unwrap_or_default())
             .map_err(|e| Error::Protocol(format!("screenshot was not base64: {e}")))?;
+        let mut covered = false;
         if let Some(report) = report {
             let number = |v: &Value| v.as_f64().unwrap_or(0.0);
             let region = paint::Rect {
@@ -174,11 +185,16 @@ impl Session {
                 h: number(&report["h"]).max(1.0),
             };
             let boxes = self.left_secrets(&report, region);
+            covered = boxes.contains(&region);
             if !boxes.is_empty() {
                 data = paint::paint(&data, quality, region, &boxes)?;
             }
         }
-        Ok(Screenshot { data, mime })
+        Ok(Screenshot {
+            data,
+            mime,
+            covered,
+        })
     }
 
     // Where a leaving page's report (walker.js `leaving`) shows a secret, in its
@@ -231,6 +247,12 @@ impl Session {
     // masks), in page CSS pixels, and what was found to look again after the capture.
     async fn shown_secrets(&self, tab: &Tab, scroll: (f64, f64)) -> Result<ShownSecrets> {
         let mut found = ShownSecrets::default();
+        // Closed shadow roots first, so `shown` reads inside them; one that could not
+        // be handed over hides what it shows, so nothing is shown.
+        match tab.adopt_closed_roots(self.budget()).await {
+            Ok(closed) if closed.missed == 0 => {}
+            _ => found.everything = true,
+        }
         let frames = tab.state.read(|s| s.frames.len()).max(1) as u32;
         for frame in 0..frames {
             let shown = match tab
@@ -283,15 +305,19 @@ impl Session {
                 .boxes
                 .extend(masks.iter().filter_map(|b| page_rect(b, origin)));
             if !nodes.is_empty() || !marked.is_empty() {
-                let call = format!("__airlock.shownRects({}, {})", json!(nodes), json!(marked));
-                let rects = tab.eval(frame, &call, false, self.budget()).await?;
-                found.boxes.extend(
-                    rects
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|b| page_rect(b, origin)),
-                );
+                let call = format!("__airlock.placed({}, {})", json!(nodes), json!(marked));
+                let placed = tab.eval(frame, &call, false, self.budget()).await?;
+                if placed["moving"].as_bool() != Some(false) {
+                    found.everything = true;
+                }
+                let rects: Vec<paint::Rect> = placed["rects"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|b| page_rect(b, origin))
+                    .collect();
+                found.boxes.extend(rects.iter().copied());
+                found.placed.extend(rects);
                 found.frames.push((frame, nodes, marked));
             }
         }
@@ -345,9 +371,36 @@ struct ShownSecrets {
     boxes: Vec<paint::Rect>,
     /// Per frame: its index, the text nodes and the elements that show a secret.
     frames: Vec<(u32, Vec<usize>, Vec<usize>)>,
+    /// Where the shown secrets were before the capture (of `boxes`, those looked up
+    /// again after it).
+    placed: Vec<paint::Rect>,
     /// Something could not be checked (the page was too large, a frame could not be
-    /// placed): the whole image is painted.
+    /// placed, a closed shadow root could not be read, a secret moves): the whole
+    /// image is painted.
     everything: bool,
+}
+
+// Whether two looks found the shown secrets in the same places (within a pixel:
+// layout rounding), counted with repeats.
+fn same_places(before: &[paint::Rect], after: &[paint::Rect]) -> bool {
+    let near = |a: &paint::Rect, b: &paint::Rect| {
+        [(a.x, b.x), (a.y, b.y), (a.w, b.w), (a.h, b.h)]
+            .iter()
+            .all(|(p, q)| (p - q).abs() <= 1.0)
+    };
+    if before.len() != after.len() {
+        return false;
+    }
+    let mut taken = vec![false; after.len()];
+    before.iter().all(
+        |b| match (0..after.len()).find(|&i| !taken[i] && near(b, &after[i])) {
+            Some(i) => {
+                taken[i] = true;
+                true
+            }
+            None => false,
+        },
+    )
 }
 
 // A walker rectangle `[x, y, w, h]` of a frame's viewport, in page CSS pixels, given

@@ -183,7 +183,15 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
         Reading::Screenshot(options) => {
             let shot = session.screenshot(&options).await?;
             ToolOutput {
-                text: format!("screenshot ({}, {} bytes)", shot.mime, shot.data.len()),
+                text: if shot.covered {
+                    format!(
+                        "screenshot ({}, {} bytes), painted over whole: the page shows a secret where its place in the image cannot be known (moving, or drawn where Airlock cannot read); use browser_snapshot to see the page",
+                        shot.mime,
+                        shot.data.len()
+                    )
+                } else {
+                    format!("screenshot ({}, {} bytes)", shot.mime, shot.data.len())
+                },
                 file: Some(shot),
                 error: None,
                 message: None,

@@ -723,7 +723,7 @@ fn rgb(image: &[u8]) -> (Vec<[u8; 3]>, usize) {
 /// A page shows a typed secret elsewhere (a mirror field, an echo, base64 and URL
 /// forms, split over two elements, a button's name, interleaved with zero-width
 /// spaces, a box per character, reversed under a right-to-left override, drawn by a
-/// style or on a canvas): every image the session makes
+/// style, on a canvas or inside a closed shadow root): every image the session makes
 /// has each of those places painted over. The reference is the page's own rendering
 /// of the value in a session with nothing to hide: every pixel where it differs from
 /// the page showing nothing must be black.
@@ -754,8 +754,8 @@ async fn every_place_a_page_shows_a_secret_is_painted_over_in_images() {
         // Every row shows the value (rows are 40 px apart from y = 100): a mirror, an
         // echo, base64, URL-encoded, split in two, a button's name, zero-width spaces
         // between, a box per character, reversed under an override, a style's
-        // ::before, a canvas.
-        for row in 0..11 {
+        // ::before, a canvas, a closed shadow root.
+        for row in 0..12 {
             let top = 100 + 40 * row;
             assert!(
                 value_pixels.iter().any(|i| (top..top + 24).contains(&(i / width))),
@@ -807,6 +807,53 @@ async fn every_place_a_page_shows_a_secret_is_painted_over_in_images() {
                 .filter(|&i| painted[i][0] > 150 && painted[i][1] < 90)
                 .count();
             assert!(heading > 50, "{format:?}: the heading was painted over too");
+            assert!(!out.text.contains("painted over whole"), "{}", out.text);
+        }
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+/// A page that shows a typed secret somewhere new on every frame (moved by its
+/// script, or slid by a CSS animation): where it is in the capture cannot be known
+/// from where it was before and after, so the whole image is painted and the result
+/// says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_that_moves_every_frame_is_never_shown_in_an_image() {
+    with_browser(|h| async move {
+        let gateway = gateway(&h).await;
+        for how in ["js", "css"] {
+            let agent = gateway.agent_session();
+            agent
+                .call(ToolCall::Session(SessionCall::Open(OpenOptions {
+                    credentials: vec!["latin".into()],
+                    ..OpenOptions::default()
+                })))
+                .await;
+            agent
+                .call(navigate(h.site.url(&format!("app/moving.html?how={how}"))))
+                .await;
+            let out = agent
+                .call(typing(
+                    role("textbox", "Anything"),
+                    "{{secret:latin.password}}",
+                ))
+                .await;
+            assert_eq!(out.error, None, "{}", out.text);
+            let out = agent
+                .call(ToolCall::Read(Reading::Screenshot(
+                    airlock_browser::ScreenshotOptions::default(),
+                )))
+                .await;
+            assert!(
+                out.text.contains("painted over whole"),
+                "{how}: {}",
+                out.text
+            );
+            let (painted, _) = rgb(&out.file.expect("an image").data);
+            let lit = painted.iter().filter(|p| p.iter().any(|c| *c > 0)).count();
+            assert_eq!(lit, 0, "{how}: {lit} pixels are not painted");
+            agent.call(ToolCall::Session(SessionCall::Close)).await;
         }
         gateway.shutdown().await;
     })
