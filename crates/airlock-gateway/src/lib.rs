@@ -33,7 +33,7 @@ mod operator;
 mod principal;
 mod reads;
 mod recording;
-mod registry;
+pub mod registry;
 mod session;
 mod sessions;
 mod surface;

@@ -15,6 +15,8 @@ use axum::response::{IntoResponse as _, Response};
 use serde::Deserialize;
 use subtle::ConstantTimeEq as _;
 
+use airlock_gateway::registry::Refused;
+
 use crate::auth::Authenticator;
 use crate::error::{ApiError, ApiJson, JsonBody};
 
@@ -33,10 +35,14 @@ pub(crate) struct Registration {
     /// Its process id, for the operator.
     #[serde(default)]
     pid: u32,
+    /// The credential it made for itself at its start: replicas say it in their
+    /// hello to it.
+    token: zeroize::Zeroizing<String>,
 }
 
 impl JsonBody for Registration {
-    const WHAT: &'static str = "a worker's registration ({\"address\": \"host:port\"})";
+    const WHAT: &'static str =
+        "a worker's registration ({\"address\": \"host:port\", \"token\": its own credential})";
 }
 
 pub(crate) async fn register(
@@ -93,10 +99,25 @@ pub(crate) async fn register(
             Err(refused) => return refused,
         };
     match gateway
-        .register_worker(&registration.address, registration.pid)
+        .register_worker(&registration.address, registration.pid, &registration.token)
         .await
     {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(e) => ApiError::from(e).into_response(),
+        Err(Refused::Invalid(why)) => {
+            ApiError::new(ErrorCode::InvalidArgument, why).into_response()
+        }
+        Err(refused @ Refused::Held(_)) => {
+            // A holder of the deployment's token claiming a live worker's address is
+            // on the record, as any refused credential is.
+            crate::record_auth_failure(
+                gateway,
+                "workers",
+                "an address another worker holds",
+                client,
+                None,
+            );
+            ApiError::new(ErrorCode::Forbidden, refused.to_string()).into_response()
+        }
+        Err(Refused::Failed(e)) => ApiError::from(e).into_response(),
     }
 }

@@ -470,7 +470,7 @@ async fn worker_registration_passes_the_edge_checks_and_is_absent_unless_configu
         async move { router.oneshot(request).await.unwrap().status() }
     };
     let json = ("content-type", "application/json");
-    let body = r#"{"address":"10.0.0.9:7443"}"#;
+    let body = r#"{"address":"10.0.0.9:7443","token":"0123456789abcdef0123456789abcdef"}"#;
     assert_eq!(
         post(vec![json, ("origin", "https://evil.example")], body).await,
         StatusCode::FORBIDDEN

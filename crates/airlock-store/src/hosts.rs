@@ -35,6 +35,27 @@ pub struct HostRecord {
     pub draining: bool,
 }
 
+/// A worker that registered itself, as the store has it. Debug never shows its
+/// credential.
+pub struct RegisteredWorker {
+    /// `host:port`.
+    pub address: String,
+    /// Unix milliseconds of its last registration.
+    pub heartbeat_ms: i64,
+    /// The credential it made for itself (empty: it registered before credentials
+    /// of their own, and is reached by no replica).
+    pub token: zeroize::Zeroizing<String>,
+}
+
+impl std::fmt::Debug for RegisteredWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredWorker")
+            .field("address", &self.address)
+            .field("heartbeat_ms", &self.heartbeat_ms)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Store {
     /// Writes (or rewrites) a host's row.
     pub async fn upsert_host(&self, host: &HostRecord) -> Result<()> {
@@ -66,28 +87,67 @@ impl Store {
         })
     }
 
-    /// Notes that the worker at `address` registered itself at `now_ms`: its row is
-    /// made (named by its address, as replicas name it) or its heartbeat refreshed;
-    /// what replicas that reach it wrote of its load stays.
-    pub async fn register_worker(&self, address: &str, pid: i64, now_ms: i64) -> Result<()> {
+    /// Notes that the worker at `address` registered itself at `now_ms` with its
+    /// own credential `token`: its row is made (named by its address, as replicas
+    /// name it) or its heartbeat refreshed; what replicas that reach it wrote of its
+    /// load stays. `false`, and nothing written, when the row holds another
+    /// credential that registered after `stale_before_ms` (another worker is at that
+    /// address; one that restarted waits until its old registration is stale).
+    pub async fn register_worker(
+        &self,
+        address: &str,
+        pid: i64,
+        token: &str,
+        now_ms: i64,
+        stale_before_ms: i64,
+    ) -> Result<bool> {
         let hostname = address
             .rsplit_once(':')
             .map_or(address, |(host, _)| host)
             .to_owned();
         on_pool!(self, |pool| {
-            sqlx::query(
+            let done = sqlx::query(
                 "INSERT INTO hosts (id, role, address, capacity, sessions, free_mb, version,
-                   hostname, pid, started_ms, heartbeat_ms, draining)
-                 VALUES ($1, 'worker', $1, 0, 0, 0, 'registered', $2, $3, $4, $4, FALSE)
-                 ON CONFLICT (id) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms",
+                   hostname, pid, started_ms, heartbeat_ms, draining, worker_token)
+                 VALUES ($1, 'worker', $1, 0, 0, 0, 'registered', $2, $3, $4, $4, FALSE, $5)
+                 ON CONFLICT (id) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms,
+                   pid = excluded.pid, worker_token = excluded.worker_token
+                 WHERE hosts.worker_token IS NULL OR hosts.worker_token = excluded.worker_token
+                   OR hosts.heartbeat_ms < $6",
             )
             .bind(address)
             .bind(&hostname)
             .bind(pid)
             .bind(now_ms)
+            .bind(token)
+            .bind(stale_before_ms)
             .execute(pool)
             .await?;
-            Ok(())
+            Ok(done.rows_affected() == 1)
+        })
+    }
+
+    /// The registered workers: each one's address, last registration (unix
+    /// milliseconds) and own credential.
+    pub async fn registered_workers(&self) -> Result<Vec<RegisteredWorker>> {
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(
+                "SELECT address, heartbeat_ms, worker_token FROM hosts
+                 WHERE role = 'worker' AND address IS NOT NULL ORDER BY started_ms, id",
+            )
+            .fetch_all(pool)
+            .await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(RegisteredWorker {
+                        address: r.get("address")?,
+                        heartbeat_ms: r.get("heartbeat_ms")?,
+                        token: zeroize::Zeroizing::new(
+                            r.get::<Option<String>>("worker_token")?.unwrap_or_default(),
+                        ),
+                    })
+                })
+                .collect()
         })
     }
 

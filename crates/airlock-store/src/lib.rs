@@ -31,7 +31,7 @@ pub use audit::AuditRecord;
 pub use claims::{ClaimCaps, Claimed};
 pub use grants::GrantRecord;
 pub use homes::HomeRecord;
-pub use hosts::HostRecord;
+pub use hosts::{HostRecord, RegisteredWorker};
 pub use logins::ConsoleLoginRecord;
 pub use secrets::SecretRecord;
 use sqlx::postgres::{PgPool, PgPoolOptions};

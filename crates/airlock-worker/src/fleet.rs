@@ -11,9 +11,10 @@ use airlock_config::Isolation;
 use crate::proto::Load;
 use crate::remote::{About, ConnectError, Connector, RemoteHost};
 
-/// Makes the [`Remote`] of a worker that registered itself at an address, or says
-/// why no worker may be there.
-pub type MakeRemote = Box<dyn Fn(&str) -> Result<Remote, String> + Send + Sync>;
+/// Makes the [`Remote`] of a worker that registered itself at an address with its
+/// own credential (said in each hello to it), or says why no worker may be there.
+pub type MakeRemote =
+    Box<dyn Fn(&str, &zeroize::Zeroizing<String>) -> Result<Remote, String> + Send + Sync>;
 
 /// Workers listed in `[[workers]]`, and those that registered themselves.
 pub struct Fleet {
@@ -22,6 +23,10 @@ pub struct Fleet {
     pub(crate) listed: usize,
     // Makes a registered worker's Remote; `None`: only listed workers.
     pub(crate) make: Option<MakeRemote>,
+    // Each registered worker's own credential, and when it last registered with it.
+    pub(crate) credentials: std::sync::Mutex<
+        std::collections::HashMap<String, (zeroize::Zeroizing<String>, tokio::time::Instant)>,
+    >,
     pub(crate) isolation: Isolation,
     next: std::sync::atomic::AtomicUsize,
 }
@@ -44,6 +49,7 @@ impl Fleet {
             listed: workers.len(),
             workers: std::sync::RwLock::new(workers.into_iter().map(Arc::new).collect()),
             make,
+            credentials: Default::default(),
             isolation,
             next: Default::default(),
         }

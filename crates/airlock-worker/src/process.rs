@@ -123,7 +123,7 @@ pub async fn run(socket: &Path) -> Result<(), RunError> {
 pub async fn run_listening(
     listen: std::net::SocketAddr,
     tls: Arc<rustls::ServerConfig>,
-    admission: Admission,
+    mut admission: Admission,
     browser: &BrowserConfig,
     register: Option<Register>,
 ) -> Result<(), RunError> {
@@ -160,12 +160,24 @@ pub async fn run_listening(
                 }
                 None => bound.to_string(),
             };
+            // A credential of this worker's own, made for this start and told only
+            // to the control plane as it registers: replicas say it in their hello,
+            // and the deployment's token (which every worker holds) no longer
+            // admits anyone here. A stolen worker credential is that worker's alone.
+            let own = Zeroizing::new(hex::encode({
+                let mut bytes = [0u8; 32];
+                getrandom::fill(&mut bytes)
+                    .map_err(|e| RunError::Start(format!("no randomness: {e}")))?;
+                bytes
+            }));
             let registering = crate::register::Registering::new(
                 &register.control_plane,
                 &address,
                 &admission.token,
+                &own,
             )
             .map_err(RunError::Start)?;
+            admission.token = own;
             Some(tokio::spawn(registering.run()))
         }
     };

@@ -1,7 +1,9 @@
 //! A worker that registers itself (`airlock worker --register URL`): every
 //! [`EVERY`] it tells a control plane (through the deployment's Service, any replica)
-//! the address replicas reach it at, with the worker token; that replica writes it
-//! to the shared store, where every replica learns of it. The worker holds no
+//! the address replicas reach it at, with the deployment's worker token as its
+//! bearer and the credential it made for itself at start (replicas must say that
+//! one in their hello; see `process::run_listening`); that replica writes both to
+//! the shared store, where every replica learns of it. The worker holds no
 //! database credentials: what it says goes through a control plane.
 
 use std::time::Duration;
@@ -19,8 +21,10 @@ pub struct Registering {
     pub control_plane: url::Url,
     /// `host:port` replicas reach this worker at.
     pub address: String,
-    /// The deployment's worker token.
+    /// The deployment's worker token (the bearer of the registration).
     pub token: Zeroizing<String>,
+    /// This worker's own credential, made at its start.
+    pub own: Zeroizing<String>,
 }
 
 impl std::fmt::Debug for Registering {
@@ -35,7 +39,12 @@ impl std::fmt::Debug for Registering {
 impl Registering {
     /// Checks what was given: an `http://` control plane (inside the deployment;
     /// the ingress terminates TLS for everyone else) and a `host:port` address.
-    pub fn new(control_plane: &str, address: &str, token: &str) -> Result<Registering, String> {
+    pub fn new(
+        control_plane: &str,
+        address: &str,
+        token: &str,
+        own: &str,
+    ) -> Result<Registering, String> {
         let url = url::Url::parse(control_plane)
             .map_err(|e| format!("--register `{control_plane}`: {e}"))?;
         if url.scheme() != "http" || url.host_str().is_none() {
@@ -53,6 +62,7 @@ impl Registering {
             control_plane: url,
             address: address.to_owned(),
             token: Zeroizing::new(token.to_owned()),
+            own: Zeroizing::new(own.to_owned()),
         })
     }
 
@@ -91,11 +101,14 @@ impl Registering {
                 .await
                 .map_err(|e| e.to_string())?;
         tokio::spawn(connection);
-        let body = serde_json::json!({
-            "address": self.address,
-            "pid": std::process::id(),
-        })
-        .to_string();
+        let body = Zeroizing::new(
+            serde_json::json!({
+                "address": self.address,
+                "pid": std::process::id(),
+                "token": self.own.as_str(),
+            })
+            .to_string(),
+        );
         let path = format!("{}/api/v1/workers", url.path().trim_end_matches('/'));
         let request = http::Request::post(path)
             .header(http::header::HOST, format!("{host}:{port}"))
@@ -104,7 +117,7 @@ impl Registering {
                 format!("Bearer {}", self.token.as_str()),
             )
             .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
             .map_err(|e| e.to_string())?;
         let response = tokio::time::timeout(EVERY, sender.send_request(request))
             .await
@@ -112,6 +125,7 @@ impl Registering {
             .map_err(|e| e.to_string())?;
         match response.status().as_u16() {
             204 => Ok(()),
+            403 => Err("the control plane answered 403: another worker holds this address (it registered within the last seconds)".to_owned()),
             status => Err(format!("the control plane answered {status}")),
         }
     }

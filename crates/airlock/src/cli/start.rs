@@ -54,10 +54,7 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
         // Workers that register themselves (through any replica, into the store) are
         // reached with one name and CA; connected when first used.
         let tls = airlock_worker::tls::client_config(&registration.ca_file)?;
-        let (server_name, token) = (
-            registration.server_name.clone(),
-            zeroize::Zeroizing::new(registration.token.expose().to_owned()),
-        );
+        let server_name = registration.server_name.clone();
         let isolation = config.browser.isolation;
         // Where a registered worker may be: judged at registration for a literal
         // address, and at every connect for each address a name resolves to.
@@ -65,7 +62,9 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
             let networks = registration.allow.clone();
             std::sync::Arc::new(move |ip| networks.admits(ip))
         };
-        let make: airlock_worker::MakeRemote = Box::new(move |address: &str| {
+        // Each is reached with the credential it registered with (its own, made
+        // at its start), never the deployment's token, which it does not take.
+        let make: airlock_worker::MakeRemote = Box::new(move |address: &str, own| {
             let host = address
                 .rsplit_once(':')
                 .map_or(address, |(host, _)| host)
@@ -79,7 +78,7 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
                     address: address.to_owned(),
                     server_name: server_name.clone(),
                     tls: tls.clone(),
-                    token: token.clone(),
+                    token: own.clone(),
                     admit: Some(admit.clone()),
                 },
                 isolation,

@@ -20,6 +20,8 @@ use crate::mcp_clients::{fixture_config, python, root};
 use crate::server::BIN;
 
 const WORKER_TOKEN: &str = "a-worker-token-of-at-least-thirty-two-characters";
+// A registering worker's own credential, as one names it in its registration.
+const OWN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 const ADMIN_KEY: &str = "admin-key-fedcba9876543210-fleet";
 // The fleet's global cap on live sessions (`sessions.max_total`; its one tenant may
 // fill it).
@@ -673,14 +675,14 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
     let (status, body) = crate::leasing::http_post(
         &format!("{a_root}/api/v1/workers"),
         "not-the-worker-token-0123456789abcdef",
-        r#"{"address":"127.0.0.1:9"}"#,
+        &format!(r#"{{"address":"127.0.0.1:9","token":"{OWN}"}}"#),
     )
     .await;
     assert_eq!(status, 401, "{body}");
     let (status, body) = crate::leasing::http_post(
         &format!("{a_root}/api/v1/workers"),
         WORKER_TOKEN,
-        r#"{"address":"not an address"}"#,
+        &format!(r#"{{"address":"not an address","token":"{OWN}"}}"#),
     )
     .await;
     assert_eq!(status, 400, "{body}");
@@ -690,7 +692,7 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
         let (status, body) = crate::leasing::http_post(
             &format!("{a_root}/api/v1/workers"),
             WORKER_TOKEN,
-            &format!(r#"{{"address":"{address}"}}"#),
+            &format!(r#"{{"address":"{address}","token":"{OWN}"}}"#),
         )
         .await;
         assert_eq!(status, 400, "{address}: {body}");
@@ -704,7 +706,7 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
     let (status, body) = crate::leasing::http_post(
         &format!("{c_root}/api/v1/workers"),
         WORKER_TOKEN,
-        r#"{"address":"127.0.0.1:9"}"#,
+        &format!(r#"{{"address":"127.0.0.1:9","token":"{OWN}"}}"#),
     )
     .await;
     assert_eq!(status, 400, "{body}");
@@ -740,6 +742,33 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
     .await;
     assert_eq!(status, 200, "A serves it: {body}");
 
+    // The worker takes only the credential it registered with: the deployment's
+    // token, which every worker holds, opens no channel to it.
+    let tls = airlock_worker::tls::client_config(&fleet.certs.0).unwrap();
+    let Err(refused) =
+        airlock_worker::RemoteHost::connect_tls(&at, "localhost", tls, WORKER_TOKEN).await
+    else {
+        panic!("the deployment's token is taken by a registered worker");
+    };
+    assert!(refused.to_string().contains("token"), "{refused}");
+    // And its address is not taken by another credential while it registers.
+    let (status, body) = crate::leasing::http_post(
+        &format!("{b_root}/api/v1/workers"),
+        WORKER_TOKEN,
+        &format!(r#"{{"address":"{at}","token":"{OWN}"}}"#),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("another worker holds"), "{body}");
+    let (status, _, body) = request(
+        "GET",
+        &format!("{a_root}/api/v1/sessions/{id}"),
+        &[("Authorization", &bearer)],
+        "",
+    )
+    .await;
+    assert_eq!(status, 200, "the session is still served: {body}");
+
     // The worker goes: its session ends on the record, and no replica is ready.
     let mut worker = worker;
     worker.kill().await.unwrap();
@@ -762,7 +791,7 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
         let (status, _) = crate::leasing::http_post(
             &format!("{b_root}/api/v1/workers"),
             "a-guess-at-the-worker-token-0123456789",
-            r#"{"address":"127.0.0.1:9"}"#,
+            &format!(r#"{{"address":"127.0.0.1:9","token":"{OWN}"}}"#),
         )
         .await;
         statuses.push(status);
@@ -779,7 +808,8 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let events = store.audit_events(0, 10_000).await.unwrap();
-        if recorded(&events) == 11 {
+        // The guesses, the first wrong token and the claim of a held address.
+        if recorded(&events) == 12 {
             let text: String = events.iter().map(|e| e.body.as_str()).collect();
             assert!(!text.contains("a-guess-at-the-worker-token"));
             assert!(!text.contains(WORKER_TOKEN));
@@ -787,7 +817,7 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "{} of 11 failures recorded",
+            "{} of 12 failures recorded",
             recorded(&events)
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
