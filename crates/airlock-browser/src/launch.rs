@@ -206,7 +206,8 @@ pub fn needs_no_sandbox() -> bool {
 
 /// Why Chromium runs without its sandbox here, if it does.
 pub fn no_sandbox_reason() -> Option<&'static str> {
-    if nix::unistd::geteuid().is_root() {
+    // Chromium's own user decides (in a worker's namespace, not the worker's).
+    if airlock_core::browser_user::get().is_none() && nix::unistd::geteuid().is_root() {
         return Some("running as root");
     }
     let is =
@@ -337,6 +338,12 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
                 options.profile_parent.display()
             ))
         })?;
+    // Chromium of its own user writes its profile; this process still removes it.
+    let runs_as = airlock_core::browser_user::get();
+    if let Some((uid, gid)) = runs_as {
+        std::os::unix::fs::chown(profile.path(), Some(uid), Some(gid))
+            .map_err(|e| unavailable(format!("cannot give Chromium its profile: {e}")))?;
+    }
 
     let (child_reads, we_write) =
         std::io::pipe().map_err(|e| unavailable(format!("cannot create a pipe: {e}")))?;
@@ -370,8 +377,21 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
     // group holds Chromium before its first fork, without unsafe code in the gateway.
     // The one place Airlock starts a process.
     #[allow(clippy::disallowed_methods)]
-    let mut command = match &cgroup {
-        Some(cgroup) => {
+    let mut command = match (&cgroup, runs_as) {
+        // Moved into the group as this process's user (the group is ours), then
+        // Chromium's user (util-linux's `setpriv`, which a namespace's root may run).
+        (Some(cgroup), Some((uid, gid))) => {
+            let mut command = tokio::process::Command::new("/bin/sh");
+            command
+                .arg("-c")
+                .arg(r#"echo 0 > "$0" && u="$1" g="$2" && shift 2 && exec setpriv --reuid="$u" --regid="$g" --clear-groups -- "$@""#)
+                .arg(cgroup.procs())
+                .arg(uid.to_string())
+                .arg(gid.to_string())
+                .arg(&options.binary.path);
+            command
+        }
+        (Some(cgroup), None) => {
             let mut command = tokio::process::Command::new("/bin/sh");
             command
                 .arg("-c")
@@ -380,7 +400,14 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<(ChromiumProcess, 
                 .arg(&options.binary.path);
             command
         }
-        None => tokio::process::Command::new(&options.binary.path),
+        (None, runs_as) => {
+            let mut command = tokio::process::Command::new(&options.binary.path);
+            if let Some((uid, gid)) = runs_as {
+                // std drops the supplementary groups when root sets a uid.
+                command.uid(uid).gid(gid);
+            }
+            command
+        }
     };
     // Chromium gets an environment of its own: what it needs to find its files,
     // fonts, locale and time zone, and nothing else of the process that starts it (a

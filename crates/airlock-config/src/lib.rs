@@ -218,6 +218,10 @@ pub struct Config {
     pub audit: AuditConfig,
     /// The user the local worker runs as when started as root (`[worker] user`).
     pub worker_user: String,
+    /// The user the local worker's Chromium runs as when started as root
+    /// (`[worker] browser_user`): another than the worker's, so a compromised
+    /// browser cannot signal the worker, reach its files or take its user.
+    pub browser_user: String,
     /// Browser workers on other machines (`[[workers]]`); when any is listed,
     /// sessions open on them instead of a local worker.
     pub workers: Vec<RemoteWorker>,
@@ -427,6 +431,10 @@ pub enum WorkerMode {
 /// (made, as a system user without a home or a shell, by a root gateway that finds
 /// none), never `nobody`, which whatever else on the host may run as.
 pub const DEFAULT_WORKER_USER: &str = "airlock-worker";
+
+/// The user a local worker's Chromium runs as when `[worker] browser_user` is not
+/// set (made like [`DEFAULT_WORKER_USER`]).
+pub const DEFAULT_BROWSER_USER: &str = "airlock-browser";
 
 /// Validated `[browser]`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
@@ -964,6 +972,11 @@ impl Config {
                 .user
                 .filter(|u| !u.is_empty())
                 .unwrap_or_else(|| DEFAULT_WORKER_USER.to_owned()),
+            browser_user: raw
+                .worker
+                .browser_user
+                .filter(|u| !u.is_empty())
+                .unwrap_or_else(|| DEFAULT_BROWSER_USER.to_owned()),
             workers,
             store,
             registration,

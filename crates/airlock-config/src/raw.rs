@@ -118,6 +118,9 @@ pub struct RawWorker {
     /// The user the local worker runs as when Airlock is started as root
     /// (default `airlock-worker`, made if missing).
     pub user: Option<String>,
+    /// The user the local worker's Chromium runs as, apart from the worker that
+    /// holds the secrets (default `airlock-browser`, made if missing).
+    pub browser_user: Option<String>,
 }
 
 /// `[audit]` as written.

@@ -4,6 +4,7 @@
 //! This crate does no IO, spawns nothing and depends on nothing: everything here is a
 //! function of its inputs, so every other crate can use it.
 
+pub mod browser_user;
 mod error_code;
 mod node_ref;
 mod redact;

@@ -114,9 +114,11 @@ fn authority(host: &str, port: u16) -> String {
 }
 
 // Whether the socket that connected from `peer` to `listener` belongs to this
-// process's user. Unknown (no socket table, no entry) is a no.
+// process's user, or to the user its Chromium runs as. Unknown (no socket table,
+// no entry) is a no.
 async fn own_user(peer: SocketAddr, listener: SocketAddr) -> bool {
     let me = nix::unistd::geteuid().as_raw();
+    let browser = airlock_core::browser_user::get().map(|(uid, _)| uid);
     let owner = tokio::task::spawn_blocking(move || {
         let table = match (peer, listener) {
             (SocketAddr::V4(_), SocketAddr::V4(_)) => procfs::net::tcp(),
@@ -131,7 +133,7 @@ async fn own_user(peer: SocketAddr, listener: SocketAddr) -> bool {
     .await
     .ok()
     .flatten();
-    owner == Some(me)
+    owner.is_some_and(|owner| owner == me || Some(owner) == browser)
 }
 
 /// One session's proxy. Dropping it stops the listener and every connection.

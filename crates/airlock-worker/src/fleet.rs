@@ -130,6 +130,7 @@ impl Remote {
                 protocol: crate::proto::PROTOCOL,
                 pid: 0,
                 uid: 0,
+                browser_uid: None,
                 sandbox: false,
                 undumpable: false,
                 default_isolation,

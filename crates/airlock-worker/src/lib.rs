@@ -23,6 +23,7 @@ pub mod register;
 pub mod remote;
 pub mod secrets;
 pub mod tls;
+pub mod userns;
 mod watch;
 
 pub use fleet::{Fleet, MakeRemote, Remote};

@@ -4,6 +4,7 @@
 //! in-process host calls it directly and a worker calls it for each message, so both
 //! run the same code.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::sync::Arc;
 
 use airlock_browser::{Browsers, Device, Error, Result, Session, SessionOptions};
@@ -151,6 +152,20 @@ impl LocalSession {
         std::fs::create_dir_all(&dir).map_err(|e| Error::BrowserUnavailable {
             reason: format!("cannot keep files for the session: {e}"),
         })?;
+        // Chromium under a user of its own reads what is staged (these directories
+        // are inside its own, which no one else may enter) and writes downloads.
+        if let Some((uid, gid)) = airlock_core::browser_user::get() {
+            let given = if what == "downloads" {
+                std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
+            } else {
+                Ok(())
+            };
+            given
+                .and_then(|()| open_up(self.spool.as_deref(), &dir))
+                .map_err(|e| Error::BrowserUnavailable {
+                    reason: format!("cannot keep files for the session: {e}"),
+                })?;
+        }
         Ok(dir)
     }
 
@@ -284,9 +299,18 @@ impl LocalSession {
                     .append(true)
                     .open(&path)
                     .and_then(|mut file| std::io::Write::write_all(&mut file, &data));
-                written.map_err(|e| Error::BrowserUnavailable {
-                    reason: format!("cannot keep a file for upload: {e}"),
-                })?;
+                let readable = || {
+                    if airlock_core::browser_user::get().is_none() {
+                        return Ok(());
+                    }
+                    open_up(Some(&uploads), path.parent().unwrap_or(&uploads))?;
+                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+                };
+                written
+                    .and_then(|()| readable())
+                    .map_err(|e| Error::BrowserUnavailable {
+                        reason: format!("cannot keep a file for upload: {e}"),
+                    })?;
                 Reply::Text(path.display().to_string())
             }
             Call::TakeDownload { saved_as, offset } => {
@@ -454,4 +478,19 @@ fn staged(uploads: &std::path::Path, path: &std::path::Path) -> bool {
             )
         })
         && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
+
+// Lets Chromium's user pass through every directory from the spool `root` down to
+// `dir` (0755: they sit inside Chromium's own directory, which no one else enters).
+fn open_up(root: Option<&std::path::Path>, dir: &std::path::Path) -> std::io::Result<()> {
+    let Some(root) = root else {
+        return Ok(());
+    };
+    for d in dir.ancestors().take_while(|d| d.starts_with(root)) {
+        let mode = std::fs::metadata(d)?.permissions().mode();
+        if mode & 0o055 != 0o055 {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o755))?;
+        }
+    }
+    Ok(())
 }

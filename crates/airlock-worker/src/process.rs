@@ -13,6 +13,7 @@
 //! (the gateway is gone, however it went) the worker closes its sessions and exits.
 
 use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use command_fds::CommandFdExt;
 use std::path::{Path, PathBuf};
@@ -35,12 +36,26 @@ pub struct WorkerStart {
     pub browser: BrowserConfig,
     /// The token of this start's channel.
     pub token: Zeroizing<String>,
-    /// The only uid that may connect (the gateway's).
+    /// The only uid that may connect (the gateway's, as the worker sees it).
     pub peer_uid: u32,
+    /// The uid and gid Chromium runs as in the worker's user namespace, when the
+    /// gateway made it one (`userns`).
+    #[serde(default)]
+    pub chromium_ids: Option<(u32, u32)>,
 }
 
 /// The descriptor the worker's executable is passed on.
 const EXE_FD: i32 = 3;
+
+// A worker, its stdin and its stdout, as spawned.
+type Spawned = (
+    tokio::process::Child,
+    Option<tokio::process::ChildStdin>,
+    Option<tokio::process::ChildStdout>,
+);
+
+// Set once a worker could not be given a user namespace: later ones are not tried.
+static NO_NAMESPACE: AtomicBool = AtomicBool::new(false);
 
 // Whether every directory from `/` down to `dir` lets other users pass through.
 fn passable(dir: &Path) -> bool {
@@ -82,12 +97,30 @@ pub async fn run(socket: &Path) -> Result<(), RunError> {
     drop(line);
     let mut options =
         BrowserOptions::from_config(&start.browser).map_err(|e| RunError::Start(e.to_string()))?;
-    // Profiles beside the socket: the one directory this process may write to.
-    if let Some(dir) = socket.parent() {
-        options.profile_parent = dir.to_owned();
+    // Profiles and the spool beside the socket: the one directory this process may
+    // write to. With Chromium under a user of its own, they are in a directory of
+    // Chromium's (this process, its namespace's root, still reads them), and the
+    // worker's directory lets it pass but not look or reach the socket.
+    let files = match (socket.parent(), start.chromium_ids) {
+        (Some(dir), Some((uid, gid))) => {
+            airlock_core::browser_user::set(uid, gid);
+            let browser = dir.join("browser");
+            let made = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
+                .and_then(|()| std::fs::create_dir_all(&browser))
+                .and_then(|()| std::os::unix::fs::chown(&browser, Some(uid), Some(gid)))
+                .and_then(|()| {
+                    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o700))
+                });
+            made.map_err(|e| RunError::Start(format!("cannot make Chromium's directory: {e}")))?;
+            Some(browser)
+        }
+        (dir, _) => dir.map(Path::to_owned),
+    };
+    if let Some(dir) = &files {
+        options.profile_parent = dir.clone();
     }
     let mut host = crate::LocalHost::new(Arc::new(Browsers::new(options)));
-    if let Some(dir) = socket.parent() {
+    if let Some(dir) = &files {
         host = host.with_spool(dir.join("spool"));
     }
     let host = Arc::new(host);
@@ -259,6 +292,9 @@ pub struct WorkerSpawn {
     pub browser: BrowserConfig,
     /// The user to run it as when this process is root.
     pub user: String,
+    /// The user its Chromium runs as when this process is root (another than
+    /// `user`; the same: no split).
+    pub browser_user: String,
     /// Where the worker's own directory is made (the system's temp dir when `None`).
     pub parent: Option<PathBuf>,
     /// Extra arguments before `worker` (the log format and level).
@@ -315,7 +351,8 @@ fn identity(user: &str) -> Result<Option<(u32, u32)>, ConnectError> {
 // exist already.
 async fn ensure_user(user: &str) -> Result<(), ConnectError> {
     if !nix::unistd::geteuid().is_root()
-        || user != airlock_config::DEFAULT_WORKER_USER
+        || (user != airlock_config::DEFAULT_WORKER_USER
+            && user != airlock_config::DEFAULT_BROWSER_USER)
         || nix::unistd::User::from_name(user).ok().flatten().is_some()
     {
         return Ok(());
@@ -411,6 +448,15 @@ impl LocalWorker {
         }
         ensure_user(&self.spawn.user).await?;
         let ids = identity(&self.spawn.user)?;
+        // Chromium under a user of its own, when root can give it one (see
+        // `userns`): never the same as the worker's.
+        let browser_ids = match ids {
+            Some(_) if self.spawn.browser_user != self.spawn.user => {
+                ensure_user(&self.spawn.browser_user).await?;
+                identity(&self.spawn.browser_user)?
+            }
+            _ => None,
+        };
         // The worker's user must be able to reach its directory: the temp dir when
         // every directory above it lets others pass, else /tmp.
         let parent = self.spawn.parent.clone().unwrap_or_else(std::env::temp_dir);
@@ -437,49 +483,47 @@ impl LocalWorker {
             bytes
         }));
 
-        // The executable is opened here and run from that descriptor: the worker's
-        // user may not be able to reach its path (a checkout under /root), and
-        // need not: the file itself is executable by anyone.
-        let exe = std::fs::File::open(&self.spawn.exe).map_err(|e| {
-            ConnectError::Spawn(format!("cannot open {}: {e}", self.spawn.exe.display()))
-        })?;
-        // The second place Airlock starts a process (Chromium is the first).
-        #[allow(clippy::disallowed_methods)]
-        let mut command = tokio::process::Command::new(format!("/proc/self/fd/{EXE_FD}"));
-        command
-            .fd_mappings(vec![command_fds::FdMapping {
-                parent_fd: exe.into(),
-                child_fd: EXE_FD,
-            }])
-            .map_err(|e| ConnectError::Spawn(e.to_string()))?;
-        command
-            .arg0("airlock")
-            .args(&self.spawn.args)
-            .arg("worker")
-            .arg("--socket")
-            .arg(&socket)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", dir.path())
-            .env("LANG", "C.UTF-8")
-            .current_dir(dir.path())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .kill_on_drop(true);
-        if let Some((uid, gid)) = ids {
-            // std drops the supplementary groups when root sets a uid.
-            command.uid(uid).gid(gid);
-        }
-        let mut child = command.spawn().map_err(|e| {
-            ConnectError::Spawn(format!("cannot start {}: {e}", self.spawn.exe.display()))
-        })?;
-        let mut stdin = child.stdin.take();
-        let stdout = child.stdout.take();
+        let split = match (ids, browser_ids) {
+            (Some(worker), Some(browser)) if !NO_NAMESPACE.load(Ordering::Relaxed) => {
+                Some((worker, browser))
+            }
+            _ => None,
+        };
+        let (mut child, stdin, stdout, chromium_ids) = match split {
+            Some((worker, browser)) => match self
+                .spawn_mapped(dir.path(), &socket, worker, browser)
+                .await
+            {
+                Ok(spawned) => spawned,
+                Err(reason) => {
+                    // Once: a kernel or sandbox that refuses the namespace refuses
+                    // it every time.
+                    NO_NAMESPACE.store(true, Ordering::Relaxed);
+                    tracing::warn!(
+                        %reason,
+                        "Chromium runs as the worker's user: no user namespace could be made for the worker"
+                    );
+                    let (child, stdin, stdout) = self.spawn_plain(dir.path(), &socket, ids)?;
+                    (child, stdin, stdout, None)
+                }
+            },
+            None => {
+                let (child, stdin, stdout) = self.spawn_plain(dir.path(), &socket, ids)?;
+                (child, stdin, stdout, None)
+            }
+        };
+        let mut stdin = stdin;
         let start = WorkerStart {
             browser: self.spawn.browser.clone(),
             token: token.clone(),
-            peer_uid: nix::unistd::geteuid().as_raw(),
+            // In the worker's namespace this process (root, not mapped there)
+            // shows as the overflow uid.
+            peer_uid: if chromium_ids.is_some() {
+                crate::userns::overflow_uid()
+            } else {
+                nix::unistd::geteuid().as_raw()
+            },
+            chromium_ids,
         };
         let line = Zeroizing::new(
             serde_json::to_string(&start).map_err(|e| ConnectError::Spawn(e.to_string()))? + "\n",
@@ -507,6 +551,7 @@ impl LocalWorker {
             }
             _ => None,
         };
+        let _ = &mut child;
         let running_now = Running {
             child,
             stdin,
@@ -557,6 +602,109 @@ impl LocalWorker {
                 Err(e)
             }
         }
+    }
+
+    // The worker as `ids` (root's choice), or as this process's user.
+    fn command(&self, dir: &Path, socket: &Path) -> Result<tokio::process::Command, ConnectError> {
+        // The executable is opened here and run from that descriptor: the worker's
+        // user may not be able to reach its path (a checkout under /root), and
+        // need not: the file itself is executable by anyone.
+        let exe = std::fs::File::open(&self.spawn.exe).map_err(|e| {
+            ConnectError::Spawn(format!("cannot open {}: {e}", self.spawn.exe.display()))
+        })?;
+        // The second place Airlock starts a process (Chromium is the first).
+        #[allow(clippy::disallowed_methods)]
+        let mut command = tokio::process::Command::new(format!("/proc/self/fd/{EXE_FD}"));
+        command
+            .fd_mappings(vec![command_fds::FdMapping {
+                parent_fd: exe.into(),
+                child_fd: EXE_FD,
+            }])
+            .map_err(|e| ConnectError::Spawn(e.to_string()))?;
+        command
+            .arg0("airlock")
+            .args(&self.spawn.args)
+            .arg("worker")
+            .arg("--socket")
+            .arg(socket)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", dir)
+            .env("LANG", "C.UTF-8")
+            .current_dir(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true);
+        Ok(command)
+    }
+
+    // Starts the worker as `ids` (or this process's user).
+    fn spawn_plain(
+        &self,
+        dir: &Path,
+        socket: &Path,
+        ids: Option<(u32, u32)>,
+    ) -> Result<Spawned, ConnectError> {
+        let mut command = self.command(dir, socket)?;
+        if let Some((uid, gid)) = ids {
+            // std drops the supplementary groups when root sets a uid.
+            command.uid(uid).gid(gid);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            ConnectError::Spawn(format!("cannot start {}: {e}", self.spawn.exe.display()))
+        })?;
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        Ok((child, stdin, stdout))
+    }
+
+    // Starts the worker in a user namespace of its own (`userns`): it enters it
+    // as root, says so, is mapped here (its 0 the worker's user, its 1 the
+    // browser's) and told, then becomes its 0. Returns what `spawn_plain` does, and
+    // the ids Chromium runs as inside.
+    async fn spawn_mapped(
+        &self,
+        dir: &Path,
+        socket: &Path,
+        worker: (u32, u32),
+        browser: (u32, u32),
+    ) -> Result<
+        (
+            tokio::process::Child,
+            Option<tokio::process::ChildStdin>,
+            Option<tokio::process::ChildStdout>,
+            Option<(u32, u32)>,
+        ),
+        String,
+    > {
+        let mut command = self.command(dir, socket).map_err(|e| e.to_string())?;
+        command.arg("--user-namespace");
+        let mut child = command.spawn().map_err(|e| e.to_string())?;
+        let (mut stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        let mut reader = BufReader::new(stdout.ok_or("no stdout")?);
+        let mut line = String::new();
+        let said = tokio::time::timeout(Duration::from_secs(10), reader.read_line(&mut line)).await;
+        if !matches!(said, Ok(Ok(_))) || line.trim_end() != crate::userns::UNSHARED {
+            let _ = child.kill().await;
+            return Err(
+                "the worker could not enter a user namespace (its log says why)".to_owned(),
+            );
+        }
+        let pid = child.id().ok_or("the worker exited")?;
+        if let Err(e) = crate::userns::map(pid, worker, browser) {
+            let _ = child.kill().await;
+            return Err(format!("cannot map the worker's namespace: {e}"));
+        }
+        if let Some(stdin) = stdin.as_mut()
+            && let Err(e) = stdin.write_all(b"\n").await
+        {
+            let _ = child.kill().await;
+            return Err(e.to_string());
+        }
+        // Nothing more was printed before the line that lets it go on.
+        let stdout = reader.into_inner();
+        let inside = (crate::userns::BROWSER, crate::userns::BROWSER);
+        Ok((child, stdin, Some(stdout), Some(inside)))
     }
 
     /// Stops the worker: asks it to close its sessions (its stdin closes), then

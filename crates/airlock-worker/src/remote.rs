@@ -69,8 +69,12 @@ pub struct About {
     pub protocol: u32,
     /// Its process id.
     pub pid: u32,
-    /// The uid it runs as.
+    /// The uid it runs as (outside any user namespace it is in).
     pub uid: u32,
+    /// The uid its Chromium runs as, when not its own (outside the worker's user
+    /// namespace).
+    #[serde(default)]
+    pub browser_uid: Option<u32>,
     /// Whether its Chromium runs with its own sandbox.
     pub sandbox: bool,
     /// The isolation of a session that asks for none.

@@ -140,7 +140,8 @@ fn about(host: &LocalHost) -> About {
     About {
         protocol: PROTOCOL,
         pid: std::process::id(),
-        uid: nix::unistd::geteuid().as_raw(),
+        uid: crate::userns::outside(nix::unistd::geteuid().as_raw()),
+        browser_uid: airlock_core::browser_user::get().map(|(uid, _)| crate::userns::outside(uid)),
         sandbox: !airlock_browser::needs_no_sandbox(),
         undumpable: nix::sys::prctl::get_dumpable().is_ok_and(|dumpable| !dumpable),
         default_isolation: options.default_isolation,

@@ -212,6 +212,29 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
     }
 }
 
+// Who a worker's Chromium runs as: a user of its own (a root gateway's local worker),
+// or the worker's.
+fn chromium_user(report: &mut Report, about: &airlock_worker::About, worker: &str) {
+    match about.browser_uid {
+        Some(uid) if uid != about.uid => report.pass(
+            "chromium user",
+            &format!(
+                "`{}` (uid {uid}), not the worker's: a compromised browser process cannot signal the worker, \
+                 read its memory or open its directory",
+                user_name(uid)
+            ),
+        ),
+        _ => report.note(
+            "chromium user",
+            &format!(
+                "Chromium runs as the worker's user (`{worker}`): a compromised browser process can do what that \
+                 user can, but cannot read the worker's memory (a root gateway gives it a user of its own, \
+                 [worker] browser_user; docs/workers.md)"
+            ),
+        ),
+    }
+}
+
 // Starts the local worker as `serve` would, opens one session in it, and says who
 // it runs as and whether its Chromium has its sandbox.
 async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
@@ -249,13 +272,7 @@ async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
             );
         }
         memory(report, &about);
-        report.note(
-            "chromium user",
-            &format!(
-                "Chromium runs as the worker's user (`{user}`): a compromised browser process can do what that user \
-                 can, but cannot read the worker's memory (docs/workers.md)"
-            ),
-        );
+        chromium_user(report, &about, &user);
         sandbox(report, &about);
     }
     let spec = airlock_worker::OpenSpec {
@@ -304,6 +321,7 @@ async fn remote_workers(
             report.pass(&check, &format!("pid {} as uid {}", about.pid, about.uid));
         }
         memory(report, &about);
+        chromium_user(report, &about, &user_name(about.uid));
         sandbox(report, &about);
     }
 }

@@ -133,6 +133,11 @@ enum Command {
         /// the address it listens on).
         #[arg(long, requires = "register")]
         advertise: Option<String>,
+        /// With --socket, started by a root gateway: enter a user namespace of its
+        /// own and wait for the gateway to map it (Chromium then runs as another
+        /// user than the worker). Not for operators.
+        #[arg(long, requires = "socket", hide = true)]
+        user_namespace: bool,
     },
     /// Explain egress policy decisions.
     Policy {
@@ -403,6 +408,16 @@ pub(crate) fn main() -> ExitCode {
     if let Some(name) = cli.as_user.clone() {
         let _ = ACTOR.set(name);
     }
+    // Before the runtime: a process with threads cannot enter a user namespace.
+    if let Command::Worker {
+        user_namespace: true,
+        ..
+    } = &cli.command
+        && let Err(e) = airlock_worker::userns::enter()
+    {
+        tracing::error!(error = %e, "the browser worker could not start");
+        return ExitCode::FAILURE;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -449,6 +464,7 @@ pub(crate) fn main() -> ExitCode {
             drain_secs,
             register,
             advertise,
+            user_namespace: _,
         } => {
             let outcome = match (socket, listen, tls_cert, tls_key) {
                 (Some(socket), _, _, _) => runtime

@@ -100,6 +100,7 @@ pub(crate) async fn browser_host(config: &Config) -> anyhow::Result<airlock_work
                 exe: std::env::current_exe().context("finding the airlock executable")?,
                 browser: config.browser.clone(),
                 user: config.worker_user.clone(),
+                browser_user: config.browser_user.clone(),
                 parent: None,
                 args: LOG_ARGS.get().cloned().unwrap_or_default(),
                 grace: airlock_worker::remote::GRACE,

@@ -351,6 +351,13 @@ async fn by_default_one_tenant_gets_half_the_sessions_and_another_still_gets_one
     );
     assert!(report.contains("as `airlock-worker`"), "{report}");
     assert!(!report.contains("note  worker user"), "{report}");
+    // Its Chromium under a user of its own (the tests run as root).
+    if nix::unistd::geteuid().is_root() {
+        assert!(
+            report.contains("ok    chromium user: `airlock-browser`"),
+            "{report}"
+        );
+    }
     let served = serve_with(tmp.path(), None, Some(&config)).await;
     let sessions = format!("{}/api/v1/sessions", served.url.trim_end_matches("/mcp"));
     let lease = |user: &str| format!(r#"{{"user_id":"{user}","conversation_id":"c"}}"#);

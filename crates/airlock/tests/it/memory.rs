@@ -121,6 +121,7 @@ async fn a_closed_session_leaves_no_copy_of_its_secret_in_any_process() {
                 ..Default::default()
             },
             user: airlock_config::DEFAULT_WORKER_USER.to_owned(),
+            browser_user: airlock_config::DEFAULT_BROWSER_USER.to_owned(),
             parent: Some(parent.path().to_owned()),
             args: vec![],
             grace: airlock_worker::remote::GRACE,

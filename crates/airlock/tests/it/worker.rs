@@ -35,6 +35,7 @@ fn local_worker(parent: &Path, grace: Duration) -> Arc<LocalWorker> {
             ..Default::default()
         },
         user: airlock_config::DEFAULT_WORKER_USER.to_owned(),
+        browser_user: airlock_config::DEFAULT_BROWSER_USER.to_owned(),
         parent: Some(parent.to_owned()),
         args: vec![],
         grace,
@@ -184,11 +185,45 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             !chromium.is_empty(),
             "its Chromium profiles live in its directory"
         );
+        // Chromium runs as a user of its own, apart from the worker that holds the
+        // secrets (a root gateway maps both into the worker's user namespace).
+        let browser = nix::unistd::User::from_name(airlock_config::DEFAULT_BROWSER_USER)
+            .unwrap()
+            .filter(|_| root);
+        let chromium_uid = browser.as_ref().map_or(uid, |b| b.uid.as_raw());
         for p in &chromium {
-            assert_eq!(uid_of(*p), Some(uid), "{}", cmdline(*p));
+            assert_eq!(uid_of(*p), Some(chromium_uid), "{}", cmdline(*p));
             if sandboxed {
                 assert!(!cmdline(*p).contains("--no-sandbox"), "{}", cmdline(*p));
             }
+        }
+        if root {
+            let browser = browser.expect("a root gateway makes the browser's user");
+            assert_ne!(browser.uid.as_raw(), uid, "Chromium is not the worker's user");
+            let (b_uid, b_gid) = (browser.uid.as_raw(), browser.gid.as_raw());
+            let as_browser = |program: &str, args: &[&str]| {
+                std::process::Command::new(program)
+                    .args(args)
+                    .uid(b_uid)
+                    .gid(b_gid)
+                    .output()
+                    .unwrap()
+            };
+            // As Chromium's user: the worker cannot be signalled, its memory and
+            // environment not read, its directory not listed.
+            let signalled = as_browser("kill", &["-0", &pid.to_string()]);
+            assert!(!signalled.status.success(), "{signalled:?}");
+            refused_as(b_uid, b_gid, &format!("/proc/{pid}/environ"));
+            let dir = std::fs::read_dir(parent.path())
+                .unwrap()
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("airlock-worker-")))
+                .expect("the worker's directory");
+            let listed = as_browser("ls", &[&dir.display().to_string()]);
+            assert!(!listed.status.success(), "{listed:?}");
+            // Its own directory the worker still reads (a namespace's root).
+            assert!(dir.join("browser").is_dir());
         }
         // Root can bound memory with cgroups: the worker's Chromiums are bounded in
         // groups it made inside the one the gateway handed it.
@@ -813,4 +848,120 @@ fn under_a_seccomp_profile_that_refuses_user_namespaces_chromium_starts_and_says
     let plain = doctor(false);
     assert!(!plain.contains("note  sandbox:"), "{plain}");
     assert!(plain.contains("ok    chromium starts headless"), "{plain}");
+}
+
+/// Chromium under a user of its own still does its work: a page reads the bytes of
+/// a file the session staged, and a download lands where the worker takes it from.
+/// (Without the worker handing Chromium its directories, the file is unreadable
+/// and the download never arrives.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_under_its_own_user_reads_what_is_staged_and_writes_downloads() {
+    with_browser(|h| async move {
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let worker = local_worker(parent.path(), airlock_worker::remote::GRACE);
+        let host: Host = Remote::new(worker.clone()).await.unwrap().into();
+        if nix::unistd::geteuid().is_root() {
+            let about = host.remote().unwrap().about();
+            assert!(
+                about.browser_uid.is_some_and(|b| b != about.uid),
+                "Chromium runs as its own user: {about:?}"
+            );
+        }
+        let session = host
+            .open(airlock_worker::OpenSpec {
+                isolation: None,
+                policy: h.site.policy(),
+                injection: None,
+                secrets: airlock_worker::SecretSet::default(),
+                effects: Default::default(),
+            })
+            .await
+            .unwrap();
+        session
+            .navigate(
+                &h.site.url("upload.html"),
+                airlock_gateway::action::WaitUntil::Load,
+            )
+            .await
+            .unwrap();
+        let staged = session
+            .call(airlock_worker::Call::Stage {
+                name: "notes.txt".to_owned(),
+                data: b"staged words".to_vec(),
+                into: None,
+            })
+            .await
+            .unwrap();
+        let airlock_worker::Reply::Text(path) = staged else {
+            panic!("no path: {staged:?}");
+        };
+        session
+            .call(airlock_worker::Call::Upload {
+                target: airlock_gateway::action::Target::Selector("#one".to_owned()),
+                paths: vec![path.into()],
+            })
+            .await
+            .unwrap();
+        let read = session
+            .call(airlock_worker::Call::Evaluate {
+                function: "async () => await document.getElementById('one').files[0].text()"
+                    .to_owned(),
+                target: None,
+            })
+            .await
+            .unwrap();
+        let airlock_worker::Reply::Text(read) = read else {
+            panic!("{read:?}");
+        };
+        assert!(read.contains("staged words"), "{read}");
+        session.close().await;
+
+        // A download, through the gateway as `serve` runs it.
+        let dir = tempfile::tempdir().unwrap();
+        let gateway = Gateway::new(
+            host,
+            GatewayConfig {
+                download_dir: Some(dir.path().canonicalize().unwrap()),
+                ..GatewayConfig::with_policy(h.site.policy())
+            },
+        );
+        let agent = gateway.agent_session();
+        agent.call(navigate(h.site.url("download.html"))).await;
+        let mut text = agent
+            .call(ToolCall::Interact(Interaction::Click {
+                target: airlock_gateway::action::Target::Role {
+                    role: "link".into(),
+                    name: Some("Get report".into()),
+                    index: None,
+                },
+                options: Default::default(),
+            }))
+            .await
+            .text;
+        // A download finishes after the click; a later result reports it.
+        for _ in 0..200 {
+            if text.contains("downloaded \"report.txt\"") {
+                break;
+            }
+            text = agent
+                .call(ToolCall::Read(airlock_gateway::Reading::WaitFor {
+                    condition: airlock_gateway::action::WaitCondition::Time(Duration::from_millis(
+                        50,
+                    )),
+                    timeout: None,
+                }))
+                .await
+                .text;
+        }
+        assert!(
+            text.contains("downloaded \"report.txt\""),
+            "never reported: {text}"
+        );
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1, "the file reached the download directory");
+        gateway.shutdown().await;
+        worker.stop().await;
+    })
+    .await;
 }
