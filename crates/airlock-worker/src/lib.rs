@@ -22,6 +22,7 @@ pub mod proto;
 pub mod register;
 pub mod remote;
 pub mod secrets;
+pub mod supervise;
 pub mod tls;
 pub mod userns;
 mod watch;

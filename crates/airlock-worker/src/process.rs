@@ -58,7 +58,7 @@ type Spawned = (
 static NO_NAMESPACE: AtomicBool = AtomicBool::new(false);
 
 // Whether every directory from `/` down to `dir` lets other users pass through.
-fn passable(dir: &Path) -> bool {
+pub(crate) fn passable(dir: &Path) -> bool {
     dir.ancestors()
         .all(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
 }
@@ -74,6 +74,23 @@ const READY: &str = "airlock-worker ready";
 fn undumpable() -> Result<(), RunError> {
     nix::sys::prctl::set_dumpable(false)
         .map_err(|e| RunError::Start(format!("cannot make the worker non-dumpable: {e}")))
+}
+
+// Where Chromium's profiles and a session's staged files and downloads go in the
+// worker's directory `dir`: `dir` itself, or, with Chromium under a user of its own,
+// `dir/browser`, Chromium's (this process, its namespace's root, still reads it),
+// `dir` then letting it pass but not look or reach the socket.
+fn chromium_files(dir: &Path) -> Result<PathBuf, RunError> {
+    let Some((uid, gid)) = airlock_core::browser_user::get() else {
+        return Ok(dir.to_owned());
+    };
+    let browser = dir.join("browser");
+    let made = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
+        .and_then(|()| std::fs::create_dir_all(&browser))
+        .and_then(|()| std::os::unix::fs::chown(&browser, Some(uid), Some(gid)))
+        .and_then(|()| std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o700)));
+    made.map_err(|e| RunError::Start(format!("cannot make Chromium's directory: {e}")))?;
+    Ok(browser)
 }
 
 /// Runs a worker on the unix socket `socket`, reading its [`WorkerStart`] from stdin;
@@ -101,21 +118,10 @@ pub async fn run(socket: &Path) -> Result<(), RunError> {
     // write to. With Chromium under a user of its own, they are in a directory of
     // Chromium's (this process, its namespace's root, still reads them), and the
     // worker's directory lets it pass but not look or reach the socket.
-    let files = match (socket.parent(), start.chromium_ids) {
-        (Some(dir), Some((uid, gid))) => {
-            airlock_core::browser_user::set(uid, gid);
-            let browser = dir.join("browser");
-            let made = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
-                .and_then(|()| std::fs::create_dir_all(&browser))
-                .and_then(|()| std::os::unix::fs::chown(&browser, Some(uid), Some(gid)))
-                .and_then(|()| {
-                    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o700))
-                });
-            made.map_err(|e| RunError::Start(format!("cannot make Chromium's directory: {e}")))?;
-            Some(browser)
-        }
-        (dir, _) => dir.map(Path::to_owned),
-    };
+    if let Some((uid, gid)) = start.chromium_ids {
+        airlock_core::browser_user::set(uid, gid);
+    }
+    let files = socket.parent().map(chromium_files).transpose()?;
     if let Some(dir) = &files {
         options.profile_parent = dir.clone();
     }
@@ -167,10 +173,10 @@ pub async fn run_listening(
         .map_err(|e| RunError::Start(format!("cannot make the worker's directory: {e}")))?;
     let mut options =
         BrowserOptions::from_config(browser).map_err(|e| RunError::Start(e.to_string()))?;
-    options.profile_parent = dir.path().to_owned();
+    let files = chromium_files(dir.path())?;
+    options.profile_parent = files.clone();
     let host = Arc::new(
-        crate::LocalHost::new(Arc::new(Browsers::new(options)))
-            .with_spool(dir.path().join("spool")),
+        crate::LocalHost::new(Arc::new(Browsers::new(options))).with_spool(files.join("spool")),
     );
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -329,7 +335,7 @@ impl std::fmt::Debug for LocalWorker {
 }
 
 /// The uid and gid a worker runs as, and whether that is a drop from root.
-fn identity(user: &str) -> Result<Option<(u32, u32)>, ConnectError> {
+pub(crate) fn identity(user: &str) -> Result<Option<(u32, u32)>, ConnectError> {
     if !nix::unistd::geteuid().is_root() {
         // Not root: the worker runs as this user, which is no more than it is.
         return Ok(None);
@@ -349,7 +355,7 @@ fn identity(user: &str) -> Result<Option<(u32, u32)>, ConnectError> {
 // The default worker user is the worker's own: a root gateway that finds none makes
 // it (a system user of its own group, no home, no login shell). Any other user must
 // exist already.
-async fn ensure_user(user: &str) -> Result<(), ConnectError> {
+pub(crate) async fn ensure_user(user: &str) -> Result<(), ConnectError> {
     if !nix::unistd::geteuid().is_root()
         || (user != airlock_config::DEFAULT_WORKER_USER
             && user != airlock_config::DEFAULT_BROWSER_USER)
@@ -489,7 +495,7 @@ impl LocalWorker {
             }
             _ => None,
         };
-        let (mut child, stdin, stdout, chromium_ids) = match split {
+        let (child, stdin, stdout, chromium_ids) = match split {
             Some((worker, browser)) => match self
                 .spawn_mapped(dir.path(), &socket, worker, browser)
                 .await
@@ -551,7 +557,6 @@ impl LocalWorker {
             }
             _ => None,
         };
-        let _ = &mut child;
         let running_now = Running {
             child,
             stdin,

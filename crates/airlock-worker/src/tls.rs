@@ -54,6 +54,32 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig
     Ok(Arc::new(config))
 }
 
+/// The worker's side from PEM text already read (a worker whose files only its
+/// root supervisor could read; see `supervise`).
+pub fn server_config_pem(cert: &[u8], key: &[u8]) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let error = |what: &'static str, why: String| TlsError {
+        what,
+        path: "(from its supervisor)".to_owned(),
+        why,
+    };
+    let chain = CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| error("the worker's certificate", e.to_string()))?;
+    if chain.is_empty() {
+        return Err(error(
+            "the worker's certificate",
+            "holds no PEM certificate".to_owned(),
+        ));
+    }
+    let key =
+        PrivateKeyDer::from_pem_slice(key).map_err(|e| error("the worker's key", e.to_string()))?;
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
+        .map_err(|e| error("the worker's key", e.to_string()))?;
+    Ok(Arc::new(config))
+}
+
 /// The gateway's side: trusts only the CA certificates in `ca` (PEM).
 pub fn client_config(ca: &Path) -> Result<Arc<rustls::ClientConfig>, TlsError> {
     let mut roots = rustls::RootCertStore::empty();

@@ -12,6 +12,7 @@ mod serve;
 mod start;
 mod tenant;
 mod vault;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -136,7 +137,7 @@ enum Command {
         /// With --socket, started by a root gateway: enter a user namespace of its
         /// own and wait for the gateway to map it (Chromium then runs as another
         /// user than the worker). Not for operators.
-        #[arg(long, requires = "socket", hide = true)]
+        #[arg(long, hide = true)]
         user_namespace: bool,
     },
     /// Explain egress policy decisions.
@@ -464,30 +465,56 @@ pub(crate) fn main() -> ExitCode {
             drain_secs,
             register,
             advertise,
-            user_namespace: _,
+            user_namespace,
         } => {
             let outcome = match (socket, listen, tls_cert, tls_key) {
                 (Some(socket), _, _, _) => runtime
                     .block_on(airlock_worker::process::run(&socket))
                     .map_err(anyhow::Error::from),
                 (None, Some(listen), Some(cert), Some(key)) => {
-                    let config = match config_or_exit(cli.config.as_deref()) {
-                        Ok(c) => c,
-                        Err(code) => return code,
+                    let started = if user_namespace {
+                        // Started by its root supervisor, which read what this
+                        // process's user cannot.
+                        runtime
+                            .block_on(airlock_worker::supervise::supervised())
+                            .map_err(anyhow::Error::msg)
+                    } else {
+                        let config = match config_or_exit(cli.config.as_deref()) {
+                            Ok(c) => c,
+                            Err(code) => return code,
+                        };
+                        if nix::unistd::geteuid().is_root() {
+                            match runtime.block_on(worker::supervise(
+                                &config,
+                                &cert,
+                                &key,
+                                token_file.as_deref(),
+                            )) {
+                                Ok(code) => {
+                                    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+                                    return ExitCode::from(u8::try_from(code).unwrap_or(1));
+                                }
+                                Err(why) => tracing::warn!(
+                                    %why,
+                                    "the worker runs as root, with Chromium: it could not start itself under users of its own"
+                                ),
+                            }
+                        }
+                        let read = || -> anyhow::Result<_> {
+                            let tls = airlock_worker::tls::server_config(&cert, &key)?;
+                            let token =
+                                airlock_config::worker_token(token_file.as_deref(), &ProcessEnv)?;
+                            Ok((tls, token.expose().to_owned(), config.browser.clone()))
+                        };
+                        read()
                     };
-                    let start = || -> anyhow::Result<_> {
-                        let tls = airlock_worker::tls::server_config(&cert, &key)?;
-                        let token =
-                            airlock_config::worker_token(token_file.as_deref(), &ProcessEnv)?;
-                        Ok((tls, token))
-                    };
-                    match start() {
-                        Ok((tls, token)) => runtime
+                    match started {
+                        Ok((tls, token, browser)) => runtime
                             .block_on(airlock_worker::process::run_listening(
                                 listen,
                                 tls,
                                 airlock_worker::Admission {
-                                    token: zeroize::Zeroizing::new(token.expose().to_owned()),
+                                    token: zeroize::Zeroizing::new(token),
                                     peer_uid: None,
                                     detached_grace: std::time::Duration::from_secs(
                                         detached_grace_secs,
@@ -496,7 +523,7 @@ pub(crate) fn main() -> ExitCode {
                                     exit_after: exit_after.map(|n| n as usize),
                                     drain_within: std::time::Duration::from_secs(drain_secs),
                                 },
-                                &config.browser,
+                                &browser,
                                 register.map(|control_plane| airlock_worker::process::Register {
                                     control_plane,
                                     advertise,

@@ -458,6 +458,11 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
         let other_ca = write("other-ca.pem", &certificates().0);
         let profiles = tmp.path().join("worker-tmp");
         std::fs::create_dir(&profiles).unwrap();
+        // Started as root, the worker runs under users of its own: they pass through
+        // to its temp dir.
+        for dir in [tmp.path(), profiles.as_path()] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
 
         let mut worker = tokio::process::Command::new(BIN)
             .args(["worker", "--listen", "127.0.0.1:0", "--tls-cert"])
@@ -505,13 +510,31 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
         };
         let out = doctor(&token_file, &ca_file);
         assert!(out.contains("ok    chromium starts in the worker"), "{out}");
-        // Who the worker on the other machine runs as (this test's worker is root, and
-        // doctor says so), and what protects it; no word of `[worker] user`, which
-        // is this machine's setting.
-        assert!(
-            out.contains(&format!("FAIL  browser worker {address}: runs as root")),
-            "{out}"
-        );
+        // Who the worker on the other machine runs as, and what protects it: started
+        // as root (as this test's is), it runs itself as `airlock-worker` with
+        // Chromium as `airlock-browser`; no word of `[worker] user`, which is this
+        // machine's setting.
+        if nix::unistd::geteuid().is_root() {
+            let uid = |name: &str| {
+                nix::unistd::User::from_name(name)
+                    .unwrap()
+                    .expect("made by the worker's supervisor")
+                    .uid
+            };
+            let worker_uid = uid(airlock_config::DEFAULT_WORKER_USER);
+            assert!(
+                out.contains(&format!("ok    browser worker {address}: pid "))
+                    && out.contains(&format!(" as uid {worker_uid}")),
+                "{out}"
+            );
+            assert!(
+                out.contains(&format!(
+                    "ok    chromium user: `airlock-browser` (uid {})",
+                    uid(airlock_config::DEFAULT_BROWSER_USER)
+                )),
+                "{out}"
+            );
+        }
         assert!(out.contains("ok    worker memory: non-dumpable"), "{out}");
         assert!(!out.contains("[worker] user"), "{out}");
         let out = doctor(&wrong_token_file, &ca_file);
