@@ -79,10 +79,9 @@ class Agent:
         await self.call(*self.system.click(ref, "element"))
 
     async def type(self, ref, text):
+        # Every system's browser_type replaces what the field holds (Playwright's
+        # convention, Airlock's default).
         tool, args = self.system.type(ref, "field", text)
-        if self.airlock:
-            # Replace what the field holds, as Playwright's fill does.
-            args = dict(args, clear_first=True)
         await self.call(tool, args)
 
     async def click_words(self, page, words, exact=True):

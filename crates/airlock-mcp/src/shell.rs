@@ -248,7 +248,8 @@ pub(crate) fn parse(params: &ShellParams) -> Result<Invocation, String> {
             };
             let mut call = target(args[0])?;
             call.insert("text".to_owned(), text.into());
-            call.insert("clear_first".to_owned(), (command == "fill").into());
+            // `fill` replaces what the field holds; `type` and `focus` keep it.
+            call.insert("append".to_owned(), (command != "fill").into());
             ("browser_type", Value::Object(call))
         }
         "press" => {

@@ -254,7 +254,7 @@ static TOOLS: &[Tool] = &[
     Tool {
         name: "browser_type",
         family: Family::Interact,
-        description: "Type into a field (target as browser_click); appends unless clear_first. The result never echoes the text.",
+        description: "Type into a field (target as browser_click), replacing its value unless append. The result never echoes the text.",
         read_only: false,
         destructive: true,
         keep: &["role", "name"],

@@ -278,9 +278,10 @@ pub struct TypeParams {
     // What to type; the tool's description says the rest (as for the fields below
     // whose doc would only repeat it: tools/list is paid on every model request).
     pub text: String,
-    // Replace the field's content.
+    // Type after the field's value instead of replacing it (Playwright's
+    // `browser_type` replaces: agents trained on it expect that).
     #[serde(default)]
-    pub clear_first: bool,
+    pub append: bool,
     /// Press Enter afterwards.
     #[serde(default)]
     pub submit: bool,
@@ -292,7 +293,7 @@ impl TypeParams {
         let call = ToolCall::Interact(Interaction::Type {
             target: self.target.target()?,
             text: self.text,
-            clear_first: self.clear_first,
+            clear_first: !self.append,
             submit: self.submit,
         });
         budgeted(call, self.target.timeout_ms)

@@ -272,9 +272,17 @@ pub(super) async fn run(cx: Cx<'_>, call: Interaction) -> Result<ToolOutput> {
             submit,
         } => {
             let typed = loaded.typed(&text)?;
-            let outcome = session
+            let mut outcome = session
                 .type_pieces(&target, &typed, clear_first, submit)
                 .await?;
+            // Which it did, in the words: an agent used to either convention knows.
+            if let Some(airlock_browser::Effect::Typed(desc)) = &mut outcome.effect {
+                desc.push_str(if clear_first {
+                    " (its value replaced)"
+                } else {
+                    " (after its value)"
+                });
+            }
             // The agent sees its own placeholder back, never the value it stood for.
             let shown = typed.has_secret().then_some(text.as_str());
             after_action(session, fence, surface, outcome, shown).await?

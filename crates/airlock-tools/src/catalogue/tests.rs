@@ -62,6 +62,23 @@ fn arguments_parse_into_the_gateways_calls() {
         call,
         ToolCall::Interact(Interaction::Hover { .. })
     ));
+    // Typing replaces the field's value, as Playwright's `browser_type` does,
+    // unless asked to append.
+    let typing = |value: Value| find("browser_type").unwrap().parse(Some(&args(value)));
+    assert!(matches!(
+        typing(json!({"ref": "e1", "text": "Caroline"})),
+        Ok(ToolCall::Interact(Interaction::Type {
+            clear_first: true,
+            ..
+        }))
+    ));
+    assert!(matches!(
+        typing(json!({"ref": "e1", "text": "line", "append": true})),
+        Ok(ToolCall::Interact(Interaction::Type {
+            clear_first: false,
+            ..
+        }))
+    ));
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod approvals_cli;
 mod approvals_rest;
 mod audit_cli;
 mod console;
+mod conventions;
 mod demo;
 mod drive_by;
 mod http_safety;
