@@ -87,6 +87,9 @@ impl Tool {
         } else {
             schema::fold_targets(&mut lean, self.keep)
         };
+        // Strict-mode converters (OpenAI's) refuse a `$ref` whose target they did
+        // not walk; the two tools with a nested type get it inline.
+        schema::inline_defs(&mut lean);
         Listed {
             schema: lean,
             folded,
@@ -100,8 +103,9 @@ impl Tool {
     pub fn parse(&self, arguments: Option<&Map<String, Value>>) -> Result<ToolCall, BadArgument> {
         let listed = self.listed();
         check_arguments(self.name, &listed.schema, listed.folded, arguments)?;
-        (self.parse)(arguments.cloned().unwrap_or_default())
-            .map_err(|Misfit(why)| misfit(self.name, &why))?
+        let mut arguments = arguments.cloned().unwrap_or_default();
+        schema::not_given(self.name, &mut arguments);
+        (self.parse)(arguments).map_err(|Misfit(why)| misfit(self.name, &why))?
     }
 }
 

@@ -81,6 +81,85 @@ fn fold(object: &mut Map<String, Value>, keep: &[&str]) -> bool {
     true
 }
 
+/// Replaces every `{"$ref": "#/$defs/X"}` with X itself and drops `$defs`: OpenAI's
+/// strict conversion (the Agents SDK's `ensure_strict_json_schema`) refuses a
+/// reference "whose target was not validated", and Airlock's nested types are small
+/// and not recursive.
+pub fn inline_defs(schema: &mut Map<String, Value>) {
+    let Some(Value::Object(defs)) = schema.remove("$defs") else {
+        return;
+    };
+    fn walk(value: &mut Value, defs: &Map<String, Value>) {
+        match value {
+            Value::Object(object) => {
+                let target = object
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix("#/$defs/"))
+                    .and_then(|name| defs.get(name));
+                if let Some(Value::Object(def)) = target {
+                    object.remove("$ref");
+                    for (k, v) in def {
+                        object.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                }
+                for v in object.values_mut() {
+                    walk(v, defs);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, defs)),
+            _ => {}
+        }
+    }
+    for v in schema.values_mut() {
+        walk(v, &defs);
+    }
+}
+
+/// Arguments as a strict-mode model sends them, read as what they mean: such a model
+/// must send every listed key, so it sends `null` for one it does not mean (any key,
+/// at any depth) and often `""` for an unused target field (`ref`, `role`, `name`,
+/// `selector`, and `text` where text names an element) or `0` for an unused
+/// `timeout_ms` — each of them "not given".
+pub fn not_given(tool: &str, arguments: &mut Map<String, Value>) {
+    // `text` is what browser_type types, where "" is a value (it clears the field).
+    let text_is_target = tool != "browser_type";
+    fn walk(object: &mut Map<String, Value>, text_is_target: bool) {
+        object.retain(|key, value| match value {
+            Value::Null => false,
+            Value::String(s) if s.is_empty() => {
+                !(TARGET_FIELDS.contains(&key.as_str())
+                    || key == "text_gone"
+                    || (text_is_target && key == "text"))
+            }
+            Value::Number(n) if key == "timeout_ms" => n.as_u64() != Some(0),
+            _ => true,
+        });
+        for value in object.values_mut() {
+            match value {
+                Value::Object(inner) => walk(inner, text_is_target),
+                Value::Array(items) => {
+                    for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                        walk(item, text_is_target);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(arguments, text_is_target);
+    // A point of (0, 0) beside another target is the zeros of a model that had to
+    // send every key, not a click in the page's corner.
+    let zero = |k: &str| arguments.get(k).and_then(Value::as_f64) == Some(0.0);
+    let other = ["ref", "role", "selector", "text"]
+        .iter()
+        .any(|k| arguments.contains_key(*k));
+    if zero("x") && zero("y") && other {
+        arguments.remove("x");
+        arguments.remove("y");
+    }
+}
+
 fn compact_object(object: &mut Map<String, Value>) {
     if let Some(Value::Array(types)) = object.get("type") {
         let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();

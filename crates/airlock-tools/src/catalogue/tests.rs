@@ -81,6 +81,57 @@ fn arguments_parse_into_the_gateways_calls() {
     ));
 }
 
+/// What a strict-mode model sends — every listed key, `null`, `""` or zeros for the
+/// ones it does not mean — is read as not given.
+#[test]
+fn a_strict_mode_models_nulls_and_blanks_are_not_given() {
+    let parse = |tool: &str, value: Value| find(tool).unwrap().parse(Some(&args(value)));
+    let click = parse(
+        "browser_click",
+        json!({"ref": "e1", "role": "", "name": null, "index": null, "selector": "",
+               "text": "", "x": 0, "y": 0, "timeout_ms": 0, "button": null,
+               "double": null, "modifiers": null}),
+    );
+    assert!(
+        matches!(click, Ok(ToolCall::Interact(Interaction::Click { .. }))),
+        "{click:?}"
+    );
+    let typing = parse(
+        "browser_type",
+        json!({"ref": "e1", "role": null, "name": null, "text": "", "append": null, "submit": null}),
+    );
+    // "" is what browser_type types (it clears the field), not "not given".
+    assert!(
+        matches!(typing, Ok(ToolCall::Interact(Interaction::Type { ref text, clear_first: true, submit: false, .. })) if text.is_empty()),
+        "{typing:?}"
+    );
+    let navigate = parse(
+        "browser_navigate",
+        json!({"url": "https://a.test/", "wait_until": null, "snapshot": null}),
+    );
+    assert!(navigate.is_ok(), "{navigate:?}");
+    let form = parse(
+        "browser_fill_form",
+        json!({"fields": [{"ref": "e2", "role": null, "name": "", "value": "x"}]}),
+    );
+    assert!(form.is_ok(), "{form:?}");
+    // A real point is still a point.
+    let point = parse("browser_click", json!({"x": 0, "y": 0}));
+    assert!(point.is_ok(), "{point:?}");
+    // A required key sent as null is missing, and said so.
+    let why = refused("browser_navigate", json!({"url": null}));
+    assert!(why.contains("url"), "{why}");
+    // No listing refers elsewhere: strict converters take what they can walk.
+    for tool in tools() {
+        let text = serde_json::to_string(&tool.listed().schema).unwrap();
+        assert!(
+            !text.contains("$ref") && !text.contains("$defs"),
+            "{}: {text}",
+            tool.name
+        );
+    }
+}
+
 #[test]
 fn refusals_say_what_the_tool_takes_and_what_did_not_fit() {
     assert_eq!(

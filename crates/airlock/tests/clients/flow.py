@@ -72,7 +72,7 @@ async def flow(client, base):
     # Fields are named by their label too: typing and forms list role and name (a
     # client that sends only listed properties can use them); waits list timeout_ms.
     type_props = by_name["browser_type"].input_schema.get("properties", {})
-    form_field = by_name["browser_fill_form"].input_schema.get("$defs", {}).get("FormField", {}).get("properties", {})
+    form_field = by_name["browser_fill_form"].input_schema.get("properties", {}).get("fields", {}).get("items", {}).get("properties", {})
     check("type and fill_form list role and name beside ref",
           {"ref", "role", "name"} <= set(type_props) and {"ref", "role", "name"} <= set(form_field),
           str(by_name["browser_type"].input_schema) + str(by_name["browser_fill_form"].input_schema))

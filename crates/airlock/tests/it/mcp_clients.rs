@@ -318,3 +318,53 @@ async fn stdio_answers_initialize_before_the_engine_and_exits_if_it_cannot_start
     assert!(stderr.contains("could not start"), "{stderr}");
     assert!(stderr.contains("readable by other users"), "{stderr}");
 }
+
+/// The tools as the OpenAI Agents SDK and google-genai (pinned, from PyPI) make them
+/// for their models: every tool with arguments converts to OpenAI's strict mode by
+/// the SDK's own conversion, every tool converts for Gemini, and calls made as a
+/// strict-mode model makes them (`null` for every key it does not mean) work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_sdks_take_every_tool_and_strict_calls_work() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let config = fixture_config(tmp.path(), &site, "");
+    let out = Command::new(python())
+        .arg(root().join("crates/airlock/tests/clients/strict.py"))
+        .args([BIN, &base])
+        .env("TMPDIR", tmp.path())
+        .env("AIRLOCK_DATA_DIR", tmp.path().join("data"))
+        .env("AIRLOCK_CONFIG", &config)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(240), out)
+        .await
+        .expect("the strict client finished within 4 minutes")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "{stdout}\n--- stderr ---\n{stderr}"
+    );
+    let summary: serde_json::Value = stdout
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .expect("a summary line");
+    assert_eq!(summary["tools"], 25, "{summary}");
+    assert_eq!(summary["gemini"], 25, "{summary}");
+    // The five without arguments stay non-strict (nothing to be strict about).
+    assert_eq!(summary["strict"], 20, "{summary}");
+    assert_eq!(
+        summary["no_arguments"],
+        serde_json::json!([
+            "browser_back",
+            "browser_forward",
+            "browser_pdf",
+            "browser_reload",
+            "browser_session_close"
+        ]),
+        "{summary}"
+    );
+    assert_clean(tmp.path()).await;
+}
