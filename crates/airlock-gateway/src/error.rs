@@ -140,6 +140,12 @@ pub enum Error {
         /// The rule that held it.
         rule: String,
     },
+    /// Its caller went away (cancelled the request, or disconnected) before anyone
+    /// decided: the approval closed, and nothing ran.
+    #[error(
+        "this call's caller went away before anyone decided, so its approval was withdrawn and nothing was done"
+    )]
+    ApprovalWithdrawn,
     /// The page changed while the call waited.
     #[error(
         "the page changed while this call waited for approval (the element approved is gone or is another one now), so nothing was done; take a new snapshot"
@@ -205,7 +211,7 @@ impl HasErrorCode for Error {
             Error::ApprovalTimeout { .. } => ErrorCode::ApprovalTimeout,
             Error::ApprovalStale => ErrorCode::ApprovalStale,
             Error::ApprovalDeferred { .. } => ErrorCode::ApprovalPending,
-            Error::ApprovalUsed => ErrorCode::ApprovalClosed,
+            Error::ApprovalUsed | Error::ApprovalWithdrawn => ErrorCode::ApprovalClosed,
             Error::NotSent { .. } => ErrorCode::RequestNotSent,
             Error::ShuttingDown => ErrorCode::BrowserUnavailable,
             Error::Internal(_) => ErrorCode::Internal,

@@ -315,11 +315,25 @@ impl AirlockMcp {
         tool: &str,
         call: Result<ToolCall, BadArgument>,
         ext: &Extensions,
+        cancelled: &tokio_util::sync::CancellationToken,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let output = match call {
             // The gateway logs the call; here only what never reached it.
             Ok(call) => match self.agent_for(ext).await {
-                Serving::Held(agent) => agent.call_asking(call, self.asker(ext)).await,
+                Serving::Held(agent) => {
+                    // The client cancelling the request (`notifications/cancelled`,
+                    // as an SDK does when it gives up) or going away withdraws a
+                    // call that waits for a human.
+                    let (tell, gone) = tokio::sync::watch::channel(false);
+                    let cancelled = cancelled.clone();
+                    let watching = tokio::spawn(async move {
+                        cancelled.cancelled().await;
+                        let _ = tell.send(true);
+                    });
+                    let out = agent.call_watched(call, self.asker(ext), gone).await;
+                    watching.abort();
+                    out
+                }
                 Serving::Refused(refusal) => {
                     tracing::info!(tool.name = tool, "tool call for a session that is gone");
                     refusal
@@ -441,7 +455,12 @@ fn catalogue_router(gateway: &Gateway) -> ToolRouter<AirlockMcp> {
                     let call = tool.parse(context.arguments.as_ref());
                     context
                         .service
-                        .run(tool.name, call, &context.request_context.extensions)
+                        .run(
+                            tool.name,
+                            call,
+                            &context.request_context.extensions,
+                            &context.request_context.ct,
+                        )
                         .await
                         .map(Into::into)
                 })

@@ -255,6 +255,25 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Closes pending approval `id` as expired with `note` saying why (its caller
+    /// went away): an approver's card shows it, and it can no longer be decided.
+    /// `false` when it was no longer pending.
+    pub async fn withdraw_approval(&self, id: &str, now_ms: i64, note: &str) -> Result<bool> {
+        on_pool!(self, |pool| {
+            let done = sqlx::query(
+                "UPDATE approvals SET status = 'expired', decided_ms = $1, note = $2 WHERE id = $3 AND status = 'pending'",
+            )
+            .bind(now_ms)
+            .bind(note)
+            .bind(id)
+            .execute(pool)
+            .await?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
+}
+
 fn approval_row(row: &impl Fields) -> Result<ApprovalRecord> {
     Ok(ApprovalRecord {
         id: row.get("id")?,

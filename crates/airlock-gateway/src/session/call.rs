@@ -34,13 +34,27 @@ impl AgentSession {
         call: ToolCall,
         asker: Option<Arc<dyn crate::asking::ApprovalAsker>>,
     ) -> ToolOutput {
-        self.call_with(call, asker, None, None).await
+        self.call_with(call, asker, None, None, None).await
+    }
+
+    /// [`AgentSession::call_asking`] for a caller that may go away: when `gone`
+    /// turns true (the request was cancelled, its connection closed) while the call
+    /// waits for a human, its approval closes withdrawn (an approver sees that, and
+    /// can no longer approve it) and nothing runs — no action without an agent
+    /// waiting for its result.
+    pub async fn call_watched(
+        &self,
+        call: ToolCall,
+        asker: Option<Arc<dyn crate::asking::ApprovalAsker>>,
+        gone: tokio::sync::watch::Receiver<bool>,
+    ) -> ToolOutput {
+        self.call_with(call, asker, None, None, Some(gone)).await
     }
 
     /// [`AgentSession::call`] as a step of server-side task `task`: the same pipeline,
     /// its records naming the task.
     pub async fn call_in_task(&self, call: ToolCall, task: &str) -> ToolOutput {
-        self.call_with(call, None, Some(task.to_owned()), None)
+        self.call_with(call, None, Some(task.to_owned()), None, None)
             .await
     }
 
@@ -53,7 +67,7 @@ impl AgentSession {
         task: &str,
         why: String,
     ) -> ToolOutput {
-        self.call_with(call, None, Some(task.to_owned()), Some(why))
+        self.call_with(call, None, Some(task.to_owned()), Some(why), None)
             .await
     }
 
@@ -63,6 +77,7 @@ impl AgentSession {
         asker: Option<Arc<dyn crate::asking::ApprovalAsker>>,
         task: Option<String>,
         flagged: Option<String>,
+        gone: Option<tokio::sync::watch::Receiver<bool>>,
     ) -> ToolOutput {
         let mut context = CallContext {
             tool: call.tool_name(),
@@ -78,6 +93,7 @@ impl AgentSession {
             acted: false,
             recorded: None,
             asker: asker.map(Asker),
+            gone,
             failed: None,
             spent: Spent::default(),
             task,

@@ -48,6 +48,9 @@ pub struct CallContext {
     pub(crate) recorded: Option<std::result::Result<crate::recording::Recorded, String>>,
     /// Who to ask in the client when the call is held (when the gateway allows it).
     pub(crate) asker: Option<Asker>,
+    /// Turns true when the call's caller went away (the surface says so: a
+    /// cancelled request, a closed connection): a wait for a human ends withdrawn.
+    pub(crate) gone: Option<tokio::sync::watch::Receiver<bool>>,
     /// Why the call failed, as the stage that failed it said (the audit stage records
     /// its code and words; the agent reads it rendered).
     pub(crate) failed: Option<Arc<Error>>,

@@ -322,6 +322,10 @@ impl AgentSession {
         };
         let deadline = Instant::now()
             + Duration::from_millis(u64::try_from(expires_ms - now_ms()).unwrap_or(0));
+        let mut gone = context.gone.clone();
+        let caller_gone = |gone: &Option<tokio::sync::watch::Receiver<bool>>| {
+            gone.as_ref().is_some_and(|g| *g.borrow())
+        };
         let decided = loop {
             let record = store
                 .approval(&id)
@@ -346,6 +350,25 @@ impl AgentSession {
                         reason: "it went away while the call waited for approval".to_owned(),
                     }));
                 }
+                // Nobody waits for its result any more: withdrawn, on the record
+                // and on every approver's card, and approving it runs nothing.
+                _ if caller_gone(&gone) => {
+                    let note = "withdrawn: its caller went away before anyone decided";
+                    // Decided meanwhile: that decision stands (the next look finds it).
+                    if let Ok(true) = store.withdraw_approval(&id, now_ms(), note).await {
+                        self.record_decision(
+                            context,
+                            &id,
+                            ApprovalStatus::Expired,
+                            None,
+                            Some(note),
+                            held,
+                        )
+                        .await;
+                        return Err(Error::ApprovalWithdrawn);
+                    }
+                    gone = None;
+                }
                 _ if Instant::now() >= deadline => {
                     let _ = store.expire_approval(&id, now_ms()).await;
                     self.record_decision(context, &id, ApprovalStatus::Expired, None, None, held)
@@ -361,9 +384,21 @@ impl AgentSession {
                     let nap = tokio::time::sleep(
                         APPROVAL_POLL.min(deadline.saturating_duration_since(Instant::now())),
                     );
+                    let went = async {
+                        match gone.as_mut() {
+                            // A surface that dropped its side says nothing more.
+                            Some(g) => {
+                                if g.wait_for(|gone| *gone).await.is_err() {
+                                    std::future::pending::<()>().await;
+                                }
+                            }
+                            None => std::future::pending().await,
+                        }
+                    };
                     tokio::select! {
                         () = nap => {}
                         () = self.inner.approvals.decided_here() => {}
+                        () = went => {}
                     }
                 }
             }

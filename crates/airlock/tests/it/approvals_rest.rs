@@ -276,3 +276,39 @@ async fn the_person_at_the_agents_client_approves_when_the_operator_allows_it() 
     stop(served).await;
     assert_clean(tmp.path()).await;
 }
+
+/// A held call whose client gave up (the official MCP Python SDK's read timeout, which
+/// cancels the request) is withdrawn: its approval closes with the reason, approving
+/// it is refused, and the click never runs (`clients/ghost.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_whose_client_gave_up_is_withdrawn_and_never_runs() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let agent_token = "agent-token-0123456789abcdef";
+    let admin_key = "admin-key-fedcba9876543210";
+    let config = fixture_config(
+        tmp.path(),
+        &site,
+        &format!("[server]\nadmin_key = \"{admin_key}\"\n[approvals]\ntimeout_secs = 120\n"),
+    );
+    let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
+    let out = Command::new(python())
+        .arg(root().join("crates/airlock/tests/clients/ghost.py"))
+        .args([&served.url, &base, agent_token, admin_key])
+        .env("TMPDIR", tmp.path())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), out)
+        .await
+        .expect("the ghost flow finished within 2 minutes")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "ghost flow failed:\n{stdout}\n--- stderr ---\n{stderr}"
+    );
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+}

@@ -1,0 +1,78 @@
+"""No ghost actions: an agent on the official MCP Python SDK gives up on a held click
+(its read timeout, as the OpenAI Agents SDK's default 5 s does); the SDK tells the
+server it cancelled, the approval closes withdrawn, an approver sees why, approving
+it is refused, and the click never runs.
+
+Run by crates/airlock/tests/it/approvals_rest.rs:
+  ghost.py MCP_URL FIXTURE_BASE_URL AGENT_TOKEN ADMIN_KEY
+Prints one line per check.
+"""
+
+import asyncio
+import sys
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+passed = 0
+failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {str(detail)[:2000]}")
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+DELETE = {"role": "button", "name": "Delete account"}
+
+
+async def main():
+    mcp_url, base, agent_token, admin_key = sys.argv[1:5]
+    root = mcp_url.rsplit("/mcp", 1)[0]
+    admin = httpx2.AsyncClient(base_url=root, headers={"Authorization": f"Bearer {admin_key}"}, timeout=30.0)
+    headers = {"Authorization": f"Bearer {agent_token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0, read=300.0)) as http:
+        async with Client(streamable_http_client(mcp_url, http_client=http), mode="legacy") as agent:
+            r = await agent.call_tool("browser_navigate", {"url": f"{base}/resolve.html"})
+            check("navigate", not r.is_error, text_of(r))
+            try:
+                r = await agent.call_tool("browser_click", DELETE, read_timeout_seconds=2)
+                check("the client gave up on the held click", False, text_of(r))
+            except Exception as e:
+                check("the client gave up on the held click", True, repr(e))
+            withdrawn = None
+            for _ in range(100):
+                r = await admin.get("/api/v1/approvals", params={"status": "expired"})
+                found = [a for a in r.json()["approvals"] if "withdrawn" in (a.get("note") or "")]
+                if found:
+                    withdrawn = found[0]
+                    break
+                await asyncio.sleep(0.1)
+            check("its approval closed withdrawn, and the card says why", withdrawn is not None,
+                  (await admin.get("/api/v1/approvals")).text)
+            if withdrawn:
+                r = await admin.post(f"/api/v1/approvals/{withdrawn['id']}/approve")
+                check("approving it afterwards is refused (approval_closed)",
+                      r.status_code == 409 and r.json()["error"]["code"] == "approval_closed", r.text)
+            r = await admin.get("/api/v1/approvals", params={"status": "pending"})
+            check("nothing is left pending", r.json()["approvals"] == [], r.text)
+            # The same agent goes on, and the page never saw the click.
+            r = await agent.call_tool("browser_snapshot", {})
+            t = text_of(r)
+            check("the click never ran", not r.is_error and "deleted 1" not in t and "Delete account" in t, t)
+    await admin.aclose()
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+asyncio.run(main())
