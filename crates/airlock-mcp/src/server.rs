@@ -314,9 +314,9 @@ impl AirlockMcp {
         &self,
         tool: &str,
         call: Result<ToolCall, BadArgument>,
-        ext: &Extensions,
-        cancelled: &tokio_util::sync::CancellationToken,
+        request: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let ext = &request.extensions;
         let output = match call {
             // The gateway logs the call; here only what never reached it.
             Ok(call) => match self.agent_for(ext).await {
@@ -325,13 +325,42 @@ impl AirlockMcp {
                     // as an SDK does when it gives up) or going away withdraws a
                     // call that waits for a human.
                     let (tell, gone) = tokio::sync::watch::channel(false);
-                    let cancelled = cancelled.clone();
+                    let cancelled = request.ct.clone();
                     let watching = tokio::spawn(async move {
                         cancelled.cancelled().await;
                         let _ = tell.send(true);
                     });
+                    // While it waits for a human, a client that asked for progress
+                    // hears so every few seconds (one that resets its timeout on
+                    // progress keeps waiting).
+                    let ticking = request.meta.get_progress_token().map(|token| {
+                        let (peer, agent) = (request.peer.clone(), agent.clone());
+                        tokio::spawn(async move {
+                            let start = tokio::time::Instant::now() + WAIT_NOTE_FIRST;
+                            let mut every = tokio::time::interval_at(start, WAIT_NOTE_EVERY);
+                            let mut said = 0u32;
+                            loop {
+                                every.tick().await;
+                                if !agent.waits_for_approval() {
+                                    continue;
+                                }
+                                said += 1;
+                                let note = rmcp::model::ProgressNotificationParam::new(
+                                    token.clone(),
+                                    f64::from(said),
+                                )
+                                .with_message(
+                                    "waiting for a person to approve this call; it runs once approved",
+                                );
+                                let _ = peer.notify_progress(note).await;
+                            }
+                        })
+                    });
                     let out = agent.call_watched(call, self.asker(ext), gone).await;
                     watching.abort();
+                    if let Some(ticking) = ticking {
+                        ticking.abort();
+                    }
                     out
                 }
                 Serving::Refused(refusal) => {
@@ -420,6 +449,11 @@ impl AirlockMcp {
 // The `browser_*` tools as MCP lists and dispatches them: every entry of the catalogue
 // the gateway offers (code for the page only where the operator turned it on, uploads
 // only where there is an upload directory; the gateway refuses both anyway).
+/// When a call held for a human first says so in a progress notification, and how
+/// often after: under the 5 s an SDK waits by default.
+const WAIT_NOTE_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+const WAIT_NOTE_EVERY: std::time::Duration = std::time::Duration::from_secs(3);
+
 fn catalogue_router(gateway: &Gateway) -> ToolRouter<AirlockMcp> {
     let mut router = ToolRouter::new();
     for tool in airlock_tools::tools() {
@@ -455,12 +489,7 @@ fn catalogue_router(gateway: &Gateway) -> ToolRouter<AirlockMcp> {
                     let call = tool.parse(context.arguments.as_ref());
                     context
                         .service
-                        .run(
-                            tool.name,
-                            call,
-                            &context.request_context.extensions,
-                            &context.request_context.ct,
-                        )
+                        .run(tool.name, call, &context.request_context)
                         .await
                         .map(Into::into)
                 })

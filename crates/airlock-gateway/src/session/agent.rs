@@ -112,6 +112,15 @@ pub struct AgentSession {
 }
 
 impl AgentSession {
+    /// Whether a call of this agent waits for a human's decision now (a surface tells
+    /// its client so while it waits: progress notifications keep clients that reset
+    /// their timeout on progress waiting).
+    pub fn waits_for_approval(&self) -> bool {
+        self.inner
+            .waiting
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// This session's page fence.
     pub fn fence(&self) -> &PageFence {
         &self.inner.fence

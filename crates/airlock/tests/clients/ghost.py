@@ -1,7 +1,8 @@
 """No ghost actions: an agent on the official MCP Python SDK gives up on a held click
 (its read timeout, as the OpenAI Agents SDK's default 5 s does); the SDK tells the
 server it cancelled, the approval closes withdrawn, an approver sees why, approving
-it is refused, and the click never runs.
+it is refused, and the click never runs. A client that asks for progress hears, while
+a call waits, that it waits for a person.
 
 Run by crates/airlock/tests/it/approvals_rest.rs:
   ghost.py MCP_URL FIXTURE_BASE_URL AGENT_TOKEN ADMIN_KEY
@@ -70,6 +71,31 @@ async def main():
             r = await agent.call_tool("browser_snapshot", {})
             t = text_of(r)
             check("the click never ran", not r.is_error and "deleted 1" not in t and "Delete account" in t, t)
+
+            # A client that asked for progress hears, while the call waits, that it
+            # waits for a person; approved, the click runs and its result arrives.
+            notes = []
+
+            async def heard(progress, total, message):
+                notes.append((progress, message))
+
+            click = asyncio.create_task(agent.call_tool("browser_click", DELETE, read_timeout_seconds=60,
+                                                        progress_callback=heard))
+            for _ in range(200):
+                if len(notes) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            check("progress notifications say it waits for a person",
+                  len(notes) >= 2 and all("waiting for a person" in (m or "") for _, m in notes)
+                  and notes[1][0] > notes[0][0], notes)
+            r = await admin.get("/api/v1/approvals", params={"status": "pending"})
+            pending = r.json()["approvals"]
+            check("one approval is pending", len(pending) == 1, r.text)
+            if pending:
+                r = await admin.post(f"/api/v1/approvals/{pending[0]['id']}/approve")
+                check("approve over REST", r.status_code == 200, r.text)
+            r = await click
+            check("the approved click ran and its result arrived", not r.is_error and "deleted 1" in text_of(r), text_of(r))
     await admin.aclose()
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)

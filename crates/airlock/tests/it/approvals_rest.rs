@@ -279,9 +279,10 @@ async fn the_person_at_the_agents_client_approves_when_the_operator_allows_it() 
 
 /// A held call whose client gave up (the official MCP Python SDK's read timeout, which
 /// cancels the request) is withdrawn: its approval closes with the reason, approving
-/// it is refused, and the click never runs (`clients/ghost.py`).
+/// it is refused, and the click never runs; a client that asked for progress hears
+/// while it waits that it waits for a person (`clients/ghost.py`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_call_whose_client_gave_up_is_withdrawn_and_never_runs() {
+async fn a_held_call_whose_client_gave_up_is_withdrawn_and_one_that_waits_hears_why() {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
