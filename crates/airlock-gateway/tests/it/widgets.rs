@@ -260,13 +260,15 @@ async fn a_sortable_list_of_plain_items_is_reordered_by_drag() {
                     )
                 })
                 .collect();
-            let name = task
-                .trim()
-                .trim_start_matches("- text: Drag ")
-                .split(' ')
-                .next()
-                .unwrap();
-            let from = items.iter().position(|(_, n)| n == name).unwrap();
+            // The item's name may be several words: the task starts with it.
+            let rest = task.trim().trim_start_matches("- text: Drag ");
+            let from = items
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, n))| rest.starts_with(&format!("{n} ")))
+                .max_by_key(|(_, (_, n))| n.len())
+                .map(|(i, _)| i)
+                .unwrap_or_else(|| panic!("no item named in {task:?}: {items:?}"));
             let to = if task.contains("down by one") {
                 from + 1
             } else if task.contains("up by one") {
