@@ -204,6 +204,41 @@ impl Gateway {
         Ok(self.pinned_agent(caller, lease, Surface::Mcp))
     }
 
+    /// `caller`'s browser named `name` (a stateless MCP client's `/mcp/b/NAME`): the
+    /// one open for (caller, name), or a new one, kept until it idles out like any
+    /// leased session. Scoped by caller: two keys naming the same name get two
+    /// browsers.
+    pub async fn named_browser(
+        self: &Arc<Self>,
+        caller: &Principal,
+        name: &str,
+    ) -> Result<Arc<AgentSession>> {
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if !valid {
+            return Err(Error::InvalidArgument(
+                "a browser's name in /mcp/b/NAME is 1 to 64 letters, digits, `-`, `_` or `.`"
+                    .to_owned(),
+            ));
+        }
+        let leased = self
+            .lease(
+                caller,
+                LeaseRequest {
+                    user: caller.caller(),
+                    conversation: format!("mcp-browser:{name}"),
+                    ttl: None,
+                    options: OpenOptions::default(),
+                },
+            )
+            .await?;
+        self.session_agent(caller, &leased.info.id.to_string())
+            .await
+    }
+
     pub(crate) fn tenant_lease(
         &self,
         tenant: &str,

@@ -118,6 +118,8 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         // A stateless client's named browser session: the same MCP service, which
         // reads the handle from the path.
         .route_service("/mcp/s/{handle}", mcp.clone())
+        // A caller's own named browser, kept across its calls until it idles out.
+        .route_service("/mcp/b/{name}", mcp.clone())
         .route_service("/mcp", mcp)
         .route_layer(middleware::from_fn(parse_json_body))
         .route_layer(middleware::from_fn(deleted_is_no_content))

@@ -208,6 +208,15 @@ impl AirlockMcp {
         let Some(parts) = ext.get::<http::request::Parts>() else {
             return self.own_agent(principal, Serving::Held);
         };
+        // A caller's own named browser (`/mcp/b/NAME`): what a stateless client with
+        // one fixed URL (the OpenAI Agents SDK, FastMCP, LangChain) needs to keep its
+        // page across calls.
+        if let Some(name) = browser_name(parts.uri.path()) {
+            return match self.gateway.named_browser(&principal, name).await {
+                Ok(agent) => Serving::Held(agent),
+                Err(refusal) => Serving::Refused(ToolOutput::from_error(&refusal)),
+            };
+        }
         if let Some(handle) = session_handle(parts.uri.path()) {
             return match self.gateway.session_agent(&principal, handle).await {
                 Ok(agent) => Serving::Held(agent),
@@ -520,7 +529,7 @@ enum Serving {
 const DESERIALIZE_FAILED: &str = "failed to deserialize parameters: ";
 
 /// Said after every call served in a one-off session.
-const ONE_OFF: &str = "(this call ran in a one-off browser session, now closed: the request named no session. For a browser that lasts across calls, call browser_session_open and send later calls to the MCP URL it returns)";
+const ONE_OFF: &str = "(this call ran in a one-off browser session, now closed: the request named no session. For a browser that lasts across calls, send them to /mcp/b/<a name of yours> instead of /mcp, or call browser_session_open and send later calls to the MCP URL it returns)";
 
 impl AirlockMcp {
     // A stateless request naming no session. `browser_session_open` opens a session
@@ -652,6 +661,12 @@ fn unknown_arguments(
 }
 
 /// The handle of a `/mcp/s/<handle>` path.
+fn browser_name(path: &str) -> Option<&str> {
+    path.strip_prefix("/mcp/b/")
+        .map(|h| h.trim_end_matches('/'))
+        .filter(|h| !h.is_empty() && !h.contains('/'))
+}
+
 fn session_handle(path: &str) -> Option<&str> {
     path.strip_prefix("/mcp/s/")
         .map(|h| h.trim_end_matches('/'))

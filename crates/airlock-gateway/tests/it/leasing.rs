@@ -238,3 +238,49 @@ async fn the_per_user_cap_counts_the_sessions_a_key_opens_itself() {
     })
     .await;
 }
+
+/// A named browser (`/mcp/b/NAME`) is one per (caller, name): the same caller naming
+/// it again gets the same browser, with its page; another key of the same tenant
+/// naming the same name gets a browser of its own; a name that is not one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_browser_is_its_callers_own() {
+    with_browser(|h| async move {
+        let gateway = Gateway::new(h.host().await, config(&h));
+        let alice = caller("acme");
+        let bob = Principal {
+            key: Some("key_acme_bob".to_owned()),
+            ..caller("acme")
+        };
+        let first = gateway.named_browser(&alice, "agent").await.unwrap();
+        let out = first.call(navigate(h.site.url("login.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let page = async |agent: &airlock_gateway::AgentSession| {
+            agent
+                .call(ToolCall::Read(
+                    Reading::Snapshot(SnapshotOptions::default()),
+                ))
+                .await
+                .text
+        };
+        let again = gateway.named_browser(&alice, "agent").await.unwrap();
+        let seen = page(&again).await;
+        assert!(
+            seen.contains("Sign in"),
+            "the same caller and name is the same browser: {seen}"
+        );
+        let theirs = gateway.named_browser(&bob, "agent").await.unwrap();
+        let seen = page(&theirs).await;
+        assert!(
+            !seen.contains("Sign in"),
+            "another key naming it gets its own: {seen}"
+        );
+        let refused = gateway.named_browser(&alice, "no spaces").await;
+        assert!(
+            matches!(refused, Err(Error::InvalidArgument(_))),
+            "{:?}",
+            refused.err()
+        );
+        gateway.shutdown().await;
+    })
+    .await;
+}

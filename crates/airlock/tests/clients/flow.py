@@ -251,6 +251,29 @@ async def isolation(url, base):
         r = await d.call_tool("browser_snapshot", {})
         check("a made-up session URL is refused", r.is_error and text_of(r).startswith("session_expired:"), text_of(r))
 
+    # A caller's own named browser: calls to /mcp/b/NAME share it with no session to
+    # open first (what a stateless SDK with one fixed URL needs).
+    alpha = url.rstrip("/") + "/b/alpha"
+    async with Client(alpha) as e:
+        r = await e.call_tool("browser_navigate", {"url": base + "/login.html"})
+        check("a named browser runs a call, not one-off", not r.is_error and "one-off" not in text_of(r), text_of(r))
+    async with Client(alpha) as e2:
+        t = text_of(await e2.call_tool("browser_snapshot", {}))
+        check("a named browser keeps its page across calls and clients", 'heading "Sign in"' in t, t)
+    async with Client(url.rstrip("/") + "/b/beta") as f:
+        t = text_of(await f.call_tool("browser_snapshot", {}))
+        check("another name is another browser", "Sign in" not in t, t)
+        await f.call_tool("browser_session_close", {})
+    async with Client(url.rstrip("/") + "/b/no%20spaces") as g:
+        r = await g.call_tool("browser_snapshot", {})
+        check("a name that is not one is refused", r.is_error and text_of(r).startswith("invalid_argument"), text_of(r))
+    async with Client(url) as h:
+        t = text_of(await h.call_tool("browser_snapshot", {}))
+        check("an unnamed call still runs one-off, and says where a lasting one is",
+              "Sign in" not in t and "/mcp/b/" in t, t)
+    async with Client(alpha) as e3:
+        await e3.call_tool("browser_session_close", {})
+
 
 async def shell(client, base):
     """The browser-shell profile: one tool, agent-browser style argv."""
