@@ -19,6 +19,8 @@ SCHEMATHESIS_VERSION := 4.32.5
 # (its strict-mode conversion) and google-genai (its MCP adapter for Gemini).
 OPENAI_AGENTS_VERSION := 0.24.0
 GOOGLE_GENAI_VERSION := 3.6.1
+# FastMCP's client, a framework agent developers build on (its recipe runs in `test`).
+FASTMCP_VERSION := 4.2.3
 # The Kubernetes schemas (1.30 to 1.37) deploy/check.py validates the manifests against.
 KUBERNETES_VALIDATE_VERSION := 1.37.0
 
@@ -53,7 +55,7 @@ test: chromium postgres seccomp pyclient console-deps deploy-check
 ## A virtualenv with the official MCP Python SDK (independent client for the tests),
 ## schemathesis (the /api/v1 fuzz run), Django (a real admin app the tests drive) and
 ## MiniWoB++'s task pages (widgets the tests act on).
-pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION) .venv/.django-$(DJANGO_VERSION) .venv/.miniwob-$(MINIWOB_VERSION) .venv/.model-sdks-$(OPENAI_AGENTS_VERSION)-$(GOOGLE_GENAI_VERSION)
+pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION) .venv/.django-$(DJANGO_VERSION) .venv/.miniwob-$(MINIWOB_VERSION) .venv/.model-sdks-$(OPENAI_AGENTS_VERSION)-$(GOOGLE_GENAI_VERSION) .venv/.fastmcp-$(FASTMCP_VERSION)
 
 .venv/.mcp-$(MCP_PY_VERSION):
 	@command -v python3 >/dev/null 2>&1 || { echo "the MCP client tests need python3: run 'sudo apt-get install python3 python3-venv'"; exit 1; }
@@ -71,6 +73,10 @@ pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSIO
 
 .venv/.model-sdks-$(OPENAI_AGENTS_VERSION)-$(GOOGLE_GENAI_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
 	.venv/bin/pip install -q --disable-pip-version-check "openai-agents==$(OPENAI_AGENTS_VERSION)" "google-genai==$(GOOGLE_GENAI_VERSION)"
+	@touch $@
+
+.venv/.fastmcp-$(FASTMCP_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
+	.venv/bin/pip install -q --disable-pip-version-check "fastmcp==$(FASTMCP_VERSION)"
 	@touch $@
 
 .venv/.miniwob-$(MINIWOB_VERSION): .venv/.mcp-$(MCP_PY_VERSION)

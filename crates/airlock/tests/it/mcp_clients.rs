@@ -398,3 +398,32 @@ async fn the_openai_agents_sdk_keeps_one_browser_at_a_named_url() {
     stop(served).await;
     assert_clean(tmp.path()).await;
 }
+
+/// The README's recipe for FastMCP's client (pinned): `/mcp/b/<name>` keeps one
+/// browser across its calls and clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fastmcp_keeps_one_browser_at_a_named_url() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let config = fixture_config(tmp.path(), &site, "");
+    let served = serve_with(tmp.path(), None, Some(&config)).await;
+    let out = Command::new(python())
+        .arg(root().join("crates/airlock/tests/clients/fastmcp_recipe.py"))
+        .args([&served.url, &base])
+        .env("TMPDIR", tmp.path())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), out)
+        .await
+        .expect("the FastMCP client finished within 3 minutes")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "{stdout}\n--- stderr ---\n{stderr}"
+    );
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+}
