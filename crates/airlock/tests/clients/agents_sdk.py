@@ -14,23 +14,7 @@ import asyncio
 import sys
 
 from agents.mcp import MCPServerStreamableHttp, MCPUtil
-
-passed = 0
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {str(detail)[:2000]}")
-
-
-def text_of(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+from common import check, done, text_of
 
 
 def server(url):
@@ -58,10 +42,9 @@ async def main():
         r = await other.call_tool("browser_snapshot", {})
         check("another name is another browser", "Sign in" not in text_of(r), text_of(r))
         await other.call_tool("browser_session_close", {})
-    async with server(agent_url) as done:
-        await done.call_tool("browser_session_close", {})
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    async with server(agent_url) as last:
+        await last.call_tool("browser_session_close", {})
+    done()
 
 
 asyncio.run(main())

@@ -10,23 +10,7 @@ import asyncio
 import sys
 
 from fastmcp import Client
-
-passed = 0
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {str(detail)[:2000]}")
-
-
-def text_of(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+from common import check, done, text_of
 
 
 async def main():
@@ -41,8 +25,7 @@ async def main():
         r = await again.call_tool("browser_snapshot", {}, raise_on_error=False)
         check("a new client on the same URL finds the same browser", 'heading "Sign in"' in text_of(r), text_of(r))
         await again.call_tool("browser_session_close", {}, raise_on_error=False)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    done()
 
 
 asyncio.run(main())

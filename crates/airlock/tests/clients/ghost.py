@@ -15,23 +15,7 @@ import sys
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-
-passed = 0
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {str(detail)[:2000]}")
-
-
-def text_of(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+from common import check, done, text_of
 
 
 DELETE = {"role": "button", "name": "Delete account"}
@@ -97,8 +81,7 @@ async def main():
             r = await click
             check("the approved click ran and its result arrived", not r.is_error and "deleted 1" in text_of(r), text_of(r))
     await admin.aclose()
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    done()
 
 
 asyncio.run(main())

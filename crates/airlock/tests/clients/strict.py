@@ -18,38 +18,12 @@ import asyncio
 import copy
 import json
 import os
-import re
 import sys
 
 from agents.strict_schema import ensure_strict_json_schema
 from google.genai._mcp_utils import mcp_to_gemini_tool
 from mcp import Client, StdioServerParameters
-
-passed = 0
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail[:2000]}")
-
-
-def text_of(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-def ref_of(text, needle):
-    for line in text.splitlines():
-        if needle in line:
-            m = re.match(r"\s*- ((?:t\d+)?(?:f\d+)?e\d+) ", line)
-            if m:
-                return m.group(1)
-    raise AssertionError(f"no ref for {needle!r} in:\n{text}")
+from common import check, done, ref_of, text_of
 
 
 def strict(schema):
@@ -126,8 +100,7 @@ async def main():
         check("press_key with nulls submits", not r.is_error and "Signed in as bob" in text_of(r), text_of(r))
         print(json.dumps({"tools": len(tools), "strict": len(strict_ok), "no_arguments": sorted(no_args),
                           "gemini": len(gemini_ok)}))
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    done()
 
 
 asyncio.run(main())

@@ -294,22 +294,13 @@ async fn a_held_call_whose_client_gave_up_is_withdrawn_and_one_that_waits_hears_
         &format!("[server]\nadmin_key = \"{admin_key}\"\n[approvals]\ntimeout_secs = 120\n"),
     );
     let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
-    let out = Command::new(python())
-        .arg(root().join("crates/airlock/tests/clients/ghost.py"))
-        .args([&served.url, &base, agent_token, admin_key])
-        .env("TMPDIR", tmp.path())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), out)
-        .await
-        .expect("the ghost flow finished within 2 minutes")
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains(" passed, 0 failed"),
-        "ghost flow failed:\n{stdout}\n--- stderr ---\n{stderr}"
-    );
+    crate::mcp_clients::run_client(
+        "ghost.py",
+        &[&served.url, &base, agent_token, admin_key],
+        tmp.path(),
+        &[],
+    )
+    .await;
     stop(served).await;
     assert_clean(tmp.path()).await;
 }

@@ -319,6 +319,37 @@ async fn stdio_answers_initialize_before_the_engine_and_exits_if_it_cannot_start
     assert!(stderr.contains("readable by other users"), "{stderr}");
 }
 
+/// Runs client script `script` (in `clients/`) with `args` and `env`, its temp dir
+/// `tmp`; fails the test unless every check passed. Its stdout.
+pub(crate) async fn run_client(
+    script: &str,
+    args: &[&str],
+    tmp: &Path,
+    env: &[(&str, &Path)],
+) -> String {
+    let mut command = Command::new(python());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command
+        .arg(root().join("crates/airlock/tests/clients").join(script))
+        .args(args)
+        .env("TMPDIR", tmp)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(240), out)
+        .await
+        .unwrap_or_else(|_| panic!("{script} finished within 4 minutes"))
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "{script} failed:\n{stdout}\n--- stderr ---\n{stderr}"
+    );
+    stdout
+}
+
 /// The tools as the OpenAI Agents SDK and google-genai (pinned, from PyPI) make them
 /// for their models: every tool with arguments converts to OpenAI's strict mode by
 /// the SDK's own conversion, every tool converts for Gemini, and calls made as a
@@ -329,24 +360,14 @@ async fn the_model_sdks_take_every_tool_and_strict_calls_work() {
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
     let config = fixture_config(tmp.path(), &site, "");
-    let out = Command::new(python())
-        .arg(root().join("crates/airlock/tests/clients/strict.py"))
-        .args([BIN, &base])
-        .env("TMPDIR", tmp.path())
-        .env("AIRLOCK_DATA_DIR", tmp.path().join("data"))
-        .env("AIRLOCK_CONFIG", &config)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(240), out)
-        .await
-        .expect("the strict client finished within 4 minutes")
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains(" passed, 0 failed"),
-        "{stdout}\n--- stderr ---\n{stderr}"
-    );
+    let data = tmp.path().join("data");
+    let stdout = run_client(
+        "strict.py",
+        &[BIN, &base],
+        tmp.path(),
+        &[("AIRLOCK_DATA_DIR", &data), ("AIRLOCK_CONFIG", &config)],
+    )
+    .await;
     let summary: serde_json::Value = stdout
         .lines()
         .find_map(|l| serde_json::from_str(l).ok())
@@ -369,61 +390,29 @@ async fn the_model_sdks_take_every_tool_and_strict_calls_work() {
     assert_clean(tmp.path()).await;
 }
 
-/// The README's recipe for the OpenAI Agents SDK (pinned, its own MCP client): one
-/// fixed URL, `/mcp/b/<name>`, keeps one browser across calls and clients, another
-/// name is another browser, and the SDK makes every tool with arguments strict.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_openai_agents_sdk_keeps_one_browser_at_a_named_url() {
+// A recipe's script against a real `airlock serve` of the fixture site.
+async fn recipe(script: &str) {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
     let config = fixture_config(tmp.path(), &site, "");
     let served = serve_with(tmp.path(), None, Some(&config)).await;
-    let out = Command::new(python())
-        .arg(root().join("crates/airlock/tests/clients/agents_sdk.py"))
-        .args([&served.url, &base])
-        .env("TMPDIR", tmp.path())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), out)
-        .await
-        .expect("the Agents SDK client finished within 3 minutes")
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains(" passed, 0 failed"),
-        "{stdout}\n--- stderr ---\n{stderr}"
-    );
+    run_client(script, &[&served.url, &base], tmp.path(), &[]).await;
     stop(served).await;
     assert_clean(tmp.path()).await;
+}
+
+/// The README's recipe for the OpenAI Agents SDK (pinned, its own MCP client): one
+/// fixed URL, `/mcp/b/<name>`, keeps one browser across calls and clients, another
+/// name is another browser, and the SDK makes every tool with arguments strict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_agents_sdk_keeps_one_browser_at_a_named_url() {
+    recipe("agents_sdk.py").await;
 }
 
 /// The README's recipe for FastMCP's client (pinned): `/mcp/b/<name>` keeps one
 /// browser across its calls and clients.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fastmcp_keeps_one_browser_at_a_named_url() {
-    let site = FixtureSite::start().await;
-    let base = format!("http://127.0.0.1:{}", site.a.port());
-    let tmp = tempfile::tempdir().unwrap();
-    let config = fixture_config(tmp.path(), &site, "");
-    let served = serve_with(tmp.path(), None, Some(&config)).await;
-    let out = Command::new(python())
-        .arg(root().join("crates/airlock/tests/clients/fastmcp_recipe.py"))
-        .args([&served.url, &base])
-        .env("TMPDIR", tmp.path())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), out)
-        .await
-        .expect("the FastMCP client finished within 3 minutes")
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains(" passed, 0 failed"),
-        "{stdout}\n--- stderr ---\n{stderr}"
-    );
-    stop(served).await;
-    assert_clean(tmp.path()).await;
+    recipe("fastmcp_recipe.py").await;
 }

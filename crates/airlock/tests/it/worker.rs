@@ -42,6 +42,24 @@ fn local_worker(parent: &Path, grace: Duration) -> Arc<LocalWorker> {
     }))
 }
 
+// A temp dir any user may pass through (a worker's user makes its directory there).
+fn passable_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+// A session with `policy` and nothing else.
+fn plain_spec(policy: airlock_policy::Policy) -> airlock_worker::OpenSpec {
+    airlock_worker::OpenSpec {
+        isolation: None,
+        policy,
+        injection: None,
+        secrets: airlock_worker::SecretSet::default(),
+        effects: Default::default(),
+    }
+}
+
 // The real uid of a process, from /proc.
 fn uid_of(pid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -108,8 +126,7 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
     with_browser(|h| async move {
         let root = nix::unistd::geteuid().is_root();
         // Where the worker makes its directory: any user may pass through it.
-        let parent = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let parent = passable_dir();
         // A data dir as the CLI makes it: store and master key.
         let data = tempfile::tempdir().unwrap();
         let data_dir = data.path().join("data");
@@ -270,13 +287,7 @@ async fn the_worker_is_unprivileged_and_sandboxed_and_a_killed_one_ends_only_its
             let key = data_dir.join("master.key");
             let size = std::fs::metadata(&key).unwrap().len();
             let session = asker
-                .open(airlock_worker::OpenSpec {
-                    isolation: None,
-                    policy: h.site.policy(),
-                    injection: None,
-                    secrets: airlock_worker::SecretSet::default(),
-                    effects: Default::default(),
-                })
+                .open(plain_spec(h.site.policy()))
                 .await
                 .unwrap();
             session
@@ -600,8 +611,7 @@ async fn a_worker_on_another_machine_serves_gateways_over_tls_with_the_deploymen
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_worker_is_counted_gone_and_replaced() {
     with_browser(|h| async move {
-        let parent = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let parent = passable_dir();
         // A call 1 s past its budget means the worker hangs.
         let worker = local_worker(parent.path(), Duration::from_secs(1));
         let host: Host = Remote::new(worker.clone()).await.unwrap().into();
@@ -741,8 +751,7 @@ async fn a_stopped_worker_fails_only_its_own_sessions_within_seconds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_workers_held_approval_closes_and_cannot_be_approved() {
     with_browser(|h| async move {
-        let parent = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let parent = passable_dir();
         let worker = local_worker(parent.path(), airlock_worker::remote::GRACE);
         let host: Host = Remote::new(worker.clone()).await.unwrap().into();
         let store = Store::open_in_memory().await.unwrap();
@@ -880,8 +889,7 @@ fn under_a_seccomp_profile_that_refuses_user_namespaces_chromium_starts_and_says
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chromium_under_its_own_user_reads_what_is_staged_and_writes_downloads() {
     with_browser(|h| async move {
-        let parent = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let parent = passable_dir();
         let worker = local_worker(parent.path(), airlock_worker::remote::GRACE);
         let host: Host = Remote::new(worker.clone()).await.unwrap().into();
         if nix::unistd::geteuid().is_root() {
@@ -891,16 +899,7 @@ async fn chromium_under_its_own_user_reads_what_is_staged_and_writes_downloads()
                 "Chromium runs as its own user: {about:?}"
             );
         }
-        let session = host
-            .open(airlock_worker::OpenSpec {
-                isolation: None,
-                policy: h.site.policy(),
-                injection: None,
-                secrets: airlock_worker::SecretSet::default(),
-                effects: Default::default(),
-            })
-            .await
-            .unwrap();
+        let session = host.open(plain_spec(h.site.policy())).await.unwrap();
         session
             .navigate(
                 &h.site.url("upload.html"),
