@@ -294,8 +294,10 @@ async fn every_tool_is_refused_below_its_role_and_the_refusal_is_recorded() {
         }
         // An observer may do nothing but look: 22 of the 30 tools are refused.
         assert_eq!(refused, 22);
-        gateway.shutdown().await;
+        // Read while the gateway still holds the in-memory store open: once the last
+        // pooled connection closes, an in-memory SQLite database is gone.
         let events = store.audit_events(0, 10_000).await.unwrap();
+        gateway.shutdown().await;
         let forbidden = events
             .iter()
             .filter(|e| e.kind == "tool_call" && e.body.contains("\"error\":\"forbidden\""))
