@@ -100,6 +100,7 @@ conformance:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) clippy -p airlock --features conformance-fixtures --bins --locked -- -D warnings
 
 doctor: chromium
 	$(CARGO) run --locked -q -p airlock -- doctor

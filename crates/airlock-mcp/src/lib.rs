@@ -9,6 +9,8 @@
 //! catalogue's (`airlock-tools`), which every surface shares.
 
 mod elicit;
+#[cfg(feature = "conformance-fixtures")]
+mod fixtures;
 mod homes;
 mod server;
 mod shell;
@@ -25,8 +27,24 @@ pub use homes::Sessions;
 pub use server::AirlockMcp;
 pub use stdio::{Starting, starting};
 
+// The suite's fixtures answer whatever a caller asks them, around every check:
+// they exist to test the protocol layer and must never ship.
+#[cfg(all(feature = "conformance-fixtures", not(debug_assertions)))]
+compile_error!(
+    "the conformance fixtures are for test builds only: build without `conformance-fixtures`"
+);
+
+/// What serves each MCP session over HTTP: Airlock's server, or in a conformance test
+/// build that server with the suite's fixtures beside it.
+#[cfg(not(feature = "conformance-fixtures"))]
+pub type Served = AirlockMcp;
+/// What serves each MCP session over HTTP (a conformance test build: Airlock's server
+/// with the suite's fixtures beside it).
+#[cfg(feature = "conformance-fixtures")]
+pub type Served = fixtures::WithFixtures;
+
 /// The Streamable HTTP service type `airlock-http` mounts at `/mcp`.
-pub type McpHttpService = StreamableHttpService<AirlockMcp, Sessions>;
+pub type McpHttpService = StreamableHttpService<Served, Sessions>;
 
 /// Settings of the HTTP transport.
 #[derive(Debug, Clone)]
@@ -72,9 +90,12 @@ pub fn http_service(
     let tasks = options.tasks.clone();
     let service = StreamableHttpService::new(
         move || {
-            Ok(AirlockMcp::new(gateway.clone(), profile)
+            let server = AirlockMcp::new(gateway.clone(), profile)
                 .at(public_url.clone())
-                .with_tasks(tasks.clone()))
+                .with_tasks(tasks.clone());
+            #[cfg(feature = "conformance-fixtures")]
+            let server = fixtures::WithFixtures::new(server);
+            Ok(server)
         },
         sessions.clone(),
         config,

@@ -16,7 +16,9 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
-    Implementation, InitializeRequestParams, InitializeResult, ResourceContents,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, PaginatedRequestParams, ResourceContents,
     ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
@@ -831,6 +833,36 @@ impl ServerHandler for AirlockMcp {
 
     fn get_info(&self) -> ServerConfig {
         info(&self.fence())
+    }
+
+    // Airlock offers tools only: the other lists are unimplemented rather than empty,
+    // so what discovery declares and what the server answers agree.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, rmcp::ErrorData> {
+        Err(rmcp::ErrorData::method_not_found::<ListPromptsRequestMethod>())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, rmcp::ErrorData> {
+        Err(rmcp::ErrorData::method_not_found::<
+            ListResourcesRequestMethod,
+        >())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, rmcp::ErrorData> {
+        Err(rmcp::ErrorData::method_not_found::<
+            ListResourceTemplatesRequestMethod,
+        >())
     }
 }
 

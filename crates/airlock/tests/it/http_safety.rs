@@ -376,6 +376,41 @@ async fn stateless_era_checks_headers_against_the_body() {
     )
     .await;
     assert_eq!(unknown_version.status, 400);
+
+    // Discovery declares tools and nothing else, and the lists it does not declare
+    // are not served (an empty prompts list would be an undeclared handler).
+    let discover =
+        format!(r#"{{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{{{meta}}}}}"#);
+    let found = request(
+        &url,
+        "POST",
+        "",
+        &modern("server/discover"),
+        discover.as_bytes(),
+    )
+    .await;
+    assert_eq!(found.status, 200, "{}", found.head);
+    let json = found
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&found.body);
+    let found: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let declared = found["result"]["capabilities"].as_object().unwrap();
+    assert!(declared.contains_key("tools"), "{found}");
+    for absent in ["prompts", "resources", "logging"] {
+        assert!(!declared.contains_key(absent), "{absent} declared: {found}");
+    }
+    for method in ["prompts/list", "resources/list", "resources/templates/list"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":4,"method":"{method}","params":{{{meta}}}}}"#);
+        let refused = request(&url, "POST", "", &modern(method), body.as_bytes()).await;
+        assert!(
+            refused.body.contains("-32601"),
+            "{method}: {} {}",
+            refused.status,
+            refused.body
+        );
+    }
     stop(served).await;
 }
 
