@@ -21,6 +21,10 @@ OPENAI_AGENTS_VERSION := 0.24.0
 GOOGLE_GENAI_VERSION := 3.6.1
 # FastMCP's client, a framework agent developers build on (its recipe runs in `test`).
 FASTMCP_VERSION := 4.2.3
+# LangChain's MCP adapters need the 1.x MCP SDK, so they live in a venv of their own.
+LANGCHAIN_MCP_VERSION := 0.3.2
+LANGCHAIN_CORE_VERSION := 1.8.3
+LANGCHAIN_MCP_SDK_VERSION := 1.30.0
 # The Kubernetes schemas (1.30 to 1.37) deploy/check.py validates the manifests against.
 KUBERNETES_VALIDATE_VERSION := 1.37.0
 
@@ -55,7 +59,12 @@ test: chromium postgres seccomp pyclient console-deps deploy-check
 ## A virtualenv with the official MCP Python SDK (independent client for the tests),
 ## schemathesis (the /api/v1 fuzz run), Django (a real admin app the tests drive) and
 ## MiniWoB++'s task pages (widgets the tests act on).
-pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION) .venv/.django-$(DJANGO_VERSION) .venv/.miniwob-$(MINIWOB_VERSION) .venv/.model-sdks-$(OPENAI_AGENTS_VERSION)-$(GOOGLE_GENAI_VERSION) .venv/.fastmcp-$(FASTMCP_VERSION)
+pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION) .venv/.django-$(DJANGO_VERSION) .venv/.miniwob-$(MINIWOB_VERSION) .venv/.model-sdks-$(OPENAI_AGENTS_VERSION)-$(GOOGLE_GENAI_VERSION) .venv/.fastmcp-$(FASTMCP_VERSION) .venv-langchain/.langchain-$(LANGCHAIN_MCP_VERSION)
+
+.venv-langchain/.langchain-$(LANGCHAIN_MCP_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
+	python3 -m venv .venv-langchain
+	.venv-langchain/bin/pip install -q --disable-pip-version-check "langchain-mcp-adapters==$(LANGCHAIN_MCP_VERSION)" "langchain-core==$(LANGCHAIN_CORE_VERSION)" "mcp==$(LANGCHAIN_MCP_SDK_VERSION)"
+	@touch $@
 
 .venv/.mcp-$(MCP_PY_VERSION):
 	@command -v python3 >/dev/null 2>&1 || { echo "the MCP client tests need python3: run 'sudo apt-get install python3 python3-venv'"; exit 1; }
@@ -164,7 +173,12 @@ bench-core: chromium
 	$(CARGO) run --locked --release -p airlock-browser --example measure
 
 ## The console test's playwright-core and axe-core, pinned; never a browser download.
-console-deps: crates/airlock/tests/console/node_modules/.installed
+console-deps: crates/airlock/tests/console/node_modules/.installed crates/airlock/tests/clients/vercel/node_modules/.installed
+
+# Vercel's AI SDK MCP client, pinned in its package-lock.json (a recipe's test).
+crates/airlock/tests/clients/vercel/node_modules/.installed: crates/airlock/tests/clients/vercel/package.json crates/airlock/tests/clients/vercel/package-lock.json
+	cd crates/airlock/tests/clients/vercel && npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
 
 crates/airlock/tests/console/node_modules/.installed: crates/airlock/tests/console/package.json crates/airlock/tests/console/package-lock.json
 	cd crates/airlock/tests/console && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --ignore-scripts

@@ -5,9 +5,12 @@ directory is on Python's path)."""
 import re
 import sys
 
-import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
+# The MCP SDK and httpx2 are imported where used: LangChain's adapters pin an older
+# MCP SDK in a venv of their own (.venv-langchain), which has plain httpx.
+try:
+    import httpx2
+except ImportError:
+    import httpx as httpx2
 
 counts = {"passed": 0, "failed": 0}
 
@@ -43,7 +46,44 @@ def done():
 
 async def call(url, token, mode, tool, args):
     """One tool call at `url` with `token`, in a client of its own."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0, read=120.0)) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
             return await client.call_tool(tool, args)
+
+
+DELETE = {"role": "button", "name": "Delete account"}
+
+
+async def approve_pending(mcp_url, admin_key, wait=20.0):
+    """Approves the one pending approval over REST once it shows up (the person at
+    the console); True if it was approved."""
+    import asyncio
+
+    root = mcp_url.rsplit("/mcp", 1)[0]
+    headers = {"Authorization": f"Bearer {admin_key}"}
+    async with httpx2.AsyncClient(base_url=root, headers=headers, timeout=30.0) as admin:
+        for _ in range(int(wait / 0.05)):
+            pending = (await admin.get("/api/v1/approvals", params={"status": "pending"})).json()["approvals"]
+            if pending:
+                r = await admin.post(f"/api/v1/approvals/{pending[0]['id']}/approve")
+                return r.status_code == 200
+            await asyncio.sleep(0.05)
+    return False
+
+
+async def held_click(call_click, mcp_url, admin_key):
+    """Runs `call_click()` (a coroutine making the client's click call) while a person
+    approves it; checks the approval and that the click's result arrived. Returns the
+    result's text."""
+    import asyncio
+
+    click = asyncio.create_task(call_click())
+    approved = await approve_pending(mcp_url, admin_key)
+    check("the held click is approved at the console", approved)
+    text = await click
+    check("the approved click ran and its result arrived", "deleted 1" in text, text)
+    return text

@@ -327,7 +327,23 @@ pub(crate) async fn run_client(
     tmp: &Path,
     env: &[(&str, &Path)],
 ) -> String {
-    let mut command = Command::new(python());
+    run_script(&python(), script, args, tmp, env).await
+}
+
+/// `run_client` with another interpreter: `program` runs `script` (in `clients/`).
+async fn run_script(
+    program: &Path,
+    script: &str,
+    args: &[&str],
+    tmp: &Path,
+    env: &[(&str, &Path)],
+) -> String {
+    assert!(
+        program.is_file(),
+        "{} is missing: `make test` installs the clients",
+        program.display()
+    );
+    let mut command = Command::new(program);
     for (k, v) in env {
         command.env(k, v);
     }
@@ -340,7 +356,7 @@ pub(crate) async fn run_client(
     let out = tokio::time::timeout(Duration::from_secs(240), out)
         .await
         .unwrap_or_else(|_| panic!("{script} finished within 4 minutes"))
-        .expect("python runs");
+        .expect("the client runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -390,14 +406,33 @@ async fn the_model_sdks_take_every_tool_and_strict_calls_work() {
     assert_clean(tmp.path()).await;
 }
 
-// A recipe's script against a real `airlock serve` of the fixture site.
+// A recipe's script (run by `program`) against a real `airlock serve` of the fixture
+// site, with an agent token and an admin key (its held click is approved over REST,
+// as at the console).
 async fn recipe(script: &str) {
+    recipe_with(&python(), script).await;
+}
+
+async fn recipe_with(program: &Path, script: &str) {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
-    let config = fixture_config(tmp.path(), &site, "");
-    let served = serve_with(tmp.path(), None, Some(&config)).await;
-    run_client(script, &[&served.url, &base], tmp.path(), &[]).await;
+    let agent_token = "agent-token-0123456789abcdef";
+    let admin_key = "admin-key-fedcba9876543210";
+    let config = fixture_config(
+        tmp.path(),
+        &site,
+        &format!("[server]\nadmin_key = \"{admin_key}\"\n[approvals]\ntimeout_secs = 120\n"),
+    );
+    let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
+    run_script(
+        program,
+        script,
+        &[&served.url, &base, agent_token, admin_key],
+        tmp.path(),
+        &[],
+    )
+    .await;
     stop(served).await;
     assert_clean(tmp.path()).await;
 }
@@ -411,8 +446,38 @@ async fn the_openai_agents_sdk_keeps_one_browser_at_a_named_url() {
 }
 
 /// The README's recipe for FastMCP's client (pinned): `/mcp/b/<name>` keeps one
-/// browser across its calls and clients.
+/// browser across its calls and clients; a held click is approved and its result
+/// arrives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fastmcp_keeps_one_browser_at_a_named_url() {
     recipe("fastmcp_recipe.py").await;
+}
+
+/// The README's recipe for LangChain's MCP adapters (pinned, in `.venv-langchain`:
+/// they need the 1.x MCP SDK): `get_tools()` opens a session per call, and
+/// `/mcp/b/<name>` keeps one browser across them; a held click is approved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn langchain_keeps_one_browser_across_its_per_call_sessions() {
+    recipe_with(
+        &root().join(".venv-langchain/bin/python"),
+        "langchain_recipe.py",
+    )
+    .await;
+}
+
+/// The README's recipe for Vercel's AI SDK MCP client (`@ai-sdk/mcp`, pinned): the
+/// tools it hands a model keep one browser at `/mcp/b/<name>`; a held click is
+/// approved and its result arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vercel_ai_sdk_keeps_one_browser_at_a_named_url() {
+    recipe_with(&node(), "vercel/recipe.mjs").await;
+}
+
+/// Node, from `PATH` (as the console tests run it).
+fn node() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("node"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/node"))
 }
