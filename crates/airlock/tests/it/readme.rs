@@ -300,7 +300,7 @@ fn the_task_sections_config_and_call_are_valid() {
 
     // The `airlock run` line's flags are the command's: with no model configured,
     // it gets as far as asking for one (a flag it does not know is exit 2).
-    let run = block_in(TASK_DOC, "sh", "airlock run")
+    let run = block_in(TASK_DOC, "sh", "report the newest invoice")
         .lines()
         .find(|l| l.starts_with("airlock run"))
         .unwrap()
@@ -316,4 +316,131 @@ fn the_task_sections_config_and_call_are_valid() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("add a [[models]] entry"), "{stderr}");
+}
+
+/// docs/tasks.md's "try the loop in a minute", run as written but for the port (8000
+/// may be taken here): the scripted model and its page, the config, `airlock run`; the
+/// held click is approved from a second process, the task finishes with the page's
+/// answer, and the record holds the transcript.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_task_docs_scripted_model_runs_a_held_task_to_its_end() {
+    use tokio::io::AsyncBufReadExt as _;
+
+    let lines = block_in(TASK_DOC, "sh", "scripted_model.py");
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut model = Command::new(python())
+        .arg(root().join("examples/scripted_model.py"))
+        .arg("0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut said = tokio::io::BufReader::new(model.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(20), said.next_line())
+        .await
+        .expect("the scripted model starts")
+        .unwrap()
+        .unwrap();
+    let port = first
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .to_owned();
+    let toml: String = lines
+        .lines()
+        .skip_while(|l| !l.contains("<<'END'"))
+        .skip(1)
+        .take_while(|l| *l != "END")
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(
+        tmp.path().join("try-task.toml"),
+        toml.replace("8000", &port),
+    )
+    .unwrap();
+    let run = lines
+        .lines()
+        .find(|l| l.starts_with("airlock run"))
+        .unwrap()
+        .replace("airlock run", &format!("{BIN} run"))
+        .replace("8000", &port);
+    let mut running = Command::new("bash")
+        .args(["-c", &run])
+        .current_dir(tmp.path())
+        .env("AIRLOCK_DATA_DIR", &data)
+        .env("TMPDIR", tmp.path())
+        .env_remove("AIRLOCK_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut progress = tokio::io::BufReader::new(running.stderr.take().unwrap()).lines();
+    let approve = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = progress.next_line().await.unwrap() {
+            if let Some(at) = line.find("airlock approvals approve apr_") {
+                return line[at..].split("    ").next().unwrap().trim().to_owned();
+            }
+        }
+        panic!("airlock run ended before its click was held");
+    })
+    .await
+    .expect("the click is held within 60 s");
+    // The second terminal runs the line as printed.
+    let approved = Command::new("bash")
+        .args([
+            "-c",
+            &approve.replace("airlock approvals", &format!("{BIN} approvals")),
+        ])
+        .env("AIRLOCK_DATA_DIR", &data)
+        .env_remove("AIRLOCK_CONFIG")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        approved.status.success(),
+        "{approve}: {}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    let rest = tokio::spawn(async move {
+        let mut rest = Vec::new();
+        while let Ok(Some(line)) = progress.next_line().await {
+            rest.push(line);
+        }
+        rest
+    });
+    let out = tokio::time::timeout(Duration::from_secs(60), running.wait_with_output())
+        .await
+        .expect("the task ends within 60 s of the approval")
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let rest = rest.await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{printed}\n{rest:?}");
+    assert!(printed.contains("answer: Account deleted"), "{printed}");
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("1/20: step 1: browser_click ok")),
+        "{rest:?}"
+    );
+    // The transcript on the record.
+    let tail = Command::new(BIN)
+        .args(["audit", "tail", "-n", "20"])
+        .env("AIRLOCK_DATA_DIR", &data)
+        .env_remove("AIRLOCK_CONFIG")
+        .output()
+        .await
+        .unwrap();
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&tail.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kind = |k: &str| events.iter().find(|e| e["kind"] == k).cloned();
+    assert!(kind("task_started").is_some(), "{events:?}");
+    assert_eq!(kind("approval_decided").unwrap()["status"], "approved");
+    assert_eq!(kind("task_ended").unwrap()["answer"], "Account deleted");
+    model.kill().await.unwrap();
+    assert_clean(tmp.path()).await;
 }
