@@ -791,6 +791,11 @@ pub struct ConsoleLog {
     pub entries: Vec<ConsoleEntry>,
     /// Messages the tab's bounded buffer let go of.
     pub dropped: u64,
+    /// How many of `entries` (the last ones) the page now showing logged: the rest
+    /// came before its last main-frame navigation. `None` from a worker that does not
+    /// count them.
+    #[serde(default)]
+    pub since_navigation: Option<usize>,
 }
 
 /// One request a page made, as far as it got. Its URL was redacted whole, then cut.

@@ -169,6 +169,8 @@ pub(crate) struct TabInner {
     pub(crate) console: std::collections::VecDeque<crate::action::ConsoleEntry>,
     /// Messages let go of when the buffer was full.
     pub(crate) console_dropped: u64,
+    /// How many of `console` (the oldest) came before the last main-frame navigation.
+    pub(crate) console_before: usize,
 }
 
 /// A JavaScript dialog the page is blocked on.

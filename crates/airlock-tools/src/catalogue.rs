@@ -378,7 +378,7 @@ static TOOLS: &[Tool] = &[
     Tool {
         name: "browser_console_messages",
         family: Family::Read,
-        description: "What the active tab logged, uncaught errors too. Untrusted.",
+        description: "What the page logged, uncaught errors too. Untrusted.",
         read_only: true,
         destructive: false,
         keep: &[],
@@ -388,7 +388,7 @@ static TOOLS: &[Tool] = &[
     Tool {
         name: "browser_network_requests",
         family: Family::Read,
-        description: "The active tab's requests: method, status or failure (refusals marked), type, URL. Untrusted.",
+        description: "The tab's requests: method, status or failure (refusals marked), type, URL. Untrusted.",
         read_only: true,
         destructive: false,
         keep: &[],

@@ -570,6 +570,8 @@ pub struct ConsoleParams {
     pub level: Option<String>,
     /// Newest N (default 50, max 200).
     pub limit: Option<usize>,
+    /// Earlier pages too.
+    pub all: Option<bool>,
 }
 
 impl ConsoleParams {
@@ -584,7 +586,11 @@ impl ConsoleParams {
         if !(1..=airlock_gateway::CONSOLE_KEPT).contains(&limit) {
             return bad(format!("`limit` is 1 to {}", airlock_gateway::CONSOLE_KEPT));
         }
-        Ok(ToolCall::Read(Reading::ConsoleMessages { level, limit }))
+        Ok(ToolCall::Read(Reading::ConsoleMessages {
+            level,
+            limit,
+            all: self.all.unwrap_or(false),
+        }))
     }
 }
 
@@ -594,6 +600,8 @@ pub struct NetworkParams {
     pub filter: Option<String>,
     /// Newest N (default 50, max 200).
     pub limit: Option<usize>,
+    /// Also loaded images, scripts, styles.
+    pub r#static: Option<bool>,
 }
 
 impl NetworkParams {
@@ -608,6 +616,7 @@ impl NetworkParams {
         Ok(ToolCall::Read(Reading::NetworkRequests {
             filter: self.filter.filter(|f| !f.is_empty()),
             limit,
+            with_static: self.r#static.unwrap_or(false),
         }))
     }
 }
@@ -789,7 +798,7 @@ impl TabsParams {
                 TabAction::New(self.url.clone())
             }
             "select" => TabAction::Select(index()?),
-            "close" => TabAction::Close(index()?),
+            "close" => TabAction::Close(self.index),
             other => {
                 return bad(format!(
                     "`action` is one of list, new, select, close; got `{other}`"

@@ -412,18 +412,24 @@ impl Session {
         // The buffer only: what the page logged can be read while a dialog holds it.
         let tab = self.tab().await?;
         Ok(tab.state.read(|s| {
+            let mut since_navigation = 0;
             let mut entries: Vec<ConsoleEntry> = s
                 .console
                 .iter()
+                .enumerate()
                 .rev()
-                .filter(|e| e.level >= level)
+                .filter(|(_, e)| e.level >= level)
                 .take(limit)
-                .cloned()
+                .map(|(i, e)| {
+                    since_navigation += usize::from(i >= s.console_before);
+                    e.clone()
+                })
                 .collect();
             entries.reverse();
             ConsoleLog {
                 entries,
                 dropped: s.console_dropped,
+                since_navigation: Some(since_navigation),
             }
         }))
     }

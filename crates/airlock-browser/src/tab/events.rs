@@ -226,6 +226,8 @@ async fn handle_event_inner(conn: &Connection, session: &str, state: &Arc<TabSta
                     s.main_frame = id.clone();
                     s.url = url;
                     s.navigations += 1;
+                    // What the old page logged stays readable (`all`), apart.
+                    s.console_before = s.console.len();
                     s.uncommitted = false;
                     // What the old page showed (its secrets among it) is no use now.
                     s.leaving = None;

@@ -142,6 +142,7 @@ impl TabState {
             if s.console.len() >= CONSOLE_KEPT {
                 s.console.pop_front();
                 s.console_dropped += 1;
+                s.console_before = s.console_before.saturating_sub(1);
             }
             s.console
                 .push_back(crate::action::ConsoleEntry { level, text });

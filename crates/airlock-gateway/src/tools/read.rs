@@ -25,6 +25,9 @@ pub enum Reading {
         level: ConsoleLevel,
         /// The newest this many.
         limit: usize,
+        /// Also what pages before the last navigation logged (as Playwright MCP's
+        /// `all`; by default only the page now showing).
+        all: bool,
     },
     /// `browser_network_requests`: what the active tab requested.
     NetworkRequests {
@@ -32,6 +35,9 @@ pub enum Reading {
         filter: Option<String>,
         /// The newest this many.
         limit: usize,
+        /// Also the static resources that loaded fine (as Playwright MCP's `static`;
+        /// by default left out: they are most of a page's requests and rarely news).
+        with_static: bool,
     },
     /// `browser_evaluate`: the agent's function, run in the page's main world (off
     /// unless the server turns it on).
@@ -113,11 +119,15 @@ impl Family for Reading {
                 WaitCondition::Target(target) => json!({ "target": target_json(target) }),
                 WaitCondition::Time(d) => json!({ "ms": d.as_millis() as u64 }),
             },
-            Reading::ConsoleMessages { level, limit } => {
-                json!({ "level": level.as_str(), "limit": limit })
+            Reading::ConsoleMessages { level, limit, all } => {
+                json!({ "level": level.as_str(), "limit": limit, "all": all })
             }
-            Reading::NetworkRequests { filter, limit } => {
-                json!({ "filter": filter, "limit": limit })
+            Reading::NetworkRequests {
+                filter,
+                limit,
+                with_static,
+            } => {
+                json!({ "filter": filter, "limit": limit, "static": with_static })
             }
             // The code run in the page, whole: what it did is on the record.
             Reading::Evaluate { function, target } => json!({
@@ -236,9 +246,16 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
             };
             ToolOutput::text(format!("{whose}\n{}", fence.wrap(&body))).read_on(&url)
         }
-        Reading::ConsoleMessages { level, limit } => {
-            let log = session.console(level, limit).await?;
+        Reading::ConsoleMessages { level, limit, all } => {
+            let mut log = session.console(level, limit).await?;
             let (whose, url) = page_line(session, fence).await?;
+            // Earlier pages' messages only when asked for (a worker that does not
+            // count them shows everything).
+            let earlier = match (all, log.since_navigation) {
+                (false, Some(since)) => log.entries.len().saturating_sub(since),
+                _ => 0,
+            };
+            log.entries.drain(..earlier);
             // The page wrote every word of it: fenced like any page content.
             let mut body = String::new();
             for entry in &log.entries {
@@ -250,6 +267,11 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
                 if log.entries.len() == 1 { "" } else { "s" },
                 level.as_str()
             );
+            if earlier > 0 {
+                text.push_str(&format!(
+                    "; {earlier} from before the last navigation not shown (`all: true` shows them)"
+                ));
+            }
             if log.dropped > 0 {
                 text.push_str(&format!(
                     "; {} older ones were let go (the tab keeps its last {})",
@@ -261,8 +283,22 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
             text.push_str(&fence.wrap(body.trim_end()));
             ToolOutput::text(text).read_on(&url)
         }
-        Reading::NetworkRequests { filter, limit } => {
-            let log = session.network_requests(filter.as_deref(), limit).await?;
+        Reading::NetworkRequests {
+            filter,
+            limit,
+            with_static,
+        } => {
+            // The whole buffer, then the static successes left out, then the newest.
+            let mut log = session
+                .network_requests(filter.as_deref(), airlock_browser::NETWORK_KEPT)
+                .await?;
+            let before = log.entries.len();
+            if !with_static {
+                log.entries.retain(|e| !loaded_static(e));
+            }
+            let left_out = before - log.entries.len();
+            let extra = log.entries.len().saturating_sub(limit);
+            log.entries.drain(..extra);
             let (whose, url) = page_line(session, fence).await?;
             // URLs are the page's words: fenced like any page content.
             // The proxy knows why the requests it failed failed: asked once for all.
@@ -295,6 +331,12 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
                 log.entries.len(),
                 if log.entries.len() == 1 { "" } else { "s" }
             );
+            if left_out > 0 {
+                text.push_str(&format!(
+                    "; {left_out} static resource{} that loaded fine not shown (`static: true` shows them)",
+                    if left_out == 1 { "" } else { "s" }
+                ));
+            }
             if log.dropped > 0 {
                 text.push_str(&format!(
                     "; {} older ones were let go (the tab keeps its last {})",
@@ -307,4 +349,15 @@ pub(super) async fn run(cx: Cx<'_>, call: Reading) -> Result<ToolOutput> {
             ToolOutput::text(text).read_on(&url)
         }
     })
+}
+
+/// A static resource (image, script, style, font, media) that loaded fine: what
+/// `browser_network_requests` leaves out unless asked, as Playwright MCP does.
+fn loaded_static(entry: &airlock_browser::NetworkEntry) -> bool {
+    matches!(
+        entry.kind.as_str(),
+        "image" | "script" | "stylesheet" | "font" | "media"
+    ) && entry.failure.is_none()
+        && entry.refused.is_none()
+        && entry.status.is_some_and(|s| (200..400).contains(&s))
 }

@@ -25,8 +25,8 @@ pub enum TabAction {
     New(Option<String>),
     /// Make tab N active.
     Select(usize),
-    /// Close tab N.
-    Close(usize),
+    /// Close tab N, or the active one (as Playwright MCP's `close` without an index).
+    Close(Option<usize>),
 }
 
 impl Family for Window {
@@ -81,7 +81,18 @@ pub(super) async fn run(cx: Cx<'_>, call: Window) -> Result<ToolOutput> {
                 TabAction::List => session.tabs().await?,
                 TabAction::New(url) => session.new_tab(url.as_deref()).await?,
                 TabAction::Select(i) => session.select_tab(i).await?,
-                TabAction::Close(i) => session.close_tab(i).await?,
+                TabAction::Close(i) => {
+                    let i = match i {
+                        Some(i) => i,
+                        None => session
+                            .tabs()
+                            .await?
+                            .iter()
+                            .find(|t| t.active)
+                            .map_or(0, |t| t.index),
+                    };
+                    session.close_tab(i).await?
+                }
             };
             ToolOutput::text(render_tabs(&tabs))
         }

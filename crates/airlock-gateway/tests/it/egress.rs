@@ -694,6 +694,7 @@ async fn network_requests_say_what_the_page_asked_for_and_why_the_proxy_refused(
             ToolCall::Read(Reading::NetworkRequests {
                 filter: filter.map(str::to_owned),
                 limit: 50,
+                with_static: true,
             })
         };
         let denied = format!("http://127.0.0.1:{b}/login.html");

@@ -71,6 +71,7 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
             ToolCall::Read(Reading::ConsoleMessages {
                 level: airlock_browser::ConsoleLevel::Debug,
                 limit: 50,
+                all: true,
             }),
             Role::Observe,
         ),
@@ -97,6 +98,7 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
             ToolCall::Read(Reading::NetworkRequests {
                 filter: None,
                 limit: 50,
+                with_static: true,
             }),
             Role::Observe,
         ),
@@ -192,7 +194,7 @@ fn every_tool(url: &str) -> Vec<(&'static str, ToolCall, Role)> {
         ),
         (
             "tabs close",
-            ToolCall::Window(Window::Tabs(TabAction::Close(1))),
+            ToolCall::Window(Window::Tabs(TabAction::Close(Some(1)))),
             Role::Act,
         ),
         ("back", ToolCall::Navigate(Navigation::Back), Role::Act),

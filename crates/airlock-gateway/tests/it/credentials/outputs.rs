@@ -21,6 +21,7 @@ async fn console_messages_and_requests_never_carry_a_typed_secret_in_any_encodin
             ToolCall::Read(Reading::ConsoleMessages {
                 level: airlock_browser::ConsoleLevel::Debug,
                 limit: 200,
+                all: true,
             })
         };
         // The page logged it at every level and threw it; each line is there,
@@ -78,6 +79,7 @@ async fn console_messages_and_requests_never_carry_a_typed_secret_in_any_encodin
                 ToolCall::Read(Reading::NetworkRequests {
                     filter: Some("collect".into()),
                     limit: 200,
+                    with_static: true,
                 }),
             )
             .await
