@@ -39,6 +39,9 @@ pub struct Sessions {
     gateway: Arc<Gateway>,
     // Who began each session held here ([`Principal::caller`]).
     owners: Mutex<HashMap<SessionId, String>>,
+    // What a call waiting on a human in a session watches for its end: told the
+    // moment a `DELETE` ends it (rmcp stops the session's service only later).
+    ending: Mutex<HashMap<String, tokio::sync::watch::Sender<bool>>>,
 }
 
 impl Sessions {
@@ -47,7 +50,20 @@ impl Sessions {
             local: LocalSessionManager::default(),
             gateway: gateway.clone(),
             owners: Mutex::default(),
+            ending: Mutex::default(),
         }
+    }
+
+    /// Turns true when session `id` is ended here.
+    pub(crate) fn ending(&self, id: &str) -> tokio::sync::watch::Receiver<bool> {
+        let mut ending = lock(&self.ending);
+        // Sessions that ended without a word from here (idle, the transport) hold
+        // nothing once their calls are done.
+        ending.retain(|_, tell| tell.receiver_count() > 0);
+        ending
+            .entry(id.to_owned())
+            .or_insert_with(|| tokio::sync::watch::Sender::new(false))
+            .subscribe()
     }
 
     /// Whether the session `id` is there and `caller` began it (so may end it with
@@ -130,6 +146,9 @@ impl SessionManager for Sessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         lock(&self.owners).remove(id);
+        if let Some(tell) = lock(&self.ending).remove(id.as_ref()) {
+            tell.send_replace(true);
+        }
         self.local.close_session(id).await
     }
 

@@ -88,11 +88,13 @@ pub fn http_service(
     }
     let sessions = Arc::new(Sessions::new(&gateway));
     let tasks = options.tasks.clone();
+    let ending = Arc::downgrade(&sessions);
     let service = StreamableHttpService::new(
         move || {
             let server = AirlockMcp::new(gateway.clone(), profile)
                 .at(public_url.clone())
-                .with_tasks(tasks.clone());
+                .with_tasks(tasks.clone())
+                .in_sessions_weak(ending.clone());
             #[cfg(feature = "conformance-fixtures")]
             let server = fixtures::WithFixtures::new(server);
             Ok(server)

@@ -59,6 +59,9 @@ pub struct AirlockMcp {
     public_url: Option<Arc<str>>,
     /// What runs `browser_run_task`, when the operator configured a model.
     tasks: Option<Arc<airlock_task::Runner>>,
+    /// The HTTP transport's sessions: a call waiting on a human hears from them the
+    /// moment its MCP session is ended (weak: the sessions hold their servers).
+    sessions: Option<std::sync::Weak<crate::homes::Sessions>>,
 }
 
 impl AirlockMcp {
@@ -98,7 +101,17 @@ impl AirlockMcp {
             folded: Arc::new(folded),
             public_url: None,
             tasks: None,
+            sessions: None,
         }
+    }
+
+    /// This server, told by `sessions` when its MCP session is ended.
+    pub(crate) fn in_sessions_weak(
+        mut self,
+        sessions: std::sync::Weak<crate::homes::Sessions>,
+    ) -> AirlockMcp {
+        self.sessions = Some(sessions);
+        self
     }
 
     /// This server offering `browser_run_task` with `runner` (with the `browser`
@@ -332,15 +345,7 @@ impl AirlockMcp {
             // The gateway logs the call; here only what never reached it.
             Ok(call) => match self.agent_for(ext).await {
                 Serving::Held(agent) => {
-                    // The client cancelling the request (`notifications/cancelled`,
-                    // as an SDK does when it gives up) or going away withdraws a
-                    // call that waits for a human.
-                    let (tell, gone) = tokio::sync::watch::channel(false);
-                    let cancelled = request.ct.clone();
-                    let watching = tokio::spawn(async move {
-                        cancelled.cancelled().await;
-                        let _ = tell.send(true);
-                    });
+                    let (gone, watching) = self.watch_caller(request);
                     // While it waits for a human, a client that asked for progress
                     // hears so every few seconds (one that resets its timeout on
                     // progress keeps waiting).
@@ -378,7 +383,12 @@ impl AirlockMcp {
                     tracing::info!(tool.name = tool, "tool call for a session that is gone");
                     refusal
                 }
-                Serving::OneOff(agent) => self.one_off(agent, call).await,
+                Serving::OneOff(agent) => {
+                    let (gone, watching) = self.watch_caller(request);
+                    let out = self.one_off(agent, call, gone).await;
+                    watching.abort();
+                    out
+                }
             },
             Err(BadArgument(message)) => ToolOutput::error(ErrorCode::InvalidArgument, message),
         };
@@ -462,6 +472,60 @@ impl AirlockMcp {
 // only where there is an upload directory; the gateway refuses both anyway).
 /// When a call held for a human first says so in a progress notification, and how
 /// often after: under the 5 s an SDK waits by default.
+/// How often a call that may wait for a human looks whether its MCP session ended.
+const SESSION_LOOK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Whether the caller of `request` went away: it cancelled the request
+/// (`notifications/cancelled`, as an SDK does when it gives up), or its MCP session
+/// ended (a `DELETE`, stdio closed, a stateless request's stream dropped). A call that
+/// waits for a human is withdrawn then: nobody would get its result. In the stateful
+/// era a dropped stream alone is no such sign (the client may resume it, as the
+/// protocol says), but the session's end is. Returns the sign and its watcher.
+impl AirlockMcp {
+    fn watch_caller(
+        &self,
+        request: &RequestContext<RoleServer>,
+    ) -> (
+        tokio::sync::watch::Receiver<bool>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let (tell, gone) = tokio::sync::watch::channel(false);
+        let (cancelled, peer) = (request.ct.clone(), request.peer.clone());
+        // A `DELETE` of its MCP session: told at once.
+        let mut ended = request
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|id| id.to_str().ok())
+            .zip(self.sessions.as_ref().and_then(std::sync::Weak::upgrade))
+            .map(|(id, sessions)| sessions.ending(id));
+        let watching = tokio::spawn(async move {
+            let ended = async {
+                match ended.as_mut() {
+                    Some(ended) => {
+                        let _ = ended.wait_for(|e| *e).await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(ended);
+            // Otherwise rmcp ends a session's service loop without cancelling the
+            // requests in flight, and offers no future for it: looked at a few times
+            // a second.
+            let mut look = tokio::time::interval(SESSION_LOOK);
+            loop {
+                tokio::select! {
+                    () = cancelled.cancelled() => break,
+                    () = &mut ended => break,
+                    _ = look.tick() => if peer.is_transport_closed() { break },
+                }
+            }
+            let _ = tell.send(true);
+        });
+        (gone, watching)
+    }
+}
+
 const WAIT_NOTE_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
 const WAIT_NOTE_EVERY: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -538,7 +602,12 @@ impl AirlockMcp {
     // and names it: its result gives the URL later calls go to. Anything else runs in
     // a browser session of its own, closed when the call ends, so no two clients ever
     // see each other's pages.
-    async fn one_off(&self, agent: Arc<AgentSession>, call: ToolCall) -> ToolOutput {
+    async fn one_off(
+        &self,
+        agent: Arc<AgentSession>,
+        call: ToolCall,
+        gone: tokio::sync::watch::Receiver<bool>,
+    ) -> ToolOutput {
         if matches!(call, ToolCall::Session(SessionCall::Open(_))) {
             let mut out = agent.call(call).await;
             if out.error.is_some() {
@@ -563,7 +632,8 @@ impl AirlockMcp {
                 }
             };
         }
-        let mut out = agent.call(call).await;
+        // Watched like any call: a held one whose caller went away is withdrawn.
+        let mut out = agent.call_watched(call, None, gone).await;
         agent.close().await;
         out.text.push('\n');
         out.text.push_str(ONE_OFF);

@@ -304,3 +304,36 @@ async fn a_held_call_whose_client_gave_up_is_withdrawn_and_one_that_waits_hears_
     stop(served).await;
     assert_clean(tmp.path()).await;
 }
+
+/// A held call whose client went away without cancelling (`clients/dropped.py`, raw
+/// HTTP): a dropped stateless stream withdraws it at once (a named browser's, and a
+/// one-off call's); in an MCP session a dropped stream leaves it pending, since the
+/// client may resume the stream, and the session's `DELETE` withdraws it at once.
+/// Approving a withdrawn call is refused, and the click never ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_whose_client_dropped_its_stream_or_session_is_withdrawn() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let tmp = tempfile::tempdir().unwrap();
+    let agent_token = "agent-token-0123456789abcdef";
+    let admin_key = "admin-key-fedcba9876543210";
+    let config = fixture_config(
+        tmp.path(),
+        &site,
+        &format!(
+            "[server]\nadmin_key = \"{admin_key}\"\n[approvals]\ntimeout_secs = 120\n\
+             [[approvals.rules]]\nname = \"hold-one-off\"\ntools = [\"browser_navigate\"]\n\
+             url = 'one-off'\nrisk = \"high\"\naction = \"approve\"\n"
+        ),
+    );
+    let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
+    crate::mcp_clients::run_client(
+        "dropped.py",
+        &[&served.url, &base, agent_token, admin_key],
+        tmp.path(),
+        &[],
+    )
+    .await;
+    stop(served).await;
+    assert_clean(tmp.path()).await;
+}
