@@ -15,6 +15,7 @@ mod homes;
 mod server;
 mod shell;
 mod stdio;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -89,12 +90,14 @@ pub fn http_service(
     let sessions = Arc::new(Sessions::new(&gateway));
     let tasks = options.tasks.clone();
     let ending = Arc::downgrade(&sessions);
+    let task_store = tasks::Tasks::default();
     let service = StreamableHttpService::new(
         move || {
             let server = AirlockMcp::new(gateway.clone(), profile)
                 .at(public_url.clone())
                 .with_tasks(tasks.clone())
-                .in_sessions_weak(ending.clone());
+                .in_sessions_weak(ending.clone())
+                .with_task_store(task_store.clone());
             #[cfg(feature = "conformance-fixtures")]
             let server = fixtures::WithFixtures::new(server);
             Ok(server)

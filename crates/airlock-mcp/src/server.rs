@@ -62,6 +62,9 @@ pub struct AirlockMcp {
     /// The HTTP transport's sessions: a call waiting on a human hears from them the
     /// moment its MCP session is ended (weak: the sessions hold their servers).
     sessions: Option<std::sync::Weak<crate::homes::Sessions>>,
+    /// `browser_run_task` calls running as MCP tasks (shared by every request the
+    /// transport serves: a stateless client polls with requests of their own).
+    task_store: crate::tasks::Tasks,
 }
 
 impl AirlockMcp {
@@ -102,7 +105,14 @@ impl AirlockMcp {
             public_url: None,
             tasks: None,
             sessions: None,
+            task_store: crate::tasks::Tasks::default(),
         }
+    }
+
+    /// This server keeping its MCP tasks in `store`.
+    pub(crate) fn with_task_store(mut self, store: crate::tasks::Tasks) -> AirlockMcp {
+        self.task_store = store;
+        self
     }
 
     /// This server, told by `sessions` when its MCP session is ended.
@@ -143,7 +153,6 @@ impl AirlockMcp {
                         .service
                         .run_task(context.arguments.as_ref(), &context.request_context)
                         .await
-                        .map(Into::into)
                 })
             },
         ));
@@ -248,6 +257,20 @@ impl AirlockMcp {
             return self.own_agent(principal, Serving::Held);
         }
         self.own_agent(principal, Serving::OneOff)
+    }
+
+    // Whose a task is: the caller of the request, or the protocol error a request the
+    // auth layer did not see gets.
+    pub(crate) fn caller(&self, ext: &Extensions) -> Result<String, rmcp::ErrorData> {
+        self.principal(ext).map(|p| p.caller()).map_err(|_| {
+            rmcp::ErrorData::internal_error("this request was not authenticated", None)
+        })
+    }
+
+    /// The tasks this server keeps.
+    #[cfg(feature = "conformance-fixtures")]
+    pub(crate) fn task_store(&self) -> &crate::tasks::Tasks {
+        &self.task_store
     }
 
     // Who is calling: the principal the HTTP auth layer found, or (stdio) the
@@ -650,24 +673,35 @@ impl AirlockMcp {
         &self,
         arguments: Option<&serde_json::Map<String, serde_json::Value>>,
         request: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, rmcp::ErrorData> {
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
         let Some(runner) = &self.tasks else {
             return Ok(result(ToolOutput::error(
                 ErrorCode::InvalidArgument,
                 "no model is configured for tasks",
-            )));
+            ))
+            .into());
         };
         let spec = match runner.parse(arguments) {
             Ok(spec) => spec,
             Err(BadArgument(why)) => {
-                return Ok(result(ToolOutput::error(ErrorCode::InvalidArgument, why)));
+                return Ok(result(ToolOutput::error(ErrorCode::InvalidArgument, why)).into());
             }
         };
         let (agent, one_off) = match self.agent_for(&request.extensions).await {
             Serving::Held(agent) => (agent, false),
             Serving::OneOff(agent) => (agent, true),
-            Serving::Refused(refusal) => return Ok(result(refusal)),
+            Serving::Refused(refusal) => return Ok(result(refusal).into()),
         };
+        // A client of the Tasks extension gets the task's id at once and polls.
+        if request
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
+        {
+            let task = self.spawn_task(runner.clone(), agent, one_off, spec);
+            return Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
+                task,
+            )));
+        }
         let (sender, mut steps) = tokio::sync::mpsc::unbounded_channel::<airlock_task::Progress>();
         let token = request.meta.get_progress_token();
         let forwarding = token.map(|token| {
@@ -696,7 +730,59 @@ impl AirlockMcp {
         if let Some(forwarding) = forwarding {
             let _ = forwarding.await;
         }
-        Ok(task_result(&outcome))
+        Ok(task_result(&outcome).into())
+    }
+
+    // `browser_run_task` as an MCP task: each step becomes its status message,
+    // `tasks/cancel` stops the loop (the task settles `cancelled`), and its result
+    // is the call's result.
+    fn spawn_task(
+        &self,
+        runner: Arc<airlock_task::Runner>,
+        agent: Arc<AgentSession>,
+        one_off: bool,
+        spec: airlock_task::TaskSpec,
+    ) -> rmcp::model::Task {
+        let caller = agent.principal().caller();
+        self.task_store.spawn(&caller, "starting", move |cx| {
+            Box::pin(async move {
+                let cancel = tokio_util::sync::CancellationToken::new();
+                let (sender, mut steps) =
+                    tokio::sync::mpsc::unbounded_channel::<airlock_task::Progress>();
+                let telling = {
+                    let cx = cx.clone();
+                    tokio::spawn(async move {
+                        while let Some(step) = steps.recv().await {
+                            cx.set_status_message(format!(
+                                "step {}/{}: {}",
+                                step.step, step.max_steps, step.message
+                            ));
+                        }
+                    })
+                };
+                let watch = airlock_task::Watch {
+                    cancel: cancel.clone(),
+                    progress: Some(sender),
+                };
+                let run = runner.run(&agent, spec, watch);
+                tokio::pin!(run);
+                let outcome = tokio::select! {
+                    outcome = &mut run => outcome,
+                    () = cx.cancelled() => {
+                        cancel.cancel();
+                        run.await
+                    }
+                };
+                if one_off {
+                    agent.close().await;
+                }
+                telling.abort();
+                if outcome.status == airlock_task::TaskStatus::Cancelled {
+                    return Err(rmcp::task_manager::TaskExit::Cancelled);
+                }
+                Ok(task_result(&outcome))
+            })
+        })
     }
 }
 
@@ -902,7 +988,44 @@ impl ServerHandler for AirlockMcp {
     }
 
     fn get_info(&self) -> ServerConfig {
-        info(&self.fence())
+        let mut info = info(&self.fence());
+        // `browser_run_task` runs as an MCP task for a client that can poll.
+        if self.tasks.is_some() {
+            info.capabilities = ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build();
+        }
+        info
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, rmcp::ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        let task = self.task_store.get(&caller, &request.task_id)?;
+        Ok(rmcp::model::GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        self.task_store
+            .update(&caller, &request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        self.task_store.cancel(&caller, &request.task_id)
     }
 
     // Airlock offers tools only: the other lists are unimplemented rather than empty,

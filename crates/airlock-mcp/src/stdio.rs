@@ -75,7 +75,39 @@ impl Deferred {
 impl ServerHandler for Deferred {
     // The same words the server proper gives: its fence is this one.
     fn get_info(&self) -> ServerConfig {
-        crate::server::info(&self.fence)
+        let mut info = crate::server::info(&self.fence);
+        // As the server proper: `browser_run_task` as an MCP task when a model is set.
+        if !self.tasks.models.is_empty() {
+            info.capabilities = rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build();
+        }
+        info
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.server().await?.get_task(request, context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.server().await?.update_task(request, context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.server().await?.cancel_task(request, context).await
     }
 
     async fn list_tools(

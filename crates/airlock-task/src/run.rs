@@ -460,31 +460,37 @@ impl Run<'_> {
     // One call of the agent's session, as a step of this task; cancelled with the
     // task.
     async fn call(&mut self, call: ToolCall) -> Result<ToolOutput, End> {
-        let out = tokio::select! {
-            biased;
-            _ = self.watch.cancel.cancelled() => return Err(cancelled()),
-            _ = self.session_gone.cancelled() => return Err(session_ended()),
-            out = self.agent.call_in_task(call, self.task) => out,
-        };
-        if let Some(line) = page_line(&out.text) {
-            line.clone_into(&mut self.page_line);
-        }
-        Ok(out)
+        self.step(call, None).await
     }
 
     // A step its model's family flagged: held for a person like a rule's hold.
     async fn call_flagged(&mut self, call: ToolCall, why: String) -> Result<ToolOutput, End> {
         let why = self.agent.redact_outbound(&why).await;
-        let out = tokio::select! {
+        self.step(call, Some(why)).await
+    }
+
+    // A step, ended with the task: one held for a person is withdrawn first (its
+    // card closes, and approving it runs nothing), given a moment to say so.
+    async fn step(&mut self, call: ToolCall, flagged: Option<String>) -> Result<ToolOutput, End> {
+        let (tell, gone) = tokio::sync::watch::channel(false);
+        let step = self
+            .agent
+            .call_in_task_watched(call, self.task, flagged, gone);
+        tokio::pin!(step);
+        let end = tokio::select! {
             biased;
-            _ = self.watch.cancel.cancelled() => return Err(cancelled()),
-            _ = self.session_gone.cancelled() => return Err(session_ended()),
-            out = self.agent.call_in_task_flagged(call, self.task, why) => out,
+            _ = self.watch.cancel.cancelled() => cancelled(),
+            _ = self.session_gone.cancelled() => session_ended(),
+            out = &mut step => {
+                if let Some(line) = page_line(&out.text) {
+                    line.clone_into(&mut self.page_line);
+                }
+                return Ok(out);
+            }
         };
-        if let Some(line) = page_line(&out.text) {
-            line.clone_into(&mut self.page_line);
-        }
-        Ok(out)
+        tell.send_replace(true);
+        let _ = tokio::time::timeout(WITHDRAW_GRACE, &mut step).await;
+        Err(end)
     }
 
     // The viewport now, as a PNG painted over wherever a secret shows, with its
@@ -677,6 +683,9 @@ fn catalogued(name: &str, arguments: &Map<String, Value>) -> Result<ToolCall, Ba
         .ok_or_else(|| BadArgument("no such tool".to_owned()))
         .and_then(|tool| tool.parse(Some(arguments)))
 }
+
+/// How long a step whose task ended may take to withdraw what it holds.
+const WITHDRAW_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn cancelled() -> End {
     End::new(TaskStatus::Cancelled, "cancelled by its caller")

@@ -58,16 +58,19 @@ impl AgentSession {
             .await
     }
 
-    /// [`AgentSession::call_in_task`] for a step its model's family flagged (`why`,
-    /// the family's own words): held for a human's approval under the rule
-    /// `model-safety-check`, never acknowledged on the model's behalf.
-    pub async fn call_in_task_flagged(
+    /// [`AgentSession::call_in_task`] that the task's end withdraws while it waits
+    /// for a human (`gone` turns true: the task was cancelled, or its session ended).
+    /// `flagged`: the step its model's family flagged (the family's own words), held
+    /// for a human under the rule `model-safety-check`, never acknowledged on the
+    /// model's behalf.
+    pub async fn call_in_task_watched(
         &self,
         call: ToolCall,
         task: &str,
-        why: String,
+        flagged: Option<String>,
+        gone: tokio::sync::watch::Receiver<bool>,
     ) -> ToolOutput {
-        self.call_with(call, None, Some(task.to_owned()), Some(why), None)
+        self.call_with(call, None, Some(task.to_owned()), flagged, Some(gone))
             .await
     }
 

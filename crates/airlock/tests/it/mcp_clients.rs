@@ -481,3 +481,58 @@ fn node() -> PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| PathBuf::from("/usr/bin/node"))
 }
+
+/// `browser_run_task` as an MCP task (the Tasks extension), raw HTTP against `airlock
+/// serve` with examples/scripted_model.py as its model (`clients/mcp_tasks.py`):
+/// answered at once with a task, working while its held step waits, completed with
+/// the result inlined once approved; cancelled while held, its step withdrawn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_run_task_runs_as_an_mcp_task_that_can_be_polled_and_cancelled() {
+    use tokio::io::AsyncBufReadExt as _;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mut model = Command::new(python())
+        .arg(root().join("examples/scripted_model.py"))
+        .arg("0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut said = tokio::io::BufReader::new(model.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(20), said.next_line())
+        .await
+        .expect("the scripted model starts")
+        .unwrap()
+        .unwrap();
+    let port: u16 = first
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap();
+    let agent_token = "agent-token-0123456789abcdef";
+    let admin_key = "admin-key-fedcba9876543210";
+    let config = tmp.path().join("airlock.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nadmin_key = \"{admin_key}\"\n[approvals]\ntimeout_secs = 120\n\
+             [policy]\nallow_private = [\"127.0.0.1:{port}\"]\n\
+             [[models]]\nname = \"scripted\"\nurl = \"http://127.0.0.1:{port}/v1/chat/completions\"\nmodel = \"scripted\"\n"
+        ),
+    )
+    .unwrap();
+    let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
+    let page = format!("http://127.0.0.1:{port}/");
+    run_client(
+        "mcp_tasks.py",
+        &[&served.url, &page, agent_token, admin_key],
+        tmp.path(),
+        &[],
+    )
+    .await;
+    stop(served).await;
+    model.kill().await.unwrap();
+    assert_clean(tmp.path()).await;
+}
