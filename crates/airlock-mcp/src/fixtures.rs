@@ -20,6 +20,8 @@ use serde_json::{Value, json};
 
 use crate::AirlockMcp;
 
+mod tasks;
+
 /// A 1×1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A WAV header with no samples.
@@ -613,119 +615,6 @@ impl WithFixtures {
             }
         };
         Ok(done.into())
-    }
-}
-
-impl WithFixtures {
-    // The Tasks extension's fixtures: `greet` answers at once; the others run as
-    // tasks for a client that declared the extension (`slow_compute` also without).
-    async fn task_fixture(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        use rmcp::task_manager::TaskExit;
-
-        let arguments = request.arguments.clone().unwrap_or_default();
-        let arg = |name: &str| arguments.get(name).cloned().unwrap_or(Value::Null);
-        if request.name == "greet" {
-            let name = arg("name");
-            return Ok(text(format!("Hello, {}!", name.as_str().unwrap_or("there"))).into());
-        }
-        let seconds = arg("seconds").as_f64().unwrap_or(0.0).clamp(0.0, 600.0);
-        let label = arg("label").as_str().unwrap_or("work").to_owned();
-        let tasks_declared = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
-        if !tasks_declared {
-            if request.name == "slow_compute" {
-                tokio::time::sleep(std::time::Duration::from_secs_f64(seconds)).await;
-                return Ok(text(format!("computed {label}")).into());
-            }
-            return Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ));
-        }
-        // Round 1 of the composition: ask, then become a task.
-        let mut user_name = None;
-        if request.name == "test_tool_with_task" {
-            match accepted(request.input_responses.as_ref(), "user_name") {
-                Some(content) => {
-                    user_name = content
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                }
-                None => {
-                    return Ok(input_required(
-                        json!({"user_name": elicit("What is your name?", "name", "string")}),
-                        None,
-                    )?
-                    .into());
-                }
-            }
-        }
-        let caller = self.inner.caller(&context.extensions)?;
-        let filename = arg("filename").as_str().unwrap_or("file").to_owned();
-        let name = request.name.to_string();
-        let asked = |message: &str, field: &str| -> Result<InputRequest, TaskExit> {
-            from(elicit(message, field, "boolean")).map_err(TaskExit::Error)
-        };
-        let task = self
-            .inner
-            .task_store()
-            .spawn(&caller, "working", move |cx| {
-                Box::pin(async move {
-                    match name.as_str() {
-                        "slow_compute" => {
-                            let wait =
-                                tokio::time::sleep(std::time::Duration::from_secs_f64(seconds));
-                            tokio::select! {
-                                () = wait => Ok(text(format!("computed {label}"))),
-                                () = cx.cancelled() => Err(TaskExit::Cancelled),
-                            }
-                        }
-                        "failing_job" => {
-                            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                            Ok(CallToolResult::error(vec![ContentBlock::text(
-                                "the job failed, as this fixture always does",
-                            )]))
-                        }
-                        "protocol_error_job" => Err(TaskExit::Error(ErrorData::internal_error(
-                            "this fixture always fails at the protocol level",
-                            None,
-                        ))),
-                        "confirm_delete" => {
-                            let answer = cx
-                                .request_input(
-                                    "confirm",
-                                    asked(&format!("Delete {filename}?"), "ok")?,
-                                )
-                                .await?;
-                            let yes =
-                                answer.get("action").and_then(Value::as_str) == Some("accept");
-                            Ok(text(match yes {
-                                true => format!("deleted {filename}"),
-                                false => format!("kept {filename}"),
-                            }))
-                        }
-                        "multi_input" => {
-                            let (first, second) = tokio::join!(
-                                cx.request_input("first", asked("First?", "ok")?),
-                                cx.request_input("second", asked("Second?", "ok")?),
-                            );
-                            first?;
-                            second?;
-                            Ok(text("both answered"))
-                        }
-                        _ => Ok(text(format!(
-                            "Hello, {}!",
-                            user_name.as_deref().unwrap_or("there")
-                        ))),
-                    }
-                })
-            });
-        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
     }
 }
 

@@ -58,13 +58,13 @@ pub struct AirlockMcp {
     /// `mcp_url` a stateless session open hands out. `None` over stdio.
     public_url: Option<Arc<str>>,
     /// What runs `browser_run_task`, when the operator configured a model.
-    tasks: Option<Arc<airlock_task::Runner>>,
+    pub(crate) tasks: Option<Arc<airlock_task::Runner>>,
     /// The HTTP transport's sessions: a call waiting on a human hears from them the
     /// moment its MCP session is ended (weak: the sessions hold their servers).
     sessions: Option<std::sync::Weak<crate::homes::Sessions>>,
     /// `browser_run_task` calls running as MCP tasks (shared by every request the
     /// transport serves: a stateless client polls with requests of their own).
-    task_store: crate::tasks::Tasks,
+    pub(crate) task_store: crate::tasks::Tasks,
 }
 
 impl AirlockMcp {
@@ -224,7 +224,7 @@ impl AirlockMcp {
     //   that named it (how a stateless 2026-07-28 client keeps a browser);
     // - any other stateless request: the handler's own agent session, which rmcp makes
     //   afresh per stateless request, used once and closed.
-    async fn agent_for(&self, ext: &Extensions) -> Serving {
+    pub(crate) async fn agent_for(&self, ext: &Extensions) -> Serving {
         let principal = match self.principal(ext) {
             Ok(principal) => principal,
             Err(refusal) => return Serving::Refused(refusal),
@@ -604,7 +604,7 @@ struct Homed {
 }
 
 /// Which agent session serves a request.
-enum Serving {
+pub(crate) enum Serving {
     /// A session that outlives the request.
     Held(Arc<AgentSession>),
     /// A stateless request that names no session: served once (or named, by
@@ -664,148 +664,6 @@ impl AirlockMcp {
     }
 }
 
-impl AirlockMcp {
-    // `browser_run_task`: the task runs in this MCP session's browser session (a
-    // stateless request's one-off session, closed after), each step an ordinary call;
-    // the client's cancellation stops it, and a progress token gets one notification
-    // per step.
-    async fn run_task(
-        &self,
-        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
-        request: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, rmcp::ErrorData> {
-        let Some(runner) = &self.tasks else {
-            return Ok(result(ToolOutput::error(
-                ErrorCode::InvalidArgument,
-                "no model is configured for tasks",
-            ))
-            .into());
-        };
-        let spec = match runner.parse(arguments) {
-            Ok(spec) => spec,
-            Err(BadArgument(why)) => {
-                return Ok(result(ToolOutput::error(ErrorCode::InvalidArgument, why)).into());
-            }
-        };
-        let (agent, one_off) = match self.agent_for(&request.extensions).await {
-            Serving::Held(agent) => (agent, false),
-            Serving::OneOff(agent) => (agent, true),
-            Serving::Refused(refusal) => return Ok(result(refusal).into()),
-        };
-        // A client of the Tasks extension gets the task's id at once and polls.
-        if request
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks())
-        {
-            let task = self.spawn_task(runner.clone(), agent, one_off, spec);
-            return Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
-                task,
-            )));
-        }
-        let (sender, mut steps) = tokio::sync::mpsc::unbounded_channel::<airlock_task::Progress>();
-        let token = request.meta.get_progress_token();
-        let forwarding = token.map(|token| {
-            let peer = request.peer.clone();
-            tokio::spawn(async move {
-                while let Some(step) = steps.recv().await {
-                    let note = rmcp::model::ProgressNotificationParam::new(
-                        token.clone(),
-                        f64::from(step.step),
-                    )
-                    .with_total(f64::from(step.max_steps))
-                    .with_message(step.message);
-                    let _ = peer.notify_progress(note).await;
-                }
-            })
-        });
-        let watch = airlock_task::Watch {
-            cancel: request.ct.child_token(),
-            progress: forwarding.is_some().then_some(sender),
-        };
-        let outcome = runner.run(&agent, spec, watch).await;
-        if one_off {
-            agent.close().await;
-        }
-        // Every step's notification goes out before the result.
-        if let Some(forwarding) = forwarding {
-            let _ = forwarding.await;
-        }
-        Ok(task_result(&outcome).into())
-    }
-
-    // `browser_run_task` as an MCP task: each step becomes its status message,
-    // `tasks/cancel` stops the loop (the task settles `cancelled`), and its result
-    // is the call's result.
-    fn spawn_task(
-        &self,
-        runner: Arc<airlock_task::Runner>,
-        agent: Arc<AgentSession>,
-        one_off: bool,
-        spec: airlock_task::TaskSpec,
-    ) -> rmcp::model::Task {
-        let caller = agent.principal().caller();
-        self.task_store.spawn(&caller, "starting", move |cx| {
-            Box::pin(async move {
-                let cancel = tokio_util::sync::CancellationToken::new();
-                let (sender, mut steps) =
-                    tokio::sync::mpsc::unbounded_channel::<airlock_task::Progress>();
-                let telling = {
-                    let cx = cx.clone();
-                    tokio::spawn(async move {
-                        while let Some(step) = steps.recv().await {
-                            cx.set_status_message(format!(
-                                "step {}/{}: {}",
-                                step.step, step.max_steps, step.message
-                            ));
-                        }
-                    })
-                };
-                let watch = airlock_task::Watch {
-                    cancel: cancel.clone(),
-                    progress: Some(sender),
-                };
-                let run = runner.run(&agent, spec, watch);
-                tokio::pin!(run);
-                let outcome = tokio::select! {
-                    outcome = &mut run => outcome,
-                    () = cx.cancelled() => {
-                        cancel.cancel();
-                        run.await
-                    }
-                };
-                if one_off {
-                    agent.close().await;
-                }
-                telling.abort();
-                if outcome.status == airlock_task::TaskStatus::Cancelled {
-                    return Err(rmcp::task_manager::TaskExit::Cancelled);
-                }
-                Ok(task_result(&outcome))
-            })
-        })
-    }
-}
-
-// A task's result: its JSON as text and structured content, and the final screenshot
-// as the one image; an error only when the task ended in one.
-fn task_result(outcome: &airlock_task::TaskResult) -> CallToolResult {
-    let value = outcome.to_json();
-    let mut content = vec![ContentBlock::text(value.to_string())];
-    if let Some(shot) = &outcome.screenshot {
-        content.push(ContentBlock::image(
-            base64::engine::general_purpose::STANDARD.encode(&shot.data),
-            shot.mime,
-        ));
-    }
-    let mut done = if outcome.status == airlock_task::TaskStatus::Error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
-    done.structured_content = Some(value);
-    done
-}
-
 /// A refusal naming the arguments `tool` does not take, if `arguments` holds any
 /// (the catalogue's words, for the tools outside it too).
 fn unknown_arguments(
@@ -833,7 +691,7 @@ fn session_handle(path: &str) -> Option<&str> {
 
 // Failures are tool results with isError, text starting with the code, and the code
 // and message again as structured content for clients that parse.
-fn result(output: ToolOutput) -> CallToolResult {
+pub(crate) fn result(output: ToolOutput) -> CallToolResult {
     let mut content = vec![ContentBlock::text(output.text.clone())];
     if let Some(file) = &output.file {
         let data = base64::engine::general_purpose::STANDARD.encode(&file.data);
