@@ -171,6 +171,22 @@ async def sessions_phase(roots, base, key, other):
     r = await call(f"{roots[0]}{path}", key, "2026-07-28", "browser_snapshot", {})
     check("then ended on A too", r.is_error and "session_expired" in text_of(r), text_of(r))
 
+    # A named browser (`/mcp/b/NAME`, the stateless SDKs' one fixed URL) is one
+    # browser whichever replica each call reaches; another key naming it gets its own.
+    named = "/mcp/b/fleet-agent"
+    r = await call(f"{roots[0]}{named}", key, "2026-07-28", "browser_navigate", {"url": f"{base}/login.html"})
+    check("[named] A navigates", not r.is_error and "Sign in" in text_of(r), text_of(r))
+    r = await call(f"{roots[1]}{named}", key, "2026-07-28", "browser_snapshot", {})
+    check("[named] B sees A's page", not r.is_error and "Sign in" in text_of(r), text_of(r))
+    r = await call(f"{roots[2]}{named}", key, "legacy", "browser_snapshot", {})
+    check("[named] C too, in the other era", not r.is_error and "Sign in" in text_of(r), text_of(r))
+    r = await call(f"{roots[2]}{named}", other, "2026-07-28", "browser_snapshot", {})
+    check("[named] another key naming it gets a browser of its own",
+          not r.is_error and "Sign in" not in text_of(r), text_of(r))
+    await call(f"{roots[1]}{named}", other, "2026-07-28", "browser_session_close", {})
+    r = await call(f"{roots[1]}{named}", key, "2026-07-28", "browser_session_close", {})
+    check("[named] closed through B", not r.is_error, text_of(r))
+
 
 async def approval_phase(roots, base, key, admin_key):
     """A click held for approval while served by A, decided through C: it runs on A
