@@ -214,7 +214,7 @@ def check_secrets_referenced_exist(objects, secrets):
                     assert ref["key"] in keys.get(ref["name"], set()), f"{c['name']}: {ref}"
             # A secret value is never written into a manifest.
             for env in c.get("env", []):
-                if env["name"] in ("AIRLOCK_DATABASE_URL", "AIRLOCK_MASTER_KEY", "AIRLOCK_WORKER_TOKEN", "AIRLOCK_ADMIN_KEY"):
+                if env["name"] in ("AIRLOCK_DATABASE_URL", "AIRLOCK_DATABASE_OWNER_URL", "AIRLOCK_MASTER_KEY", "AIRLOCK_WORKER_TOKEN", "AIRLOCK_ADMIN_KEY"):
                     assert "value" not in env, f"{env['name']} is written in the manifest"
         for v in pod.get("volumes", []):
             if "secret" in v:

@@ -35,6 +35,9 @@ pub mod vars {
     pub const WORKER_TOKEN: &str = "AIRLOCK_WORKER_TOKEN";
     /// The shared store (`postgres://…`, `[store] url`); unset: SQLite in the data dir.
     pub const DATABASE_URL: &str = "AIRLOCK_DATABASE_URL";
+    /// The role that owns the store's tables (`[store] owner_url`): it runs the
+    /// migrations and grants the serving role (`DATABASE_URL`'s) what it needs.
+    pub const DATABASE_OWNER_URL: &str = "AIRLOCK_DATABASE_OWNER_URL";
 
     /// All of the above, for `airlock doctor` (which never prints secret values).
     pub const ALL: &[&str] = &[
@@ -52,6 +55,7 @@ pub mod vars {
         NEW_MASTER_KEY,
         WORKER_TOKEN,
         DATABASE_URL,
+        DATABASE_OWNER_URL,
     ];
 
     /// Variables whose values are secrets.
@@ -64,6 +68,7 @@ pub mod vars {
         NEW_MASTER_KEY,
         WORKER_TOKEN,
         DATABASE_URL,
+        DATABASE_OWNER_URL,
     ];
 }
 

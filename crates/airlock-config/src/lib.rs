@@ -227,6 +227,10 @@ pub struct Config {
     pub workers: Vec<RemoteWorker>,
     /// Where the shared state lives (`[store] url`, `AIRLOCK_DATABASE_URL`).
     pub store: StoreLocation,
+    /// The role that owns the store's tables, when it is not the serving role
+    /// (`[store] owner_url`, `AIRLOCK_DATABASE_OWNER_URL`): it migrates and grants;
+    /// the serving role then cannot rewrite audit history.
+    pub store_owner: Option<DatabaseUrl>,
     /// Workers may register themselves (`[registration]`): how to reach them.
     pub registration: Option<Registration>,
     /// The operator's models and the bounds of server-side tasks.
@@ -944,6 +948,24 @@ impl Config {
             }
         };
 
+        let store_owner = match env
+            .get(vars::DATABASE_OWNER_URL)
+            .or(raw.store.owner_url)
+            .filter(|u| !u.is_empty())
+        {
+            None => None,
+            Some(_) if store == StoreLocation::Sqlite => {
+                return Err(Error::Invalid {
+                    key: "store.owner_url".to_owned(),
+                    message: "is for a Postgres store: set store.url too".to_owned(),
+                });
+            }
+            Some(text) => Some(DatabaseUrl::parse(&text).map_err(|message| Error::Invalid {
+                key: "store.owner_url".to_owned(),
+                message,
+            })?),
+        };
+
         let tasks = models::tasks(&raw.models, &raw.tasks, env)?;
         Ok(Config {
             data_dir,
@@ -979,6 +1001,7 @@ impl Config {
                 .unwrap_or_else(|| DEFAULT_BROWSER_USER.to_owned()),
             workers,
             store,
+            store_owner,
             registration,
             tasks,
             flow,

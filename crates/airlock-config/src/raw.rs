@@ -81,6 +81,8 @@ pub struct RawRegistration {
 pub struct RawStore {
     /// `postgres://…`; unset: SQLite in the data dir.
     pub url: Option<String>,
+    /// `postgres://…` of the role owning the tables (runs the migrations).
+    pub owner_url: Option<String>,
 }
 
 // The URL may carry a password: never printed.

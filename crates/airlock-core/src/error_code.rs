@@ -72,6 +72,9 @@ pub enum ErrorCode {
     /// A request an effect rule held was approved, but the page or browser had let
     /// go of it meanwhile (its tab closed, its page replaced): it was never sent.
     RequestNotSent,
+    /// The store Airlock keeps keys and sessions in does not answer: nothing was
+    /// decided about the caller (not a wrong key); retry in a few seconds.
+    StoreUnavailable,
 }
 
 impl ErrorCode {
@@ -107,6 +110,7 @@ impl ErrorCode {
         Self::PageChanged,
         Self::ModelFailed,
         Self::RequestNotSent,
+        Self::StoreUnavailable,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -158,6 +162,7 @@ impl ErrorCode {
             Self::PageChanged => ("page_changed", 409, false),
             Self::ModelFailed => ("model_failed", 502, true),
             Self::RequestNotSent => ("request_not_sent", 409, false),
+            Self::StoreUnavailable => ("store_unavailable", 503, true),
         }
     }
 }

@@ -108,8 +108,11 @@ impl Authenticator {
         }
         match self.principal_of(token).await {
             Ok(principal) => Identity::Known(principal),
+            // Nothing was decided about the key: not a failed login (a store outage
+            // must not lock valid callers out once it is over).
+            Err(Doubt::Unanswered) => Identity::Refused(store_unavailable()),
             Err(_) if !required => Identity::Local(self.gateway.principal(None)),
-            Err(reason) => {
+            Err(Doubt::Wrong(reason)) => {
                 if let Some(addr) = client {
                     self.limiter.failed(addr, now);
                 }
@@ -141,7 +144,8 @@ impl Authenticator {
         }
         match self.principal_of(key).await {
             Ok(principal) => Ok(principal),
-            Err(reason) => {
+            Err(Doubt::Unanswered) => Err(store_unavailable()),
+            Err(Doubt::Wrong(reason)) => {
                 if let Some(addr) = client {
                     self.limiter.failed(addr, now);
                 }
@@ -153,7 +157,7 @@ impl Authenticator {
     }
 
     // Who `token` is, or why it is nobody (for the log and the audit record).
-    async fn principal_of(&self, token: &str) -> Result<Principal, &'static str> {
+    async fn principal_of(&self, token: &str) -> Result<Principal, Doubt> {
         let matches = |key: &ApiKey| bool::from(token.as_bytes().ct_eq(key.expose().as_bytes()));
         if self.admin_key.as_ref().is_some_and(matches) {
             return Ok(self.gateway.operator("admin_key"));
@@ -164,22 +168,44 @@ impl Authenticator {
         if let Some(jwt) = &self.jwt
             && crate::jwt::JwtVerifier::looks_like_jwt(token)
         {
-            let principal = jwt.verify(token).map_err(|refusal| refusal.reason())?;
+            let principal = jwt
+                .verify(token)
+                .map_err(|refusal| Doubt::Wrong(refusal.reason()))?;
             // A tenant no one created would hold sessions `tenant list` never shows.
             if !jwt.any_tenant() && !self.gateway.tenant_exists(&principal.tenant).await {
-                return Err("jwt names an unknown tenant");
+                return Err(Doubt::Wrong("jwt names an unknown tenant"));
             }
             return Ok(principal);
         }
         match self.gateway.authenticate_key(token).await {
             Ok(Some(principal)) => Ok(principal),
-            Ok(None) => Err("wrong token"),
+            Ok(None) => Err(Doubt::Wrong("wrong token")),
             Err(e) => {
-                tracing::error!(error = %e, "cannot check an API key");
-                Err("key check failed")
+                tracing::error!(error = %e, "cannot check an API key: the store does not answer");
+                Err(Doubt::Unanswered)
             }
         }
     }
+}
+
+// Why a token is nobody: it is wrong (why, for the log and the record), or the store
+// could not say.
+enum Doubt {
+    Wrong(&'static str),
+    Unanswered,
+}
+
+/// How long a client waits before trying again while the store does not answer.
+const STORE_RETRY_SECS: u64 = 5;
+
+// 503 with `Retry-After`: the store could not check the key. Not a refusal of it.
+fn store_unavailable() -> Response {
+    crate::error::ApiError::new(
+        airlock_core::ErrorCode::StoreUnavailable,
+        "Airlock's store does not answer, so your key could not be checked; try again shortly",
+    )
+    .retry_after(STORE_RETRY_SECS)
+    .into_response()
 }
 
 /// Refuses `principal` below `needed` (403, on the audit record), else `None`.

@@ -38,6 +38,12 @@ impl ApiError {
         ApiError::new(ErrorCode::InvalidArgument, message)
     }
 
+    /// This failure, saying when to try again (a field and `Retry-After`).
+    pub(crate) fn retry_after(mut self, secs: u64) -> ApiError {
+        self.retry_after_secs = Some(secs);
+        self
+    }
+
     /// Its HTTP status, the code's.
     pub(crate) fn status(&self) -> StatusCode {
         StatusCode::from_u16(self.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)

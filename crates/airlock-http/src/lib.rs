@@ -311,26 +311,29 @@ fn client_addr(request: &Request) -> Option<std::net::IpAddr> {
         .map(|c| c.0.ip())
 }
 
-// Only the caller that began an MCP session ends it: another caller's DELETE with its
-// id is answered exactly as one for a session that is not there, 404 (rmcp would end
-// any, and accept an unknown id).
+// Only the caller that began an MCP session reaches it: another caller's request with
+// its id (a call, the SSE stream, a DELETE) is answered exactly as one for a session
+// that is not there, byte for byte as rmcp answers that, so a leaked id cannot be
+// confirmed live (rmcp would also end any session on a DELETE, and accept an unknown
+// id there).
 async fn owner_ends(
     State(sessions): State<Arc<airlock_mcp::Sessions>>,
     request: Request,
     next: Next,
 ) -> Response {
-    if request.method() == axum::http::Method::DELETE
-        && let Some(id) = request
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
+    if let Some(id) = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
     {
         let allowed = match request.extensions().get::<airlock_gateway::Principal>() {
             Some(caller) => sessions.owns(id, caller).await,
             None => false,
         };
         if !allowed {
-            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            let mut refused = Response::new(axum::body::Body::from("Not Found: Session not found"));
+            *refused.status_mut() = StatusCode::NOT_FOUND;
+            return refused;
         }
     }
     next.run(request).await

@@ -66,17 +66,21 @@ impl Sessions {
             .subscribe()
     }
 
-    /// Whether the session `id` is there and `caller` began it (so may end it with
-    /// `DELETE`). Another caller's session and no session at all answer alike: a
-    /// `DELETE` says nothing of whether an id is someone's.
+    /// Whether the session `id` is there and `caller` began it (so may use it, and
+    /// end it with `DELETE`). Another caller's session and no session at all answer
+    /// alike, and take alike: both ask the store, so neither what comes back nor
+    /// how soon says whether an id is someone's.
     pub async fn owns(&self, id: &str, caller: &Principal) -> bool {
-        if let Some(owner) = lock(&self.owners).get(id) {
-            return *owner == caller.caller();
+        let held = lock(&self.owners).get(id).cloned();
+        if held.as_deref() == Some(caller.caller().as_str()) {
+            return true;
         }
-        match self.gateway.find_home(&mcp_home(id)).await {
-            Ok(Some(home)) => home.owner == caller.caller(),
-            // Nothing is ended on a guess.
-            Ok(None) | Err(_) => false,
+        let home = self.gateway.find_home(&mcp_home(id)).await;
+        match (held, home) {
+            (Some(_), _) => false,
+            (None, Ok(Some(home))) => home.owner == caller.caller(),
+            // Nothing is served or ended on a guess.
+            (None, Ok(None) | Err(_)) => false,
         }
     }
 

@@ -167,15 +167,21 @@ async fn append_sqlite(
     }
 }
 
+/// The advisory lock every appender of the audit log takes (an arbitrary constant,
+/// the same in every replica: "airlock audit" in ASCII, cut to 63 bits).
+const AUDIT_APPEND_LOCK: i64 = 0x6169_726c_6f63_6b61;
+
 async fn append_postgres(
     pool: &PgPool,
     fields: &Map<String, Value>,
     columns: Columns,
 ) -> Result<AuditRecord> {
     let mut tx = pool.begin().await?;
-    // Appenders queue on this lock (it conflicts with itself) until the holder
-    // commits; readers take none that conflicts with it.
-    sqlx::query("LOCK TABLE audit_events IN SHARE ROW EXCLUSIVE MODE")
+    // Appenders queue on this lock until the holder commits; readers take none. An
+    // advisory lock, not a table lock: locking the table that way needs the right to
+    // update or delete its rows, which the serving role does not have.
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(AUDIT_APPEND_LOCK)
         .execute(&mut *tx)
         .await?;
     let last = sqlx::query(LAST).fetch_optional(&mut *tx).await?;

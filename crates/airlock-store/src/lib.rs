@@ -179,15 +179,60 @@ impl Store {
     /// Several replicas may open the same database at once: sqlx's migrator takes an
     /// advisory lock, so they migrate it once.
     pub async fn open_postgres(url: &str) -> Result<Store> {
+        Store::open_postgres_as(url, None).await
+    }
+
+    /// The Postgres store served as `url`'s role, its schema kept by `owner`'s (a URL
+    /// of the role that owns the tables) when given: the owner runs the migrations,
+    /// then grants the serving role what serving needs and no more. On the audit log
+    /// that is reading and appending: the serving role cannot update, delete or
+    /// truncate a row, so a compromised replica cannot remove history, only fail to
+    /// add to it. Without `owner` the serving role runs the migrations itself (it owns
+    /// the tables, and [`Store::can_rewrite_audit`] says so).
+    pub async fn open_postgres_as(url: &str, owner: Option<&str>) -> Result<Store> {
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await?;
-        POSTGRES_MIGRATIONS.run(&pool).await?;
+        match owner {
+            None => POSTGRES_MIGRATIONS.run(&pool).await?,
+            Some(owner) => {
+                let serving: String = sqlx::query_scalar("SELECT current_user::text")
+                    .fetch_one(&pool)
+                    .await?;
+                let owning = PgPoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect(owner)
+                    .await?;
+                POSTGRES_MIGRATIONS.run(&owning).await?;
+                grant_serving(&owning, &serving).await?;
+                owning.close().await;
+            }
+        }
         Ok(Store {
             backend: Backend::Postgres(pool),
         })
+    }
+
+    /// Whether the role this store is served as could rewrite audit history (update,
+    /// delete or truncate `audit_events`: it owns the table or was granted so);
+    /// `None` on SQLite, whose file is the process's own.
+    pub async fn can_rewrite_audit(&self) -> Result<Option<bool>> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(pool) => {
+                let can: bool = sqlx::query_scalar(
+                    "SELECT has_table_privilege('audit_events', 'UPDATE') \
+                        OR has_table_privilege('audit_events', 'DELETE') \
+                        OR has_table_privilege('audit_events', 'TRUNCATE')",
+                )
+                .fetch_one(pool)
+                .await?;
+                Ok(Some(can))
+            }
+        }
     }
 
     /// Answers when the database does (readiness).
@@ -285,4 +330,24 @@ fn owner_only(path: &Path) -> std::io::Result<()> {
         .mode(0o600)
         .open(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
+// What the serving role `role` may do, granted by the tables' owner: everything
+// serving needs on every table, then the audit log's history taken back.
+async fn grant_serving(owner: &PgPool, role: &str) -> Result<()> {
+    // A role name cannot be a bound parameter here: quoted as an identifier (any `"`
+    // doubled), it is one name whatever it holds. It is what the serving connection
+    // says `current_user` is, not a request's word.
+    let role = format!("\"{}\"", role.replace('"', "\"\""));
+    for statement in [
+        format!("GRANT USAGE ON SCHEMA public TO {role}"),
+        format!("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"),
+        format!("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}"),
+        format!("REVOKE UPDATE, DELETE, TRUNCATE ON audit_events FROM {role}"),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(owner)
+            .await?;
+    }
+    Ok(())
 }

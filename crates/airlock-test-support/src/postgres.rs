@@ -22,6 +22,7 @@ const READY_WITHIN: Duration = Duration::from_secs(30);
 pub struct Postgres {
     child: Child,
     port: u16,
+    data: PathBuf,
     // Dropped after the server has stopped (fields drop after `Drop::drop`).
     _dir: tempfile::TempDir,
 }
@@ -76,6 +77,7 @@ impl Postgres {
                     return Postgres {
                         child,
                         port,
+                        data,
                         _dir: dir,
                     };
                 }
@@ -93,6 +95,22 @@ impl Postgres {
     /// The server's (postmaster's) process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Stops the server (a fast shutdown: connections are cut, new ones refused),
+    /// keeping its cluster for [`Postgres::restart`]: an outage.
+    pub fn stop(&mut self) {
+        let pid = Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(i32::MAX));
+        if kill(pid, Signal::SIGINT).is_err() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on its cluster and port, once it is ready.
+    pub fn restart(&mut self) {
+        self.child = start_server(&binaries(), &self.data, self.port, unprivileged())
+            .unwrap_or_else(|why| panic!("postgres did not start again: {why}"));
     }
 }
 

@@ -198,6 +198,20 @@ pub(crate) async fn run(config_flag: Option<&Path>, overrides: &super::Overrides
                         "store",
                         &format!("Postgres at {}, migrations current", url.location()),
                     );
+                    // Whether whoever takes this replica could erase history, not
+                    // only fail to add to it.
+                    match store.can_rewrite_audit().await {
+                        Ok(Some(false)) => report.pass(
+                            "audit history",
+                            "append-only for the serving role (it may read and add audit events, never change or delete one)",
+                        ),
+                        Ok(Some(true)) => report.note(
+                            "audit history",
+                            "the serving role can update, delete or truncate audit events (it owns the tables): set [store] owner_url (AIRLOCK_DATABASE_OWNER_URL) to a role that owns them, and serve as another role",
+                        ),
+                        Ok(None) => {}
+                        Err(e) => report.fail("audit history", &url.scrub(&e.to_string())),
+                    }
                     store.close().await;
                 }
                 Err(e) => report.fail("store", &format!("{e:#}")),

@@ -105,13 +105,16 @@ pub(crate) async fn open_store(config: &Config) -> anyhow::Result<Store> {
         StoreLocation::Sqlite => Store::open_sqlite(&dir.join(DB_FILE))
             .await
             .with_context(|| format!("opening {}", dir.join(DB_FILE).display())),
-        StoreLocation::Postgres(url) => Store::open_postgres(url.expose()).await.map_err(|e| {
-            anyhow::anyhow!(
-                "opening the store at {}: {}",
-                url.location(),
-                url.scrub(&e.to_string())
-            )
-        }),
+        StoreLocation::Postgres(url) => {
+            let owner = config.store_owner.as_ref();
+            Store::open_postgres_as(url.expose(), owner.map(|o| o.expose()))
+                .await
+                .map_err(|e| {
+                    let said = url.scrub(&e.to_string());
+                    let said = owner.map_or(said.clone(), |o| o.scrub(&said));
+                    anyhow::anyhow!("opening the store at {}: {said}", url.location())
+                })
+        }
     }
 }
 

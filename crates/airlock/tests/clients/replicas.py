@@ -133,11 +133,14 @@ async def sessions_phase(roots, base, key, other):
             sid = balancer.session_id
             reached = {i for (i, method, named) in balancer.seen if method == "POST" and named}
             check("the session's requests reached all three replicas", reached == {0, 1, 2}, balancer.seen)
-            for root in roots:
+            unknown = [await raw_call(root, other, "7c9e6679-7425-40de-944b-e07fc1f90ae7", "browser_snapshot")
+                       for root in roots]
+            for root, nobody in zip(roots, unknown):
                 r = await raw_call(root, other, sid, "browser_snapshot")
-                check("another key with the session id is refused on every replica",
-                      r.status_code == 200 and "belongs to another caller" in r.text
-                      and "Delete account" not in r.text, r.text)
+                check("another key with the session id gets what an unknown id gets, on every replica",
+                      (r.status_code, r.text, r.headers.get("content-type"))
+                      == (nobody.status_code, nobody.text, nobody.headers.get("content-type")) == (404, "Not Found: Session not found", None),
+                      (r.status_code, r.text, nobody.status_code, nobody.text))
             async with httpx2.AsyncClient(timeout=60.0) as raw:
                 for root in roots:
                     r = await raw.delete(f"{root}/mcp", headers={

@@ -826,3 +826,59 @@ async fn a_worker_that_registers_through_one_replica_serves_every_replica() {
     stop(a).await;
     stop(b).await;
 }
+
+/// A store outage locks no valid caller out: while Postgres is down a valid key gets
+/// `503 store_unavailable` with `Retry-After` (never 401, never counted as a failed
+/// login), so once it is back the same key and address are served at once, with no
+/// `429` from the failure limiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_outage_answers_503_and_locks_no_valid_caller_out() {
+    let site = FixtureSite::start().await;
+    let mut fleet = Fleet::new();
+    fleet.cli(&["tenant", "create", "acme"]).await;
+    let key = fleet.key("act").await;
+    let (worker, at) = fleet.worker("127.0.0.1:0").await;
+    let config = fleet.config(&site, &[&at]);
+    let (mut replica, root) = fleet.replica("r", &config).await;
+    let sessions = format!("{root}/api/v1/sessions");
+    let bearer = format!("Bearer {key}");
+    let with_key = [("Authorization", bearer.as_str())];
+    assert_eq!(request("GET", &sessions, &with_key, "").await.0, 200);
+
+    fleet.pg.stop();
+    // More than the failure limiter lets through, had they counted; together (each
+    // waits out the pool's connect timeout).
+    let tries: Vec<_> = (0..15)
+        .map(|_| {
+            let (sessions, bearer) = (sessions.clone(), bearer.clone());
+            tokio::spawn(async move {
+                request("GET", &sessions, &[("Authorization", bearer.as_str())], "").await
+            })
+        })
+        .collect();
+    for tried in tries {
+        let (status, headers, body) = tried.await.unwrap();
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("store_unavailable"), "{body}");
+        assert!(
+            headers.iter().any(|(n, v)| n == "retry-after" && v == "5"),
+            "{headers:?}"
+        );
+    }
+
+    fleet.pg.restart();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        let (status, _, body) = request("GET", &sessions, &with_key, "").await;
+        assert_ne!(status, 429, "locked out after the outage: {body}");
+        assert_ne!(status, 401, "{body}");
+        if status == 200 || tokio::time::Instant::now() >= deadline {
+            break status;
+        }
+        // The pool reconnects on the next use; a few tries at most.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(status, 200);
+    replica.kill().await.unwrap();
+    stop(worker).await;
+}
