@@ -112,7 +112,9 @@ impl Gateway {
                     self.sessions.flush().await;
                     let _ = store.take_live_session(&stale.id).await;
                 }
-                Claimed::Full { .. } if attempt == 0 => self.sessions.flush().await,
+                Claimed::Full { .. } if attempt == 0 => {
+                    self.sessions.flush().await;
+                }
                 Claimed::Full { scope, count } => {
                     return Err(Error::QuotaExceeded {
                         scope,

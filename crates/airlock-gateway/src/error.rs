@@ -181,6 +181,10 @@ pub enum Error {
     /// The gateway is stopping.
     #[error("the gateway is shutting down")]
     ShuttingDown,
+    /// The store did not take what had to be written first (a session's opening on
+    /// the audit record): nothing was handed out; retry shortly.
+    #[error("{0}")]
+    StoreUnavailable(String),
     /// Something failed that the caller cannot fix; the details are in the log.
     #[error("{0}")]
     Internal(String),
@@ -214,6 +218,7 @@ impl HasErrorCode for Error {
             Error::ApprovalUsed | Error::ApprovalWithdrawn => ErrorCode::ApprovalClosed,
             Error::NotSent { .. } => ErrorCode::RequestNotSent,
             Error::ShuttingDown => ErrorCode::BrowserUnavailable,
+            Error::StoreUnavailable(_) => ErrorCode::StoreUnavailable,
             Error::Internal(_) => ErrorCode::Internal,
         }
     }
@@ -226,6 +231,7 @@ impl Error {
             Error::QuotaExceeded {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
+            Error::StoreUnavailable(_) => Some(5),
             _ => None,
         }
     }

@@ -105,8 +105,20 @@ impl Gateway {
             });
         }
         // On the record (and in `live_sessions`) before the backend hears of it: a
-        // gateway killed a moment later still leaves a trace the next start ends.
-        self.sessions.flush().await;
+        // gateway killed a moment later still leaves a trace the next start ends. A
+        // session whose opening is not on the record is not handed out.
+        if !self.sessions.flush().await {
+            self.sessions
+                .close(&lease, crate::sessions::End::Closed)
+                .await;
+            // Its close may go unwritten too: that is this lease's, not the next's.
+            self.sessions.flush().await;
+            *slot = None;
+            return Err(Error::StoreUnavailable(
+                "the session could not be put on the audit record, so it was not handed out; try again shortly"
+                    .to_owned(),
+            ));
+        }
         tracing::info!(
             session.id = %lease.id,
             tenant = %caller.tenant,

@@ -955,6 +955,8 @@ async fn write_journal(
     audit: Arc<AuditLog>,
     mut events: tokio::sync::mpsc::UnboundedReceiver<Journal>,
 ) {
+    // Whether an event since the last flush could not be written.
+    let mut lost = false;
     while let Some(item) = events.recv().await {
         match item {
             Journal::Event(entry) => {
@@ -970,6 +972,7 @@ async fn write_journal(
                 }
                 if let Err(e) = audit.append(&entry, None).await {
                     tracing::error!(error = %e, "could not record a session event");
+                    lost = true;
                 }
                 if let Some(id) = closed
                     && let Err(e) = store.remove_live_session(&id).await
@@ -978,7 +981,7 @@ async fn write_journal(
                 }
             }
             Journal::Flush(done) => {
-                let _ = done.send(());
+                let _ = done.send(!std::mem::take(&mut lost));
             }
         }
     }

@@ -490,8 +490,9 @@ pub struct LeaseInfo {
 pub(crate) enum Journal {
     /// An event to append.
     Event(Box<airlock_audit::Entry>),
-    /// Answered once every event sent before it is written.
-    Flush(tokio::sync::oneshot::Sender<()>),
+    /// Answered once every event sent before it is handled: whether each was written
+    /// (since the flush before).
+    Flush(tokio::sync::oneshot::Sender<bool>),
 }
 
 // Whether a session of (tenant, user) counts against a cap.
@@ -590,14 +591,17 @@ impl Sessions {
         ))));
     }
 
-    /// Resolves once every session event sent so far is written.
-    pub(crate) async fn flush(&self) {
-        if let Some(journal) = &self.journal {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            if journal.send(Journal::Flush(tx)).is_ok() {
-                let _ = rx.await;
-            }
+    /// Resolves once every session event sent so far is handled: whether each was
+    /// written (a journal gone counts as not).
+    pub(crate) async fn flush(&self) -> bool {
+        let Some(journal) = &self.journal else {
+            return true;
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if journal.send(Journal::Flush(tx)).is_err() {
+            return false;
         }
+        rx.await.unwrap_or(false)
     }
 
     /// Takes a place for a new session of `tenant` (leased for `user`, if it is)

@@ -185,6 +185,16 @@ impl Fleet {
 
     // A replica with a data dir of its own; its root URL.
     async fn replica(&self, name: &str, config: &Path) -> (Child, String) {
+        self.replica_with(name, config, &[]).await
+    }
+
+    // A replica with these variables besides the fleet's.
+    async fn replica_with(
+        &self,
+        name: &str,
+        config: &Path,
+        env: &[(&str, &str)],
+    ) -> (Child, String) {
         let mut command = Command::new(BIN);
         command
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
@@ -194,6 +204,9 @@ impl Fleet {
             .kill_on_drop(true);
         self.env(&mut command);
         command.env("AIRLOCK_CONFIG", config);
+        for (name, value) in env {
+            command.env(name, value);
+        }
         let mut child = command.spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let url = tokio::time::timeout(Duration::from_secs(30), async {
@@ -879,6 +892,76 @@ async fn a_store_outage_answers_503_and_locks_no_valid_caller_out() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(status, 200);
+    replica.kill().await.unwrap();
+    stop(worker).await;
+}
+
+/// A replica served as a role that owns nothing (`[store] owner_url` migrates and
+/// grants): it serves; and a session whose opening cannot be put on the audit record
+/// (the serving role's INSERT taken away meanwhile) is not handed out: `503
+/// store_unavailable`, nothing left open, and once the record takes writes again the
+/// next lease is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_opening_is_not_on_the_record_is_not_handed_out() {
+    let site = FixtureSite::start().await;
+    let fleet = Fleet::new();
+    fleet.cli(&["tenant", "create", "acme"]).await;
+    let key = fleet.key("act").await;
+    let owner = fleet.pg.url();
+    let admin = sqlx::PgPool::connect(&owner).await.unwrap();
+    sqlx::query("CREATE ROLE serving LOGIN")
+        .execute(&admin)
+        .await
+        .unwrap();
+    let serving = owner.replacen(
+        &format!("{}@", airlock_test_support::PG_USER),
+        "serving@",
+        1,
+    );
+    let (worker, at) = fleet.worker("127.0.0.1:0").await;
+    let config = fleet.config(&site, &[&at]);
+    let (mut replica, root) = fleet
+        .replica_with(
+            "r",
+            &config,
+            &[
+                ("AIRLOCK_DATABASE_URL", serving.as_str()),
+                ("AIRLOCK_DATABASE_OWNER_URL", owner.as_str()),
+            ],
+        )
+        .await;
+    let sessions = format!("{root}/api/v1/sessions");
+    let lease = |conversation: &str| {
+        let (sessions, key) = (sessions.clone(), key.clone());
+        let body = format!(r#"{{"user_id":"u","conversation_id":"{conversation}"}}"#);
+        async move { crate::leasing::http_post(&sessions, &key, &body).await }
+    };
+    let (status, body) = lease("first").await;
+    assert_eq!(status, 201, "{body}");
+
+    sqlx::query("REVOKE INSERT ON audit_events FROM serving")
+        .execute(&admin)
+        .await
+        .unwrap();
+    let (status, body) = lease("unrecorded").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("store_unavailable"), "{body}");
+    let store = airlock_store::Store::open_postgres(&owner).await.unwrap();
+    let live: Vec<_> = store
+        .live_sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.conversation)
+        .collect();
+    assert_eq!(live, vec![Some("first".to_owned())], "nothing else is open");
+
+    sqlx::query("GRANT INSERT ON audit_events TO serving")
+        .execute(&admin)
+        .await
+        .unwrap();
+    let (status, body) = lease("recorded").await;
+    assert_eq!(status, 201, "{body}");
     replica.kill().await.unwrap();
     stop(worker).await;
 }
