@@ -948,23 +948,7 @@ impl Config {
             }
         };
 
-        let store_owner = match env
-            .get(vars::DATABASE_OWNER_URL)
-            .or(raw.store.owner_url)
-            .filter(|u| !u.is_empty())
-        {
-            None => None,
-            Some(_) if store == StoreLocation::Sqlite => {
-                return Err(Error::Invalid {
-                    key: "store.owner_url".to_owned(),
-                    message: "is for a Postgres store: set store.url too".to_owned(),
-                });
-            }
-            Some(text) => Some(DatabaseUrl::parse(&text).map_err(|message| Error::Invalid {
-                key: "store.owner_url".to_owned(),
-                message,
-            })?),
-        };
+        let store_owner = store::owner(env, raw.store.owner_url, &store)?;
 
         let tasks = models::tasks(&raw.models, &raw.tasks, env)?;
         Ok(Config {

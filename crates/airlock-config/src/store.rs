@@ -70,3 +70,27 @@ impl std::fmt::Debug for DatabaseUrl {
         write!(f, "DatabaseUrl({})", self.location())
     }
 }
+
+/// The store's owner role (`[store] owner_url`, `AIRLOCK_DATABASE_OWNER_URL`), when
+/// one is given: only beside a Postgres `store`.
+pub(crate) fn owner(
+    env: &dyn crate::env::EnvSource,
+    written: Option<String>,
+    store: &StoreLocation,
+) -> crate::Result<Option<DatabaseUrl>> {
+    let invalid = |message: String| crate::Error::Invalid {
+        key: "store.owner_url".to_owned(),
+        message,
+    };
+    match env
+        .get(crate::env::vars::DATABASE_OWNER_URL)
+        .or(written)
+        .filter(|u| !u.is_empty())
+    {
+        None => Ok(None),
+        Some(_) if *store == StoreLocation::Sqlite => Err(invalid(
+            "is for a Postgres store: set store.url too".to_owned(),
+        )),
+        Some(text) => DatabaseUrl::parse(&text).map(Some).map_err(invalid),
+    }
+}
