@@ -25,17 +25,25 @@ impl Gateway {
 
     /// Whether `tenant` exists: made with `airlock tenant create`, or the default one.
     pub async fn tenant_exists(&self, tenant: &str) -> bool {
+        self.tenant_known(tenant).await.unwrap_or(false)
+    }
+
+    /// [`Gateway::tenant_exists`], or `Err` when the store cannot say (an outage is
+    /// no answer about the tenant).
+    pub async fn tenant_known(&self, tenant: &str) -> Result<bool> {
         if tenant == self.config.credentials.tenant {
-            return true;
+            return Ok(true);
         }
         let Some(store) = self.store() else {
-            return false;
+            return Ok(false);
         };
         match store.tenants().await {
-            Ok(tenants) => tenants.iter().any(|t| t.name == tenant),
+            Ok(tenants) => Ok(tenants.iter().any(|t| t.name == tenant)),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the tenants");
-                false
+                Err(Error::StoreUnavailable(format!(
+                    "cannot read the tenants: {e}"
+                )))
             }
         }
     }

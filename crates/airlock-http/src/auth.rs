@@ -172,8 +172,12 @@ impl Authenticator {
                 .verify(token)
                 .map_err(|refusal| Doubt::Wrong(refusal.reason()))?;
             // A tenant no one created would hold sessions `tenant list` never shows.
-            if !jwt.any_tenant() && !self.gateway.tenant_exists(&principal.tenant).await {
-                return Err(Doubt::Wrong("jwt names an unknown tenant"));
+            if !jwt.any_tenant() {
+                match self.gateway.tenant_known(&principal.tenant).await {
+                    Ok(true) => {}
+                    Ok(false) => return Err(Doubt::Wrong("jwt names an unknown tenant")),
+                    Err(_) => return Err(Doubt::Unanswered),
+                }
             }
             return Ok(principal);
         }

@@ -181,7 +181,7 @@ async fn http(url: &str, token: &str, method: &str, body: &str) -> (u16, String)
 }
 
 // An HS256 JWT over `claims`, made here with HMAC-SHA256 (not with the code under test).
-fn jwt(secret: &str, claims: &serde_json::Value) -> String {
+pub(crate) fn jwt(secret: &str, claims: &serde_json::Value) -> String {
     use base64::Engine as _;
     use hmac::{KeyInit as _, Mac as _};
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);

@@ -852,11 +852,30 @@ async fn a_store_outage_answers_503_and_locks_no_valid_caller_out() {
     let key = fleet.key("act").await;
     let (worker, at) = fleet.worker("127.0.0.1:0").await;
     let config = fleet.config(&site, &[&at]);
+    // A service's JWT too, whose tenant the store must confirm.
+    let secret = "jwt-secret-0123456789abcdef-0123456789";
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str(&format!(
+        "[server.jwt]\nissuer = \"https://backend.test\"\naudience = \"airlock\"\nhs256_secret = \"{secret}\"\n"
+    ));
+    std::fs::write(&config, toml).unwrap();
     let (mut replica, root) = fleet.replica("r", &config).await;
     let sessions = format!("{root}/api/v1/sessions");
     let bearer = format!("Bearer {key}");
     let with_key = [("Authorization", bearer.as_str())];
     assert_eq!(request("GET", &sessions, &with_key, "").await.0, 200);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let token = crate::leasing::jwt(
+        secret,
+        &serde_json::json!({"iss": "https://backend.test", "aud": "airlock", "sub": "svc",
+            "exp": now + 600, "role": "act", "tenant": "acme"}),
+    );
+    let signed = format!("Bearer {token}");
+    let with_jwt = [("Authorization", signed.as_str())];
+    assert_eq!(request("GET", &sessions, &with_jwt, "").await.0, 200);
 
     fleet.pg.stop();
     // More than the failure limiter lets through, had they counted; together (each
@@ -878,6 +897,9 @@ async fn a_store_outage_answers_503_and_locks_no_valid_caller_out() {
             "{headers:?}"
         );
     }
+    // The JWT's signature checks out without the store, its tenant does not.
+    let (status, _, body) = request("GET", &sessions, &with_jwt, "").await;
+    assert_eq!(status, 503, "{body}");
 
     fleet.pg.restart();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -892,6 +914,7 @@ async fn a_store_outage_answers_503_and_locks_no_valid_caller_out() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(status, 200);
+    assert_eq!(request("GET", &sessions, &with_jwt, "").await.0, 200);
     replica.kill().await.unwrap();
     stop(worker).await;
 }
