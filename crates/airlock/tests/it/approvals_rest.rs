@@ -283,26 +283,7 @@ async fn the_person_at_the_agents_client_approves_when_the_operator_allows_it() 
 /// while it waits that it waits for a person (`clients/ghost.py`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_whose_client_gave_up_is_withdrawn_and_one_that_waits_hears_why() {
-    let site = FixtureSite::start().await;
-    let base = format!("http://127.0.0.1:{}", site.a.port());
-    let tmp = tempfile::tempdir().unwrap();
-    let agent_token = "agent-token-0123456789abcdef";
-    let admin_key = "admin-key-fedcba9876543210";
-    let config = fixture_config(
-        tmp.path(),
-        &site,
-        &format!("[server]\nadmin_key = \"{admin_key}\"\n[approvals]\ntimeout_secs = 120\n"),
-    );
-    let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
-    crate::mcp_clients::run_client(
-        "ghost.py",
-        &[&served.url, &base, agent_token, admin_key],
-        tmp.path(),
-        &[],
-    )
-    .await;
-    stop(served).await;
-    assert_clean(tmp.path()).await;
+    crate::mcp_clients::run_keyed(&python(), "ghost.py", "").await;
 }
 
 /// A held call whose client went away without cancelling (`clients/dropped.py`, raw
@@ -312,28 +293,11 @@ async fn a_held_call_whose_client_gave_up_is_withdrawn_and_one_that_waits_hears_
 /// Approving a withdrawn call is refused, and the click never ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_whose_client_dropped_its_stream_or_session_is_withdrawn() {
-    let site = FixtureSite::start().await;
-    let base = format!("http://127.0.0.1:{}", site.a.port());
-    let tmp = tempfile::tempdir().unwrap();
-    let agent_token = "agent-token-0123456789abcdef";
-    let admin_key = "admin-key-fedcba9876543210";
-    let config = fixture_config(
-        tmp.path(),
-        &site,
-        &format!(
-            "[server]\nadmin_key = \"{admin_key}\"\n[approvals]\ntimeout_secs = 120\n\
-             [[approvals.rules]]\nname = \"hold-one-off\"\ntools = [\"browser_navigate\"]\n\
-             url = 'one-off'\nrisk = \"high\"\naction = \"approve\"\n"
-        ),
-    );
-    let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
-    crate::mcp_clients::run_client(
+    crate::mcp_clients::run_keyed(
+        &python(),
         "dropped.py",
-        &[&served.url, &base, agent_token, admin_key],
-        tmp.path(),
-        &[],
+        "[[approvals.rules]]\nname = \"hold-one-off\"\ntools = [\"browser_navigate\"]\n\
+         url = 'one-off'\nrisk = \"high\"\naction = \"approve\"\n",
     )
     .await;
-    stop(served).await;
-    assert_clean(tmp.path()).await;
 }

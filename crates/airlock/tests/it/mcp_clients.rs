@@ -406,35 +406,66 @@ async fn the_model_sdks_take_every_tool_and_strict_calls_work() {
     assert_clean(tmp.path()).await;
 }
 
-// A recipe's script (run by `program`) against a real `airlock serve` of the fixture
-// site, with an agent token and an admin key (its held click is approved over REST,
-// as at the console).
+/// The agent's key and the approvers' key of the tests that approve a held call over
+/// REST, as at the console.
+pub(crate) const AGENT_TOKEN: &str = "agent-token-0123456789abcdef";
+pub(crate) const ADMIN_KEY: &str = "admin-key-fedcba9876543210";
+
+// A recipe's script (Python) against a real `airlock serve` of the fixture site.
 async fn recipe(script: &str) {
-    recipe_with(&python(), script).await;
+    run_keyed(&python(), script, "").await;
 }
 
-async fn recipe_with(program: &Path, script: &str) {
+/// Client script `script` (run by `program`) against a real `airlock serve` of the
+/// fixture site with [`AGENT_TOKEN`] and [`ADMIN_KEY`] (so its held calls can be
+/// approved over REST) and `extra` configuration; its arguments: the MCP URL, the
+/// site, the agent's key, the approvers' key.
+pub(crate) async fn run_keyed(program: &Path, script: &str, extra: &str) {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let tmp = tempfile::tempdir().unwrap();
-    let agent_token = "agent-token-0123456789abcdef";
-    let admin_key = "admin-key-fedcba9876543210";
     let config = fixture_config(
         tmp.path(),
         &site,
-        &format!("[server]\nadmin_key = \"{admin_key}\"\n[approvals]\ntimeout_secs = 120\n"),
+        &format!("[server]\nadmin_key = \"{ADMIN_KEY}\"\n[approvals]\ntimeout_secs = 120\n{extra}"),
     );
-    let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
+    let served = serve_with(tmp.path(), Some(AGENT_TOKEN), Some(&config)).await;
     run_script(
         program,
         script,
-        &[&served.url, &base, agent_token, admin_key],
+        &[&served.url, &base, AGENT_TOKEN, ADMIN_KEY],
         tmp.path(),
         &[],
     )
     .await;
     stop(served).await;
     assert_clean(tmp.path()).await;
+}
+
+/// examples/scripted_model.py on a free loopback port: the process and its port.
+pub(crate) async fn scripted_model() -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut model = Command::new(python())
+        .arg(root().join("examples/scripted_model.py"))
+        .arg("0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut said = tokio::io::BufReader::new(model.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(20), said.next_line())
+        .await
+        .expect("the scripted model starts")
+        .unwrap()
+        .unwrap();
+    let port = first
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first:?}"));
+    (model, port)
 }
 
 /// The README's recipe for the OpenAI Agents SDK (pinned, its own MCP client): one
@@ -458,9 +489,10 @@ async fn fastmcp_keeps_one_browser_at_a_named_url() {
 /// `/mcp/b/<name>` keeps one browser across them; a held click is approved.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn langchain_keeps_one_browser_across_its_per_call_sessions() {
-    recipe_with(
+    run_keyed(
         &root().join(".venv-langchain/bin/python"),
         "langchain_recipe.py",
+        "",
     )
     .await;
 }
@@ -470,7 +502,7 @@ async fn langchain_keeps_one_browser_across_its_per_call_sessions() {
 /// approved and its result arrives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_vercel_ai_sdk_keeps_one_browser_at_a_named_url() {
-    recipe_with(&node(), "vercel/recipe.mjs").await;
+    run_keyed(&node(), "vercel/recipe.mjs", "").await;
 }
 
 /// Node, from `PATH` (as the console tests run it).
@@ -488,46 +520,23 @@ fn node() -> PathBuf {
 /// the result inlined once approved; cancelled while held, its step withdrawn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_run_task_runs_as_an_mcp_task_that_can_be_polled_and_cancelled() {
-    use tokio::io::AsyncBufReadExt as _;
-
     let tmp = tempfile::tempdir().unwrap();
-    let mut model = Command::new(python())
-        .arg(root().join("examples/scripted_model.py"))
-        .arg("0")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut said = tokio::io::BufReader::new(model.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(20), said.next_line())
-        .await
-        .expect("the scripted model starts")
-        .unwrap()
-        .unwrap();
-    let port: u16 = first
-        .split("127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap();
-    let agent_token = "agent-token-0123456789abcdef";
-    let admin_key = "admin-key-fedcba9876543210";
+    let (mut model, port) = scripted_model().await;
     let config = tmp.path().join("airlock.toml");
     std::fs::write(
         &config,
         format!(
-            "[server]\nadmin_key = \"{admin_key}\"\n[approvals]\ntimeout_secs = 120\n\
+            "[server]\nadmin_key = \"{ADMIN_KEY}\"\n[approvals]\ntimeout_secs = 120\n\
              [policy]\nallow_private = [\"127.0.0.1:{port}\"]\n\
              [[models]]\nname = \"scripted\"\nurl = \"http://127.0.0.1:{port}/v1/chat/completions\"\nmodel = \"scripted\"\n"
         ),
     )
     .unwrap();
-    let served = serve_with(tmp.path(), Some(agent_token), Some(&config)).await;
+    let served = serve_with(tmp.path(), Some(AGENT_TOKEN), Some(&config)).await;
     let page = format!("http://127.0.0.1:{port}/");
     run_client(
         "mcp_tasks.py",
-        &[&served.url, &page, agent_token, admin_key],
+        &[&served.url, &page, AGENT_TOKEN, ADMIN_KEY],
         tmp.path(),
         &[],
     )

@@ -329,26 +329,8 @@ async fn the_task_docs_scripted_model_runs_a_held_task_to_its_end() {
     let lines = block_in(TASK_DOC, "sh", "scripted_model.py");
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let mut model = Command::new(python())
-        .arg(root().join("examples/scripted_model.py"))
-        .arg("0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut said = tokio::io::BufReader::new(model.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(20), said.next_line())
-        .await
-        .expect("the scripted model starts")
-        .unwrap()
-        .unwrap();
-    let port = first
-        .split("127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap()
-        .to_owned();
+    let (mut model, port) = crate::mcp_clients::scripted_model().await;
+    let port = port.to_string();
     let toml: String = lines
         .lines()
         .skip_while(|l| !l.contains("<<'END'"))
