@@ -28,9 +28,10 @@ async fn gateway(h: &Harness, timeout: Duration) -> (Arc<Gateway>, Store) {
     (gateway, store)
 }
 
-// The one pending approval, once the held call has recorded it.
+// The one pending approval, once the held call has recorded it (within 20 s: a
+// held navigation under a loaded CI machine took over 5).
 pub(crate) async fn pending(store: &Store) -> ApprovalRecord {
-    for _ in 0..250 {
+    for _ in 0..1000 {
         if let Some(a) = store
             .approvals(None, Some(ApprovalStatus::Pending))
             .await
