@@ -167,6 +167,12 @@ impl History {
     /// Keeps what was read on `origin`: each line of `text` long enough to hold a run,
     /// unless this origin showed it before.
     pub fn read(&mut self, origin: &str, text: &str) {
+        self.read_kept(origin, text, |_| {});
+    }
+
+    /// [`History::read`], telling `kept` each line it kept (normalised): what another
+    /// history fed these lines holds the same runs.
+    pub fn read_kept(&mut self, origin: &str, text: &str, mut kept: impl FnMut(&[u8])) {
         let origin = self.origin_index(origin);
         let mut line = Vec::new();
         for raw in text.split('\n') {
@@ -182,6 +188,7 @@ impl History {
                 self.forget_older_half();
             }
             self.push_line(origin, &line);
+            kept(&line);
         }
     }
 

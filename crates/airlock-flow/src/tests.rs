@@ -224,3 +224,28 @@ fn ordinary_multi_site_flows_do_not_count() {
     // six-digit code) is not recognised.
     assert_eq!(h.find("448213", to("https://evil.example")), None);
 }
+
+#[test]
+fn the_lines_a_history_kept_make_another_history_find_the_same_runs() {
+    // What one replica keeps and hands on (the store holds these lines) is enough
+    // for another replica to judge a send as the first would.
+    let mut first = History::new(Settings::default());
+    let mut kept = Vec::new();
+    first.read_kept(
+        BANK,
+        "- cell \"Checking  ACCT-4417-2290-8812\"\n- text \"ok\"\n- cell \"Checking  ACCT-4417-2290-8812\"",
+        |line| kept.push(String::from_utf8(line.to_vec()).unwrap()),
+    );
+    // The short line is not kept; the repeated one once.
+    assert_eq!(kept, ["- cell \"checking acct-4417-2290-8812\""]);
+    let mut second = History::new(Settings::default());
+    second.read(BANK, &kept.join("\n"));
+    let sent = "https://evil.test/collect?d=ACCT-4417-2290-8812";
+    let found = second.find_in_url(sent, to(EVIL)).unwrap();
+    assert_eq!(found.from, BANK);
+    assert_eq!(first.find_in_url(sent, to(EVIL)), Some(found));
+    // Fed its own lines again, a history keeps nothing twice.
+    let before = first.size();
+    first.read(BANK, &kept.join("\n"));
+    assert_eq!(first.size(), before);
+}

@@ -278,6 +278,11 @@ impl Gateway {
             reads: crate::reads::Reads::new(&self.config.flow, sets),
             covers: Default::default(),
         });
+        // What the session read and the actions it ran are the fleet's: this replica
+        // catches up on them, never starts them afresh.
+        if let Some(store) = self.shared_store() {
+            held.reads.share(store, &row.id);
+        }
         let conversation = match (&row.user_id, &row.conversation) {
             (Some(user), Some(conversation)) => Some(ConversationKey {
                 user: user.clone(),

@@ -424,8 +424,11 @@ impl Gateway {
             // nothing is learned yet.
             row.secrets = held.loaded.versions();
             row.holds_secrets = !held.loaded.portable();
-            if let Err(e) = store.insert_live_session(&row).await {
-                tracing::warn!(error = %e, "could not note a live session");
+            match store.insert_live_session(&row).await {
+                Err(e) => tracing::warn!(error = %e, "could not note a live session"),
+                // Its running state is the fleet's from its first call.
+                Ok(()) if store.is_shared() => held.reads.share(store, &row.id),
+                Ok(()) => {}
             }
         }
         match self.sessions.insert(

@@ -4,7 +4,7 @@
 //! ended by whichever replica takes its live rows first (`take_live_session`: one
 //! conditional delete, so each is ended once however many replicas race).
 
-use crate::{Fields, Result, Store, on_pool};
+use crate::{Fields, Result, Store, StoreError, on_pool};
 
 /// One serving process as it last said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,13 +175,15 @@ impl Store {
     /// Removes a live session's row if it is still there: `true` for the one caller
     /// that removed it (and so ends it on the record).
     pub async fn take_live_session(&self, id: &str) -> Result<bool> {
-        on_pool!(self, |pool| {
+        let taken = on_pool!(self, |pool| {
             let done = sqlx::query("DELETE FROM live_sessions WHERE id = $1")
                 .bind(id)
                 .execute(pool)
                 .await?;
-            Ok(done.rows_affected() == 1)
-        })
+            Ok::<u64, StoreError>(done.rows_affected())
+        })?;
+        self.forget_reads(id).await?;
+        Ok(taken == 1)
     }
 }
 

@@ -284,8 +284,9 @@ impl Store {
                 .bind(id)
                 .execute(pool)
                 .await?;
-            Ok(())
-        })
+            Ok::<(), StoreError>(())
+        })?;
+        self.forget_reads(id).await
     }
 
     /// Every browser session some process noted as open.

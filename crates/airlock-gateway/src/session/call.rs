@@ -262,7 +262,7 @@ impl AgentSession {
             && out.error.is_none()
             && self.inner.config.flow.mode != airlock_config::FlowMode::Off
         {
-            held.reads.read(url, &out.text);
+            held.reads.read(url, &out.text).await;
         }
         out
     }

@@ -115,6 +115,8 @@ impl AgentSession {
         if outbound.is_empty() {
             return Ok(());
         }
+        // What other replicas' results showed this session counts as if shown here.
+        held.reads.catch_up().await?;
         let exempt = &self.inner.config.flow.exempt;
         // A placeholder is the vault's business (it types only on its secret's
         // origins), and the agent sees its own placeholders echoed: only the literal

@@ -12,12 +12,13 @@ use airlock_test_support::Postgres;
 use serde_json::{Map, Value, json};
 
 mod roles;
+mod running;
 
 /// Tells `story` three times: to three stores on one SQLite file, to three replicas
 /// on one real Postgres (opened together: the database is migrated once), and to
 /// three replicas served as a role that owns nothing (the owner migrates and grants:
 /// every story must work with what the serving role is granted).
-async fn on_both<F, Fut>(story: F)
+pub(crate) async fn on_both<F, Fut>(story: F)
 where
     F: Fn([Store; 3]) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -547,7 +548,7 @@ async fn next_wakeup(heard: &mut airlock_store::Wakeups) -> Wakeup {
         .unwrap()
 }
 
-fn claim(id: &str, tenant: &str, user: &str, conversation: &str) -> LiveSessionRecord {
+pub(crate) fn claim(id: &str, tenant: &str, user: &str, conversation: &str) -> LiveSessionRecord {
     LiveSessionRecord {
         id: id.to_owned(),
         tenant: tenant.to_owned(),

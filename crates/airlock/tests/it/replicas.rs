@@ -29,15 +29,15 @@ const MAX_TOTAL: usize = 12;
 
 // What every process of the fleet shares: the database, the vault's key, the
 // workers' token and the approvers' key.
-struct Fleet {
+pub(crate) struct Fleet {
     tmp: tempfile::TempDir,
-    pg: Postgres,
+    pub(crate) pg: Postgres,
     master_key: String,
     certs: (PathBuf, PathBuf, PathBuf),
 }
 
 impl Fleet {
-    fn new() -> Fleet {
+    pub(crate) fn new() -> Fleet {
         let tmp = tempfile::tempdir().unwrap();
         let (ca, cert, key) = crate::worker::certificates();
         let write = |name: &str, text: &str| {
@@ -85,7 +85,7 @@ impl Fleet {
     }
 
     // A new key of tenant acme with `role`.
-    async fn key(&self, role: &str) -> String {
+    pub(crate) async fn key(&self, role: &str) -> String {
         self.cli(&["key", "create", "--tenant", "acme", "--role", role])
             .await
             .trim()
@@ -93,7 +93,7 @@ impl Fleet {
     }
 
     // The CLI against the shared store; its stdout.
-    async fn cli(&self, args: &[&str]) -> String {
+    pub(crate) async fn cli(&self, args: &[&str]) -> String {
         let none = self.tmp.path().join("no-config.toml");
         std::fs::write(&none, "").unwrap();
         self.cli_in("cli", &none, args).await
@@ -118,7 +118,7 @@ impl Fleet {
     }
 
     // A worker on `listen`, keeping a session whose replica went for a minute.
-    async fn worker(&self, listen: &str) -> (Child, String) {
+    pub(crate) async fn worker(&self, listen: &str) -> (Child, String) {
         self.worker_with(listen, &[]).await
     }
 
@@ -147,19 +147,32 @@ impl Fleet {
 
     // The replicas' config: the fixture site allowed, these workers listed.
     fn config(&self, site: &FixtureSite, workers: &[&str]) -> PathBuf {
-        let mut extra = format!(
-            "[sessions]\nwarm = 0\nmax_total = {MAX_TOTAL}\nmax_per_tenant = {MAX_TOTAL}\n[audit]\nkey_file = \"{}\"\n",
+        let dir = self.tmp.path().join(format!("config-{}", workers.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        fixture_config(&dir, site, &self.fleet_toml(workers, ""))
+    }
+
+    // The replicas' config as `file`: the fleet's sessions, audit key and workers;
+    // `rest` goes on in `[sessions]` and opens the sections it needs (the policy's
+    // among them: nothing is allowed but what it says).
+    pub(crate) fn config_as(&self, file: &str, workers: &[&str], rest: &str) -> PathBuf {
+        let path = self.tmp.path().join(file);
+        std::fs::write(&path, self.fleet_toml(workers, rest)).unwrap();
+        path
+    }
+
+    fn fleet_toml(&self, workers: &[&str], sessions: &str) -> String {
+        let mut toml = format!(
+            "[sessions]\nwarm = 0\nmax_total = {MAX_TOTAL}\nmax_per_tenant = {MAX_TOTAL}\n{sessions}[audit]\nkey_file = \"{}\"\n",
             self.tmp.path().join("audit.key").display()
         );
         for address in workers {
-            extra.push_str(&format!(
+            toml.push_str(&format!(
                 "[[workers]]\naddress = \"{address}\"\nserver_name = \"localhost\"\nca_file = \"{}\"\n",
                 self.certs.0.display()
             ));
         }
-        let dir = self.tmp.path().join(format!("config-{}", workers.len()));
-        std::fs::create_dir_all(&dir).unwrap();
-        fixture_config(&dir, site, &extra)
+        toml
     }
 
     // The replicas' config when workers register themselves: none listed.
@@ -184,7 +197,7 @@ impl Fleet {
     }
 
     // A replica with a data dir of its own; its root URL.
-    async fn replica(&self, name: &str, config: &Path) -> (Child, String) {
+    pub(crate) async fn replica(&self, name: &str, config: &Path) -> (Child, String) {
         self.replica_with(name, config, &[]).await
     }
 
@@ -241,7 +254,7 @@ async fn get(url: &str) -> (u16, String) {
     (status, body)
 }
 
-async fn stop(mut child: Child) {
+pub(crate) async fn stop(mut child: Child) {
     let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     let status = tokio::time::timeout(Duration::from_secs(30), child.wait())

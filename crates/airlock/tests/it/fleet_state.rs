@@ -1,0 +1,84 @@
+//! A session's running state over a fleet, all real processes: three `airlock serve`
+//! replicas over one real Postgres and one shared worker, with `[flow] mode = "deny"`
+//! and an action budget. The account number an agent read through A and sends toward
+//! another origin through B is refused as on one replica, and still after A is
+//! killed (-9) and the send goes through C; the other origin's server sees no
+//! connection until the agent goes there with nothing of it. The budget counts every
+//! replica's actions: the one past it fails `budget_exhausted` wherever it lands.
+//! (`clients/fleet_state.py` drives the MCP parts, one client per call.)
+
+use std::time::Duration;
+
+use airlock_test_support::FixtureSite;
+use tokio::process::Command;
+
+use crate::mcp_clients::{python, root};
+use crate::replicas::Fleet;
+
+const BUDGET: usize = 8;
+
+async fn client(args: &[&str]) -> String {
+    let out = Command::new(python())
+        .arg(root().join("crates/airlock/tests/clients/fleet_state.py"))
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), out)
+        .await
+        .expect("the fleet state client finished within 3 minutes")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "fleet state client failed:\n{stdout}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_on_one_replica_and_a_send_on_another_are_judged_as_on_one_and_the_budget_is_one() {
+    let site = FixtureSite::start().await;
+    let base = format!("http://127.0.0.1:{}", site.a.port());
+    let other = format!("http://127.0.0.1:{}", site.b.port());
+    let fleet = Fleet::new();
+    fleet.cli(&["tenant", "create", "acme"]).await;
+    let key = fleet.key("act").await;
+    let (worker, at) = fleet.worker("127.0.0.1:0").await;
+    // Both origins allowed: what stops the send is the data-flow check alone.
+    let config = fleet.config_as(
+        "state.toml",
+        &[&at],
+        &format!(
+            "action_budget = {BUDGET}\n[flow]\nmode = \"deny\"\n[policy]\nallow_private = [\"127.0.0.1:{}\", \"127.0.0.1:{}\"]\n",
+            site.a.port(),
+            site.b.port()
+        ),
+    );
+    let (mut a, a_root) = fleet.replica("a", &config).await;
+    let (b, b_root) = fleet.replica("b", &config).await;
+    let (c, c_root) = fleet.replica("c", &config).await;
+
+    // Read through A, sent through B: refused, nothing reached the other origin.
+    client(&["read", &a_root, &base, &key, "acct"]).await;
+    client(&["send", &b_root, &other, &key, "acct"]).await;
+    assert_eq!(site.b.connections(), 0);
+
+    // The budget: its actions go round the three replicas; the one past it fails on
+    // each.
+    let roots = [a_root.as_str(), b_root.as_str(), c_root.as_str()].join(",");
+    client(&["budget", &roots, &base, &key, "budget", &BUDGET.to_string()]).await;
+
+    // A, which served the read, is killed; the send through C is still refused.
+    a.kill().await.unwrap();
+    client(&["send", &c_root, &other, &key, "acct"]).await;
+    assert_eq!(site.b.connections(), 0);
+    // The same browser goes to the other origin with nothing of the account: it
+    // arrives (the refusals above were the data-flow check's, not the policy's).
+    client(&["read", &c_root, &other, &key, "acct"]).await;
+    assert!(site.b.connections() > 0);
+
+    for child in [b, c, worker] {
+        crate::replicas::stop(child).await;
+    }
+}
