@@ -88,3 +88,64 @@ class Workers:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+class Postgres:
+    """Debian's PostgreSQL (the newest installed, or AIRLOCK_PG_BIN), a cluster of the
+    bench's own on a loopback port, with its default durability (fsync and
+    synchronous commit on, as a deployment runs it): the shared store whose cost per
+    call `airlock-postgres` shows beside `airlock` (SQLite). Root runs it as `nobody`."""
+
+    def __init__(self):
+        import glob
+        import pwd
+        import socket
+        import tempfile
+        import threading
+
+        bins = os.environ.get("AIRLOCK_PG_BIN") or sorted(
+            glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))[-1]
+        bins = pathlib.Path(bins)
+        # Under /tmp, reachable by the server's user (the bench's own temp dir is not).
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix="airlock-bench-pg-"))
+        data = self.dir / "data"
+        data.mkdir()
+        user = {}
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            for path in (self.dir, data):
+                os.chown(path, nobody.pw_uid, nobody.pw_gid)
+            user = {"user": nobody.pw_uid, "group": nobody.pw_gid}
+        env = dict(os.environ, HOME="/nonexistent")
+        subprocess.run([str(bins / "initdb"), "--auth=trust", "--encoding=UTF8", "--username", "airlock",
+                        "--pgdata", str(data)], env=env, check=True, stdout=subprocess.DEVNULL, **user)
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self.process = subprocess.Popen(
+            [str(bins / "postgres"), "-D", str(data), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
+             "-c", "unix_socket_directories="],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **user)
+        said = []
+        for line in self.process.stderr:
+            if "ready to accept connections" in line:
+                break
+            said.append(line)
+        else:
+            raise RuntimeError("the bench's postgres did not start: " + "".join(said[-20:]))
+        # Its log is read to the end: a full pipe would stall the server.
+        threading.Thread(target=lambda: [None for _ in self.process.stderr], daemon=True).start()
+        self.url = f"postgres://airlock@127.0.0.1:{port}/postgres"
+
+    def stop(self):
+        import shutil
+        import signal
+
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

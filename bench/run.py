@@ -247,6 +247,28 @@ class AirlockRemote(Airlock):
         return params
 
 
+class AirlockPostgres(Airlock):
+    """Airlock with its store on PostgreSQL (the shared store of a fleet) instead of
+    SQLite: the audit log, the sessions' rows and their running state (the action
+    budget counted over every replica, the data-flow reads appended and caught up on)
+    go there. Beside `airlock` it shows what a fleet's store costs per call; its
+    `*_stage_shared_ms` is the running state's part alone."""
+
+    name = "airlock-postgres"
+
+    def __init__(self, ports, tmp):
+        super().__init__(ports, tmp)
+        # One server for every run, up before the first: a fleet's store outlives its
+        # replicas.
+        self.postgres = fleet.Postgres()
+        atexit.register(self.postgres.stop)
+
+    def params(self):
+        params = super().params()
+        params.env["AIRLOCK_DATABASE_URL"] = self.postgres.url
+        return params
+
+
 class PlaywrightMcp(System):
     name = "playwright-mcp"
 
@@ -310,7 +332,8 @@ class AgentBrowser(System):
         return "agent_browser_get_text", {"selector": "body"}
 
 
-SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, AirlockNoEffects, AirlockRemote, PlaywrightMcp, AgentBrowser)}
+SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, AirlockNoEffects, AirlockRemote, AirlockPostgres,
+                                PlaywrightMcp, AgentBrowser)}
 # Systems with a Streamable HTTP server (agent-browser's MCP server is stdio only).
 HTTP_SYSTEMS = ("airlock", "playwright-mcp")
 # The Airlock binary under test (release for `make bench`, debug for the CI smoke run).
@@ -564,6 +587,11 @@ def stage_metrics(kind, client_ms, logged):
         values = [f.get(f"stage.{stage}_us") for f in logged]
         if all(v is not None for v in values):
             out[f"{kind}_stage_{stage}_ms"] = statistics.median(values) / 1000
+    # The session's running state in a shared store (within the stages above and
+    # "other": shown on its own, not added to them).
+    shared = [f.get("stage.shared_us") for f in logged]
+    if all(v is not None for v in shared):
+        out[f"{kind}_stage_shared_ms"] = statistics.median(shared) / 1000
     out[f"{kind}_stage_transport_ms"] = statistics.median(
         c - f["duration_us"] / 1000 for c, f in zip(client_ms, logged))
     # What the server spent outside the named stages (admitting the call, its lease,
@@ -670,7 +698,8 @@ def summarize(values):
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--systems", default="airlock,airlock-embedded,airlock-no-effects,airlock-remote,playwright-mcp,agent-browser")
+    parser.add_argument("--systems", default="airlock,airlock-embedded,airlock-no-effects,airlock-remote,airlock-postgres,"
+                                              "playwright-mcp,agent-browser")
     parser.add_argument("--out", default=str(BENCH / "results/latest.json"))
     parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")
     parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,

@@ -231,20 +231,6 @@ impl AgentSession {
     // reported once as expired, so the agent knows its logged-in state is gone; one
     // whose browser was lost is replaced without a word.
     pub(super) async fn browser_session(&self, acts: bool) -> Result<InUse> {
-        let in_use = self.enter_browser_session(acts).await?;
-        // The lease counted the action among this replica's; on a shared store the
-        // budget counts every replica's.
-        if acts
-            && let Some(budget) = in_use.terms.action_budget
-            && !in_use.held.reads.count_action(budget).await?
-        {
-            return Err(Error::BudgetExhausted { budget });
-        }
-        Ok(in_use)
-    }
-
-    // The lease, entered on this replica's terms.
-    async fn enter_browser_session(&self, acts: bool) -> Result<InUse> {
         let mut slot = self.inner.slot.lock().await;
         if let Slot::Pinned(lease) = &*slot {
             // A leased session is never replaced: when it ends, it stays ended.

@@ -171,6 +171,18 @@ impl AgentSession {
             },
         };
         context.session = Some(lease.id.clone());
+        // The lease counted the action among this replica's; on a shared store the
+        // budget counts every replica's.
+        if acts && let Some(budget) = lease.terms.action_budget {
+            let started = Instant::now();
+            let counted = lease.held.reads.count_action(budget).await;
+            context.spent.shared += started.elapsed();
+            match counted {
+                Ok(true) => {}
+                Ok(false) => return self.failure(context, Error::BudgetExhausted { budget }),
+                Err(e) => return self.failure(context, e),
+            }
+        }
         // The lease itself, for counting after the call (recovery may leave it).
         let entered = Some(lease.lease());
         let held = lease.held.clone();
@@ -262,7 +274,9 @@ impl AgentSession {
             && out.error.is_none()
             && self.inner.config.flow.mode != airlock_config::FlowMode::Off
         {
+            let started = Instant::now();
             held.reads.read(url, &out.text).await;
+            context.spent.shared += started.elapsed();
         }
         out
     }
@@ -397,6 +411,7 @@ impl AgentSession {
             stage.intent_us = micros(context.spent.intent),
             stage.audit_us = micros(context.spent.audit),
             stage.egress_us = micros(context.spent.egress),
+            stage.shared_us = micros(context.spent.shared),
             "tool call"
         );
         for observer in self.inner.observers.all() {

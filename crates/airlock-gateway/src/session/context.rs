@@ -82,6 +82,9 @@ pub(crate) struct Spent {
     pub(crate) intent: Duration,
     pub(crate) audit: Duration,
     pub(crate) egress: Duration,
+    // On the session's running state in the shared store (the budget's count, the
+    // reads appended and caught up on); zero without one. Partly within `flow`.
+    pub(crate) shared: Duration,
 }
 
 /// What the risk and approval stages decided about a call.

@@ -116,7 +116,10 @@ impl AgentSession {
             return Ok(());
         }
         // What other replicas' results showed this session counts as if shown here.
-        held.reads.catch_up().await?;
+        let started = Instant::now();
+        let caught_up = held.reads.catch_up().await;
+        context.spent.shared += started.elapsed();
+        caught_up?;
         let exempt = &self.inner.config.flow.exempt;
         // A placeholder is the vault's business (it types only on its secret's
         // origins), and the agent sees its own placeholders echoed: only the literal
