@@ -11,10 +11,10 @@ mod error;
 mod flow;
 mod models;
 mod raw;
+mod server;
 mod store;
 mod workers;
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -28,6 +28,7 @@ pub use error::{Error, Result};
 pub use flow::{Flow, FlowMode, OriginSets, RawFlow, Standing};
 pub use models::{MAX_TASK_STEPS, Model, ModelKey, ModelStyle, RawModel, RawTasks, Tasks};
 pub use raw::*;
+pub use server::{ApiKey, ServerConfig};
 pub use store::{DatabaseUrl, StoreLocation};
 
 use checks::{jwt_config, public_url, publish_dir, webhook};
@@ -289,51 +290,6 @@ pub struct Webhook {
 
 /// How long a call waits for a decision unless `approvals.timeout_secs` says.
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Validated `[server]`.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Address to listen on.
-    pub listen: SocketAddr,
-    /// Bearer token required on `/mcp`; `None` means no auth (loopback only).
-    pub api_key: Option<ApiKey>,
-    /// Bearer token of approvers on `/api/v1`; `None`: the API is off.
-    pub admin_key: Option<ApiKey>,
-    /// Extra browser origins allowed on `/mcp`.
-    pub allowed_origins: Vec<String>,
-    /// Where clients reach this server (scheme, host and port, no path), if said;
-    /// otherwise the address it is bound to. Never the `Host` a request names.
-    pub public_url: Option<String>,
-    /// Role of callers.
-    pub role: Role,
-    /// Whether `[server] role` was written (else `role` is the default, and the
-    /// local stdio user acts as the operator they are).
-    pub role_set: bool,
-    /// Bearer JWTs of service callers, when configured.
-    pub jwt: Option<JwtConfig>,
-}
-
-/// A bearer token; never printed.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a token.
-    pub fn new(token: impl Into<String>) -> ApiKey {
-        ApiKey(token.into())
-    }
-
-    /// The token, for comparison at the one place that checks it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey([REDACTED])")
-    }
-}
 
 /// Validated `[sessions]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -962,6 +918,7 @@ impl Config {
                 role,
                 role_set,
                 jwt,
+                trusted_proxies: server::trusted_proxies(&raw.server.trusted_proxies)?,
             },
             browser,
             policy,

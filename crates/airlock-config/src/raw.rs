@@ -185,6 +185,10 @@ pub struct RawServer {
     pub role: Option<String>,
     /// `[server.jwt]`: bearer JWTs of service callers.
     pub jwt: Option<RawJwt>,
+    /// Proxies (addresses or networks) in front of Airlock whose `X-Forwarded-For`
+    /// names the client.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
 }
 
 /// `[server.jwt]` as written.

@@ -15,6 +15,7 @@
 
 mod api;
 mod auth;
+mod client;
 mod console;
 mod edge;
 mod error;
@@ -35,7 +36,7 @@ use airlock_config::ApiKey;
 use airlock_gateway::Gateway;
 use airlock_mcp::HttpOptions;
 use axum::Router;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -68,6 +69,8 @@ pub struct HttpConfig {
     pub worker_token: Option<ApiKey>,
     /// The operator's models and task bounds (`[[models]]`, `[tasks]`).
     pub tasks: airlock_config::Tasks,
+    /// Proxies whose `X-Forwarded-For` names the client (`[server] trusted_proxies`).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// The router with every endpoint this surface serves.
@@ -140,6 +143,10 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(move || readyz(gateway.clone())))
         .layer(middleware::from_fn_with_state(edge, edge::check))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(client::TrustedProxies(config.trusted_proxies)),
+            client::resolve,
+        ))
 }
 
 // RFC 9728 protected-resource metadata: what this resource is, how a token is sent,
@@ -303,12 +310,13 @@ fn record_auth_failure(
     });
 }
 
-// The client's address (absent only when the router is used without a socket).
+// The client's address (absent only when the router is used without a socket): the
+// peer, or whom a trusted proxy says it forwards (`client.rs`).
 fn client_addr(request: &Request) -> Option<std::net::IpAddr> {
     request
         .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
+        .get::<client::ClientAddr>()
+        .map(|c| c.0)
 }
 
 // Only the caller that began an MCP session reaches it: another caller's request with

@@ -53,6 +53,7 @@ async fn server(keys: bool, caps: Caps) -> Server {
         jwt: None,
         worker_token: None,
         tasks: Default::default(),
+        trusted_proxies: Vec::new(),
     };
     Server {
         router: router(gateway, config),
@@ -135,6 +136,7 @@ async fn pending_approval(store: &airlock_store::Store, id: &str) {
         note: None,
         used_ms: None,
         detail: None,
+        waiter: None,
     };
     store.insert_approval(&record, None).await.unwrap();
 }

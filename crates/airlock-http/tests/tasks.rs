@@ -36,6 +36,7 @@ async fn app(h: &Harness, model: Option<&ModelServer>) -> axum::Router {
             jwt: None,
             worker_token: None,
             tasks,
+            trusted_proxies: Vec::new(),
         },
     )
 }

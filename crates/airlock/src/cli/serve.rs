@@ -94,6 +94,7 @@ pub(crate) async fn serve_until(
             jwt,
             worker_token: config.registration.as_ref().map(|r| r.token.clone()),
             tasks: config.tasks.clone(),
+            trusted_proxies: config.server.trusted_proxies.clone(),
         },
     );
     let signalled = stop;

@@ -442,6 +442,53 @@ async fn failed_authentication_is_limited_per_address() {
     stop(served).await;
 }
 
+/// Behind a proxy the operator trusts (`[server] trusted_proxies`), the limiter keys
+/// on the client the proxy names: one client's wrong keys lock out that client, not
+/// every client of the proxy, and a client cannot escape by writing its own
+/// leftmost `X-Forwarded-For` entry. Without that line the header names nobody:
+/// the same requests all count against the proxy's (here loopback's) address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_guesses_lock_out_the_client_it_names() {
+    let token = "bearer-token-0123456789abcdef";
+    for trusted in [true, false] {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("airlock.toml");
+        let line = if trusted {
+            "[server]\ntrusted_proxies = [\"127.0.0.1\", \"10.0.0.0/8\"]\n"
+        } else {
+            ""
+        };
+        std::fs::write(&config, line).unwrap();
+        let served = crate::server::serve_with(tmp.path(), Some(token), Some(&config)).await;
+        let url = served.url.clone();
+        let from = |key: &str, forwarded: &str| {
+            [
+                format!("Authorization: Bearer {key}"),
+                format!("X-Forwarded-For: {forwarded}"),
+            ]
+        };
+        let wrong = "wrong-token-0123456789";
+        for _ in 0..10 {
+            let out = initialize(&url, &from(wrong, "203.0.113.9")).await;
+            assert_eq!(out.status, 401, "{}", out.head);
+        }
+        let out = initialize(&url, &from(wrong, "203.0.113.9")).await;
+        assert_eq!(out.status, 429, "trusted {trusted}: {}", out.head);
+        // Another client behind the same proxy, with the right key.
+        let other = initialize(&url, &from(token, "203.0.113.10")).await;
+        assert_eq!(
+            other.status,
+            if trusted { 200 } else { 429 },
+            "trusted {trusted}: {}",
+            other.head
+        );
+        // The guesser writes another address first; the proxy appended its own.
+        let forged = initialize(&url, &from(token, "203.0.113.10, 203.0.113.9, 10.1.2.3")).await;
+        assert_eq!(forged.status, 429, "trusted {trusted}: {}", forged.head);
+        stop(served).await;
+    }
+}
+
 /// A guesser holding one valid low-role key slips it in after every five wrong
 /// tokens (and then after five wrong console sign-ins): its successes do not erase
 /// its failures, so it is limited at the same count as without them.
