@@ -72,6 +72,7 @@ impl Gateway {
             home: None,
             secrets: None,
             origins: None,
+            fence: None,
         }
     }
 
@@ -277,6 +278,12 @@ impl Gateway {
             opened_in: std::sync::OnceLock::new(),
             reads: crate::reads::Reads::new(&self.config.flow, sets),
             covers: Default::default(),
+            // A row from before fences were kept: a nonce of this replica's own.
+            fence: row
+                .fence
+                .as_deref()
+                .and_then(crate::content::PageFence::with_nonce)
+                .unwrap_or_default(),
         });
         // What the session read and the actions it ran are the fleet's: this replica
         // catches up on them, never starts them afresh.

@@ -7,8 +7,10 @@
 
 use std::sync::Arc;
 
+use airlock_audit::{self as audit, Event};
 use airlock_store::{ApprovalRecord, ApprovalStatus, Decided};
 
+use crate::clock::now_ms;
 use crate::error::{Error, Result};
 
 /// What a decision did, for the decider.
@@ -129,4 +131,75 @@ fn no_such_approval(id: &str) -> Error {
 fn internal(e: airlock_store::StoreError) -> Error {
     tracing::error!(error = %e, "the store failed an approvals request");
     Error::Internal("the store could not answer".to_owned())
+}
+
+// Approvals whose call will never run close, on the record and on every approver's
+// card, so approving one says so rather than answering `approved` for nothing.
+impl crate::session::Gateway {
+    // Approvals nobody waits on any more (a stateless client that never retried, a
+    // gateway that stopped mid-wait) expire, on the record, a while after their time:
+    // a waiting call expires its own within a poll.
+    pub(crate) async fn expire_overdue_approvals(&self) {
+        let Some(store) = self.store() else {
+            return;
+        };
+        let now = now_ms();
+        let overdue = match store.expire_overdue(now - 5_000, now).await {
+            Ok(overdue) => overdue,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not expire overdue approvals");
+                return;
+            }
+        };
+        for approval in overdue {
+            self.record_event(
+                Some(&approval.tenant),
+                Event::ApprovalDecided(audit::ApprovalDecided {
+                    approval: approval.id,
+                    session: approval.session,
+                    tool: approval.tool,
+                    status: ApprovalStatus::Expired,
+                    by: None,
+                    note: Some("nobody was waiting for it any more".to_owned()),
+                    task: None,
+                }),
+            )
+            .await;
+        }
+    }
+
+    // A gone replica's held calls will never run: their approvals close as expired,
+    // on the record and on every approver's card, so approving one says so rather
+    // than answering `approved` for nothing.
+    pub(crate) async fn close_dead_waits(
+        &self,
+        store: &airlock_store::Store,
+        replica: &str,
+        now: i64,
+    ) {
+        const NOTE: &str =
+            "its call is no longer waiting: the replica that held it stopped before anyone decided";
+        let closed = match store.close_waits_of(replica, now, NOTE).await {
+            Ok(closed) => closed,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not close the approvals a gone replica waited on");
+                return;
+            }
+        };
+        for approval in closed {
+            self.record_event(
+                Some(&approval.tenant),
+                Event::ApprovalDecided(audit::ApprovalDecided {
+                    approval: approval.id,
+                    session: approval.session,
+                    tool: approval.tool,
+                    status: ApprovalStatus::Expired,
+                    by: None,
+                    note: Some(NOTE.to_owned()),
+                    task: None,
+                }),
+            )
+            .await;
+        }
+    }
 }

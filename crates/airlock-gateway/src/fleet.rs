@@ -160,8 +160,18 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+// A process that exited but was not yet reaped (a zombie, state `Z`, or `X`) runs
+// no more: a replica killed by its supervisor is gone before the supervisor waits.
 fn pid_runs(pid: i64) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may hold
+        // anything, `)` too: it is the first field after the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| !matches!(state, "Z" | "X")),
+        Err(_) => false,
+    }
 }
 
 // The machine's (or pod's) name: Kubernetes sets it to the pod's.
@@ -177,6 +187,28 @@ fn hostname() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    // A real child process is the point: it must exit and stay unreaped.
+    #[allow(clippy::disallowed_methods)]
+    fn an_exited_unreaped_process_runs_no_more() {
+        assert!(pid_runs(i64::from(std::process::id())));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = i64::from(child.id());
+        // Until it has exited it may run; once exited (and not yet waited for) it
+        // is a zombie, which is not running.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while pid_runs(pid) {
+            assert!(tokio::time::Instant::now() < deadline, "`true` did not exit");
+            std::thread::yield_now();
+        }
+        assert!(
+            std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "not reaped yet"
+        );
+        child.wait().unwrap();
+        assert!(!pid_runs(pid));
+    }
 
     fn host(id: &str, hostname: &str, pid: i64, heartbeat_ms: i64) -> HostRecord {
         HostRecord {

@@ -313,6 +313,7 @@ impl Gateway {
             ended += 1;
         }
         for host in gone_hosts {
+            self.close_dead_waits(store, &host, now).await;
             store.remove_host(&host).await.map_err(unanswered)?;
         }
         if ended > 0 {

@@ -30,7 +30,6 @@ pub use agent::*;
 pub use context::{CallContext, CallObserver, CallRecord, Gate};
 pub use flow::{FLOW_RULE, READ_ONLY_RULE};
 pub use gate::SAFETY_CHECK_RULE;
-pub(crate) use record::now_ms;
 
 use crate::audit::AuditLog;
 use crate::config::GatewayConfig;
@@ -332,6 +331,7 @@ impl Gateway {
                 opened_in: std::sync::OnceLock::new(),
                 reads: Reads::new(&self.config.flow, sets),
                 covers: Default::default(),
+                fence: PageFence::new(),
             };
             return Ok((Arc::new(held), refused));
         }
@@ -355,6 +355,7 @@ impl Gateway {
                 opened_in: std::sync::OnceLock::new(),
                 reads: Reads::new(&self.config.flow, sets),
                 covers: Default::default(),
+                fence: PageFence::new(),
             }),
             refused,
         ))
@@ -424,6 +425,7 @@ impl Gateway {
             // nothing is learned yet.
             row.secrets = held.loaded.versions();
             row.holds_secrets = !held.loaded.portable();
+            row.fence = Some(held.fence.nonce().to_owned());
             match store.insert_live_session(&row).await {
                 Err(e) => tracing::warn!(error = %e, "could not note a live session"),
                 // Its running state is the fleet's from its first call.
@@ -609,7 +611,13 @@ impl Gateway {
         if let Some(agent) = lock(&self.callers).get(&key) {
             return agent.clone();
         }
-        let agent = Arc::new(self.agent_session_as(principal.clone(), surface));
+        // Its results fenced with the session's nonce, on this replica as on the one
+        // that opened it.
+        let agent = Arc::new(self.agent_session_fenced(
+            principal.clone(),
+            surface,
+            lease.held.fence.clone(),
+        ));
         // Not yet shared with anyone: the slot is free.
         if let Ok(mut slot) = agent.inner.slot.try_lock() {
             *slot = Slot::Pinned(lease);
@@ -709,38 +717,6 @@ impl Gateway {
             .filter(|lease| lease.owner.tenant == tenant)
             .ok_or(Error::NoSuchSession)?;
         Ok(lease.held.recorder.steps())
-    }
-
-    // Approvals nobody waits on any more (a stateless client that never retried, a
-    // gateway that stopped mid-wait) expire, on the record, a while after their time:
-    // a waiting call expires its own within a poll.
-    async fn expire_overdue_approvals(&self) {
-        let Some(store) = self.store() else {
-            return;
-        };
-        let now = now_ms();
-        let overdue = match store.expire_overdue(now - 5_000, now).await {
-            Ok(overdue) => overdue,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not expire overdue approvals");
-                return;
-            }
-        };
-        for approval in overdue {
-            self.record_event(
-                Some(&approval.tenant),
-                Event::ApprovalDecided(audit::ApprovalDecided {
-                    approval: approval.id,
-                    session: approval.session,
-                    tool: approval.tool,
-                    status: airlock_store::ApprovalStatus::Expired,
-                    by: None,
-                    note: Some("nobody was waiting for it any more".to_owned()),
-                    task: None,
-                }),
-            )
-            .await;
-        }
     }
 
     // What a new lease may consume.

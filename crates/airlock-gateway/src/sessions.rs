@@ -71,6 +71,9 @@ pub(crate) struct Held {
     pub(crate) reads: crate::reads::Reads,
     /// Approvals of held requests that cover the step confirming them.
     pub(crate) covers: crate::covers::Covers,
+    /// The nonce its results fence page content with: chosen when it opens, kept in
+    /// its row, so every replica serving it uses the same.
+    pub(crate) fence: crate::content::PageFence,
 }
 
 impl AsRef<BrowserSession> for Held {

@@ -49,6 +49,8 @@ pub struct ApprovalRecord {
     /// Why the rule held it, in a person's words (what would flow from where to
     /// where; a model's safety check), redacted.
     pub detail: Option<String>,
+    /// The replica (its `hosts` id) whose call waits for the decision.
+    pub waiter: Option<String>,
 }
 
 /// What deciding did.
@@ -74,8 +76,8 @@ impl Store {
             let mut tx = pool.begin().await?;
             sqlx::query(
             "INSERT INTO approvals (id, tenant, caller, session, tool, args, target, page_url, rule, risk,
-                binding, status, created_ms, expires_ms, decided_ms, decided_by, note, page_title, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+                binding, status, created_ms, expires_ms, decided_ms, decided_by, note, page_title, detail, waiter)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
         )
         .bind(&a.id)
         .bind(&a.tenant)
@@ -96,6 +98,7 @@ impl Store {
         .bind(&a.note)
         .bind(&a.page_title)
         .bind(&a.detail)
+        .bind(&a.waiter)
         .execute(&mut *tx)
         .await?;
             if let Some((mime, data)) = screenshot {
@@ -274,6 +277,30 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Closes as expired, with `note`, every pending approval whose call waits on
+    /// `replica` (gone: nothing will run them); the ones it closed, for the record.
+    pub async fn close_waits_of(
+        &self,
+        replica: &str,
+        now_ms: i64,
+        note: &str,
+    ) -> Result<Vec<ApprovalRecord>> {
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(
+                "UPDATE approvals SET status = 'expired', decided_ms = $1, note = $2
+                 WHERE status = 'pending' AND waiter = $3 RETURNING *",
+            )
+            .bind(now_ms)
+            .bind(note)
+            .bind(replica)
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(approval_row).collect()
+        })
+    }
+}
+
 fn approval_row(row: &impl Fields) -> Result<ApprovalRecord> {
     Ok(ApprovalRecord {
         id: row.get("id")?,
@@ -298,5 +325,6 @@ fn approval_row(row: &impl Fields) -> Result<ApprovalRecord> {
         note: row.get("note")?,
         used_ms: row.get("used_ms")?,
         detail: row.get("detail")?,
+        waiter: row.get("waiter")?,
     })
 }

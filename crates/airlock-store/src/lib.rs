@@ -120,6 +120,12 @@ impl Fields for sqlx::postgres::PgRow {
 #[derive(Clone)]
 pub struct Store {
     backend: Backend,
+    // On Postgres, a few connections that commit without waiting for the WAL to
+    // reach the disk (`synchronous_commit = off`), for sessions' running state
+    // (`running.rs`): what they write is seen by every replica at commit and
+    // survives any replica's death; only a crash of the database server itself can
+    // lose its last fraction of a second. The audit log never goes through them.
+    unsynced: Option<PgPool>,
 }
 
 #[derive(Clone)]
@@ -174,6 +180,7 @@ impl Store {
         SQLITE_MIGRATIONS.run(&pool).await?;
         Ok(Store {
             backend: Backend::Sqlite(pool),
+            unsynced: None,
         })
     }
 
@@ -192,11 +199,17 @@ impl Store {
     /// add to it. Without `owner` the serving role runs the migrations itself (it owns
     /// the tables, and [`Store::can_rewrite_audit`] says so).
     pub async fn open_postgres_as(url: &str, owner: Option<&str>) -> Result<Store> {
+        let options = sqlx::postgres::PgConnectOptions::from_str(url)?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
-            .connect(url)
+            .connect_with(options.clone())
             .await?;
+        let unsynced = PgPoolOptions::new()
+            .max_connections(4)
+            .min_connections(0)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_lazy_with(options.options([("synchronous_commit", "off")]));
         match owner {
             None => POSTGRES_MIGRATIONS.run(&pool).await?,
             Some(owner) => {
@@ -215,6 +228,7 @@ impl Store {
         }
         Ok(Store {
             backend: Backend::Postgres(pool),
+            unsynced: Some(unsynced),
         })
     }
 
@@ -307,6 +321,9 @@ impl Store {
             Backend::Sqlite(pool) => pool.close().await,
             Backend::Postgres(pool) => pool.close().await,
         }
+        if let Some(pool) = &self.unsynced {
+            pool.close().await;
+        }
     }
 }
 
@@ -341,6 +358,13 @@ async fn grant_serving(owner: &PgPool, role: &str) -> Result<()> {
     // doubled), it is one name whatever it holds. It is what the serving connection
     // says `current_user` is, not a request's word.
     let role = format!("\"{}\"", role.replace('"', "\"\""));
+    // Replicas starting together grant at once, and concurrent GRANTs on one table
+    // fail ("tuple concurrently updated"): one at a time, under a lock held until
+    // the grants commit.
+    let mut tx = owner.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(7391426053)")
+        .execute(&mut *tx)
+        .await?;
     for statement in [
         format!("GRANT USAGE ON SCHEMA public TO {role}"),
         format!("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"),
@@ -348,8 +372,9 @@ async fn grant_serving(owner: &PgPool, role: &str) -> Result<()> {
         format!("REVOKE UPDATE, DELETE, TRUNCATE ON audit_events FROM {role}"),
     ] {
         sqlx::query(sqlx::AssertSqlSafe(statement))
-            .execute(owner)
+            .execute(&mut *tx)
             .await?;
     }
+    tx.commit().await?;
     Ok(())
 }

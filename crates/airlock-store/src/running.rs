@@ -4,10 +4,27 @@
 //! origin, appended in the order its replicas wrote it (so a replica that serves the
 //! session next catches up on what the others read before it judges a send).
 //!
+//! Written on Postgres through connections that do not wait for the WAL flush (a
+//! replica's death loses nothing committed; a database crash may lose the last
+//! fraction of a second: a few actions uncounted, a read unshared), which keeps
+//! the cost per call under a millisecond.
+//!
 //! The reads are what the data-flow history keeps: normalised lines, written after
 //! redaction; the store never sees a secret here either.
 
-use crate::{Result, StoreError, on_pool};
+use crate::{Backend, Result, StoreError};
+
+// Runs `$body` with `$pool` bound to the pool running state is written through: on
+// Postgres the store's unsynced connections (see `Store::unsynced`), on SQLite its
+// one pool.
+macro_rules! on_running {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match (&$store.backend, &$store.unsynced) {
+            (Backend::Sqlite($pool), _) => $body,
+            (Backend::Postgres(_), Some($pool)) | (Backend::Postgres($pool), None) => $body,
+        }
+    };
+}
 
 /// Most reads rows kept per session; older ones go (every [`PRUNE_EVERY`]th
 /// append). The gateway's own history is bounded in bytes; this bounds the rows a
@@ -35,7 +52,7 @@ impl crate::Store {
     /// `Some(0)`: nothing here to count against.
     pub async fn count_action(&self, id: &str, budget: u64) -> Result<Option<u64>> {
         let budget = i64::try_from(budget).unwrap_or(i64::MAX);
-        on_pool!(self, |pool| {
+        on_running!(self, |pool| {
             let counted: Option<i64> = sqlx::query_scalar(
                 "UPDATE live_sessions SET actions = actions + 1 WHERE id = $1 AND actions < $2 RETURNING actions",
             )
@@ -60,7 +77,7 @@ impl crate::Store {
 
     /// Actions live session `id` ran on every replica so far (0 without a row).
     pub async fn actions(&self, id: &str) -> Result<u64> {
-        on_pool!(self, |pool| {
+        on_running!(self, |pool| {
             let known: Option<i64> =
                 sqlx::query_scalar("SELECT actions FROM live_sessions WHERE id = $1")
                     .bind(id)
@@ -73,7 +90,7 @@ impl crate::Store {
     /// Appends what session `id` read on `origin`; its number.
     pub async fn append_read(&self, id: &str, origin: &str, lines: &str) -> Result<i64> {
         for _ in 0..APPEND_TRIES {
-            let appended: std::result::Result<i64, sqlx::Error> = on_pool!(self, |pool| {
+            let appended: std::result::Result<i64, sqlx::Error> = on_running!(self, |pool| {
                 sqlx::query_scalar(
                     "INSERT INTO session_reads (session_id, n, origin, lines)
                      SELECT CAST($1 AS TEXT), COALESCE(MAX(n), 0) + 1, CAST($2 AS TEXT), CAST($3 AS TEXT)
@@ -104,7 +121,7 @@ impl crate::Store {
 
     /// Session `id`'s reads numbered after `after`, in order.
     pub async fn reads_after(&self, id: &str, after: i64) -> Result<Vec<ReadRecord>> {
-        on_pool!(self, |pool| {
+        on_running!(self, |pool| {
             let rows: Vec<(i64, String, String)> = sqlx::query_as(
                 "SELECT n, origin, lines FROM session_reads WHERE session_id = $1 AND n > $2 ORDER BY n",
             )
@@ -120,7 +137,7 @@ impl crate::Store {
     }
 
     async fn prune_reads(&self, id: &str, upto: i64) -> Result<()> {
-        on_pool!(self, |pool| {
+        on_running!(self, |pool| {
             sqlx::query("DELETE FROM session_reads WHERE session_id = $1 AND n <= $2")
                 .bind(id)
                 .bind(upto)

@@ -76,6 +76,8 @@ pub struct LiveSessionRecord {
     pub secrets: Option<String>,
     /// Its own origin sets (JSON), if it was opened with any.
     pub origins: Option<String>,
+    /// The nonce of its page fences (six digits), the same on every replica.
+    pub fence: Option<String>,
 }
 
 // Every column of a live session row, in the order `bind_live!` binds them, and
@@ -84,17 +86,17 @@ macro_rules! live_columns {
     () => {
         "id, tenant, user_id, conversation, gateway_pid, opened_ms, replica, worker, \
          worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home, secrets, origins, \
-         worker_key"
+         worker_key, fence"
     };
 }
 macro_rules! live_values {
     () => {
-        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18"
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19"
     };
 }
 pub(crate) use {live_columns, live_values};
 
-// Binds a row's columns to `$1..$18` of `query`.
+// Binds a row's columns to `$1..$19` of `query`.
 macro_rules! bind_live {
     ($query:expr, $live:expr) => {
         $query
@@ -116,6 +118,7 @@ macro_rules! bind_live {
             .bind(&$live.secrets)
             .bind(&$live.origins)
             .bind(&$live.worker_key)
+            .bind(&$live.fence)
     };
 }
 pub(crate) use bind_live;
@@ -240,7 +243,7 @@ impl Store {
                allow_hosts = excluded.allow_hosts, holds_secrets = excluded.holds_secrets,
                used_ms = excluded.used_ms, home = excluded.home,
                secrets = excluded.secrets, origins = excluded.origins,
-               worker_key = excluded.worker_key"
+               worker_key = excluded.worker_key, fence = excluded.fence"
         );
         on_pool!(self, |pool| {
             bind_live!(sqlx::query(UPSERT), live).execute(pool).await?;
@@ -321,6 +324,7 @@ pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
         secrets: r.get("secrets")?,
         origins: r.get("origins")?,
         worker_key: r.get("worker_key")?,
+        fence: r.get("fence")?,
     })
 }
 

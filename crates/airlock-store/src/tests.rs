@@ -237,6 +237,7 @@ fn approval(id: &str, expires_ms: i64) -> crate::ApprovalRecord {
         note: None,
         used_ms: None,
         detail: None,
+        waiter: None,
     }
 }
 

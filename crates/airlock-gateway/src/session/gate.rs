@@ -256,6 +256,12 @@ impl AgentSession {
                     note: None,
                     used_ms: None,
                     detail: held_for(context).map(|d| redact(&d)),
+                    // This replica waits: if it dies, any replica closes the approval.
+                    waiter: self
+                        .inner
+                        .gateway
+                        .upgrade()
+                        .map(|gateway| gateway.fleet.id().to_owned()),
                 };
                 store
                     .insert_approval(&record, screenshot.as_ref().map(|s| (s.mime, &s.data[..])))

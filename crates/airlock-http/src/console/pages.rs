@@ -756,6 +756,7 @@ mod tests {
             note: None,
             used_ms: None,
             detail: None,
+            waiter: None,
         };
         let html = approvals(&login, std::slice::from_ref(&record), 0).0;
         assert!(!html.contains('\u{202e}'), "an override reached the page");

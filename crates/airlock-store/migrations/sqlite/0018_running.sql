@@ -10,3 +10,5 @@ CREATE TABLE session_reads (
     lines TEXT NOT NULL,
     PRIMARY KEY (session_id, n)
 );
+-- The nonce of its page fences: one per session, whichever replica renders a result.
+ALTER TABLE live_sessions ADD COLUMN fence TEXT;

@@ -224,6 +224,7 @@ fn approval(id: &str) -> ApprovalRecord {
         note: None,
         used_ms: None,
         detail: None,
+        waiter: None,
     }
 }
 

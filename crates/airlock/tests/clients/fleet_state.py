@@ -8,12 +8,18 @@ Run by crates/airlock/tests/it/fleet_state.rs, in phases:
   fleet_state.py read   ROOT BASE KEY NAME          read the bank page through ROOT
   fleet_state.py send   ROOT OTHER_BASE KEY NAME    carry its account number to OTHER
   fleet_state.py budget ROOTS(comma) BASE KEY NAME BUDGET
+  fleet_state.py fence  ROOTS(comma) BASE KEY       a leased session's nonce on each
+  fleet_state.py dead-wait A_ROOT B_ROOT BASE KEY ADMIN_KEY A_PID
+                                                    a held call's replica killed -9
 Prints one line per check, then "N passed, M failed".
 """
 
 import asyncio
 import base64
+import re
 import sys
+
+import httpx2
 
 from common import call, check, done, text_of
 
@@ -55,6 +61,72 @@ async def budget(roots, base, key, name, budget):
     check("a snapshot after the budget is spent still answers", not r.is_error and "Sign in" in text_of(r), text_of(r))
 
 
+async def fence(roots, base, key):
+    # A backend leases a session on the first replica; its agent's calls reach every
+    # replica. The page fence's nonce is the session's, not each replica's.
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx2.AsyncClient(base_url=roots[0], headers=headers, timeout=60.0) as api:
+        r = await api.post("/api/v1/sessions", json={"user_id": "u-fence", "conversation_id": "c-fence"})
+    check("leased on the first replica", r.status_code == 201, r.text)
+    sid = r.json()["session_id"]
+    r = await call(f"{roots[0]}/mcp/s/{sid}", key, "2026-07-28", "browser_navigate", {"url": f"{base}/login.html"})
+    check("navigated", not r.is_error, text_of(r))
+    nonces = []
+    for root in roots:
+        r = await call(f"{root}/mcp/s/{sid}", key, "2026-07-28", "browser_snapshot", {})
+        found = re.findall(r"<page (\d{6})>", text_of(r))
+        check(f"a fenced snapshot through {root}", not r.is_error and found, text_of(r))
+        nonces.extend(found)
+    check("one nonce on every replica", len(set(nonces)) == 1, nonces)
+
+
+async def dead_wait(a, b, base, key, admin_key, a_pid):
+    # A click the default rules hold waits on A; A is killed while it waits. Nothing
+    # will run the click, so the approval closes as expired on every replica, and
+    # approving it through B says so instead of answering "approved" for nothing.
+    import os
+    import signal
+
+    # A client that keeps its MCP session (2025-11-25): its call waits for the decision.
+    r = await call(url(a, "held"), key, "legacy", "browser_navigate", {"url": f"{base}/resolve.html"})
+    check("navigated through A", not r.is_error, text_of(r))
+    click = asyncio.create_task(
+        call(url(a, "held"), key, "legacy", "browser_click", {"role": "button", "name": "Delete account"}))
+    headers = {"Authorization": f"Bearer {admin_key}"}
+    async with httpx2.AsyncClient(base_url=b, headers=headers, timeout=30.0) as admin:
+        waiting = None
+        for _ in range(300):
+            pending = (await admin.get("/api/v1/approvals", params={"status": "pending"})).json()["approvals"]
+            if pending:
+                waiting = pending[0]
+                break
+            await asyncio.sleep(0.1)
+        check("B lists the approval A's call waits on", waiting is not None and not click.done(),
+              text_of(click.result()) if click.done() and not click.exception() else click)
+        if waiting is None:
+            return
+        os.kill(a_pid, signal.SIGKILL)
+        try:
+            await click
+            check("the click's client heard nothing but a dropped connection", False, "it got a result")
+        except BaseException:
+            check("the click's client lost its connection with A", True)
+        closed = None
+        # A replica is gone after 10 s of silence; then any replica closes its waits.
+        for _ in range(400):
+            one = (await admin.get(f"/api/v1/approvals/{waiting['id']}")).json()
+            if one.get("status") != "pending":
+                closed = one
+                break
+            await asyncio.sleep(0.1)
+        check("the approval closed as expired, saying its replica stopped",
+              closed is not None and closed.get("status") == "expired" and "replica" in (closed.get("note") or ""),
+              closed)
+        r = await admin.post(f"/api/v1/approvals/{waiting['id']}/approve", json={"note": "too late"})
+        check("approving it answers that it expired, not 200",
+              r.status_code == 409 and "expired" in r.text, (r.status_code, r.text))
+
+
 async def main():
     phase = sys.argv[1]
     if phase == "read":
@@ -64,6 +136,11 @@ async def main():
     elif phase == "budget":
         roots = sys.argv[2].split(",")
         await budget(roots, sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+    elif phase == "dead-wait":
+        a, b, base, key, admin_key, pid = sys.argv[2:8]
+        await dead_wait(a, b, base, key, admin_key, int(pid))
+    elif phase == "fence":
+        await fence(sys.argv[2].split(","), sys.argv[3], sys.argv[4])
     else:
         raise SystemExit(f"unknown phase {phase}")
     done()

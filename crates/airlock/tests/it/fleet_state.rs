@@ -4,7 +4,9 @@
 //! another origin through B is refused as on one replica, and still after A is
 //! killed (-9) and the send goes through C; the other origin's server sees no
 //! connection until the agent goes there with nothing of it. The budget counts every
-//! replica's actions: the one past it fails `budget_exhausted` wherever it lands.
+//! replica's actions: the one past it fails `budget_exhausted` wherever it lands. A
+//! leased session's page fences carry one nonce whichever replica renders them. A
+//! held call whose replica is killed has its approval closed as expired everywhere.
 //! (`clients/fleet_state.py` drives the MCP parts, one client per call.)
 
 use std::time::Duration;
@@ -12,8 +14,8 @@ use std::time::Duration;
 use airlock_test_support::FixtureSite;
 use tokio::process::Command;
 
+use crate::fleet::Fleet;
 use crate::mcp_clients::{python, root};
-use crate::replicas::Fleet;
 
 const BUDGET: usize = 8;
 
@@ -37,7 +39,8 @@ async fn client(args: &[&str]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_read_on_one_replica_and_a_send_on_another_are_judged_as_on_one_and_the_budget_is_one() {
+async fn a_read_on_one_replica_and_a_send_on_another_are_judged_as_on_one_and_the_budget_and_fence_are_one()
+ {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let other = format!("http://127.0.0.1:{}", site.b.port());
@@ -68,9 +71,25 @@ async fn a_read_on_one_replica_and_a_send_on_another_are_judged_as_on_one_and_th
     // each.
     let roots = [a_root.as_str(), b_root.as_str(), c_root.as_str()].join(",");
     client(&["budget", &roots, &base, &key, "budget", &BUDGET.to_string()]).await;
+    // A session a backend leased fences page content with one nonce on all three.
+    client(&["fence", &roots, &base, &key]).await;
 
-    // A, which served the read, is killed; the send through C is still refused.
-    a.kill().await.unwrap();
+    // A, which served the read, is killed (-9) while a call of its waits for
+    // approval: the approval closes as expired and approving it says so; the send
+    // through C is still refused.
+    let a_pid = a.id().unwrap().to_string();
+    let approver = fleet.key("admin").await;
+    let dead_wait = [
+        "dead-wait",
+        &a_root,
+        &b_root,
+        &base,
+        &key,
+        &approver,
+        &a_pid,
+    ];
+    client(&dead_wait).await;
+    assert!(!a.wait().await.unwrap().success());
     client(&["send", &c_root, &other, &key, "acct"]).await;
     assert_eq!(site.b.connections(), 0);
     // The same browser goes to the other origin with nothing of the account: it
@@ -79,6 +98,6 @@ async fn a_read_on_one_replica_and_a_send_on_another_are_judged_as_on_one_and_th
     assert!(site.b.connections() > 0);
 
     for child in [b, c, worker] {
-        crate::replicas::stop(child).await;
+        crate::fleet::stop(child).await;
     }
 }

@@ -13,6 +13,7 @@ mod console;
 mod conventions;
 mod demo;
 mod drive_by;
+mod fleet;
 mod fleet_state;
 mod http_safety;
 mod leasing;
