@@ -75,6 +75,9 @@ pub enum ErrorCode {
     /// The store Airlock keeps keys and sessions in does not answer: nothing was
     /// decided about the caller (not a wrong key); retry in a few seconds.
     StoreUnavailable,
+    /// The browser session is alive, but only another control-plane replica (named
+    /// in the message) can serve it; send its requests there. Not ended.
+    SessionElsewhere,
 }
 
 impl ErrorCode {
@@ -111,6 +114,7 @@ impl ErrorCode {
         Self::ModelFailed,
         Self::RequestNotSent,
         Self::StoreUnavailable,
+        Self::SessionElsewhere,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -163,6 +167,7 @@ impl ErrorCode {
             Self::ModelFailed => ("model_failed", 502, true),
             Self::RequestNotSent => ("request_not_sent", 409, false),
             Self::StoreUnavailable => ("store_unavailable", 503, true),
+            Self::SessionElsewhere => ("session_elsewhere", 421, false),
         }
     }
 }

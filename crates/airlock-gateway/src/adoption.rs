@@ -73,6 +73,9 @@ impl Gateway {
             secrets: None,
             origins: None,
             fence: None,
+            owner_key: caller.key.clone(),
+            owner_role: Some(caller.role.as_str().to_owned()),
+            actions: 0,
         }
     }
 
@@ -191,7 +194,7 @@ impl Gateway {
             // one cannot redact it, so it lets go.
             self.sessions.forget(&lease.id);
             lease.held.session.release().await;
-            return Err(not_here());
+            return Err(elsewhere(Some(store), row.replica.as_deref(), KNOWS_SECRETS).await);
         }
         lease.hold_as_stored(row.held_by.as_deref());
         Ok(lease)
@@ -200,20 +203,23 @@ impl Gateway {
     // Serves `row`'s session from here: attaches to it on its worker and holds it as
     // a lease of this replica.
     pub(crate) async fn adopt(&self, tenant: &str, row: LiveSessionRecord) -> Result<Arc<Lease>> {
-        let elsewhere = not_here;
         let row = self.opened(row).await?;
+        if row.tenant != tenant {
+            return Err(Error::NoSuchSession);
+        }
+        let not_here = |why| elsewhere(self.shared_store(), row.replica.as_deref(), why);
         let Some((address, on_worker, key)) = on_worker(&row) else {
-            return Err(elsewhere());
+            return Err(not_here(KNOWS_SECRETS).await);
         };
-        if row.holds_secrets || row.tenant != tenant {
-            return Err(elsewhere());
+        if row.holds_secrets {
+            return Err(not_here(KNOWS_SECRETS).await);
         }
         // The vault's secrets it loaded, loaded again here at the same versions.
         let loaded = match &row.secrets {
             None => crate::credentials::Loaded::default(),
             Some(stored) => match self.config.credentials.reload(tenant, stored).await? {
                 Some(loaded) => loaded,
-                None => return Err(changed()),
+                None => return Err(not_here(CHANGED).await),
             },
         };
         // One adoption at a time: two would attach twice and hold one session twice.
@@ -307,10 +313,16 @@ impl Gateway {
         let ago = |ms: i64| Duration::from_millis((now - ms).max(0) as u64);
         let lease = self.sessions.adopt(
             SessionId::stored(row.id.clone()),
+            // Its caller as it opened it (a row from before owners were kept: an
+            // agent of the tenant).
             Principal {
                 tenant: row.tenant.clone(),
-                role: Role::Act,
-                key: None,
+                role: row
+                    .owner_role
+                    .as_deref()
+                    .and_then(Role::parse)
+                    .unwrap_or(Role::Act),
+                key: row.owner_key.clone(),
             },
             conversation.clone(),
             terms,
@@ -577,18 +589,31 @@ pub(crate) fn on_worker(
 }
 
 // Why a replica does not serve a session another one does.
-fn not_here() -> Error {
-    Error::SessionExpired(
-        "this browser session is served only by the control-plane replica that knows its secrets (an operator typed into it, or it runs on that replica's own worker); send its requests there",
-    )
+// Why a replica does not serve a session alive on another: the one that can, by its
+// id and machine (a pod's name), and why only it can.
+async fn elsewhere(store: Option<&Store>, replica: Option<&str>, why: &str) -> Error {
+    let host = match (store, replica) {
+        (Some(store), Some(id)) => store
+            .hosts()
+            .await
+            .ok()
+            .and_then(|hosts| hosts.into_iter().find(|h| h.id == id))
+            .map(|h| h.hostname),
+        _ => None,
+    };
+    let which = match (replica, host) {
+        (Some(id), Some(host)) => format!("replica {id} (on {host})"),
+        (Some(id), None) => format!("replica {id}"),
+        _ => "the replica that opened it".to_owned(),
+    };
+    Error::SessionElsewhere(format!(
+        "this browser session is alive, but only {which} can serve it ({why}); send its requests there, or lease a new session"
+    ))
 }
 
-// Why a replica does not serve a session whose credentials changed since it opened.
-fn changed() -> Error {
-    Error::SessionExpired(
-        "a credential this browser session loaded was changed or removed since it opened: only the replica that opened it can hide what it loaded; send its requests there, or lease a new session",
-    )
-}
+// Why only its replica serves it.
+const KNOWS_SECRETS: &str = "it knows values no vault holds: an operator typed into it, or it runs on that replica's own worker";
+const CHANGED: &str = "a credential it loaded was changed or removed since it opened, and only that replica can hide what it loaded";
 
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)

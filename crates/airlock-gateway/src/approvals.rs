@@ -167,39 +167,4 @@ impl crate::session::Gateway {
             .await;
         }
     }
-
-    // A gone replica's held calls will never run: their approvals close as expired,
-    // on the record and on every approver's card, so approving one says so rather
-    // than answering `approved` for nothing.
-    pub(crate) async fn close_dead_waits(
-        &self,
-        store: &airlock_store::Store,
-        replica: &str,
-        now: i64,
-    ) {
-        const NOTE: &str =
-            "its call is no longer waiting: the replica that held it stopped before anyone decided";
-        let closed = match store.close_waits_of(replica, now, NOTE).await {
-            Ok(closed) => closed,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not close the approvals a gone replica waited on");
-                return;
-            }
-        };
-        for approval in closed {
-            self.record_event(
-                Some(&approval.tenant),
-                Event::ApprovalDecided(audit::ApprovalDecided {
-                    approval: approval.id,
-                    session: approval.session,
-                    tool: approval.tool,
-                    status: ApprovalStatus::Expired,
-                    by: None,
-                    note: Some(NOTE.to_owned()),
-                    task: None,
-                }),
-            )
-            .await;
-        }
-    }
 }

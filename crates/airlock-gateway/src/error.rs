@@ -185,6 +185,9 @@ pub enum Error {
     /// the audit record): nothing was handed out; retry shortly.
     #[error("{0}")]
     StoreUnavailable(String),
+    /// The session is alive, but only the replica that opened it can serve it.
+    #[error("{0}")]
+    SessionElsewhere(String),
     /// Something failed that the caller cannot fix; the details are in the log.
     #[error("{0}")]
     Internal(String),
@@ -219,6 +222,7 @@ impl HasErrorCode for Error {
             Error::NotSent { .. } => ErrorCode::RequestNotSent,
             Error::ShuttingDown => ErrorCode::BrowserUnavailable,
             Error::StoreUnavailable(_) => ErrorCode::StoreUnavailable,
+            Error::SessionElsewhere(_) => ErrorCode::SessionElsewhere,
             Error::Internal(_) => ErrorCode::Internal,
         }
     }

@@ -199,7 +199,10 @@ mod tests {
         // is a zombie, which is not running.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while pid_runs(pid) {
-            assert!(tokio::time::Instant::now() < deadline, "`true` did not exit");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "`true` did not exit"
+            );
             std::thread::yield_now();
         }
         assert!(

@@ -13,7 +13,7 @@ use airlock_core::sync::lock;
 
 use crate::error::{Error, Result};
 use crate::session::{AgentSession, Gateway};
-use crate::sessions::{ConversationKey, LeaseInfo, Principal};
+use crate::sessions::{ConversationKey, LeaseInfo, LeaseTerms, Principal};
 use crate::surface::Surface;
 use crate::tools::OpenOptions;
 
@@ -166,7 +166,89 @@ impl Gateway {
         Ok(lease.held.recorder.steps())
     }
 
-    /// `tenant`'s open sessions (of one user, if given), oldest first.
+    /// `tenant`'s open sessions (of one user, if given) on every replica: this
+    /// one's, then (on a shared store) those the store shows open elsewhere, each
+    /// saying which replica opened it. Oldest first.
+    pub async fn sessions_everywhere(
+        &self,
+        tenant: &str,
+        user: Option<&str>,
+    ) -> Result<Vec<LeaseInfo>> {
+        let mut listed = self.tenant_sessions(tenant, user);
+        for info in &mut listed {
+            info.replica = self.shared_store().map(|_| self.fleet.id().to_owned());
+        }
+        let Some(store) = self.shared_store() else {
+            return Ok(listed);
+        };
+        let rows = store.live_sessions().await.map_err(|e| {
+            tracing::warn!(error = %e, "could not list the fleet's sessions");
+            Error::StoreUnavailable(
+                "the store that lists every replica's sessions cannot be reached; retry shortly"
+                    .to_owned(),
+            )
+        })?;
+        let now = crate::clock::now_ms();
+        let ago = |ms: i64| Duration::from_millis((now - ms).max(0) as u64);
+        for row in rows {
+            if row.tenant != tenant
+                || user.is_some_and(|u| row.user_id.as_deref() != Some(u))
+                || listed.iter().any(|l| l.id.as_str() == row.id)
+                // A place claimed for a session still opening.
+                || row.worker_session.is_none()
+            {
+                continue;
+            }
+            let idle = ago(row.used_ms.unwrap_or(row.opened_ms));
+            let terms = LeaseTerms {
+                idle_ttl: row.idle_ttl_ms.map_or(self.config.idle_ttl, |ms| {
+                    Duration::from_millis(ms.max(0) as u64)
+                }),
+                ..self.terms()
+            };
+            listed.push(LeaseInfo {
+                id: crate::sessions::SessionId::stored(row.id.clone()),
+                owner: Principal {
+                    tenant: row.tenant.clone(),
+                    role: row
+                        .owner_role
+                        .as_deref()
+                        .and_then(airlock_core::Role::parse)
+                        .unwrap_or(airlock_core::Role::Act),
+                    key: row.owner_key.clone(),
+                },
+                age: ago(row.opened_ms),
+                idle,
+                busy: 0,
+                dedicated: false,
+                conversation: match (&row.user_id, &row.conversation) {
+                    (Some(user), Some(conversation)) => Some(ConversationKey {
+                        user: user.clone(),
+                        conversation: conversation.clone(),
+                    }),
+                    _ => None,
+                },
+                terms,
+                actions: row.actions.max(0) as u64,
+                blocked: 0,
+                held: row.held_by.is_some(),
+                controller: row.held_by.clone(),
+                expires_in: Some(terms.idle_ttl.saturating_sub(idle)),
+                record: row
+                    .record
+                    .as_deref()
+                    .and_then(airlock_config::RecordMode::parse)
+                    .unwrap_or(self.config.recording),
+                replica: row.replica.clone(),
+                here: false,
+            });
+        }
+        listed.sort_by_key(|l| std::cmp::Reverse(l.age));
+        Ok(listed)
+    }
+
+    /// `tenant`'s open sessions held by this replica (of one user, if given),
+    /// oldest first.
     pub fn tenant_sessions(&self, tenant: &str, user: Option<&str>) -> Vec<LeaseInfo> {
         self.sessions
             .list()
@@ -205,8 +287,9 @@ impl Gateway {
             .find_lease(&caller.tenant, handle)
             .await
             .map_err(|e| match e {
-                // The tenant's own session, served on another replica: say where.
-                e @ Error::SessionExpired(_) => e,
+                // The tenant's own session, alive but served on another replica (or
+                // ended): say so.
+                e @ (Error::SessionExpired(_) | Error::SessionElsewhere(_)) => e,
                 _ => gone(),
             })?;
         if lease.conversation.is_none() {
@@ -313,7 +396,7 @@ impl Gateway {
             ended += 1;
         }
         for host in gone_hosts {
-            self.close_dead_waits(store, &host, now).await;
+            self.close_what_is_left(store, &host, now).await;
             store.remove_host(&host).await.map_err(unanswered)?;
         }
         if ended > 0 {

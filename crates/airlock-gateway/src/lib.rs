@@ -26,6 +26,7 @@ mod covers;
 mod credentials;
 mod error;
 mod fleet;
+mod gone;
 mod home_name;
 mod homes;
 mod leasing;
@@ -36,6 +37,7 @@ mod recording;
 pub mod registry;
 mod session;
 mod sessions;
+mod shared_tasks;
 mod surface;
 mod takeover;
 mod tenants;
@@ -43,7 +45,9 @@ mod tools;
 mod warm;
 
 pub use airlock_browser::{CONSOLE_KEPT, NETWORK_KEPT, VIEWPORT_MAX, VIEWPORT_MIN};
-pub use airlock_store::{ApprovalRecord, ApprovalStatus, AuditRecord, ConsoleLoginRecord};
+pub use airlock_store::{
+    ApprovalRecord, ApprovalStatus, AuditRecord, ConsoleLoginRecord, TaskRecord,
+};
 pub use approvals::{Approvals, Decision};
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};
 pub use audit::{AuditLog, Checkpoints, FOLLOW_POLL, FeedEvent, PUBLISHED_FILE};

@@ -487,6 +487,11 @@ pub struct LeaseInfo {
     pub expires_in: Option<Duration>,
     /// What it keeps of its steps.
     pub record: airlock_config::RecordMode,
+    /// The control-plane replica (its id) that opened it, on a shared store.
+    pub replica: Option<String>,
+    /// Whether this replica holds it now; `false` for a session listed from the
+    /// shared store, which another replica serves (and any may adopt).
+    pub here: bool,
 }
 
 /// What the registry tells the audit log: a session opened or ended.
@@ -840,6 +845,8 @@ impl Sessions {
             controller: state.controller.clone(),
             expires_in,
             record: lease.held.recorder.mode(),
+            replica: None,
+            here: true,
         }
     }
 

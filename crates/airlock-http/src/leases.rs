@@ -132,6 +132,12 @@ pub(crate) struct SessionView {
     /// Set on a lease: whether this request created it.
     #[serde(skip_serializing_if = "Option::is_none")]
     created: Option<bool>,
+    /// The control-plane replica (its id) that opened it, when replicas share a
+    /// store: every replica lists every replica's sessions, and any serves them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replica: Option<String>,
+    /// Whether the replica that answered holds it now.
+    here: bool,
 }
 
 /// A tenant's sessions.
@@ -255,6 +261,7 @@ pub(crate) struct ListQuery {
         (status = 400, description = "A bad query", body = crate::error::ErrorBody),
         (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
         (status = 403, description = "A key below `act`", body = crate::error::ErrorBody),
+        (status = 503, description = "The shared store does not answer", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -263,13 +270,14 @@ pub(crate) async fn list(
     Extension(caller): Extension<Principal>,
     ApiQuery(query): ApiQuery<ListQuery>,
     Extension(public_url): Extension<PublicUrl>,
-) -> Json<SessionList> {
+) -> Result<Json<SessionList>, ApiError> {
     let sessions = gateway
-        .tenant_sessions(&caller.tenant, query.user_id.as_deref())
+        .sessions_everywhere(&caller.tenant, query.user_id.as_deref())
+        .await?
         .iter()
         .map(|info| session_view(info, &public_url))
         .collect();
-    Json(SessionList { sessions })
+    Ok(Json(SessionList { sessions }))
 }
 
 /// One of the tenant's sessions.
@@ -373,5 +381,7 @@ fn session_view(info: &LeaseInfo, public_url: &PublicUrl) -> SessionView {
         action_budget: info.terms.action_budget,
         blocked_requests: info.blocked,
         created: None,
+        replica: info.replica.clone(),
+        here: info.here,
     }
 }

@@ -1,7 +1,11 @@
 //! `/api/v1/sessions/{id}/tasks`: a backend runs a whole browser task in a session it
-//! leased (`browser_run_task` over REST). The task runs in the background on this
-//! replica; `GET` reads how it goes (and may wait for its end), `cancel` stops it.
-//! Every id is looked up in the caller's tenant and session: anything else is 404.
+//! leased (`browser_run_task` over REST). The task runs in the background on the
+//! replica that started it; `GET` reads how it goes (and may wait for its end),
+//! `cancel` stops it. On a shared store any replica answers both: the running
+//! replica writes the task's steps and end to the store and watches it for a
+//! cancel, and a task whose replica died is ended there as an error (`gone.rs` in
+//! the gateway). Every id is looked up in the caller's tenant and session: anything
+//! else is 404.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -41,6 +45,9 @@ impl JsonBody for TaskBody {
 const KEPT: usize = 200;
 /// The longest a `GET` waits for a task's end.
 const MAX_WAIT_SECS: u64 = 60;
+/// How often a replica looks at the store for another replica's task (its end, a
+/// cancel asked for elsewhere).
+const STORE_POLL: Duration = Duration::from_millis(250);
 
 /// The tasks this replica runs, and what runs them.
 pub(crate) struct Board {
@@ -89,12 +96,7 @@ impl Board {
             .get(task)
             .filter(|t| t.tenant == caller.tenant && t.session == session)
             .cloned()
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::NotFound,
-                    "no such task in this session (tasks are read on the replica that runs them)",
-                )
-            })
+            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "no such task in this session"))
     }
 
     // Keeps `running`, letting the oldest finished ones go past `KEPT`.
@@ -192,22 +194,50 @@ pub(crate) async fn start(
         ended,
     });
     board.keep(&task, running.clone());
+    // Every replica's to read and cancel.
+    gateway
+        .share_task(&caller.tenant, &id, &task, spec.max_steps)
+        .await;
     let (progress, mut steps) = tokio::sync::mpsc::unbounded_channel::<airlock_task::Progress>();
     let watch = Watch {
         cancel: running.cancel.clone(),
         progress: Some(progress),
     };
     let counting = running.clone();
+    let (sharing, progress_task) = (gateway.clone(), task.clone());
     tokio::spawn(async move {
         while let Some(step) = steps.recv().await {
             counting.steps.store(step.step, Ordering::Release);
+            sharing.share_task_progress(&progress_task, step.step).await;
         }
     });
+    if gateway.shares_tasks() {
+        // A cancel asked for through another replica.
+        let (watching, asking, id) = (running.clone(), gateway.clone(), task.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(STORE_POLL);
+            loop {
+                tick.tick().await;
+                if watching.ended.borrow().is_some() {
+                    return;
+                }
+                if asking.task_cancel_asked(&id).await {
+                    watching.cancel.cancel();
+                    return;
+                }
+            }
+        });
+    }
     let finishing = running.clone();
+    let (ending, finished) = (gateway.clone(), task.clone());
     tokio::spawn(async move {
         let result = runner.run(&agent, spec, watch).await;
         finishing.steps.store(result.steps, Ordering::Release);
         finishing.ended.send_replace(Some(result));
+        let steps = finishing.steps.load(Ordering::Acquire);
+        ending
+            .share_task_end(&finished, steps, &view(&finished, &finishing))
+            .await;
     });
     Ok((StatusCode::ACCEPTED, Json(view(&task, &running))))
 }
@@ -240,18 +270,35 @@ pub(crate) struct ReadQuery {
     security(("bearer" = []))
 )]
 pub(crate) async fn read(
+    State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     Extension(board): Extension<Arc<Board>>,
     Path((id, task)): Path<(String, String)>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let running = board.find(&caller, &id, &task)?;
     let wait = query.wait_secs.unwrap_or(0);
     if wait > MAX_WAIT_SECS {
         return Err(ApiError::invalid(format!(
             "`wait_secs` is 0 to {MAX_WAIT_SECS}; got {wait}"
         )));
     }
+    let running = match board.find(&caller, &id, &task) {
+        Ok(running) => running,
+        // Another replica's task, as the store has it.
+        Err(not_here) => {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
+            let mut tick = tokio::time::interval(STORE_POLL);
+            loop {
+                tick.tick().await;
+                let Some(record) = gateway.shared_task(&caller.tenant, &id, &task).await? else {
+                    return Err(not_here);
+                };
+                if record.result.is_some() || tokio::time::Instant::now() >= deadline {
+                    return Ok(Json(stored_view(&record)));
+                }
+            }
+        }
+    };
     if wait > 0 {
         let mut ended = running.ended.subscribe();
         let _ =
@@ -278,11 +325,39 @@ pub(crate) async fn read(
     security(("bearer" = []))
 )]
 pub(crate) async fn cancel(
+    State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Principal>,
     Extension(board): Extension<Arc<Board>>,
     Path((id, task)): Path<(String, String)>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let running = board.find(&caller, &id, &task)?;
+    let running = match board.find(&caller, &id, &task) {
+        Ok(running) => running,
+        // Another replica's task: asked to stop through the store, which its
+        // runner watches.
+        Err(not_here) => {
+            return match gateway
+                .cancel_shared_task(&caller.tenant, &id, &task)
+                .await?
+            {
+                Some(record) => Ok((StatusCode::ACCEPTED, Json(stored_view(&record)))),
+                None => Err(not_here),
+            };
+        }
+    };
     running.cancel.cancel();
     Ok((StatusCode::ACCEPTED, Json(view(&task, &running))))
+}
+
+// A stored task as the API shows it (its end as its replica wrote it).
+fn stored_view(task: &airlock_gateway::TaskRecord) -> Value {
+    match task.result.as_deref().map(serde_json::from_str::<Value>) {
+        Some(Ok(result)) => result,
+        _ => json!({
+            "task": task.id,
+            "status": "running",
+            "steps": task.steps,
+            "max_steps": task.max_steps,
+            "trace": {"task": task.id, "session": task.session},
+        }),
+    }
 }

@@ -24,6 +24,7 @@ mod hosts;
 mod logins;
 mod running;
 mod secrets;
+mod tasks;
 mod tenants;
 mod wakeups;
 
@@ -38,6 +39,7 @@ pub use running::{READS_KEPT, ReadRecord};
 pub use secrets::SecretRecord;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+pub use tasks::TaskRecord;
 pub use tenants::{KeyRecord, LiveSessionRecord, TenantRecord};
 pub use wakeups::{Wakeup, Wakeups};
 

@@ -78,6 +78,13 @@ pub struct LiveSessionRecord {
     pub origins: Option<String>,
     /// The nonce of its page fences (six digits), the same on every replica.
     pub fence: Option<String>,
+    /// The digest id of the key that opened it (none: the local user).
+    pub owner_key: Option<String>,
+    /// That caller's role.
+    pub owner_role: Option<String>,
+    /// Actions it ran on every replica (read only here: `Store::count_action`
+    /// counts them; an insert leaves the count as it is).
+    pub actions: i64,
 }
 
 // Every column of a live session row, in the order `bind_live!` binds them, and
@@ -86,17 +93,17 @@ macro_rules! live_columns {
     () => {
         "id, tenant, user_id, conversation, gateway_pid, opened_ms, replica, worker, \
          worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home, secrets, origins, \
-         worker_key, fence"
+         worker_key, fence, owner_key, owner_role"
     };
 }
 macro_rules! live_values {
     () => {
-        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19"
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21"
     };
 }
 pub(crate) use {live_columns, live_values};
 
-// Binds a row's columns to `$1..$19` of `query`.
+// Binds a row's columns to `$1..$21` of `query`.
 macro_rules! bind_live {
     ($query:expr, $live:expr) => {
         $query
@@ -119,6 +126,8 @@ macro_rules! bind_live {
             .bind(&$live.origins)
             .bind(&$live.worker_key)
             .bind(&$live.fence)
+            .bind(&$live.owner_key)
+            .bind(&$live.owner_role)
     };
 }
 pub(crate) use bind_live;
@@ -243,7 +252,8 @@ impl Store {
                allow_hosts = excluded.allow_hosts, holds_secrets = excluded.holds_secrets,
                used_ms = excluded.used_ms, home = excluded.home,
                secrets = excluded.secrets, origins = excluded.origins,
-               worker_key = excluded.worker_key, fence = excluded.fence"
+               worker_key = excluded.worker_key, fence = excluded.fence,
+               owner_key = excluded.owner_key, owner_role = excluded.owner_role"
         );
         on_pool!(self, |pool| {
             bind_live!(sqlx::query(UPSERT), live).execute(pool).await?;
@@ -325,6 +335,9 @@ pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
         origins: r.get("origins")?,
         worker_key: r.get("worker_key")?,
         fence: r.get("fence")?,
+        owner_key: r.get("owner_key")?,
+        owner_role: r.get("owner_role")?,
+        actions: r.get("actions")?,
     })
 }
 

@@ -492,7 +492,11 @@ fn asset(mime: &'static str, body: &'static str) -> Response {
 
 async fn sessions(State(console): State<Console>, Extension(login): Extension<Login>) -> Response {
     let tenant = &login.operator.tenant;
-    let leases = console.gateway.tenant_sessions(tenant, None);
+    // Every replica's: the console behind a load balancer shows one fleet.
+    let leases = match console.gateway.sessions_everywhere(tenant, None).await {
+        Ok(leases) => leases,
+        Err(e) => return refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
     let pending = console
         .gateway
         .approvals()
@@ -576,13 +580,13 @@ const TASKS_SCANNED: usize = 400;
 
 // The ids of the tenant's sessions open now (a task without an end whose session is
 // gone did not finish on the record).
-fn live_sessions(console: &Console, tenant: &str) -> Vec<String> {
-    console
-        .gateway
-        .tenant_sessions(tenant, None)
-        .iter()
-        .map(|lease| lease.id.to_string())
-        .collect()
+async fn live_sessions(console: &Console, tenant: &str) -> Vec<String> {
+    let leases = match console.gateway.sessions_everywhere(tenant, None).await {
+        Ok(leases) => leases,
+        // The store not answering: this replica's own, which it knows.
+        Err(_) => console.gateway.tenant_sessions(tenant, None),
+    };
+    leases.iter().map(|lease| lease.id.to_string()).collect()
 }
 
 async fn tasks(State(console): State<Console>, Extension(login): Extension<Login>) -> Response {
@@ -595,7 +599,7 @@ async fn tasks(State(console): State<Console>, Extension(login): Extension<Login
     match console.gateway.audit_events(tenant, &filter).await {
         Ok(events) => {
             let rows = pages::task_rows(&events);
-            pages::tasks(&login, &rows, &live_sessions(&console, tenant)).into_response()
+            pages::tasks(&login, &rows, &live_sessions(&console, tenant).await).into_response()
         }
         Err(e) => refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     }
@@ -619,9 +623,13 @@ async fn task(
         .into_iter()
         .find(|row| row.id == id)
     {
-        Some(row) => {
-            pages::task(&login, &row, &events, &live_sessions(&console, tenant)).into_response()
-        }
+        Some(row) => pages::task(
+            &login,
+            &row,
+            &events,
+            &live_sessions(&console, tenant).await,
+        )
+        .into_response(),
         None => refused(StatusCode::NOT_FOUND, "no such task on the record"),
     }
 }

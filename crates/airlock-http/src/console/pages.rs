@@ -173,7 +173,14 @@ pub(super) fn sessions(
                                 @let id = lease.id.to_string();
                                 @let waiting = pending.iter().filter(|a| a.session.as_deref() == Some(id.as_str())).count();
                                 tr {
-                                    td { code { (id) } }
+                                    td {
+                                        code { (id) }
+                                        // Which replica opened it: the console lists the fleet's.
+                                        @if let Some(replica) = &lease.replica {
+                                            br;
+                                            small { "replica " code { (replica.get(..8).unwrap_or(replica)) } @if lease.here { " (this one)" } }
+                                        }
+                                    }
                                     td { @if let Some(c) = &lease.conversation { (c.user) " / " (c.conversation) } @else { "—" } }
                                     td { (lease.owner.caller()) }
                                     td { (duration(lease.age)) }

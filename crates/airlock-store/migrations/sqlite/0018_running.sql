@@ -12,3 +12,7 @@ CREATE TABLE session_reads (
 );
 -- The nonce of its page fences: one per session, whichever replica renders a result.
 ALTER TABLE live_sessions ADD COLUMN fence TEXT;
+-- Who opened it (its key's digest id and role), so a replica that adopts it, or lists
+-- it, names the same caller as the audit record.
+ALTER TABLE live_sessions ADD COLUMN owner_key TEXT;
+ALTER TABLE live_sessions ADD COLUMN owner_role TEXT;

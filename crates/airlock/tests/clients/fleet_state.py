@@ -9,7 +9,11 @@ Run by crates/airlock/tests/it/fleet_state.rs, in phases:
   fleet_state.py send   ROOT OTHER_BASE KEY NAME    carry its account number to OTHER
   fleet_state.py budget ROOTS(comma) BASE KEY NAME BUDGET
   fleet_state.py fence  ROOTS(comma) BASE KEY       a leased session's nonce on each
-  fleet_state.py dead-wait A_ROOT B_ROOT BASE KEY ADMIN_KEY A_PID
+  fleet_state.py tasks  A_ROOT B_ROOT C_ROOT MODEL_PAGE KEY ADMIN_KEY
+                                                    a REST task read, waited on, cancelled elsewhere
+  fleet_state.py dead-wait A_ROOT B_ROOT BASE MODEL_PAGE KEY ADMIN_KEY A_PID
+  fleet_state.py fleet  ROOTS(comma) D_ROOT KEY     every replica lists every session;
+                                                    D's own-worker session is elsewhere
                                                     a held call's replica killed -9
 Prints one line per check, then "N passed, M failed".
 """
@@ -18,6 +22,7 @@ import asyncio
 import base64
 import re
 import sys
+import time
 
 import httpx2
 
@@ -80,7 +85,59 @@ async def fence(roots, base, key):
     check("one nonce on every replica", len(set(nonces)) == 1, nonces)
 
 
-async def dead_wait(a, b, base, key, admin_key, a_pid):
+async def pending_of(admin, sid, within=30.0):
+    """The pending approval of session `sid`, once it shows (None if it does not)."""
+    for _ in range(int(within / 0.1)):
+        pending = (await admin.get("/api/v1/approvals", params={"status": "pending"})).json()["approvals"]
+        mine = [p for p in pending if p.get("session") == sid]
+        if mine:
+            return mine[0]
+        await asyncio.sleep(0.1)
+    return None
+
+
+async def start_task(api, page):
+    """A leased session on `api`'s replica and a task in it whose first step (a click
+    the default rules hold) waits for a person: (session, task)."""
+    r = await api.post("/api/v1/sessions", json={"user_id": "u-task", "conversation_id": f"c-{time.monotonic()}"})
+    check("leased for a task", r.status_code == 201, r.text)
+    sid = r.json()["session_id"]
+    r = await api.post(f"/api/v1/sessions/{sid}/tasks",
+                       json={"instruction": 'Click "Delete account"', "start_url": page, "max_steps": 3})
+    check("the task started", r.status_code == 202 and r.json().get("status") == "running", r.text)
+    return sid, r.json().get("task", "none")
+
+
+async def tasks(a, b, c, page, key, admin_key):
+    # A task started through A is read, waited on and cancelled through B and C.
+    headers = {"Authorization": f"Bearer {key}"}
+    apis = [httpx2.AsyncClient(base_url=r, headers=headers, timeout=60.0) for r in (a, b, c)]
+    admin = httpx2.AsyncClient(base_url=c, headers={"Authorization": f"Bearer {admin_key}"}, timeout=30.0)
+    try:
+        sid, task = await start_task(apis[0], page)
+        path = f"/api/v1/sessions/{sid}/tasks/{task}"
+        waiting = await pending_of(admin, sid)
+        check("its held step waits for a person (listed through C)", waiting is not None)
+        r = await apis[1].get(path)
+        check("B reads A's task: running", r.status_code == 200 and r.json().get("status") == "running", r.text)
+        r = await apis[1].post(f"{path}/cancel")
+        check("cancelled through B", r.status_code == 202, r.text)
+        r = await apis[2].get(path, params={"wait_secs": 30})
+        check("C waits for its end: cancelled", r.status_code == 200 and r.json().get("status") == "cancelled",
+              r.text)
+        r = await apis[0].get(path)
+        check("A, which ran it, says the same", r.json().get("status") == "cancelled", r.text)
+        left = await pending_of(admin, sid, within=0.2)
+        check("its held step no longer waits", left is None, left)
+        r = await apis[2].get(f"/api/v1/sessions/{sid}/tasks/task_nonesuch")
+        check("an unknown task is 404 on any replica", r.status_code == 404, r.text)
+        await apis[0].delete(f"/api/v1/sessions/{sid}")
+    finally:
+        for api in apis + [admin]:
+            await api.aclose()
+
+
+async def dead_wait(a, b, base, page, key, admin_key, a_pid):
     # A click the default rules hold waits on A; A is killed while it waits. Nothing
     # will run the click, so the approval closes as expired on every replica, and
     # approving it through B says so instead of answering "approved" for nothing.
@@ -92,11 +149,18 @@ async def dead_wait(a, b, base, key, admin_key, a_pid):
     check("navigated through A", not r.is_error, text_of(r))
     click = asyncio.create_task(
         call(url(a, "held"), key, "legacy", "browser_click", {"role": "button", "name": "Delete account"}))
+    # And a REST task on A whose held step waits too.
+    on_a = httpx2.AsyncClient(base_url=a, headers={"Authorization": f"Bearer {key}"}, timeout=60.0)
+    on_b = httpx2.AsyncClient(base_url=b, headers={"Authorization": f"Bearer {key}"}, timeout=60.0)
+    task_sid, task = await start_task(on_a, page)
+    await on_a.aclose()
     headers = {"Authorization": f"Bearer {admin_key}"}
     async with httpx2.AsyncClient(base_url=b, headers=headers, timeout=30.0) as admin:
+        check("the task's step waits too", await pending_of(admin, task_sid) is not None)
         waiting = None
         for _ in range(300):
             pending = (await admin.get("/api/v1/approvals", params={"status": "pending"})).json()["approvals"]
+            pending = [p for p in pending if p.get("session") != task_sid]
             if pending:
                 waiting = pending[0]
                 break
@@ -125,6 +189,46 @@ async def dead_wait(a, b, base, key, admin_key, a_pid):
         r = await admin.post(f"/api/v1/approvals/{waiting['id']}/approve", json={"note": "too late"})
         check("approving it answers that it expired, not 200",
               r.status_code == 409 and "expired" in r.text, (r.status_code, r.text))
+        r = await on_b.get(f"/api/v1/sessions/{task_sid}/tasks/{task}", params={"wait_secs": 30})
+        body = r.json()
+        check("B reports the task ended in error: its replica stopped",
+              r.status_code == 200 and body.get("status") == "error" and "replica" in (body.get("summary") or ""),
+              r.text)
+        left = await pending_of(admin, task_sid, within=0.2)
+        check("the task's held step closed too", left is None, left)
+    await on_b.aclose()
+
+
+async def fleet_view(roots, d, key):
+    headers = {"Authorization": f"Bearer {key}"}
+    apis = [httpx2.AsyncClient(base_url=r, headers=headers, timeout=60.0) for r in roots + [d]]
+    try:
+        # A session D opens on its own worker: nobody else can reach it.
+        r = await apis[-1].post("/api/v1/sessions", json={"user_id": "u-d", "conversation_id": "c-d"})
+        check("leased on D (its own worker)", r.status_code == 201, r.text)
+        sid = r.json()["session_id"]
+        listings = [(await api.get("/api/v1/sessions")).json()["sessions"] for api in apis]
+        ids = [sorted(s["session_id"] for s in listing) for listing in listings]
+        check("every replica lists the same sessions", all(i == ids[0] for i in ids) and sid in ids[0],
+              ids)
+        d_row = next(s for s in listings[-1] if s["session_id"] == sid)
+        b_row = next(s for s in listings[1] if s["session_id"] == sid)
+        check("D lists it as its own, B as D's", d_row["here"] and not b_row["here"]
+              and d_row.get("replica") and b_row.get("replica") == d_row.get("replica"), (d_row, b_row))
+        replica = d_row.get("replica") or "none"
+        r = await apis[1].get(f"/api/v1/sessions/{sid}")
+        body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
+        check("B answers 421 session_elsewhere naming D, not session_expired",
+              r.status_code == 421 and body.get("error", {}).get("code") == "session_elsewhere"
+              and replica in r.text, (r.status_code, r.text))
+        r = await call(f"{roots[1]}/mcp/s/{sid}", key, "2026-07-28", "browser_snapshot", {})
+        check("an MCP call through B says the same", r.is_error and text_of(r).startswith("session_elsewhere")
+              and replica in text_of(r), text_of(r))
+        r = await apis[-1].delete(f"/api/v1/sessions/{sid}")
+        check("ended on D", r.status_code == 204, r.text)
+    finally:
+        for api in apis:
+            await api.aclose()
 
 
 async def main():
@@ -136,9 +240,13 @@ async def main():
     elif phase == "budget":
         roots = sys.argv[2].split(",")
         await budget(roots, sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+    elif phase == "tasks":
+        await tasks(*sys.argv[2:8])
     elif phase == "dead-wait":
-        a, b, base, key, admin_key, pid = sys.argv[2:8]
-        await dead_wait(a, b, base, key, admin_key, int(pid))
+        a, b, base, page, key, admin_key, pid = sys.argv[2:9]
+        await dead_wait(a, b, base, page, key, admin_key, int(pid))
+    elif phase == "fleet":
+        await fleet_view(sys.argv[2].split(","), sys.argv[3], sys.argv[4])
     elif phase == "fence":
         await fence(sys.argv[2].split(","), sys.argv[3], sys.argv[4])
     else:

@@ -7,6 +7,10 @@
 //! replica's actions: the one past it fails `budget_exhausted` wherever it lands. A
 //! leased session's page fences carry one nonce whichever replica renders them. A
 //! held call whose replica is killed has its approval closed as expired everywhere.
+//! Every replica lists every session; one only its replica can serve (on that
+//! replica's own worker) is answered `session_elsewhere` naming it. A REST task
+//! started on one replica is read, waited on and cancelled on the others, and one
+//! whose replica is killed is reported ended in error, on any replica.
 //! (`clients/fleet_state.py` drives the MCP parts, one client per call.)
 
 use std::time::Duration;
@@ -39,8 +43,7 @@ async fn client(args: &[&str]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_read_on_one_replica_and_a_send_on_another_are_judged_as_on_one_and_the_budget_and_fence_are_one()
- {
+async fn a_sessions_reads_budget_fence_waits_and_listing_are_the_fleets() {
     let site = FixtureSite::start().await;
     let base = format!("http://127.0.0.1:{}", site.a.port());
     let other = format!("http://127.0.0.1:{}", site.b.port());
@@ -49,15 +52,16 @@ async fn a_read_on_one_replica_and_a_send_on_another_are_judged_as_on_one_and_th
     let key = fleet.key("act").await;
     let (worker, at) = fleet.worker("127.0.0.1:0").await;
     // Both origins allowed: what stops the send is the data-flow check alone.
-    let config = fleet.config_as(
-        "state.toml",
-        &[&at],
-        &format!(
-            "action_budget = {BUDGET}\n[flow]\nmode = \"deny\"\n[policy]\nallow_private = [\"127.0.0.1:{}\", \"127.0.0.1:{}\"]\n",
-            site.a.port(),
-            site.b.port()
-        ),
+    // A stand-in model whose task's first step (a click) waits for a person.
+    let (mut model, model_port) = crate::mcp_clients::scripted_model().await;
+    let page = format!("http://127.0.0.1:{model_port}/");
+    let rest = format!(
+        "action_budget = {BUDGET}\n[flow]\nmode = \"deny\"\n[policy]\nallow_private = [\"127.0.0.1:{}\", \"127.0.0.1:{}\", \"127.0.0.1:{model_port}\"]\n\
+         [[models]]\nname = \"scripted\"\nurl = \"http://127.0.0.1:{model_port}/v1/chat/completions\"\nmodel = \"scripted\"\n",
+        site.a.port(),
+        site.b.port()
     );
+    let config = fleet.config_as("state.toml", &[&at], &rest);
     let (mut a, a_root) = fleet.replica("a", &config).await;
     let (b, b_root) = fleet.replica("b", &config).await;
     let (c, c_root) = fleet.replica("c", &config).await;
@@ -73,17 +77,26 @@ async fn a_read_on_one_replica_and_a_send_on_another_are_judged_as_on_one_and_th
     client(&["budget", &roots, &base, &key, "budget", &BUDGET.to_string()]).await;
     // A session a backend leased fences page content with one nonce on all three.
     client(&["fence", &roots, &base, &key]).await;
+    // A REST task started on A is read, waited on and cancelled on B and C.
+    let approver = fleet.key("admin").await;
+    client(&["tasks", &a_root, &b_root, &c_root, &page, &key, &approver]).await;
+    // A fourth replica on a local worker of its own: every replica lists its
+    // session, and the others say which replica serves it, never `session_expired`.
+    let local = fleet.config_as("local.toml", &[], &rest);
+    let (d, d_root) = fleet.replica("d", &local).await;
+    client(&["fleet", &roots, &d_root, &key]).await;
+    crate::fleet::stop(d).await;
 
     // A, which served the read, is killed (-9) while a call of its waits for
     // approval: the approval closes as expired and approving it says so; the send
     // through C is still refused.
     let a_pid = a.id().unwrap().to_string();
-    let approver = fleet.key("admin").await;
     let dead_wait = [
         "dead-wait",
         &a_root,
         &b_root,
         &base,
+        &page,
         &key,
         &approver,
         &a_pid,
@@ -97,6 +110,7 @@ async fn a_read_on_one_replica_and_a_send_on_another_are_judged_as_on_one_and_th
     client(&["read", &c_root, &other, &key, "acct"]).await;
     assert!(site.b.connections() > 0);
 
+    model.kill().await.unwrap();
     for child in [b, c, worker] {
         crate::fleet::stop(child).await;
     }
