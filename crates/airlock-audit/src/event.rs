@@ -104,6 +104,8 @@ pub enum Event {
     VaultChange(Change),
     /// A tenant or key change made from the CLI.
     AccessChange(Change),
+    /// A tenant's own policy changed: a new version applies to sessions opened after.
+    PolicyChange(PolicyChange),
     /// A kind this build does not know (written by a newer one).
     #[serde(other)]
     Unknown,
@@ -131,6 +133,7 @@ impl Event {
             Event::TaskEnded(_) => "task_ended",
             Event::VaultChange(_) => "vault_change",
             Event::AccessChange(_) => "access_change",
+            Event::PolicyChange(_) => "policy_change",
             Event::Unknown => "unknown",
         }
     }
@@ -154,6 +157,7 @@ impl Event {
             | Event::AuthFailure(_)
             | Event::VaultChange(_)
             | Event::AccessChange(_)
+            | Event::PolicyChange(_)
             | Event::Unknown => None,
         }
     }
@@ -506,6 +510,18 @@ pub struct Change {
     /// What it was done to (names, origins, counts), by action.
     #[serde(flatten)]
     pub detail: Map<String, Value>,
+}
+
+/// A tenant's policy, changed: who set it, its new version and the SHA-256 of what it
+/// says (the policy itself is the store's, by version).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyChange {
+    /// Who set it (`api:<key>`, an OS user).
+    pub by: String,
+    /// Its version, from 1.
+    pub version: u64,
+    /// SHA-256 of its canonical JSON, hex.
+    pub hash: String,
 }
 
 /// Where an approval stands. Written as its word (`pending` …), which is also how every

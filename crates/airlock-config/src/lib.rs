@@ -13,6 +13,7 @@ mod models;
 mod raw;
 mod server;
 mod store;
+mod tenant;
 mod workers;
 
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ pub use models::{MAX_TASK_STEPS, Model, ModelKey, ModelStyle, RawModel, RawTasks
 pub use raw::*;
 pub use server::{ApiKey, ServerConfig};
 pub use store::{DatabaseUrl, StoreLocation};
+pub use tenant::{Narrowed, TenantApprovals, TenantFlow, TenantPolicy};
 
 use checks::{jwt_config, public_url, publish_dir, webhook};
 pub use workers::WorkerNetworks;

@@ -76,6 +76,7 @@ impl Gateway {
             owner_key: caller.key.clone(),
             owner_role: Some(caller.role.as_str().to_owned()),
             actions: 0,
+            policy_version: None,
         }
     }
 
@@ -234,7 +235,9 @@ impl Gateway {
             .transpose()
             .map_err(|e| Error::Internal(format!("a live session's host list: {e}")))?
             .unwrap_or_default();
-        let policy = self.narrowed_policy(&allow_hosts)?;
+        // Judged as where it opened: its tenant's policy at the version it opened under.
+        let plan = self.plan(tenant, row.policy_version).await?;
+        let policy = self.narrowed_policy(&plan.egress, &allow_hosts)?;
         // Its own origin sets, judged here as where it opened.
         let own = match &row.origins {
             None => None,
@@ -252,7 +255,7 @@ impl Gateway {
                 .origin_sets()?
             }
         };
-        let sets = crate::reads::Sets::new(&self.config.flow.origins, own);
+        let sets = crate::reads::Sets::new(&self.config.flow.origins, plan.origins.clone(), own);
         let session = match self.host.attach(address, on_worker, &key).await {
             Ok(session) => {
                 // Its worker allows downloads already (told at open); they come here
@@ -282,7 +285,7 @@ impl Gateway {
             recorder: Arc::new(crate::recording::Recorder::new(record)),
             warm: false,
             opened_in: std::sync::OnceLock::new(),
-            reads: crate::reads::Reads::new(&self.config.flow, sets),
+            reads: crate::reads::Reads::new(&plan.flow, sets),
             covers: Default::default(),
             // A row from before fences were kept: a nonce of this replica's own.
             fence: row
@@ -290,6 +293,7 @@ impl Gateway {
                 .as_deref()
                 .and_then(crate::content::PageFence::with_nonce)
                 .unwrap_or_default(),
+            plan,
         });
         // What the session read and the actions it ran are the fleet's: this replica
         // catches up on them, never starts them afresh.

@@ -241,6 +241,7 @@ impl Gateway {
                     .unwrap_or(self.config.recording),
                 replica: row.replica.clone(),
                 here: false,
+                policy_version: row.policy_version,
             });
         }
         listed.sort_by_key(|l| std::cmp::Reverse(l.age));

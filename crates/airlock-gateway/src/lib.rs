@@ -31,6 +31,7 @@ mod home_name;
 mod homes;
 mod leasing;
 mod operator;
+mod plan;
 mod principal;
 mod reads;
 mod recording;

@@ -26,10 +26,15 @@ use crate::error::{Error, Result};
 pub(crate) struct Sets(Vec<OriginSets>);
 
 impl Sets {
-    /// The deployment's `default` sets narrowed by a session's `own`.
-    pub(crate) fn new(default: &OriginSets, own: Option<OriginSets>) -> Sets {
+    /// The deployment's `default` sets narrowed by its tenant's, then a session's
+    /// `own`.
+    pub(crate) fn new(
+        default: &OriginSets,
+        tenant: Option<OriginSets>,
+        own: Option<OriginSets>,
+    ) -> Sets {
         Sets(
-            [Some(default.clone()), own]
+            [Some(default.clone()), tenant, own]
                 .into_iter()
                 .flatten()
                 .filter(OriginSets::is_set)

@@ -98,6 +98,9 @@ pub struct Gateway {
     pub(crate) workers_down: Mutex<std::collections::HashMap<String, Instant>>,
     // When this replica last removed unused agent homes (Unix ms).
     pub(crate) homes_swept: std::sync::atomic::AtomicI64,
+    // The plan of a session whose tenant has no policy of its own; tenants' plans.
+    pub(crate) default_plan: Arc<crate::plan::Plan>,
+    pub(crate) plans: crate::plan::Plans,
 }
 
 impl Gateway {
@@ -118,9 +121,17 @@ impl Gateway {
             config.checkpoints.clone(),
             config.own_secrets.clone(),
         ));
+        let policy = Arc::new(config.policy.clone());
+        let default_plan = Arc::new(crate::plan::Plan::operator(
+            &policy,
+            &config.rules,
+            &config.flow,
+        ));
         let gateway = Arc::new(Gateway {
             host,
-            policy: Arc::new(config.policy.clone()),
+            policy,
+            default_plan,
+            plans: Default::default(),
             operators: crate::takeover::Operators::new(
                 sessions.clone(),
                 audit.clone(),
@@ -269,18 +280,21 @@ impl Gateway {
         }
     }
 
-    // The tenant policy, narrowed by a session's own allowlist if it gave one.
-    pub(crate) fn narrowed_policy(&self, allow_hosts: &[String]) -> Result<Arc<Policy>> {
+    // `base` (a plan's egress), narrowed by a session's own allowlist if it gave one.
+    pub(crate) fn narrowed_policy(
+        &self,
+        base: &Arc<Policy>,
+        allow_hosts: &[String],
+    ) -> Result<Arc<Policy>> {
         if allow_hosts.is_empty() {
-            return Ok(self.policy.clone());
+            return Ok(base.clone());
         }
         let (suffixes, exact): (Vec<String>, Vec<String>) = allow_hosts
             .iter()
             .map(|h| h.trim().to_owned())
             .partition(|h| h.starts_with("*."));
         let suffixes: Vec<String> = suffixes.iter().map(|h| h[2..].to_owned()).collect();
-        let narrowed = self
-            .policy
+        let narrowed = base
             .narrowed(&exact, &suffixes)
             .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         Ok(Arc::new(narrowed))
@@ -312,8 +326,13 @@ impl Gateway {
             }
         };
         loaded.allow_sockets(self.policy.websocket_origins());
-        let policy = self.narrowed_policy(&options.allow_hosts)?;
-        let sets = Sets::new(&self.config.flow.origins, options.origin_sets()?);
+        let plan = self.plan(&caller.tenant, None).await?;
+        let policy = self.narrowed_policy(&plan.egress, &options.allow_hosts)?;
+        let sets = Sets::new(
+            &self.config.flow.origins,
+            plan.origins.clone(),
+            options.origin_sets()?,
+        );
         let isolation = options.isolation.unwrap_or(self.host.default_isolation());
         if injection.is_none()
             && !loaded.holds_secrets()
@@ -329,9 +348,10 @@ impl Gateway {
                 recorder,
                 warm: true,
                 opened_in: std::sync::OnceLock::new(),
-                reads: Reads::new(&self.config.flow, sets),
+                reads: Reads::new(&plan.flow, sets),
                 covers: Default::default(),
                 fence: PageFence::new(),
+                plan,
             };
             return Ok((Arc::new(held), refused));
         }
@@ -353,9 +373,10 @@ impl Gateway {
                 recorder,
                 warm: false,
                 opened_in: std::sync::OnceLock::new(),
-                reads: Reads::new(&self.config.flow, sets),
+                reads: Reads::new(&plan.flow, sets),
                 covers: Default::default(),
                 fence: PageFence::new(),
+                plan,
             }),
             refused,
         ))
@@ -426,6 +447,7 @@ impl Gateway {
             row.secrets = held.loaded.versions();
             row.holds_secrets = !held.loaded.portable();
             row.fence = Some(held.fence.nonce().to_owned());
+            row.policy_version = held.plan.version;
             match store.insert_live_session(&row).await {
                 Err(e) => tracing::warn!(error = %e, "could not note a live session"),
                 // Its running state is the fleet's from its first call.

@@ -74,6 +74,8 @@ pub(crate) struct Held {
     /// The nonce its results fence page content with: chosen when it opens, kept in
     /// its row, so every replica serving it uses the same.
     pub(crate) fence: crate::content::PageFence,
+    /// What its calls are judged by (operator, tenant, lease).
+    pub(crate) plan: Arc<crate::plan::Plan>,
 }
 
 impl AsRef<BrowserSession> for Held {
@@ -492,6 +494,9 @@ pub struct LeaseInfo {
     /// Whether this replica holds it now; `false` for a session listed from the
     /// shared store, which another replica serves (and any may adopt).
     pub here: bool,
+    /// The version of its tenant's policy it runs under (`None`: the operator's
+    /// config alone).
+    pub policy_version: Option<i64>,
 }
 
 /// What the registry tells the audit log: a session opened or ended.
@@ -847,6 +852,7 @@ impl Sessions {
             record: lease.held.recorder.mode(),
             replica: None,
             here: true,
+            policy_version: lease.held.plan.version,
         }
     }
 

@@ -68,6 +68,10 @@ pub(crate) fn routes(
         .route("/api/v1/approvals/{id}/approve", post(approve))
         .route("/api/v1/approvals/{id}/deny", post(deny))
         .route("/api/v1/events", get(events))
+        .route(
+            "/api/v1/policy",
+            get(crate::policy::get).put(crate::policy::put),
+        )
         .route_layer(middleware::from_fn_with_state(
             Gatekeeper::new(&auth, Role::Admin, Local::Refused),
             authenticate,

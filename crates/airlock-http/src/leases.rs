@@ -138,6 +138,10 @@ pub(crate) struct SessionView {
     replica: Option<String>,
     /// Whether the replica that answered holds it now.
     here: bool,
+    /// The version of the tenant's policy it runs under (none: the operator's
+    /// config alone; `GET /api/v1/policy` shows the newest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy_version: Option<i64>,
 }
 
 /// A tenant's sessions.
@@ -383,5 +387,6 @@ fn session_view(info: &LeaseInfo, public_url: &PublicUrl) -> SessionView {
         created: None,
         replica: info.replica.clone(),
         here: info.here,
+        policy_version: info.policy_version,
     }
 }

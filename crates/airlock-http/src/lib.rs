@@ -24,6 +24,7 @@ mod leases;
 mod limit;
 mod metrics;
 mod openapi;
+mod policy;
 mod tasks;
 pub mod webhook;
 mod workers;

@@ -27,6 +27,8 @@ use utoipa::{Modify, OpenApi};
         crate::api::approve,
         crate::api::deny,
         crate::api::events,
+        crate::policy::get,
+        crate::policy::put,
     ),
     modifiers(&Bearer),
     tags(
@@ -34,6 +36,7 @@ use utoipa::{Modify, OpenApi};
         (name = "tasks", description = "Server-side browser tasks in leased sessions (role `act`)"),
         (name = "approvals", description = "Calls held for a human (role `admin`)"),
         (name = "events", description = "The audit log, live (role `admin`)"),
+        (name = "policy", description = "The tenant's own policy (role `admin`)"),
     )
 )]
 pub(crate) struct ApiDoc;

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 /// `[policy]`: what the browser may reach.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyConfig {
     /// URL schemes pages may load: a subset of `http`, `https` (default both).

@@ -294,13 +294,87 @@ impl Policy {
         Ok(policy)
     }
 
+    /// This policy tightened by a tenant's `[policy]`: its allowlists become one more
+    /// layer every host must pass, its denylists are added, and its schemes (a subset
+    /// of these) replace them. What would widen — private addresses, trusted domains
+    /// (left without approval), WebSocket origins, a scheme this policy refuses — is
+    /// refused with its key: the operator's config is the ceiling.
+    pub fn tightened(&self, tenant: &PolicyConfig) -> Result<Policy, ConfigError> {
+        let widening = [
+            ("policy.allow_private", !tenant.allow_private.is_empty()),
+            ("policy.trusted_domains", !tenant.trusted_domains.is_empty()),
+            (
+                "policy.websocket_origins",
+                !tenant.websocket_origins.is_empty(),
+            ),
+        ];
+        if let Some((key, _)) = widening.iter().find(|(_, set)| *set) {
+            return Err(err(
+                *key,
+                "a tenant's policy may only narrow the operator's; this key widens it, so only the operator's config sets it",
+            ));
+        }
+        let mut policy = self.clone();
+        if let Some(schemes) = &tenant.schemes {
+            for (i, scheme) in schemes.iter().enumerate() {
+                let scheme = scheme.trim().to_ascii_lowercase();
+                if !self.schemes.contains(&scheme) {
+                    return Err(err(
+                        format!("policy.schemes[{i}]"),
+                        format!(
+                            "`{scheme}` is not among the schemes the operator allows ({})",
+                            self.schemes.join(", ")
+                        ),
+                    ));
+                }
+            }
+            policy
+                .schemes
+                .retain(|s| schemes.iter().any(|t| t.trim().eq_ignore_ascii_case(s)));
+        }
+        let allow = host_list(
+            "policy.allow",
+            &tenant.allow_hosts,
+            &tenant.allow_host_suffixes,
+        )?;
+        if !allow.is_empty() {
+            policy.narrowed.push(allow);
+        }
+        let deny = host_list(
+            "policy.deny",
+            &tenant.deny_hosts,
+            &tenant.deny_host_suffixes,
+        )?;
+        for host in deny.exact {
+            if !policy.deny.exact.contains(&host) {
+                policy.deny.exact.push(host);
+            }
+        }
+        for suffix in deny.suffixes {
+            if !policy.deny.suffixes.contains(&suffix) {
+                policy.deny.suffixes.push(suffix);
+            }
+        }
+        Ok(policy)
+    }
+
     /// Whether this policy is `wider` narrowed further (or `wider` itself): the same
-    /// rules with allowlists only added, so it reaches nothing `wider` does not. What a
-    /// browser host takes as a session's new policy once it holds one.
+    /// rules with allowlists only added, denylists only grown and schemes only
+    /// dropped, so it reaches nothing `wider` does not. What a browser host takes as a
+    /// session's new policy once it holds one.
     pub fn narrows(&self, wider: &Policy) -> bool {
         self.narrowed.starts_with(&wider.narrowed)
+            && wider.deny.exact.iter().all(|h| self.deny.exact.contains(h))
+            && wider
+                .deny
+                .suffixes
+                .iter()
+                .all(|h| self.deny.suffixes.contains(h))
+            && self.schemes.iter().all(|s| wider.schemes.contains(s))
             && Policy {
                 narrowed: wider.narrowed.clone(),
+                deny: wider.deny.clone(),
+                schemes: wider.schemes.clone(),
                 ..self.clone()
             } == *wider
     }

@@ -409,6 +409,37 @@ impl Rules {
         })
     }
 
+    /// These rules with a tenant's `first`: judged before the operator's and the
+    /// built-ins, each may only hold (`approve`) or refuse (`deny`) a call, so a
+    /// tenant makes its calls stricter and never lets through what these would hold.
+    /// Rules on the requests pages send stay the operator's (they are in the browser
+    /// from a session's start). Errors name the tenant's rule
+    /// (`approvals.rules[N]…`).
+    pub fn with_first(&self, first: &[RuleConfig]) -> Result<Rules, RuleError> {
+        let mut rules = Vec::with_capacity(first.len() + self.rules.len());
+        for (i, rule) in first.iter().enumerate() {
+            let key = format!("approvals.rules[{i}]");
+            if effects::is_effect(rule) {
+                return Err(RuleError {
+                    key,
+                    why: "a tenant's rules judge calls; rules on the requests pages send are the operator's".to_owned(),
+                });
+            }
+            if rule.action == Action::Allow {
+                return Err(RuleError {
+                    key: format!("{key}.action"),
+                    why: "a tenant's rule may hold (`approve`) or refuse (`deny`) a call, never allow one".to_owned(),
+                });
+            }
+            rules.push(build(rule, &key, false)?);
+        }
+        rules.extend(self.rules.iter().cloned());
+        Ok(Rules {
+            rules,
+            effects: self.effects.clone(),
+        })
+    }
+
     /// The effect rules among them (judged on the requests pages send, in the
     /// browser, not on calls).
     pub fn effects(&self) -> &Effects {

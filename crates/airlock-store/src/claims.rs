@@ -48,7 +48,7 @@ const INSERT: &str = concat!(
     live_columns!(),
     ", cap_user) VALUES (",
     live_values!(),
-    ", $22)"
+    ", $23)"
 );
 
 macro_rules! insert {

@@ -40,7 +40,7 @@ pub use secrets::SecretRecord;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 pub use tasks::TaskRecord;
-pub use tenants::{KeyRecord, LiveSessionRecord, TenantRecord};
+pub use tenants::{KeyRecord, LiveSessionRecord, TenantPolicyRecord, TenantRecord};
 pub use wakeups::{Wakeup, Wakeups};
 
 /// Store failures.

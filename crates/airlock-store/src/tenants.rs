@@ -85,6 +85,8 @@ pub struct LiveSessionRecord {
     /// Actions it ran on every replica (read only here: `Store::count_action`
     /// counts them; an insert leaves the count as it is).
     pub actions: i64,
+    /// The version of its tenant's policy it opened under, if the tenant had one.
+    pub policy_version: Option<i64>,
 }
 
 // Every column of a live session row, in the order `bind_live!` binds them, and
@@ -93,17 +95,17 @@ macro_rules! live_columns {
     () => {
         "id, tenant, user_id, conversation, gateway_pid, opened_ms, replica, worker, \
          worker_session, idle_ttl_ms, record, allow_hosts, holds_secrets, used_ms, home, secrets, origins, \
-         worker_key, fence, owner_key, owner_role"
+         worker_key, fence, owner_key, owner_role, policy_version"
     };
 }
 macro_rules! live_values {
     () => {
-        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21"
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22"
     };
 }
 pub(crate) use {live_columns, live_values};
 
-// Binds a row's columns to `$1..$21` of `query`.
+// Binds a row's columns to `$1..$22` of `query`.
 macro_rules! bind_live {
     ($query:expr, $live:expr) => {
         $query
@@ -128,6 +130,7 @@ macro_rules! bind_live {
             .bind(&$live.fence)
             .bind(&$live.owner_key)
             .bind(&$live.owner_role)
+            .bind($live.policy_version)
     };
 }
 pub(crate) use bind_live;
@@ -253,7 +256,8 @@ impl Store {
                used_ms = excluded.used_ms, home = excluded.home,
                secrets = excluded.secrets, origins = excluded.origins,
                worker_key = excluded.worker_key, fence = excluded.fence,
-               owner_key = excluded.owner_key, owner_role = excluded.owner_role"
+               owner_key = excluded.owner_key, owner_role = excluded.owner_role,
+               policy_version = excluded.policy_version"
         );
         on_pool!(self, |pool| {
             bind_live!(sqlx::query(UPSERT), live).execute(pool).await?;
@@ -338,6 +342,7 @@ pub(crate) fn live_row(r: &impl Fields) -> Result<LiveSessionRecord> {
         owner_key: r.get("owner_key")?,
         owner_role: r.get("owner_role")?,
         actions: r.get("actions")?,
+        policy_version: r.get("policy_version")?,
     })
 }
 
@@ -358,4 +363,96 @@ fn key_row(r: &impl Fields) -> Result<KeyRecord> {
         )));
     }
     Ok(key)
+}
+
+/// One version of a tenant's own policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantPolicyRecord {
+    /// The tenant.
+    pub tenant: String,
+    /// From 1, one more with each change.
+    pub version: i64,
+    /// SHA-256 of `body`, hex.
+    pub hash: String,
+    /// The policy, canonical JSON.
+    pub body: String,
+    /// Who set it (`api:<key>`, an OS user).
+    pub set_by: String,
+    /// Unix milliseconds.
+    pub created_ms: i64,
+}
+
+impl Store {
+    /// Stores `body` as `tenant`'s next policy version; the version.
+    pub async fn set_tenant_policy(
+        &self,
+        tenant: &str,
+        hash: &str,
+        body: &str,
+        set_by: &str,
+        now_ms: i64,
+    ) -> Result<i64> {
+        // Two admins racing: one gets the next number, the other tries again.
+        for _ in 0..8 {
+            let stored: std::result::Result<i64, sqlx::Error> = on_pool!(self, |pool| {
+                sqlx::query_scalar(
+                    "INSERT INTO tenant_policies (tenant, version, hash, body, set_by, created_ms)
+                     SELECT CAST($1 AS TEXT), COALESCE(MAX(version), 0) + 1, CAST($2 AS TEXT), CAST($3 AS TEXT), CAST($4 AS TEXT), $5
+                     FROM tenant_policies WHERE tenant = $1
+                     RETURNING version",
+                )
+                .bind(tenant)
+                .bind(hash)
+                .bind(body)
+                .bind(set_by)
+                .bind(now_ms)
+                .fetch_one(pool)
+                .await
+            });
+            match stored {
+                Ok(version) => return Ok(version),
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(StoreError::Corrupt(
+            "a tenant's policy changed eight times at once".to_owned(),
+        ))
+    }
+
+    /// `tenant`'s newest policy, or version `version` of it.
+    pub async fn tenant_policy(
+        &self,
+        tenant: &str,
+        version: Option<i64>,
+    ) -> Result<Option<TenantPolicyRecord>> {
+        on_pool!(self, |pool| {
+            let row = match version {
+                Some(v) => {
+                    sqlx::query("SELECT * FROM tenant_policies WHERE tenant = $1 AND version = $2")
+                        .bind(tenant)
+                        .bind(v)
+                        .fetch_optional(pool)
+                        .await?
+                }
+                None => sqlx::query(
+                    "SELECT * FROM tenant_policies WHERE tenant = $1 ORDER BY version DESC LIMIT 1",
+                )
+                .bind(tenant)
+                .fetch_optional(pool)
+                .await?,
+            };
+            row.map(|r| {
+                Ok(TenantPolicyRecord {
+                    tenant: r.get("tenant")?,
+                    version: r.get("version")?,
+                    hash: r.get("hash")?,
+                    body: r.get("body")?,
+                    set_by: r.get("set_by")?,
+                    created_ms: r.get("created_ms")?,
+                })
+            })
+            .transpose()
+        })
+    }
 }

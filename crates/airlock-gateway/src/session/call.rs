@@ -272,7 +272,7 @@ impl AgentSession {
         // of later calls (redacted: a secret is never part of a run).
         if let Some(url) = &out.source
             && out.error.is_none()
-            && self.inner.config.flow.mode != airlock_config::FlowMode::Off
+            && held.plan.flow.mode != airlock_config::FlowMode::Off
         {
             let started = Instant::now();
             held.reads.read(url, &out.text).await;
@@ -325,7 +325,7 @@ impl AgentSession {
     ) -> Result<()> {
         // Risk rules and origin sets judge the resolved element, so they want it too.
         let wanted = self.inner.observers.wants_targets()
-            || !self.inner.config.rules.is_empty()
+            || !held.plan.rules.is_empty()
             || context.flagged.is_some()
             || held.reads.sets.is_set();
         let Some(target) = call.target_mut().filter(|_| wanted) else {

@@ -40,7 +40,7 @@ impl AgentSession {
         held: &Held,
         call: &ToolCall,
     ) -> Result<()> {
-        let flow = &self.inner.config.flow;
+        let flow = &held.plan.flow;
         if held.reads.sets.is_set() {
             self.check_origins(context, held, call).await?;
         }
@@ -97,12 +97,7 @@ impl AgentSession {
             shown(&origin),
             listed(&layer.act.entries()),
         );
-        self.matched(
-            context,
-            READ_ONLY_RULE,
-            detail,
-            self.inner.config.flow.read_only,
-        )
+        self.matched(context, READ_ONLY_RULE, detail, held.plan.flow.read_only)
     }
 
     async fn check_sinks(
@@ -120,7 +115,7 @@ impl AgentSession {
         let caught_up = held.reads.catch_up().await;
         context.spent.shared += started.elapsed();
         caught_up?;
-        let exempt = &self.inner.config.flow.exempt;
+        let exempt = &held.plan.flow.exempt;
         // A placeholder is the vault's business (it types only on its secret's
         // origins), and the agent sees its own placeholders echoed: only the literal
         // text around them is checked.
@@ -181,7 +176,7 @@ impl AgentSession {
                 shown(&flow.from),
                 shown(&to),
             );
-            return self.matched(context, FLOW_RULE, detail, self.inner.config.flow.mode);
+            return self.matched(context, FLOW_RULE, detail, held.plan.flow.mode);
         }
         Ok(())
     }

@@ -26,7 +26,8 @@ impl AgentSession {
     ) -> Result<()> {
         let config = &self.inner.config;
         context.gated = true;
-        let rules = &config.rules;
+        // The session's plan: its tenant's rules first, then the operator's.
+        let rules = &held.plan.rules;
         if rules.is_empty() && context.flagged.is_none() && context.flow.is_none() {
             return Ok(());
         }

@@ -30,6 +30,7 @@ mod pipeline;
 mod replicas;
 mod roles;
 mod sessions;
+mod tenant_policy;
 mod view;
 mod widgets;
 

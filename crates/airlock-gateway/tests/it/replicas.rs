@@ -205,7 +205,7 @@ async fn replicas_on_one_postgres_share_the_feed_decisions_and_the_end_of_a_gone
 
 // A worker shared by the replicas, on a unix socket of the test, keeping a session
 // nobody holds for a minute; stops when `stop` is sent.
-struct SharedWorker {
+pub(crate) struct SharedWorker {
     path: std::path::PathBuf,
     _dir: tempfile::TempDir,
     stop: tokio::sync::oneshot::Sender<()>,
@@ -222,7 +222,7 @@ impl SharedWorker {
     }
 }
 
-fn shared_worker(h: &airlock_test_support::Harness) -> SharedWorker {
+pub(crate) fn shared_worker(h: &airlock_test_support::Harness) -> SharedWorker {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("worker.sock");
     let listener = tokio::net::UnixListener::bind(&path).unwrap();
@@ -267,7 +267,7 @@ async fn replica(
 }
 
 // A replica with `config`, its sessions on `worker`.
-async fn replica_with(worker: &SharedWorker, config: GatewayConfig) -> Arc<Gateway> {
+pub(crate) async fn replica_with(worker: &SharedWorker, config: GatewayConfig) -> Arc<Gateway> {
     let connector = airlock_worker::SocketConnector {
         path: worker.path.clone(),
         token: zeroize::Zeroizing::new(WORKER_TOKEN.to_owned()),
@@ -286,7 +286,7 @@ fn acme(key: &str) -> airlock_gateway::Principal {
     }
 }
 
-fn lease(user: &str, conversation: &str) -> airlock_gateway::LeaseRequest {
+pub(crate) fn lease(user: &str, conversation: &str) -> airlock_gateway::LeaseRequest {
     airlock_gateway::LeaseRequest {
         user: user.to_owned(),
         conversation: conversation.to_owned(),

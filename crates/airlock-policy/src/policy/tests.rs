@@ -619,3 +619,77 @@ fn websocket_origins_are_canonical_ws_origins_and_nothing_else() {
         assert_eq!(e.key, "policy.websocket_origins[0]", "{bad}");
     }
 }
+
+#[test]
+fn a_tenant_tightens_and_never_widens() {
+    let operator = Policy::from_config(&PolicyConfig {
+        allow_private: vec!["127.0.0.1:8123".into()],
+        ..PolicyConfig::default()
+    })
+    .unwrap();
+    let tenant = operator
+        .tightened(&PolicyConfig {
+            schemes: Some(vec!["https".into()]),
+            allow_host_suffixes: vec!["acme.com".into()],
+            deny_hosts: vec!["admin.acme.com".into()],
+            ..PolicyConfig::default()
+        })
+        .unwrap();
+    assert!(
+        tenant
+            .check_url("https://www.acme.com/")
+            .decision
+            .is_allowed()
+    );
+    assert!(
+        !tenant
+            .check_url("http://www.acme.com/")
+            .decision
+            .is_allowed()
+    );
+    assert!(
+        !tenant
+            .check_url("https://admin.acme.com/")
+            .decision
+            .is_allowed()
+    );
+    assert!(!tenant.check_url("https://beta.io/").decision.is_allowed());
+    assert!(operator.check_url("https://beta.io/").decision.is_allowed());
+    // What a worker holding the operator's policy takes as a session's new one.
+    assert!(tenant.narrows(&operator));
+    assert!(!operator.narrows(&tenant));
+    // Widening keys are refused by name.
+    for (key, widening) in [
+        (
+            "policy.allow_private",
+            PolicyConfig {
+                allow_private: vec!["10.0.0.0/8".into()],
+                ..PolicyConfig::default()
+            },
+        ),
+        (
+            "policy.trusted_domains",
+            PolicyConfig {
+                trusted_domains: vec!["acme.com".into()],
+                ..PolicyConfig::default()
+            },
+        ),
+        (
+            "policy.schemes[0]",
+            PolicyConfig {
+                schemes: Some(vec!["ftp".into()]),
+                ..PolicyConfig::default()
+            },
+        ),
+    ] {
+        assert_eq!(operator.tightened(&widening).unwrap_err().key, key);
+    }
+    // Another tightening of the same operator's policy is no narrowing of this one.
+    let other = operator
+        .tightened(&PolicyConfig {
+            allow_host_suffixes: vec!["beta.io".into()],
+            ..PolicyConfig::default()
+        })
+        .unwrap();
+    assert!(!other.narrows(&tenant));
+}

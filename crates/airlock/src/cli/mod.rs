@@ -11,6 +11,7 @@ mod run;
 mod serve;
 mod start;
 mod tenant;
+mod tenant_policy;
 mod vault;
 mod worker;
 
@@ -400,6 +401,21 @@ enum PolicyCommand {
     /// Print which risk rule a call would fire, and why (exit 0: runs, 1: waits for
     /// approval, 2: refused).
     Explain(policy::ExplainArgs),
+    /// Print a tenant's own policy (its newest version).
+    Show {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Set a tenant's own policy from FILE (TOML, or JSON): it narrows the operator's
+    /// config for the tenant's sessions opened from now on, on every replica.
+    Set {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// The policy: `[policy]`, `[[approvals.rules]]`, `[flow]`.
+        file: std::path::PathBuf,
+    },
 }
 
 /// Runs the CLI and maps the outcome to an exit code.
@@ -561,7 +577,25 @@ pub(crate) fn main() -> ExitCode {
         Command::Policy {
             command: PolicyCommand::Explain(args),
         } => match config_or_exit(cli.config.as_deref()) {
-            Ok(config) => policy::explain(&config, &args),
+            Ok(config) => match &args.tenant {
+                None => policy::explain(&config, &args),
+                Some(tenant) => match runtime.block_on(tenant_policy::narrowed(&config, tenant)) {
+                    Ok(config) => policy::explain(&config, &args),
+                    Err(e) => finish(Err(e)),
+                },
+            },
+            Err(code) => code,
+        },
+        Command::Policy {
+            command: PolicyCommand::Show { tenant },
+        } => match config_or_exit(cli.config.as_deref()) {
+            Ok(config) => finish(runtime.block_on(tenant_policy::show(&config, &tenant))),
+            Err(code) => code,
+        },
+        Command::Policy {
+            command: PolicyCommand::Set { tenant, file },
+        } => match config_or_exit(cli.config.as_deref()) {
+            Ok(config) => finish(runtime.block_on(tenant_policy::set(&config, &tenant, &file))),
             Err(code) => code,
         },
         Command::Vault { tenant, command } => {

@@ -91,6 +91,10 @@ pub(crate) async fn check(config: &Config, input: &str, resolve: bool) -> ExitCo
 /// The facts of a call, as `airlock policy explain` takes them.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExplainArgs {
+    /// Judge as a session of this tenant would be: under its own policy, narrowing
+    /// the operator's (`airlock policy set`).
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
     /// The tool (browser_click, browser_type, browser_navigate, …).
     #[arg(long, required_unless_present_any = ["request_url", "rules"])]
     tool: Option<String>,

@@ -47,13 +47,21 @@ async fn the_api_keeps_to_its_openapi_document_under_generated_requests() {
         "[sessions]\nwarm = 0\nmax_total = 3\nmin_free_memory_mb = 0\n",
     )
     .unwrap();
+    // Every check on every operation, but one: a tenant's policy is data whose
+    // values the operator's config judges (hosts, regexes of rules, origins), which no
+    // JSON Schema can say, so a schema-valid body may be refused — with a 400 that
+    // names its key, which the other checks still hold it to.
+    std::fs::write(
+        tmp.path().join("schemathesis.toml"),
+        "[checks]\nenabled = true\n\n[[operations]]\ninclude-path = \"/api/v1/policy\"\ninclude-method = \"PUT\"\nchecks.positive_data_acceptance.enabled = false\n",
+    )
+    .unwrap();
     let served = serve_with(tmp.path(), None, Some(&config)).await;
     let root_url = served.url.trim_end_matches("/mcp").to_owned();
     let out = Command::new(&schemathesis)
         .arg("run")
         .arg(format!("{root_url}/api/v1/openapi.json"))
         .args(["-H", &format!("Authorization: Bearer {key}")])
-        .args(["--checks", "all"])
         // An endless event stream is not a request-response operation.
         .args(["--exclude-path", "/api/v1/events"])
         .args(["--max-examples", "60", "--seed", "20261123"])

@@ -25,6 +25,7 @@ mod replay_cli;
 mod replicas;
 mod run_cli;
 mod server;
+mod tenant_policy;
 mod tidy;
 mod vault_cli;
 mod worker;

@@ -1,0 +1,163 @@
+//! A tenant's own policy, as its admin writes it (TOML or JSON, the shape of the
+//! config sections it narrows): `[policy]` (hosts, schemes), `[[approvals.rules]]`
+//! (rules judged before the operator's, holding or refusing only) and `[flow]` (a
+//! mode at least as strict, origin sets). The operator's config is the ceiling: what
+//! would widen it is refused by key ([`TenantPolicy::check`] with the gateway's
+//! policy and rules; the gateway applies it when a session opens).
+
+use airlock_policy::{Policy, PolicyConfig};
+use airlock_risk::{RuleConfig, Rules};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{Error, Flow, FlowMode, OriginSets, Result};
+
+/// A tenant's policy as written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantPolicy {
+    /// Narrows `[policy]`: allowlists (a layer every host must pass), denylists,
+    /// schemes (a subset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyConfig>,
+    /// Rules judged before the operator's (`approve` or `deny` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<TenantApprovals>,
+    /// The data-flow check: a stricter mode, origin sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<TenantFlow>,
+}
+
+/// What a tenant's sessions run under: the operator's egress, rules and data-flow
+/// settings, narrowed by the tenant's policy.
+#[derive(Debug, Clone)]
+pub struct Narrowed {
+    /// Egress (before a lease's own narrowing).
+    pub policy: Policy,
+    /// The tenant's rules first, then the operator's and the built-ins.
+    pub rules: Rules,
+    /// The data-flow settings.
+    pub flow: Flow,
+    /// The tenant's origin sets: a layer between the operator's and a lease's.
+    pub origins: Option<OriginSets>,
+}
+
+/// `[approvals]` of a tenant's policy.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantApprovals {
+    /// The tenant's rules, first match wins, before the operator's.
+    #[serde(default)]
+    pub rules: Vec<RuleConfig>,
+}
+
+/// `[flow]` of a tenant's policy.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantFlow {
+    /// `ask` or `deny`, at least as strict as the operator's.
+    pub mode: Option<String>,
+    /// Origins its sessions may change things on (narrows the operator's sets).
+    #[serde(default)]
+    pub act_origins: Vec<String>,
+    /// Origins its sessions may only read.
+    #[serde(default)]
+    pub read_origins: Vec<String>,
+}
+
+impl TenantPolicy {
+    /// Reads a policy written as TOML, or as JSON when it starts with `{`.
+    pub fn parse(text: &str) -> Result<TenantPolicy> {
+        let invalid = |message: String| Error::Invalid {
+            key: "policy".to_owned(),
+            message,
+        };
+        if text.trim_start().starts_with('{') {
+            serde_json::from_str(text).map_err(|e| invalid(e.to_string()))
+        } else {
+            toml::from_str(text).map_err(|e| invalid(e.message().to_owned()))
+        }
+    }
+
+    /// Its canonical JSON (what is stored and hashed).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    /// SHA-256 of its canonical JSON, hex: what names a version on the record.
+    pub fn hash(&self) -> String {
+        hex::encode(Sha256::digest(self.to_json().as_bytes()))
+    }
+
+    /// The data-flow settings of its sessions: the operator's, with this mode if it
+    /// is stricter (a looser one is refused by key) and these origin sets.
+    pub fn flow(&self, operator: &Flow) -> Result<(Flow, Option<OriginSets>)> {
+        let Some(own) = &self.flow else {
+            return Ok((operator.clone(), None));
+        };
+        let mut flow = operator.clone();
+        if let Some(word) = &own.mode {
+            let mode = match word.as_str() {
+                "off" => FlowMode::Off,
+                "ask" => FlowMode::Ask,
+                "deny" => FlowMode::Deny,
+                other => {
+                    return Err(Error::Invalid {
+                        key: "flow.mode".to_owned(),
+                        message: format!("`{other}` is not `ask` or `deny`"),
+                    });
+                }
+            };
+            if strictness(mode) < strictness(operator.mode) {
+                return Err(Error::Invalid {
+                    key: "flow.mode".to_owned(),
+                    message: format!(
+                        "`{}` is looser than the operator's `{}`: a tenant's policy may only narrow",
+                        mode.as_str(),
+                        operator.mode.as_str()
+                    ),
+                });
+            }
+            flow.mode = mode;
+        }
+        let sets = OriginSets::parse("flow", &own.act_origins, &own.read_origins)?;
+        Ok((flow, sets.is_set().then_some(sets)))
+    }
+
+    /// The operator's `policy`, `rules` and `flow` narrowed by this policy; a key
+    /// that would widen them (or does not parse) is refused by name, and nothing is
+    /// narrowed.
+    pub fn narrow(&self, policy: &Policy, rules: &Rules, flow: &Flow) -> Result<Narrowed> {
+        let policy = match &self.policy {
+            None => policy.clone(),
+            Some(own) => policy.tightened(own).map_err(|e| Error::Invalid {
+                key: e.key,
+                message: e.message,
+            })?,
+        };
+        let rules = rules.with_first(self.rules()).map_err(|e| Error::Invalid {
+            key: e.key,
+            message: e.why,
+        })?;
+        let (flow, origins) = self.flow(flow)?;
+        Ok(Narrowed {
+            policy,
+            rules,
+            flow,
+            origins,
+        })
+    }
+
+    /// Its `[[approvals.rules]]`.
+    pub fn rules(&self) -> &[RuleConfig] {
+        self.approvals.as_ref().map_or(&[], |a| &a.rules)
+    }
+}
+
+fn strictness(mode: FlowMode) -> u8 {
+    match mode {
+        FlowMode::Off => 0,
+        FlowMode::Ask => 1,
+        FlowMode::Deny => 2,
+    }
+}

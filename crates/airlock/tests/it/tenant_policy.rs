@@ -1,0 +1,200 @@
+//! A tenant's own policy through the real binary: `airlock policy set|show --tenant`
+//! and `airlock policy explain --tenant` on the store, and `GET/PUT /api/v1/policy`
+//! on `airlock serve` with the tenant's admin key (another tenant's admin sees only
+//! its own; an agent's key is refused). A key that would widen the operator's config
+//! is refused by name and nothing changes; each change is on the audit record.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::leasing::http_post;
+use crate::server::{BIN, serve_with, stop};
+
+fn airlock(data: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("AIRLOCK_CONFIG")
+        .env("AIRLOCK_DATA_DIR", data)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const NO_SIGN_IN: &str = "[policy]\nallow_host_suffixes = [\"acme.com\"]\n\n[[approvals.rules]]\nname = \"no-sign-in\"\ntools = [\"browser_click\"]\nname_matches = \"^Sign in$\"\nrisk = \"high\"\naction = \"deny\"\n";
+
+#[test]
+fn the_cli_sets_shows_and_explains_a_tenants_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    assert_eq!(airlock(&data, &["tenant", "create", "acme"]).0, 0);
+    let file = dir.path().join("acme.toml");
+    std::fs::write(&file, NO_SIGN_IN).unwrap();
+    let file = file.to_str().unwrap();
+
+    let (code, out, err) = airlock(&data, &["policy", "set", "--tenant", "acme", file]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("policy version 1"), "{out}");
+    let (code, out, _) = airlock(&data, &["policy", "show", "--tenant", "acme"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("version:  1") && out.contains("no-sign-in"),
+        "{out}"
+    );
+    // The tenant's rule fires for its sessions, not for the operator's config alone.
+    let click = [
+        "policy",
+        "explain",
+        "--tool",
+        "browser_click",
+        "--role",
+        "button",
+        "--name",
+        "Sign in",
+    ];
+    let (code, out, _) = airlock(&data, &click);
+    assert_eq!(code, 0, "{out}");
+    let mut as_acme = click.to_vec();
+    as_acme.extend(["--tenant", "acme"]);
+    let (code, out, _) = airlock(&data, &as_acme);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no-sign-in"), "{out}");
+
+    // Widening: refused by key, and version 1 stays.
+    std::fs::write(
+        dir.path().join("wide.toml"),
+        "[policy]\nallow_private = [\"10.0.0.0/8\"]\n",
+    )
+    .unwrap();
+    let wide = dir.path().join("wide.toml");
+    let (code, _, err) = airlock(
+        &data,
+        &["policy", "set", "--tenant", "acme", wide.to_str().unwrap()],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("policy.allow_private"), "{err}");
+    let (_, out, _) = airlock(&data, &["policy", "show", "--tenant", "acme"]);
+    assert!(out.contains("version:  1"), "{out}");
+    // On the record.
+    let (_, out, _) = airlock(&data, &["audit", "tail"]);
+    assert!(out.contains("policy_change"), "{out}");
+}
+
+async fn get(url: &str, token: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let request = format!(
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+async fn put(url: &str, token: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let request = format!(
+        "PUT /{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_sets_its_tenants_policy_over_rest_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    for tenant in ["acme", "beta"] {
+        assert_eq!(airlock(&data, &["tenant", "create", tenant]).0, 0);
+    }
+    let key = |tenant: &str, role: &str| {
+        airlock(
+            &data,
+            &["key", "create", "--tenant", tenant, "--role", role],
+        )
+        .1
+        .trim()
+        .to_owned()
+    };
+    let (acme_admin, beta_admin, acme_agent) = (
+        key("acme", "admin"),
+        key("beta", "admin"),
+        key("acme", "act"),
+    );
+    let served = serve_with(dir.path(), None, None).await;
+    let root = served.url.trim_end_matches("/mcp").to_owned();
+    let policy = format!("{root}/api/v1/policy");
+
+    let (status, body) = get(&policy, &acme_admin).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"version\":0"), "{body}");
+    let (status, body) = put(
+        &policy,
+        &acme_admin,
+        r#"{"policy": {"allow_host_suffixes": ["acme.com"]}, "flow": {"mode": "deny"}}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("\"version\":1") && body.contains("\"tenant\":\"acme\""),
+        "{body}"
+    );
+    // Another tenant's admin reads its own (none), an agent's key is refused.
+    let (status, body) = get(&policy, &beta_admin).await;
+    assert!(status == 200 && body.contains("\"version\":0"), "{body}");
+    let (status, _) = get(&policy, &acme_agent).await;
+    assert_eq!(status, 403);
+    // Widening and nonsense: 400 naming the key; nothing changes.
+    for (bad, key) in [
+        (
+            r#"{"policy": {"allow_private": ["10.0.0.0/8"]}}"#,
+            "policy.allow_private",
+        ),
+        (r#"{"flow": {"mode": "off"}}"#, "flow.mode"),
+        (
+            r#"{"policy": {"allow_everything": true}}"#,
+            "allow_everything",
+        ),
+    ] {
+        let (status, body) = put(&policy, &acme_admin, bad).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(body.contains(key), "{bad}: {body}");
+    }
+    let (_, body) = get(&policy, &acme_admin).await;
+    assert!(
+        body.contains("\"version\":1") && body.contains("acme.com"),
+        "{body}"
+    );
+    // A lease now runs under version 1.
+    let (status, body) = http_post(
+        &format!("{root}/api/v1/sessions"),
+        &acme_agent,
+        r#"{"user_id":"u","conversation_id":"c"}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert!(body.contains("\"policy_version\":1"), "{body}");
+    stop(served).await;
+}
