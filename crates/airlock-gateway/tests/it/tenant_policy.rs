@@ -1,7 +1,7 @@
-//! Two tenants on one fleet — two gateways over one real Postgres, one shared worker,
+//! Two tenants on one fleet — three gateways over one real Postgres, one shared worker,
 //! real Chromium — each under a policy of its own that narrows the operator's: each
 //! reaches only its own hosts and gets only its own rules; a change by one tenant's
-//! admin applies at once to the sessions opened after it on either replica (one open
+//! admin applies at once to the sessions opened after it on every replica (one open
 //! before keeps its version, also when the other replica adopts it), is on the
 //! record, and changes nothing for the other tenant; a change that would widen the
 //! operator's config is refused by its key, and nothing is stored.
@@ -54,14 +54,14 @@ async fn each_tenant_runs_under_its_own_policy_on_every_replica() {
         })
         .unwrap();
         let mut replicas = Vec::new();
-        for _ in 0..2 {
+        for _ in 0..3 {
             let store = Store::open_postgres(&pg.url()).await.unwrap();
             replicas.push(
                 replica_with(&worker, GatewayConfig::with_policy(operator.clone()).store(store))
                     .await,
             );
         }
-        let (a, b) = (&replicas[0], &replicas[1]);
+        let (a, b, c) = (&replicas[0], &replicas[1], &replicas[2]);
         let acme_v1 = TenantPolicy::parse(ACME_V1).unwrap();
         let beta = TenantPolicy::parse(r#"{"policy": {"allow_hosts": ["localhost"]}}"#).unwrap();
         let (version, hash) = a.set_tenant_policy("acme", &acme_v1, "test:alice").await.unwrap();
@@ -117,6 +117,9 @@ async fn each_tenant_runs_under_its_own_policy_on_every_replica() {
         );
         let out = on_a.call(click_button("Sign in")).await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        // And on the third replica, at once.
+        let third = c.lease(&caller("acme"), lease("u", "c3")).await.unwrap();
+        assert_eq!(third.info.policy_version, Some(2));
         // beta's sessions are as they were.
         let again = b.lease(&caller("beta"), lease("u", "c2")).await.unwrap();
         assert_eq!(again.info.policy_version, Some(1));
