@@ -1,7 +1,7 @@
 //! A tenant's own policy, as its admin writes it (TOML or JSON, the shape of the
 //! config sections it narrows): `[policy]` (hosts, schemes), `[[approvals.rules]]`
-//! (rules judged before the operator's, holding or refusing only) and `[flow]` (a
-//! mode at least as strict, origin sets). The operator's config is the ceiling: what
+//! (rules judged before the operator's, holding or refusing only), `[flow]` (a mode
+//! at least as strict, origin sets) and `[tools]` (tools its sessions may not call). The operator's config is the ceiling: what
 //! would widen it is refused by key ([`TenantPolicy::check`] with the gateway's
 //! policy and rules; the gateway applies it when a session opens).
 
@@ -26,6 +26,20 @@ pub struct TenantPolicy {
     /// The data-flow check: a stricter mode, origin sets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<TenantFlow>,
+    /// Tools its sessions may not call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<TenantTools>,
+}
+
+/// `[tools]` of a tenant's policy: only ever fewer tools.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantTools {
+    /// Tools its sessions may not call (`browser_pdf`, `browser_file_upload`, …).
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// `false` refuses `browser_evaluate` in its sessions; it cannot turn it on.
+    pub evaluate: Option<bool>,
 }
 
 /// What a tenant's sessions run under: the operator's egress, rules and data-flow
@@ -40,6 +54,8 @@ pub struct Narrowed {
     pub flow: Flow,
     /// The tenant's origin sets: a layer between the operator's and a lease's.
     pub origins: Option<OriginSets>,
+    /// Tools its sessions may not call.
+    pub denied_tools: Vec<String>,
 }
 
 /// `[approvals]` of a tenant's policy.
@@ -128,6 +144,32 @@ impl TenantPolicy {
     /// that would widen them (or does not parse) is refused by name, and nothing is
     /// narrowed.
     pub fn narrow(&self, policy: &Policy, rules: &Rules, flow: &Flow) -> Result<Narrowed> {
+        let mut denied_tools = Vec::new();
+        if let Some(tools) = &self.tools {
+            for (i, name) in tools.deny.iter().enumerate() {
+                if !name.starts_with("browser_")
+                    || !name[8..]
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b == b'_')
+                    || name.len() == 8
+                {
+                    return Err(Error::Invalid {
+                        key: format!("tools.deny[{i}]"),
+                        message: format!("`{name}` is not a tool's name (`browser_pdf`, …)"),
+                    });
+                }
+                denied_tools.push(name.clone());
+            }
+            if tools.evaluate == Some(false) {
+                denied_tools.push("browser_evaluate".to_owned());
+            }
+            if tools.evaluate == Some(true) {
+                return Err(Error::Invalid {
+                    key: "tools.evaluate".to_owned(),
+                    message: "a tenant's policy may only turn `browser_evaluate` off; whether it is offered at all is the operator's `[tools] evaluate`".to_owned(),
+                });
+            }
+        }
         let policy = match &self.policy {
             None => policy.clone(),
             Some(own) => policy.tightened(own).map_err(|e| Error::Invalid {
@@ -145,7 +187,23 @@ impl TenantPolicy {
             rules,
             flow,
             origins,
+            denied_tools,
         })
+    }
+
+    /// The first tool its `[tools] deny` names that `known` does not know, as the
+    /// error naming its key (the surfaces, which hold the catalogue, ask).
+    pub fn unknown_tool(&self, known: impl Fn(&str) -> bool) -> Option<Error> {
+        let tools = self.tools.as_ref()?;
+        tools
+            .deny
+            .iter()
+            .enumerate()
+            .find(|(_, name)| !known(name))
+            .map(|(i, name)| Error::Invalid {
+                key: format!("tools.deny[{i}]"),
+                message: format!("no tool is named `{name}`"),
+            })
     }
 
     /// Its `[[approvals.rules]]`.

@@ -29,6 +29,8 @@ pub(crate) struct Plan {
     pub(crate) flow: Arc<Flow>,
     /// The tenant's origin sets, a layer between the operator's and the lease's.
     pub(crate) origins: Option<OriginSets>,
+    /// Tools its tenant refuses its sessions.
+    pub(crate) denied_tools: Vec<String>,
 }
 
 impl Plan {
@@ -40,7 +42,19 @@ impl Plan {
             rules: Arc::new(rules.clone()),
             flow: Arc::new(flow.clone()),
             origins: None,
+            denied_tools: Vec::new(),
         }
+    }
+
+    /// Why its tenant refuses `tool` in this session, if it does.
+    pub(crate) fn refuses(&self, tool: &str) -> Option<crate::error::Error> {
+        self.denied_tools.iter().any(|t| t == tool).then(|| crate::error::Error::RuleDenied {
+            rule: "tenant-tools".to_owned(),
+            message: format!(
+                "this tenant's policy does not let its sessions call {tool} (policy version {})",
+                self.version.unwrap_or(0)
+            ),
+        })
     }
 
     /// The operator's plan narrowed by `tenant` (version `version`); a key of
@@ -55,6 +69,7 @@ impl Plan {
             rules: Arc::new(narrowed.rules),
             flow: Arc::new(narrowed.flow),
             origins: narrowed.origins,
+            denied_tools: narrowed.denied_tools,
         })
     }
 }

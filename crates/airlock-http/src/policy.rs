@@ -1,6 +1,6 @@
 //! `/api/v1/policy`: a tenant's own policy, read and set by an admin of the tenant.
 //! The body is the shape of the config sections it narrows (`policy`, `approvals`
-//! with `rules`, `flow`), as JSON; what would widen the operator's config is refused
+//! with `rules`, `flow`, `tools`), as JSON; what would widen the operator's config is refused
 //! with its key and nothing changes. Each change is a new version, on the record
 //! (`policy_change`), and applies to sessions opened after it on every replica.
 
@@ -26,8 +26,7 @@ impl<'de> Deserialize<'de> for PolicyBody {
 }
 
 impl JsonBody for PolicyBody {
-    const WHAT: &'static str =
-        "a JSON object of the sections the tenant narrows: `policy`, `approvals` (`rules`), `flow`";
+    const WHAT: &'static str = "a JSON object of the sections the tenant narrows: `policy`, `approvals` (`rules`), `flow`, `tools`";
 }
 
 /// The tenant's policy now.
@@ -82,7 +81,7 @@ pub(crate) async fn get(
     put,
     path = "/api/v1/policy",
     tag = "policy",
-    request_body(content = Object, description = "`policy`, `approvals` (`rules`), `flow`: the config sections it narrows"),
+    request_body(content = Object, description = "`policy`, `approvals` (`rules`), `flow`, `tools`: the config sections it narrows"),
     responses(
         (status = 200, description = "Stored: the new version", body = PolicyView),
         (status = 400, description = "A key that does not parse or would widen the operator's config (named)", body = crate::error::ErrorBody),
@@ -100,6 +99,9 @@ pub(crate) async fn put(
 ) -> Result<Json<PolicyView>, ApiError> {
     let policy: TenantPolicy = serde_json::from_value(Value::Object(body))
         .map_err(|e| ApiError::invalid(format!("policy: {e}")))?;
+    if let Some(unknown) = policy.unknown_tool(|name| airlock_tools::find(name).is_some()) {
+        return Err(ApiError::invalid(unknown.to_string()));
+    }
     let by = format!("api:{}", admin.key.as_deref().unwrap_or("operator"));
     let (version, hash) = gateway
         .set_tenant_policy(&admin.tenant, &policy, &by)

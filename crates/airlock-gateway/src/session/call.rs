@@ -171,6 +171,10 @@ impl AgentSession {
             },
         };
         context.session = Some(lease.id.clone());
+        // A tool the session's tenant refuses it, before it counts as an action.
+        if let Some(refused) = lease.held.plan.refuses(call.tool_name()) {
+            return self.failure(context, refused);
+        }
         // The lease counted the action among this replica's; on a shared store the
         // budget counts every replica's.
         if acts && let Some(budget) = lease.terms.action_budget {

@@ -16,6 +16,12 @@ use airlock_test_support::{Postgres, with_browser};
 use crate::replicas::{lease, replica_with, shared_worker};
 use crate::{click_button, navigate};
 
+fn tabs() -> airlock_gateway::ToolCall {
+    airlock_gateway::ToolCall::Window(airlock_gateway::Window::Tabs(
+        airlock_gateway::TabAction::List,
+    ))
+}
+
 fn caller(tenant: &str) -> Principal {
     Principal {
         tenant: tenant.to_owned(),
@@ -24,10 +30,13 @@ fn caller(tenant: &str) -> Principal {
     }
 }
 
-// acme: only 127.0.0.1, and no "Sign in" clicks.
+// acme: only 127.0.0.1, no "Sign in" clicks, and no tab list.
 const ACME_V1: &str = r#"
 [policy]
 allow_hosts = ["127.0.0.1"]
+
+[tools]
+deny = ["browser_tabs"]
 
 [[approvals.rules]]
 name = "no-sign-in"
@@ -82,6 +91,9 @@ async fn each_tenant_runs_under_its_own_policy_on_every_replica() {
         let out = agent.call(click_button("Sign in")).await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
         assert!(out.text.contains("acme signs in by hand"), "{}", out.text);
+        let out = agent.call(tabs()).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("browser_tabs"), "{}", out.text);
 
         // beta, through A: the other way round, and acme's rule is not its.
         let theirs = a.lease(&caller("beta"), lease("u", "c1")).await.unwrap();
@@ -94,6 +106,8 @@ async fn each_tenant_runs_under_its_own_policy_on_every_replica() {
         let out = agent.call(navigate(beta_site.clone())).await;
         assert_eq!(out.error, None, "{}", out.text);
         let out = agent.call(click_button("Sign in")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent.call(tabs()).await;
         assert_eq!(out.error, None, "{}", out.text);
 
         // acme's admin drops the rule, through A: a session opened now through B
@@ -149,6 +163,7 @@ async fn each_tenant_runs_under_its_own_policy_on_every_replica() {
                 "[[approvals.rules]]\ntools = [\"browser_click\"]\nrisk = \"low\"\naction = \"allow\"\n",
                 "approvals.rules[0].action",
             ),
+            ("[tools]\nevaluate = true\n", "tools.evaluate"),
         ] {
             let widening = TenantPolicy::parse(written).unwrap();
             let refused = a

@@ -35,6 +35,9 @@ pub(crate) async fn set(
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let policy = TenantPolicy::parse(&text)?;
+    if let Some(unknown) = policy.unknown_tool(|name| airlock_tools::find(name).is_some()) {
+        return Err(unknown.into());
+    }
     // Refused before anything is stored: a bad key names itself.
     policy.narrow(&config.policy, &config.approvals.rules, &config.flow)?;
     let store = super::vault::open_store(config).await?;

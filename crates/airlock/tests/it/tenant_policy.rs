@@ -177,6 +177,7 @@ async fn an_admin_sets_its_tenants_policy_over_rest_and_no_other() {
             r#"{"policy": {"allow_everything": true}}"#,
             "allow_everything",
         ),
+        (r#"{"tools": {"deny": ["browser_nope"]}}"#, "tools.deny[0]"),
     ] {
         let (status, body) = put(&policy, &acme_admin, bad).await;
         assert_eq!(status, 400, "{bad}: {body}");
