@@ -334,10 +334,20 @@ impl AgentSession {
             gone.as_ref().is_some_and(|g| *g.borrow())
         };
         let decided = loop {
-            let record = store
-                .approval(&id)
-                .await
-                .map_err(|e| Error::Internal(format!("could not read the approval: {e}")))?;
+            // A store that stops answering (a restart, a cut connection) does not end
+            // the wait: the call waits on, looking again each poll, until its deadline,
+            // so a decision made once the store is back runs, and the approval never
+            // stays approvable for a call that gave up.
+            let record = match store.approval(&id).await {
+                Ok(record) => record,
+                Err(e) if Instant::now() < deadline => {
+                    tracing::warn!(error = %e, approval.id = %id, "could not read a held call's approval; looking again");
+                    None
+                }
+                Err(e) => {
+                    return Err(Error::Internal(format!("could not read the approval: {e}")));
+                }
+            };
             match record {
                 Some(r) if r.status != ApprovalStatus::Pending => break r,
                 // Its browser went with its worker: nothing held can run, so the

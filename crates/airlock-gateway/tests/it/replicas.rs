@@ -845,3 +845,71 @@ async fn a_worker_refuses_an_attach_without_the_sessions_key_and_its_refusals_ar
     })
     .await;
 }
+
+/// A call held for approval waits out a store outage: its polls fail while Postgres
+/// is down, the call keeps waiting, and approved once the store is back, it runs.
+/// (It used to fail at the first failed poll, leaving an approval that answered
+/// `approved` to whoever decided it, with nothing run.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_waits_out_a_store_outage_and_runs_once_approved() {
+    with_browser(|h| async move {
+        let mut pg = Postgres::start();
+        let store = Store::open_postgres(&pg.url()).await.unwrap();
+        let gateway = Gateway::new(
+            h.host().await,
+            GatewayConfig {
+                rules: Rules::from_config(&ApprovalsConfig::default()).unwrap(),
+                approval_timeout: Duration::from_secs(60),
+                ..config(&h).store(store.clone())
+            },
+        );
+        let agent = Arc::new(gateway.agent_session());
+        let out = agent.call(navigate(h.site.url("resolve.html"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let call = {
+            let agent = agent.clone();
+            tokio::spawn(async move { agent.call(click_button("Delete account")).await })
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let approval = loop {
+            let pending = store
+                .approvals(None, Some(ApprovalStatus::Pending))
+                .await
+                .unwrap();
+            if let Some(approval) = pending.into_iter().next() {
+                break approval;
+            }
+            assert!(Instant::now() < deadline, "no approval within 20 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+
+        pg.stop();
+        // A read through the same pool fails once the pool gives up connecting; the
+        // held call's own polls have failed by then too.
+        assert!(store.approval(&approval.id).await.is_err());
+        assert!(
+            !call.is_finished(),
+            "the held call gave up during the outage"
+        );
+        pg.restart();
+        let decided = loop {
+            match gateway
+                .approvals()
+                .decide(&approval.tenant, &approval.id, true, "test:carol", None)
+                .await
+            {
+                Ok(decided) => break decided,
+                // The pool reconnects on its next use.
+                Err(_) if Instant::now() < deadline + Duration::from_secs(30) => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("the store did not come back: {e}"),
+            }
+        };
+        assert_eq!(decided, Decision::Recorded);
+        let out: ToolOutput = call.await.unwrap();
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("deleted 1"), "{}", out.text);
+    })
+    .await;
+}
