@@ -151,7 +151,13 @@ impl crate::session::Gateway {
                 return;
             }
         };
-        for approval in overdue {
+        self.record_expired(overdue, "nobody was waiting for it any more")
+            .await;
+    }
+
+    // Puts approvals just closed as expired on the record, saying why.
+    pub(crate) async fn record_expired(&self, closed: Vec<ApprovalRecord>, note: &str) {
+        for approval in closed {
             self.record_event(
                 Some(&approval.tenant),
                 Event::ApprovalDecided(audit::ApprovalDecided {
@@ -160,7 +166,7 @@ impl crate::session::Gateway {
                     tool: approval.tool,
                     status: ApprovalStatus::Expired,
                     by: None,
-                    note: Some("nobody was waiting for it any more".to_owned()),
+                    note: Some(note.to_owned()),
                     task: None,
                 }),
             )

@@ -5,7 +5,7 @@
 //! reading a task says it ended in error because its replica stopped.
 
 use airlock_audit::{self as audit, Event};
-use airlock_store::{ApprovalStatus, Store};
+use airlock_store::Store;
 use serde_json::json;
 
 use crate::session::Gateway;
@@ -39,21 +39,7 @@ impl Gateway {
                 return;
             }
         };
-        for approval in closed {
-            self.record_event(
-                Some(&approval.tenant),
-                Event::ApprovalDecided(audit::ApprovalDecided {
-                    approval: approval.id,
-                    session: approval.session,
-                    tool: approval.tool,
-                    status: ApprovalStatus::Expired,
-                    by: None,
-                    note: Some(NOTE.to_owned()),
-                    task: None,
-                }),
-            )
-            .await;
-        }
+        self.record_expired(closed, NOTE).await;
     }
 
     async fn end_dead_tasks(&self, store: &Store, replica: &str, now: i64) {

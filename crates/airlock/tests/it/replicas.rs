@@ -327,7 +327,7 @@ async fn a_replica_is_ready_while_its_store_and_a_worker_answer_and_serves_worke
 
 // One HTTP/1.1 request over a plain socket: status, headers (lower-cased names)
 // and body.
-async fn request(
+pub(crate) async fn request(
     method: &str,
     url: &str,
     headers: &[(&str, &str)],

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::leasing::http_post;
+use crate::replicas::request;
 use crate::server::{BIN, serve_with, stop};
 
 fn airlock(data: &Path, args: &[&str]) -> (i32, String, String) {
@@ -84,41 +85,29 @@ fn the_cli_sets_shows_and_explains_a_tenants_policy() {
 }
 
 async fn get(url: &str, token: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
-    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
-    let request = format!(
-        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response[9..12].parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
+    let bearer = format!("Bearer {token}");
+    let (status, _, body) = request("GET", url, &[("Authorization", &bearer)], "").await;
     (status, body)
 }
 
 async fn put(url: &str, token: &str, body: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
-    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
-    let request = format!(
-        "PUT /{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response[9..12].parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
+    put_as(url, token, "application/json", &[], body).await
+}
+
+async fn put_as(
+    url: &str,
+    token: &str,
+    content_type: &str,
+    extra: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let bearer = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", content_type),
+    ];
+    headers.extend_from_slice(extra);
+    let (status, _, body) = request("PUT", url, &headers, body).await;
     (status, body)
 }
 
@@ -183,6 +172,14 @@ async fn an_admin_sets_its_tenants_policy_over_rest_and_no_other() {
         assert_eq!(status, 400, "{bad}: {body}");
         assert!(body.contains(key), "{bad}: {body}");
     }
+    // The route keeps the edge's rules: a body that is not JSON, or a write from a
+    // page of another origin, is refused before it is read.
+    let valid = r#"{"flow": {"mode": "deny"}}"#;
+    let (status, body) = put_as(&policy, &acme_admin, "text/plain", &[], valid).await;
+    assert_eq!(status, 415, "{body}");
+    let evil = [("Origin", "http://evil.test")];
+    let (status, body) = put_as(&policy, &acme_admin, "application/json", &evil, valid).await;
+    assert_eq!(status, 403, "{body}");
     let (_, body) = get(&policy, &acme_admin).await;
     assert!(
         body.contains("\"version\":1") && body.contains("acme.com"),
