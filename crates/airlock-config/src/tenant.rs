@@ -1,6 +1,7 @@
 //! A tenant's own policy, as its admin writes it (TOML or JSON, the shape of the
-//! config sections it narrows): `[policy]` (hosts, schemes), `[[approvals.rules]]`
-//! (rules judged before the operator's, holding or refusing only), `[flow]` (a mode
+//! config sections it narrows): `[policy]` (hosts, schemes), `[approvals]` (rules on
+//! calls and on the requests pages send, judged before the operator's, holding or
+//! refusing only; a shorter wait for a human), `[flow]` (a mode
 //! at least as strict, origin sets) and `[tools]` (tools its sessions may not call). The operator's config is the ceiling: what
 //! would widen it is refused by key ([`TenantPolicy::check`] with the gateway's
 //! policy and rules; the gateway applies it when a session opens).
@@ -56,6 +57,8 @@ pub struct Narrowed {
     pub origins: Option<OriginSets>,
     /// Tools its sessions may not call.
     pub denied_tools: Vec<String>,
+    /// How long its held calls wait for a human.
+    pub approval_timeout: std::time::Duration,
 }
 
 /// `[approvals]` of a tenant's policy.
@@ -65,6 +68,9 @@ pub struct TenantApprovals {
     /// The tenant's rules, first match wins, before the operator's.
     #[serde(default)]
     pub rules: Vec<RuleConfig>,
+    /// How long its held calls wait for a human, at most the operator's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 /// `[flow]` of a tenant's policy.
@@ -140,10 +146,16 @@ impl TenantPolicy {
         Ok((flow, sets.is_set().then_some(sets)))
     }
 
-    /// The operator's `policy`, `rules` and `flow` narrowed by this policy; a key
-    /// that would widen them (or does not parse) is refused by name, and nothing is
-    /// narrowed.
-    pub fn narrow(&self, policy: &Policy, rules: &Rules, flow: &Flow) -> Result<Narrowed> {
+    /// The operator's `policy`, `rules`, `flow` and wait for a human (`timeout`)
+    /// narrowed by this policy; a key that would widen them (or does not parse) is
+    /// refused by name, and nothing is narrowed.
+    pub fn narrow(
+        &self,
+        policy: &Policy,
+        rules: &Rules,
+        flow: &Flow,
+        timeout: std::time::Duration,
+    ) -> Result<Narrowed> {
         let mut denied_tools = Vec::new();
         if let Some(tools) = &self.tools {
             for (i, name) in tools.deny.iter().enumerate() {
@@ -188,6 +200,7 @@ impl TenantPolicy {
             flow,
             origins,
             denied_tools,
+            approval_timeout: self.approval_timeout(timeout)?,
         })
     }
 
@@ -206,6 +219,26 @@ impl TenantPolicy {
             })
     }
 
+    /// How long its sessions' held calls wait for a human: its own
+    /// `[approvals] timeout_secs` when set (from 1 s up to the operator's
+    /// `operator`; longer is refused by key), else the operator's.
+    pub fn approval_timeout(&self, operator: std::time::Duration) -> Result<std::time::Duration> {
+        let Some(secs) = self.approvals.as_ref().and_then(|a| a.timeout_secs) else {
+            return Ok(operator);
+        };
+        let own = std::time::Duration::from_secs(secs);
+        if secs == 0 || own > operator {
+            return Err(Error::Invalid {
+                key: "approvals.timeout_secs".to_owned(),
+                message: format!(
+                    "{secs} s is outside 1 s to the operator's {} s: a tenant's policy may only shorten the wait",
+                    operator.as_secs()
+                ),
+            });
+        }
+        Ok(own)
+    }
+
     /// Its `[[approvals.rules]]`.
     pub fn rules(&self) -> &[RuleConfig] {
         self.approvals.as_ref().map_or(&[], |a| &a.rules)
@@ -217,5 +250,43 @@ fn strictness(mode: FlowMode) -> u8 {
         FlowMode::Off => 0,
         FlowMode::Ask => 1,
         FlowMode::Deny => 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::TenantPolicy;
+
+    #[test]
+    fn a_tenant_may_shorten_the_wait_for_a_human_and_never_lengthen_it() {
+        let operator = Duration::from_secs(60);
+        let wait = |text: &str| {
+            TenantPolicy::parse(text)
+                .unwrap()
+                .approval_timeout(operator)
+        };
+        assert_eq!(wait("").unwrap(), operator);
+        assert_eq!(
+            wait("[approvals]\ntimeout_secs = 15\n").unwrap(),
+            Duration::from_secs(15)
+        );
+        assert_eq!(wait("[approvals]\ntimeout_secs = 60\n").unwrap(), operator);
+        for longer in ["61", "0"] {
+            let refused = wait(&format!("[approvals]\ntimeout_secs = {longer}\n")).unwrap_err();
+            assert!(
+                refused.to_string().starts_with("approvals.timeout_secs"),
+                "{refused}"
+            );
+        }
+        // It travels: the canonical JSON keeps it, and so does its hash.
+        let policy = TenantPolicy::parse("[approvals]\ntimeout_secs = 15\n").unwrap();
+        let again = TenantPolicy::parse(&policy.to_json()).unwrap();
+        assert_eq!(
+            again.approval_timeout(operator).unwrap(),
+            Duration::from_secs(15)
+        );
+        assert_ne!(policy.hash(), TenantPolicy::default().hash());
     }
 }

@@ -5,9 +5,13 @@
 //! origin sets), then the lease's own narrowing (`allow_hosts`, its origin sets). A
 //! replica adopting the session rebuilds it from the version its row names, never
 //! the newest. A tenant without a policy shares the gateway's one default plan.
+//! The plan also holds the rules the session's browser judges the requests its
+//! pages send by (handed to the worker when the browser opens) and how long its
+//! held calls wait for a human.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use airlock_config::{Flow, OriginSets, TenantPolicy};
 use airlock_policy::Policy;
@@ -31,11 +35,22 @@ pub(crate) struct Plan {
     pub(crate) origins: Option<OriginSets>,
     /// Tools its tenant refuses its sessions.
     pub(crate) denied_tools: Vec<String>,
+    /// How long a held call or held request waits for a human.
+    pub(crate) approval_timeout: Duration,
+    /// Its tenant adds effect rules of its own: the rules its browser judges
+    /// requests by are not the operator's alone, so no warm browser (armed with
+    /// the operator's) will do.
+    pub(crate) own_effects: bool,
 }
 
 impl Plan {
     /// The operator's config alone.
-    pub(crate) fn operator(policy: &Arc<Policy>, rules: &Rules, flow: &Flow) -> Plan {
+    pub(crate) fn operator(
+        policy: &Arc<Policy>,
+        rules: &Rules,
+        flow: &Flow,
+        approval_timeout: Duration,
+    ) -> Plan {
         Plan {
             version: None,
             egress: policy.clone(),
@@ -43,6 +58,8 @@ impl Plan {
             flow: Arc::new(flow.clone()),
             origins: None,
             denied_tools: Vec::new(),
+            approval_timeout,
+            own_effects: false,
         }
     }
 
@@ -60,9 +77,11 @@ impl Plan {
     /// The operator's plan narrowed by `tenant` (version `version`); a key of
     /// `tenant` that would widen the operator's config is refused by name.
     pub(crate) fn narrowed_by(&self, version: i64, tenant: &TenantPolicy) -> Result<Plan> {
+        let invalid = |e: airlock_config::Error| Error::InvalidArgument(e.to_string());
         let narrowed = tenant
-            .narrow(&self.egress, &self.rules, &self.flow)
-            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            .narrow(&self.egress, &self.rules, &self.flow, self.approval_timeout)
+            .map_err(invalid)?;
+        let own_effects = narrowed.rules.effects().names() != self.rules.effects().names();
         Ok(Plan {
             version: Some(version),
             egress: Arc::new(narrowed.policy),
@@ -70,6 +89,8 @@ impl Plan {
             flow: Arc::new(narrowed.flow),
             origins: narrowed.origins,
             denied_tools: narrowed.denied_tools,
+            approval_timeout: narrowed.approval_timeout,
+            own_effects,
         })
     }
 }

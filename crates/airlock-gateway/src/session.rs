@@ -126,6 +126,7 @@ impl Gateway {
             &policy,
             &config.rules,
             &config.flow,
+            config.approval_timeout,
         ));
         let gateway = Arc::new(Gateway {
             host,
@@ -336,6 +337,7 @@ impl Gateway {
         let isolation = options.isolation.unwrap_or(self.host.default_isolation());
         if injection.is_none()
             && !loaded.holds_secrets()
+            && !plan.own_effects
             && let Some(warm) = self.warm.claim(isolation).await
         {
             warm.arm(&policy).await?;
@@ -362,7 +364,7 @@ impl Gateway {
                 policy: (*policy).clone(),
                 injection: injection.map(|i| (*i).clone()),
                 secrets: loaded.secret_set(),
-                effects: self.config.rules.effects().clone(),
+                effects: plan.rules.effects().clone(),
             })
             .await?;
         Ok((

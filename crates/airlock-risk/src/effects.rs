@@ -147,6 +147,34 @@ impl Effects {
         })
     }
 
+    /// These rules with `first` (each with the key it was written under) judged
+    /// before them: a tenant's effect rules before the operator's and the built-ins.
+    pub(crate) fn with_first(
+        &self,
+        first: Vec<(String, RuleConfig)>,
+    ) -> Result<Effects, RuleError> {
+        if first.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut built = Vec::with_capacity(first.len() + self.rules.len());
+        let mut written = Vec::with_capacity(first.len() + self.written.rules.len());
+        for (key, mut rule) in first {
+            let effect = build(&rule, &key)?;
+            rule.name = Some(effect.name.clone());
+            built.push(effect);
+            written.push(rule);
+        }
+        built.extend(self.rules.iter().cloned());
+        written.extend(self.written.rules.iter().cloned());
+        Ok(Effects {
+            written: Written {
+                rules: written,
+                builtins: self.written.builtins.clone(),
+            },
+            rules: built,
+        })
+    }
+
     /// Whether no effect rule is in force (nothing need be paused for them).
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()

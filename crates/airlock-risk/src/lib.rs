@@ -410,33 +410,32 @@ impl Rules {
     }
 
     /// These rules with a tenant's `first`: judged before the operator's and the
-    /// built-ins, each may only hold (`approve`) or refuse (`deny`) a call, so a
-    /// tenant makes its calls stricter and never lets through what these would hold.
-    /// Rules on the requests pages send stay the operator's (they are in the browser
-    /// from a session's start). Errors name the tenant's rule
-    /// (`approvals.rules[N]…`).
+    /// built-ins, each may only hold (`approve`) or refuse (`deny`) a call or a
+    /// request a page sends, so a tenant makes its sessions stricter and never lets
+    /// through what these would hold. Its rules on requests (`request_*`) go before
+    /// the operator's effect rules the same way. Errors name the tenant's rule.
     pub fn with_first(&self, first: &[RuleConfig]) -> Result<Rules, RuleError> {
         let mut rules = Vec::with_capacity(first.len() + self.rules.len());
+        let mut effects = Vec::new();
         for (i, rule) in first.iter().enumerate() {
             let key = format!("approvals.rules[{i}]");
-            if effects::is_effect(rule) {
-                return Err(RuleError {
-                    key,
-                    why: "a tenant's rules judge calls; rules on the requests pages send are the operator's".to_owned(),
-                });
-            }
             if rule.action == Action::Allow {
                 return Err(RuleError {
                     key: format!("{key}.action"),
-                    why: "a tenant's rule may hold (`approve`) or refuse (`deny`) a call, never allow one".to_owned(),
+                    why: "a tenant's rule may hold (`approve`) or refuse (`deny`), never allow"
+                        .to_owned(),
                 });
             }
-            rules.push(build(rule, &key, false)?);
+            if effects::is_effect(rule) {
+                effects.push((key, rule.clone()));
+            } else {
+                rules.push(build(rule, &key, false)?);
+            }
         }
         rules.extend(self.rules.iter().cloned());
         Ok(Rules {
             rules,
-            effects: self.effects.clone(),
+            effects: self.effects.with_first(effects)?,
         })
     }
 

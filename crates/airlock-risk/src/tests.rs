@@ -444,6 +444,54 @@ fn effect_rules_are_kept_apart_from_call_rules_and_travel_as_written() {
     assert_eq!(again.judge(&delete).unwrap().rule, "delete-path");
 }
 
+#[test]
+fn a_tenants_effect_rules_judge_before_the_operators_and_travel_with_them() {
+    let operator = rules(PAYMENTS).unwrap();
+    let tenant: ApprovalsConfig = toml::from_str(
+        r#"
+[[rules]]
+name = "no-exports"
+request_method = ["POST"]
+request_path = "^/export"
+risk = "high"
+action = "deny"
+
+[[rules]]
+name = "no-sign-in"
+tools = ["browser_click"]
+name_matches = "^Sign in$"
+risk = "high"
+action = "deny"
+"#,
+    )
+    .unwrap();
+    let both = operator.with_first(&tenant.rules).unwrap();
+    let mut names = vec!["no-exports", "payments"];
+    names.extend(BUILTIN_EFFECTS.iter().map(|b| b.name));
+    assert_eq!(both.effects().names(), names);
+    // One call rule more; the effect rule is not judged on calls.
+    assert_eq!(both.len(), operator.len() + 1);
+    let export = post("https://a.example/export/all", "text/plain", "");
+    assert_eq!(operator.effects().judge(&export), None);
+    let verdict = both.effects().judge(&export).unwrap();
+    assert_eq!(
+        (verdict.rule.as_str(), verdict.action),
+        ("no-exports", Action::Deny)
+    );
+    // As the worker gets them: written, then built again, the same.
+    let text = serde_json::to_string(both.effects()).unwrap();
+    let again: Effects = serde_json::from_str(&text).unwrap();
+    assert_eq!(again.names(), both.effects().names());
+    assert_eq!(again.judge(&export), both.effects().judge(&export));
+    // A tenant's rule may never let a request through that the operator's hold.
+    let allow: ApprovalsConfig = toml::from_str(
+        "[[rules]]\nrequest_path = \"^/transfer\"\nrisk = \"low\"\naction = \"allow\"\n",
+    )
+    .unwrap();
+    let refused = operator.with_first(&allow.rules).unwrap_err();
+    assert_eq!(refused.key, "approvals.rules[0].action");
+}
+
 fn request<'a>(method: &'a str, url: &'a str, form: &'a str) -> Request<'a> {
     Request {
         method,

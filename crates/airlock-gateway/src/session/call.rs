@@ -194,8 +194,7 @@ impl AgentSession {
         *held_out = Some(held.clone());
         // What an effect rule's approval shows of the call, taken before the call
         // goes to the browser.
-        let effect_args =
-            (!self.inner.config.rules.effects().is_empty()).then(|| call.audit_args());
+        let effect_args = (!held.plan.rules.effects().is_empty()).then(|| call.audit_args());
         let acted = match self.resolve_then_flow(context, &held, &mut call).await {
             Ok(()) => match self.gate(context, &held, &call).await {
                 Ok(()) if acts => match self.timed_intent(context, &held, &call).await {

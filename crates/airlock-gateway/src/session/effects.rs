@@ -114,7 +114,7 @@ impl AgentSession {
                     effect: true,
                     screenshot: true,
                 };
-                self.await_approval(context, held, ask, store, self.inner.config.approval_timeout)
+                self.await_approval(context, held, ask, store, held.plan.approval_timeout)
                     .await
             }
             None => Err(Error::RuleDenied {

@@ -123,7 +123,7 @@ impl AgentSession {
                     effect: false,
                     screenshot: true,
                 };
-                self.await_approval(context, held, ask, store, config.approval_timeout)
+                self.await_approval(context, held, ask, store, held.plan.approval_timeout)
                     .await
             }
         }

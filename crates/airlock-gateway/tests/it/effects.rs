@@ -539,3 +539,108 @@ async fn the_agents_own_navigation_to_a_page_that_deletes_on_load_waits_under_th
     })
     .await;
 }
+
+// acme's own rule on the requests its pages send: transfers refused outright.
+const ACME_REFUSES: &str = r#"
+[[approvals.rules]]
+name = "acme-no-transfers"
+request_method = ["POST"]
+request_path = "^/transfer$"
+risk = "critical"
+action = "deny"
+message = "acme pays by hand"
+"#;
+
+// Then held for a human instead, who has 10 s (the operator gives 30).
+const ACME_HOLDS: &str = r#"
+[approvals]
+timeout_secs = 10
+
+[[approvals.rules]]
+name = "acme-held-transfers"
+request_method = ["POST"]
+request_path = "^/transfer$"
+risk = "critical"
+action = "approve"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_own_effect_rules_and_wait_judge_its_sessions_requests_and_no_others() {
+    with_browser(|h| async move {
+        let payee = Partner::start().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let none = ApprovalsConfig {
+            defaults: Some(false),
+            ..ApprovalsConfig::default()
+        };
+        let gateway = gateway(
+            &h,
+            &payee,
+            Rules::from_config(&none).unwrap(),
+            Some(store.clone()),
+        )
+        .await;
+        let as_tenant = |tenant: &str| {
+            Arc::new(gateway.agent_session_as(
+                airlock_gateway::Principal {
+                    tenant: tenant.to_owned(),
+                    role: airlock_core::Role::Act,
+                    key: Some(format!("key_{tenant}")),
+                },
+                airlock_gateway::Surface::Mcp,
+            ))
+        };
+        let policy = |text: &str| airlock_config::TenantPolicy::parse(text).unwrap();
+        gateway
+            .set_tenant_policy("acme", &policy(ACME_REFUSES), "test:alice")
+            .await
+            .unwrap();
+
+        // beta has no policy of its own: under the operator's rules the click sends.
+        let beta = as_tenant("beta");
+        beta.call(account(&h, &payee)).await;
+        let out = beta.call(click_button("Show details")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = beta
+            .call(ToolCall::Read(Reading::WaitFor {
+                condition: airlock_browser::WaitCondition::Text("sent 200".into()),
+                timeout: Some(Duration::from_secs(20)),
+            }))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(transfers(&payee).len(), 1);
+
+        // acme's rule drops the same request in acme's browser.
+        let acme = as_tenant("acme");
+        acme.call(account(&h, &payee)).await;
+        let out = acme.call(click_button("Show details")).await;
+        assert!(
+            out.text.contains("refused by an effect rule"),
+            "{}",
+            out.text
+        );
+        assert_eq!(transfers(&payee).len(), 1);
+
+        // Version 2 holds it, with acme's shorter wait on the approval.
+        gateway
+            .set_tenant_policy("acme", &policy(ACME_HOLDS), "test:alice")
+            .await
+            .unwrap();
+        let acme = as_tenant("acme");
+        acme.call(account(&h, &payee)).await;
+        let held_for = |approval: &ApprovalRecord| {
+            assert_eq!(approval.rule, "acme-held-transfers");
+            assert_eq!(approval.expires_ms - approval.created_ms, 10_000);
+            assert_eq!(transfers(&payee).len(), 1);
+        };
+        let (_, out) =
+            held_then_decided(&acme, &store, click_button("Show details"), false, held_for).await;
+        assert_eq!(out.error, Some(ErrorCode::ApprovalDenied), "{}", out.text);
+        assert_eq!(transfers(&payee).len(), 1);
+        // beta, after both changes, still sends unasked.
+        let out = beta.call(click_button("Show details")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(store.approvals(None, None).await.unwrap().len() == 1);
+    })
+    .await;
+}

@@ -578,9 +578,9 @@ pub(crate) fn main() -> ExitCode {
             command: PolicyCommand::Explain(args),
         } => match config_or_exit(cli.config.as_deref()) {
             Ok(config) => match &args.tenant {
-                None => policy::explain(&config, &args),
+                None => policy::explain(&config, None, &args),
                 Some(tenant) => match runtime.block_on(tenant_policy::narrowed(&config, tenant)) {
-                    Ok(config) => policy::explain(&config, &args),
+                    Ok((config, sets)) => policy::explain(&config, sets.as_ref(), &args),
                     Err(e) => finish(Err(e)),
                 },
             },

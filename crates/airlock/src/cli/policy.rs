@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use airlock_config::Config;
+use airlock_config::{Config, OriginSets};
 use airlock_policy::{Decision, DenyReason};
 
 /// Exit 0 when allowed, 1 when denied.
@@ -146,11 +146,20 @@ const CHANGES_PAGES: &[&str] = &[
 ];
 
 // What the configured origin sets say of the call, before any risk rule: `None`
-// when they let it through.
-fn origin_sets(config: &Config, args: &ExplainArgs, navigates: bool) -> Option<ExitCode> {
+// when they let it through. The operator's sets, then the tenant's (`tenant`), each
+// a layer the origin must pass, the worst standing deciding (as in a session).
+fn origin_sets(
+    config: &Config,
+    tenant: Option<&OriginSets>,
+    args: &ExplainArgs,
+    navigates: bool,
+) -> Option<ExitCode> {
     use airlock_config::{FlowMode, Standing};
-    let sets = &config.flow.origins;
-    if !sets.is_set() {
+    let layers: Vec<&OriginSets> = std::iter::once(&config.flow.origins)
+        .chain(tenant)
+        .filter(|s| s.is_set())
+        .collect();
+    if layers.is_empty() {
         return None;
     }
     let tool = args.tool.as_deref().unwrap_or_default();
@@ -162,7 +171,15 @@ fn origin_sets(config: &Config, args: &ExplainArgs, navigates: bool) -> Option<E
         _ => return None,
     };
     let origin = airlock_policy::origin_of(url)?;
-    let (standing, rule, mode) = match sets.standing(&origin) {
+    let worst = layers
+        .iter()
+        .map(|sets| sets.standing(&origin))
+        .min_by_key(|standing| match standing {
+            Standing::Outside => 0,
+            Standing::Read => 1,
+            Standing::Act => 2,
+        })?;
+    let (standing, rule, mode) = match worst {
         Standing::Act => return None,
         Standing::Read if !changes => return None,
         Standing::Read => (
@@ -191,7 +208,12 @@ fn origin_sets(config: &Config, args: &ExplainArgs, navigates: bool) -> Option<E
 }
 
 /// Exit 0 when the call would run, 1 when it would wait for approval, 2 when refused.
-pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> ExitCode {
+/// `tenant`: the origin sets of the tenant's own policy, judged after the operator's.
+pub(crate) fn explain(
+    config: &Config,
+    tenant: Option<&OriginSets>,
+    args: &ExplainArgs,
+) -> ExitCode {
     if args.rules {
         return list_rules(config);
     }
@@ -200,7 +222,7 @@ pub(crate) fn explain(config: &Config, args: &ExplainArgs) -> ExitCode {
     }
     let tool = args.tool.as_deref().unwrap_or_default();
     let navigates = matches!(tool, "browser_navigate" | "browser_tabs");
-    if let Some(code) = origin_sets(config, args, navigates) {
+    if let Some(code) = origin_sets(config, tenant, args, navigates) {
         return code;
     }
     let secret = args

@@ -39,7 +39,12 @@ pub(crate) async fn set(
         return Err(unknown.into());
     }
     // Refused before anything is stored: a bad key names itself.
-    policy.narrow(&config.policy, &config.approvals.rules, &config.flow)?;
+    policy.narrow(
+        &config.policy,
+        &config.approvals.rules,
+        &config.flow,
+        config.approvals.timeout,
+    )?;
     let store = super::vault::open_store(config).await?;
     if !store.tenants().await?.iter().any(|t| t.name == tenant) {
         bail!("no tenant is named {tenant} (`airlock tenant create {tenant}`)");
@@ -67,23 +72,29 @@ pub(crate) async fn set(
     Ok(())
 }
 
-/// `config` as `tenant`'s sessions are judged: narrowed by its newest policy.
-pub(crate) async fn narrowed(config: &Config, tenant: &str) -> anyhow::Result<Config> {
+/// `config` as `tenant`'s sessions are judged: narrowed by its newest policy, and
+/// its origin sets (a layer judged after the operator's, not in place of them).
+pub(crate) async fn narrowed(
+    config: &Config,
+    tenant: &str,
+) -> anyhow::Result<(Config, Option<airlock_config::OriginSets>)> {
     let store = super::vault::open_store(config).await?;
     let Some(record) = store.tenant_policy(tenant, None).await? else {
-        return Ok(config.clone());
+        return Ok((config.clone(), None));
     };
     let policy = TenantPolicy::parse(&record.body)?;
-    let narrowed = policy.narrow(&config.policy, &config.approvals.rules, &config.flow)?;
+    let narrowed = policy.narrow(
+        &config.policy,
+        &config.approvals.rules,
+        &config.flow,
+        config.approvals.timeout,
+    )?;
     let mut config = config.clone();
     config.policy = narrowed.policy;
     config.approvals.rules = narrowed.rules;
     config.flow = narrowed.flow;
-    if let Some(sets) = narrowed.origins {
-        // `explain` judges one layer of sets: the tenant's, where it has its own.
-        config.flow.origins = sets;
-    }
-    Ok(config)
+    config.approvals.timeout = narrowed.approval_timeout;
+    Ok((config, narrowed.origins))
 }
 
 fn now_ms() -> i64 {

@@ -82,6 +82,87 @@ fn the_cli_sets_shows_and_explains_a_tenants_policy() {
     // On the record.
     let (_, out, _) = airlock(&data, &["audit", "tail"]);
     assert!(out.contains("policy_change"), "{out}");
+
+    // Version 2: origin sets, a rule on the requests its pages send, a shorter wait.
+    std::fs::write(
+        dir.path().join("v2.toml"),
+        "[flow]\nact_origins = [\"https://acme.com\"]\n\n[approvals]\ntimeout_secs = 20\n\n[[approvals.rules]]\nname = \"no-exports\"\nrequest_method = [\"POST\"]\nrequest_path = \"^/export\"\nrisk = \"high\"\naction = \"deny\"\n",
+    )
+    .unwrap();
+    let v2 = dir.path().join("v2.toml");
+    let (code, out, err) = airlock(
+        &data,
+        &["policy", "set", "--tenant", "acme", v2.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let export = [
+        "policy",
+        "explain",
+        "--request-url",
+        "https://acme.com/export/all",
+        "--tenant",
+        "acme",
+    ];
+    let (code, out, _) = airlock(&data, &export);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no-exports"), "{out}");
+    let (code, out, _) = airlock(&data, &export[..4]);
+    assert_eq!(code, 0, "the operator's rules alone let it go: {out}");
+    // A wait longer than the operator's (60 s by default) is refused by key.
+    std::fs::write(
+        dir.path().join("long.toml"),
+        "[approvals]\ntimeout_secs = 3600\n",
+    )
+    .unwrap();
+    let long = dir.path().join("long.toml");
+    let (code, _, err) = airlock(
+        &data,
+        &["policy", "set", "--tenant", "acme", long.to_str().unwrap()],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("approvals.timeout_secs"), "{err}");
+
+    // The tenant's sets are a layer after the operator's, not in their place: an
+    // origin the operator lets sessions only read stays read-only for acme, though
+    // acme's own sets say act.
+    let config = dir.path().join("airlock.toml");
+    std::fs::write(
+        &config,
+        "[flow]\nact = [\"https://beta.io\"]\nread = [\"https://acme.com\"]\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let mut save = vec!["--config", config];
+    save.extend([
+        "policy",
+        "explain",
+        "--tool",
+        "browser_click",
+        "--role",
+        "button",
+        "--name",
+        "Save",
+        "--url",
+        "https://acme.com/settings",
+    ]);
+    let (code, out, _) = airlock(&data, &save);
+    assert_eq!(code, 2, "{out}");
+    save.extend(["--tenant", "acme"]);
+    let (code, out, _) = airlock(&data, &save);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("may only be read"), "{out}");
+    // And where acme's own sets leave out an origin the operator's let it act on,
+    // acme's layer refuses it.
+    let at = save
+        .iter()
+        .position(|a| *a == "https://acme.com/settings")
+        .unwrap();
+    save[at] = "https://beta.io/settings";
+    let (code, out, _) = airlock(&data, &save[..save.len() - 2]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out, _) = airlock(&data, &save);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("neither origin set"), "{out}");
 }
 
 async fn get(url: &str, token: &str) -> (u16, String) {
