@@ -68,6 +68,7 @@ pub use session::{
     SAFETY_CHECK_RULE,
 };
 pub use sessions::{ConversationKey, LeaseInfo, LeaseTerms, Principal, SessionId};
+pub use shared_tasks::{MCP_TASK_OWNER, mcp_task_owner};
 pub use surface::Surface;
 pub use takeover::{LiveCursor, LiveFrame, LiveUpdate, OperatorInput, Operators};
 pub use tools::{

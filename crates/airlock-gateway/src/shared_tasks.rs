@@ -10,6 +10,16 @@ use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::session::Gateway;
 
+/// How an MCP task's owner begins where a REST task names its session: `mcp:`
+/// and its caller. A REST route never answers for such an owner (no session is
+/// named so), so only the MCP task's own caller reads or cancels it.
+pub const MCP_TASK_OWNER: &str = "mcp:";
+
+/// The owner an MCP task of `caller` (`tenant/key`) has in the store.
+pub fn mcp_task_owner(caller: &str) -> String {
+    format!("{MCP_TASK_OWNER}{caller}")
+}
+
 impl Gateway {
     fn task_store(&self) -> Option<&Store> {
         self.shared_store()

@@ -284,6 +284,8 @@ pub(crate) async fn read(
     }
     let running = match board.find(&caller, &id, &task) {
         Ok(running) => running,
+        // An MCP task's owner is no session: only its caller's MCP requests read it.
+        Err(not_here) if id.starts_with(airlock_gateway::MCP_TASK_OWNER) => return Err(not_here),
         // Another replica's task, as the store has it.
         Err(not_here) => {
             let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
@@ -334,6 +336,7 @@ pub(crate) async fn cancel(
         Ok(running) => running,
         // Another replica's task: asked to stop through the store, which its
         // runner watches.
+        Err(not_here) if id.starts_with(airlock_gateway::MCP_TASK_OWNER) => return Err(not_here),
         Err(not_here) => {
             return match gateway
                 .cancel_shared_task(&caller.tenant, &id, &task)

@@ -49,7 +49,7 @@ pub struct AirlockMcp {
     fence: Arc<std::sync::Mutex<PageFence>>,
     // Where a stateful session lives on a shared store, and whose it is.
     home: Arc<OnceLock<Homed>>,
-    gateway: Arc<Gateway>,
+    pub(crate) gateway: Arc<Gateway>,
     tool_router: ToolRouter<Self>,
     /// This surface's own tools (outside the catalogue) whose listing shows only `ref`
     /// of the target fields they take.
@@ -263,6 +263,13 @@ impl AirlockMcp {
     // auth layer did not see gets.
     pub(crate) fn caller(&self, ext: &Extensions) -> Result<String, rmcp::ErrorData> {
         self.principal(ext).map(|p| p.caller()).map_err(|_| {
+            rmcp::ErrorData::internal_error("this request was not authenticated", None)
+        })
+    }
+
+    // The calling tenant (as `caller`).
+    fn tenant(&self, ext: &Extensions) -> Result<String, rmcp::ErrorData> {
+        self.principal(ext).map(|p| p.tenant).map_err(|_| {
             rmcp::ErrorData::internal_error("this request was not authenticated", None)
         })
     }
@@ -863,8 +870,24 @@ impl ServerHandler for AirlockMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, rmcp::ErrorData> {
         let caller = self.caller(&context.extensions)?;
-        let task = self.task_store.get(&caller, &request.task_id)?;
-        Ok(rmcp::model::GetTaskResult::new(task))
+        let id = &request.task_id;
+        if self.task_store.here(&caller, id) || !self.gateway.shares_tasks() {
+            let task = self.task_store.get(&caller, id)?;
+            return Ok(rmcp::model::GetTaskResult::new(task));
+        }
+        // Another replica's, if the store knows it as this caller's.
+        let tenant = self.tenant(&context.extensions)?;
+        match self
+            .gateway
+            .shared_task(&tenant, &crate::tasks::owner(&caller), id)
+            .await
+        {
+            Ok(Some(record)) => Ok(rmcp::model::GetTaskResult::new(crate::tasks::stored(
+                &record,
+            ))),
+            Ok(None) => Err(crate::tasks::unknown(id)),
+            Err(e) => Err(unanswered(&e)),
+        }
     }
 
     async fn update_task(
@@ -883,7 +906,21 @@ impl ServerHandler for AirlockMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<(), rmcp::ErrorData> {
         let caller = self.caller(&context.extensions)?;
-        self.task_store.cancel(&caller, &request.task_id)
+        let id = &request.task_id;
+        if self.task_store.here(&caller, id) || !self.gateway.shares_tasks() {
+            return self.task_store.cancel(&caller, id);
+        }
+        // Another replica's: the flag its runner watches.
+        let tenant = self.tenant(&context.extensions)?;
+        match self
+            .gateway
+            .cancel_shared_task(&tenant, &crate::tasks::owner(&caller), id)
+            .await
+        {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(crate::tasks::unknown(id)),
+            Err(e) => Err(unanswered(&e)),
+        }
     }
 
     // Airlock offers tools only: the other lists are unimplemented rather than empty,
@@ -975,4 +1012,10 @@ impl AirlockMcp {
             other => other,
         }
     }
+}
+
+// A store that cannot say where a task stands: an internal error that says so (the
+// task may be alive; retrying is right).
+fn unanswered(e: &airlock_gateway::Error) -> rmcp::ErrorData {
+    rmcp::ErrorData::internal_error(e.to_string(), None)
 }

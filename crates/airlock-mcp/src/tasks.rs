@@ -4,6 +4,14 @@
 //! tasks; this adds whose each is: a task id is a capability only for the caller that
 //! made it — any other caller's `tasks/*` gets "unknown task", as for an id that never
 //! was, so an id says nothing to whoever guesses it.
+//!
+//! On a shared store every replica answers for every task: the replica running one
+//! notes its start (before the client hears its id), its steps and its end in the
+//! store's task table, its owner being the caller (`mcp:` and the caller, where a REST
+//! task names its session); another replica's `tasks/get` reads it there and its
+//! `tasks/cancel` sets the flag the running replica watches. A task whose replica is
+//! gone ends in error there (`gone.rs`). What another replica cannot give back is
+//! the final screenshot (the store keeps the result's JSON, not its image).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,7 +22,9 @@ use airlock_gateway::{AgentSession, ToolOutput};
 use airlock_tools::BadArgument;
 use base64::Engine as _;
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, DetailedTask, Task};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, DetailedTask, Task, TaskPayload,
+};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::task_manager::{TaskContext, TaskFuture, TaskManager, TaskOptions};
 
@@ -25,6 +35,8 @@ use crate::server::{Serving, result};
 const TASK_TTL_MS: u64 = 3_600_000;
 /// How often a client is told to poll.
 const POLL_MS: u64 = 1_000;
+/// How often a running task looks for a cancel asked through another replica.
+const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The tasks of one server process, each with its caller.
 #[derive(Clone, Default)]
@@ -73,6 +85,11 @@ impl Tasks {
         self.manager.get_task(id)
     }
 
+    /// Whether this process runs (or ran) `caller`'s task `id`.
+    pub(crate) fn here(&self, caller: &str, id: &str) -> bool {
+        self.mine(caller, id).is_ok()
+    }
+
     /// `tasks/update`.
     pub(crate) fn update(
         &self,
@@ -89,6 +106,64 @@ impl Tasks {
         self.mine(caller, id)?;
         self.manager.cancel_task(id)
     }
+}
+
+/// The error an id gets that is not the caller's task (or no task at all).
+pub(crate) fn unknown(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown task {id:?}"), None)
+}
+
+/// Who owns an MCP task in the store's task table (where a REST task names its
+/// session): another caller's lookup names another owner and finds nothing.
+pub(crate) fn owner(caller: &str) -> String {
+    airlock_gateway::mcp_task_owner(caller)
+}
+
+/// A task another replica runs (or ran), as the store has it, in the shape
+/// `tasks/get` answers.
+pub(crate) fn stored(record: &airlock_gateway::TaskRecord) -> DetailedTask {
+    let at = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .unwrap_or_default()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    let created = at(record.created_ms);
+    let updated = at(record.ended_ms.unwrap_or(record.created_ms));
+    let base = Task::new(
+        &record.id,
+        rmcp::model::TaskStatus::Working,
+        created,
+        updated,
+    )
+    .with_ttl_ms(TASK_TTL_MS)
+    .with_poll_interval_ms(POLL_MS);
+    let view = record
+        .result
+        .as_deref()
+        .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok());
+    let Some(view) = view else {
+        let base = base.with_status_message(format!(
+            "step {}/{} (running on replica {})",
+            record.steps, record.max_steps, record.replica
+        ));
+        return DetailedTask::new(base, TaskPayload::Working);
+    };
+    let status = view["status"].as_str().unwrap_or("error");
+    if status == "cancelled" {
+        return DetailedTask::new(base, TaskPayload::Cancelled);
+    }
+    // The call's result as the running replica would have inlined it, less its image.
+    let mut done = if status == "error" {
+        CallToolResult::error(vec![ContentBlock::text(view.to_string())])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(view.to_string())])
+    };
+    done.structured_content = Some(view);
+    let result = match serde_json::to_value(&done) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    DetailedTask::new(base, TaskPayload::Completed { result })
 }
 
 impl AirlockMcp {
@@ -124,7 +199,22 @@ impl AirlockMcp {
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks())
         {
-            let task = self.spawn_task(runner.clone(), agent, one_off, spec);
+            let principal = agent.principal().clone();
+            let max_steps = spec.max_steps;
+            let (shared, sharing) = tokio::sync::oneshot::channel();
+            let task = self.spawn_task(runner.clone(), agent, one_off, spec, sharing);
+            // On the store before the client hears the id, so any replica it polls
+            // knows the task; the task starts once it is there (its end then always
+            // has a row to land on).
+            self.gateway
+                .share_task(
+                    &principal.tenant,
+                    &owner(&principal.caller()),
+                    &task.task_id,
+                    max_steps,
+                )
+                .await;
+            let _ = shared.send(());
             return Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
                 task,
             )));
@@ -169,24 +259,46 @@ impl AirlockMcp {
         agent: Arc<AgentSession>,
         one_off: bool,
         spec: airlock_task::TaskSpec,
+        shared: tokio::sync::oneshot::Receiver<()>,
     ) -> rmcp::model::Task {
         let caller = agent.principal().caller();
+        let gateway = self.gateway.clone();
         self.task_store.spawn(&caller, "starting", move |cx| {
             Box::pin(async move {
+                let _ = shared.await;
+                let id = cx.task_id().to_owned();
                 let cancel = tokio_util::sync::CancellationToken::new();
                 let (sender, mut steps) =
                     tokio::sync::mpsc::unbounded_channel::<airlock_task::Progress>();
+                let taken = Arc::new(std::sync::atomic::AtomicU32::new(0));
                 let telling = {
-                    let cx = cx.clone();
+                    let (cx, gateway, id, taken) =
+                        (cx.clone(), gateway.clone(), id.clone(), taken.clone());
                     tokio::spawn(async move {
                         while let Some(step) = steps.recv().await {
                             cx.set_status_message(format!(
                                 "step {}/{}: {}",
                                 step.step, step.max_steps, step.message
                             ));
+                            taken.store(step.step, std::sync::atomic::Ordering::Release);
+                            gateway.share_task_progress(&id, step.step).await;
                         }
                     })
                 };
+                // A cancel asked for through another replica.
+                let watching = gateway.shares_tasks().then(|| {
+                    let (gateway, id, cancel) = (gateway.clone(), id.clone(), cancel.clone());
+                    tokio::spawn(async move {
+                        let mut tick = tokio::time::interval(STORE_POLL);
+                        loop {
+                            tick.tick().await;
+                            if gateway.task_cancel_asked(&id).await {
+                                cancel.cancel();
+                                return;
+                            }
+                        }
+                    })
+                });
                 let watch = airlock_task::Watch {
                     cancel: cancel.clone(),
                     progress: Some(sender),
@@ -204,6 +316,13 @@ impl AirlockMcp {
                     agent.close().await;
                 }
                 telling.abort();
+                if let Some(watching) = watching {
+                    watching.abort();
+                }
+                let steps = taken
+                    .load(std::sync::atomic::Ordering::Acquire)
+                    .max(outcome.steps);
+                gateway.share_task_end(&id, steps, &outcome.to_json()).await;
                 if outcome.status == airlock_task::TaskStatus::Cancelled {
                     return Err(rmcp::task_manager::TaskExit::Cancelled);
                 }

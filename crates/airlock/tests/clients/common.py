@@ -57,6 +57,33 @@ async def call(url, token, mode, tool, args):
 
 DELETE = {"role": "button", "name": "Delete account"}
 
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+def tasks_meta(tasks):
+    """The stateless era's request `_meta`, declaring the Tasks extension or not."""
+    caps = {"extensions": {TASKS: {}}} if tasks else {}
+    return {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps}
+
+
+async def rpc(http, url, token, method, params, tasks=True, name=None):
+    """One raw JSON-RPC request of the stateless era (Streamable HTTP), its answer."""
+    import json
+
+    params = dict(params, _meta=tasks_meta(tasks))
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = name
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    r = await http.post(url, headers=headers, content=body)
+    for line in r.text.splitlines():
+        if line.startswith("data: ") and '"jsonrpc"' in line:
+            return json.loads(line[6:])
+    return json.loads(r.text)
+
 
 async def approve_pending(mcp_url, admin_key, wait=20.0):
     """Approves the one pending approval over REST once it shows up (the person at

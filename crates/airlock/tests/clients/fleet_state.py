@@ -11,6 +11,9 @@ Run by crates/airlock/tests/it/fleet_state.rs, in phases:
   fleet_state.py fence  ROOTS(comma) BASE KEY       a leased session's nonce on each
   fleet_state.py tasks  A_ROOT B_ROOT C_ROOT MODEL_PAGE KEY ADMIN_KEY
                                                     a REST task read, waited on, cancelled elsewhere
+  fleet_state.py mcp-tasks A_ROOT B_ROOT C_ROOT MODEL_PAGE KEY OTHER_KEY ADMIN_KEY
+                                                    an MCP task (Tasks extension) made on A,
+                                                    polled, cancelled and finished elsewhere
   fleet_state.py dead-wait A_ROOT B_ROOT BASE MODEL_PAGE KEY ADMIN_KEY A_PID
   fleet_state.py fleet  ROOTS(comma) D_ROOT KEY     every replica lists every session;
                                                     D's own-worker session is elsewhere
@@ -26,7 +29,7 @@ import time
 
 import httpx2
 
-from common import call, check, done, text_of
+from common import call, check, done, rpc, text_of
 
 ACCOUNT = "ACCT-4417-2290-8812"
 
@@ -137,6 +140,76 @@ async def tasks(a, b, c, page, key, admin_key):
             await api.aclose()
 
 
+async def mcp_tasks(a, b, c, page, key, other_key, admin_key):
+    # `browser_run_task` as an MCP task, made through A (stateless era, one-off
+    # browser): B and C answer tasks/get and tasks/cancel for it; another key of the
+    # same tenant gets what an unknown id gets.
+    args = {"instruction": 'click "Delete account", then say what the page shows', "start_url": page}
+    admin = httpx2.AsyncClient(base_url=c, headers={"Authorization": f"Bearer {admin_key}"}, timeout=30.0)
+    http = httpx2.AsyncClient(timeout=60.0)
+
+    async def on(root, method, params, token=key, name=None):
+        return await rpc(http, f"{root}/mcp", token, method, params, name=name)
+
+    async def pending():
+        for _ in range(300):
+            found = (await admin.get("/api/v1/approvals", params={"status": "pending"})).json()["approvals"]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.1)
+        return None
+
+    async def settled(root, task_id):
+        for _ in range(600):
+            now = (await on(root, "tasks/get", {"taskId": task_id}, name=task_id)).get("result", {})
+            if now.get("status") not in (None, "working", "input_required"):
+                return now
+            await asyncio.sleep(0.1)
+        return {}
+
+    try:
+        made = await on(a, "tools/call", {"name": "browser_run_task", "arguments": args}, name="browser_run_task")
+        task_id = made.get("result", {}).get("taskId")
+        check("A answers the call with a task", bool(task_id) and made["result"].get("resultType") == "task", made)
+        held = await pending()
+        check("its click waits for a person", held is not None)
+        now = (await on(b, "tasks/get", {"taskId": task_id}, name=task_id)).get("result", {})
+        check("B reads A's task: working, on A", now.get("status") == "working"
+              and "replica" in (now.get("statusMessage") or ""), now)
+        theirs = await on(b, "tasks/get", {"taskId": task_id}, token=other_key, name=task_id)
+        none = await on(b, "tasks/get", {"taskId": "no-such-task"}, token=other_key, name="no-such-task")
+        check("another key's tasks/get through B is an unknown task",
+              theirs.get("error", {}).get("code") == -32602
+              and theirs["error"]["message"].replace(task_id, "ID") == none.get("error", {}).get("message", "").replace("no-such-task", "ID"),
+              (theirs, none))
+        stopped = await on(b, "tasks/cancel", {"taskId": task_id}, token=other_key, name=task_id)
+        check("another key cannot cancel it", stopped.get("error", {}).get("code") == -32602, stopped)
+        ack = await on(b, "tasks/cancel", {"taskId": task_id}, name=task_id)
+        check("cancelled through B", ack.get("result", {}).get("resultType") == "complete", ack)
+        final = await settled(c, task_id)
+        check("C sees it settle cancelled", final.get("status") == "cancelled", final)
+        left = (await admin.get("/api/v1/approvals", params={"status": "pending"})).json()["approvals"]
+        check("its held step no longer waits", left == [], left)
+
+        made = await on(a, "tools/call", {"name": "browser_run_task", "arguments": args}, name="browser_run_task")
+        task_id = made.get("result", {}).get("taskId")
+        held = await pending()
+        check("a second task's click waits", held is not None)
+        if held:
+            r = await admin.post(f"/api/v1/approvals/{held['id']}/approve")
+            check("approved at the console", r.status_code == 200, r.text)
+        final = await settled(c, task_id)
+        answer = ((final.get("result") or {}).get("structuredContent") or {}).get("answer")
+        check("C gives its result inlined: completed", final.get("status") == "completed"
+              and answer == "Account deleted", final)
+        here = await settled(a, task_id)
+        check("as A, which ran it, does", here.get("status") == "completed"
+              and here["result"]["structuredContent"]["answer"] == answer, here)
+    finally:
+        await http.aclose()
+        await admin.aclose()
+
+
 async def dead_wait(a, b, base, page, key, admin_key, a_pid):
     # A click the default rules hold waits on A; A is killed while it waits. Nothing
     # will run the click, so the approval closes as expired on every replica, and
@@ -242,6 +315,8 @@ async def main():
         await budget(roots, sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
     elif phase == "tasks":
         await tasks(*sys.argv[2:8])
+    elif phase == "mcp-tasks":
+        await mcp_tasks(*sys.argv[2:9])
     elif phase == "dead-wait":
         a, b, base, page, key, admin_key, pid = sys.argv[2:9]
         await dead_wait(a, b, base, page, key, admin_key, int(pid))

@@ -18,35 +18,10 @@ Prints one line per check.
 """
 
 import asyncio
-import json
 import sys
 
 import httpx2
-from common import check, done
-
-TASKS = "io.modelcontextprotocol/tasks"
-
-
-def meta(tasks):
-    caps = {"extensions": {TASKS: {}}} if tasks else {}
-    return {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": caps}
-
-
-async def rpc(http, url, token, method, params, tasks=True, name=None):
-    params = dict(params, _meta=meta(tasks))
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-               "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
-    if name is not None:
-        headers["Mcp-Name"] = name
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    r = await http.post(url, headers=headers, content=body)
-    text = r.text
-    for line in text.splitlines():
-        if line.startswith("data: ") and '"jsonrpc"' in line:
-            return json.loads(line[6:])
-    return json.loads(text)
+from common import TASKS, check, done, rpc
 
 
 async def pending(admin):

@@ -10,7 +10,8 @@
 //! Every replica lists every session; one only its replica can serve (on that
 //! replica's own worker) is answered `session_elsewhere` naming it. A REST task
 //! started on one replica is read, waited on and cancelled on the others, and one
-//! whose replica is killed is reported ended in error, on any replica.
+//! whose replica is killed is reported ended in error, on any replica; an MCP task
+//! made through one replica is polled, cancelled and read finished through others.
 //! (`clients/fleet_state.py` drives the MCP parts, one client per call.)
 
 use std::time::Duration;
@@ -80,6 +81,20 @@ async fn a_sessions_reads_budget_fence_waits_and_listing_are_the_fleets() {
     // A REST task started on A is read, waited on and cancelled on B and C.
     let approver = fleet.key("admin").await;
     client(&["tasks", &a_root, &b_root, &c_root, &page, &key, &approver]).await;
+    // So is an MCP task (the Tasks extension): polled and cancelled through B,
+    // finished and read through C; another key of the tenant cannot see it.
+    let other_key = fleet.key("act").await;
+    let mcp_tasks = [
+        "mcp-tasks",
+        &a_root,
+        &b_root,
+        &c_root,
+        &page,
+        &key,
+        &other_key,
+        &approver,
+    ];
+    client(&mcp_tasks).await;
     // A fourth replica on a local worker of its own: every replica lists its
     // session, and the others say which replica serves it, never `session_expired`.
     let local = fleet.config_as("local.toml", &[], &rest);
