@@ -269,6 +269,21 @@ class AirlockPostgres(Airlock):
         return params
 
 
+class AirlockBefore(Airlock):
+    """Airlock as an earlier build (`--airlock-before PATH`), run the same way in
+    the same run: beside `airlock` it shows what a change costs (e.g. the session
+    plan, built from the tenant's policy at each open and read by every stage)."""
+
+    name = "airlock-before"
+
+    def params(self):
+        params = super().params()
+        if AIRLOCK_BEFORE[0] is None:
+            raise SystemExit("airlock-before needs --airlock-before PATH (an earlier build)")
+        params.command = str(AIRLOCK_BEFORE[0])
+        return params
+
+
 class PlaywrightMcp(System):
     name = "playwright-mcp"
 
@@ -333,11 +348,13 @@ class AgentBrowser(System):
 
 
 SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, AirlockNoEffects, AirlockRemote, AirlockPostgres,
-                                PlaywrightMcp, AgentBrowser)}
+                                AirlockBefore, PlaywrightMcp, AgentBrowser)}
 # Systems with a Streamable HTTP server (agent-browser's MCP server is stdio only).
 HTTP_SYSTEMS = ("airlock", "playwright-mcp")
 # The Airlock binary under test (release for `make bench`, debug for the CI smoke run).
 AIRLOCK_BINARY = [ROOT / "target/release/airlock"]
+# An earlier build to compare with (the `airlock-before` system), if given.
+AIRLOCK_BEFORE = [None]
 # `[sessions] warm` for Airlock (None: its default).
 AIRLOCK_WARM = [None]
 
@@ -702,6 +719,7 @@ async def main():
                                               "playwright-mcp,agent-browser")
     parser.add_argument("--out", default=str(BENCH / "results/latest.json"))
     parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")
+    parser.add_argument("--airlock-before", help="an earlier airlock binary (the airlock-before system)")
     parser.add_argument("--concurrency", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure 10 concurrent sessions over Streamable HTTP")
     parser.add_argument("--airlock-warm", type=int, help="Airlock's [sessions] warm (default: its own)")
@@ -712,6 +730,8 @@ async def main():
     args = parser.parse_args()
     AIRLOCK_BINARY[0] = pathlib.Path(args.airlock).resolve()
     AIRLOCK_WARM[0] = args.airlock_warm
+    if args.airlock_before:
+        AIRLOCK_BEFORE[0] = pathlib.Path(args.airlock_before).resolve()
     ports, servers = serve_site()
     results = {}
     for name in args.systems.split(","):
