@@ -278,23 +278,21 @@ impl Gateway {
             .as_deref()
             .and_then(airlock_config::RecordMode::parse)
             .unwrap_or(self.config.recording);
-        let held = Arc::new(Held {
+        let held = Arc::new(Held::new(crate::sessions::Opening {
             session,
+            plan,
             policy,
+            sets,
             loaded,
             recorder: Arc::new(crate::recording::Recorder::new(record)),
-            warm: false,
-            opened_in: std::sync::OnceLock::new(),
-            reads: crate::reads::Reads::new(&plan.flow, sets),
-            covers: Default::default(),
             // A row from before fences were kept: a nonce of this replica's own.
             fence: row
                 .fence
                 .as_deref()
                 .and_then(crate::content::PageFence::with_nonce)
                 .unwrap_or_default(),
-            plan,
-        });
+            warm: false,
+        }));
         // What the session read and the actions it ran are the fleet's: this replica
         // catches up on them, never starts them afresh.
         if let Some(store) = self.shared_store() {

@@ -36,7 +36,7 @@ use crate::config::GatewayConfig;
 use crate::content::PageFence;
 use crate::credentials::{Loaded, Outcome};
 use crate::error::{Error, Result};
-use crate::reads::{Reads, Sets};
+use crate::reads::Sets;
 use crate::sessions::{
     ConversationKey, End, Held, InUse, Journal, Lease, LeaseInfo, LeaseTerms, Principal, Refusal,
     SessionId, Sessions,
@@ -343,18 +343,16 @@ impl Gateway {
             warm.arm(&policy).await?;
             warm.session.allow_sockets(&loaded.sockets()).await?;
             self.warm.refill(&self.host, Some(&self.activity));
-            let held = Held {
+            let held = Held::new(crate::sessions::Opening {
                 session: warm.session,
+                plan,
                 policy,
+                sets,
                 loaded,
                 recorder,
-                warm: true,
-                opened_in: std::sync::OnceLock::new(),
-                reads: Reads::new(&plan.flow, sets),
-                covers: Default::default(),
                 fence: PageFence::new(),
-                plan,
-            };
+                warm: true,
+            });
             return Ok((Arc::new(held), refused));
         }
         let session = self
@@ -368,18 +366,16 @@ impl Gateway {
             })
             .await?;
         Ok((
-            Arc::new(Held {
+            Arc::new(Held::new(crate::sessions::Opening {
                 session,
+                plan,
                 policy,
+                sets,
                 loaded,
                 recorder,
-                warm: false,
-                opened_in: std::sync::OnceLock::new(),
-                reads: Reads::new(&plan.flow, sets),
-                covers: Default::default(),
                 fence: PageFence::new(),
-                plan,
-            }),
+                warm: false,
+            })),
             refused,
         ))
     }

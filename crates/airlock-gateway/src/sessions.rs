@@ -78,6 +78,52 @@ pub(crate) struct Held {
     pub(crate) plan: Arc<crate::plan::Plan>,
 }
 
+/// What a session is made of when the pipeline takes it up: its browser, its plan,
+/// the lease's own narrowing of it and what it loaded. Fresh, warm and adopted
+/// sessions alike become a [`Held`] through [`Held::new`].
+pub(crate) struct Opening {
+    pub(crate) session: BrowserSession,
+    /// What its calls are judged by.
+    pub(crate) plan: Arc<crate::plan::Plan>,
+    /// The plan's egress narrowed by the lease's own allowlist, if it gave one.
+    pub(crate) policy: Arc<Policy>,
+    /// The origin sets: the operator's, the tenant's, the lease's.
+    pub(crate) sets: crate::reads::Sets,
+    pub(crate) loaded: Loaded,
+    pub(crate) recorder: Arc<crate::recording::Recorder>,
+    pub(crate) fence: crate::content::PageFence,
+    /// Handed out from the warm pool.
+    pub(crate) warm: bool,
+}
+
+impl Held {
+    /// The one way a session becomes what the stages hold.
+    pub(crate) fn new(opening: Opening) -> Held {
+        let Opening {
+            session,
+            plan,
+            policy,
+            sets,
+            loaded,
+            recorder,
+            fence,
+            warm,
+        } = opening;
+        Held {
+            session,
+            policy,
+            loaded,
+            recorder,
+            warm,
+            opened_in: std::sync::OnceLock::new(),
+            reads: crate::reads::Reads::new(&plan.flow, sets),
+            covers: Default::default(),
+            fence,
+            plan,
+        }
+    }
+}
+
 impl AsRef<BrowserSession> for Held {
     fn as_ref(&self) -> &BrowserSession {
         &self.session

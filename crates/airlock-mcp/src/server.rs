@@ -267,13 +267,6 @@ impl AirlockMcp {
         })
     }
 
-    // The calling tenant (as `caller`).
-    fn tenant(&self, ext: &Extensions) -> Result<String, rmcp::ErrorData> {
-        self.principal(ext).map(|p| p.tenant).map_err(|_| {
-            rmcp::ErrorData::internal_error("this request was not authenticated", None)
-        })
-    }
-
     /// The tasks this server keeps.
     #[cfg(feature = "conformance-fixtures")]
     pub(crate) fn task_store(&self) -> &crate::tasks::Tasks {
@@ -285,7 +278,7 @@ impl AirlockMcp {
     // The refusal is the tool's whole result, made at most once per request: its
     // size costs nothing worth a box.
     #[allow(clippy::result_large_err)]
-    fn principal(&self, ext: &Extensions) -> Result<Principal, ToolOutput> {
+    pub(crate) fn principal(&self, ext: &Extensions) -> Result<Principal, ToolOutput> {
         match ext.get::<http::request::Parts>() {
             None => Ok(self.gateway.principal(None)),
             Some(parts) => parts.extensions.get::<Principal>().cloned().ok_or_else(|| {
@@ -869,25 +862,8 @@ impl ServerHandler for AirlockMcp {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, rmcp::ErrorData> {
-        let caller = self.caller(&context.extensions)?;
-        let id = &request.task_id;
-        if self.task_store.here(&caller, id) || !self.gateway.shares_tasks() {
-            let task = self.task_store.get(&caller, id)?;
-            return Ok(rmcp::model::GetTaskResult::new(task));
-        }
-        // Another replica's, if the store knows it as this caller's.
-        let tenant = self.tenant(&context.extensions)?;
-        match self
-            .gateway
-            .shared_task(&tenant, &crate::tasks::owner(&caller), id)
-            .await
-        {
-            Ok(Some(record)) => Ok(rmcp::model::GetTaskResult::new(crate::tasks::stored(
-                &record,
-            ))),
-            Ok(None) => Err(crate::tasks::unknown(id)),
-            Err(e) => Err(unanswered(&e)),
-        }
+        let task = self.task_get(&context.extensions, &request.task_id).await?;
+        Ok(rmcp::model::GetTaskResult::new(task))
     }
 
     async fn update_task(
@@ -905,22 +881,8 @@ impl ServerHandler for AirlockMcp {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), rmcp::ErrorData> {
-        let caller = self.caller(&context.extensions)?;
-        let id = &request.task_id;
-        if self.task_store.here(&caller, id) || !self.gateway.shares_tasks() {
-            return self.task_store.cancel(&caller, id);
-        }
-        // Another replica's: the flag its runner watches.
-        let tenant = self.tenant(&context.extensions)?;
-        match self
-            .gateway
-            .cancel_shared_task(&tenant, &crate::tasks::owner(&caller), id)
+        self.task_cancel(&context.extensions, &request.task_id)
             .await
-        {
-            Ok(Some(_)) => Ok(()),
-            Ok(None) => Err(crate::tasks::unknown(id)),
-            Err(e) => Err(unanswered(&e)),
-        }
     }
 
     // Airlock offers tools only: the other lists are unimplemented rather than empty,
@@ -1012,10 +974,4 @@ impl AirlockMcp {
             other => other,
         }
     }
-}
-
-// A store that cannot say where a task stands: an internal error that says so (the
-// task may be alive; retrying is right).
-fn unanswered(e: &airlock_gateway::Error) -> rmcp::ErrorData {
-    rmcp::ErrorData::internal_error(e.to_string(), None)
 }

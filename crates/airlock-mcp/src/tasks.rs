@@ -167,6 +167,54 @@ pub(crate) fn stored(record: &airlock_gateway::TaskRecord) -> DetailedTask {
 }
 
 impl AirlockMcp {
+    /// `tasks/get`: the caller's task here, or (on a shared store) another
+    /// replica's as the store has it.
+    pub(crate) async fn task_get(
+        &self,
+        ext: &rmcp::model::Extensions,
+        id: &str,
+    ) -> Result<DetailedTask, ErrorData> {
+        let caller = self.caller(ext)?;
+        if self.task_store.here(&caller, id) || !self.gateway.shares_tasks() {
+            return self.task_store.get(&caller, id);
+        }
+        let tenant = self.tenant(ext)?;
+        match self.gateway.shared_task(&tenant, &owner(&caller), id).await {
+            Ok(Some(record)) => Ok(stored(&record)),
+            Ok(None) => Err(unknown(id)),
+            Err(e) => Err(unanswered(&e)),
+        }
+    }
+
+    // The calling tenant (as `caller` names the caller).
+    fn tenant(&self, ext: &rmcp::model::Extensions) -> Result<String, ErrorData> {
+        self.principal(ext)
+            .map(|p| p.tenant)
+            .map_err(|_| ErrorData::internal_error("this request was not authenticated", None))
+    }
+
+    /// `tasks/cancel`: here, or through the flag another replica's runner watches.
+    pub(crate) async fn task_cancel(
+        &self,
+        ext: &rmcp::model::Extensions,
+        id: &str,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller(ext)?;
+        if self.task_store.here(&caller, id) || !self.gateway.shares_tasks() {
+            return self.task_store.cancel(&caller, id);
+        }
+        let tenant = self.tenant(ext)?;
+        match self
+            .gateway
+            .cancel_shared_task(&tenant, &owner(&caller), id)
+            .await
+        {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(unknown(id)),
+            Err(e) => Err(unanswered(&e)),
+        }
+    }
+
     // `browser_run_task`: the task runs in this MCP session's browser session (a
     // stateless request's one-off session, closed after), each step an ordinary call;
     // the client's cancellation stops it, and a progress token gets one notification
@@ -350,6 +398,12 @@ pub(crate) fn task_result(outcome: &airlock_task::TaskResult) -> CallToolResult 
     };
     done.structured_content = Some(value);
     done
+}
+
+// A store that cannot say where a task stands: an internal error that says so (the
+// task may be alive; retrying is right).
+fn unanswered(e: &airlock_gateway::Error) -> ErrorData {
+    ErrorData::internal_error(e.to_string(), None)
 }
 
 #[cfg(test)]
