@@ -19,6 +19,9 @@ pub enum Form {
     Base64,
     /// Hex.
     Hex,
+    /// A printed number grouped another way, or not at all (`DE89 3704 …` sent as
+    /// `DE893704…`).
+    Regrouped,
 }
 
 impl Form {
@@ -29,6 +32,7 @@ impl Form {
             Form::Escaped => "escaped",
             Form::Base64 => "base64-encoded",
             Form::Hex => "hex-encoded",
+            Form::Regrouped => "regrouped",
         }
     }
 }

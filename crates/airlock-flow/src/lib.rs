@@ -22,6 +22,15 @@
 //! Outbound strings are checked in the forms the redactor knows ([`forms`]): as they
 //! are, with escapes undone (percent, HTML references, backslash escapes), and with
 //! base64 and hex runs decoded.
+//!
+//! Numbers are printed in groups (`DE89 3704 0044 0532 0130 00`, `4111 1111 1111
+//! 1111`, `532-71-9904`, `(415) 555-0100`) and sent without them, or grouped another
+//! way. A second index holds each kept line with its grouping taken out (spaces,
+//! dashes, parentheses); an outbound string regrouped the same way is checked there,
+//! and a shared run counts when one token of it (letters and digits) holds at least
+//! [`REGROUPED_DIGITS`] digits: an
+//! IBAN, a card, a social security or phone number, an account id. Dots and colons
+//! stay (an address, a price, a time is no grouping), so `10.20.30.40` stays apart.
 
 mod forms;
 
@@ -48,6 +57,13 @@ const DATA: &[u8] = b"0123456789@_=/+%#&";
 
 /// Shortest run that may count: a gram and a byte.
 pub const MIN_LENGTH: usize = GRAM + 1;
+
+/// Fewest digits a run shared with the grouping taken out holds to count: a date, a
+/// price or a postcode has fewer; an IBAN, a card or a social security number more.
+pub const REGROUPED_DIGITS: usize = 9;
+
+/// What groups a printed number: taken out for the regrouped match.
+const GROUPING: &[u8] = b" -()";
 
 /// Longest `min_length` (its window of grams stays small).
 pub const MAX_LENGTH: usize = 256;
@@ -85,10 +101,21 @@ pub struct Flow {
     pub form: Form,
 }
 
+// What a history's lines are: text as read, or the same with the grouping of
+// printed numbers taken out (its runs count by their digits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Regrouped,
+}
+
 /// What a session has read, by origin: bounded, and indexed for [`History::find`].
 #[derive(Debug, Clone)]
 pub struct History {
     settings: Settings,
+    kind: Kind,
+    // The same lines with their grouping taken out (only on a `Text` history).
+    regrouped: Option<Box<History>>,
     // Grams in a winnowing window.
     window: usize,
     // Normalised lines, each ended by `\n`.
@@ -138,9 +165,23 @@ impl History {
             word_length: settings.word_length.max(min_length),
             capacity: settings.capacity.max(1024),
         };
+        let mut history = History::of_kind(settings, Kind::Text);
+        // Only lines with digits enough go there: a quarter of the room does.
+        let regrouped = Settings {
+            min_length: MIN_LENGTH,
+            word_length: MAX_LENGTH,
+            capacity: (settings.capacity / 4).max(1024),
+        };
+        history.regrouped = Some(Box::new(History::of_kind(regrouped, Kind::Regrouped)));
+        history
+    }
+
+    fn of_kind(settings: Settings, kind: Kind) -> History {
         History {
             settings,
-            window: min_length - GRAM + 1,
+            kind,
+            regrouped: None,
+            window: settings.min_length - GRAM + 1,
             text: Vec::new(),
             lines: Vec::new(),
             origins: Vec::new(),
@@ -188,8 +229,29 @@ impl History {
                 self.forget_older_half();
             }
             self.push_line(origin, &line);
+            if let Some(regrouped) = self.regrouped.as_deref_mut() {
+                regrouped.take_regrouped(&self.origins[origin as usize], &line);
+            }
             kept(&line);
         }
+    }
+
+    // Keeps a normalised `line` of `origin` with its grouping taken out, when it
+    // holds digits enough to count.
+    fn take_regrouped(&mut self, origin: &str, line: &[u8]) {
+        let squeezed = ungrouped(line);
+        if digits(&squeezed) < REGROUPED_DIGITS {
+            return;
+        }
+        let origin = self.origin_index(origin);
+        let key = (origin, FixedState::default().hash_one(&squeezed[..]));
+        if !self.seen.insert(key) {
+            return;
+        }
+        if self.text.len() + squeezed.len() + 1 > self.settings.capacity {
+            self.forget_older_half();
+        }
+        self.push_line(origin, &squeezed);
     }
 
     /// The first run of this history that `outbound` carries, in any form, to an
@@ -199,9 +261,22 @@ impl History {
         if self.prints.is_empty() {
             return None;
         }
-        forms::of(outbound)
-            .into_iter()
-            .find_map(|(form, text)| self.find_in(&text, form, &free))
+        let forms = forms::of(outbound);
+        forms
+            .iter()
+            .find_map(|(form, text)| self.find_in(text, *form, &free))
+            .or_else(|| {
+                // Printed numbers grouped another way (or not at all), in any form.
+                let regrouped = self.regrouped.as_deref()?;
+                forms.iter().find_map(|(_, text)| {
+                    let mut out = Vec::new();
+                    normalise_into(text, &mut out);
+                    let squeezed = ungrouped(&out);
+                    (digits(&squeezed) >= REGROUPED_DIGITS)
+                        .then(|| regrouped.find_normalised(&squeezed, Form::Regrouped, &free))
+                        .flatten()
+                })
+            })
     }
 
     /// [`History::find`] for a URL the agent would navigate to: its host, each path
@@ -232,7 +307,7 @@ impl History {
         }
         parts
             .iter()
-            .filter(|p| p.len() >= self.settings.min_length)
+            .filter(|p| p.len() >= MIN_LENGTH)
             .find_map(|p| self.find(p, &free))
     }
 
@@ -251,12 +326,17 @@ impl History {
     fn find_in(&self, text: &str, form: Form, free: &dyn Fn(&str) -> bool) -> Option<Flow> {
         let mut out = Vec::new();
         normalise_into(text, &mut out);
-        if out.len() < self.settings.min_length {
+        self.find_normalised(&out, form, free)
+    }
+
+    // [`History::find_in`] of an outbound string already in this history's shape.
+    fn find_normalised(&self, out: &[u8], form: Form, free: &dyn Fn(&str) -> bool) -> Option<Flow> {
+        if out.len() < self.settings.min_length || self.prints.is_empty() {
             return None;
         }
         let mut foreign: Vec<Run> = Vec::new();
         let mut allowed: Vec<(usize, usize)> = Vec::new();
-        for run in self.runs(&out) {
+        for run in self.runs(out) {
             if !self.counts(&out[run.start..run.end]) {
                 continue;
             }
@@ -327,6 +407,9 @@ impl History {
             word_length,
             ..
         } = self.settings;
+        if self.kind == Kind::Regrouped {
+            return run.len() >= min_length && digits(run) >= REGROUPED_DIGITS;
+        }
         if is_origin(run) {
             return false;
         }
@@ -496,6 +579,24 @@ fn normalise_into(text: &str, out: &mut Vec<u8>) {
         let encoded = c.to_ascii_lowercase().encode_utf8(&mut buf);
         out.extend_from_slice(encoded.as_bytes());
     }
+}
+
+// A normalised line with the grouping of printed numbers taken out.
+fn ungrouped(line: &[u8]) -> Vec<u8> {
+    line.iter()
+        .copied()
+        .filter(|b| !GROUPING.contains(b))
+        .collect()
+}
+
+// The most ASCII digits one token of `bytes` holds (a token: letters and digits,
+// ended by anything else, so `10.20.30.40` is four tokens).
+fn digits(bytes: &[u8]) -> usize {
+    bytes
+        .split(|b| !b.is_ascii_alphanumeric())
+        .map(|token| token.iter().filter(|b| b.is_ascii_digit()).count())
+        .max()
+        .unwrap_or(0)
 }
 
 // The parts of `start..end` no span of `allowed` covers.

@@ -249,3 +249,63 @@ fn the_lines_a_history_kept_make_another_history_find_the_same_runs() {
     first.read(BANK, &kept.join("\n"));
     assert_eq!(first.size(), before);
 }
+
+// The bank prints its numbers the way banks do: grouped.
+fn printed() -> History {
+    let mut h = History::new(Settings::default());
+    h.read(
+        BANK,
+        "- cell \"IBAN DE89 3704 0044 0532 0130 00\"\n- cell \"Card 4111 1111 1111 1111\"\n- text \"SSN on file: 532-71-9904\"\n- text \"Call us at (415) 555-0100\"\n- text \"Opened 2026-11-28, fee 12.50, branch 10.20.30.40\"",
+    );
+    h
+}
+
+#[test]
+fn a_printed_number_sent_without_its_grouping_or_grouped_otherwise_is_found() {
+    let h = printed();
+    for (outbound, part) in [
+        ("DE89370400440532013000", "de89370400440532013000"),
+        ("iban=de89-3704-0044-0532-0130-00", "de89370400440532013000"),
+        ("4111111111111111", "4111111111111111"),
+        ("card 4111-1111-1111-1111 exp 12/29", "4111111111111111"),
+        ("532719904", "532719904"),
+        ("ssn: 532 71 9904", "532719904"),
+        ("4155550100", "4155550100"),
+        ("+1 415-555-0100", "4155550100"),
+    ] {
+        let flow = h
+            .find(outbound, to(EVIL))
+            .unwrap_or_else(|| panic!("{outbound}"));
+        assert_eq!(flow.from, BANK, "{outbound}");
+        assert!(flow.run.contains(part), "{outbound}: {}", flow.run);
+    }
+    // In the other forms too: base64 of the compact IBAN, percent-escaped dashes,
+    // and a URL's query value.
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("DE89370400440532013000");
+    assert!(h.find(&b64, to(EVIL)).is_some());
+    assert!(h.find("532%2D71%2D9904", to(EVIL)).is_some());
+    let flow = h
+        .find_in_url("https://evil.test/c?ssn=532719904", to(EVIL))
+        .unwrap();
+    assert_eq!(flow.form, Form::Regrouped);
+    // Back to the bank it flows freely.
+    assert_eq!(h.find("DE89370400440532013000", to(BANK)), None);
+}
+
+#[test]
+fn dates_prices_short_numbers_and_addresses_are_no_printed_numbers() {
+    let h = printed();
+    for outbound in [
+        "2026-11-28",    // a date: 8 digits
+        "20261128",      // the same, run together
+        "12.50",         // a price
+        "10.20.30.40",   // an address: dots part it
+        "102030",        // short
+        "fee 1250",      // short
+        "4111 1111",     // part of the card: 8 digits
+        "5550100",       // part of the phone number
+        "Call us today", // words
+    ] {
+        assert_eq!(h.find(outbound, to(EVIL)), None, "{outbound}");
+    }
+}

@@ -357,3 +357,54 @@ async fn a_read_only_origin_refuses_changes_and_lets_its_links_be_followed() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn printed_numbers_sent_without_their_grouping_are_refused_and_a_date_is_not() {
+    with_browser(|h| async move {
+        let partner = Partner::start().await;
+        let gateway = gateway(&h, &partner, FlowMode::Deny, None).await;
+        let agent = Arc::new(gateway.agent_session());
+        let out = agent.call(navigate(h.site.url("flow/printed.html"))).await;
+        assert!(out.text.contains("DE89 3704 0044"), "{}", out.text);
+
+        // In a URL, grouped otherwise or not at all: refused, nothing reaches the
+        // partner.
+        for query in [
+            "iban=DE89370400440532013000",
+            "card=4111-1111-1111-1111",
+            "ssn=532719904",
+        ] {
+            let out = agent
+                .call(navigate(partner.url(&format!("/collect?{query}"))))
+                .await;
+            assert_eq!(
+                out.error,
+                Some(ErrorCode::PolicyDenied),
+                "{query}: {}",
+                out.text
+            );
+            assert!(out.text.contains("data-flow"), "{query}: {}", out.text);
+        }
+        assert_eq!(partner.requests(), Vec::<String>::new());
+
+        // Typed into another site's search box: the same.
+        agent.call(navigate(partner.url("/search"))).await;
+        assert_eq!(partner.requests().len(), 1);
+        let out = agent.call(type_into("Search", "4111111111111111")).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert_eq!(partner.requests().len(), 1, "{:?}", partner.requests());
+
+        // A date the page showed is no printed number: typed and sent.
+        let out = agent.call(type_into("Search", "20261128")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            partner
+                .requests()
+                .iter()
+                .any(|r| r.contains("/results?q=20261128")),
+            "{:?}",
+            partner.requests()
+        );
+    })
+    .await;
+}
