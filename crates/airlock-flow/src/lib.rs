@@ -279,8 +279,9 @@ impl History {
             })
     }
 
-    /// [`History::find`] for a URL the agent would navigate to: its host, each path
-    /// segment, each query key and value and its fragment are checked apart, so the
+    /// [`History::find`] for a URL the agent would navigate to: its host, its
+    /// userinfo, each path segment, each query key and value and its fragment are
+    /// checked apart, so the
     /// URL around a value is never part of a run. A URL the history shows whole is a
     /// link a page offered: following it carries nothing the agent put together.
     pub fn find_in_url(&self, url: &str, free: impl Fn(&str) -> bool) -> Option<Flow> {
@@ -296,6 +297,11 @@ impl History {
         let mut parts: Vec<String> = Vec::new();
         if let Some(host) = parsed.host_str() {
             parts.push(host.to_owned());
+        }
+        // Userinfo reaches the site too (a 401 Basic answer has the browser send it).
+        parts.push(parsed.username().to_owned());
+        if let Some(password) = parsed.password() {
+            parts.push(password.to_owned());
         }
         parts.extend(parsed.path().split('/').map(str::to_owned));
         for (key, value) in parsed.query_pairs() {

