@@ -3,8 +3,10 @@
 //! carries a run of it to another origin.
 //!
 //! [`History`] keeps the session's reads as normalised lines (ASCII lowercased,
-//! whitespace collapsed), each line once per origin, within a byte capacity (the
-//! oldest half goes when it is full). It is indexed by winnowing (Schleimer, Wilkerson
+//! whitespace collapsed), each line once per origin, within a byte capacity. When it
+//! is full, half the room is freed from what matters least: the lines of the origin
+//! holding the most, its prose before its data, oldest first — so reading megabytes
+//! from one site never evicts what another site showed. It is indexed by winnowing (Schleimer, Wilkerson
 //! and Aiken, "Winnowing: local algorithms for document fingerprinting", 2003): of
 //! every window of `min_length - 7` consecutive 8-byte grams, the gram of least rank
 //! is kept. Any run of at least `min_length` bytes shared with the history holds a
@@ -481,13 +483,52 @@ impl History {
         }
     }
 
-    // Drops the older half of the text and indexes the rest anew.
+    // Frees half the room and indexes the rest anew. What goes is what matters
+    // least, not what came first: lines of the origin holding the most (so a flood
+    // from one site evicts that site's own lines, never what another showed), and of
+    // those its prose before its data (a line holding a token that counts as data),
+    // oldest first. An agent made to read megabytes of filler keeps the account
+    // number it read elsewhere.
     fn forget_older_half(&mut self) {
-        let keep_from = self.text.len() / 2;
-        let first = self
-            .lines
-            .partition_point(|l| (l.start as usize) < keep_from);
-        let kept: Vec<(u32, Vec<u8>)> = (first..self.lines.len())
+        let target = self.text.len() / 2;
+        let count = self.lines.len();
+        let mut bytes = vec![0usize; self.origins.len()];
+        let mut prose: Vec<std::collections::VecDeque<usize>> =
+            vec![std::collections::VecDeque::new(); self.origins.len()];
+        let mut data = prose.clone();
+        for i in 0..count {
+            let origin = self.lines[i].origin as usize;
+            let start = self.lines[i].start as usize;
+            let line = &self.text[start..self.line_end(i)];
+            bytes[origin] += line.len() + 1;
+            if self.kind == Kind::Regrouped || holds_data(line) {
+                data[origin].push_back(i);
+            } else {
+                prose[origin].push_back(i);
+            }
+        }
+        let mut total = self.text.len();
+        let mut dropped = vec![false; count];
+        while total > target {
+            let Some(origin) = (0..bytes.len())
+                .filter(|&o| !prose[o].is_empty() || !data[o].is_empty())
+                .max_by_key(|&o| bytes[o])
+            else {
+                break;
+            };
+            let Some(i) = prose[origin]
+                .pop_front()
+                .or_else(|| data[origin].pop_front())
+            else {
+                break;
+            };
+            let size = self.line_end(i) - self.lines[i].start as usize + 1;
+            dropped[i] = true;
+            total -= size;
+            bytes[origin] -= size;
+        }
+        let kept: Vec<(u32, Vec<u8>)> = (0..count)
+            .filter(|&i| !dropped[i])
             .map(|i| {
                 let start = self.lines[i].start as usize;
                 let end = self.line_end(i);
@@ -585,6 +626,14 @@ fn normalise_into(text: &str, out: &mut Vec<u8>) {
         let encoded = c.to_ascii_lowercase().encode_utf8(&mut buf);
         out.extend_from_slice(encoded.as_bytes());
     }
+}
+
+// Whether a normalised line holds data (a token [`History::counts`] would take for
+// data, or a printed number): kept longer than prose.
+fn holds_data(line: &[u8]) -> bool {
+    line.split(|b| *b == b' ')
+        .any(|token| token.len() >= DATA_TOKEN && token.iter().any(|b| DATA.contains(b)))
+        || digits(&ungrouped(line)) >= REGROUPED_DIGITS
 }
 
 // A normalised line with the grouping of printed numbers taken out.

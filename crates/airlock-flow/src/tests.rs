@@ -311,3 +311,55 @@ fn dates_prices_short_numbers_and_addresses_are_no_printed_numbers() {
         assert_eq!(h.find(outbound, to(EVIL)), None, "{outbound}");
     }
 }
+
+#[test]
+fn reading_megabytes_elsewhere_never_flushes_what_another_origin_showed() {
+    // The attack as it was run: the account read, then 36 pages (~1.4 MB) of "the
+    // terms in full" from another site, then the account sent out.
+    let mut h = history();
+    let terms = "https://terms.test";
+    for page in 0..36 {
+        let text: String = (0..400)
+            .map(|i| format!("section {page}.{i}: the parties agree that these terms govern every use of the service as described herein\n"))
+            .collect();
+        h.read(terms, &text);
+    }
+    assert!(
+        h.size().bytes <= Settings::default().capacity,
+        "{:?}",
+        h.size()
+    );
+    let flow = h.find("ACCT-4417-2290-8812", to(EVIL)).unwrap();
+    assert_eq!(flow.from, BANK);
+    // Filler that looks like data, from one site, evicts that site's own lines too.
+    let mut h = History::new(Settings {
+        capacity: 64 * 1024,
+        ..Settings::default()
+    });
+    h.read(
+        BANK,
+        "Checking ACCT-4417-2290-8812 IBAN DE89 3704 0044 0532 0130 00",
+    );
+    for i in 0..20_000 {
+        h.read(EVIL, &format!("ticket TKT-{i:010} opened"));
+    }
+    assert!(h.size().bytes <= 64 * 1024, "{:?}", h.size());
+    assert!(h.find("ACCT-4417-2290-8812", to(EVIL)).is_some());
+    assert!(h.find("DE89370400440532013000", to(EVIL)).is_some());
+    // The flooding site's newest lines are what it keeps.
+    assert!(h.find("TKT-0000019999", to(BANK)).is_some());
+    assert_eq!(h.find("TKT-0000000001", to(BANK)), None);
+    // Within one site, prose goes before data.
+    let mut h = History::new(Settings {
+        capacity: 16 * 1024,
+        ..Settings::default()
+    });
+    h.read(BANK, "your customer id is CUST-00004417");
+    for i in 0..2_000 {
+        h.read(
+            BANK,
+            &format!("paragraph {i} of the general terms and conditions applies"),
+        );
+    }
+    assert!(h.find("CUST-00004417", to(EVIL)).is_some());
+}
