@@ -31,6 +31,23 @@ pub struct RawFlow {
     /// What a state-changing call on a read-only origin gets: `deny` (the default)
     /// or `ask`.
     pub read_only: Option<String>,
+    /// Whose reads a send is checked against: `caller` (the default: every session
+    /// and one-off call of the caller, one per conversation of a leased session),
+    /// `tenant` or `session`.
+    pub scope: Option<String>,
+}
+
+/// Whose reads a send is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlowScope {
+    /// One browser session's own.
+    Session,
+    /// Every session and one-off call of the caller (per conversation of a leased
+    /// session that names one).
+    #[default]
+    Caller,
+    /// Every session of the tenant.
+    Tenant,
 }
 
 /// What the data-flow stage does with a call it matches.
@@ -125,6 +142,8 @@ pub struct Flow {
     pub origins: OriginSets,
     /// What a state-changing call on a read-only origin gets (`Ask` or `Deny`).
     pub read_only: FlowMode,
+    /// Whose reads a send is checked against.
+    pub scope: FlowScope,
 }
 
 impl Default for Flow {
@@ -137,6 +156,7 @@ impl Default for Flow {
             exempt: OriginSet::default(),
             origins: OriginSets::default(),
             read_only: FlowMode::Deny,
+            scope: FlowScope::Caller,
         }
     }
 }
@@ -168,6 +188,18 @@ pub(crate) fn validate(raw: &RawFlow) -> Result<Flow, Error> {
             return Err(invalid(
                 "read_only",
                 format!("`{other}` is not one of ask, deny"),
+            ));
+        }
+    };
+    let scope = match raw.scope.as_deref() {
+        None => defaults.scope,
+        Some("caller") => FlowScope::Caller,
+        Some("tenant") => FlowScope::Tenant,
+        Some("session") => FlowScope::Session,
+        Some(other) => {
+            return Err(invalid(
+                "scope",
+                format!("`{other}` is not one of caller, tenant, session"),
             ));
         }
     };
@@ -210,5 +242,6 @@ pub(crate) fn validate(raw: &RawFlow) -> Result<Flow, Error> {
         exempt,
         origins,
         read_only,
+        scope,
     })
 }

@@ -26,7 +26,7 @@ pub use airlock_policy::{Policy, PolicyConfig};
 pub use airlock_risk::{ApprovalsConfig, Rules};
 pub use env::{EnvSource, ProcessEnv, vars};
 pub use error::{Error, Result};
-pub use flow::{Flow, FlowMode, OriginSets, RawFlow, Standing};
+pub use flow::{Flow, FlowMode, FlowScope, OriginSets, RawFlow, Standing};
 pub use models::{MAX_TASK_STEPS, Model, ModelKey, ModelStyle, RawModel, RawTasks, Tasks};
 pub use raw::*;
 pub use server::{ApiKey, ServerConfig};

@@ -510,3 +510,18 @@ max_steps = 30
         assert!(e.starts_with(key) && e.contains(words), "{bad}: {e}");
     }
 }
+
+#[test]
+fn the_flows_scope_is_the_caller_unless_set_and_a_bad_one_names_its_key() {
+    assert_eq!(load("", &[]).unwrap().flow.scope, crate::FlowScope::Caller);
+    for (word, scope) in [
+        ("session", crate::FlowScope::Session),
+        ("tenant", crate::FlowScope::Tenant),
+        ("caller", crate::FlowScope::Caller),
+    ] {
+        let config = load(&format!("[flow]\nscope = \"{word}\"\n"), &[]).unwrap();
+        assert_eq!(config.flow.scope, scope);
+    }
+    let refused = load("[flow]\nscope = \"browser\"\n", &[]).unwrap_err();
+    assert!(refused.to_string().contains("flow.scope"), "{refused}");
+}

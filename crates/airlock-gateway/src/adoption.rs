@@ -278,8 +278,24 @@ impl Gateway {
             .as_deref()
             .and_then(airlock_config::RecordMode::parse)
             .unwrap_or(self.config.recording);
+        let conversation = match (&row.user_id, &row.conversation) {
+            (Some(user), Some(conversation)) => Some(ConversationKey {
+                user: user.clone(),
+                conversation: conversation.clone(),
+            }),
+            _ => None,
+        };
         let held = Arc::new(Held::new(crate::sessions::Opening {
             session,
+            memory: self.memories.of(
+                crate::memory::scope_of(
+                    plan.flow.scope,
+                    tenant,
+                    row.owner_key.as_deref(),
+                    conversation.as_ref(),
+                ),
+                &plan.flow,
+            ),
             plan,
             policy,
             sets,
@@ -298,13 +314,6 @@ impl Gateway {
         if let Some(store) = self.shared_store() {
             held.reads.share(store, &row.id);
         }
-        let conversation = match (&row.user_id, &row.conversation) {
-            (Some(user), Some(conversation)) => Some(ConversationKey {
-                user: user.clone(),
-                conversation: conversation.clone(),
-            }),
-            _ => None,
-        };
         let terms = LeaseTerms {
             idle_ttl: row.idle_ttl_ms.map_or(self.config.idle_ttl, |ms| {
                 Duration::from_millis(ms.max(0) as u64)

@@ -30,6 +30,7 @@ mod gone;
 mod home_name;
 mod homes;
 mod leasing;
+mod memory;
 mod operator;
 mod plan;
 mod principal;

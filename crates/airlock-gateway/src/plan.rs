@@ -128,6 +128,26 @@ impl Gateway {
         Ok(plan)
     }
 
+    // `base` (a plan's egress), narrowed by a session's own allowlist if it gave one.
+    pub(crate) fn narrowed_policy(
+        &self,
+        base: &Arc<Policy>,
+        allow_hosts: &[String],
+    ) -> Result<Arc<Policy>> {
+        if allow_hosts.is_empty() {
+            return Ok(base.clone());
+        }
+        let (suffixes, exact): (Vec<String>, Vec<String>) = allow_hosts
+            .iter()
+            .map(|h| h.trim().to_owned())
+            .partition(|h| h.starts_with("*."));
+        let suffixes: Vec<String> = suffixes.iter().map(|h| h[2..].to_owned()).collect();
+        let narrowed = base
+            .narrowed(&exact, &suffixes)
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        Ok(Arc::new(narrowed))
+    }
+
     /// Checks `policy` against the operator's config (the ceiling) and stores it as
     /// `tenant`'s next version, on the record (`policy_change`); sessions opened
     /// from now on, on every replica, run under it. Its version and hash.

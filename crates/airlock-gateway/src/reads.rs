@@ -1,6 +1,7 @@
 //! What one browser session read, by origin, and where it may act: the lease keeps
 //! it, the data-flow stage (`session/flow.rs`) feeds it after redaction and checks
-//! each outbound string against it.
+//! each outbound string against it. What was read is its scope's memory
+//! (`memory.rs`), which the caller's other sessions share.
 //!
 //! On a shared store the session's running state is the fleet's, not one replica's:
 //! each replica appends the lines its results kept to the store before the result is
@@ -9,11 +10,8 @@
 //! a send on B are judged as on one replica, and a replica killed after a result
 //! took none of it with it.
 
-use std::sync::atomic::{AtomicI64, Ordering};
-
 use airlock_config::{OriginSets, Standing};
-use airlock_core::sync::lock;
-use airlock_flow::{History, Settings};
+use airlock_flow::History;
 use airlock_policy::origin_of;
 use airlock_store::Store;
 
@@ -62,33 +60,24 @@ impl Sets {
     }
 }
 
-/// What one browser session read, by origin, and where it may act.
+/// What one browser session read, by origin, and where it may act. What it read
+/// is its scope's memory ([`crate::memory`]): shared with the caller's other
+/// sessions and one-off calls unless `[flow] scope = "session"`.
 pub(crate) struct Reads {
     /// Where the session may act and where it may only read.
     pub(crate) sets: Sets,
-    history: std::sync::Mutex<History>,
-    // The store the session's running state is shared through, once it has a row
-    // other replicas can find.
-    shared: std::sync::OnceLock<Shared>,
-}
-
-struct Shared {
-    store: Store,
-    session: String,
-    // The last of the store's reads this history holds (by number).
-    synced: AtomicI64,
+    memory: std::sync::Arc<crate::memory::Memory>,
+    // The store the session's running state is shared through, and its id there,
+    // once it has a row other replicas can find.
+    shared: std::sync::OnceLock<(Store, String)>,
 }
 
 impl Reads {
-    /// Nothing read yet, under `flow`'s settings, with `sets`.
-    pub(crate) fn new(flow: &airlock_config::Flow, sets: Sets) -> Reads {
+    /// What `memory` holds, with `sets`.
+    pub(crate) fn new(memory: std::sync::Arc<crate::memory::Memory>, sets: Sets) -> Reads {
         Reads {
             sets,
-            history: std::sync::Mutex::new(History::new(Settings {
-                min_length: flow.min_length,
-                word_length: flow.word_length,
-                capacity: flow.history_bytes,
-            })),
+            memory,
             shared: std::sync::OnceLock::new(),
         }
     }
@@ -96,91 +85,40 @@ impl Reads {
     /// Shares the session's running state through `store` from now on (`session`:
     /// its id, the row other replicas serve it by).
     pub(crate) fn share(&self, store: &Store, session: &str) {
-        let _ = self.shared.set(Shared {
-            store: store.clone(),
-            session: session.to_owned(),
-            synced: AtomicI64::new(0),
-        });
+        self.memory.share(store, session);
+        let _ = self.shared.set((store.clone(), session.to_owned()));
     }
 
     /// What was read so far, for the data-flow stage to check a string against
     /// (on a shared store, after [`Reads::catch_up`]).
     pub(crate) fn history(&self) -> std::sync::MutexGuard<'_, History> {
-        lock(&self.history)
+        self.memory.history()
     }
 
     /// Keeps `text`, read on the page at `url`. A page with no origin of its own
-    /// (`about:blank`, `data:`) holds nothing any site gave. On a shared store the
-    /// lines kept are written there before this returns; a store that cannot take
-    /// them is logged (this replica still holds them).
+    /// (`about:blank`, `data:`) holds nothing any site gave.
     pub(crate) async fn read(&self, url: &str, text: &str) {
         let Some(origin) = origin_of(url).filter(|o| o != "null") else {
             return;
         };
-        let mut kept = String::new();
-        lock(&self.history).read_kept(&origin, text, |line| {
-            kept.push_str(&String::from_utf8_lossy(line));
-            kept.push('\n');
-        });
-        let Some(shared) = self.shared.get() else {
-            return;
-        };
-        if kept.is_empty() {
-            return;
-        }
-        if let Err(e) = shared
-            .store
-            .append_read(&shared.session, &origin, &kept)
-            .await
-        {
-            tracing::warn!(
-                error = %e,
-                session.id = %shared.session,
-                "could not share what a session read with the other replicas"
-            );
-        }
+        self.memory.read(&origin, text).await;
     }
 
-    /// Takes in what other replicas' results showed since this one last looked. A
-    /// send is not judged on a partial history: a store that cannot answer refuses
-    /// the call (`store_unavailable`).
+    /// Takes in what was read elsewhere since this one last looked.
     pub(crate) async fn catch_up(&self) -> Result<()> {
-        let Some(shared) = self.shared.get() else {
-            return Ok(());
-        };
-        let after = shared.synced.load(Ordering::Acquire);
-        let rows = shared
-            .store
-            .reads_after(&shared.session, after)
-            .await
-            .map_err(|e| {
-                tracing::warn!(error = %e, session.id = %shared.session, "could not read a session's shared reads");
-                Error::StoreUnavailable(
-                    "the store that holds what this session read on other replicas cannot be reached; nothing was sent, retry shortly".to_owned(),
-                )
-            })?;
-        let Some(last) = rows.last().map(|r| r.n) else {
-            return Ok(());
-        };
-        let mut history = lock(&self.history);
-        for row in &rows {
-            // Lines this replica wrote itself are there already: kept once per origin.
-            history.read(&row.origin, &row.lines);
-        }
-        shared.synced.fetch_max(last, Ordering::AcqRel);
-        Ok(())
+        self.memory.catch_up().await
     }
 
     /// Counts one action against `budget` over every replica's: `false` once they
     /// together ran it out. Without a shared store, the lease's own count is all.
     pub(crate) async fn count_action(&self, budget: u64) -> Result<bool> {
-        let Some(shared) = self.shared.get() else {
+        let Some((store, session)) = self.shared.get() else {
             return Ok(true);
         };
-        match shared.store.count_action(&shared.session, budget).await {
+        match store.count_action(session, budget).await {
             Ok(counted) => Ok(counted.is_some()),
             Err(e) => {
-                tracing::warn!(error = %e, session.id = %shared.session, "could not count an action");
+                tracing::warn!(error = %e, session.id = %session, "could not count an action");
                 Err(Error::StoreUnavailable(
                     "the store that counts this session's actions over every replica cannot be reached; nothing was done, retry shortly".to_owned(),
                 ))

@@ -101,6 +101,7 @@ pub struct Gateway {
     // The plan of a session whose tenant has no policy of its own; tenants' plans.
     pub(crate) default_plan: Arc<crate::plan::Plan>,
     pub(crate) plans: crate::plan::Plans,
+    pub(crate) memories: crate::memory::Memories,
 }
 
 impl Gateway {
@@ -133,6 +134,7 @@ impl Gateway {
             policy,
             default_plan,
             plans: Default::default(),
+            memories: Default::default(),
             operators: crate::takeover::Operators::new(
                 sessions.clone(),
                 audit.clone(),
@@ -224,6 +226,7 @@ impl Gateway {
         &self,
         caller: &Principal,
         options: OpenOptions,
+        conversation: Option<&ConversationKey>,
     ) -> Result<(Arc<Held>, Option<String>)> {
         let device = match options.device.as_deref() {
             None => None,
@@ -239,7 +242,7 @@ impl Gateway {
                     .name,
             ),
         };
-        let (held, refused) = self.open_browser_for(caller, options).await?;
+        let (held, refused) = self.open_browser_for(caller, options, conversation).await?;
         let ready = async {
             if let Some(device) = device {
                 held.session.emulate(device).await?;
@@ -281,30 +284,11 @@ impl Gateway {
         }
     }
 
-    // `base` (a plan's egress), narrowed by a session's own allowlist if it gave one.
-    pub(crate) fn narrowed_policy(
-        &self,
-        base: &Arc<Policy>,
-        allow_hosts: &[String],
-    ) -> Result<Arc<Policy>> {
-        if allow_hosts.is_empty() {
-            return Ok(base.clone());
-        }
-        let (suffixes, exact): (Vec<String>, Vec<String>) = allow_hosts
-            .iter()
-            .map(|h| h.trim().to_owned())
-            .partition(|h| h.starts_with("*."));
-        let suffixes: Vec<String> = suffixes.iter().map(|h| h[2..].to_owned()).collect();
-        let narrowed = base
-            .narrowed(&exact, &suffixes)
-            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        Ok(Arc::new(narrowed))
-    }
-
     async fn open_browser_for(
         &self,
         caller: &Principal,
         options: OpenOptions,
+        conversation: Option<&ConversationKey>,
     ) -> Result<(Arc<Held>, Option<String>)> {
         let record = options.record.unwrap_or(self.config.recording);
         if record == airlock_config::RecordMode::Audit && !self.recordings.kept() {
@@ -334,6 +318,13 @@ impl Gateway {
             plan.origins.clone(),
             options.origin_sets()?,
         );
+        let scope = crate::memory::scope_of(
+            plan.flow.scope,
+            &caller.tenant,
+            caller.key.as_deref(),
+            conversation,
+        );
+        let memory = self.memories.of(scope, &plan.flow);
         let isolation = options.isolation.unwrap_or(self.host.default_isolation());
         if injection.is_none()
             && !loaded.holds_secrets()
@@ -348,6 +339,7 @@ impl Gateway {
                 plan,
                 policy,
                 sets,
+                memory,
                 loaded,
                 recorder,
                 fence: PageFence::new(),
@@ -371,6 +363,7 @@ impl Gateway {
                 plan,
                 policy,
                 sets,
+                memory,
                 loaded,
                 recorder,
                 fence: PageFence::new(),
@@ -428,7 +421,10 @@ impl Gateway {
             };
             return Ok((lease, false));
         }
-        let held = match self.open_claimed(caller, options).await {
+        let held = match self
+            .open_claimed(caller, options, conversation.as_ref())
+            .await
+        {
             Ok(held) => held,
             Err(e) => {
                 self.unclaim(&id).await;
@@ -470,10 +466,15 @@ impl Gateway {
         }
     }
 
-    async fn open_claimed(&self, caller: &Principal, options: OpenOptions) -> Result<Arc<Held>> {
+    async fn open_claimed(
+        &self,
+        caller: &Principal,
+        options: OpenOptions,
+        conversation: Option<&ConversationKey>,
+    ) -> Result<Arc<Held>> {
         let started = Instant::now();
         let asked = options.credentials.clone();
-        let (held, refused) = self.open_held(caller, options).await?;
+        let (held, refused) = self.open_held(caller, options, conversation).await?;
         // A session that cannot load what it was asked for is not opened: opened
         // clean, it would send the agent into placeholders that can never work.
         if let Some(why) = refused {

