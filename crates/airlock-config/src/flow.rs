@@ -35,6 +35,9 @@ pub struct RawFlow {
     /// and one-off call of the caller, one per conversation of a leased session),
     /// `tenant` or `session`.
     pub scope: Option<String>,
+    /// Let the agent write URLs with a user name or password in them (default
+    /// false: refused, rule `url-credentials`).
+    pub url_credentials: Option<bool>,
 }
 
 /// Whose reads a send is checked against.
@@ -144,6 +147,8 @@ pub struct Flow {
     pub read_only: FlowMode,
     /// Whose reads a send is checked against.
     pub scope: FlowScope,
+    /// URLs the agent writes may carry a user name or password.
+    pub url_credentials: bool,
 }
 
 impl Default for Flow {
@@ -157,6 +162,7 @@ impl Default for Flow {
             origins: OriginSets::default(),
             read_only: FlowMode::Deny,
             scope: FlowScope::Caller,
+            url_credentials: false,
         }
     }
 }
@@ -243,5 +249,6 @@ pub(crate) fn validate(raw: &RawFlow) -> Result<Flow, Error> {
         origins,
         read_only,
         scope,
+        url_credentials: raw.url_credentials.unwrap_or(defaults.url_credentials),
     })
 }

@@ -41,6 +41,18 @@ impl AgentSession {
         call: &ToolCall,
     ) -> Result<()> {
         let flow = &held.plan.flow;
+        // A name or password in a URL the agent writes is sent on a 401 Basic answer
+        // to whoever asks: refused unless the operator allows it.
+        if let Some(url) = call.navigation_target()
+            && !flow.url_credentials
+            && url::Url::parse(url)
+                .is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
+        {
+            return Err(Error::RuleDenied {
+                rule: "url-credentials".to_owned(),
+                message: "a URL with a user name or password in it is refused; sign in on the page (or an operator sets [flow] url_credentials = true)".to_owned(),
+            });
+        }
         if held.reads.sets.is_set() {
             self.check_origins(context, held, call).await?;
         }

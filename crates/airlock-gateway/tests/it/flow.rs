@@ -423,9 +423,33 @@ async fn a_new_tab_and_a_urls_userinfo_are_sinks_too() {
         let out = agent.call(new_tab).await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
         assert!(out.text.contains("data-flow"), "{}", out.text);
-        // In the userinfo (sent on a 401 Basic answer), name or password.
+        // Any name or password in a URL the agent writes is refused by default
+        // (a 401 Basic answer has the browser send it)...
         let origin = partner.origin();
         let host = origin.trim_start_matches("http://");
+        let out = agent
+            .call(navigate(format!("http://alice:pw@{host}/search")))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("url-credentials"), "{}", out.text);
+        // ... and where the operator allows them, the data-flow check reads them.
+        let mut policy: PolicyConfig = h.site.policy_config();
+        policy
+            .allow_private
+            .push(format!("127.0.0.1:{}", partner.port));
+        let allowing = Gateway::new(
+            h.host().await,
+            GatewayConfig {
+                flow: Flow {
+                    mode: FlowMode::Deny,
+                    url_credentials: true,
+                    ..Flow::default()
+                },
+                ..GatewayConfig::with_policy(Policy::from_config(&policy).unwrap())
+            },
+        );
+        let agent = Arc::new(allowing.agent_session());
+        agent.call(navigate(h.site.url("flow/bank.html"))).await;
         for url in [
             format!("http://{ACCOUNT}:x@{host}/collect"),
             format!("http://x:{ACCOUNT}@{host}/collect"),
