@@ -20,8 +20,9 @@ use airlock_store::Store;
 use crate::error::{Error, Result};
 use crate::sessions::ConversationKey;
 
-/// Most scopes one process keeps in memory (the least recently used goes; on a
-/// shared store it is read back from there when its caller comes back).
+/// Most scopes one process keeps in memory beyond those a live session holds (the
+/// least recently used goes; on a shared store it is read back from there when its
+/// caller comes back).
 const KEPT: usize = 256;
 
 /// One scope's history.
@@ -168,9 +169,12 @@ impl Memories {
             *used = now;
             return memory.clone();
         }
+        // Only a history no live session holds is let go: one a session still
+        // holds would come back empty for the caller's next session.
         if kept.len() >= KEPT
             && let Some(oldest) = kept
                 .iter()
+                .filter(|(_, (memory, _))| Arc::strong_count(memory) == 1)
                 .min_by_key(|(_, (_, used))| *used)
                 .map(|(scope, _)| scope.clone())
         {
@@ -179,5 +183,33 @@ impl Memories {
         let memory = Arc::new(Memory::new(scope.clone(), flow));
         kept.insert(scope, (memory.clone(), now));
         memory
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A scope a live session holds is never let go for room, so the caller's next
+    // session shares its history; one nobody holds goes, least recently used first.
+    #[test]
+    fn a_held_scope_outlives_the_cap_and_an_unheld_one_goes() {
+        let flow = Flow::default();
+        let memories = Memories::default();
+        let held = memories.of(Some("caller:t/held".to_owned()), &flow);
+        let first = Arc::downgrade(&memories.of(Some("caller:t/first".to_owned()), &flow));
+        for i in 0..KEPT {
+            memories.of(Some(format!("caller:t/{i}")), &flow);
+        }
+        let again = memories.of(Some("caller:t/held".to_owned()), &flow);
+        assert!(Arc::ptr_eq(&held, &again));
+        // The oldest nobody held was let go (and freed).
+        assert!(first.upgrade().is_none());
+        assert!(lock(&memories.kept).len() <= KEPT + 1);
+        // A session's own history is never shared.
+        assert!(!Arc::ptr_eq(
+            &memories.of(None, &flow),
+            &memories.of(None, &flow)
+        ));
     }
 }
