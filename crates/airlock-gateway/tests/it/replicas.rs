@@ -882,6 +882,22 @@ async fn a_held_call_waits_out_a_store_outage_and_runs_once_approved() {
             assert!(Instant::now() < deadline, "no approval within 20 s");
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
+        // The call waits once its request is on the record too (the approval row is
+        // written first; a call whose request cannot be recorded is not run).
+        loop {
+            let events = store.audit_events(0, 1_000).await.unwrap();
+            if events
+                .iter()
+                .any(|e| e.body.contains("approval_requested") && e.body.contains(&approval.id))
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no approval_requested within 20 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
 
         pg.stop();
         // A read through the same pool fails once the pool gives up connecting; the
