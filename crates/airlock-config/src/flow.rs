@@ -38,6 +38,14 @@ pub struct RawFlow {
     /// Let the agent write URLs with a user name or password in them (default
     /// false: refused, rule `url-credentials`).
     pub url_credentials: Option<bool>,
+    /// The caller's own identifiers (its e-mail addresses, names, member numbers):
+    /// data a page showed that may go anywhere.
+    #[serde(default)]
+    pub own: Vec<String>,
+    /// E-mail domains whose addresses are the caller's own (`corp.example`: any
+    /// address at it or a subdomain, as a page showed it).
+    #[serde(default)]
+    pub own_domains: Vec<String>,
 }
 
 /// Whose reads a send is checked against.
@@ -149,6 +157,10 @@ pub struct Flow {
     pub scope: FlowScope,
     /// URLs the agent writes may carry a user name or password.
     pub url_credentials: bool,
+    /// The caller's own identifiers, free to go anywhere.
+    pub own: Vec<String>,
+    /// E-mail domains whose addresses are the caller's own.
+    pub own_domains: Vec<String>,
 }
 
 impl Default for Flow {
@@ -163,6 +175,8 @@ impl Default for Flow {
             read_only: FlowMode::Deny,
             scope: FlowScope::Caller,
             url_credentials: false,
+            own: Vec::new(),
+            own_domains: Vec::new(),
         }
     }
 }
@@ -240,6 +254,22 @@ pub(crate) fn validate(raw: &RawFlow) -> Result<Flow, Error> {
         raw.act.as_deref().unwrap_or_default(),
         raw.read.as_deref().unwrap_or_default(),
     )?;
+    // An identity shorter than this would free common words with it.
+    if let Some(short) = raw.own.iter().find(|o| o.trim().chars().count() < 4) {
+        return Err(invalid(
+            "own",
+            format!("`{short}` is shorter than 4 characters"),
+        ));
+    }
+    if let Some(bad) = raw.own_domains.iter().find(|d| {
+        let d = d.trim().trim_start_matches(['@', '.']);
+        !d.contains('.') || d.contains(['@', '/', ' ', ':'])
+    }) {
+        return Err(invalid(
+            "own_domains",
+            format!("`{bad}` is not a domain name like corp.example"),
+        ));
+    }
     Ok(Flow {
         mode,
         min_length,
@@ -250,5 +280,11 @@ pub(crate) fn validate(raw: &RawFlow) -> Result<Flow, Error> {
         read_only,
         scope,
         url_credentials: raw.url_credentials.unwrap_or(defaults.url_credentials),
+        own: raw.own.iter().map(|o| o.trim().to_owned()).collect(),
+        own_domains: raw
+            .own_domains
+            .iter()
+            .map(|d| d.trim().to_owned())
+            .collect(),
     })
 }

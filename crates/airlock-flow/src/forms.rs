@@ -22,6 +22,8 @@ pub enum Form {
     /// A printed number grouped another way, or not at all (`DE89 3704 …` sent as
     /// `DE893704…`).
     Regrouped,
+    /// Split over calls: part sent before, the rest now.
+    Split,
 }
 
 impl Form {
@@ -33,6 +35,7 @@ impl Form {
             Form::Base64 => "base64-encoded",
             Form::Hex => "hex-encoded",
             Form::Regrouped => "regrouped",
+            Form::Split => "split over calls",
         }
     }
 }

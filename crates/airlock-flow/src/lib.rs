@@ -35,12 +35,14 @@
 //! stay (an address, a price, a time is no grouping), so `10.20.30.40` stays apart.
 
 mod forms;
+mod precision;
 
 use std::collections::{HashMap, HashSet};
 
 use foldhash::fast::FixedState;
 
 pub use forms::Form;
+pub use precision::Own;
 
 /// Bytes in one gram: a gram is a `u64`, so it needs no hash of its own.
 const GRAM: usize = 8;
@@ -52,9 +54,11 @@ const CHAIN: usize = 16;
 /// Shortest token that makes a run data rather than words ([`DATA`]).
 const DATA_TOKEN: usize = 6;
 
-/// What makes a token data: a digit, or a character words and prices seldom hold.
-/// `G9`, `15`, `2026` and `Pro` are words; `4417-2290-8812`, `021000021`,
-/// `alice@mail.example` and `sk_live_x1` are data.
+/// What makes a line worth keeping longer than prose (eviction): a digit, or a
+/// character words seldom hold. Whether a run *counts* is stricter
+/// ([`precision::is_data_token`]): `4417-2290-8812`, `021000021`,
+/// `alice@mail.example` and `sk_live_x1` are data; `G9`, `2026`, `WH-1000XM5`,
+/// `2.4.1` and `1,249.00` are not.
 const DATA: &[u8] = b"0123456789@_=/+%#&";
 
 /// Shortest run that may count: a gram and a byte.
@@ -91,6 +95,36 @@ impl Default for Settings {
         }
     }
 }
+
+/// How a string is judged: where it may go, and what is the caller's own.
+#[derive(Clone, Copy)]
+pub struct Check<'a> {
+    /// Origins anything may go to (shared sets, exempt origins).
+    pub free: &'a (dyn Fn(&str) -> bool + Sync),
+    /// Where the string goes, when known: what it showed flows there, and so does
+    /// what another page put in a link to it.
+    pub to: Option<&'a str>,
+    /// The caller's own identifiers.
+    pub own: &'a Own,
+}
+
+impl Check<'_> {
+    fn frees(&self, origin: &str) -> bool {
+        self.to == Some(origin) || (self.free)(origin)
+    }
+}
+
+impl std::fmt::Debug for Check<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Check")
+            .field("to", &self.to)
+            .field("own", &self.own)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Deepest a URL is read inside another's query (`?next=https://…`).
+const URL_DEPTH: u8 = 3;
 
 /// A run of data read on one origin that an outbound string carries elsewhere.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +170,9 @@ pub struct History {
 struct Line {
     start: u32,
     origin: u32,
+    // A heading's, a link's or a page's title line: its words are what a site
+    // publishes to be referred to by, so only data in it counts.
+    named: bool,
 }
 
 // A kept gram's place, and the print of the same gram before it (`NONE`: none).
@@ -259,14 +296,56 @@ impl History {
     /// The first run of this history that `outbound` carries, in any form, to an
     /// origin other than the one it was read on; `free(origin)` says which origins it
     /// may go to (the destination itself, a shared set).
-    pub fn find(&self, outbound: &str, free: impl Fn(&str) -> bool) -> Option<Flow> {
+    pub fn find(&self, outbound: &str, free: impl Fn(&str) -> bool + Sync) -> Option<Flow> {
+        let own = Own::default();
+        self.check(
+            outbound,
+            &Check {
+                free: &free,
+                to: None,
+                own: &own,
+            },
+        )
+    }
+
+    /// [`History::find`] under a whole [`Check`]. A URL written in the string is read
+    /// part by part, as a navigation's ([`History::check_url`]).
+    pub fn check(&self, outbound: &str, check: &Check<'_>) -> Option<Flow> {
+        self.check_at(outbound, check, 0)
+    }
+
+    fn check_at(&self, outbound: &str, check: &Check<'_>, depth: u8) -> Option<Flow> {
         if self.prints.is_empty() {
             return None;
         }
+        if depth < URL_DEPTH && outbound.contains("://") {
+            let spans = precision::urls(outbound.as_bytes());
+            if !spans.is_empty() {
+                let mut rest = String::with_capacity(outbound.len());
+                let mut last = 0;
+                for &(start, end) in &spans {
+                    rest.push_str(&outbound[last..start]);
+                    rest.push(' ');
+                    last = end;
+                }
+                rest.push_str(&outbound[last..]);
+                return spans
+                    .iter()
+                    .find_map(|&(start, end)| {
+                        self.check_url_at(&outbound[start..end], check, depth + 1)
+                    })
+                    .or_else(|| self.check_text(&rest, check));
+            }
+        }
+        self.check_text(outbound, check)
+    }
+
+    // The check of a string in every form it may carry a run in.
+    fn check_text(&self, outbound: &str, check: &Check<'_>) -> Option<Flow> {
         let forms = forms::of(outbound);
         forms
             .iter()
-            .find_map(|(form, text)| self.find_in(text, *form, &free))
+            .find_map(|(form, text)| self.find_in(text, *form, check))
             .or_else(|| {
                 // Printed numbers grouped another way (or not at all), in any form.
                 let regrouped = self.regrouped.as_deref()?;
@@ -275,10 +354,48 @@ impl History {
                     normalise_into(text, &mut out);
                     let squeezed = ungrouped(&out);
                     (digits(&squeezed) >= REGROUPED_DIGITS)
-                        .then(|| regrouped.find_normalised(&squeezed, Form::Regrouped, &free))
+                        .then(|| regrouped.find_normalised(&squeezed, Form::Regrouped, check, None))
                         .flatten()
                 })
             })
+    }
+
+    /// A run `now` carries only together with what was sent just before it (`before`,
+    /// oldest first): a value split over calls (`DE89 3704 0044` typed, then
+    /// `0532 0130 00`). Only a run reaching into `now` counts: one wholly in what was
+    /// sent before was judged then.
+    pub fn check_split(&self, before: &[&str], now: &str, check: &Check<'_>) -> Option<Flow> {
+        if self.prints.is_empty() || before.is_empty() {
+            return None;
+        }
+        let mut tail = Vec::new();
+        let mut piece = Vec::new();
+        for text in before {
+            normalise_into(text, &mut piece);
+            tail.extend_from_slice(&piece);
+        }
+        normalise_into(now, &mut piece);
+        if piece.is_empty() || tail.is_empty() {
+            return None;
+        }
+        for glue in [&b""[..], b" "] {
+            let mut joined = tail.clone();
+            joined.extend_from_slice(glue);
+            let now = joined.len();
+            joined.extend_from_slice(&piece);
+            let across = Some((tail.len(), now));
+            if let Some(found) = self.find_normalised(&joined, Form::Split, check, across) {
+                return Some(found);
+            }
+        }
+        let regrouped = self.regrouped.as_deref()?;
+        let mut joined = ungrouped(&tail);
+        let boundary = joined.len();
+        joined.extend_from_slice(&ungrouped(&piece));
+        let across = Some((boundary, boundary));
+        (digits(&joined) >= REGROUPED_DIGITS)
+            .then(|| regrouped.find_normalised(&joined, Form::Split, check, across))
+            .flatten()
     }
 
     /// [`History::find`] for a URL the agent would navigate to: its host, its
@@ -286,12 +403,32 @@ impl History {
     /// checked apart, so the
     /// URL around a value is never part of a run. A URL the history shows whole is a
     /// link a page offered: following it carries nothing the agent put together.
-    pub fn find_in_url(&self, url: &str, free: impl Fn(&str) -> bool) -> Option<Flow> {
+    pub fn find_in_url(&self, url: &str, free: impl Fn(&str) -> bool + Sync) -> Option<Flow> {
+        let own = Own::default();
+        self.check_url(
+            url,
+            &Check {
+                free: &free,
+                to: None,
+                own: &own,
+            },
+        )
+    }
+
+    /// [`History::find_in_url`] under a whole [`Check`]. A query value or fragment
+    /// that is a URL itself (`?next=https://shop.example/cart`) is read part by part
+    /// too: the previous page's address is where a site sends the browser back, and
+    /// what it carries counts only by its parts.
+    pub fn check_url(&self, url: &str, check: &Check<'_>) -> Option<Flow> {
+        self.check_url_at(url, check, 0)
+    }
+
+    fn check_url_at(&self, url: &str, check: &Check<'_>, depth: u8) -> Option<Flow> {
         if self.prints.is_empty() {
             return None;
         }
         let Ok(parsed) = url::Url::parse(url) else {
-            return self.find(url, free);
+            return self.check_text(url, check);
         };
         if self.shows_whole(parsed.as_str()) {
             return None;
@@ -316,7 +453,15 @@ impl History {
         parts
             .iter()
             .filter(|p| p.len() >= MIN_LENGTH)
-            .find_map(|p| self.find(p, &free))
+            .find_map(|p| {
+                let nested = depth < URL_DEPTH
+                    && (p.starts_with("http://") || p.starts_with("https://"))
+                    && url::Url::parse(p).is_ok();
+                match nested {
+                    true => self.check_url_at(p, check, depth + 1),
+                    false => self.check_at(p, check, depth + 1),
+                }
+            })
     }
 
     // Whether some line holds all of `text` (normalised).
@@ -331,33 +476,57 @@ impl History {
             .any(|run| run.start == 0 && run.end >= wanted.len())
     }
 
-    fn find_in(&self, text: &str, form: Form, free: &dyn Fn(&str) -> bool) -> Option<Flow> {
+    fn find_in(&self, text: &str, form: Form, check: &Check<'_>) -> Option<Flow> {
         let mut out = Vec::new();
         normalise_into(text, &mut out);
-        self.find_normalised(&out, form, free)
+        self.find_normalised(&out, form, check, None)
     }
 
-    // [`History::find_in`] of an outbound string already in this history's shape.
-    fn find_normalised(&self, out: &[u8], form: Form, free: &dyn Fn(&str) -> bool) -> Option<Flow> {
+    // [`History::find_in`] of an outbound string already in this history's shape;
+    // with `across` (where the earlier text ends, where this one starts), only a run
+    // holding bytes of both counts.
+    fn find_normalised(
+        &self,
+        out: &[u8],
+        form: Form,
+        check: &Check<'_>,
+        across: Option<(usize, usize)>,
+    ) -> Option<Flow> {
         if out.len() < self.settings.min_length || self.prints.is_empty() {
             return None;
         }
+        // A split's run holds bytes of both sides of the join.
+        let crosses = |start: usize, end: usize| {
+            across.is_none_or(|(before, now)| start < before && now < end)
+        };
         let mut foreign: Vec<Run> = Vec::new();
-        let mut allowed: Vec<(usize, usize)> = Vec::new();
+        let mut allowed: Vec<(usize, usize)> = check.own.spans(out);
         for run in self.runs(out) {
-            if !self.counts(&out[run.start..run.end]) {
+            if !crosses(run.start, run.end) || !self.counts_at(&out[run.start..run.end], run.at) {
                 continue;
             }
-            if free(&self.origins[run.origin as usize]) {
+            if check.frees(&self.origins[run.origin as usize]) {
+                allowed.push((run.start, run.end));
+            } else if check.to.is_some_and(|to| self.links_to(&run, to)) {
+                // The page put it in a link to the destination: it sends it there.
                 allowed.push((run.start, run.end));
             } else {
                 foreign.push(run);
             }
         }
+        if foreign.is_empty() {
+            return None;
+        }
+        // An address at one of the caller's domains, as a page showed it whole.
+        for (start, at, end) in check.own.addresses(out) {
+            for run in foreign.iter().filter(|r| r.start <= at && at < r.end) {
+                allowed.push((start.max(run.start), end.min(run.end)));
+            }
+        }
         // What of each foreign run no free origin has shown counts on its own.
         for run in foreign {
             for (start, end) in uncovered(run.start, run.end, &allowed) {
-                if self.counts(&out[start..end]) {
+                if crosses(start, end) && self.counts_at(&out[start..end], run.at) {
                     return Some(Flow {
                         run: String::from_utf8_lossy(&out[start..end]).into_owned(),
                         from: self.origins[run.origin as usize].clone(),
@@ -367,6 +536,23 @@ impl History {
             }
         }
         None
+    }
+
+    // Whether the line `run` was found in writes it inside a link to `to`: a URL of
+    // that origin holding the whole run.
+    fn links_to(&self, run: &Run, to: &str) -> bool {
+        let line = self.line_of(run.at);
+        let line_start = self.lines[line].start as usize;
+        let text = &self.text[line_start..self.line_end(line)];
+        let (from, until) = (
+            run.at - line_start,
+            run.at - line_start + (run.end - run.start),
+        );
+        precision::urls(text).into_iter().any(|(start, end)| {
+            start < from
+                && until <= end
+                && precision::origin_of(&text[start..end]).is_some_and(|o| o == to)
+        })
     }
 
     // Every maximal run `out` shares with a kept line, found through kept grams.
@@ -401,11 +587,23 @@ impl History {
                 found.push(Run {
                     start: i - back,
                     end: i + ahead,
+                    at: at - back,
                     origin: self.lines[line].origin,
                 });
             }
             found
         })
+    }
+
+    // [`History::counts`] of a run found at `at` in the history: in a named line
+    // (a heading, a link, a title) words alone never count.
+    fn counts_at(&self, run: &[u8], at: usize) -> bool {
+        if self.kind == Kind::Text && self.lines[self.line_of(at)].named {
+            return run.len() >= self.settings.min_length
+                && !is_origin(run)
+                && run.split(|b| *b == b' ').any(precision::is_data_token);
+        }
+        self.counts(run)
     }
 
     // Whether a run is data: long enough, and more than words unless very long.
@@ -416,16 +614,17 @@ impl History {
             ..
         } = self.settings;
         if self.kind == Kind::Regrouped {
-            return run.len() >= min_length && digits(run) >= REGROUPED_DIGITS;
+            return run.len() >= min_length
+                && digits(run) >= REGROUPED_DIGITS
+                && !run
+                    .split(|b| !b.is_ascii_alphanumeric())
+                    .any(precision::is_isbn);
         }
         if is_origin(run) {
             return false;
         }
         run.len() >= word_length
-            || (run.len() >= min_length
-                && run.split(|b| *b == b' ').any(|token| {
-                    token.len() >= DATA_TOKEN && token.iter().any(|b| DATA.contains(b))
-                }))
+            || (run.len() >= min_length && run.split(|b| *b == b' ').any(precision::is_data_token))
     }
 
     fn origin_index(&mut self, origin: &str) -> u32 {
@@ -443,6 +642,7 @@ impl History {
         self.lines.push(Line {
             start: start as u32,
             origin,
+            named: precision::is_named_line(line),
         });
         self.text.extend_from_slice(line);
         self.text.push(b'\n');
@@ -566,6 +766,8 @@ impl History {
 struct Run {
     start: usize,
     end: usize,
+    // Where it starts in the history's text.
+    at: usize,
     origin: u32,
 }
 
@@ -636,12 +838,49 @@ fn holds_data(line: &[u8]) -> bool {
         || digits(&ungrouped(line)) >= REGROUPED_DIGITS
 }
 
-// A normalised line with the grouping of printed numbers taken out.
+// A normalised line with the grouping of printed numbers taken out: spaces between
+// tokens, dashes and parentheses inside them. A date or a time stays apart (its
+// digits are no part of a number printed beside it: `2026-12-24 10:30`).
 fn ungrouped(line: &[u8]) -> Vec<u8> {
-    line.iter()
-        .copied()
-        .filter(|b| !GROUPING.contains(b))
-        .collect()
+    let mut out = Vec::with_capacity(line.len());
+    let mut last_apart = false;
+    for (i, token) in line.split(|b| *b == b' ').enumerate() {
+        let apart = is_date_or_time(token);
+        if i > 0 && (apart || last_apart) {
+            out.push(b' ');
+        }
+        match apart {
+            true => out.extend_from_slice(token),
+            false => out.extend(token.iter().filter(|b| !GROUPING.contains(b))),
+        }
+        last_apart = apart;
+    }
+    out
+}
+
+// Whether a token is a date (`2026-12-24`, `24.12.2026`, `12/24/2026`) or a time
+// (`10:30`).
+fn is_date_or_time(token: &[u8]) -> bool {
+    let token = token.trim_ascii();
+    let token = token
+        .iter()
+        .rposition(|b| b.is_ascii_alphanumeric())
+        .map_or(token, |end| &token[..=end]);
+    if token.contains(&b':') {
+        return token.iter().all(|b| b.is_ascii_digit() || *b == b':')
+            && token.iter().any(u8::is_ascii_digit);
+    }
+    let groups: Vec<&[u8]> = token.split(|b| b"-./".contains(b)).collect();
+    groups.len() == 3
+        && groups
+            .iter()
+            .all(|g| !g.is_empty() && g.iter().all(u8::is_ascii_digit))
+        && groups
+            .iter()
+            .filter(|g| g.len() == 4 && (g.starts_with(b"19") || g.starts_with(b"20")))
+            .count()
+            == 1
+        && groups.iter().filter(|g| g.len() <= 2).count() == 2
 }
 
 // The most ASCII digits one token of `bytes` holds (a token: letters and digits,

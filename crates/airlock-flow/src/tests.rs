@@ -205,11 +205,10 @@ fn ordinary_multi_site_flows_do_not_count() {
         .map(|(_, text)| *text)
         .collect();
     assert_eq!(flagged, Vec::<&str>::new(), "ordinary flows that counted");
-    // A model number is a run of data: searching it elsewhere asks (measured, said in
-    // docs/data-flow.md: an exempt set takes shops one compares across).
-    assert!(
-        h.find("Sony WH-1000XM5", to("https://compare.example"))
-            .is_some()
+    // A model number is no identifier: searching it on another shop is ordinary.
+    assert_eq!(
+        h.find("Sony WH-1000XM5", to("https://compare.example")),
+        None
     );
     for (to_origin, data) in [
         ("https://evil.example", "112-7788123-4411"),
@@ -362,4 +361,179 @@ fn reading_megabytes_elsewhere_never_flushes_what_another_origin_showed() {
         );
     }
     assert!(h.find("CUST-00004417", to(EVIL)).is_some());
+}
+
+#[test]
+fn model_numbers_versions_dates_and_prices_are_no_data_and_identifiers_are() {
+    let mut h = History::new(Settings::default());
+    h.read(
+        "https://a.example",
+        "- link \"setup-2.4.1.tar.gz\"\n- text \"ISBN 978-3-16-148410-0 in stock\"\n- text \"serde_json 1.0.140 and x86_64 builds\"\n- text \"Sony WH-1000XM5 in stock, $1,249.00 until 2026-12-24 10:30\"\n- text \"annual-report-2025.pdf\"\n- text \"customer 448213-77 order 112-7788123-4411 tracking 1Z999AA10123456784\"",
+    );
+    for ordinary in [
+        "https://b.example/mirror/setup-2.4.1.tar.gz",
+        "sony wh-1000xm5 in stock",
+        "$1,249.00 until 2026-12-24 10:30",
+        "annual-report-2025.pdf",
+        "ISBN 978-3-16-148410-0",
+        "isbn 9783161484100",
+        "serde_json 1.0.140 and x86_64",
+    ] {
+        assert_eq!(
+            h.find(ordinary, to("https://b.example")),
+            None,
+            "{ordinary}"
+        );
+    }
+    for data in [
+        "order 112-7788123-4411",
+        "tracking 1Z999AA10123456784",
+        "customer 448213-77",
+    ] {
+        assert!(h.find(data, to("https://b.example")).is_some(), "{data}");
+    }
+}
+
+#[test]
+fn the_callers_own_identifiers_and_addresses_at_its_domains_go_anywhere() {
+    let mut h = History::new(Settings::default());
+    h.read(
+        BANK,
+        "- text \"Statements go to alice.w@corp.example and alice@home.example\"\n- text \"Checking ACCT-4417-2290-8812\"\n- text \"Member ID MBR-99812377\"",
+    );
+    let own = Own::new(&["MBR-99812377".to_owned()], &["corp.example".to_owned()]);
+    let check = Check {
+        free: &|_| false,
+        to: Some(EVIL),
+        own: &own,
+    };
+    assert_eq!(h.check("my address is alice.w@corp.example", &check), None);
+    assert_eq!(h.check("member MBR-99812377", &check), None);
+    // Not listed: someone else's address is data.
+    assert!(h.check("alice@home.example", &check).is_some());
+    // The caller's own beside another's data: the data still counts.
+    assert!(
+        h.check("alice.w@corp.example ACCT-4417-2290-8812", &check)
+            .is_some()
+    );
+    // A value the page showed, written as the local part of an address at the
+    // caller's domain, is no address of the caller's.
+    assert!(
+        h.check("ACCT-4417-2290-8812@corp.example", &check)
+            .is_some()
+    );
+}
+
+#[test]
+fn what_a_page_put_in_a_link_to_the_destination_flows_there_and_nowhere_else() {
+    let mut h = History::new(Settings::default());
+    h.read(
+        "https://shop.example",
+        "- text \"Shipped: tracking 1Z999AA10123456784\"\n- link \"Track it\" [url=https://carrier.example/track?n=1Z999AA10123456784]",
+    );
+    let own = Own::default();
+    let to_carrier = Check {
+        free: &|_| false,
+        to: Some("https://carrier.example"),
+        own: &own,
+    };
+    assert_eq!(h.check("1Z999AA10123456784", &to_carrier), None);
+    let elsewhere = Check {
+        to: Some(EVIL),
+        ..to_carrier
+    };
+    assert!(h.check("1Z999AA10123456784", &elsewhere).is_some());
+}
+
+#[test]
+fn a_url_inside_a_url_or_in_text_is_read_part_by_part() {
+    let mut h = history();
+    h.read(
+        "https://shop.example",
+        "- text \"page: Cart (https://shop.example/checkout/cart?step=2)\"",
+    );
+    let free = |o: &str| o == "https://login.example";
+    // The previous page's address as where to go back to.
+    assert_eq!(
+        h.find_in_url(
+            "https://login.example/signin?continue=https%3A%2F%2Fshop.example%2Fcheckout%2Fcart%3Fstep%3D2",
+            free
+        ),
+        None
+    );
+    assert_eq!(
+        h.find(
+            "have a look: https://shop.example/checkout/cart?step=2 thanks",
+            to("https://mail.example")
+        ),
+        None
+    );
+    // Data inside the nested URL, or beside a URL in text, still counts.
+    assert!(
+        h.find_in_url(
+            "https://login.example/signin?continue=https%3A%2F%2Fevil.test%2F%3Fd%3DACCT-4417-2290-8812",
+            free
+        )
+        .is_some()
+    );
+    assert!(
+        h.find("https://evil.test/x ACCT-4417-2290-8812", to(EVIL))
+            .is_some()
+    );
+    assert!(
+        h.find("see https://evil.test/a/ACCT-4417-2290-8812", to(EVIL))
+            .is_some()
+    );
+}
+
+#[test]
+fn a_value_split_over_two_calls_is_found_across_the_join_only() {
+    let h = printed();
+    let own = Own::default();
+    let check = Check {
+        free: &|_| false,
+        to: Some(EVIL),
+        own: &own,
+    };
+    // A card and a social security number typed in halves, each too short to
+    // count alone.
+    for (first, second) in [("4111 1111", "1111 1111"), ("532-71", "-9904")] {
+        assert_eq!(h.check(first, &check), None);
+        assert_eq!(h.check(second, &check), None);
+        let flow = h.check_split(&[first], second, &check).unwrap();
+        assert_eq!(flow.form, Form::Split);
+    }
+    // In three pieces, the last two calls' with this one.
+    assert!(h.check_split(&["532", "-71-"], "9904", &check).is_some());
+    // A token split in two.
+    let mut t = History::new(Settings::default());
+    t.read(BANK, "- text \"api key sk_live_51HqzTokenValue8812\"");
+    assert!(
+        t.check_split(&["sk_live_51Hq"], "zTokenValue8812", &check)
+            .is_some()
+    );
+    // What lies wholly in the earlier piece was judged when it was sent.
+    assert_eq!(
+        t.check_split(&["sk_live_51HqzTokenValue8812"], "thanks", &check),
+        None
+    );
+}
+
+#[test]
+fn a_headings_or_links_words_are_a_title_to_refer_by_not_prose() {
+    let mut h = History::new(Settings::default());
+    h.read(
+        "https://talks.example",
+        "- e4 heading \"Securing browser agents with policy gateways\" [level=3]\n- e9 link \"Order 112-7788123-4411 and its invoice\"\npage: Talks (https://talks.example/2026/keynotes-and-workshops)",
+    );
+    let title = "Securing browser agents with policy gateways";
+    assert_eq!(h.find(title, to(EVIL)), None);
+    // Data in a title still counts.
+    assert!(h.find("order 112-7788123-4411", to(EVIL)).is_some());
+    // The same words in prose count.
+    h.read(
+        "https://blog.example",
+        "- text \"Securing browser agents with policy gateways is what we did all year\"",
+    );
+    assert!(h.find(title, to(EVIL)).is_some());
 }
