@@ -70,7 +70,16 @@ pub(crate) struct Reads {
     // The store the session's running state is shared through, and its id there,
     // once it has a row other replicas can find.
     shared: std::sync::OnceLock<(Store, String)>,
+    // The tails of the last strings this session sent toward sites, oldest first:
+    // a value split over calls is judged with what went just before it.
+    sent: std::sync::Mutex<std::collections::VecDeque<String>>,
 }
+
+/// How many earlier strings a send is joined with, and how much of each is kept: a
+/// run that reaches over a join counts from `min_length` bytes, so a short tail
+/// holds any run worth finding.
+const SENT_KEPT: usize = 2;
+const SENT_TAIL: usize = 128;
 
 impl Reads {
     /// What `memory` holds, with `sets`.
@@ -79,6 +88,7 @@ impl Reads {
             sets,
             memory,
             shared: std::sync::OnceLock::new(),
+            sent: std::sync::Mutex::default(),
         }
     }
 
@@ -102,6 +112,30 @@ impl Reads {
             return;
         };
         self.memory.read(&origin, text).await;
+    }
+
+    /// The tails of the strings this session sent last, oldest first.
+    pub(crate) fn sent_before(&self) -> Vec<String> {
+        airlock_core::sync::lock(&self.sent)
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Remembers a string this session sends toward a site (its tail).
+    pub(crate) fn sent(&self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let mut cut = text.len().saturating_sub(SENT_TAIL);
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let mut sent = airlock_core::sync::lock(&self.sent);
+        if sent.len() == SENT_KEPT {
+            sent.pop_front();
+        }
+        sent.push_back(text[cut..].to_owned());
     }
 
     /// Takes in what was read elsewhere since this one last looked.

@@ -128,6 +128,8 @@ impl AgentSession {
         context.spent.shared += started.elapsed();
         caught_up?;
         let exempt = &held.plan.flow.exempt;
+        let own = airlock_flow::Own::new(&held.plan.flow.own, &held.plan.flow.own_domains);
+        let exempted = |o: &str| exempt.contains(o);
         // A placeholder is the vault's business (it types only on its secret's
         // origins), and the agent sees its own placeholders echoed: only the literal
         // text around them is checked.
@@ -139,19 +141,36 @@ impl AgentSession {
                     .map(move |text| (sent, text))
             })
             .collect();
+        // What this session sent just before: a value split over calls is judged
+        // with it (the pieces of this call join those, in order).
+        let mut before = held.reads.sent_before();
         for (sent, text) in &pieces {
             let sent = crate::tools::Outbound { text, ..*sent };
-            // First with no destination known (most strings carry nothing, and then
-            // no round trip to the page is spent learning where they go).
+            let so_far = before.clone();
+            let earlier: Vec<&str> = so_far.iter().map(String::as_str).collect();
+            // First with no destination known but a URL's (most strings carry
+            // nothing, and then no round trip to the page is spent learning where
+            // they go).
+            let url_origin = match sent.to {
+                Sink::Url(url) => origin_of(url),
+                _ => None,
+            };
+            let first = airlock_flow::Check {
+                free: &exempted,
+                to: url_origin.as_deref(),
+                own: &own,
+            };
             let found = {
                 let history = held.reads.history();
-                match sent.to {
-                    Sink::Url(url) => history.find_in_url(sent.text, |o| {
-                        exempt.contains(o) || origin_of(url).as_deref() == Some(o)
-                    }),
-                    _ => history.find(sent.text, |o| exempt.contains(o)),
-                }
+                judge(&history, &sent, &earlier, &first)
             };
+            // A URL's tail is its last value (`?d=4111 1111`), not the URL.
+            let tail = match sent.to {
+                Sink::Url(url) => url_pieces(url).pop().unwrap_or_default(),
+                _ => sent.text.to_owned(),
+            };
+            held.reads.sent(&tail);
+            before.push(tail);
             if found.is_none() {
                 continue;
             }
@@ -168,11 +187,11 @@ impl AgentSession {
             };
             let flow = {
                 let history = held.reads.history();
-                let free = |o: &str| o == to || exempt.contains(o);
-                match sent.to {
-                    Sink::Url(_) => history.find_in_url(sent.text, free),
-                    _ => history.find(sent.text, free),
-                }
+                let check = airlock_flow::Check {
+                    to: Some(&to),
+                    ..first
+                };
+                judge(&history, &sent, &earlier, &check)
             };
             let Some(flow) = flow else {
                 continue;
@@ -251,6 +270,47 @@ fn outside(sets: &Sets, url: &str) -> Result<()> {
             listed(&layer.read.entries()),
         ),
     })
+}
+
+// The first run `sent` carries elsewhere: alone (a URL part by part), or together
+// with what this session sent just before it (`earlier`, oldest first).
+fn judge(
+    history: &airlock_flow::History,
+    sent: &crate::tools::Outbound<'_>,
+    earlier: &[&str],
+    check: &airlock_flow::Check<'_>,
+) -> Option<airlock_flow::Flow> {
+    match sent.to {
+        Sink::Url(url) => history.check_url(url, check).or_else(|| {
+            url_pieces(url)
+                .iter()
+                .find_map(|piece| history.check_split(earlier, piece, check))
+        }),
+        _ => history
+            .check(sent.text, check)
+            .or_else(|| history.check_split(earlier, sent.text, check)),
+    }
+}
+
+// What a URL carries, decoded: its path segments, query values and fragment.
+fn url_pieces(url: &str) -> Vec<String> {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return vec![url.to_owned()];
+    };
+    let mut pieces: Vec<String> = parsed
+        .path_segments()
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+        .collect();
+    pieces.extend(parsed.query_pairs().map(|(_, v)| v.into_owned()));
+    pieces.extend(parsed.fragment().map(str::to_owned));
+    pieces
 }
 
 // The literal text of `text` between placeholders (all of it when they do not

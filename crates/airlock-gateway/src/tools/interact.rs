@@ -208,6 +208,15 @@ impl Family for Interaction {
                     to: Sink::Field(target),
                 })
                 .collect(),
+            // A file's name goes to the page with it (the multipart's filename).
+            Interaction::FileUpload { target, files } => files
+                .iter()
+                .map(|name| Outbound {
+                    what: "file name",
+                    text: name,
+                    to: Sink::Field(target),
+                })
+                .collect(),
             Interaction::HandleDialog {
                 prompt_text: Some(text),
                 ..

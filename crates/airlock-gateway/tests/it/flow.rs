@@ -538,3 +538,93 @@ async fn what_a_caller_read_in_one_session_is_checked_in_its_next_and_no_one_els
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_number_sent_in_two_pieces_is_refused_at_the_second() {
+    with_browser(|h| async move {
+        let partner = Partner::start().await;
+        let gateway = gateway(&h, &partner, FlowMode::Deny, None).await;
+        let agent = Arc::new(gateway.agent_session());
+        agent.call(navigate(h.site.url("flow/printed.html"))).await;
+        // Half a card in one URL, the other half in the next: the first carries too
+        // little to count and goes; the second would complete it and is refused.
+        let out = agent
+            .call(navigate(partner.url("/collect?a=4111%201111")))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent
+            .call(navigate(partner.url("/collect?b=1111%201111")))
+            .await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("split over calls"), "{}", out.text);
+        assert_eq!(partner.requests().len(), 1, "{:?}", partner.requests());
+        // Typed in two pieces into the partner's search box: the same.
+        agent.call(navigate(partner.url("/search"))).await;
+        let piece = |text: &str, submit: bool| {
+            ToolCall::Interact(Interaction::Type {
+                target: field("Search"),
+                text: text.into(),
+                clear_first: false,
+                submit,
+            })
+        };
+        let out = agent.call(piece("532-71", false)).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent.call(piece("-9904", true)).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(
+            !partner.requests().iter().any(|r| r.contains("/results")),
+            "{:?}",
+            partner.requests()
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uploaded_files_name_is_a_sink_too() {
+    with_browser(|h| async move {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(format!("{ACCOUNT}.txt")), "statement").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "notes").unwrap();
+        let mut policy: PolicyConfig = h.site.policy_config();
+        policy
+            .allow_private
+            .push(format!("127.0.0.1:{}", h.site.b.port()));
+        let gateway = Gateway::new(
+            h.host().await,
+            GatewayConfig {
+                upload_dir: Some(dir.path().to_owned()),
+                flow: Flow {
+                    mode: FlowMode::Deny,
+                    ..Flow::default()
+                },
+                ..GatewayConfig::with_policy(Policy::from_config(&policy).unwrap())
+            },
+        );
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("flow/bank.html"))).await;
+        assert!(out.text.contains(ACCOUNT), "{}", out.text);
+        agent
+            .call(navigate(h.site.other_origin("upload.html")))
+            .await;
+        let upload = |name: &str| {
+            ToolCall::Interact(Interaction::FileUpload {
+                target: Target::Role {
+                    role: "button".into(),
+                    name: Some("Choose files".into()),
+                    index: None,
+                },
+                files: vec![name.to_owned()],
+            })
+        };
+        let out = agent.call(upload(&format!("{ACCOUNT}.txt"))).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("file name"), "{}", out.text);
+        let out = agent.call(upload("notes.txt")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("got notes.txt 5"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}

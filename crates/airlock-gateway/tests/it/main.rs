@@ -26,6 +26,7 @@ mod flow;
 mod leaks;
 mod leasing;
 mod live;
+mod ordinary;
 mod pipeline;
 mod replicas;
 mod roles;
