@@ -164,6 +164,9 @@ pub struct History {
     // A kept gram → its newest print.
     index: HashMap<u64, u32, FixedState>,
     prints: Vec<Print>,
+    // Identifiers shorter than a run (a six-digit code, a passport number), by
+    // hash, and the origins that showed each: too short for the grams, found whole.
+    short: HashMap<u64, Vec<u32>, FixedState>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -227,6 +230,7 @@ impl History {
             seen: HashSet::default(),
             index: HashMap::default(),
             prints: Vec::new(),
+            short: HashMap::default(),
         }
     }
 
@@ -492,8 +496,14 @@ impl History {
         check: &Check<'_>,
         across: Option<(usize, usize)>,
     ) -> Option<Flow> {
-        if out.len() < self.settings.min_length || self.prints.is_empty() {
+        if self.prints.is_empty() {
             return None;
+        }
+        if out.len() < self.settings.min_length {
+            return match across {
+                None => self.find_short(out, form, check),
+                Some(_) => None,
+            };
         }
         // A split's run holds bytes of both sides of the join.
         let crosses = |start: usize, end: usize| {
@@ -515,7 +525,10 @@ impl History {
             }
         }
         if foreign.is_empty() {
-            return None;
+            return match across {
+                None => self.find_short(out, form, check),
+                Some(_) => None,
+            };
         }
         // An address at one of the caller's domains, as a page showed it whole.
         for (start, at, end) in check.own.addresses(out) {
@@ -536,6 +549,33 @@ impl History {
             }
         }
         None
+    }
+
+    // An identifier too short for a run (a six-digit code, a passport number) that
+    // `out` holds whole, as a token, and only another origin showed.
+    fn find_short(&self, out: &[u8], form: Form, check: &Check<'_>) -> Option<Flow> {
+        if self.short.is_empty() {
+            return None;
+        }
+        let own = check.own.spans(out);
+        precision::short_tokens(out, self.settings.min_length).find_map(|token| {
+            let origins = self.short.get(&precision::token_hash(token))?;
+            if origins
+                .iter()
+                .any(|&o| check.frees(&self.origins[o as usize]))
+            {
+                return None;
+            }
+            let at = token.as_ptr() as usize - out.as_ptr() as usize;
+            if own.iter().any(|&(s, e)| s <= at && at + token.len() <= e) {
+                return None;
+            }
+            Some(Flow {
+                run: String::from_utf8_lossy(token).into_owned(),
+                from: self.origins[origins[0] as usize].clone(),
+                form,
+            })
+        })
     }
 
     // Whether the line `run` was found in writes it inside a link to `to`: a URL of
@@ -647,6 +687,14 @@ impl History {
         self.text.extend_from_slice(line);
         self.text.push(b'\n');
         self.winnow(start, start + line.len());
+        if self.kind == Kind::Text {
+            for token in precision::short_tokens(line, self.settings.min_length) {
+                let origins = self.short.entry(precision::token_hash(token)).or_default();
+                if !origins.contains(&origin) {
+                    origins.push(origin);
+                }
+            }
+        }
     }
 
     // Keeps the least-ranked gram of each window of `self.window` grams of
@@ -740,6 +788,7 @@ impl History {
         self.seen.clear();
         self.index.clear();
         self.prints.clear();
+        self.short.clear();
         for (origin, line) in kept {
             self.seen
                 .insert((origin, FixedState::default().hash_one(&line[..])));
@@ -845,7 +894,7 @@ fn ungrouped(line: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(line.len());
     let mut last_apart = false;
     for (i, token) in line.split(|b| *b == b' ').enumerate() {
-        let apart = is_date_or_time(token);
+        let apart = precision::is_date_or_time(token);
         if i > 0 && (apart || last_apart) {
             out.push(b' ');
         }
@@ -856,31 +905,6 @@ fn ungrouped(line: &[u8]) -> Vec<u8> {
         last_apart = apart;
     }
     out
-}
-
-// Whether a token is a date (`2026-12-24`, `24.12.2026`, `12/24/2026`) or a time
-// (`10:30`).
-fn is_date_or_time(token: &[u8]) -> bool {
-    let token = token.trim_ascii();
-    let token = token
-        .iter()
-        .rposition(|b| b.is_ascii_alphanumeric())
-        .map_or(token, |end| &token[..=end]);
-    if token.contains(&b':') {
-        return token.iter().all(|b| b.is_ascii_digit() || *b == b':')
-            && token.iter().any(u8::is_ascii_digit);
-    }
-    let groups: Vec<&[u8]> = token.split(|b| b"-./".contains(b)).collect();
-    groups.len() == 3
-        && groups
-            .iter()
-            .all(|g| !g.is_empty() && g.iter().all(u8::is_ascii_digit))
-        && groups
-            .iter()
-            .filter(|g| g.len() == 4 && (g.starts_with(b"19") || g.starts_with(b"20")))
-            .count()
-            == 1
-        && groups.iter().filter(|g| g.len() <= 2).count() == 2
 }
 
 // The most ASCII digits one token of `bytes` holds (a token: letters and digits,

@@ -229,3 +229,47 @@ fn is_ref(token: &[u8]) -> bool {
             .all(|g| g.iter().all(u8::is_ascii_digit))
         && (head.is_empty() || head[0] == b't' || head[0] == b'f')
 }
+
+// Whether a token is a date (`2026-12-24`, `24.12.2026`, `12/24/2026`) or a time
+// (`10:30`).
+pub(crate) fn is_date_or_time(token: &[u8]) -> bool {
+    let token = token.trim_ascii();
+    let token = token
+        .iter()
+        .rposition(|b| b.is_ascii_alphanumeric())
+        .map_or(token, |end| &token[..=end]);
+    if token.contains(&b':') {
+        return token.iter().all(|b| b.is_ascii_digit() || *b == b':')
+            && token.iter().any(u8::is_ascii_digit);
+    }
+    let groups: Vec<&[u8]> = token.split(|b| b"-./".contains(b)).collect();
+    groups.len() == 3
+        && groups
+            .iter()
+            .all(|g| !g.is_empty() && g.iter().all(u8::is_ascii_digit))
+        && groups
+            .iter()
+            .filter(|g| g.len() == 4 && (g.starts_with(b"19") || g.starts_with(b"20")))
+            .count()
+            == 1
+        && groups.iter().filter(|g| g.len() <= 2).count() == 2
+}
+
+// The identifiers of a normalised line shorter than a run: tokens (ended by spaces
+// and the punctuation around them) of 6 bytes up to `min_length` that are data.
+pub(crate) fn short_tokens(line: &[u8], min_length: usize) -> impl Iterator<Item = &[u8]> {
+    line.split(|b| *b == b' ' || b"\"'()[]<>,;!?".contains(b))
+        .map(|t| {
+            let end = t
+                .iter()
+                .rposition(|b| b.is_ascii_alphanumeric())
+                .map_or(0, |e| e + 1);
+            &t[..end]
+        })
+        .filter(move |t| t.len() >= crate::DATA_TOKEN && t.len() < min_length && is_data_token(t))
+}
+
+pub(crate) fn token_hash(token: &[u8]) -> u64 {
+    use std::hash::BuildHasher as _;
+    foldhash::fast::FixedState::default().hash_one(token)
+}

@@ -221,9 +221,15 @@ fn ordinary_multi_site_flows_do_not_count() {
             "{data}"
         );
     }
-    // The limit, said in docs/data-flow.md: a value shorter than `min_length` alone (a
-    // six-digit code) is not recognised.
-    assert_eq!(h.find("448213", to("https://evil.example")), None);
+    // An identifier shorter than a run (a six-digit code) counts whole, as a token;
+    // not as part of another.
+    assert!(h.find("448213", to("https://evil.example")).is_some());
+    assert!(
+        h.find("the code: 448213.", to("https://evil.example"))
+            .is_some()
+    );
+    assert_eq!(h.find("1448213", to("https://evil.example")), None);
+    assert_eq!(h.find("448213", to("https://mail.example")), None);
 }
 
 #[test]
