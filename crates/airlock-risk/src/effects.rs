@@ -310,7 +310,7 @@ pub const BUILTIN_EFFECTS: &[BuiltinEffect] = &[
     BuiltinEffect {
         name: "payment-field",
         risk: Risk::Critical,
-        holds: "a POST, PUT or PATCH carrying card or bank details (a card number, CVC, IBAN), or whose action field says pay, purchase, checkout or transfer",
+        holds: "a POST, PUT or PATCH carrying card or bank details (a field named for a card number, CVC or IBAN, or any value shaped like an IBAN), or whose action field says pay, purchase, checkout or transfer",
         methods: CHANGING,
         sign: Some(Sign::Payment),
     },
@@ -359,9 +359,32 @@ impl Sign {
                 .iter()
                 .find(|(k, _)| PAYMENT_FIELDS.contains(&field_key(k).as_str()))
                 .map(|(k, _)| format!("it carries {k}"))
+                .or_else(|| {
+                    // A bank account whatever the field is called (`recipient`).
+                    fields
+                        .pairs
+                        .iter()
+                        .find(|(_, v)| iban_shaped(v))
+                        .map(|(k, _)| format!("its {k} is an account number (IBAN)"))
+                })
                 .or_else(|| action_says(fields, PAYMENT_WORDS)),
         }
     }
+}
+
+// Whether a field's value is shaped like an IBAN: two capital letters, two digits,
+// then 11 to 30 letters and digits (spaces between groups allowed). The shape, not
+// the checksum: a payment to an account that fails it is still a payment.
+fn iban_shaped(value: &str) -> bool {
+    let packed: Vec<u8> = value.trim().bytes().filter(|b| *b != b' ').collect();
+    packed.len() >= 15
+        && packed.len() <= 34
+        && packed[..2].iter().all(u8::is_ascii_uppercase)
+        && packed[2..4].iter().all(u8::is_ascii_digit)
+        && packed[4..]
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        && packed[4..].iter().filter(|b| b.is_ascii_digit()).count() >= 6
 }
 
 // The first word of `text` (split at anything not a letter or digit, and where a

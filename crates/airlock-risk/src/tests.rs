@@ -601,6 +601,19 @@ fn the_built_in_effect_rules_hold_what_deletes_or_pays_and_let_the_rest_go() {
             "action=purchase",
             held("payment-field", Risk::Critical),
         ),
+        // A bank account as a value, whatever the field's name (checksum or not).
+        (
+            "POST",
+            format!("{u}/scheduled/6"),
+            "recipient=US133000000121212121212",
+            held("payment-field", Risk::Critical),
+        ),
+        (
+            "POST",
+            format!("{u}/api/x"),
+            "to=DE89 3704 0044 0532 0130 00",
+            held("payment-field", Risk::Critical),
+        ),
         // Not held: a GET of a delete page (it only asks), a login whose next page is
         // one, a word that only contains a delete word, a search for one.
         ("GET", format!("{u}/admin/auth/user/7/delete/"), "", None),
@@ -625,6 +638,13 @@ fn the_built_in_effect_rules_hold_what_deletes_or_pays_and_let_the_rest_go() {
             None,
         ),
         ("POST", format!("{u}/paypal-faq/feedback"), "", None),
+        // Capitals and digits that are no account: a short code, a product key.
+        (
+            "POST",
+            format!("{u}/support"),
+            "order=AB12CD&sku=WH1000XM5BLACK",
+            None,
+        ),
     ] {
         assert_eq!(
             verdict(method, url.as_str(), form),
