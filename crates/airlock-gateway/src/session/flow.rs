@@ -144,6 +144,24 @@ impl AgentSession {
         // What this session sent just before: a value split over calls is judged
         // with it (the pieces of this call join those, in order).
         let mut before = held.reads.sent_before();
+        // A form naming an outside e-mail recipient (in this call, or typed just
+        // before) sends its other values on to that address: what the mail site
+        // itself showed is no longer the destination's own there.
+        // The call's own addresses decide when it names any; else those just before.
+        let own_domains = &held.plan.flow.own_domains;
+        let named: Vec<&str> = pieces
+            .iter()
+            .map(|(_, text)| text.as_str())
+            .filter(|text| addresses(text).is_some())
+            .collect();
+        let recipient = match named.is_empty() {
+            false => named.iter().find_map(|t| outside_recipient(t, own_domains)),
+            true => before
+                .iter()
+                .rev()
+                .find(|t| addresses(t).is_some())
+                .and_then(|t| outside_recipient(t, own_domains)),
+        };
         for (sent, text) in &pieces {
             let sent = crate::tools::Outbound { text, ..*sent };
             let so_far = before.clone();
@@ -193,8 +211,23 @@ impl AgentSession {
                 };
                 judge(&history, &sent, &earlier, &check)
             };
-            let Some(flow) = flow else {
-                continue;
+            let (flow, to) = match (flow, &recipient) {
+                (Some(flow), _) => (flow, shown(&to)),
+                (None, Some((address, domain)))
+                    if !matches!(sent.to, Sink::Url(_)) && sent.text.trim() != address =>
+                {
+                    let mail = format!("mail:{domain}");
+                    let check = airlock_flow::Check {
+                        to: Some(&mail),
+                        ..first
+                    };
+                    let history = held.reads.history();
+                    match judge(&history, &sent, &earlier, &check) {
+                        Some(flow) => (flow, format!("{} (mail to {address})", shown(&to))),
+                        None => continue,
+                    }
+                }
+                (None, _) => continue,
             };
             let run = airlock_core::text::ellipsize(&flow.run, 80);
             let form = match flow.form {
@@ -202,10 +235,9 @@ impl AgentSession {
                 form => format!(" ({})", form.as_str()),
             };
             let detail = format!(
-                "the {} would carry “{run}”{form}, read on {}, to {}",
+                "the {} would carry “{run}”{form}, read on {}, to {to}",
                 sent.what,
                 shown(&flow.from),
-                shown(&to),
             );
             return self.matched(context, FLOW_RULE, detail, held.plan.flow.mode);
         }
@@ -290,6 +322,39 @@ fn judge(
             .check(sent.text, check)
             .or_else(|| history.check_split(earlier, sent.text, check)),
     }
+}
+
+// The address and domain of `text` when it is one e-mail address (or a list of
+// them) at a domain other than the caller's own (`own_domains`).
+fn outside_recipient(text: &str, own_domains: &[String]) -> Option<(String, String)> {
+    addresses(text)?.into_iter().find_map(|(address, domain)| {
+        let own = own_domains.iter().any(|d| {
+            let d = d.trim_start_matches(['@', '.']).to_ascii_lowercase();
+            domain == d || domain.ends_with(&format!(".{d}"))
+        });
+        (!own).then(|| (address.to_owned(), domain))
+    })
+}
+
+// The e-mail addresses `text` is a list of (and their domains), if it is one.
+fn addresses(text: &str) -> Option<Vec<(&str, String)>> {
+    let found: Vec<(&str, String)> = text
+        .split([',', ';', ' '])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|address| {
+            let (local, domain) = address.rsplit_once('@')?;
+            let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+            let plain = !local.is_empty()
+                && !local.contains(['/', ':'])
+                && domain.contains('.')
+                && domain
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+            plain.then_some((address, domain))
+        })
+        .collect::<Option<_>>()?;
+    (!found.is_empty()).then_some(found)
 }
 
 // What a URL carries, decoded: its path segments, query values and fragment.

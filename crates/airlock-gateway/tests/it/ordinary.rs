@@ -7,18 +7,15 @@
 //! set's target is at most one in twenty held; the count is printed, and every flow
 //! not held is seen arriving at its destination.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use airlock_browser::Target;
 use airlock_config::{Flow, FlowMode};
 use airlock_core::ErrorCode;
 use airlock_gateway::{Gateway, GatewayConfig, Interaction, ToolCall};
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::with_browser;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::navigate;
+use crate::web::Web;
 
 /// The sites of the small web the flows browse, one origin each.
 const SITES: &[&str] = &[
@@ -43,138 +40,6 @@ const SITES: &[&str] = &[
     "books",
     "weather",
 ];
-
-/// Every site's page when no flow gave it one: a search box and a contact form.
-const DEFAULT_PAGE: &str = "<title>Welcome</title><form action=\"/search\"><input name=\"q\" aria-label=\"Search\"><button>Search</button></form>\
-<form method=\"post\" action=\"/send\"><label>Name <input name=\"name\"></label><label>Email <input name=\"email\"></label><label>Message <input name=\"message\"></label><button>Send</button></form>";
-
-/// The small web: every site on its own loopback port, serving the pages the flows
-/// give it, and recording each request it gets.
-struct Web {
-    ports: Vec<u16>,
-    pages: Arc<Mutex<HashMap<(usize, String), String>>>,
-    seen: Arc<Mutex<Vec<(usize, String)>>>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Drop for Web {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
-}
-
-impl Web {
-    async fn start() -> Web {
-        let pages: Arc<Mutex<HashMap<(usize, String), String>>> = Arc::default();
-        let seen: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
-        let mut ports = Vec::new();
-        let mut tasks = Vec::new();
-        for site in 0..SITES.len() {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            ports.push(listener.local_addr().unwrap().port());
-            let (pages, seen) = (pages.clone(), seen.clone());
-            tasks.push(tokio::spawn(async move {
-                while let Ok((stream, _)) = listener.accept().await {
-                    let (pages, seen) = (pages.clone(), seen.clone());
-                    tokio::spawn(serve(site, stream, pages, seen));
-                }
-            }));
-        }
-        Web {
-            ports,
-            pages,
-            seen,
-            tasks,
-        }
-    }
-
-    fn site(&self, name: &str) -> usize {
-        SITES.iter().position(|s| *s == name).unwrap()
-    }
-
-    fn origin(&self, name: &str) -> String {
-        format!("http://127.0.0.1:{}", self.ports[self.site(name)])
-    }
-
-    fn url(&self, name: &str, path: &str) -> String {
-        format!("{}{path}", self.origin(name))
-    }
-
-    fn page(&self, name: &str, path: &str, html: String) {
-        self.pages
-            .lock()
-            .unwrap()
-            .insert((self.site(name), path.to_owned()), html);
-    }
-
-    /// Requests `name` got so far (request line and body).
-    fn requests(&self, name: &str) -> Vec<String> {
-        let site = self.site(name);
-        let seen = self.seen.lock().unwrap();
-        seen.iter()
-            .filter(|(s, _)| *s == site)
-            .map(|(_, r)| r.clone())
-            .collect()
-    }
-}
-
-async fn serve(
-    site: usize,
-    mut stream: tokio::net::TcpStream,
-    pages: Arc<Mutex<HashMap<(usize, String), String>>>,
-    seen: Arc<Mutex<Vec<(usize, String)>>>,
-) {
-    let mut buf = vec![0u8; 32 * 1024];
-    let mut got = 0;
-    loop {
-        let Ok(n) = stream.read(&mut buf[got..]).await else {
-            return;
-        };
-        if n == 0 {
-            break;
-        }
-        got += n;
-        let text = String::from_utf8_lossy(&buf[..got]).to_string();
-        if let Some((head, body)) = text.split_once("\r\n\r\n") {
-            let length = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            if body.len() >= length || got == buf.len() {
-                break;
-            }
-        }
-    }
-    let text = String::from_utf8_lossy(&buf[..got]).to_string();
-    let line = text.lines().next().unwrap_or_default().to_owned();
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    if line.contains("/favicon.ico") {
-        let _ = stream
-            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-            .await;
-        return;
-    }
-    seen.lock().unwrap().push((site, format!("{line} {body}")));
-    let target = line.split(' ').nth(1).unwrap_or("/");
-    let path = target.split('?').next().unwrap_or("/");
-    let page = pages
-        .lock()
-        .unwrap()
-        .get(&(site, path.to_owned()))
-        .cloned()
-        .unwrap_or_else(|| DEFAULT_PAGE.to_owned());
-    let response = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-        page.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
-}
 
 /// One step of a flow.
 enum Step {
@@ -798,7 +663,7 @@ fn flows(web: &Web) -> Vec<Ordinary> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ordinary_multi_site_browsing_is_held_at_most_once_in_twenty() {
     with_browser(|h| async move {
-        let web = Web::start().await;
+        let web = Web::start(SITES).await;
         let mut policy: PolicyConfig = h.site.policy_config();
         for port in &web.ports {
             policy.allow_private.push(format!("127.0.0.1:{port}"));
@@ -917,6 +782,72 @@ async fn ordinary_multi_site_browsing_is_held_at_most_once_in_twenty() {
             ))
             .await;
         assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        agent.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_webmail_showed_goes_to_an_outside_recipient_only_past_the_check() {
+    with_browser(|h| async move {
+        let web = Web::start(SITES).await;
+        let mut policy: PolicyConfig = h.site.policy_config();
+        for port in &web.ports {
+            policy.allow_private.push(format!("127.0.0.1:{port}"));
+        }
+        let gateway = Gateway::new(
+            h.host().await,
+            GatewayConfig {
+                flow: Flow {
+                    mode: FlowMode::Deny,
+                    own_domains: vec!["corp.example".to_owned()],
+                    ..Flow::default()
+                },
+                ..GatewayConfig::with_policy(Policy::from_config(&policy).unwrap())
+            },
+        );
+        web.page(
+            "mail",
+            "/inbox/9",
+            page("Security code", "<p>Your security code is 463820. It expires in 10 minutes.</p><p>Sam wrote: the quarterly numbers are in the shared folder, please keep them internal until Friday.</p>"),
+        );
+        let agent = gateway.agent_session();
+        agent.call(navigate(web.url("mail", "/inbox/9"))).await;
+        agent.call(navigate(web.url("mail", "/compose"))).await;
+        let send = |to: &str, message: &str| {
+            ToolCall::Interact(Interaction::FillForm {
+                fields: vec![
+                    (field("Email"), to.to_owned()),
+                    (field("Message"), message.to_owned()),
+                ],
+            })
+        };
+        // The mail site showed them, but the form sends them on to an outside
+        // address: a six-digit code and a sentence of prose are refused.
+        let before = web.requests("mail").len();
+        for message in [
+            "463820",
+            "the quarterly numbers are in the shared folder, please keep them internal",
+        ] {
+            let out = agent.call(send("mark.black-2134@gmail.example", message)).await;
+            assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{message}: {}", out.text);
+            assert!(out.text.contains("mail to mark.black-2134@gmail.example"), "{}", out.text);
+        }
+        assert_eq!(web.requests("mail").len(), before);
+        // To a colleague at the caller's own domain it goes.
+        let out = agent
+            .call(send("sam@corp.example", "the quarterly numbers are in the shared folder, please keep them internal"))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent.call(crate::click_button("Send")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(
+            web.requests("mail")[before..]
+                .iter()
+                .any(|r| r.contains("sam%40corp.example")),
+            "{:?}",
+            web.requests("mail")
+        );
         agent.close().await;
     })
     .await;
