@@ -13,6 +13,9 @@ DJANGO_VERSION := 5.2.19
 # MiniWoB++'s web tasks (its HTML pages only: installed without the Python
 # environment around them), widgets of every kind the tests act on.
 MINIWOB_VERSION := 1.1.0
+# AgentDojo's prompt-injection tasks, which the data-flow replay renders into pages
+# (its model SDKs come with it, so it lives in a venv of its own).
+AGENTDOJO_VERSION := 0.1.35
 # Property-based testing of /api/v1 against its OpenAPI document.
 SCHEMATHESIS_VERSION := 4.32.5
 # The model SDKs agent developers put Airlock's tools into: the OpenAI Agents SDK
@@ -59,7 +62,12 @@ test: chromium postgres seccomp pyclient console-deps deploy-check
 ## A virtualenv with the official MCP Python SDK (independent client for the tests),
 ## schemathesis (the /api/v1 fuzz run), Django (a real admin app the tests drive) and
 ## MiniWoB++'s task pages (widgets the tests act on).
-pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION) .venv/.django-$(DJANGO_VERSION) .venv/.miniwob-$(MINIWOB_VERSION) .venv/.model-sdks-$(OPENAI_AGENTS_VERSION)-$(GOOGLE_GENAI_VERSION) .venv/.fastmcp-$(FASTMCP_VERSION) .venv-langchain/.langchain-$(LANGCHAIN_MCP_VERSION)
+pyclient: .venv/.mcp-$(MCP_PY_VERSION) .venv/.schemathesis-$(SCHEMATHESIS_VERSION) .venv/.django-$(DJANGO_VERSION) .venv/.miniwob-$(MINIWOB_VERSION) .venv/.model-sdks-$(OPENAI_AGENTS_VERSION)-$(GOOGLE_GENAI_VERSION) .venv/.fastmcp-$(FASTMCP_VERSION) .venv-langchain/.langchain-$(LANGCHAIN_MCP_VERSION) .venv-agentdojo/.agentdojo-$(AGENTDOJO_VERSION)
+
+.venv-agentdojo/.agentdojo-$(AGENTDOJO_VERSION):
+	python3 -m venv .venv-agentdojo
+	.venv-agentdojo/bin/pip install -q --disable-pip-version-check "agentdojo==$(AGENTDOJO_VERSION)"
+	@touch $@
 
 .venv-langchain/.langchain-$(LANGCHAIN_MCP_VERSION): .venv/.mcp-$(MCP_PY_VERSION)
 	python3 -m venv .venv-langchain

@@ -16,6 +16,7 @@ use airlock_gateway::{
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{Harness, with_browser, with_browser_config};
 
+mod agentdojo;
 mod approvals;
 mod credentials;
 mod django;
@@ -33,6 +34,7 @@ mod roles;
 mod sessions;
 mod tenant_policy;
 mod view;
+mod web;
 mod widgets;
 
 fn config(h: &Harness) -> GatewayConfig {
