@@ -173,6 +173,35 @@ fn main() {
             "\"{name}\": {{\"p50_us\": {p50:.1}, \"p99_us\": {p99:.1}}}"
         ));
     }
+    // A value split over two calls: the second half judged with the first.
+    let (first, second) = account.split_at(account.len() / 2);
+    let own = airlock_flow::Own::default();
+    let evil = |o: &str| o == "https://evil.example";
+    let split_check = airlock_flow::Check {
+        free: &evil,
+        to: Some("https://evil.example"),
+        own: &own,
+    };
+    assert!(
+        history
+            .check_split(&[first], second, &split_check)
+            .is_some()
+    );
+    let mut runs: Vec<f64> = (0..5_000)
+        .map(|_| {
+            let started = Instant::now();
+            std::hint::black_box(history.check_split(&[first], second, &split_check));
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    let (p50, p99) = (micros(&mut runs, 0.5), micros(&mut runs, 0.99));
+    println!(
+        "| split over two calls | {} | {p50:.1} | {p99:.1} | true |",
+        account.len()
+    );
+    json.push(format!(
+        "\"split over two calls\": {{\"p50_us\": {p50:.1}, \"p99_us\": {p99:.1}}}"
+    ));
     // Keeping each new page's 16 KB snapshot, one after another, into the full
     // history (it drops its older half once in a while: the p99 and max show it).
     let mut runs: Vec<f64> = (0..200)

@@ -628,3 +628,35 @@ async fn an_uploaded_files_name_is_a_sink_too() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompts_answer_is_a_sink_too() {
+    with_browser(|h| async move {
+        let partner = Partner::start().await;
+        let gateway = gateway(&h, &partner, FlowMode::Deny, None).await;
+        let agent = gateway.agent_session();
+        let out = agent.call(navigate(h.site.url("flow/bank.html"))).await;
+        assert!(out.text.contains(ACCOUNT), "{}", out.text);
+        // Another origin's page asks, in a prompt.
+        agent
+            .call(navigate(h.site.other_origin("dialogs.html")))
+            .await;
+        let out = agent.call(click_button("Prompt")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let answer = |text: &str| {
+            ToolCall::Interact(Interaction::HandleDialog {
+                accept: true,
+                prompt_text: Some(text.to_owned()),
+                wait: Duration::from_secs(5),
+            })
+        };
+        let out = agent.call(answer(ACCOUNT)).await;
+        assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{}", out.text);
+        assert!(out.text.contains("prompt answer"), "{}", out.text);
+        let out = agent.call(answer("Alice")).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        assert!(out.text.contains("prompt returned Alice"), "{}", out.text);
+        gateway.shutdown().await;
+    })
+    .await;
+}
