@@ -132,12 +132,16 @@ pub(crate) fn is_data_token(token: &[u8]) -> bool {
 /// Whether the digits of `text` are an ISBN-13 (978 or 979, its check digit right):
 /// public reference data, the same on every bookshop.
 pub(crate) fn is_isbn(text: &[u8]) -> bool {
-    let digits: Vec<u32> = text
-        .iter()
-        .filter(|b| b.is_ascii_digit())
-        .map(|b| u32::from(b - b'0'))
-        .collect();
-    if digits.len() != 13 || digits[..2] != [9, 7] || !matches!(digits[2], 8 | 9) {
+    let mut digits = [0u32; 13];
+    let mut count = 0;
+    for b in text.iter().filter(|b| b.is_ascii_digit()) {
+        if count == 13 {
+            return false;
+        }
+        digits[count] = u32::from(b - b'0');
+        count += 1;
+    }
+    if count != 13 || digits[..2] != [9, 7] || !matches!(digits[2], 8 | 9) {
         return false;
     }
     let sum: u32 = digits
@@ -233,26 +237,30 @@ fn is_ref(token: &[u8]) -> bool {
 // Whether a token is a date (`2026-12-24`, `24.12.2026`, `12/24/2026`) or a time
 // (`10:30`).
 pub(crate) fn is_date_or_time(token: &[u8]) -> bool {
-    let token = token.trim_ascii();
+    // Most tokens are words: they never start with a digit.
+    if !token.first().is_some_and(u8::is_ascii_digit) {
+        return false;
+    }
     let token = token
         .iter()
         .rposition(|b| b.is_ascii_alphanumeric())
         .map_or(token, |end| &token[..=end]);
     if token.contains(&b':') {
-        return token.iter().all(|b| b.is_ascii_digit() || *b == b':')
-            && token.iter().any(u8::is_ascii_digit);
+        return token.iter().all(|b| b.is_ascii_digit() || *b == b':');
     }
-    let groups: Vec<&[u8]> = token.split(|b| b"-./".contains(b)).collect();
-    groups.len() == 3
-        && groups
-            .iter()
-            .all(|g| !g.is_empty() && g.iter().all(u8::is_ascii_digit))
-        && groups
-            .iter()
-            .filter(|g| g.len() == 4 && (g.starts_with(b"19") || g.starts_with(b"20")))
-            .count()
-            == 1
-        && groups.iter().filter(|g| g.len() <= 2).count() == 2
+    let (mut groups, mut years, mut short) = (0, 0, 0);
+    for group in token.split(|b| b"-./".contains(b)) {
+        groups += 1;
+        if groups > 3 || group.is_empty() || !group.iter().all(u8::is_ascii_digit) {
+            return false;
+        }
+        if group.len() == 4 && (group.starts_with(b"19") || group.starts_with(b"20")) {
+            years += 1;
+        } else if group.len() <= 2 {
+            short += 1;
+        }
+    }
+    groups == 3 && years == 1 && short == 2
 }
 
 // The identifiers of a normalised line shorter than a run: tokens (ended by spaces
