@@ -184,7 +184,7 @@ impl AgentSession {
             };
             // A URL's tail is its last value (`?d=4111 1111`), not the URL.
             let tail = match sent.to {
-                Sink::Url(url) => url_pieces(url).pop().unwrap_or_default(),
+                Sink::Url(_) => url_pieces(sent.text).pop().unwrap_or_default(),
                 _ => sent.text.to_owned(),
             };
             held.reads.sent(&tail);
@@ -214,7 +214,7 @@ impl AgentSession {
             let (flow, to) = match (flow, &recipient) {
                 (Some(flow), _) => (flow, shown(&to)),
                 (None, Some((address, domain)))
-                    if !matches!(sent.to, Sink::Url(_)) && sent.text.trim() != address =>
+                    if !matches!(sent.to, Sink::Url(_)) && addresses(sent.text).is_none() =>
                 {
                     let mail = format!("mail:{domain}");
                     let check = airlock_flow::Check {
@@ -313,8 +313,8 @@ fn judge(
     check: &airlock_flow::Check<'_>,
 ) -> Option<airlock_flow::Flow> {
     match sent.to {
-        Sink::Url(url) => history.check_url(url, check).or_else(|| {
-            url_pieces(url)
+        Sink::Url(_) => history.check_url(sent.text, check).or_else(|| {
+            url_pieces(sent.text)
                 .iter()
                 .find_map(|piece| history.check_split(earlier, piece, check))
         }),
@@ -336,17 +336,24 @@ fn outside_recipient(text: &str, own_domains: &[String]) -> Option<(String, Stri
     })
 }
 
-// The e-mail addresses `text` is a list of (and their domains), if it is one.
+// The e-mail addresses `text` is a list of (and their domains), if it is one:
+// `a@x.example, b@y.example` or `Mark <mark@x.example>`.
 fn addresses(text: &str) -> Option<Vec<(&str, String)>> {
     let found: Vec<(&str, String)> = text
-        .split([',', ';', ' '])
+        .split([',', ';'])
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .map(|address| {
+        .map(|part| {
+            let address = match part.rsplit_once('<') {
+                Some((name, rest)) if rest.ends_with('>') && !name.contains('@') => {
+                    rest.trim_end_matches('>').trim()
+                }
+                _ => part,
+            };
             let (local, domain) = address.rsplit_once('@')?;
             let domain = domain.trim_end_matches('.').to_ascii_lowercase();
             let plain = !local.is_empty()
-                && !local.contains(['/', ':'])
+                && !local.contains(['/', ':', ' ', '<', '>'])
                 && domain.contains('.')
                 && domain
                     .bytes()

@@ -825,11 +825,14 @@ async fn what_a_webmail_showed_goes_to_an_outside_recipient_only_past_the_check(
         // The mail site showed them, but the form sends them on to an outside
         // address: a six-digit code and a sentence of prose are refused.
         let before = web.requests("mail").len();
-        for message in [
-            "463820",
-            "the quarterly numbers are in the shared folder, please keep them internal",
+        for (to, message) in [
+            ("mark.black-2134@gmail.example", "463820"),
+            (
+                "Mark <mark.black-2134@gmail.example>",
+                "the quarterly numbers are in the shared folder, please keep them internal",
+            ),
         ] {
-            let out = agent.call(send("mark.black-2134@gmail.example", message)).await;
+            let out = agent.call(send(to, message)).await;
             assert_eq!(out.error, Some(ErrorCode::PolicyDenied), "{message}: {}", out.text);
             assert!(out.text.contains("mail to mark.black-2134@gmail.example"), "{}", out.text);
         }
