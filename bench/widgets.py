@@ -222,10 +222,17 @@ async def use_autocomplete(a, page):
     start, end = quoted[1], (quoted[3] if len(quoted) > 3 else "")
     box = ref_on(line_with(page, "Tags"))
     await a.type(box, start)
-    await a.wait(1.0)
-    page = await a.snapshot()
-    for ref, shown in named(page, ["listitem", "menuitem", "option"]):
-        if shown.startswith(start) and shown.endswith(end) and shown != start:
+    # The list opens after the widget's own delay, later on a loaded machine: look
+    # again for a few seconds, as a person waits for it (the same for every system).
+    for _ in range(6):
+        await a.wait(0.5)
+        page = await a.snapshot()
+        shown = next(
+            (s for _, s in named(page, ["listitem", "menuitem", "option"])
+             if s.startswith(start) and s.endswith(end) and s != start),
+            None,
+        )
+        if shown:
             await a.click_words(page, shown)
             break
     else:
