@@ -219,7 +219,7 @@ class AirlockNoEffects(Airlock):
         params = super().params()
         config = pathlib.Path(self.tmp) / "airlock.toml"
         off = ", ".join(f'"{n}"' for n in ("delete-request", "delete-path", "delete-field",
-                                             "payment-path", "payment-field"))
+                                             "password-path", "payment-path", "payment-field"))
         config.write_text(config.read_text() + f"[approvals]\ndefaults_off = [{off}]\n")
         return params
 

@@ -229,6 +229,8 @@ pub struct BuiltinEffect {
 
 /// Words that say a request destroys something.
 const DELETE_WORDS: &[&str] = &["delete", "remove", "destroy", "erase", "purge"];
+/// Words that say a request changes or resets a password.
+const PASSWORD_WORDS: &[&str] = &["password", "passwd"];
 /// Words that say a request moves money.
 const PAYMENT_WORDS: &[&str] = &[
     "pay",
@@ -299,6 +301,13 @@ pub const BUILTIN_EFFECTS: &[BuiltinEffect] = &[
         holds: "a POST, PUT or PATCH whose action field says so (_method=delete, action=delete_selected, op=remove) or that is a GraphQL mutation which does",
         methods: CHANGING,
         sign: Some(Sign::ActionSays(DELETE_WORDS)),
+    },
+    BuiltinEffect {
+        name: "password-path",
+        risk: Risk::High,
+        holds: "a POST, PUT or PATCH whose path says password or passwd (a change or a reset: /account/password, /password_change/); a sign-in's path does not",
+        methods: CHANGING,
+        sign: Some(Sign::PathSays(PASSWORD_WORDS)),
     },
     BuiltinEffect {
         name: "payment-path",

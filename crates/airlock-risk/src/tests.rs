@@ -638,6 +638,25 @@ fn the_built_in_effect_rules_hold_what_deletes_or_pays_and_let_the_rest_go() {
             None,
         ),
         ("POST", format!("{u}/paypal-faq/feedback"), "", None),
+        // A password changed or reset; signing in is not.
+        (
+            "POST",
+            format!("{u}/password"),
+            "password=new_password",
+            held("password-path", Risk::High),
+        ),
+        (
+            "POST",
+            format!("{u}/admin/password_change/"),
+            "old_password=a&new_password1=b",
+            held("password-path", Risk::High),
+        ),
+        (
+            "POST",
+            format!("{u}/app/login"),
+            "username=a&password=b",
+            None,
+        ),
         // Capitals and digits that are no account: a short code, a product key.
         (
             "POST",

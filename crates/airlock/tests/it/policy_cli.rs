@@ -211,6 +211,7 @@ fn explains_the_effect_rules_and_judges_a_request_as_a_server_reads_it() {
         "delete-request (built in, high, approve)",
         "delete-path (built in, high, approve)",
         "delete-field (built in, high, approve)",
+        "password-path (built in, high, approve)",
         "payment-path (built in, critical, approve)",
         "payment-field (built in, critical, approve)",
     ] {
