@@ -109,6 +109,17 @@ pub struct Check<'a> {
 }
 
 impl Check<'_> {
+    // `judge` under a check freeing only what `free` says: no destination, nothing
+    // of the caller's own.
+    fn freeing<R>(free: &(dyn Fn(&str) -> bool + Sync), judge: impl FnOnce(&Check<'_>) -> R) -> R {
+        let own = Own::default();
+        judge(&Check {
+            free,
+            to: None,
+            own: &own,
+        })
+    }
+
     fn frees(&self, origin: &str) -> bool {
         self.to == Some(origin) || (self.free)(origin)
     }
@@ -301,15 +312,7 @@ impl History {
     /// origin other than the one it was read on; `free(origin)` says which origins it
     /// may go to (the destination itself, a shared set).
     pub fn find(&self, outbound: &str, free: impl Fn(&str) -> bool + Sync) -> Option<Flow> {
-        let own = Own::default();
-        self.check(
-            outbound,
-            &Check {
-                free: &free,
-                to: None,
-                own: &own,
-            },
-        )
+        Check::freeing(&free, |check| self.check(outbound, check))
     }
 
     /// [`History::find`] under a whole [`Check`]. A URL written in the string is read
@@ -408,15 +411,7 @@ impl History {
     /// URL around a value is never part of a run. A URL the history shows whole is a
     /// link a page offered: following it carries nothing the agent put together.
     pub fn find_in_url(&self, url: &str, free: impl Fn(&str) -> bool + Sync) -> Option<Flow> {
-        let own = Own::default();
-        self.check_url(
-            url,
-            &Check {
-                free: &free,
-                to: None,
-                own: &own,
-            },
-        )
+        Check::freeing(&free, |check| self.check_url(url, check))
     }
 
     /// [`History::find_in_url`] under a whole [`Check`]. A query value or fragment
@@ -548,7 +543,11 @@ impl History {
                 }
             }
         }
-        None
+        // Every run was free: a short identifier beside them still counts.
+        match across {
+            None => self.find_short(out, form, check),
+            Some(_) => None,
+        }
     }
 
     // An identifier too short for a run (a six-digit code, a passport number) that

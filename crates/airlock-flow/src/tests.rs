@@ -415,6 +415,9 @@ fn the_callers_own_identifiers_and_addresses_at_its_domains_go_anywhere() {
     };
     assert_eq!(h.check("my address is alice.w@corp.example", &check), None);
     assert_eq!(h.check("member MBR-99812377", &check), None);
+    // A run the caller's own frees does not hide a short identifier beside it.
+    h.read(BANK, "- text \"Your one-time code is 448213\"");
+    assert!(h.check("alice.w@corp.example 448213", &check).is_some());
     // Not listed: someone else's address is data.
     assert!(h.check("alice@home.example", &check).is_some());
     // The caller's own beside another's data: the data still counts.

@@ -19,7 +19,7 @@ use airlock_browser::Target;
 use airlock_config::{Flow, FlowMode};
 use airlock_core::ErrorCode;
 use airlock_gateway::{Gateway, GatewayConfig, Interaction, ToolCall};
-use airlock_policy::{Policy, PolicyConfig};
+use airlock_policy::Policy;
 use airlock_test_support::with_browser;
 use serde_json::Value;
 
@@ -80,7 +80,7 @@ fn stopped_by(out: &airlock_gateway::ToolOutput) -> String {
 async fn replay(
     h: &airlock_test_support::Harness,
     web: &Web,
-    policy: &PolicyConfig,
+    policy: &Policy,
     corpus: &Value,
     checked: bool,
 ) -> (Vec<String>, Vec<String>) {
@@ -113,7 +113,7 @@ async fn replay(
                     own_domains,
                     ..Flow::default()
                 },
-                ..GatewayConfig::with_policy(Policy::from_config(policy).unwrap())
+                ..GatewayConfig::with_policy(policy.clone())
             },
         );
         for task in suite["tasks"].as_array().unwrap() {
@@ -208,10 +208,7 @@ async fn agentdojo_injection_tasks_get_no_data_or_money_to_the_attacker() {
     let corpus = corpus();
     with_browser(|h| async move {
         let web = Web::start(SITES).await;
-        let mut policy: PolicyConfig = h.site.policy_config();
-        for port in &web.ports {
-            policy.allow_private.push(format!("127.0.0.1:{port}"));
-        }
+        let policy = web.allowed_in(h.site.policy_config());
         let tasks: Vec<&Value> = corpus["suites"]
             .as_array()
             .unwrap()

@@ -15,7 +15,7 @@ use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{Harness, with_browser};
 use airlock_vault::Store;
 use base64::Engine as _;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::approvals::{approval_requests, held_then_decided};
 use crate::{click_button, navigate};
@@ -46,35 +46,9 @@ impl Partner {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let seen = seen.clone();
                 tokio::spawn(async move {
-                    let mut buf = vec![0u8; 16 * 1024];
-                    let mut got = 0;
-                    // Headers, then as much body as Content-Length says.
-                    loop {
-                        let Ok(n) = stream.read(&mut buf[got..]).await else {
-                            return;
-                        };
-                        if n == 0 {
-                            break;
-                        }
-                        got += n;
-                        let text = String::from_utf8_lossy(&buf[..got]).to_string();
-                        if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                            let length = head
-                                .lines()
-                                .find_map(|l| {
-                                    l.to_ascii_lowercase()
-                                        .strip_prefix("content-length:")
-                                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                                })
-                                .unwrap_or(0);
-                            if body.len() >= length {
-                                break;
-                            }
-                        }
-                    }
-                    let text = String::from_utf8_lossy(&buf[..got]).to_string();
-                    let line = text.lines().next().unwrap_or_default().to_owned();
-                    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+                    let Some((line, body)) = crate::web::read_request(&mut stream).await else {
+                        return;
+                    };
                     seen.lock().unwrap().push(format!("{line} {body}"));
                     let page = match line.split(' ').nth(1).unwrap_or("/") {
                         "/search" => {

@@ -11,7 +11,6 @@ use airlock_browser::Target;
 use airlock_config::{Flow, FlowMode};
 use airlock_core::ErrorCode;
 use airlock_gateway::{Gateway, GatewayConfig, Interaction, ToolCall};
-use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::with_browser;
 
 use crate::navigate;
@@ -664,10 +663,7 @@ fn flows(web: &Web) -> Vec<Ordinary> {
 async fn ordinary_multi_site_browsing_is_held_at_most_once_in_twenty() {
     with_browser(|h| async move {
         let web = Web::start(SITES).await;
-        let mut policy: PolicyConfig = h.site.policy_config();
-        for port in &web.ports {
-            policy.allow_private.push(format!("127.0.0.1:{port}"));
-        }
+        let policy = web.allowed_in(h.site.policy_config());
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
@@ -677,7 +673,7 @@ async fn ordinary_multi_site_browsing_is_held_at_most_once_in_twenty() {
                     own_domains: vec!["corp.example".to_owned()],
                     ..Flow::default()
                 },
-                ..GatewayConfig::with_policy(Policy::from_config(&policy).unwrap())
+                ..GatewayConfig::with_policy(policy.clone())
             },
         );
         let flows = flows(&web);
@@ -791,10 +787,7 @@ async fn ordinary_multi_site_browsing_is_held_at_most_once_in_twenty() {
 async fn what_a_webmail_showed_goes_to_an_outside_recipient_only_past_the_check() {
     with_browser(|h| async move {
         let web = Web::start(SITES).await;
-        let mut policy: PolicyConfig = h.site.policy_config();
-        for port in &web.ports {
-            policy.allow_private.push(format!("127.0.0.1:{port}"));
-        }
+        let policy = web.allowed_in(h.site.policy_config());
         let gateway = Gateway::new(
             h.host().await,
             GatewayConfig {
@@ -803,7 +796,7 @@ async fn what_a_webmail_showed_goes_to_an_outside_recipient_only_past_the_check(
                     own_domains: vec!["corp.example".to_owned()],
                     ..Flow::default()
                 },
-                ..GatewayConfig::with_policy(Policy::from_config(&policy).unwrap())
+                ..GatewayConfig::with_policy(policy.clone())
             },
         );
         web.page(

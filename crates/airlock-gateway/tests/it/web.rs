@@ -77,6 +77,18 @@ impl Web {
             .insert((self.site(name), path.to_owned()), html);
     }
 
+    /// `base` with every site of this web allowed (the policy denies loopback unless
+    /// told).
+    pub(crate) fn allowed_in(
+        &self,
+        mut base: airlock_policy::PolicyConfig,
+    ) -> airlock_policy::Policy {
+        for port in &self.ports {
+            base.allow_private.push(format!("127.0.0.1:{port}"));
+        }
+        airlock_policy::Policy::from_config(&base).unwrap()
+    }
+
     /// Serves `pages` (site → path → HTML) from now on, in place of every page before.
     pub(crate) fn set_pages(&self, pages: &serde_json::Value) {
         let mut map = self.pages.lock().unwrap();
@@ -111,12 +123,39 @@ async fn serve(
     pages: Arc<Mutex<HashMap<(usize, String), String>>>,
     seen: Arc<Mutex<Vec<(usize, String)>>>,
 ) {
+    let Some((line, body)) = read_request(&mut stream).await else {
+        return;
+    };
+    let body = body.as_str();
+    if line.contains("/favicon.ico") {
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .await;
+        return;
+    }
+    seen.lock().unwrap().push((site, format!("{line} {body}")));
+    let target = line.split(' ').nth(1).unwrap_or("/");
+    let path = target.split('?').next().unwrap_or("/");
+    let page = pages
+        .lock()
+        .unwrap()
+        .get(&(site, path.to_owned()))
+        .cloned()
+        .unwrap_or_else(|| DEFAULT_PAGE.to_owned());
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+}
+
+/// One HTTP/1.1 request from `stream`: its request line and its body (as much as
+/// Content-Length says, within 32 KiB); `None` when the peer went away first.
+pub(crate) async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<(String, String)> {
     let mut buf = vec![0u8; 32 * 1024];
     let mut got = 0;
     loop {
-        let Ok(n) = stream.read(&mut buf[got..]).await else {
-            return;
-        };
+        let n = stream.read(&mut buf[got..]).await.ok()?;
         if n == 0 {
             break;
         }
@@ -138,25 +177,9 @@ async fn serve(
     }
     let text = String::from_utf8_lossy(&buf[..got]).to_string();
     let line = text.lines().next().unwrap_or_default().to_owned();
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    if line.contains("/favicon.ico") {
-        let _ = stream
-            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-            .await;
-        return;
-    }
-    seen.lock().unwrap().push((site, format!("{line} {body}")));
-    let target = line.split(' ').nth(1).unwrap_or("/");
-    let path = target.split('?').next().unwrap_or("/");
-    let page = pages
-        .lock()
-        .unwrap()
-        .get(&(site, path.to_owned()))
-        .cloned()
-        .unwrap_or_else(|| DEFAULT_PAGE.to_owned());
-    let response = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-        page.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    Some((line, body))
 }
