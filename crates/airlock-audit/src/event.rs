@@ -94,6 +94,11 @@ pub enum Event {
     OperatorInput(OperatorStep),
     /// An operator stored a session's cookies as a vault secret.
     LoginSaved(LoginSaved),
+    /// A stored login was checked (and renewed, when its flow could).
+    LoginCheck(LoginCheck),
+    /// A person gave what a stored login's renewal needed through its one-time link
+    /// (what kind, never the value).
+    LoginGiven(LoginGiven),
     /// A request a surface refused for its credentials.
     AuthFailure(AuthFailure),
     /// A server-side task began (`browser_run_task`).
@@ -128,6 +133,8 @@ impl Event {
             Event::OperatorHandback(_) => "operator_handback",
             Event::OperatorInput(_) => "operator_input",
             Event::LoginSaved(_) => "login_saved",
+            Event::LoginCheck(_) => "login_check",
+            Event::LoginGiven(_) => "login_given",
             Event::AuthFailure(_) => "auth_failure",
             Event::TaskStarted(_) => "task_started",
             Event::TaskEnded(_) => "task_ended",
@@ -151,6 +158,8 @@ impl Event {
                 Some(&o.session)
             }
             Event::LoginSaved(l) => Some(&l.session),
+            Event::LoginCheck(l) => l.session.as_deref(),
+            Event::LoginGiven(l) => l.session.as_deref(),
             Event::TaskStarted(t) => t.session.as_deref(),
             Event::TaskEnded(t) => t.session.as_deref(),
             Event::CredentialRefusal(_)
@@ -482,6 +491,36 @@ pub struct LoginSaved {
     pub origins: Vec<String>,
     /// How many cookies were stored.
     pub cookies: u64,
+}
+
+/// A stored login's check: what it found and what was done about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginCheck {
+    /// The login (the vault secret it keeps alive).
+    pub login: String,
+    /// Who asked: `schedule`, or the operator's caller.
+    pub by: String,
+    /// The browser session it ran in.
+    pub session: Option<String>,
+    /// The state it left: `alive`, `needs_user`, `failed`.
+    pub state: String,
+    /// Whether its renewal flow ran and the login is alive again by it.
+    pub renewed: bool,
+    /// Why, in one line (what the probe saw, or the step that stopped the flow).
+    pub why: String,
+}
+
+/// What a person gave through a login's one-time link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginGiven {
+    /// The login.
+    pub login: String,
+    /// The console user who gave it.
+    pub by: String,
+    /// What (`code`, typed into the waiting page, or `password`, into the vault).
+    pub gave: String,
+    /// The renewal session it was typed into, for a code.
+    pub session: Option<String>,
 }
 
 /// A refused credential on a surface: why and from where, never the token tried.

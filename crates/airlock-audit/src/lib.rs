@@ -24,8 +24,8 @@ pub mod merkle;
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use event::{
     ApprovalDecided, ApprovalRequested, ApprovalStatus, AuthFailure, Call, CallDone, Change,
-    CredentialRefusal, Entry, Event, LoginSaved, OperatorStep, PolicyChange, Recording, Refusal,
-    SessionChange, Target, TaskEnded, TaskStarted, UnknownStatus,
+    CredentialRefusal, Entry, Event, LoginCheck, LoginGiven, LoginSaved, OperatorStep,
+    PolicyChange, Recording, Refusal, SessionChange, Target, TaskEnded, TaskStarted, UnknownStatus,
 };
 pub use merkle::{Frontier, Hash};
 

@@ -78,6 +78,10 @@ pub enum ErrorCode {
     /// The browser session is alive, but only another control-plane replica (named
     /// in the message) can serve it; send its requests there. Not ended.
     SessionElsewhere,
+    /// A stored login the session would open with is not alive (a person must give
+    /// what only they have, or fix its renewal); the message names the operator's
+    /// next step. Nothing was opened.
+    LoginNeedsUser,
 }
 
 impl ErrorCode {
@@ -115,6 +119,7 @@ impl ErrorCode {
         Self::RequestNotSent,
         Self::StoreUnavailable,
         Self::SessionElsewhere,
+        Self::LoginNeedsUser,
     ];
 
     /// The wire form, e.g. `ref_not_found`.
@@ -168,6 +173,7 @@ impl ErrorCode {
             Self::RequestNotSent => ("request_not_sent", 409, false),
             Self::StoreUnavailable => ("store_unavailable", 503, true),
             Self::SessionElsewhere => ("session_elsewhere", 421, false),
+            Self::LoginNeedsUser => ("login_needs_user", 409, false),
         }
     }
 }

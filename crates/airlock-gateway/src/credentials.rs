@@ -74,9 +74,9 @@ impl CredentialSource {
     pub(crate) async fn load(
         &self,
         caller: &crate::principal::Principal,
-        names: &[String],
-        grant_token: Option<&str>,
+        options: &crate::tools::OpenOptions,
     ) -> Result<Outcome> {
+        let (names, grant_token) = (&options.credentials, options.grant.as_deref());
         let (tenant, role) = (caller.tenant.as_str(), caller.role);
         let Some(vault) = &self.vault else {
             return Err(Error::NoVault);
@@ -138,6 +138,11 @@ impl CredentialSource {
                 }
             }
         }
+        // Only now, to a caller with authority over them: a stored login that is
+        // dead fails the open at once instead of landing the agent on a sign-in page.
+        if !options.login_check {
+            refuse_dead_logins(vault.store(), tenant, names).await?;
+        }
         let injection = injection(&secrets);
         Ok(Outcome::Loaded(
             Loaded::new(secrets, versions, grant_id)?,
@@ -174,6 +179,37 @@ impl CredentialSource {
         }
         Ok(Some(Loaded::new(secrets, versions, None)?))
     }
+}
+
+/// Fails with `login_needs_user` when one of `names` is a stored login (its
+/// checks on) that a person must act on: `needs_user`, or `failed` (its renewal
+/// broke). `unchecked`, `alive` and `renewing` open as usual.
+async fn refuse_dead_logins(
+    store: &airlock_store::Store,
+    tenant: &str,
+    names: &[String],
+) -> Result<()> {
+    for name in names {
+        let login = store
+            .site_login(tenant, name)
+            .await
+            .map_err(|e| Error::StoreUnavailable(format!("stored logins cannot be read: {e}")))?;
+        let Some(login) = login else { continue };
+        if !login.enabled || !matches!(login.state.as_str(), "needs_user" | "failed") {
+            continue;
+        }
+        let next = if login.state == "needs_user" {
+            "a person must give what only they have through the login's one-time link (the console's Logins page has it; `airlock login watch` tells the operator)"
+        } else {
+            "an operator must fix its probe or renewal flow, then run `airlock login check`"
+        };
+        return Err(Error::LoginNeedsUser(format!(
+            "stored login `{name}` is {} ({}); nothing was opened: {next}",
+            login.state.replace('_', " "),
+            login.why
+        )));
+    }
+    Ok(())
 }
 
 fn injection(secrets: &[Secret]) -> Injection {

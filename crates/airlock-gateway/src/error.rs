@@ -188,6 +188,10 @@ pub enum Error {
     /// The session is alive, but only the replica that opened it can serve it.
     #[error("{0}")]
     SessionElsewhere(String),
+    /// A stored login the session would load is not alive; the message says why and
+    /// what the operator does next.
+    #[error("{0}")]
+    LoginNeedsUser(String),
     /// Something failed that the caller cannot fix; the details are in the log.
     #[error("{0}")]
     Internal(String),
@@ -223,6 +227,7 @@ impl HasErrorCode for Error {
             Error::ShuttingDown => ErrorCode::BrowserUnavailable,
             Error::StoreUnavailable(_) => ErrorCode::StoreUnavailable,
             Error::SessionElsewhere(_) => ErrorCode::SessionElsewhere,
+            Error::LoginNeedsUser(_) => ErrorCode::LoginNeedsUser,
             Error::Internal(_) => ErrorCode::Internal,
         }
     }

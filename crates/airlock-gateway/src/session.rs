@@ -300,12 +300,7 @@ impl Gateway {
         let (loaded, injection, refused) = if options.credentials.is_empty() {
             (Loaded::default(), None, None)
         } else {
-            match self
-                .config
-                .credentials
-                .load(caller, &options.credentials, options.grant.as_deref())
-                .await?
-            {
+            match self.config.credentials.load(caller, &options).await? {
                 Outcome::Loaded(loaded, injection) => (loaded, Some(Arc::new(injection)), None),
                 Outcome::Refused(why) => (Loaded::default(), None, Some(why)),
             }

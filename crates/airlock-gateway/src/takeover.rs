@@ -7,6 +7,7 @@
 
 use airlock_browser::{ClickOptions, PageEvent, Target, TextPiece, TypedText};
 use airlock_worker::{Painted, Watch};
+use zeroize::Zeroizing;
 
 use std::sync::Arc;
 
@@ -371,56 +372,7 @@ impl Operators {
                 let (x, y) = last_click.ok_or_else(|| {
                     Error::InvalidArgument("click the field to type into first".to_owned())
                 })?;
-                // The element under the click, by ref (typing a secret needs one), and
-                // the text bound to its frame's origin and the page's, so the checks
-                // that guard a vault secret guard this too.
-                let field = session.resolve(&Target::Point { x, y }).await?;
-                let tabs = session.tabs().await?;
-                let page_origin = tabs
-                    .iter()
-                    .find(|t| t.active)
-                    .and_then(|t| url::Url::parse(&t.url).ok())
-                    .map(|u| u.origin().ascii_serialization())
-                    .unwrap_or_default();
-                let mut origins = vec![field.frame_origin.clone()];
-                if page_origin != field.frame_origin {
-                    origins.push(page_origin);
-                }
-                // Before a key reaches the page: what the operator types becomes the
-                // session's own secret, so a page echoing it (in its title, a URL, an
-                // encoding, a mirror field) shows the agent `[REDACTED:operator]`, and
-                // no request, socket or screenshot carries it anywhere else.
-                let held = &lease.held;
-                // Other replicas serving it cannot redact what they never learned:
-                // on the record first that it holds a secret, so they stop.
-                if let Some(store) = self.shared(&lease) {
-                    store
-                        .mark_live_secrets(lease.id.as_str())
-                        .await
-                        .map_err(|e| {
-                            Error::Internal(format!("cannot note the session's secret: {e}"))
-                        })?;
-                }
-                held.loaded.learn(OPERATOR_SECRET, &text, &origins)?;
-                session.learn(OPERATOR_SECRET, &text, &origins).await?;
-                // A socket the page opened before could carry the text away unseen
-                // (only new ones are refused now): nothing is typed while one is open.
-                let open = session.foreign_sockets().await?;
-                if let Some(url) = open.first() {
-                    return Err(Error::PolicyDenied {
-                        detail: format!(
-                            "nothing was typed: the page holds a WebSocket open to {}, which could carry what you type where nobody can see it; reload the page first",
-                            airlock_core::text::ellipsize(url, 120)
-                        ),
-                    });
-                }
-                let typed = TypedText(vec![TextPiece::Secret {
-                    label: "operator input".to_owned(),
-                    origins,
-                    value: text,
-                }]);
-                session
-                    .type_pieces(&Target::Ref(field.node), &typed, false, false)
+                self.type_as_operator(&lease, &Target::Point { x, y }, text)
                     .await?;
                 "text"
             }
@@ -433,6 +385,92 @@ impl Operators {
             Some(what),
         )
         .await;
+        Ok(())
+    }
+
+    /// What a person types into the page of one of `tenant`'s sessions without
+    /// holding it: a code given through a login's one-time link, typed into the
+    /// field at `field` of its renewal's waiting page. Learnt as the session's own
+    /// secret first, like any operator text; on the record as `operator_input`
+    /// (its kind, never the text).
+    pub async fn give_text(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &str,
+        field: &Target,
+        text: Zeroizing<String>,
+    ) -> Result<()> {
+        let lease = self.tenant_lease(tenant, id)?;
+        self.type_as_operator(&lease, field, text).await?;
+        self.operator_event(
+            tenant,
+            id,
+            by,
+            airlock_audit::Event::OperatorInput,
+            Some("text"),
+        )
+        .await;
+        Ok(())
+    }
+
+    // Types `text` into the field at `target` as the session's own secret.
+    async fn type_as_operator(
+        &self,
+        lease: &Lease,
+        target: &Target,
+        text: Zeroizing<String>,
+    ) -> Result<()> {
+        let session = &lease.held.session;
+        // The element at the target, by ref (typing a secret needs one), and
+        // the text bound to its frame's origin and the page's, so the checks
+        // that guard a vault secret guard this too.
+        let field = session.resolve(target).await?;
+        let tabs = session.tabs().await?;
+        let page_origin = tabs
+            .iter()
+            .find(|t| t.active)
+            .and_then(|t| url::Url::parse(&t.url).ok())
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default();
+        let mut origins = vec![field.frame_origin.clone()];
+        if page_origin != field.frame_origin {
+            origins.push(page_origin);
+        }
+        // Before a key reaches the page: what the operator types becomes the
+        // session's own secret, so a page echoing it (in its title, a URL, an
+        // encoding, a mirror field) shows the agent `[REDACTED:operator]`, and
+        // no request, socket or screenshot carries it anywhere else.
+        let held = &lease.held;
+        // Other replicas serving it cannot redact what they never learned:
+        // on the record first that it holds a secret, so they stop.
+        if let Some(store) = self.shared(lease) {
+            store
+                .mark_live_secrets(lease.id.as_str())
+                .await
+                .map_err(|e| Error::Internal(format!("cannot note the session's secret: {e}")))?;
+        }
+        held.loaded.learn(OPERATOR_SECRET, &text, &origins)?;
+        session.learn(OPERATOR_SECRET, &text, &origins).await?;
+        // A socket the page opened before could carry the text away unseen
+        // (only new ones are refused now): nothing is typed while one is open.
+        let open = session.foreign_sockets().await?;
+        if let Some(url) = open.first() {
+            return Err(Error::PolicyDenied {
+                detail: format!(
+                    "nothing was typed: the page holds a WebSocket open to {}, which could carry what you type where nobody can see it; reload the page first",
+                    airlock_core::text::ellipsize(url, 120)
+                ),
+            });
+        }
+        let typed = TypedText(vec![TextPiece::Secret {
+            label: "operator input".to_owned(),
+            origins,
+            value: text,
+        }]);
+        session
+            .type_pieces(&Target::Ref(field.node), &typed, false, false)
+            .await?;
         Ok(())
     }
 

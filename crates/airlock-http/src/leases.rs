@@ -228,6 +228,8 @@ pub(crate) async fn lease(
             device: body.device,
             act_origins: body.act_origins,
             read_origins: body.read_origins,
+            // Only a stored login's own check skips the gate on dead logins.
+            login_check: false,
         },
     };
     let leased = gateway.lease(&caller, request).await?;

@@ -875,6 +875,8 @@ impl SessionOpenParams {
             device: self.device,
             act_origins: self.act_origins,
             read_origins: self.read_origins,
+            // Only a stored login's own check skips the gate on dead logins.
+            login_check: false,
         })))
     }
 }

@@ -34,6 +34,9 @@ pub struct OpenOptions {
     pub act_origins: Vec<String>,
     /// Origins the session may only read.
     pub read_origins: Vec<String>,
+    /// The session is a stored login's own check or renewal, so a dead login does
+    /// not refuse it (no agent argument sets this).
+    pub login_check: bool,
 }
 
 impl OpenOptions {
@@ -65,6 +68,7 @@ impl std::fmt::Debug for OpenOptions {
             .field("device", &self.device)
             .field("act_origins", &self.act_origins)
             .field("read_origins", &self.read_origins)
+            .field("login_check", &self.login_check)
             .finish()
     }
 }
