@@ -40,6 +40,7 @@ pub(crate) fn routes(
     metrics: Arc<crate::metrics::Metrics>,
     public_url: &str,
     tasks: Option<Arc<airlock_task::Runner>>,
+    logins: Option<Arc<airlock_login::Logins>>,
 ) -> Router {
     let scrape = get(move |State(gateway): State<Arc<Gateway>>| {
         let metrics = metrics.clone();
@@ -84,12 +85,19 @@ pub(crate) fn routes(
             Gatekeeper::new(&auth, Role::Act, Local::Caller),
             authenticate,
         ));
+    // Stored logins are the tenant admin's, like its policy.
+    let logins =
+        crate::logins::routes(logins, public_url).route_layer(middleware::from_fn_with_state(
+            Gatekeeper::new(&auth, Role::Admin, Local::Refused),
+            authenticate,
+        ));
     Router::new()
         .merge(metrics)
         .merge(operator)
         .merge(leasing)
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_API_BODY_BYTES))
         .with_state(gateway)
+        .merge(logins)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_API_BODY_BYTES))
 }
 
 /// What a router lets the local caller do where no key is configured at all.

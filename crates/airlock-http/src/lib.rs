@@ -22,6 +22,7 @@ mod error;
 pub mod jwt;
 mod leases;
 mod limit;
+mod logins;
 mod metrics;
 mod openapi;
 mod policy;
@@ -103,14 +104,20 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         unauthenticated: limit::AuthLimiter::default(),
         public_url: config.public_url.clone(),
     });
+    // Stored logins, checked on a schedule by whichever replica claims each first.
+    let logins = airlock_login::Logins::for_gateway(&gateway);
+    if let Some(logins) = &logins {
+        tokio::spawn(logins.clone().run_schedule(airlock_login::TICK));
+    }
     let api = api::routes(
         gateway.clone(),
         auth.clone(),
         metrics::Metrics::install(&gateway),
         &config.public_url,
         tasks,
+        logins.clone(),
     );
-    let console = console::routes(gateway.clone(), auth.clone());
+    let console = console::routes(gateway.clone(), auth.clone(), logins);
     let metadata = Router::new()
         .route(auth::RESOURCE_METADATA, get(protected_resource))
         .route(

@@ -3,7 +3,10 @@
 //! receiver delays nothing; past a bounded queue, announcements are dropped with a
 //! warning, and the audit log still has them).
 //!
-//! Body: `{"seq": N, "kind": "approval_requested" | "approval_decided", "event": {…}}`,
+//! Also a stored login's check that left it needing a person, or failed
+//! (`login_check` whose state is not `alive`): the operator hears of it at once.
+//!
+//! Body: `{"seq": N, "kind": "approval_requested" | "approval_decided" | "login_check", "event": {…}}`,
 //! the event as the audit log holds it (redacted). Headers: `X-Airlock-Event` (the
 //! kind), `X-Airlock-Delivery` (the seq: a receiver drops repeats by it), and
 //! `X-Airlock-Signature: t=UNIX_SECONDS,v1=HEX` where HEX is HMAC-SHA256 under the
@@ -19,8 +22,19 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
 use tokio::task::JoinHandle;
 
-/// The event kinds the webhook announces.
-pub const ANNOUNCED: &[&str] = &["approval_requested", "approval_decided"];
+/// The event kinds the webhook announces (a `login_check` only when the login is
+/// not alive: see [`announced`]).
+pub const ANNOUNCED: &[&str] = &["approval_requested", "approval_decided", "login_check"];
+
+/// Whether `event` is announced: its kind is, and a login check is news (a person
+/// must act, or the renewal failed), not a routine `alive`.
+fn announced(event: &FeedEvent) -> bool {
+    ANNOUNCED.contains(&event.kind.as_str())
+        && (event.kind != "login_check"
+            || airlock_audit::Entry::parse(&event.body).is_ok_and(|entry| {
+                matches!(entry.event, airlock_audit::Event::LoginCheck(c) if c.state != "alive")
+            }))
+}
 
 /// Announcements waiting to be delivered, at most.
 const QUEUE: usize = 256;
@@ -50,7 +64,7 @@ pub fn spawn(gateway: &Arc<Gateway>, hook: Webhook) -> JoinHandle<()> {
                 () = stopping.stopped() => return,
             };
             match event {
-                Ok(event) if ANNOUNCED.contains(&event.kind.as_str()) => {
+                Ok(event) if announced(&event) => {
                     if tx.try_send(event).is_err() {
                         tracing::warn!(
                             "the approval webhook is {QUEUE} announcements behind; dropping one (it is in the audit log)"

@@ -50,7 +50,7 @@ pub enum Error {
     Busy(String),
     /// The link is unknown, used, expired or another tenant's (one answer for all).
     #[error(
-        "this link was used, has expired, or is not for you; ask for a new one (`airlock login link NAME`)"
+        "this link was used, has expired, or is not for you; ask an admin for a new one (the console's Logins page)"
     )]
     Link,
     /// The renewal the link feeds waits on another replica.

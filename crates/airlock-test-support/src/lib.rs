@@ -13,6 +13,7 @@ mod harness;
 mod miniwob;
 mod model;
 mod postgres;
+pub mod signin;
 
 pub use django::{DJANGO_ADMIN, DJANGO_PASSWORD, DJANGO_USERS, Django, python};
 pub use fixtures::{APP_API_KEY, APP_PASSWORD, APP_SESSION, APP_USER, FixtureServer, FixtureSite};

@@ -98,6 +98,10 @@ function live(img) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  // A login's one-time link carries its token in the fragment, which no request
+  // line holds: the form takes it from there.
+  const token = document.getElementById("link-token");
+  if (token && location.hash.length > 1) token.value = location.hash.slice(1);
   const view = document.getElementById("live");
   if (view) live(view);
   tick();

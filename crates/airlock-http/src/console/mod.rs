@@ -12,6 +12,7 @@
 
 mod describe;
 mod live;
+mod logins;
 mod pages;
 
 use hex::ToHex as _;
@@ -54,6 +55,8 @@ pub(crate) struct Console {
     gateway: Arc<Gateway>,
     auth: Arc<Authenticator>,
     logins: Arc<Mutex<HashMap<[u8; 32], Login>>>,
+    // The tenant's stored logins (none without a store and a vault).
+    stored: Option<Arc<airlock_login::Logins>>,
 }
 
 /// One signed-in operator. Kept in the store (any replica knows it; only the
@@ -87,11 +90,16 @@ impl Login {
 }
 
 /// The console's routes (`/` and `/console/…`).
-pub(crate) fn routes(gateway: Arc<Gateway>, auth: Arc<Authenticator>) -> Router {
+pub(crate) fn routes(
+    gateway: Arc<Gateway>,
+    auth: Arc<Authenticator>,
+    stored: Option<Arc<airlock_login::Logins>>,
+) -> Router {
     let console = Console {
         gateway,
         auth,
         logins: Arc::default(),
+        stored,
     };
     let signed_in = Router::new()
         .route("/console/sessions", get(sessions))
@@ -116,6 +124,15 @@ pub(crate) fn routes(gateway: Arc<Gateway>, auth: Arc<Authenticator>) -> Router 
         .route("/console/audit/export", get(audit_export))
         .route("/console/audit/{seq}/image", get(recorded_image))
         .route("/console/vault", get(vault))
+        .route("/console/logins", get(logins::list))
+        .route(
+            "/console/logins/give",
+            get(logins::give_page).post(logins::give),
+        )
+        .route("/console/logins/{name}/check", post(logins::check))
+        .route("/console/logins/{name}/link", post(logins::link))
+        .route("/console/logins/{name}/spec", post(logins::spec))
+        .route("/console/logins/{name}/{verb}", post(logins::switch))
         .route("/console/sign-out", post(sign_out))
         .route_layer(middleware::from_fn_with_state(
             console.clone(),

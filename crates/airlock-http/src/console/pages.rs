@@ -15,20 +15,22 @@ pub(super) use tasks::{task, task_rows, tasks};
 
 /// Which section a page belongs to (the navigation marks it).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Section {
+pub(super) enum Section {
     Sessions,
     Tasks,
     Approvals,
     Audit,
     Vault,
+    Logins,
 }
 
-const SECTIONS: [(Section, &str, &str); 5] = [
+const SECTIONS: [(Section, &str, &str); 6] = [
     (Section::Sessions, "/console/sessions", "Sessions"),
     (Section::Tasks, "/console/tasks", "Tasks"),
     (Section::Approvals, "/console/approvals", "Approvals"),
     (Section::Audit, "/console/audit", "Audit"),
     (Section::Vault, "/console/vault", "Vault"),
+    (Section::Logins, "/console/logins", "Logins"),
 ];
 
 fn document(title: &str, body: Markup) -> Html<String> {
@@ -50,7 +52,7 @@ fn document(title: &str, body: Markup) -> Html<String> {
     )
 }
 
-fn layout(
+pub(super) fn layout(
     login: &Login,
     section: Section,
     title: &str,
@@ -139,7 +141,7 @@ fn duration(d: std::time::Duration) -> String {
     }
 }
 
-fn time(ms: i64) -> String {
+pub(super) fn time(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
         .unwrap_or_default()

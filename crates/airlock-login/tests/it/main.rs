@@ -6,8 +6,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod site;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,7 +18,7 @@ use airlock_vault::{Fields, MasterKey, Secret, Store, Vault};
 use serde_json::json;
 use zeroize::Zeroizing;
 
-use site::Site;
+use airlock_test_support::signin::{self as site, Site};
 
 const TENANT: &str = "default";
 

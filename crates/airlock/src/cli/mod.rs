@@ -4,6 +4,7 @@ mod approvals;
 mod audit;
 mod demo;
 mod doctor;
+mod login;
 mod mcp;
 mod policy;
 mod replay;
@@ -153,6 +154,14 @@ enum Command {
         tenant: String,
         #[command(subcommand)]
         command: VaultCommand,
+    },
+    /// Stored logins kept alive: define, list, check on demand, follow.
+    Login {
+        /// Tenant the logins belong to.
+        #[arg(long, default_value = "default", global = true)]
+        tenant: String,
+        #[command(subcommand)]
+        command: login::LoginCommand,
     },
     /// Calls held for a human: list them, approve or deny one.
     Approvals {
@@ -642,6 +651,16 @@ pub(crate) fn main() -> ExitCode {
                 }
             };
             finish(runtime.block_on(run))
+        }
+        Command::Login { tenant, command } => {
+            let config = match config_or_exit(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match runtime.block_on(login::run(&config, &tenant, command)) {
+                Ok(code) => code,
+                Err(e) => finish(Err(e)),
+            }
         }
         Command::Approvals { command } => {
             let config = match config_or_exit(cli.config.as_deref()) {

@@ -124,14 +124,14 @@ fn hmac_hex(key: &str, data: &str) -> String {
 }
 
 #[derive(Debug, Clone)]
-struct Delivery {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: String,
+pub(crate) struct Delivery {
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
 }
 
 impl Delivery {
-    fn header(&self, name: &str) -> String {
+    pub(crate) fn header(&self, name: &str) -> String {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -141,14 +141,14 @@ impl Delivery {
 }
 
 /// A webhook receiver on loopback: answers its first request 503, then 200.
-struct Receiver {
-    port: u16,
+pub(crate) struct Receiver {
+    pub(crate) port: u16,
     got: Arc<Mutex<Vec<Delivery>>>,
     arrived: Arc<tokio::sync::Notify>,
 }
 
 impl Receiver {
-    async fn start() -> Receiver {
+    pub(crate) async fn start() -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let got = Arc::new(Mutex::new(Vec::new()));
@@ -212,7 +212,7 @@ impl Receiver {
     }
 
     /// The deliveries, once there are `n` of them (within 30 s).
-    async fn until(&self, n: usize) -> Vec<Delivery> {
+    pub(crate) async fn until(&self, n: usize) -> Vec<Delivery> {
         tokio::time::timeout(Duration::from_secs(30), async {
             loop {
                 let got = self.got.lock().unwrap().clone();

@@ -17,6 +17,7 @@ mod fleet;
 mod fleet_state;
 mod http_safety;
 mod leasing;
+mod logins;
 mod mcp_clients;
 mod memory;
 mod policy_cli;

@@ -1,4 +1,4 @@
-//! A site whose sign-in a stored login keeps alive, served on loopback by the test:
+//! A site whose sign-in a stored login keeps alive, served on loopback by a test:
 //! a password form, an optional TOTP step (RFC 6238 over the seed the vault holds),
 //! an optional "new device" step only a person can pass (a code "sent to a phone"
 //! the test knows), sessions the test expires on command, and counters of what the
@@ -13,23 +13,26 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 
-pub(crate) const USER: &str = "alice";
-pub(crate) const PASSWORD: &str = "correct-horse-battery-7";
+/// The account's user name.
+pub const USER: &str = "alice";
+/// The account's password.
+pub const PASSWORD: &str = "correct-horse-battery-7";
 /// A base32 TOTP seed (RFC 6238's SHA-1 test key).
-pub(crate) const SEED: &str = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ";
+pub const SEED: &str = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ";
 /// What the site "texts to the phone" for a new device.
-pub(crate) const DEVICE_CODE: &str = "731946";
+pub const DEVICE_CODE: &str = "731946";
 
+/// What the site saw.
 #[derive(Default)]
-pub(crate) struct Seen {
+pub struct Seen {
     /// Sessions issued (completed sign-ins).
-    pub(crate) logins: u32,
+    pub logins: u32,
     /// Probes of the admin page.
-    pub(crate) probes: u32,
+    pub probes: u32,
     /// TOTP codes it accepted.
-    pub(crate) totp_codes: Vec<String>,
+    pub totp_codes: Vec<String>,
     /// Sign-ins that stopped at the new-device step.
-    pub(crate) device_prompts: u32,
+    pub device_prompts: u32,
 }
 
 #[derive(Default)]
@@ -43,15 +46,18 @@ struct Inner {
     next: u64,
 }
 
+/// The running site (its server stops with the test's runtime).
 #[derive(Clone)]
-pub(crate) struct Site {
+pub struct Site {
     inner: Arc<Mutex<Inner>>,
-    pub(crate) port: u16,
+    /// Its loopback port.
+    pub port: u16,
     _server: Arc<tokio::task::JoinHandle<()>>,
 }
 
 impl Site {
-    pub(crate) async fn start(totp: bool, device: bool) -> Site {
+    /// Starts it: with a TOTP step, with a new-device step.
+    pub async fn start(totp: bool, device: bool) -> Site {
         let inner = Arc::new(Mutex::new(Inner {
             totp,
             device,
@@ -63,10 +69,12 @@ impl Site {
             .route("/totp/", get(totp_page).post(totp_check))
             .route("/device/", get(device_page).post(device_check))
             .with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let port = listener.local_addr().expect("a bound port").port();
         let server = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
+            let _ = axum::serve(listener, app).await;
         });
         Site {
             inner,
@@ -75,25 +83,35 @@ impl Site {
         }
     }
 
-    pub(crate) fn origin(&self) -> String {
+    /// `http://127.0.0.1:PORT`.
+    pub fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    pub(crate) fn url(&self, path: &str) -> String {
+    /// A URL of the site.
+    pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.origin())
     }
 
     /// Ends every session (the site's sessions expire).
-    pub(crate) fn expire(&self) {
-        self.inner.lock().unwrap().sessions.clear();
+    pub fn expire(&self) {
+        lock(&self.inner).sessions.clear();
     }
 
-    pub(crate) fn seen<T>(&self, f: impl FnOnce(&Seen) -> T) -> T {
-        f(&self.inner.lock().unwrap().seen)
+    /// Reads what the site saw.
+    pub fn seen<T>(&self, f: impl FnOnce(&Seen) -> T) -> T {
+        f(&lock(&self.inner).seen)
     }
 }
 
 type Shared = State<Arc<Mutex<Inner>>>;
+
+// A panicking handler must not wedge the site for the rest of the test.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
@@ -113,7 +131,7 @@ fn page(title: &str, body: &str) -> Html<String> {
 }
 
 async fn admin(State(inner): Shared, headers: HeaderMap) -> Response {
-    let mut inner = inner.lock().unwrap();
+    let mut inner = lock(&inner);
     inner.seen.probes += 1;
     let signed_in = cookie(&headers, "sid").is_some_and(|sid| inner.sessions.contains(&sid));
     if signed_in {
@@ -183,7 +201,7 @@ fn rand_word(n: u64) -> u64 {
 }
 
 async fn login(State(inner): Shared, Form(form): Form<Credentials>) -> Response {
-    let mut inner = inner.lock().unwrap();
+    let mut inner = lock(&inner);
     if form.username != USER || form.password != PASSWORD {
         return page(
             "Log in",
@@ -241,14 +259,13 @@ fn pending(inner: &Inner, headers: &HeaderMap) -> Option<(String, Vec<&'static s
 }
 
 async fn totp_check(State(inner): Shared, headers: HeaderMap, Form(form): Form<Code>) -> Response {
-    let mut inner = inner.lock().unwrap();
+    let mut inner = lock(&inner);
     let Some((id, rest)) = pending(&inner, &headers) else {
         return Redirect::to("/login/").into_response();
     };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+        .map_or(0, |d| d.as_secs());
     let key = data_encoding_base32(SEED);
     // The current step or the one before (a code typed at a step's edge).
     let ok = [now, now.saturating_sub(30)].iter().any(|t| {
@@ -267,7 +284,7 @@ async fn device_check(
     headers: HeaderMap,
     Form(form): Form<Code>,
 ) -> Response {
-    let mut inner = inner.lock().unwrap();
+    let mut inner = lock(&inner);
     let Some((id, rest)) = pending(&inner, &headers) else {
         return Redirect::to("/login/").into_response();
     };
@@ -284,7 +301,7 @@ fn data_encoding_base32(text: &str) -> Vec<u8> {
     let mut n = 0;
     let mut out = Vec::new();
     for c in text.bytes() {
-        let v = ALPHABET.iter().position(|a| *a == c).unwrap() as u64;
+        let v = ALPHABET.iter().position(|a| *a == c).unwrap_or(0) as u64;
         bits = (bits << 5) | v;
         n += 5;
         if n >= 8 {
