@@ -408,4 +408,26 @@ impl Gateway {
         }
         Ok(ended)
     }
+
+    /// Tells the agents of `tenant`'s sessions on this replica that loaded stored
+    /// login `name` (its secret) that it ended, in their next result, once: they
+    /// stop trusting pages of its site to be signed in. Not the login's own check.
+    /// Returns how many were told.
+    pub fn login_ended(&self, tenant: &str, name: &str, why: &str) -> usize {
+        let own = format!("login:{name}");
+        let mut told = 0;
+        for lease in self.sessions.leases() {
+            if lease.owner.tenant != tenant
+                || lease.owner.key.as_deref() == Some(own.as_str())
+                || !lease.held.loaded.names().contains(&name)
+            {
+                continue;
+            }
+            lease.note_login(format!(
+                "stored login `{name}` has ended ({why}); pages of its site may ask to sign in again — do not try to sign in yourself: the operator has been told"
+            ));
+            told += 1;
+        }
+        told
+    }
 }

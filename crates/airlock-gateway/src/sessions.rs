@@ -212,6 +212,9 @@ struct State {
     tended: Instant,
     // An operator handed it back: the agent's next result says so, once.
     handed_back: bool,
+    // A stored login it loaded ended (a check found it signed out): the agent's
+    // next result says so, once.
+    login_note: Option<String>,
     // The hold is another replica's (the store says so): it is released there, not
     // by this replica's reaper.
     held_elsewhere: bool,
@@ -414,6 +417,16 @@ impl Lease {
     /// Whether an operator handed the page back since the agent's last call (once).
     pub(crate) fn take_handed_back(&self) -> bool {
         std::mem::take(&mut lock(&self.state).handed_back)
+    }
+
+    /// Notes, for the agent's next result, that a stored login it loaded ended.
+    pub(crate) fn note_login(&self, note: String) {
+        lock(&self.state).login_note = Some(note);
+    }
+
+    /// What the agent's next result says of a stored login that ended (once).
+    pub(crate) fn take_login_note(&self) -> Option<String> {
+        lock(&self.state).login_note.take()
     }
 
     /// Ends the lease now, whatever is in it (a call in flight fails on its closed
@@ -821,6 +834,7 @@ impl Sessions {
                 controller: None,
                 tended: created,
                 handed_back: false,
+                login_note: None,
                 held_elsewhere: false,
             }),
             told_store: std::sync::atomic::AtomicI64::new(0),

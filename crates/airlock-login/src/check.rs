@@ -36,6 +36,8 @@ pub struct Report {
     /// act: for the operator who asked, never for an agent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
+    /// How long the check took until its state was known, in milliseconds.
+    pub took_ms: u64,
 }
 
 /// A renewal on this replica waiting for a person's code.
@@ -108,6 +110,14 @@ impl Logins {
     /// the state is known; a renewal waiting for a person's code goes on waiting in
     /// the background and ends the check when the code came, or the link expired.
     pub async fn check(self: &Arc<Self>, tenant: &str, name: &str, by: &str) -> Result<Report> {
+        let started = tokio::time::Instant::now();
+        let mut report = self.check_now(tenant, name, by).await?;
+        report.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        tracing::info!(%tenant, login = %name, state = report.state.as_str(), renewed = report.renewed, took_ms = report.took_ms, "a stored login's check ended");
+        Ok(report)
+    }
+
+    async fn check_now(self: &Arc<Self>, tenant: &str, name: &str, by: &str) -> Result<Report> {
         let row = self.row(tenant, name).await?;
         if !row.enabled {
             return Err(Error::Invalid(format!(
@@ -364,12 +374,15 @@ impl Logins {
         )
         .await;
         self.notify(tenant, name, State::NeedsUser, &why);
+        self.gateway
+            .login_ended(tenant, name, State::NeedsUser.as_str());
         let report = Report {
             state: State::NeedsUser,
             renewed: false,
             why: why.clone(),
             session: run.session.clone(),
             link: Some(link),
+            took_ms: 0,
         };
         let this = self.clone();
         let (tenant, name, by) = (tenant.to_owned(), name.to_owned(), by.to_owned());
@@ -527,13 +540,17 @@ impl Logins {
         self.record(tenant, name, by, session.clone(), state, renewed, &why)
             .await;
         self.notify(tenant, name, state, &why);
-        tracing::info!(%tenant, login = %name, state = state.as_str(), renewed, "a stored login was checked");
+        if matches!(state, State::NeedsUser | State::Failed) {
+            self.gateway.login_ended(tenant, name, state.as_str());
+        }
+        tracing::debug!(%tenant, login = %name, state = state.as_str(), renewed, "a stored login was checked");
         Ok(Report {
             state,
             renewed,
             why,
             session,
             link,
+            took_ms: 0,
         })
     }
 

@@ -260,6 +260,9 @@ impl AgentSession {
                     "\nnote: an operator held this browser session and handed it back; the page may have changed under you since your last snapshot",
                 );
             }
+            if let Some(note) = lease.take_login_note() {
+                out.push_note(&format!("\nnote: {note}"));
+            }
         }
         // The browser session redacted everything it took from the page before using
         // it; every output passes the redactor once more as a whole (it withholds all

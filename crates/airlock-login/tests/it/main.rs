@@ -254,7 +254,7 @@ async fn an_expired_login_is_renewed_by_its_flow_with_password_and_totp_and_no_p
         }
         let logged = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
         assert!(
-            logged.contains("a stored login was checked"),
+            logged.contains("a stored login's check ended"),
             "the log capture saw nothing"
         );
         assert_clean("logs", &logged, &values);
@@ -355,6 +355,11 @@ async fn a_step_only_a_person_can_pass_asks_once_through_a_link_and_dead_logins_
             "{alive:?}\n{names:?}\n{seen}"
         );
 
+        // An agent works signed in; the site then ends its sessions and the next
+        // check finds the login needs a person: the agent's next result says so.
+        let working = gateway.agent_session();
+        assert_eq!(working.call(open_with_login()).await.error, None);
+
         // Expired again; this time nobody answers: a link that lived its time is refused.
         site.expire();
         let short = Arc::new(Logins::new(&gateway, Duration::from_millis(1500)).unwrap());
@@ -368,6 +373,34 @@ async fn a_step_only_a_person_can_pass_asks_once_through_a_link_and_dead_logins_
             next_notice(&mut short_notices, State::NeedsUser).await
         };
         assert!(ended.why.contains("nobody gave the code"), "{}", ended.why);
+        let next = working
+            .call(
+                airlock_tools::find("browser_snapshot")
+                    .unwrap()
+                    .parse(None)
+                    .unwrap(),
+            )
+            .await;
+        assert!(
+            next.text
+                .contains("stored login `admin` has ended (needs_user)"),
+            "{}",
+            next.text
+        );
+        let after = working
+            .call(
+                airlock_tools::find("browser_snapshot")
+                    .unwrap()
+                    .parse(None)
+                    .unwrap(),
+            )
+            .await;
+        assert!(
+            !after.text.contains("has ended"),
+            "said once: {}",
+            after.text
+        );
+        working.call(ToolCall::Session(SessionCall::Close)).await;
         assert!(matches!(
             short.give(TENANT, "admin", &token, code()).await,
             Err(Error::Link)
