@@ -517,7 +517,8 @@ pub struct LoginGiven {
     pub login: String,
     /// The console user who gave it.
     pub by: String,
-    /// What (`code`, typed into the waiting page, or `password`, into the vault).
+    /// What: `code` (typed into the waiting page), `takeover` (they signed in by
+    /// hand in the waiting session) or `password` (into the vault).
     pub gave: String,
     /// The renewal session it was typed into, for a code.
     pub session: Option<String>,

@@ -43,12 +43,15 @@ pub struct Report {
 /// A renewal on this replica waiting for a person's code.
 pub(crate) struct Waiting {
     pub(crate) session: String,
+    // `code` or `takeover`: what its link takes.
+    pub(crate) kind: &'static str,
     pub(crate) give: oneshot::Sender<Given>,
 }
 
 /// What a person gave through a link.
 pub(crate) struct Given {
-    pub(crate) code: Zeroizing<String>,
+    // `None`: the person signed in by hand in the waiting session.
+    pub(crate) code: Option<Zeroizing<String>>,
     pub(crate) by: String,
     // Told once the code was typed (or could not be).
     pub(crate) typed: oneshot::Sender<Result<()>>,
@@ -61,7 +64,9 @@ enum Ask {
     Code,
     // A value the secret lacks (its password), into the vault.
     Password,
-    // Nothing a link can take: log in by hand (take-over) and save the login.
+    // A person signs in by hand in the waiting session (take-over), then says done.
+    Takeover,
+    // Nothing more now (nobody answered in time, or the code did not work).
     Nothing,
 }
 
@@ -145,13 +150,13 @@ impl Logins {
         };
         let outcome = self.probe_and_renew(tenant, name, &spec, &run).await;
         let outcome = self.keep(tenant, name, &run, outcome).await;
-        if let Outcome::NeedsUser {
-            ask: Ask::Code,
-            why,
-        } = &outcome
+        if let Outcome::NeedsUser { ask, why } = &outcome
+            && matches!(ask, Ask::Code | Ask::Takeover)
         {
-            let why = why.clone();
-            return self.ask_and_wait(tenant, name, by, spec, run, why).await;
+            let (ask, why) = (*ask, why.clone());
+            return self
+                .ask_and_wait(tenant, name, by, spec, run, ask, why)
+                .await;
         }
         let session = run.session.clone();
         run.close().await;
@@ -225,8 +230,8 @@ impl Logins {
             Err(Probed::Unreachable(why)) => return Outcome::Failed { why },
             Err(Probed::Dead(_)) if spec.steps.is_empty() => {
                 return Outcome::NeedsUser {
-                    why: "it has expired and has no renewal flow: log in by hand and save the login from the console".to_owned(),
-                    ask: Ask::Nothing,
+                    why: "it has expired and has no renewal flow: a person signs in by hand in its waiting session".to_owned(),
+                    ask: Ask::Takeover,
                 };
             }
             Err(Probed::Dead(_)) => {}
@@ -297,7 +302,7 @@ impl Logins {
             ask: if spec.human.field.is_some() {
                 Ask::Code
             } else {
-                Ask::Nothing
+                Ask::Takeover
             },
         }
     }
@@ -326,7 +331,9 @@ impl Logins {
     }
 
     // Asks a person: a link, the login `needs_user`, and the session kept for the
-    // link's life on this replica, waiting for the code.
+    // link's life on this replica, waiting for the code (or for the person who
+    // signed in by hand in it to say so).
+    #[allow(clippy::too_many_arguments)] // One wait's whole context, handed over once.
     async fn ask_and_wait(
         self: &Arc<Self>,
         tenant: &str,
@@ -334,11 +341,13 @@ impl Logins {
         by: &str,
         spec: LoginSpec,
         run: Run,
+        ask: Ask,
         why: String,
     ) -> Result<Report> {
         let replica = self.gateway.replica_id().to_owned();
+        let kind = if ask == Ask::Code { "code" } else { "takeover" };
         let link = self
-            .make_link(tenant, name, "code", run.session.clone())
+            .make_link(tenant, name, kind, run.session.clone())
             .await?;
         let expires = now_ms() + i64::try_from(self.link_ttl.as_millis()).unwrap_or(i64::MAX);
         let _ = self
@@ -360,7 +369,11 @@ impl Logins {
         if let Some(session) = run.session.clone() {
             lock(&self.waiting).insert(
                 (tenant.to_owned(), name.to_owned()),
-                Waiting { session, give },
+                Waiting {
+                    session,
+                    kind,
+                    give,
+                },
             );
         }
         self.record(
@@ -428,6 +441,28 @@ impl Logins {
                 why: "the renewal had no session".to_owned(),
             };
         };
+        let Some(code) = given.code else {
+            // Signed in by hand: whoever still holds the page lets go of it, and the
+            // probe says whether it worked.
+            let _ = self
+                .gateway
+                .operators()
+                .release_hold(tenant, session, &given.by)
+                .await;
+            let _ = given.typed.send(Ok(()));
+            return match self.probe(spec, run).await {
+                Ok(()) => Outcome::Alive {
+                    renewed: true,
+                    why: "renewed by a person who signed in by hand".to_owned(),
+                },
+                Err(Probed::Unreachable(why)) => Outcome::Failed { why },
+                Err(Probed::Dead(_)) => Outcome::NeedsUser {
+                    why: "a person said they signed in, but the probe still shows it logged out"
+                        .to_owned(),
+                    ask: Ask::Nothing,
+                },
+            };
+        };
         let field = spec.human.field.as_ref().and_then(|f| target_of(f).ok());
         let Some(field) = field else {
             let _ = given.typed.send(Err(Error::Invalid(
@@ -440,7 +475,7 @@ impl Logins {
         let typed = self
             .gateway
             .operators()
-            .give_text(tenant, session, &given.by, &field, given.code)
+            .give_text(tenant, session, &given.by, &field, code)
             .await
             .map_err(|e| Error::Gateway(format!("the code could not be typed: {e}")));
         let failed = typed.as_ref().err().map(ToString::to_string);

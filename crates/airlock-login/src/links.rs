@@ -30,7 +30,8 @@ const MAX_VALUE_CHARS: usize = 1024;
 pub struct LinkView {
     /// The login.
     pub login: String,
-    /// `code` (typed into the waiting sign-in page) or `password` (into the vault).
+    /// `code` (typed into the waiting sign-in page), `takeover` (a person signs in
+    /// by hand in the waiting session) or `password` (into the vault).
     pub kind: String,
     /// When it stops working (Unix ms).
     pub expires_ms: i64,
@@ -54,6 +55,12 @@ impl Logins {
         getrandom::fill(bytes.as_mut())
             .map_err(|e| Error::Gateway(format!("no randomness for a link: {e}")))?;
         let token: Zeroizing<String> = Zeroizing::new(bytes.encode_hex());
+        // A take-over link names the session to take over (no secret: the console
+        // lists the tenant's sessions anyway).
+        let path = match (kind, &session) {
+            ("takeover", Some(id)) => format!("{LINK_PATH}?session={id}"),
+            _ => LINK_PATH.to_owned(),
+        };
         let now = now_ms();
         self.store.close_login_links(tenant, name, now).await?;
         self.store
@@ -69,7 +76,7 @@ impl Logins {
                 used_ms: None,
             })
             .await?;
-        Ok(format!("{LINK_PATH}#{}", token.as_str()))
+        Ok(format!("{path}#{}", token.as_str()))
     }
 
     /// A fresh link for a login that needs a person (older links of it end): for
@@ -84,9 +91,9 @@ impl Logins {
         }
         let waiting = lock(&self.waiting)
             .get(&(tenant.to_owned(), name.to_owned()))
-            .map(|w| w.session.clone());
+            .map(|w| (w.kind, w.session.clone()));
         match waiting {
-            Some(session) => self.make_link(tenant, name, "code", Some(session)).await,
+            Some((kind, session)) => self.make_link(tenant, name, kind, Some(session)).await,
             None => self.make_link(tenant, name, "password", None).await,
         }
     }
@@ -107,7 +114,9 @@ impl Logins {
 
     /// Uses `token` once, as console admin `by` of `tenant`, giving `value`: a code
     /// is typed into the renewal's waiting page (it then finishes on its own), a
-    /// password goes into the login's secret and the login is checked again.
+    /// password goes into the login's secret and the login is checked again; for a
+    /// take-over link, `value` is not read: the person signed in by hand in the
+    /// waiting session and says so.
     pub async fn give(
         self: &Arc<Self>,
         tenant: &str,
@@ -115,12 +124,6 @@ impl Logins {
         token: &str,
         value: Zeroizing<String>,
     ) -> Result<LinkView> {
-        let chars = value.chars().count();
-        if chars == 0 || chars > MAX_VALUE_CHARS || value.chars().any(char::is_control) {
-            return Err(Error::Invalid(format!(
-                "give 1–{MAX_VALUE_CHARS} characters, no control characters"
-            )));
-        }
         let token_hash = hash(token);
         let now = now_ms();
         // Before it is used: a code is typed only where its renewal waits.
@@ -129,8 +132,16 @@ impl Logins {
             .login_link(&token_hash, tenant, now)
             .await?
             .ok_or(Error::Link)?;
+        let chars = value.chars().count();
+        if seen.kind != "takeover"
+            && (chars == 0 || chars > MAX_VALUE_CHARS || value.chars().any(char::is_control))
+        {
+            return Err(Error::Invalid(format!(
+                "give 1–{MAX_VALUE_CHARS} characters, no control characters"
+            )));
+        }
         let replica = self.gateway.replica_id();
-        if seen.kind == "code" && seen.replica.as_deref().is_some_and(|r| r != replica) {
+        if seen.kind != "password" && seen.replica.as_deref().is_some_and(|r| r != replica) {
             return Err(Error::Elsewhere(seen.replica.unwrap_or_default()));
         }
         let link = self
@@ -156,7 +167,7 @@ impl Logins {
             )
             .await;
         match link.kind.as_str() {
-            "code" => {
+            "code" | "takeover" => {
                 let waiting = lock(&self.waiting).remove(&(tenant.to_owned(), link.login.clone()));
                 let Some(waiting) = waiting.filter(|w| Some(&w.session) == link.session.as_ref())
                 else {
@@ -164,7 +175,7 @@ impl Logins {
                 };
                 let (typed, done) = tokio::sync::oneshot::channel();
                 let given = Given {
-                    code: value,
+                    code: (link.kind == "code").then_some(value),
                     by: by.to_owned(),
                     typed,
                 };

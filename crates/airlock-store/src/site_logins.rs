@@ -56,7 +56,7 @@ pub struct LoginLinkRecord {
     pub tenant: String,
     /// The login.
     pub login: String,
-    /// `code` or `password`.
+    /// `code`, `takeover` or `password`.
     pub kind: String,
     /// The renewal session waiting for a code.
     pub session: Option<String>,

@@ -243,7 +243,7 @@ fn device_html() -> Html<String> {
         "New device",
         "<h1>New device</h1><p>Enter the code we sent to your phone.</p>\
          <form method=post action=\"/device/\">\
-         <label>Device code <input name=code></label><button>Confirm</button></form>",
+         <label>Device code <input name=code autofocus></label><button>Confirm</button></form>",
     )
 }
 

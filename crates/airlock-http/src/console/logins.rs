@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use airlock_gateway::AuditFilter;
 use airlock_login::{LoginView, Logins, State as LoginState};
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
@@ -240,20 +240,47 @@ pub(super) async fn spec(
     }
 }
 
+#[derive(Deserialize)]
+pub(super) struct GiveQuery {
+    // The renewal session to take over, for a take-over link.
+    #[serde(default)]
+    session: Option<String>,
+}
+
 /// The link's page: the token comes from the fragment (the console's script).
-pub(super) async fn give_page(Extension(login): Extension<Login>) -> Html<String> {
+pub(super) async fn give_page(
+    Extension(login): Extension<Login>,
+    Query(query): Query<GiveQuery>,
+) -> Html<String> {
+    // Only a session id the console itself would print (hex): never markup.
+    let session = query
+        .session
+        .filter(|id| !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit()));
     layout(
         &login,
         Section::Logins,
         "Give what a stored login needs",
         false,
         html! {
-            p { "A stored login of " strong { (login.operator.tenant) } " needs something only a person has: the code the site sent, or its password. What you type goes straight into the waiting sign-in page or the vault; no agent, model or log sees it. The link works once." }
-            form method="post" action="/console/logins/give" autocomplete="off" {
-                input type="hidden" name="csrf" value=(login.csrf);
-                input type="hidden" name="token" id="link-token" value="";
-                label { "Code or password" input type="password" name="value" required autocomplete="off"; }
-                button type="submit" { "Give" }
+            @if let Some(id) = &session {
+                p { "A stored login of " strong { (login.operator.tenant) } " needs a person to sign in by hand (a CAPTCHA, a new device, an approval only you can give). Its browser waits on the sign-in page:" }
+                ol {
+                    li { a href=(format!("/console/sessions/{id}/live")) { "Open its live view" } ", take it over and sign in. Nothing you type reaches an agent, a model or a log." }
+                    li { "Hand it back, then press Done: Airlock checks the login and keeps what the sign-in earned." }
+                }
+                form method="post" action="/console/logins/give" {
+                    input type="hidden" name="csrf" value=(login.csrf);
+                    input type="hidden" name="token" id="link-token" value="";
+                    button type="submit" { "Done: I signed in" }
+                }
+            } @else {
+                p { "A stored login of " strong { (login.operator.tenant) } " needs something only a person has: the code the site sent, or its password. What you type goes straight into the waiting sign-in page or the vault; no agent, model or log sees it. The link works once." }
+                form method="post" action="/console/logins/give" autocomplete="off" {
+                    input type="hidden" name="csrf" value=(login.csrf);
+                    input type="hidden" name="token" id="link-token" value="";
+                    label { "Code or password" input type="password" name="value" required autocomplete="off"; }
+                    button type="submit" { "Give" }
+                }
             }
         },
     )
@@ -262,6 +289,8 @@ pub(super) async fn give_page(Extension(login): Extension<Login>) -> Html<String
 #[derive(Deserialize)]
 pub(super) struct GiveForm {
     token: String,
+    // Absent for a take-over link's Done.
+    #[serde(default)]
     value: Zeroizing<String>,
 }
 
@@ -283,10 +312,12 @@ pub(super) async fn give(
         .await
     {
         Ok(view) => {
-            let what = if view.kind == "code" {
-                "The code went into the waiting sign-in page; the login is checked now."
-            } else {
-                "The password went into the vault; the login is checked again within seconds."
+            let what = match view.kind.as_str() {
+                "code" => "The code went into the waiting sign-in page; the login is checked now.",
+                "takeover" => {
+                    "Thank you: the login is checked now, and what your sign-in earned is kept."
+                }
+                _ => "The password went into the vault; the login is checked again within seconds.",
             };
             (
                 StatusCode::OK,

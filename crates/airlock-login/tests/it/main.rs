@@ -424,6 +424,83 @@ async fn a_step_only_a_person_can_pass_asks_once_through_a_link_and_dead_logins_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_who_signs_in_by_hand_in_the_waiting_session_renews_it() {
+    with_browser(|h| async move {
+        let site = Site::start(false, true).await;
+        let store = Store::open_in_memory().await.unwrap();
+        let gateway = gateway(&h, &site, store.clone(), MasterKey::generate().unwrap()).await;
+        gateway
+            .vault()
+            .unwrap()
+            .set(&secret(&site, false))
+            .await
+            .unwrap();
+        let logins = Logins::for_gateway(&gateway).unwrap();
+        let mut notices = logins.notices();
+        // No field for a code: a person must sign in by hand (as for a CAPTCHA).
+        let mut spec: serde_json::Value = serde_json::from_str(&spec(&site, false)).unwrap();
+        spec.as_object_mut().unwrap().remove("human");
+        logins
+            .define(TENANT, "admin", &spec.to_string())
+            .await
+            .unwrap();
+        let asked = logins.check(TENANT, "admin", "schedule").await.unwrap();
+        assert_eq!(asked.state, State::NeedsUser, "{}", asked.why);
+        let session = asked.session.clone().unwrap();
+        let link = asked.link.unwrap();
+        assert!(
+            link.starts_with(&format!("{}?session={session}#", airlock_login::LINK_PATH)),
+            "{link}"
+        );
+        let token = link.split_once('#').unwrap().1.to_owned();
+
+        // The person takes the waiting page over and passes the new-device step
+        // with keys of their own; Done (the link, once) checks and keeps it.
+        let operators = gateway.operators();
+        operators
+            .take_over(TENANT, &session, "person")
+            .await
+            .unwrap();
+        for key in site::DEVICE_CODE
+            .chars()
+            .map(String::from)
+            .chain(["Enter".to_owned()])
+        {
+            operators
+                .operator_input(
+                    TENANT,
+                    &session,
+                    "person",
+                    airlock_gateway::OperatorInput::Key(key),
+                    None,
+                )
+                .await
+                .unwrap();
+        }
+        let view = logins
+            .give(TENANT, "person", &token, Zeroizing::new(String::new()))
+            .await
+            .unwrap();
+        assert_eq!(view.kind, "takeover");
+        let alive = next_notice(&mut notices, State::Alive).await;
+        assert!(alive.why.contains("signed in by hand"), "{alive:?}");
+        assert_eq!(site.seen(|s| s.logins), 1);
+        assert!(
+            agent_sees_admin(&gateway, &site)
+                .await
+                .contains("Site administration")
+        );
+        assert!(matches!(
+            logins
+                .give(TENANT, "person", &token, Zeroizing::new(String::new()))
+                .await,
+            Err(Error::Link)
+        ));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_never_check_one_login_at_once() {
     with_browser(|h| async move {
         let site = Site::start(false, false).await;
