@@ -3,9 +3,11 @@ its own admin app unchanged, a superuser and a few users made here, served by Dj
 own threaded development server (the server `runserver` uses) on a loopback port the
 kernel picks. It prints `ready http://127.0.0.1:PORT` once it accepts connections.
 
-Two routes are the test's, not the admin's: `/_test/users` (usernames, read by
-Django's ORM from its own database) and `/_test/requests` (every request the server
-received, `METHOD path`), so a test asks Django itself what happened.
+Three routes are the test's, not the admin's: `/_test/users` (usernames, read by
+Django's ORM from its own database), `/_test/requests` (every request the server
+received, `METHOD path`), so a test asks Django itself what happened, and
+`/_test/expire-sessions` (Django's own sessions deleted: every login ends, as when
+they expire).
 
 Usage: python site.py DIR ADMIN_PASSWORD
 """
@@ -99,10 +101,18 @@ def requests(_request):
         return JsonResponse({"requests": list(SEEN)})
 
 
+def expire_sessions(_request):
+    from django.contrib.sessions.models import Session
+
+    deleted, _ = Session.objects.all().delete()
+    return JsonResponse({"deleted": deleted})
+
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("_test/users", users),
     path("_test/requests", requests),
+    path("_test/expire-sessions", expire_sessions),
 ]
 
 

@@ -139,6 +139,11 @@ impl Django {
             .collect()
     }
 
+    /// Ends every login: Django's sessions are deleted, as when they expire.
+    pub async fn expire_sessions(&self) {
+        self.get("/_test/expire-sessions").await;
+    }
+
     // A plain HTTP/1.0 GET on loopback (the test's own question, not the browser's).
     async fn get(&self, path: &str) -> String {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};

@@ -13,7 +13,9 @@ use airlock_core::{ErrorCode, Role};
 use airlock_gateway::{AgentSession, Gateway, GatewayConfig, OpenOptions, SessionCall, ToolCall};
 use airlock_login::{Error, Logins, Notice, State};
 use airlock_policy::{Policy, PolicyConfig};
-use airlock_test_support::{Harness, Postgres, secret_forms, with_browser};
+use airlock_test_support::{
+    DJANGO_ADMIN, DJANGO_PASSWORD, Django, Harness, Postgres, secret_forms, with_browser,
+};
 use airlock_vault::{Fields, MasterKey, Secret, Store, Vault};
 use serde_json::json;
 use zeroize::Zeroizing;
@@ -496,6 +498,68 @@ async fn a_person_who_signs_in_by_hand_in_the_waiting_session_renews_it() {
                 .await,
             Err(Error::Link)
         ));
+    })
+    .await;
+}
+
+/// Django's admin (the real one, from PyPI): its sign-in kept alive by a flow of
+/// three placeholders' worth, renewed after Django itself ends every session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn djangos_admin_stays_signed_in_after_django_ends_its_sessions() {
+    with_browser(|h| async move {
+        let django = Django::start();
+        let store = Store::open_in_memory().await.unwrap();
+        let vault = Arc::new(Vault::open(store.clone(), MasterKey::generate().unwrap()).await.unwrap());
+        let mut fields = Fields::default();
+        fields.username = Some(DJANGO_ADMIN.into());
+        fields.password = Some(DJANGO_PASSWORD.into());
+        vault
+            .set(&Secret {
+                tenant: TENANT.into(),
+                name: "django".into(),
+                origins: vec![django.origin().to_owned()],
+                fields,
+            })
+            .await
+            .unwrap();
+        let policy = Policy::from_config(&PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", django.port())],
+            ..PolicyConfig::default()
+        })
+        .unwrap();
+        let gateway = Gateway::new(
+            h.host().await,
+            GatewayConfig::with_policy(policy)
+                .store(store.clone())
+                .vault(vault, Role::Operate),
+        );
+        let logins = Logins::for_gateway(&gateway).unwrap();
+        let spec = json!({
+            "probe": {"url": django.url("/admin/"), "expect": "Site administration", "stay": true},
+            "steps": [
+                {"tool": "browser_navigate", "arguments": {"url": django.url("/admin/login/?next=/admin/")}},
+                {"tool": "browser_type", "arguments": {"role": "textbox", "name": "Username", "text": "{{secret:django.username}}"}},
+                {"tool": "browser_type", "arguments": {"role": "textbox", "name": "Password", "text": "{{secret:django.password}}"}},
+                {"tool": "browser_click", "arguments": {"role": "button", "name": "Log in"}},
+            ],
+        });
+        logins.define(TENANT, "django", &spec.to_string()).await.unwrap();
+        let posts = |requests: &[String]| {
+            requests
+                .iter()
+                .filter(|r| r.starts_with("POST /admin/login/"))
+                .count()
+        };
+        for round in 0..2 {
+            let report = logins.check(TENANT, "django", "schedule").await.unwrap();
+            assert_eq!((report.state, report.renewed), (State::Alive, true), "round {round}: {}", report.why);
+            let again = logins.check(TENANT, "django", "schedule").await.unwrap();
+            assert_eq!((again.state, again.renewed), (State::Alive, false), "round {round}: {}", again.why);
+            assert_eq!(posts(&django.requests().await), round + 1);
+            django.expire_sessions().await;
+        }
+        let audit = audit_text(&store).await;
+        assert_clean("audit", &audit, &[DJANGO_PASSWORD.to_owned()]);
     })
     .await;
 }
