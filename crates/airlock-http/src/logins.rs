@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::error::{ApiError, ApiJson, JsonBody};
 
 #[derive(Clone)]
-struct Api {
+pub(crate) struct Api {
     logins: Option<Arc<Logins>>,
     public_url: String,
 }
@@ -78,14 +78,43 @@ pub(crate) fn routes(logins: Option<Arc<Logins>>, public_url: &str) -> Router {
         })
 }
 
-async fn list(
+#[utoipa::path(
+    get,
+    path = "/api/v1/logins",
+    tag = "logins",
+    responses(
+        (status = 200, description = "The tenant's logins, each with its state and definition", body = [Object]),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `admin`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such login in the tenant (or this gateway keeps none)", body = crate::error::ErrorBody),
+        (status = 500, description = "The vault or a session failed (the log has why)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store does not answer", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn list(
     State(api): State<Api>,
     Extension(admin): Extension<Principal>,
 ) -> Result<Json<Vec<LoginView>>, ApiError> {
     Ok(Json(api.logins()?.list(&admin.tenant).await?))
 }
 
-async fn one(
+#[utoipa::path(
+    get,
+    path = "/api/v1/logins/{name}",
+    tag = "logins",
+    params(("name" = String, Path, description = "The login: the vault secret it keeps signed in")),
+    responses(
+        (status = 200, description = "The login: state, why, last and next check, definition", body = Object),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `admin`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such login in the tenant (or this gateway keeps none)", body = crate::error::ErrorBody),
+        (status = 500, description = "The vault or a session failed (the log has why)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store does not answer", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn one(
     State(api): State<Api>,
     Extension(admin): Extension<Principal>,
     Path(name): Path<String>,
@@ -93,7 +122,25 @@ async fn one(
     Ok(Json(api.logins()?.get(&admin.tenant, &name).await?))
 }
 
-async fn define(
+#[utoipa::path(
+    put,
+    path = "/api/v1/logins/{name}",
+    tag = "logins",
+    params(("name" = String, Path, description = "The login: the vault secret it keeps signed in")),
+    request_body(content = Object, description = "`probe` (`url`, `expect`, `stay`), `steps` (catalogue calls; typed text only placeholders of the login's secret), `human` (`when`, `field`, `submit`), `every_secs`"),
+    responses(
+        (status = 200, description = "Stored; checked at once", body = Object),
+        (status = 400, description = "A definition that does not parse, a step that is not allowed, typed text that is not placeholders, or no vault secret of that name", body = crate::error::ErrorBody),
+        (status = 413, description = "A body over 64 KiB"),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `admin`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such login in the tenant (or this gateway keeps none)", body = crate::error::ErrorBody),
+        (status = 500, description = "The vault or a session failed (the log has why)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store does not answer", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn define(
     State(api): State<Api>,
     Extension(admin): Extension<Principal>,
     Path(name): Path<String>,
@@ -106,7 +153,22 @@ async fn define(
     ))
 }
 
-async fn remove(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/logins/{name}",
+    tag = "logins",
+    params(("name" = String, Path, description = "The login: the vault secret it keeps signed in")),
+    responses(
+        (status = 204, description = "Forgotten (its vault secret stays)"),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `admin`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such login in the tenant (or this gateway keeps none)", body = crate::error::ErrorBody),
+        (status = 500, description = "The vault or a session failed (the log has why)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store does not answer", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn remove(
     State(api): State<Api>,
     Extension(admin): Extension<Principal>,
     Path(name): Path<String>,
@@ -115,7 +177,24 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn check(
+#[utoipa::path(
+    post,
+    path = "/api/v1/logins/{name}/check",
+    tag = "logins",
+    params(("name" = String, Path, description = "The login: the vault secret it keeps signed in")),
+    responses(
+        (status = 200, description = "What the check found: `state`, `renewed`, `why`, `session`, `took_ms`, and `link` when a person must act", body = Object),
+        (status = 400, description = "The login is turned off", body = crate::error::ErrorBody),
+        (status = 409, description = "Another check of it runs now (`session_held`)", body = crate::error::ErrorBody),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `admin`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such login in the tenant (or this gateway keeps none)", body = crate::error::ErrorBody),
+        (status = 500, description = "The vault or a session failed (the log has why)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store does not answer", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn check(
     State(api): State<Api>,
     Extension(admin): Extension<Principal>,
     Path(name): Path<String>,
@@ -130,11 +209,27 @@ async fn check(
 }
 
 #[derive(Serialize)]
-struct Link {
+pub(crate) struct Link {
     link: String,
 }
 
-async fn link(
+#[utoipa::path(
+    post,
+    path = "/api/v1/logins/{name}/link",
+    tag = "logins",
+    params(("name" = String, Path, description = "The login: the vault secret it keeps signed in")),
+    responses(
+        (status = 200, description = "A fresh one-time link (`link`); older ones stop working", body = Object),
+        (status = 400, description = "The login does not need a person", body = crate::error::ErrorBody),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `admin`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such login in the tenant (or this gateway keeps none)", body = crate::error::ErrorBody),
+        (status = 500, description = "The vault or a session failed (the log has why)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store does not answer", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn link(
     State(api): State<Api>,
     Extension(admin): Extension<Principal>,
     Path(name): Path<String>,
@@ -145,7 +240,22 @@ async fn link(
     }))
 }
 
-async fn enable(
+#[utoipa::path(
+    post,
+    path = "/api/v1/logins/{name}/enable",
+    tag = "logins",
+    params(("name" = String, Path, description = "The login: the vault secret it keeps signed in")),
+    responses(
+        (status = 200, description = "Turned on; due at once", body = Object),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `admin`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such login in the tenant (or this gateway keeps none)", body = crate::error::ErrorBody),
+        (status = 500, description = "The vault or a session failed (the log has why)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store does not answer", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn enable(
     State(api): State<Api>,
     Extension(admin): Extension<Principal>,
     Path(name): Path<String>,
@@ -155,7 +265,22 @@ async fn enable(
     ))
 }
 
-async fn disable(
+#[utoipa::path(
+    post,
+    path = "/api/v1/logins/{name}/disable",
+    tag = "logins",
+    params(("name" = String, Path, description = "The login: the vault secret it keeps signed in")),
+    responses(
+        (status = 200, description = "Turned off: not checked, never refuses a session", body = Object),
+        (status = 401, description = "No or a wrong key", body = crate::error::ErrorBody),
+        (status = 403, description = "A key below `admin`", body = crate::error::ErrorBody),
+        (status = 404, description = "No such login in the tenant (or this gateway keeps none)", body = crate::error::ErrorBody),
+        (status = 500, description = "The vault or a session failed (the log has why)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store does not answer", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn disable(
     State(api): State<Api>,
     Extension(admin): Extension<Principal>,
     Path(name): Path<String>,

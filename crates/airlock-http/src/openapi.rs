@@ -29,6 +29,14 @@ use utoipa::{Modify, OpenApi};
         crate::api::events,
         crate::policy::get,
         crate::policy::put,
+        crate::logins::list,
+        crate::logins::one,
+        crate::logins::define,
+        crate::logins::remove,
+        crate::logins::check,
+        crate::logins::link,
+        crate::logins::enable,
+        crate::logins::disable,
     ),
     modifiers(&Bearer),
     tags(
@@ -37,6 +45,7 @@ use utoipa::{Modify, OpenApi};
         (name = "approvals", description = "Calls held for a human (role `admin`)"),
         (name = "events", description = "The audit log, live (role `admin`)"),
         (name = "policy", description = "The tenant's own policy (role `admin`)"),
+        (name = "logins", description = "Stored logins kept alive (role `admin`)"),
     )
 )]
 pub(crate) struct ApiDoc;

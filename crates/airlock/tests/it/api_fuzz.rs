@@ -47,13 +47,15 @@ async fn the_api_keeps_to_its_openapi_document_under_generated_requests() {
         "[sessions]\nwarm = 0\nmax_total = 3\nmin_free_memory_mb = 0\n",
     )
     .unwrap();
-    // Every check on every operation, but one: a tenant's policy is data whose
+    // Every check on every operation, but two: a tenant's policy is data whose
     // values the operator's config judges (hosts, regexes of rules, origins), which no
     // JSON Schema can say, so a schema-valid body may be refused — with a 400 that
-    // names its key, which the other checks still hold it to.
+    // names its key, which the other checks still hold it to; and a login's
+    // definition must name a vault secret the tenant holds (and a probe a catalogue
+    // call would accept), which no schema can say either.
     std::fs::write(
         tmp.path().join("schemathesis.toml"),
-        "[checks]\nenabled = true\n\n[[operations]]\ninclude-path = \"/api/v1/policy\"\ninclude-method = \"PUT\"\nchecks.positive_data_acceptance.enabled = false\n",
+        "[checks]\nenabled = true\n\n[[operations]]\ninclude-path = \"/api/v1/policy\"\ninclude-method = \"PUT\"\nchecks.positive_data_acceptance.enabled = false\n\n[[operations]]\ninclude-path = \"/api/v1/logins/{name}\"\ninclude-method = \"PUT\"\nchecks.positive_data_acceptance.enabled = false\n",
     )
     .unwrap();
     let served = serve_with(tmp.path(), None, Some(&config)).await;
