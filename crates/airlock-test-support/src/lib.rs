@@ -10,6 +10,7 @@ mod django;
 mod fixtures;
 mod forms;
 mod harness;
+mod logs;
 mod miniwob;
 mod model;
 mod postgres;
@@ -22,6 +23,7 @@ pub use harness::{
     Harness, chromium_processes_under, processes_in_groups, with_browser, with_browser_config,
     worker_mode,
 };
+pub use logs::capture_logs;
 pub use miniwob::MiniWob;
 pub use model::{ModelServer, Reply, Seen, calls, finish};
 pub use postgres::{PG_USER, Postgres};

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use airlock_core::{ErrorCode, Role};
@@ -14,7 +14,8 @@ use airlock_gateway::{AgentSession, Gateway, GatewayConfig, OpenOptions, Session
 use airlock_login::{Error, Logins, Notice, State};
 use airlock_policy::{Policy, PolicyConfig};
 use airlock_test_support::{
-    DJANGO_ADMIN, DJANGO_PASSWORD, Django, Harness, Postgres, secret_forms, with_browser,
+    DJANGO_ADMIN, DJANGO_PASSWORD, Django, Harness, Postgres, capture_logs, secret_forms,
+    with_browser,
 };
 use airlock_vault::{Fields, MasterKey, Secret, Store, Vault};
 use serde_json::json;
@@ -39,22 +40,25 @@ fn secret(site: &Site, totp: bool) -> Secret {
     }
 }
 
-fn policy(site: &Site) -> Policy {
-    Policy::from_config(&PolicyConfig {
-        allow_private: vec![format!("127.0.0.1:{}", site.port)],
+/// A gateway over `store` (its vault under `key`) whose policy allows loopback
+/// `port` only.
+async fn gateway_for(h: &Harness, port: u16, store: Store, key: MasterKey) -> Arc<Gateway> {
+    let policy = Policy::from_config(&PolicyConfig {
+        allow_private: vec![format!("127.0.0.1:{port}")],
         ..PolicyConfig::default()
     })
-    .unwrap()
-}
-
-async fn gateway(h: &Harness, site: &Site, store: Store, key: MasterKey) -> Arc<Gateway> {
+    .unwrap();
     let vault = Arc::new(Vault::open(store.clone(), key).await.unwrap());
     Gateway::new(
         h.host().await,
-        GatewayConfig::with_policy(policy(site))
+        GatewayConfig::with_policy(policy)
             .store(store)
             .vault(vault, Role::Operate),
     )
+}
+
+async fn gateway(h: &Harness, site: &Site, store: Store, key: MasterKey) -> Arc<Gateway> {
+    gateway_for(h, site.port, store, key).await
 }
 
 /// The login's definition: probe the admin page; renew by signing in with the
@@ -105,29 +109,6 @@ async fn agent_sees_admin(gateway: &Arc<Gateway>, site: &Site) -> String {
     let out = agent.call(call).await;
     agent.call(ToolCall::Session(SessionCall::Close)).await;
     out.text
-}
-
-fn capture_logs() -> Arc<Mutex<Vec<u8>>> {
-    #[derive(Clone)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let sink = Sink(buffer.clone());
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || sink.clone())
-        .finish();
-    // nextest runs each test in its own process, so this is this test's subscriber.
-    let _ = tracing::subscriber::set_global_default(subscriber);
-    buffer
 }
 
 /// No form of any of `values` in `text`.
@@ -509,30 +490,23 @@ async fn djangos_admin_stays_signed_in_after_django_ends_its_sessions() {
     with_browser(|h| async move {
         let django = Django::start();
         let store = Store::open_in_memory().await.unwrap();
-        let vault = Arc::new(Vault::open(store.clone(), MasterKey::generate().unwrap()).await.unwrap());
+        let gateway = gateway_for(
+            &h,
+            django.port(),
+            store.clone(),
+            MasterKey::generate().unwrap(),
+        )
+        .await;
         let mut fields = Fields::default();
         fields.username = Some(DJANGO_ADMIN.into());
         fields.password = Some(DJANGO_PASSWORD.into());
-        vault
-            .set(&Secret {
-                tenant: TENANT.into(),
-                name: "django".into(),
-                origins: vec![django.origin().to_owned()],
-                fields,
-            })
-            .await
-            .unwrap();
-        let policy = Policy::from_config(&PolicyConfig {
-            allow_private: vec![format!("127.0.0.1:{}", django.port())],
-            ..PolicyConfig::default()
-        })
-        .unwrap();
-        let gateway = Gateway::new(
-            h.host().await,
-            GatewayConfig::with_policy(policy)
-                .store(store.clone())
-                .vault(vault, Role::Operate),
-        );
+        let secret = Secret {
+            tenant: TENANT.into(),
+            name: "django".into(),
+            origins: vec![django.origin().to_owned()],
+            fields,
+        };
+        gateway.vault().unwrap().set(&secret).await.unwrap();
         let logins = Logins::for_gateway(&gateway).unwrap();
         let spec = json!({
             "probe": {"url": django.url("/admin/"), "expect": "Site administration", "stay": true},

@@ -4,7 +4,7 @@
 //! secret value in any output or log line.
 
 use airlock_gateway::{Interaction, Navigation, Reading, SessionCall, Window};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use airlock_browser::{SnapshotOptions, Target, WaitCondition};
@@ -200,29 +200,7 @@ fn typing(target: Target, text: &str) -> ToolCall {
     })
 }
 
-/// Captures every log line of this test process at TRACE level.
-pub(crate) fn capture_logs() -> Arc<Mutex<Vec<u8>>> {
-    #[derive(Clone)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let sink = Sink(buffer.clone());
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || sink.clone())
-        .finish();
-    // nextest runs each test in its own process, so this is this test's subscriber.
-    let _ = tracing::subscriber::set_global_default(subscriber);
-    buffer
-}
+pub(crate) use airlock_test_support::capture_logs;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_with_credentials_is_logged_in_and_shows_no_value() {
