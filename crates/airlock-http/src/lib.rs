@@ -79,6 +79,11 @@ pub struct HttpConfig {
 pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
     // One runner of server-side tasks for MCP and REST alike.
     let tasks = airlock_task::Runner::for_gateway(&config.tasks, &gateway);
+    // Stored logins, checked on a schedule by whichever replica claims each first.
+    let logins = airlock_login::Logins::for_gateway(&gateway);
+    if let Some(logins) = &logins {
+        tokio::spawn(logins.clone().run_schedule(airlock_login::TICK));
+    }
     let (mcp, mcp_sessions) = airlock_mcp::http_service(
         gateway.clone(),
         HttpOptions {
@@ -88,6 +93,7 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
             max_body_bytes: MAX_MCP_BODY_BYTES,
             public_url: Some(config.public_url.clone()),
             tasks: tasks.clone(),
+            logins: logins.clone(),
         },
     );
     let edge = Arc::new(edge::Edge {
@@ -104,11 +110,6 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         unauthenticated: limit::AuthLimiter::default(),
         public_url: config.public_url.clone(),
     });
-    // Stored logins, checked on a schedule by whichever replica claims each first.
-    let logins = airlock_login::Logins::for_gateway(&gateway);
-    if let Some(logins) = &logins {
-        tokio::spawn(logins.clone().run_schedule(airlock_login::TICK));
-    }
     let api = api::routes(
         gateway.clone(),
         auth.clone(),

@@ -27,7 +27,7 @@ use airlock_store::{SiteLoginRecord, Store};
 use serde::Serialize;
 
 pub use check::Report;
-pub use links::{LINK_PATH, LINK_TTL, LinkView};
+pub use links::{LINK_PATH, LINK_TTL, LinkView, OFFER_EVERY};
 pub use spec::LoginSpec;
 
 /// How often each replica looks for logins that are due.
@@ -150,6 +150,8 @@ pub struct Logins {
     link_ttl: Duration,
     // Renewals on this replica waiting for a person's code, by (tenant, login).
     waiting: Mutex<HashMap<(String, String), check::Waiting>>,
+    // When a link was last offered to an agent's client, by (tenant, login).
+    offered: Mutex<HashMap<(String, String), tokio::time::Instant>>,
     notices: tokio::sync::broadcast::Sender<Notice>,
 }
 
@@ -183,6 +185,7 @@ impl Logins {
             store,
             link_ttl,
             waiting: Mutex::new(HashMap::new()),
+            offered: Mutex::new(HashMap::new()),
             notices: tokio::sync::broadcast::channel(64).0,
         })
     }

@@ -22,6 +22,8 @@ use crate::{Error, Logins, Result, State, now_ms};
 pub const LINK_TTL: Duration = Duration::from_secs(10 * 60);
 /// Where the console takes a link's value; the token follows `#`.
 pub const LINK_PATH: &str = "/console/logins/give";
+/// An agent's client is offered a login's link at most this often.
+pub const OFFER_EVERY: Duration = Duration::from_secs(60);
 /// Longest value a person may give.
 const MAX_VALUE_CHARS: usize = 1024;
 
@@ -51,6 +53,18 @@ impl Logins {
         kind: &str,
         session: Option<String>,
     ) -> Result<String> {
+        self.store.close_login_links(tenant, name, now_ms()).await?;
+        self.mint_link(tenant, name, kind, session).await
+    }
+
+    // A new link beside any open ones.
+    async fn mint_link(
+        &self,
+        tenant: &str,
+        name: &str,
+        kind: &str,
+        session: Option<String>,
+    ) -> Result<String> {
         let mut bytes = Zeroizing::new([0u8; 32]);
         getrandom::fill(bytes.as_mut())
             .map_err(|e| Error::Gateway(format!("no randomness for a link: {e}")))?;
@@ -62,7 +76,6 @@ impl Logins {
             _ => LINK_PATH.to_owned(),
         };
         let now = now_ms();
-        self.store.close_login_links(tenant, name, now).await?;
         self.store
             .insert_login_link(&airlock_store::LoginLinkRecord {
                 token_hash: hash(&token),
@@ -96,6 +109,35 @@ impl Logins {
             Some((kind, session)) => self.make_link(tenant, name, kind, Some(session)).await,
             None => self.make_link(tenant, name, "password", None).await,
         }
+    }
+
+    /// A link for the person at an agent's own client (an MCP URL elicitation), when
+    /// login `name` needs a person: beside the operator's links (which keep
+    /// working), and at most one per login per [`OFFER_EVERY`] on this replica, so
+    /// an agent retrying cannot flood anyone. `None` when it needs no person, or one
+    /// was offered just now.
+    pub async fn offer_link(&self, tenant: &str, name: &str) -> Result<Option<String>> {
+        let row = self.row(tenant, name).await?;
+        if row.state != State::NeedsUser.as_str() || !row.enabled {
+            return Ok(None);
+        }
+        let key = (tenant.to_owned(), name.to_owned());
+        {
+            let mut offered = lock(&self.offered);
+            let now = tokio::time::Instant::now();
+            if offered.get(&key).is_some_and(|at| now < *at + OFFER_EVERY) {
+                return Ok(None);
+            }
+            offered.insert(key.clone(), now);
+        }
+        let waiting = lock(&self.waiting)
+            .get(&key)
+            .map(|w| (w.kind, w.session.clone()));
+        let link = match waiting {
+            Some((kind, session)) => self.mint_link(tenant, name, kind, Some(session)).await?,
+            None => self.mint_link(tenant, name, "password", None).await?,
+        };
+        Ok(Some(link))
     }
 
     /// What `token`'s page shows, to a console admin of `tenant`.

@@ -12,6 +12,7 @@ mod elicit;
 #[cfg(feature = "conformance-fixtures")]
 mod fixtures;
 mod homes;
+mod login_offer;
 mod server;
 mod shell;
 mod stdio;
@@ -63,6 +64,9 @@ pub struct HttpOptions {
     pub public_url: Option<String>,
     /// What runs `browser_run_task` (offered when the operator configured a model).
     pub tasks: Option<Arc<airlock_task::Runner>>,
+    /// Stored logins: a client that can show a URL is offered the link of one that
+    /// needs a person.
+    pub logins: Option<Arc<airlock_login::Logins>>,
 }
 
 /// The Streamable HTTP service: one [`AirlockMcp`] (and agent session) per MCP session;
@@ -89,6 +93,7 @@ pub fn http_service(
     }
     let sessions = Arc::new(Sessions::new(&gateway));
     let tasks = options.tasks.clone();
+    let logins = options.logins.clone();
     let ending = Arc::downgrade(&sessions);
     let task_store = tasks::Tasks::default();
     let service = StreamableHttpService::new(
@@ -96,6 +101,7 @@ pub fn http_service(
             let server = AirlockMcp::new(gateway.clone(), profile)
                 .at(public_url.clone())
                 .with_tasks(tasks.clone())
+                .with_logins(logins.clone())
                 .in_sessions_weak(ending.clone())
                 .with_task_store(task_store.clone());
             #[cfg(feature = "conformance-fixtures")]

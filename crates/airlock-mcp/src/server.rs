@@ -56,9 +56,11 @@ pub struct AirlockMcp {
     folded: Arc<std::collections::HashSet<String>>,
     /// Where HTTP clients reach this server (no trailing `/`): the start of the
     /// `mcp_url` a stateless session open hands out. `None` over stdio.
-    public_url: Option<Arc<str>>,
+    pub(crate) public_url: Option<Arc<str>>,
     /// What runs `browser_run_task`, when the operator configured a model.
     pub(crate) tasks: Option<Arc<airlock_task::Runner>>,
+    /// Stored logins, whose link a client that can show a URL is offered.
+    pub(crate) logins: Option<Arc<airlock_login::Logins>>,
     /// The HTTP transport's sessions: a call waiting on a human hears from them the
     /// moment its MCP session is ended (weak: the sessions hold their servers).
     sessions: Option<std::sync::Weak<crate::homes::Sessions>>,
@@ -104,9 +106,16 @@ impl AirlockMcp {
             folded: Arc::new(folded),
             public_url: None,
             tasks: None,
+            logins: None,
             sessions: None,
             task_store: crate::tasks::Tasks::default(),
         }
+    }
+
+    /// This server offering stored logins' links to clients that can show a URL.
+    pub(crate) fn with_logins(mut self, logins: Option<Arc<airlock_login::Logins>>) -> AirlockMcp {
+        self.logins = logins;
+        self
     }
 
     /// This server keeping its MCP tasks in `store`.
@@ -364,6 +373,10 @@ impl AirlockMcp {
         request: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let ext = &request.extensions;
+        let wanted = match &call {
+            Ok(ToolCall::Session(SessionCall::Open(open))) => open.credentials.clone(),
+            _ => Vec::new(),
+        };
         let output = match call {
             // The gateway logs the call; here only what never reached it.
             Ok(call) => match self.agent_for(ext).await {
@@ -415,6 +428,9 @@ impl AirlockMcp {
             },
             Err(BadArgument(message)) => ToolOutput::error(ErrorCode::InvalidArgument, message),
         };
+        if output.error == Some(ErrorCode::LoginNeedsUser) {
+            crate::login_offer::offer(self, request, wanted);
+        }
         Ok(result(output))
     }
 }

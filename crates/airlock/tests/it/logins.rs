@@ -2,7 +2,9 @@
 //! whose sign-in asks a new device for a code only a person has; its check stops
 //! there, the webhook tells the operator, and the one-time link works in the
 //! console once, for the tenant's admin only (another tenant's admin is refused and
-//! does not use it up); the login is alive again and `airlock login list` says so.
+//! does not use it up); an agent's MCP client that can show a URL is offered a link
+//! of its own when the agent's session open is refused; the login is alive again
+//! and `airlock login list` says so.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -12,6 +14,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::Command;
 
 use crate::approvals_rest::Receiver;
+use crate::mcp_clients::{python, root};
 use crate::server::{BIN, serve_with, stop};
 
 struct Answer {
@@ -158,11 +161,12 @@ async fn a_login_that_needs_a_person_is_renewed_through_its_one_time_link() {
     assert!(vault.wait().await.unwrap().success());
     airlock(&["tenant", "create", "other"]);
     let other_admin = airlock(&["key", "create", "--tenant", "other", "--role", "admin"]);
+    let agent_key = airlock(&["key", "create", "--tenant", "default", "--role", "operate"]);
     let config = tmp.path().join("airlock.toml");
     std::fs::write(
         &config,
         format!(
-            "[server]\nadmin_key = \"{admin_key}\"\n[approvals]\nwebhook_url = \"http://127.0.0.1:{}/hook\"\nwebhook_secret = \"hook-secret-0123456789abcdef\"\n[policy]\nallow_private = [\"127.0.0.1:{}\"]\n",
+            "[server]\nadmin_key = \"{admin_key}\"\nrole = \"operate\"\n[approvals]\nwebhook_url = \"http://127.0.0.1:{}/hook\"\nwebhook_secret = \"hook-secret-0123456789abcdef\"\n[policy]\nallow_private = [\"127.0.0.1:{}\"]\n",
             hook.port, site.port
         ),
     )
@@ -250,13 +254,43 @@ async fn a_login_that_needs_a_person_is_renewed_through_its_one_time_link() {
         "{told:?}"
     );
 
-    // Another tenant's admin cannot use it (and does not use it up).
+    // An agent opening a session with it is refused at once; the person at its
+    // MCP client (the official Python SDK, URL-mode elicitation) is offered a link
+    // of their own, which the model never sees.
+    let client = Command::new(python())
+        .arg(root().join("crates/airlock/tests/clients/login_link.py"))
+        .arg(&served.url)
+        .arg(&agent_key)
+        .kill_on_drop(true)
+        .output();
+    let client = tokio::time::timeout(Duration::from_secs(90), client)
+        .await
+        .expect("the client finished within 90 s")
+        .expect("python runs");
+    let said = String::from_utf8_lossy(&client.stdout);
+    assert!(
+        client.status.success() && said.contains(" passed, 0 failed"),
+        "{said}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    let offered = said
+        .lines()
+        .find_map(|l| l.strip_prefix("link: "))
+        .unwrap()
+        .split_once('#')
+        .unwrap()
+        .1
+        .to_owned();
+    assert_ne!(offered, token);
+
+    // Another tenant's admin cannot use a link (and does not use it up).
     let other = console(port, &other_admin).await;
     let refused = give(port, &other, &token, signin::DEVICE_CODE).await;
     assert_eq!(refused.status, 403, "{}", refused.body);
-    // The tenant's admin gives the code once: the login is alive again.
+    // The tenant's admin gives the code once, through the link the client showed:
+    // the login is alive again, and every other link of it ends.
     let own = console(port, admin_key).await;
-    let given = give(port, &own, &token, signin::DEVICE_CODE).await;
+    let given = give(port, &own, &offered, signin::DEVICE_CODE).await;
     assert_eq!(given.status, 200, "{}", given.body);
     assert!(
         given.body.contains("went into the waiting sign-in page"),
@@ -274,8 +308,10 @@ async fn a_login_that_needs_a_person_is_renewed_through_its_one_time_link() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(site.seen(|s| s.logins), 1);
-    let again = give(port, &own, &token, signin::DEVICE_CODE).await;
-    assert_eq!(again.status, 403, "{}", again.body);
+    for used in [&offered, &token] {
+        let again = give(port, &own, used, signin::DEVICE_CODE).await;
+        assert_eq!(again.status, 403, "{}", again.body);
+    }
     // The console lists it; the CLI too.
     let page = http(port, "GET", "/console/logins", &[("Cookie", &own.0)], "").await;
     assert!(
