@@ -249,7 +249,14 @@ impl Logins {
             )
             .await;
         let markers = spec.markers();
+        let claim = i64::try_from(CLAIM.as_millis()).unwrap_or(i64::MAX);
         for (i, step) in spec.steps.iter().enumerate() {
+            // A long flow keeps its claim: no other replica starts this login's check
+            // while one of its steps runs.
+            let _ = self
+                .store
+                .extend_site_login(tenant, name, self.gateway.replica_id(), now_ms() + claim)
+                .await;
             let out = run.call(&step.tool, step.arguments.clone()).await;
             if let Some(marker) = human_marker(&out.text, &markers) {
                 return self.human(spec, i, &marker);
