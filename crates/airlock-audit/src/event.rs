@@ -749,6 +749,22 @@ mod tests {
                     .cloned()
                     .unwrap_or_default(),
             }),
+            Event::LoginCheck(LoginCheck {
+                login: "admin".to_owned(),
+                by: "schedule".to_owned(),
+                session: Some("ses_2".to_owned()),
+                state: "needs_user".to_owned(),
+                renewed: false,
+                why: "the site asks for a person".to_owned(),
+            }),
+            // A field of its own named `kind` would fight the event's tag (its
+            // append fails): the word is `gave`.
+            Event::LoginGiven(LoginGiven {
+                login: "admin".to_owned(),
+                by: "default/admin".to_owned(),
+                gave: "code".to_owned(),
+                session: Some("ses_2".to_owned()),
+            }),
         ];
         for event in events {
             let entry = Entry::now("default", event);
