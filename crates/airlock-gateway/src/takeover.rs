@@ -372,7 +372,7 @@ impl Operators {
                 let (x, y) = last_click.ok_or_else(|| {
                     Error::InvalidArgument("click the field to type into first".to_owned())
                 })?;
-                self.type_as_operator(&lease, &Target::Point { x, y }, text)
+                self.type_as_operator(&lease, &Target::Point { x, y }, text, None)
                     .await?;
                 "text"
             }
@@ -390,9 +390,11 @@ impl Operators {
 
     /// What a person types into the page of one of `tenant`'s sessions without
     /// holding it: a code given through a login's one-time link, typed into the
-    /// field at `field` of its renewal's waiting page. Learnt as the session's own
-    /// secret first, like any operator text; on the record as `operator_input`
-    /// (its kind, never the text).
+    /// field at `field` of its renewal's waiting page — only while that field and
+    /// its page are on one of `origins` (the login's own: a page that went
+    /// elsewhere meanwhile gets nothing). Learnt as the session's own secret first,
+    /// like any operator text; on the record as `operator_input` (its kind, never
+    /// the text).
     pub async fn give_text(
         &self,
         tenant: &str,
@@ -400,9 +402,11 @@ impl Operators {
         by: &str,
         field: &Target,
         text: Zeroizing<String>,
+        origins: &[String],
     ) -> Result<()> {
         let lease = self.tenant_lease(tenant, id)?;
-        self.type_as_operator(&lease, field, text).await?;
+        self.type_as_operator(&lease, field, text, Some(origins))
+            .await?;
         self.operator_event(
             tenant,
             id,
@@ -415,11 +419,14 @@ impl Operators {
     }
 
     // Types `text` into the field at `target` as the session's own secret.
+    // `bound`: the origins the field and its page must be on, when the text is for
+    // them only.
     async fn type_as_operator(
         &self,
         lease: &Lease,
         target: &Target,
         text: Zeroizing<String>,
+        bound: Option<&[String]>,
     ) -> Result<()> {
         let session = &lease.held.session;
         // The element at the target, by ref (typing a secret needs one), and
@@ -436,6 +443,15 @@ impl Operators {
         let mut origins = vec![field.frame_origin.clone()];
         if page_origin != field.frame_origin {
             origins.push(page_origin);
+        }
+        if let Some(bound) = bound
+            && let Some(elsewhere) = origins.iter().find(|o| !bound.contains(o))
+        {
+            return Err(Error::PolicyDenied {
+                detail: format!(
+                    "nothing was typed: the page is on {elsewhere}, not an origin this text is for"
+                ),
+            });
         }
         // Before a key reaches the page: what the operator types becomes the
         // session's own secret, so a page echoing it (in its title, a URL, an

@@ -81,6 +81,9 @@ enum Outcome {
 struct Run {
     agent: AgentSession,
     session: Option<String>,
+    // The login secret's origins: where a person's code may go, and whose cookies
+    // a renewal keeps.
+    origins: Vec<String>,
 }
 
 impl Run {
@@ -209,7 +212,11 @@ impl Logins {
             ));
         }
         let session = agent.open_session().await;
-        Ok(Run { agent, session })
+        Ok(Run {
+            agent,
+            session,
+            origins,
+        })
     }
 
     // The probe; when dead, the flow and the probe again.
@@ -479,10 +486,12 @@ impl Logins {
                 why: "the login names no field for a code".to_owned(),
             };
         };
+        // Only into the login's own origins: a page that went elsewhere while it
+        // waited gets nothing.
         let typed = self
             .gateway
             .operators()
-            .give_text(tenant, session, &given.by, &field, code)
+            .give_text(tenant, session, &given.by, &field, code, &run.origins)
             .await
             .map_err(|e| Error::Gateway(format!("the code could not be typed: {e}")));
         let failed = typed.as_ref().err().map(ToString::to_string);
@@ -519,17 +528,10 @@ impl Logins {
         else {
             return outcome;
         };
-        let origins = match self.vault() {
-            Ok(vault) => match vault.get(tenant, name).await {
-                Ok(secret) => secret.origins.clone(),
-                Err(_) => Vec::new(),
-            },
-            Err(_) => Vec::new(),
-        };
         match self
             .gateway
             .operators()
-            .save_login(tenant, id, &format!("login:{name}"), name, &origins)
+            .save_login(tenant, id, &format!("login:{name}"), name, &run.origins)
             .await
         {
             Ok(_) => outcome,

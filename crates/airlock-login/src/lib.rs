@@ -163,11 +163,7 @@ impl std::fmt::Debug for Logins {
     }
 }
 
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+pub(crate) use airlock_audit::event::now_ms;
 
 impl Logins {
     /// The logins of `gateway`; `None` when it keeps no store (nothing to keep them

@@ -196,18 +196,6 @@ impl Logins {
             kind: link.kind.clone(),
             expires_ms: link.expires_ms,
         };
-        // On the record once the link is used: what kind, by whom, never the value.
-        self.gateway
-            .record_event(
-                Some(tenant),
-                airlock_audit::Event::LoginGiven(airlock_audit::LoginGiven {
-                    login: link.login.clone(),
-                    by: by.to_owned(),
-                    gave: link.kind.clone(),
-                    session: link.session.clone(),
-                }),
-            )
-            .await;
         match link.kind.as_str() {
             "code" | "takeover" => {
                 let waiting = lock(&self.waiting).remove(&(tenant.to_owned(), link.login.clone()));
@@ -245,6 +233,19 @@ impl Logins {
                     .await?;
             }
         }
+        // On the record once it went where it goes (typed, or in the vault): what
+        // kind, by whom, never the value.
+        self.gateway
+            .record_event(
+                Some(tenant),
+                airlock_audit::Event::LoginGiven(airlock_audit::LoginGiven {
+                    login: link.login.clone(),
+                    by: by.to_owned(),
+                    gave: link.kind.clone(),
+                    session: link.session.clone(),
+                }),
+            )
+            .await;
         tracing::info!(%tenant, login = %link.login, kind = %link.kind, "a person gave what a login needed");
         Ok(view)
     }

@@ -33,6 +33,8 @@ pub struct Seen {
     pub totp_codes: Vec<String>,
     /// Sign-ins that stopped at the new-device step.
     pub device_prompts: u32,
+    /// What the lookalike on another origin received (`METHOD path body`).
+    pub elsewhere: Vec<String>,
 }
 
 #[derive(Default)]
@@ -44,6 +46,8 @@ struct Inner {
     pending: HashMap<String, Vec<&'static str>>,
     seen: Seen,
     next: u64,
+    // The new-device page sends the browser here a second after it loads.
+    leave_to: Option<String>,
 }
 
 /// The running site (its server stops with the test's runtime).
@@ -91,6 +95,25 @@ impl Site {
     /// A URL of the site.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.origin())
+    }
+
+    /// From now on the new-device page sends the browser, a second after it loads,
+    /// to a lookalike on another origin (started now; its port is returned): a
+    /// page that moved while a person was being asked for the code.
+    pub async fn leave_device_page(&self) -> u16 {
+        let app = Router::new()
+            .route("/device/", get(lookalike).post(lookalike_post))
+            .route("/loaded.png", get(lookalike_loaded))
+            .with_state(self.inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let port = listener.local_addr().expect("a bound port").port();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        lock(&self.inner).leave_to = Some(format!("http://127.0.0.1:{port}/device/"));
+        port
     }
 
     /// Ends every session (the site's sessions expire).
@@ -234,8 +257,45 @@ fn totp_html() -> Html<String> {
     )
 }
 
-async fn device_page() -> Html<String> {
-    device_html()
+async fn device_page(State(inner): Shared) -> Html<String> {
+    let leave_to = lock(&inner).leave_to.clone();
+    match leave_to {
+        Some(to) => page(
+            "New device",
+            &format!(
+                "<meta http-equiv=\"refresh\" content=\"1;url={to}\"><h1>New device</h1><p>Enter the code we sent to your phone.</p>\
+                 <form method=post action=\"/device/\">\
+                 <label>Device code <input name=code autofocus></label><button>Confirm</button></form>"
+            ),
+        ),
+        None => device_html(),
+    }
+}
+
+async fn lookalike(State(inner): Shared) -> Html<String> {
+    lock(&inner).seen.elsewhere.push("GET /device/".to_owned());
+    page(
+        "New device",
+        "<h1>New device</h1><form method=post action=\"/device/\">\
+         <label>Device code <input name=code autofocus></label><button>Confirm</button></form>\
+         <img src=\"/loaded.png\" alt=\"\">",
+    )
+}
+
+async fn lookalike_loaded(State(inner): Shared) -> StatusCode {
+    lock(&inner)
+        .seen
+        .elsewhere
+        .push("GET /loaded.png".to_owned());
+    StatusCode::NO_CONTENT
+}
+
+async fn lookalike_post(State(inner): Shared, body: String) -> StatusCode {
+    lock(&inner)
+        .seen
+        .elsewhere
+        .push(format!("POST /device/ {body}"));
+    StatusCode::NO_CONTENT
 }
 
 fn device_html() -> Html<String> {

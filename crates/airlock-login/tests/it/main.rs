@@ -41,10 +41,10 @@ fn secret(site: &Site, totp: bool) -> Secret {
 }
 
 /// A gateway over `store` (its vault under `key`) whose policy allows loopback
-/// `port` only.
-async fn gateway_for(h: &Harness, port: u16, store: Store, key: MasterKey) -> Arc<Gateway> {
+/// `ports` only.
+async fn gateway_for(h: &Harness, ports: &[u16], store: Store, key: MasterKey) -> Arc<Gateway> {
     let policy = Policy::from_config(&PolicyConfig {
-        allow_private: vec![format!("127.0.0.1:{port}")],
+        allow_private: ports.iter().map(|p| format!("127.0.0.1:{p}")).collect(),
         ..PolicyConfig::default()
     })
     .unwrap();
@@ -58,7 +58,7 @@ async fn gateway_for(h: &Harness, port: u16, store: Store, key: MasterKey) -> Ar
 }
 
 async fn gateway(h: &Harness, site: &Site, store: Store, key: MasterKey) -> Arc<Gateway> {
-    gateway_for(h, site.port, store, key).await
+    gateway_for(h, &[site.port], store, key).await
 }
 
 /// The login's definition: probe the admin page; renew by signing in with the
@@ -483,6 +483,70 @@ async fn a_person_who_signs_in_by_hand_in_the_waiting_session_renews_it() {
     .await;
 }
 
+/// A waiting sign-in page that moved to another origin (a lookalike with the same
+/// field) while a person was asked gets nothing of their code: nothing is typed,
+/// the lookalike receives nothing, and the login is `failed`, not alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_is_never_typed_into_a_page_that_moved_to_another_origin() {
+    with_browser(|h| async move {
+        let site = Site::start(false, true).await;
+        let lookalike = site.leave_device_page().await;
+        let store = Store::open_in_memory().await.unwrap();
+        let gateway = gateway_for(
+            &h,
+            &[site.port, lookalike],
+            store.clone(),
+            MasterKey::generate().unwrap(),
+        )
+        .await;
+        gateway
+            .vault()
+            .unwrap()
+            .set(&secret(&site, false))
+            .await
+            .unwrap();
+        let logins = Logins::for_gateway(&gateway).unwrap();
+        let mut notices = logins.notices();
+        logins
+            .define(TENANT, "admin", &spec(&site, false))
+            .await
+            .unwrap();
+        let asked = logins.check(TENANT, "admin", "schedule").await.unwrap();
+        assert_eq!(asked.state, State::NeedsUser, "{}", asked.why);
+        let token = asked.link.unwrap().split_once('#').unwrap().1.to_owned();
+        // The page moved: the lookalike served its page and the image after its field.
+        let loaded = tokio::time::timeout(Duration::from_secs(20), async {
+            while !site.seen(|s| s.elsewhere.iter().any(|r| r == "GET /loaded.png")) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert!(loaded.is_ok(), "the waiting page never moved");
+        let refused = logins
+            .give(
+                TENANT,
+                "person",
+                &token,
+                Zeroizing::new(site::DEVICE_CODE.to_owned()),
+            )
+            .await;
+        assert!(
+            matches!(&refused, Err(Error::Gateway(why)) if why.contains("nothing was typed")),
+            "{refused:?}"
+        );
+        next_notice(&mut notices, State::Failed).await;
+        let elsewhere = site.seen(|s| s.elsewhere.clone());
+        assert!(
+            elsewhere
+                .iter()
+                .all(|r| !r.starts_with("POST") && !r.contains(site::DEVICE_CODE)),
+            "{elsewhere:?}"
+        );
+        assert_eq!(site.seen(|s| s.logins), 0);
+    })
+    .await;
+}
+
 /// Django's admin (the real one, from PyPI): its sign-in kept alive by a flow of
 /// three placeholders' worth, renewed after Django itself ends every session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -492,7 +556,7 @@ async fn djangos_admin_stays_signed_in_after_django_ends_its_sessions() {
         let store = Store::open_in_memory().await.unwrap();
         let gateway = gateway_for(
             &h,
-            django.port(),
+            &[django.port()],
             store.clone(),
             MasterKey::generate().unwrap(),
         )

@@ -10,6 +10,8 @@ use airlock_config::Config;
 use airlock_store::Decided;
 use anyhow::bail;
 
+use super::audit::terminal_safe;
+
 /// Lists approvals (pending first by default), as a table or JSON lines.
 pub(crate) async fn list(config: &Config, all: bool, json: bool) -> anyhow::Result<ExitCode> {
     let store = super::vault::open_store(config).await?;
@@ -90,72 +92,71 @@ fn destination(args: &str, target: Option<&str>) -> Option<String> {
 /// Prints pending approvals, then every request and decision as the audit log gets
 /// it (a running gateway writes it), until Ctrl-C.
 pub(crate) async fn watch(config: &Config, json: bool) -> anyhow::Result<ExitCode> {
-    use super::audit::{FOLLOW_POLL, terminal_safe};
     let mut interrupted = super::audit::interrupts()?;
     let store = super::vault::open_store(config).await?;
     // Where the log ends now: what was pending is listed, what comes after is followed.
-    let mut last = store.audit_tail(1).await?.last().map_or(0, |r| r.seq);
+    let last = store.audit_tail(1).await?.last().map_or(0, |r| r.seq);
     list(config, false, json).await?;
-    let mut tick = tokio::time::interval(FOLLOW_POLL);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = interrupted.recv() => return Ok(ExitCode::SUCCESS),
+    super::audit::follow(&store, last, &mut interrupted, |record| {
+        if let Some(line) = approval_line(record, json) {
+            println!("{line}");
         }
-        for record in store.audit_events(last, 500).await? {
-            last = record.seq;
-            if !matches!(
-                record.kind.as_str(),
-                "approval_requested" | "approval_decided"
-            ) {
-                continue;
-            }
-            if json {
-                println!("{}", terminal_safe(&record.body));
-                continue;
-            }
-            let Ok(entry) = airlock_audit::Entry::parse(&record.body) else {
-                continue;
-            };
-            let line = match entry.event {
-                airlock_audit::Event::ApprovalRequested(a) => {
-                    let mut line = format!(
-                        "requested {}  {:<6}  {:<22}  {:?}  rule {:?}  on {:?}",
-                        a.approval,
-                        a.risk,
-                        a.tool,
-                        a.target.as_ref().map_or("-", |t| t.name.as_str()),
-                        a.rule,
-                        airlock_policy::display_url(a.page_url.as_deref().unwrap_or_default()),
-                    );
-                    // Where it would take the browser (a navigation, a link).
-                    let to = a.args["url"]
-                        .as_str()
-                        .or_else(|| a.target.as_ref().and_then(|t| t.href.as_deref()));
-                    if let Some(to) = to {
-                        line.push_str(&format!("  to {:?}", airlock_policy::display_url(to)));
-                    }
-                    // What a held request would do, in the card's first line.
-                    if let Some(what) = a.detail.as_deref().and_then(|d| d.lines().next()) {
-                        line.push_str(&format!("  {what:?}"));
-                    }
-                    line
-                }
-                airlock_audit::Event::ApprovalDecided(d) => {
-                    let mut line = format!("{} {}", d.status, d.approval);
-                    if let Some(by) = d.by {
-                        line.push_str(&format!("  by {by:?}"));
-                    }
-                    if let Some(note) = d.note {
-                        line.push_str(&format!("  {note:?}"));
-                    }
-                    line
-                }
-                _ => continue,
-            };
-            println!("{}", terminal_safe(&line));
-        }
+    })
+    .await
+}
+
+// A request or decision as `watch` prints it (a JSON line with `json`); `None` for
+// any other event.
+fn approval_line(record: &airlock_store::AuditRecord, json: bool) -> Option<String> {
+    if !matches!(
+        record.kind.as_str(),
+        "approval_requested" | "approval_decided"
+    ) {
+        return None;
     }
+    if json {
+        return Some(terminal_safe(&record.body));
+    }
+    let Ok(entry) = airlock_audit::Entry::parse(&record.body) else {
+        return None;
+    };
+    let line = match entry.event {
+        airlock_audit::Event::ApprovalRequested(a) => {
+            let mut line = format!(
+                "requested {}  {:<6}  {:<22}  {:?}  rule {:?}  on {:?}",
+                a.approval,
+                a.risk,
+                a.tool,
+                a.target.as_ref().map_or("-", |t| t.name.as_str()),
+                a.rule,
+                airlock_policy::display_url(a.page_url.as_deref().unwrap_or_default()),
+            );
+            // Where it would take the browser (a navigation, a link).
+            let to = a.args["url"]
+                .as_str()
+                .or_else(|| a.target.as_ref().and_then(|t| t.href.as_deref()));
+            if let Some(to) = to {
+                line.push_str(&format!("  to {:?}", airlock_policy::display_url(to)));
+            }
+            // What a held request would do, in the card's first line.
+            if let Some(what) = a.detail.as_deref().and_then(|d| d.lines().next()) {
+                line.push_str(&format!("  {what:?}"));
+            }
+            line
+        }
+        airlock_audit::Event::ApprovalDecided(d) => {
+            let mut line = format!("{} {}", d.status, d.approval);
+            if let Some(by) = d.by {
+                line.push_str(&format!("  by {by:?}"));
+            }
+            if let Some(note) = d.note {
+                line.push_str(&format!("  {note:?}"));
+            }
+            line
+        }
+        _ => return None,
+    };
+    Some(terminal_safe(&line))
 }
 
 /// Approves or denies one approval; the decider is the OS user.

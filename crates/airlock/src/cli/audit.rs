@@ -210,7 +210,21 @@ pub(crate) async fn tail(config: &Config, n: u32, follow: bool) -> anyhow::Resul
     if last == 0 {
         last = store.audit_tail(1).await?.last().map_or(0, |r| r.seq);
     }
-    // Another process (a running gateway) writes; the store is the meeting point.
+    self::follow(&store, last, &mut interrupted, |record| {
+        println!("{}", terminal_safe(&record.body));
+    })
+    .await
+}
+
+/// Follows the log after `last` until Ctrl-C, handing each new record to `each`:
+/// another process (a running gateway) writes it; the store is the meeting point.
+/// `audit tail --follow`, `approvals watch` and `login watch` read it so.
+pub(crate) async fn follow(
+    store: &airlock_store::Store,
+    mut last: u64,
+    interrupted: &mut tokio::signal::unix::Signal,
+    mut each: impl FnMut(&airlock_store::AuditRecord),
+) -> anyhow::Result<ExitCode> {
     let mut tick = tokio::time::interval(FOLLOW_POLL);
     loop {
         tokio::select! {
@@ -218,8 +232,8 @@ pub(crate) async fn tail(config: &Config, n: u32, follow: bool) -> anyhow::Resul
             _ = interrupted.recv() => return Ok(ExitCode::SUCCESS),
         }
         for record in store.audit_events(last, PAGE).await? {
-            println!("{}", terminal_safe(&record.body));
             last = record.seq;
+            each(&record);
         }
     }
 }

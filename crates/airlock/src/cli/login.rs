@@ -71,11 +71,7 @@ pub(crate) enum LoginCommand {
     },
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+use airlock_audit::event::now_ms;
 
 fn line(l: &airlock_store::SiteLoginRecord) -> String {
     let checked = l.checked_ms.map_or_else(
@@ -203,44 +199,42 @@ pub(crate) async fn run(
 
 async fn watch(store: &airlock_store::Store, tenant: &str, json: bool) -> anyhow::Result<ExitCode> {
     let mut interrupted = super::audit::interrupts()?;
-    let mut last = store.audit_tail(1).await?.last().map_or(0, |r| r.seq);
+    let last = store.audit_tail(1).await?.last().map_or(0, |r| r.seq);
     for l in store.site_logins(Some(tenant)).await? {
         println!("{}", line(&l));
     }
-    let mut tick = tokio::time::interval(FOLLOW_POLL);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = interrupted.recv() => return Ok(ExitCode::SUCCESS),
+    super::audit::follow(store, last, &mut interrupted, |record| {
+        if let Some(line) = check_line(record, tenant, json) {
+            println!("{line}");
         }
-        for record in store.audit_events(last, 500).await? {
-            last = record.seq;
-            if record.tenant != tenant
-                || !matches!(record.kind.as_str(), "login_check" | "login_given")
-            {
-                continue;
-            }
-            if json {
-                println!("{}", terminal_safe(&record.body));
-                continue;
-            }
-            let Ok(entry) = airlock_audit::Entry::parse(&record.body) else {
-                continue;
-            };
-            let text = match entry.event {
-                airlock_audit::Event::LoginCheck(c) => format!(
-                    "{}  {:<10}  {}{}",
-                    c.login,
-                    c.state,
-                    if c.renewed { "renewed; " } else { "" },
-                    c.why
-                ),
-                airlock_audit::Event::LoginGiven(g) => {
-                    format!("{}  a person gave its {} ({})", g.login, g.gave, g.by)
-                }
-                _ => continue,
-            };
-            println!("{}", terminal_safe(&text));
-        }
+    })
+    .await
+}
+
+// A check or a person's answer as `watch` prints it (a JSON line with `json`);
+// `None` for any other event, or another tenant's.
+fn check_line(record: &airlock_store::AuditRecord, tenant: &str, json: bool) -> Option<String> {
+    if record.tenant != tenant || !matches!(record.kind.as_str(), "login_check" | "login_given") {
+        return None;
     }
+    if json {
+        return Some(terminal_safe(&record.body));
+    }
+    let Ok(entry) = airlock_audit::Entry::parse(&record.body) else {
+        return None;
+    };
+    let text = match entry.event {
+        airlock_audit::Event::LoginCheck(c) => format!(
+            "{}  {:<10}  {}{}",
+            c.login,
+            c.state,
+            if c.renewed { "renewed; " } else { "" },
+            c.why
+        ),
+        airlock_audit::Event::LoginGiven(g) => {
+            format!("{}  a person gave its {} ({})", g.login, g.gave, g.by)
+        }
+        _ => return None,
+    };
+    Some(terminal_safe(&text))
 }

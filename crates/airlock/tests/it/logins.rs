@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use airlock_test_support::signin::{self, Site};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::Command;
 
 use crate::approvals_rest::Receiver;
@@ -172,6 +172,18 @@ async fn a_login_that_needs_a_person_is_renewed_through_its_one_time_link() {
     )
     .unwrap();
     let served = serve_with(tmp.path(), None, Some(&config)).await;
+    // The operator follows checks from a terminal.
+    let mut watch = Command::new(BIN)
+        .args(["login", "watch"])
+        .env("AIRLOCK_DATA_DIR", &data)
+        .env_remove("AIRLOCK_CONFIG")
+        .env_remove("AIRLOCK_MASTER_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut watched = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
     let port: u16 = served
         .url
         .trim_start_matches("http://127.0.0.1:")
@@ -207,6 +219,28 @@ async fn a_login_that_needs_a_person_is_renewed_through_its_one_time_link() {
     )
     .await;
     assert_eq!(put.status, 200, "{}", put.body);
+    // The edge checks /mcp has stand before these routes too: a body that is not
+    // JSON, a foreign page's Origin.
+    let text = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "text/plain"),
+    ];
+    let refused = http(
+        port,
+        "PUT",
+        "/api/v1/logins/admin",
+        &text,
+        &spec.to_string(),
+    )
+    .await;
+    assert_eq!(refused.status, 415, "{}", refused.body);
+    let foreign = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+        ("Origin", "http://attacker.invalid"),
+    ];
+    let refused = http(port, "POST", "/api/v1/logins/admin/check", &foreign, "").await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
     // A literal password in a flow is refused, with the reason.
     let literal = spec
         .to_string()
@@ -283,6 +317,21 @@ async fn a_login_that_needs_a_person_is_renewed_through_its_one_time_link() {
         .to_owned();
     assert_ne!(offered, token);
 
+    // The watching terminal printed the check that needs a person.
+    let printed = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = watched.next_line().await.unwrap() {
+            if line.starts_with("admin") && line.contains("needs_user") {
+                return line;
+            }
+        }
+        panic!("airlock login watch ended");
+    })
+    .await
+    .expect("airlock login watch printed the check within 30 s");
+    assert!(printed.contains("new device"), "{printed}");
+    assert!(!printed.contains(signin::PASSWORD));
+    let _ = watch.start_kill();
+
     // Another tenant's admin cannot use a link (and does not use it up).
     let other = console(port, &other_admin).await;
     let refused = give(port, &other, &token, signin::DEVICE_CODE).await;
@@ -290,6 +339,24 @@ async fn a_login_that_needs_a_person_is_renewed_through_its_one_time_link() {
     // The tenant's admin gives the code once, through the link the client showed:
     // the login is alive again, and every other link of it ends.
     let own = console(port, admin_key).await;
+    // A form posted from another site is refused before it is read (nor used up).
+    let forged = http(
+        port,
+        "POST",
+        "/console/logins/give",
+        &[
+            ("Cookie", own.0.as_str()),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Origin", "http://attacker.invalid"),
+        ],
+        &format!(
+            "csrf={}&token={offered}&value={}",
+            own.1,
+            signin::DEVICE_CODE
+        ),
+    )
+    .await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
     let given = give(port, &own, &offered, signin::DEVICE_CODE).await;
     assert_eq!(given.status, 200, "{}", given.body);
     assert!(
@@ -320,6 +387,13 @@ async fn a_login_that_needs_a_person_is_renewed_through_its_one_time_link() {
         page.body
     );
     assert!(!page.body.contains(signin::DEVICE_CODE));
+    // Checked on demand from the CLI: a serving replica runs it; alive, exit 0.
+    let checked = airlock(&["login", "check", "admin", "--timeout", "60"]);
+    assert!(
+        checked.contains("admin") && checked.contains("alive"),
+        "{checked}"
+    );
+    assert_eq!(site.seen(|s| s.logins), 1);
     stop(served).await;
     let listed = airlock(&["login", "list"]);
     assert!(
