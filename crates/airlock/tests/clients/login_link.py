@@ -13,27 +13,12 @@ import asyncio
 import sys
 
 import httpx2
+from common import check, done, text_of
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
-passed = 0
-failed = 0
 asked = []
 arrived = asyncio.Event()
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}", flush=True)
-    else:
-        failed += 1
-        print(f"FAIL {name}: {str(detail)[:2000]}", flush=True)
-
-
-def text_of(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
 async def on_elicit(context, params):
@@ -68,8 +53,7 @@ async def main():
             r = await agent.call_tool("browser_session_open", {"credentials": ["admin"]})
             check("a retry is refused too", r.is_error and text_of(r).startswith("login_needs_user"), text_of(r))
     check("no second question within a minute", len(asked) == 1, asked)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    done()
 
 
 asyncio.run(main())
