@@ -107,9 +107,14 @@ impl Store {
         })
     }
 
-    /// Rewrites the given secrets and meta values in one transaction (key rotation):
+    /// Rewrites the given secrets, signing keys and meta values in one transaction (key rotation):
     /// either every record is rewritten or none is.
-    pub async fn rewrite(&self, records: &[SecretRecord], meta: &[(&str, Vec<u8>)]) -> Result<()> {
+    pub async fn rewrite(
+        &self,
+        records: &[SecretRecord],
+        identity: &[crate::IdentityKeyRecord],
+        meta: &[(&str, Vec<u8>)],
+    ) -> Result<()> {
         on_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             for r in records {
@@ -128,6 +133,23 @@ impl Store {
                     return Err(StoreError::Corrupt(format!(
                         "secret {}/{} vanished during the rewrite",
                         r.tenant, r.name
+                    )));
+                }
+            }
+            for r in identity {
+                let done = sqlx::query(
+                    "UPDATE identity_keys SET nonce = $1, ciphertext = $2 WHERE tenant = $3 AND kid = $4",
+                )
+                .bind(&r.nonce)
+                .bind(&r.ciphertext)
+                .bind(&r.tenant)
+                .bind(&r.kid)
+                .execute(&mut *tx)
+                .await?;
+                if done.rows_affected() != 1 {
+                    return Err(StoreError::Corrupt(format!(
+                        "signing key {}/{} vanished during the rewrite",
+                        r.tenant, r.kid
                     )));
                 }
             }

@@ -93,6 +93,7 @@ async fn a_failed_rewrite_changes_nothing() {
     let err = store
         .rewrite(
             &[record("a", 9), record("ghost", 9)],
+            &[],
             &[("check", b"new".to_vec())],
         )
         .await;
@@ -103,7 +104,7 @@ async fn a_failed_rewrite_changes_nothing() {
     );
     assert_eq!(store.meta("check").await.unwrap().unwrap(), b"old");
     store
-        .rewrite(&[record("a", 9)], &[("check", b"new".to_vec())])
+        .rewrite(&[record("a", 9)], &[], &[("check", b"new".to_vec())])
         .await
         .unwrap();
     assert_eq!(

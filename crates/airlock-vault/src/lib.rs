@@ -8,14 +8,17 @@
 
 pub mod apikey;
 pub mod grant;
+mod identity;
 mod key;
 pub mod placeholder;
 mod secret;
 pub mod totp;
 mod vault;
+pub mod webbotauth;
 
 pub use airlock_redact::{RedactError, Redactor};
 pub use airlock_store::{Store, StoreError};
+pub use identity::{IdentityKey, IdentitySigner};
 pub use key::{KEY_FILE, KeySource, MasterKey, NEXT_KEY_FILE};
 pub use secret::{
     Cookie, Fields, Header, MIN_SECRET_LEN, Secret, SecretInfo, StorageItem, canonical_origin,

@@ -36,7 +36,7 @@ impl std::fmt::Debug for Vault {
     }
 }
 
-fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -47,7 +47,11 @@ fn associated_data(tenant: &str, name: &str) -> Vec<u8> {
     format!("airlock-secret-v1\0{tenant}\0{name}").into_bytes()
 }
 
-fn seal(key: &MasterKey, ad: &[u8], plain: &[u8]) -> Result<(Vec<u8>, Vec<u8>), VaultError> {
+pub(crate) fn seal(
+    key: &MasterKey,
+    ad: &[u8],
+    plain: &[u8],
+) -> Result<(Vec<u8>, Vec<u8>), VaultError> {
     let cipher = XChaCha20Poly1305::new(key.bytes().into());
     let mut nonce = [0u8; 24];
     getrandom::fill(&mut nonce).map_err(|e| VaultError::Key(format!("no randomness: {e}")))?;
@@ -63,7 +67,7 @@ fn seal(key: &MasterKey, ad: &[u8], plain: &[u8]) -> Result<(Vec<u8>, Vec<u8>), 
     Ok((nonce.to_vec(), ciphertext))
 }
 
-fn unseal(
+pub(crate) fn unseal(
     key: &MasterKey,
     ad: &[u8],
     nonce: &[u8],
@@ -160,6 +164,10 @@ impl Vault {
     /// The store under the vault (grants share it).
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    pub(crate) fn key(&self) -> &MasterKey {
+        &self.key
     }
 
     /// Stores `secret`, replacing one of the same name. Values are checked first
@@ -306,8 +314,13 @@ impl Vault {
                 ..record.clone()
             });
         }
+        let identities = self.reseal_identities(&new_key).await?;
         self.store
-            .rewrite(&rewritten, &[(CHECK_META, check_record(&new_key)?)])
+            .rewrite(
+                &rewritten,
+                &identities,
+                &[(CHECK_META, check_record(&new_key)?)],
+            )
             .await?;
         Ok((
             Vault {

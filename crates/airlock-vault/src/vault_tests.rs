@@ -409,3 +409,61 @@ async fn grants_are_single_use_scoped_expiring_and_revocable() {
             && grant::parse_ttl("x").is_err()
     );
 }
+
+#[tokio::test]
+async fn signing_keys_are_sealed_rotated_and_survive_a_master_key_rotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(&dir.path().join("db")).await.unwrap();
+    let (vault, _) = Vault::open_in(store.clone(), dir.path(), None)
+        .await
+        .unwrap();
+    let keep = std::time::Duration::from_secs(600);
+    assert!(vault.identity_signer("acme").await.unwrap().is_none());
+    let first = vault.create_identity("acme").await.unwrap();
+    assert_eq!(first.kid, crate::webbotauth::thumbprint(&first.public_key));
+    // One active key per tenant: a second create is refused, nothing written.
+    let again = vault.create_identity("acme").await.unwrap_err();
+    assert!(again.to_string().contains("rotate"), "{again}");
+    assert_eq!(vault.identity_keys("acme", keep).await.unwrap().len(), 1);
+    // The private key is sealed with its tenant and id: a row moved to another
+    // tenant does not open.
+    let row = &store.identity_keys(Some("acme")).await.unwrap()[0];
+    let signer = vault.identity_signer("acme").await.unwrap().unwrap();
+    assert_eq!(signer.kid(), first.kid);
+    assert_eq!(
+        format!("{signer:?}"),
+        format!("IdentitySigner({}) [REDACTED]", first.kid)
+    );
+    let mut moved = row.clone();
+    moved.tenant = "other".into();
+    store.add_identity_key(&moved, false).await.unwrap();
+    assert!(vault.identity_signer("other").await.is_err());
+    // Rotation: the new key signs, the old stays listed while its signatures live.
+    let second = vault.rotate_identity("acme").await.unwrap();
+    assert_ne!(second.kid, first.kid);
+    let listed = vault.identity_keys("acme", keep).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0].kid, second.kid);
+    assert!(listed[0].retired_ms.is_none() && listed[1].retired_ms.is_some());
+    assert_eq!(
+        vault.identity_signer("acme").await.unwrap().unwrap().kid(),
+        second.kid
+    );
+    assert_eq!(vault.identity_signers("acme", keep).await.unwrap().len(), 2);
+    // The master key rotates: both keys are sealed anew and still open.
+    let before = store.identity_keys(Some("acme")).await.unwrap();
+    // (The moved row would stop the rotation: retired and pruned first.)
+    vault.rotate_identity("other").await.unwrap();
+    store.prune_identity_keys("other", i64::MAX).await.unwrap();
+    let (vault, _) = vault.rotate_key_file(dir.path()).await.unwrap();
+    let after = store.identity_keys(Some("acme")).await.unwrap();
+    assert_ne!(before[0].ciphertext, after[0].ciphertext);
+    assert_eq!(vault.identity_signers("acme", keep).await.unwrap().len(), 2);
+    // Once its signatures have expired, a retired key is no longer listed.
+    let listed = vault
+        .identity_keys("acme", std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].kid, second.kid);
+}

@@ -345,7 +345,11 @@ async fn the_vault_and_tenants_are_shared(replicas: [Store; 3]) {
     };
     assert!(
         replicas[0]
-            .rewrite(&[rotated.clone(), gone], &[("check", b"three".to_vec())])
+            .rewrite(
+                &[rotated.clone(), gone],
+                &[],
+                &[("check", b"three".to_vec())]
+            )
             .await
             .is_err()
     );
@@ -354,7 +358,7 @@ async fn the_vault_and_tenants_are_shared(replicas: [Store; 3]) {
         Some(b"two".to_vec())
     );
     replicas[0]
-        .rewrite(&[rotated], &[("check", b"three".to_vec())])
+        .rewrite(&[rotated], &[], &[("check", b"three".to_vec())])
         .await
         .unwrap();
     assert_eq!(
