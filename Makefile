@@ -181,7 +181,13 @@ bench-core: chromium
 	$(CARGO) run --locked --release -p airlock-browser --example measure
 
 ## The console test's playwright-core and axe-core, pinned; never a browser download.
-console-deps: crates/airlock/tests/console/node_modules/.installed crates/airlock/tests/clients/vercel/node_modules/.installed
+console-deps: crates/airlock/tests/console/node_modules/.installed crates/airlock/tests/clients/vercel/node_modules/.installed crates/airlock/tests/clients/webbotauth/node_modules/.installed
+
+# Cloudflare's Web Bot Auth packages, pinned in their package-lock.json (a site's
+# verifier in crates/airlock/tests/it/identity.rs).
+crates/airlock/tests/clients/webbotauth/node_modules/.installed: crates/airlock/tests/clients/webbotauth/package.json crates/airlock/tests/clients/webbotauth/package-lock.json
+	cd crates/airlock/tests/clients/webbotauth && npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
 
 # Vercel's AI SDK MCP client, pinned in its package-lock.json (a recipe's test).
 crates/airlock/tests/clients/vercel/node_modules/.installed: crates/airlock/tests/clients/vercel/package.json crates/airlock/tests/clients/vercel/package-lock.json

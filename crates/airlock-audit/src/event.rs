@@ -272,6 +272,17 @@ pub struct CallDone {
     /// The step's stored screenshot, in an `audit` recording.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recording: Option<Recording>,
+    /// The key id (JWK thumbprint) that signs the session's requests (Web Bot Auth),
+    /// when they are signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+    /// Requests signed since the session's previous call event.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub signed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A step's screenshot in an `audit` recording: stored, or why it was not.
@@ -446,6 +457,9 @@ pub struct SessionChange {
     /// The gateway process that held it, when that gateway is gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway_pid: Option<i64>,
+    /// The key id that signs its requests (Web Bot Auth), when they are signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_key: Option<String>,
 }
 
 /// A session refused for its credentials.
@@ -669,6 +683,8 @@ mod tests {
                 blocked: 0,
                 blocked_by: BTreeMap::new(),
                 recording: None,
+                signed_by: None,
+                signed: 0,
             }),
         };
         let fields = entry.fields();
@@ -710,6 +726,7 @@ mod tests {
             conversation: None,
             reason: Some("gateway gone".to_owned()),
             gateway_pid: Some(4),
+            signing_key: None,
         };
         let refusal = Refusal {
             call: call(),

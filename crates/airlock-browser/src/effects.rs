@@ -81,6 +81,10 @@ pub(crate) struct Hold {
     pub(crate) tab: Option<String>,
     /// What `Fetch.continueRequest` is sent (the injected headers already in).
     pub(crate) release: Value,
+    /// The request as paused and its origin: in a session that signs, its
+    /// signature is made when it is released, not when it was held.
+    pub(crate) request: Value,
+    pub(crate) origin: String,
     reported: bool,
 }
 
@@ -152,6 +156,12 @@ impl Holds {
                 .to_owned(),
             tab: paused.tab.map(str::to_owned),
             release: paused.release,
+            request: request.clone(),
+            origin: request["url"]
+                .as_str()
+                .and_then(|u| url::Url::parse(u).ok())
+                .map(|u| u.origin().ascii_serialization())
+                .unwrap_or_default(),
             reported: false,
         });
         true

@@ -50,7 +50,7 @@ pub use launch::{
 };
 pub use options::BrowserOptions;
 pub use oracle::AxPair;
-pub use outbound::{OutgoingRequest, RequestGuard};
+pub use outbound::{OutgoingRequest, RequestGuard, RequestSigner, SignedHeaders, Signing};
 pub use session::{
     EVALUATE_CHARS, EVALUATE_SOURCE_BYTES, EVALUATE_TIME, MAX_DIALOG_WAIT, MAX_PDF_BYTES, MAX_TABS,
     Session, SessionOptions, VIEWPORT_MAX, VIEWPORT_MIN, with_action_budget,

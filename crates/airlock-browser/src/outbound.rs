@@ -16,6 +16,12 @@
 //! the element. Workers lose their socket constructors before their first script runs.
 //! A socket the policy refuses is told to the agent like any refused request.
 //!
+//! A session that signs its requests (Web Bot Auth) pauses every request too: its
+//! [`RequestSigner`] is asked for the headers of the request's origin (the signer
+//! decides whether that origin is signed for; a page's own `Signature*` headers are
+//! dropped from every request either way, so a page can neither forge nor replay
+//! one through the session), and the request goes on with them.
+//!
 //! A session starts inspecting when it opens holding secrets, or later, when it
 //! learns one ([`Session::guard_requests`](crate::Session::guard_requests)): an
 //! operator types into its page.
@@ -50,6 +56,24 @@ pub trait RequestGuard: Send + Sync {
         Vec::new()
     }
 }
+
+/// The headers that sign one request, `(name, value)`.
+pub type SignedHeaders = Vec<(String, String)>;
+
+/// A signature on its way.
+pub type Signing =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Option<SignedHeaders>> + Send + 'static>>;
+
+/// Signs a session's requests (Web Bot Auth). Holds no key where the browser runs
+/// in another process: it asks the control plane, which decides.
+pub trait RequestSigner: Send + Sync {
+    /// The headers for a request to `origin` (`scheme://host[:port]`), or `None` when
+    /// it goes unsigned (an origin not named for signing, or no answer in time).
+    fn sign(&self, origin: &str) -> Signing;
+}
+
+/// The request headers a signature consists of: never taken from a page.
+const SIGNATURE_HEADERS: [&str; 3] = ["signature", "signature-input", "signature-agent"];
 
 /// A request as Chromium is about to send it.
 #[derive(Debug)]
@@ -120,6 +144,8 @@ pub(crate) struct Requests {
     pub(crate) holds: Holds,
     /// Hides the session's secrets in what a held request shows.
     redactor: Arc<dyn Redact>,
+    /// Signs its requests, when the session signs.
+    signer: Option<Arc<dyn RequestSigner>>,
 }
 
 /// The kinds of request (CDP `Network.ResourceType`) that can carry an effect and
@@ -146,6 +172,7 @@ impl Requests {
         guard: Option<Arc<dyn RequestGuard>>,
         injection: Option<Arc<Injection>>,
         effects: Option<Arc<Effects>>,
+        signer: Option<Arc<dyn RequestSigner>>,
         redactor: Arc<dyn Redact>,
     ) -> Requests {
         Requests {
@@ -157,6 +184,7 @@ impl Requests {
             effects: effects.filter(|e| !e.is_empty()),
             holds: Holds::default(),
             redactor,
+            signer,
         }
     }
 
@@ -183,10 +211,10 @@ impl Requests {
             .is_some()
     }
 
-    /// Whether every request of the session is paused: it holds secrets, or effect
-    /// rules judge its requests.
+    /// Whether every request of the session is paused: it holds secrets, effect
+    /// rules judge its requests, or it signs them.
     pub(crate) fn pauses_all(&self) -> bool {
-        self.effects.is_some() || self.inspects_all()
+        self.effects.is_some() || self.signer.is_some() || self.inspects_all()
     }
 
     /// A worker of the session attached while nothing is inspected.
@@ -207,7 +235,7 @@ impl Requests {
     /// carry an effect when effect rules judge them ([`EFFECT_TYPES`]), and those of
     /// origins that get headers; `None` when nothing needs pausing.
     pub(crate) fn patterns(&self) -> Option<Vec<Value>> {
-        if self.inspects_all() {
+        if self.inspects_all() || self.signer.is_some() {
             return Some(vec![
                 json!({ "urlPattern": "*", "requestStage": "Request" }),
             ]);
@@ -346,7 +374,7 @@ impl Requests {
                         session,
                         params: p,
                         tab,
-                        release: self.continue_params(id.clone(), &origin, request),
+                        release: self.continue_params(id.clone(), &origin, request, None),
                     };
                     if self.holds.hold(paused, &v, &fields, &*self.redactor) {
                         return Pause::Held;
@@ -372,10 +400,36 @@ impl Requests {
                     json!({ "requestId": id, "errorReason": "BlockedByClient" }),
                 )
             }
-            None => (
-                "Fetch.continueRequest",
-                self.continue_params(id, &origin, request),
-            ),
+            None => {
+                if let Some(signer) = &self.signer
+                    && (url.starts_with("https://") || url.starts_with("http://"))
+                {
+                    // Signed off the caller's task: in a worker the signer asks the
+                    // control plane.
+                    let signing = signer.sign(&origin);
+                    let requests = self.clone();
+                    let (conn, session, request) =
+                        (conn.clone(), session.to_owned(), request.clone());
+                    tokio::spawn(async move {
+                        let signed = signing.await;
+                        let params =
+                            requests.continue_params(id, &origin, &request, signed.as_deref());
+                        let _ = conn
+                            .call(
+                                Some(&session),
+                                "Fetch.continueRequest",
+                                params,
+                                Duration::from_secs(5),
+                            )
+                            .await;
+                    });
+                    return Pause::Sent;
+                }
+                (
+                    "Fetch.continueRequest",
+                    self.continue_params(id, &origin, request, None),
+                )
+            }
         };
         let conn = conn.clone();
         let session = session.to_owned();
@@ -390,31 +444,73 @@ impl Requests {
         }
     }
 
-    // Headers are added only on an exact origin match (the pattern matched by
-    // prefix), so no other site ever receives them.
-    fn continue_params(&self, id: String, origin: &str, request: &Value) -> Value {
-        let mut params = json!({ "requestId": id });
-        let Some(injection) = &self.injection else {
-            return params;
+    /// What a held request is released with: in a session that signs, signed now
+    /// (a signature made when it was held could have expired while a person
+    /// decided).
+    pub(crate) async fn release_params(&self, hold: &crate::effects::Hold) -> Value {
+        let Some(signer) = &self.signer else {
+            return hold.release.clone();
         };
-        let extra: Vec<_> = injection
-            .headers
+        let url = hold.request["url"].as_str().unwrap_or_default();
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return hold.release.clone();
+        }
+        let signed = signer.sign(&hold.origin).await;
+        self.continue_params(
+            hold.request_id.clone(),
+            &hold.origin,
+            &hold.request,
+            signed.as_deref(),
+        )
+    }
+
+    // Headers are added only on an exact origin match (the pattern matched by
+    // prefix), so no other site ever receives them. In a session that signs, a
+    // page's own signature headers are dropped and `signed` (made for this very
+    // origin) put in their place.
+    fn continue_params(
+        &self,
+        id: String,
+        origin: &str,
+        request: &Value,
+        signed: Option<&[(String, String)]>,
+    ) -> Value {
+        let mut params = json!({ "requestId": id });
+        let extra: Vec<(&str, &str)> = self
+            .injection
             .iter()
+            .flat_map(|i| i.headers.iter())
             .filter(|(o, _, _)| o == origin)
+            .map(|(_, n, v)| (n.as_str(), v.as_str()))
+            .chain(
+                signed
+                    .into_iter()
+                    .flatten()
+                    .map(|(n, v)| (n.as_str(), v.as_str())),
+            )
             .collect();
-        if extra.is_empty() {
+        let existing = request["headers"].as_object();
+        let strip = self.signer.is_some()
+            && existing.is_some_and(|h| {
+                h.keys()
+                    .any(|k| SIGNATURE_HEADERS.iter().any(|s| k.eq_ignore_ascii_case(s)))
+            });
+        if extra.is_empty() && !strip {
             return params;
         }
         let mut headers: Vec<Value> = Vec::new();
-        if let Some(existing) = request["headers"].as_object() {
-            for (name, value) in existing {
-                if !extra.iter().any(|(_, n, _)| n.eq_ignore_ascii_case(name)) {
-                    headers.push(json!({ "name": name, "value": value }));
-                }
+        for (name, value) in existing.into_iter().flatten() {
+            let replaced = extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+            let forged = self.signer.is_some()
+                && SIGNATURE_HEADERS
+                    .iter()
+                    .any(|s| name.eq_ignore_ascii_case(s));
+            if !replaced && !forged {
+                headers.push(json!({ "name": name, "value": value }));
             }
         }
-        for (_, name, value) in extra {
-            headers.push(json!({ "name": name, "value": value.as_str() }));
+        for (name, value) in extra {
+            headers.push(json!({ "name": name, "value": value }));
         }
         params["headers"] = Value::Array(headers);
         params

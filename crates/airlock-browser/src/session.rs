@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use airlock_config::Isolation;
 use airlock_core::sync::lock;
 use airlock_core::text::ellipsize;
 use airlock_core::{NoRedaction, NodeRef, Redact, RedactSlot};
@@ -24,6 +23,7 @@ mod input;
 mod live;
 mod locate;
 mod navigate;
+mod open_options;
 mod read;
 mod shot;
 mod tabs;
@@ -35,6 +35,7 @@ use navigate::{Landed, Quiet};
 pub(crate) use walk::*;
 
 pub use dialogs::MAX_DIALOG_WAIT;
+pub use open_options::SessionOptions;
 pub use tabs::{VIEWPORT_MAX, VIEWPORT_MIN};
 
 use crate::action::*;
@@ -83,45 +84,6 @@ tokio::task_local! {
 /// instead of the pool's (a caller that knows its page is slow, or wants a quick no).
 pub async fn with_action_budget<F: std::future::Future>(budget: Duration, action: F) -> F::Output {
     ACTION_BUDGET.scope(budget, action).await
-}
-
-/// Options for opening a session.
-#[derive(Clone, Default)]
-pub struct SessionOptions {
-    /// Isolation mode; the pool's default when `None`.
-    pub isolation: Option<Isolation>,
-    /// Proxy every connection of the session goes through (`http://127.0.0.1:PORT`),
-    /// loopback included. `None` only in tests of the browser layer itself.
-    pub proxy_server: Option<String>,
-    /// The policy pages' own navigations are held to: popups to denied URLs are
-    /// closed, top-frame moves to denied schemes (`blob:`, `data:` …) stopped.
-    pub policy: Option<Arc<Policy>>,
-    /// Credentials put into the session before the agent's first action.
-    pub injection: Option<Arc<Injection>>,
-    /// Hides the session's secrets in every string a page or Chromium hands over,
-    /// before anything reads, matches or cuts it. `None` hides nothing.
-    pub redactor: Option<Arc<dyn Redact>>,
-    /// Sees every request a page, frame or worker of the session makes before it
-    /// leaves Chromium, and may refuse it. `None` pauses only requests that get
-    /// injected headers.
-    pub request_guard: Option<Arc<dyn RequestGuard>>,
-    /// The operator's effect rules: a request of the session one holds waits for
-    /// [`Session::decide_effects`]. `None` (or none in it) pauses nothing for them.
-    pub effects: Option<Arc<airlock_risk::Effects>>,
-}
-
-impl std::fmt::Debug for SessionOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionOptions")
-            .field("isolation", &self.isolation)
-            .field("proxy_server", &self.proxy_server)
-            .field("policy", &self.policy.is_some())
-            .field("injection", &self.injection)
-            .field("redactor", &self.redactor.as_ref().map(|r| r.is_active()))
-            .field("request_guard", &self.request_guard.is_some())
-            .field("effects", &self.effects)
-            .finish()
-    }
 }
 
 struct Registry {
@@ -309,6 +271,7 @@ impl Session {
             session_options.request_guard.clone(),
             session_options.injection.clone(),
             session_options.effects.clone(),
+            session_options.signer.clone(),
             redactor.clone(),
         );
         let downloads: Arc<Mutex<Option<Arc<crate::download::Downloads>>>> = Arc::default();

@@ -9,6 +9,7 @@ mod checks;
 mod env;
 mod error;
 mod flow;
+mod identity;
 mod models;
 mod raw;
 mod server;
@@ -27,6 +28,7 @@ pub use airlock_risk::{ApprovalsConfig, Rules};
 pub use env::{EnvSource, ProcessEnv, vars};
 pub use error::{Error, Result};
 pub use flow::{Flow, FlowMode, FlowScope, OriginSets, RawFlow, Standing};
+pub use identity::{Identity, RawIdentity};
 pub use models::{MAX_TASK_STEPS, Model, ModelKey, ModelStyle, RawModel, RawTasks, Tasks};
 pub use raw::*;
 pub use server::{ApiKey, ServerConfig};
@@ -240,6 +242,8 @@ pub struct Config {
     pub tasks: Tasks,
     /// Origin sets and checks on data carried between sites (`[flow]`).
     pub flow: Flow,
+    /// Web Bot Auth signing (`[identity]`).
+    pub identity: Identity,
 }
 
 /// How to reach browser workers that register themselves: one certificate name and
@@ -814,6 +818,7 @@ impl Config {
         };
 
         let flow = flow::validate(&raw.flow)?;
+        let identity = identity::validate(&raw.identity, public_url.as_deref())?;
 
         let recording = RecordingConfig {
             mode: match raw.recording.mode.as_deref() {
@@ -948,6 +953,7 @@ impl Config {
             registration,
             tasks,
             flow,
+            identity,
         })
     }
 }

@@ -55,6 +55,9 @@ pub struct RawConfig {
     /// `[flow]`: origin sets and checks on data carried between sites.
     #[serde(default)]
     pub flow: RawFlow,
+    /// `[identity]`: Web Bot Auth signing of sessions' requests.
+    #[serde(default)]
+    pub identity: crate::identity::RawIdentity,
 }
 
 /// `[registration]` as written: how to reach workers that register themselves

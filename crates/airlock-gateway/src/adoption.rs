@@ -256,8 +256,14 @@ impl Gateway {
             }
         };
         let sets = crate::reads::Sets::new(&self.config.flow.origins, plan.origins.clone(), own);
+        let signer = self.session_signer(tenant, &plan, &policy).await?;
         let session = match self.host.attach(address, on_worker, &key).await {
             Ok(session) => {
+                // The worker asks whichever connection holds the session: this one
+                // answers with the tenant's key too.
+                if let Some(signer) = &signer {
+                    session.sign_with(Arc::new(crate::identity::Signs(signer.clone())));
+                }
                 // Its worker allows downloads already (told at open); they come here
                 // from now on too.
                 if let Some(dir) = &self.config.download_dir {
@@ -308,6 +314,7 @@ impl Gateway {
                 .and_then(crate::content::PageFence::with_nonce)
                 .unwrap_or_default(),
             warm: false,
+            signer,
         }));
         // What the session read and the actions it ran are the fleet's: this replica
         // catches up on them, never starts them afresh.
@@ -405,6 +412,7 @@ impl Gateway {
             conversation: row.conversation.clone(),
             reason: Some(reason.to_owned()),
             gateway_pid: Some(row.gateway_pid),
+            signing_key: None,
         };
         self.record_event(Some(&row.tenant), airlock_audit::Event::SessionClose(close))
             .await;

@@ -64,6 +64,8 @@ pub struct GatewayConfig {
     /// in every result and audit event, whatever a page or a model makes Airlock
     /// repeat.
     pub own_secrets: Option<std::sync::Arc<airlock_vault::Redactor>>,
+    /// Web Bot Auth signing of sessions' requests (`[identity]`; off by default).
+    pub identity: airlock_config::Identity,
 }
 
 impl Default for GatewayConfig {
@@ -93,6 +95,7 @@ impl Default for GatewayConfig {
             download_dir: None,
             flow: airlock_config::Flow::default(),
             own_secrets: None,
+            identity: airlock_config::Identity::default(),
         }
     }
 }

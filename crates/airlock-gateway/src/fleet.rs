@@ -184,6 +184,33 @@ fn hostname() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
+// This replica's heartbeat, and the ending of what gone replicas left open: every
+// replica looks, and each orphan is ended by the one that takes its row.
+pub(crate) async fn heartbeat(gateway: std::sync::Weak<crate::session::Gateway>) {
+    let mut tick = tokio::time::interval(crate::fleet::HEARTBEAT);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(gateway) = gateway.upgrade() else {
+            return;
+        };
+        let Some(store) = gateway.store() else {
+            return;
+        };
+        let draining = *gateway.stopping.borrow();
+        gateway
+            .fleet
+            .beat(store, gateway.sessions.list().len(), draining)
+            .await;
+        if let Err(e) = gateway.end_orphaned_sessions().await {
+            tracing::warn!(error = %e, "could not end sessions of gone replicas");
+        }
+        gateway.learn_registered_workers().await;
+        gateway.end_sessions_of_gone_workers().await;
+        gateway.record_worker_refusals().await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,7 @@ mod fleet;
 mod gone;
 mod home_name;
 mod homes;
+mod identity;
 mod leasing;
 mod memory;
 mod operator;
@@ -50,6 +51,7 @@ pub use airlock_browser::{CONSOLE_KEPT, NETWORK_KEPT, VIEWPORT_MAX, VIEWPORT_MIN
 pub use airlock_store::{
     ApprovalRecord, ApprovalStatus, AuditRecord, ConsoleLoginRecord, TaskRecord,
 };
+pub use airlock_vault::webbotauth;
 pub use approvals::{Approvals, Decision};
 pub use asking::{Answer, ApprovalAsker, ApprovalPrompt};
 pub use audit::{AuditLog, Checkpoints, FOLLOW_POLL, FeedEvent, PUBLISHED_FILE};
@@ -60,6 +62,7 @@ pub use error::{Error, Result};
 pub use fleet::{GONE_AFTER, HEARTBEAT};
 pub use home_name::mcp_home;
 pub use homes::{HOME_KEPT, Home};
+pub use identity::{DIRECTORY_MAX_AGE, agent_of, keep_retired};
 pub use leasing::{LeaseRequest, Leased, MAX_LEASE_TTL};
 pub use operator::{AuditFilter, ChainStatus, SecretInfo};
 pub use recording::{Step as RecordedStep, TRANSIENT_STEPS, download_artifact};

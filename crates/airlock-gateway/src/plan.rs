@@ -41,6 +41,9 @@ pub(crate) struct Plan {
     /// requests by are not the operator's alone, so no warm browser (armed with
     /// the operator's) will do.
     pub(crate) own_effects: bool,
+    /// Whether its requests are signed (Web Bot Auth), for which origins and how
+    /// long a signature lives; the key is its tenant's active one when it opens.
+    pub(crate) signing: Option<airlock_config::Identity>,
 }
 
 impl Plan {
@@ -50,6 +53,7 @@ impl Plan {
         rules: &Rules,
         flow: &Flow,
         approval_timeout: Duration,
+        identity: &airlock_config::Identity,
     ) -> Plan {
         Plan {
             version: None,
@@ -60,6 +64,7 @@ impl Plan {
             denied_tools: Vec::new(),
             approval_timeout,
             own_effects: false,
+            signing: identity.sign.then(|| identity.clone()),
         }
     }
 
@@ -91,6 +96,7 @@ impl Plan {
             denied_tools: narrowed.denied_tools,
             approval_timeout: narrowed.approval_timeout,
             own_effects,
+            signing: self.signing.clone(),
         })
     }
 }

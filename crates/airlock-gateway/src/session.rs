@@ -128,6 +128,7 @@ impl Gateway {
             &config.rules,
             &config.flow,
             config.approval_timeout,
+            &config.identity,
         ));
         let gateway = Arc::new(Gateway {
             host,
@@ -173,7 +174,9 @@ impl Gateway {
                 gateway.audit.clone(),
                 journal_rx,
             ));
-            *lock(&gateway.heart) = Some(tokio::spawn(heartbeat(Arc::downgrade(&gateway))));
+            *lock(&gateway.heart) = Some(tokio::spawn(crate::fleet::heartbeat(Arc::downgrade(
+                &gateway,
+            ))));
             tokio::spawn(follow_store(Arc::downgrade(&gateway), store));
         }
         let weak = Arc::downgrade(&gateway);
@@ -321,9 +324,12 @@ impl Gateway {
         );
         let memory = self.memories.of(scope, &plan.flow);
         let isolation = options.isolation.unwrap_or(self.host.default_isolation());
+        let signer = Box::pin(self.session_signer(&caller.tenant, &plan, &policy)).await?;
+        // A warm browser pauses no request: one that signs opens cold.
         if injection.is_none()
             && !loaded.holds_secrets()
             && !plan.own_effects
+            && signer.is_none()
             && let Some(warm) = self.warm.claim(isolation).await
         {
             warm.arm(&policy).await?;
@@ -339,19 +345,24 @@ impl Gateway {
                 recorder,
                 fence: PageFence::new(),
                 warm: true,
+                signer: None,
             });
             return Ok((Arc::new(held), refused));
         }
-        let session = self
-            .host
-            .open(OpenSpec {
+        let session = Box::pin(self.host.open_signed(
+            OpenSpec {
                 isolation: options.isolation,
                 policy: (*policy).clone(),
                 injection: injection.map(|i| (*i).clone()),
                 secrets: loaded.secret_set(),
                 effects: plan.rules.effects().clone(),
-            })
-            .await?;
+                signing: plan.signing.as_ref().map(|s| s.origins.clone()),
+            },
+            signer.clone().map(|s| {
+                Arc::new(crate::identity::Signs(s)) as Arc<dyn airlock_browser::RequestSigner>
+            }),
+        ))
+        .await?;
         Ok((
             Arc::new(Held::new(crate::sessions::Opening {
                 session,
@@ -363,6 +374,7 @@ impl Gateway {
                 recorder,
                 fence: PageFence::new(),
                 warm: false,
+                signer,
             })),
             refused,
         ))
@@ -911,33 +923,6 @@ async fn next_wakeup(
     match wakeups {
         Some(w) => w.next().await,
         None => std::future::pending().await,
-    }
-}
-
-// This replica's heartbeat, and the ending of what gone replicas left open: every
-// replica looks, and each orphan is ended by the one that takes its row.
-async fn heartbeat(gateway: std::sync::Weak<Gateway>) {
-    let mut tick = tokio::time::interval(crate::fleet::HEARTBEAT);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let Some(gateway) = gateway.upgrade() else {
-            return;
-        };
-        let Some(store) = gateway.store() else {
-            return;
-        };
-        let draining = *gateway.stopping.borrow();
-        gateway
-            .fleet
-            .beat(store, gateway.sessions.list().len(), draining)
-            .await;
-        if let Err(e) = gateway.end_orphaned_sessions().await {
-            tracing::warn!(error = %e, "could not end sessions of gone replicas");
-        }
-        gateway.learn_registered_workers().await;
-        gateway.end_sessions_of_gone_workers().await;
-        gateway.record_worker_refusals().await;
     }
 }
 

@@ -76,6 +76,8 @@ pub(crate) struct Held {
     pub(crate) fence: crate::content::PageFence,
     /// What its calls are judged by (operator, tenant, lease).
     pub(crate) plan: Arc<crate::plan::Plan>,
+    /// What signs its requests (Web Bot Auth), when its plan signs.
+    pub(crate) signer: Option<Arc<crate::identity::SessionSigner>>,
 }
 
 /// What a session is made of when the pipeline takes it up: its browser, its plan,
@@ -96,6 +98,8 @@ pub(crate) struct Opening {
     pub(crate) fence: crate::content::PageFence,
     /// Handed out from the warm pool.
     pub(crate) warm: bool,
+    /// What signs its requests, when its plan signs.
+    pub(crate) signer: Option<Arc<crate::identity::SessionSigner>>,
 }
 
 impl Held {
@@ -111,6 +115,7 @@ impl Held {
             recorder,
             fence,
             warm,
+            signer,
         } = opening;
         Held {
             session,
@@ -123,6 +128,7 @@ impl Held {
             covers: Default::default(),
             fence,
             plan,
+            signer,
         }
     }
 }
@@ -654,6 +660,7 @@ impl Sessions {
             conversation: lease.conversation.as_ref().map(|c| c.conversation.clone()),
             reason: reason.map(str::to_owned),
             gateway_pid: None,
+            signing_key: lease.held.signer.as_ref().map(|s| s.kid()),
         };
         let event = if open {
             Event::SessionOpen(change)

@@ -265,6 +265,7 @@ async fn warm_up(
             injection: None,
             secrets: SecretSet::default(),
             effects,
+            signing: None,
         })
         .await?;
     Ok(Warm { session })

@@ -19,6 +19,7 @@ mod client;
 mod console;
 mod edge;
 mod error;
+mod identity;
 pub mod jwt;
 mod leases;
 mod limit;
@@ -149,6 +150,15 @@ pub fn router(gateway: Arc<Gateway>, config: HttpConfig) -> Router {
         )
         .route("/api/v1/openapi.json", get(openapi_json))
         .merge(console)
+        .merge(
+            Router::new()
+                .route(
+                    airlock_gateway::webbotauth::DIRECTORY_PATH,
+                    get(identity::well_known),
+                )
+                .route("/identity/{tenant}/directory", get(identity::of_tenant))
+                .with_state(gateway.clone()),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(move || readyz(gateway.clone())))
         .layer(middleware::from_fn_with_state(edge, edge::check))

@@ -6,6 +6,7 @@
 //! store's Postgres backend, a real PostgreSQL server ([`Postgres`]); a real Django
 //! admin ([`Django`]).
 
+pub mod botauth;
 mod django;
 mod fixtures;
 mod forms;

@@ -75,6 +75,11 @@ impl IdentitySigner {
         &self.kid
     }
 
+    /// Its public key as a directory lists it.
+    pub fn jwk(&self) -> Jwk {
+        Jwk::of(&self.key.verifying_key().to_bytes())
+    }
+
     /// Signs a request to `authority` as `agent`, valid for `lifetime` from now, with
     /// a fresh nonce.
     pub fn sign(
@@ -128,15 +133,37 @@ impl Vault {
         self.add_identity(tenant, true).await
     }
 
+    /// Makes `seed` (an Ed25519 private key an operator brings) `tenant`'s active
+    /// signing key, retiring the active one with `rotate` (else refused when there
+    /// is one).
+    pub async fn import_identity(
+        &self,
+        tenant: &str,
+        seed: &Zeroizing<[u8; 32]>,
+        rotate: bool,
+    ) -> Result<IdentityKey, VaultError> {
+        self.seal_identity(tenant, seed, rotate).await
+    }
+
     async fn add_identity(&self, tenant: &str, rotate: bool) -> Result<IdentityKey, VaultError> {
-        crate::apikey::valid_tenant(tenant)?;
         let mut seed = Zeroizing::new([0u8; 32]);
         getrandom::fill(seed.as_mut())
             .map_err(|e| VaultError::Key(format!("no randomness: {e}")))?;
-        let key = SigningKey::from_bytes(&seed);
+        self.seal_identity(tenant, &seed, rotate).await
+    }
+
+    async fn seal_identity(
+        &self,
+        tenant: &str,
+        seed: &Zeroizing<[u8; 32]>,
+        rotate: bool,
+    ) -> Result<IdentityKey, VaultError> {
+        crate::apikey::valid_tenant(tenant)?;
+        let key = SigningKey::from_bytes(seed);
         let public = key.verifying_key().to_bytes();
         let kid = webbotauth::thumbprint(&public);
-        let (nonce, ciphertext) = seal(self.key(), &associated_data(tenant, &kid), seed.as_ref())?;
+        let (nonce, ciphertext) =
+            seal(self.key(), &associated_data(tenant, &kid), seed.as_slice())?;
         let record = IdentityKeyRecord {
             tenant: tenant.to_owned(),
             kid,

@@ -109,6 +109,36 @@ impl From<LocalHost> for Host {
 impl Host {
     /// Opens a session as `spec` says.
     pub async fn open(&self, spec: OpenSpec) -> Result<BrowserSession> {
+        Box::pin(self.open_signed(spec, None)).await
+    }
+
+    /// Opens a session as `spec` says, its requests signed by `signer` when the spec
+    /// asks for signing: in this process directly; on a worker, which holds no key,
+    /// by answering the worker's asks on this connection.
+    pub async fn open_signed(
+        &self,
+        spec: OpenSpec,
+        signer: Option<Arc<dyn airlock_browser::RequestSigner>>,
+    ) -> Result<BrowserSession> {
+        let session = match self {
+            Host::Local(host) => {
+                let session = Box::pin(host.open_signed(spec, signer)).await?;
+                return Ok(BrowserSession {
+                    facts: session.facts(),
+                    inner: Inner::Local(Box::new(session)),
+                    downloads: Default::default(),
+                    reachable_at: None,
+                });
+            }
+            _ => Box::pin(self.open_remote(spec)).await?,
+        };
+        if let Some(signer) = signer {
+            session.sign_with(signer);
+        }
+        Ok(session)
+    }
+
+    async fn open_remote(&self, spec: OpenSpec) -> Result<BrowserSession> {
         match self {
             Host::Local(host) => {
                 let session = host.open(spec).await?;
@@ -337,6 +367,16 @@ fn unexpected(reply: &Reply) -> Error {
 }
 
 impl BrowserSession {
+    /// Signs the requests of a session on a worker (opened with signing on) with
+    /// `signer`, answered from this connection: for a session another replica opened
+    /// and this one attached to. A session in this process is given its signer when
+    /// it opens ([`Host::open_signed`]).
+    pub fn sign_with(&self, signer: Arc<dyn airlock_browser::RequestSigner>) {
+        if let Inner::Remote(session) = &self.inner {
+            session.sign_with(signer);
+        }
+    }
+
     /// Runs one call as it is sent to the host, none of the gateway's own checks
     /// or file transfers added (tests that ask a worker directly); the pipeline uses
     /// the typed methods below.

@@ -65,6 +65,17 @@ impl LocalHost {
     /// Opens a session: its proxy first, then the browser context that must use it,
     /// with the credentials, redactor and outbound guard `spec` describes.
     pub async fn open(&self, spec: OpenSpec) -> Result<LocalSession> {
+        Box::pin(self.open_signed(spec, None)).await
+    }
+
+    /// [`LocalHost::open`], with `signer` signing the session's requests (when its
+    /// spec asks for signing).
+    pub async fn open_signed(
+        &self,
+        spec: OpenSpec,
+        signer: Option<Arc<dyn airlock_browser::RequestSigner>>,
+    ) -> Result<LocalSession> {
+        let signer = signer.filter(|_| spec.signing.is_some());
         let known = Known::new(spec.secrets).map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let policy = Arc::new(spec.policy);
         let proxy = EgressProxy::start(policy.clone(), self.resolver.clone())
@@ -82,6 +93,7 @@ impl LocalHost {
                 redactor: known.browser_redactor(),
                 request_guard: known.holds_secrets().then(|| known.guard()),
                 effects: (!spec.effects.is_empty()).then(|| Arc::new(spec.effects)),
+                signer,
             })
             .await?;
         let spool = self.spool.as_ref().map(|dir| dir.join(session.id()));

@@ -23,7 +23,7 @@ pub const CHUNK: usize = 4 << 20;
 
 /// The version of what crosses; a host and a control plane of another refuse each
 /// other at the handshake.
-pub const PROTOCOL: u32 = 8;
+pub const PROTOCOL: u32 = 9;
 
 /// What a new browser session is given. Debug never shows a value.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -40,6 +40,11 @@ pub struct OpenSpec {
     /// The operator's effect rules: requests of its pages they hold wait for the
     /// control plane's decision ([`Call::DecideEffects`]).
     pub effects: airlock_risk::Effects,
+    /// Whether its requests are signed (Web Bot Auth), and for which origins (empty:
+    /// every origin it may reach). The worker holds no key: it asks the control
+    /// plane, which decides again.
+    #[serde(default)]
+    pub signing: Option<airlock_policy::OriginSet>,
 }
 
 /// How loaded a worker is now: what a control plane places a new session by.

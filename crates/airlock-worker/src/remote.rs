@@ -34,10 +34,12 @@ use zeroize::Zeroizing;
 mod connection;
 mod refusals;
 mod shelf;
+mod signing;
 mod wire;
 
 use connection::Connection;
 pub use connection::serve_connection;
+pub use signing::{ASK_WITHIN, Ask};
 
 use crate::local::LocalHost;
 use crate::proto::{AttachKey, Call, Load, OpenSpec, PROTOCOL, Reply, SessionFacts};
@@ -127,6 +129,12 @@ pub trait Worker {
     /// What it refused since a control plane last asked, by reason, with how many
     /// times (each handed over once).
     async fn refusals() -> Vec<(String, u64)>;
+    /// The requests of sessions this connection holds that wait for a signature;
+    /// waits up to `wait_ms` (at most 10 s) for one.
+    async fn asks(wait_ms: u64) -> Vec<Ask>;
+    /// The control plane's answers to asks: each one's headers, or `None` (the
+    /// request goes unsigned).
+    async fn answers(answers: Vec<(u64, Option<airlock_browser::SignedHeaders>)>);
 }
 
 /// MessagePack with field names (structs as maps), so optional and defaulted fields
@@ -394,6 +402,10 @@ pub struct RemoteHost {
     // Why the connection counts as gone, once it does.
     gone: Arc<tokio::sync::watch::Sender<Option<String>>>,
     grace: Duration,
+    // What signs the requests of each session that signs (Web Bot Auth), and a wake
+    // for the loop that answers the worker's asks when the first is registered.
+    signers: signing::Signers,
+    registered: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for RemoteHost {
@@ -502,11 +514,21 @@ impl RemoteHost {
         });
         let client = Arc::new(new.client);
         tokio::spawn(heartbeat(Arc::downgrade(&client), gone.clone(), about.pid));
+        let signers = signing::Signers::default();
+        let registered = Arc::new(tokio::sync::Notify::new());
+        tokio::spawn(signing::answer_asks(
+            Arc::downgrade(&client),
+            signers.clone(),
+            registered.clone(),
+            gone.subscribe(),
+        ));
         Ok(RemoteHost {
             client,
             about,
             gone,
             grace: GRACE,
+            signers,
+            registered,
         })
     }
 
@@ -703,6 +725,18 @@ pub struct RemoteSession {
 }
 
 impl RemoteSession {
+    /// Signs its requests with `signer` from now on (it was opened with signing on;
+    /// the worker asks this connection for each signature).
+    pub fn sign_with(&self, signer: Arc<dyn airlock_browser::RequestSigner>) {
+        lock(&self.host.signers).insert(self.id.clone(), signer);
+        self.host.registered.notify_waiters();
+    }
+
+    // No more signatures for it from this connection.
+    fn unsign(&self) {
+        lock(&self.host.signers).remove(&self.id);
+    }
+
     /// What it is.
     pub fn facts(&self) -> SessionFacts {
         self.facts.clone()
@@ -768,6 +802,7 @@ impl RemoteSession {
 
 impl Drop for RemoteSession {
     fn drop(&mut self) {
+        self.unsign();
         // A session dropped unclosed is closed on the worker all the same.
         if !self.closed.load(Ordering::Relaxed)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()

@@ -45,7 +45,10 @@ impl Session {
                 None => None,
             };
             let (method, params) = if send {
-                ("Fetch.continueRequest", hold.release.clone())
+                (
+                    "Fetch.continueRequest",
+                    self.requests.release_params(&hold).await,
+                )
             } else {
                 (
                     "Fetch.failRequest",

@@ -60,6 +60,10 @@ impl AgentSession {
                 .map(|(why, n)| ((*why).to_owned(), *n))
                 .collect(),
             recording,
+            signed_by: held.and_then(|h| h.signer.as_ref()).map(|s| s.kid()),
+            signed: held
+                .and_then(|h| h.signer.as_ref())
+                .map_or(0, |s| s.take_signed()),
         };
         self.record(context, Event::ToolCall(done), held).await
     }

@@ -24,6 +24,7 @@ mod effects;
 mod egress;
 mod files;
 mod flow;
+mod identity;
 mod leaks;
 mod leasing;
 mod live;

@@ -16,9 +16,11 @@ use tokio_util::codec::Framed;
 
 use super::refusals::Refusal;
 use super::shelf::Shelf;
+use super::signing::{Ask, AskingSigner};
 use super::{About, Admission, HELLO_WITHIN, Hello, Msgpack, Welcome, Worker, framed, lock};
 use crate::local::{LocalHost, LocalSession};
 use crate::proto::{AttachKey, Call, Load, OpenSpec, PROTOCOL, Reply, SessionFacts};
+use airlock_browser::SignedHeaders;
 
 /// Serves one connection over `stream` (any byte stream: a TLS stream for a remote
 /// control plane): the handshake, then calls until it closes; then its sessions
@@ -215,8 +217,19 @@ impl Worker for Connection {
         let key = AttachKey::random().map_err(|e| Error::BrowserUnavailable {
             reason: format!("the worker's OS gave no randomness: {e}"),
         })?;
-        let session = self.host.open(spec).await?;
+        // A session that signs asks the control plane for each signature; its id is
+        // known once it is open.
+        let named = Arc::new(std::sync::OnceLock::new());
+        let signer = spec.signing.clone().map(|scope| {
+            Arc::new(AskingSigner {
+                asks: self.shelf.asks.clone(),
+                session: named.clone(),
+                scope,
+            }) as Arc<dyn airlock_browser::RequestSigner>
+        });
+        let session = self.host.open_signed(spec, signer).await?;
         let mut facts = session.facts();
+        let _ = named.set(facts.id.clone());
         lock(&self.held).insert(facts.id.clone());
         self.shelf
             .put(place, facts.id.clone(), key.clone(), session);
@@ -268,6 +281,17 @@ impl Worker for Connection {
 
     async fn refusals(self, _: Context) -> Vec<(String, u64)> {
         self.shelf.refusals.take()
+    }
+
+    async fn asks(self, _: Context, wait_ms: u64) -> Vec<Ask> {
+        let wait = Duration::from_millis(wait_ms).min(Duration::from_secs(10));
+        self.shelf.asks.take(&self.held, wait).await
+    }
+
+    async fn answers(self, _: Context, answers: Vec<(u64, Option<SignedHeaders>)>) {
+        for (id, headers) in answers {
+            self.shelf.asks.answer(id, headers);
+        }
     }
 
     async fn release(self, _: Context, id: String) {

@@ -23,6 +23,8 @@ pub(super) struct Shelf {
     pub(super) load: tokio::sync::watch::Sender<usize>,
     // What it refused, for the audit record.
     pub(super) refusals: super::refusals::Refusals,
+    // Its sessions' requests waiting for a signature.
+    pub(super) asks: Arc<super::signing::Asks>,
 }
 
 #[derive(Default)]
@@ -61,6 +63,7 @@ impl Shelf {
             places: Mutex::default(),
             load: tokio::sync::watch::Sender::new(0),
             refusals: Default::default(),
+            asks: Arc::default(),
         }
     }
 

@@ -98,6 +98,7 @@ async fn open(
             injection: None,
             secrets: SecretSet::default(),
             effects: Default::default(),
+            signing: None,
         })
         .await
         .unwrap();
@@ -313,6 +314,7 @@ async fn a_session_streams_its_frames_when_the_page_paints_and_its_events_as_the
                     sockets: vec![],
                 },
                 effects: Default::default(),
+                signing: None,
             })
             .await
             .unwrap();
@@ -701,6 +703,7 @@ async fn open_on(host: &RemoteHost) -> airlock_browser::Result<airlock_worker::R
         injection: None,
         secrets: SecretSet::default(),
         effects: Default::default(),
+        signing: None,
     })
     .await
 }
@@ -800,6 +803,7 @@ async fn a_stopping_worker_takes_no_new_session_and_serves_the_ones_it_holds_unt
                 injection: None,
                 secrets: SecretSet::default(),
                 effects: Default::default(),
+                signing: None,
             })
             .await
             .unwrap();
@@ -851,6 +855,7 @@ async fn a_new_session_goes_to_the_worker_with_the_most_room_and_a_worker_says_i
             injection: None,
             secrets: SecretSet::default(),
             effects: Default::default(),
+            signing: None,
         };
         // B has room for three, A for one: the next two go to B, whatever the turn.
         let b_at = b.path.display().to_string();

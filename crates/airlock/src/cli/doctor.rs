@@ -295,6 +295,7 @@ async fn check_worker(config: &airlock_config::Config, report: &mut Report) {
         injection: None,
         secrets: airlock_worker::SecretSet::default(),
         effects: Default::default(),
+        signing: None,
     };
     match host.open(spec).await {
         Ok(session) => {

@@ -4,6 +4,7 @@ mod approvals;
 mod audit;
 mod demo;
 mod doctor;
+mod identity;
 mod login;
 mod mcp;
 mod policy;
@@ -162,6 +163,14 @@ enum Command {
         tenant: String,
         #[command(subcommand)]
         command: login::LoginCommand,
+    },
+    /// Web Bot Auth: the tenant's signing keys (create, rotate, show).
+    Identity {
+        /// Tenant the keys belong to.
+        #[arg(long, default_value = "default", global = true)]
+        tenant: String,
+        #[command(subcommand)]
+        command: identity::IdentityCommand,
     },
     /// Calls held for a human: list them, approve or deny one.
     Approvals {
@@ -662,6 +671,10 @@ pub(crate) fn main() -> ExitCode {
                 Err(e) => finish(Err(e)),
             }
         }
+        Command::Identity { tenant, command } => match config_or_exit(cli.config.as_deref()) {
+            Ok(config) => finish(runtime.block_on(identity::run(&config, &tenant, command))),
+            Err(code) => code,
+        },
         Command::Approvals { command } => {
             let config = match config_or_exit(cli.config.as_deref()) {
                 Ok(c) => c,

@@ -44,6 +44,11 @@ pub(crate) async fn serve_until(
     let addr = listener.local_addr().context("reading the bound address")?;
     let _data_dir = super::vault::hold_data_dir(&config.data_dir)?;
     let jwt = jwt_verifier(&config)?;
+    // Sites find the key directory where clients find Airlock (the public URL, else
+    // the bound address), unless `[identity] agent_url` says otherwise.
+    if config.identity.agent_url.is_none() && !addr.ip().is_unspecified() {
+        config.identity.agent_url = Some(format!("http://{addr}"));
+    }
     let gateway = super::start::gateway(&config, vec![addr]).await?;
     // Every URL handed out starts with this: the configured public URL, else the
     // bound address. Never a request's `Host`, which a rebinding page chooses.

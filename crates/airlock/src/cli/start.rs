@@ -183,6 +183,7 @@ pub(crate) async fn gateway_as(
             upload_dir: config.upload_dir.clone(),
             download_dir: config.download_dir.clone(),
             flow: config.flow.clone(),
+            identity: config.identity.clone(),
             own_secrets: own_secrets(config)?,
         },
     );

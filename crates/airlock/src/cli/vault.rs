@@ -555,7 +555,7 @@ pub(crate) async fn grant_list(config: &Config, tenant: &str) -> anyhow::Result<
 }
 
 // A stored time (Unix seconds) as a date an operator reads.
-fn date(seconds: i64) -> String {
+pub(crate) fn date(seconds: i64) -> String {
     chrono::DateTime::from_timestamp(seconds, 0).map_or_else(
         || seconds.to_string(),
         |d| d.format("%Y-%m-%d %H:%M:%S UTC").to_string(),

@@ -16,6 +16,7 @@ mod drive_by;
 mod fleet;
 mod fleet_state;
 mod http_safety;
+mod identity;
 mod leasing;
 mod logins;
 mod mcp_clients;

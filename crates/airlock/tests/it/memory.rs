@@ -219,3 +219,108 @@ async fn a_closed_session_leaves_no_copy_of_its_secret_in_any_process() {
     })
     .await;
 }
+
+// Every form a 32-byte key may sit in memory as: raw, base64 (both alphabets), hex.
+fn key_forms(seed: &[u8; 32]) -> Vec<(String, Vec<u8>)> {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    vec![
+        ("raw".to_owned(), seed.to_vec()),
+        (
+            "base64".to_owned(),
+            STANDARD_NO_PAD.encode(seed).into_bytes()[..40].to_vec(),
+        ),
+        (
+            "base64url".to_owned(),
+            URL_SAFE_NO_PAD.encode(seed).into_bytes()[..40].to_vec(),
+        ),
+        ("hex".to_owned(), hex::encode(seed).into_bytes()),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_sessions_sign_every_request_never_holds_the_signing_key() {
+    with_browser(|_h| async move {
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let worker = Arc::new(LocalWorker::new(WorkerSpawn {
+            exe: BIN.into(),
+            browser: airlock_config::BrowserConfig {
+                chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
+                ..Default::default()
+            },
+            user: airlock_config::DEFAULT_WORKER_USER.to_owned(),
+            browser_user: airlock_config::DEFAULT_BROWSER_USER.to_owned(),
+            parent: Some(parent.path().to_owned()),
+            args: vec![],
+            grace: airlock_worker::remote::GRACE,
+        }));
+        let host: Host = Remote::new(worker.clone()).await.unwrap().into();
+        let vault = Arc::new(
+            airlock_vault::Vault::open(
+                airlock_vault::Store::open_in_memory().await.unwrap(),
+                airlock_vault::MasterKey::generate().unwrap(),
+            )
+            .await
+            .unwrap(),
+        );
+        // The operator brings the key, so the scan knows what to look for.
+        let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+        getrandom::fill(seed.as_mut()).unwrap();
+        let key = vault
+            .import_identity("default", &seed, false)
+            .await
+            .unwrap();
+        let site = airlock_test_support::botauth::VerifyingSite::start().await;
+        site.trust(&key.kid, &key.public_key);
+        let policy = airlock_policy::Policy::from_config(&airlock_policy::PolicyConfig {
+            allow_private: vec![format!("127.0.0.1:{}", site.port)],
+            ..Default::default()
+        })
+        .unwrap();
+        let gateway = Gateway::new(
+            host,
+            GatewayConfig {
+                warm_sessions: 0,
+                identity: airlock_config::Identity {
+                    sign: true,
+                    agent_url: Some("http://127.0.0.1:9".to_owned()),
+                    ..Default::default()
+                },
+                ..GatewayConfig::with_policy(policy)
+                    .vault(vault.clone(), airlock_core::Role::Operate)
+            },
+        );
+        let agent = gateway.agent_session();
+        let out = agent.call(crate::worker::navigate(site.url("/page"))).await;
+        assert_eq!(out.error, None, "{}", out.text);
+        let out = agent
+            .call(ToolCall::Read(airlock_gateway::Reading::WaitFor {
+                condition: airlock_browser::WaitCondition::Text("done".into()),
+                timeout: Some(Duration::from_secs(10)),
+            }))
+            .await;
+        assert_eq!(out.error, None, "{}", out.text);
+        // Signed across the worker boundary, and verified by the site.
+        let received = site.received();
+        assert!(received.len() >= 3, "{received:?}");
+        assert!(
+            received.iter().all(|r| r.verified == Ok(key.kid.clone())),
+            "{received:?}"
+        );
+        // While the session is open and signing, neither the worker nor any
+        // Chromium it started holds the key in any form.
+        let forms = key_forms(&seed);
+        let worker_pid = worker.pid().await.unwrap();
+        let found: Vec<String> = std::iter::once(worker_pid)
+            .chain(descendants(worker_pid))
+            .flat_map(|pid| scan(pid, &forms))
+            .collect();
+        assert!(
+            found.is_empty(),
+            "the signing key is in the worker: {found:#?}"
+        );
+        drop(agent);
+        gateway.shutdown().await;
+    })
+    .await;
+}

@@ -426,3 +426,22 @@ async fn the_task_docs_scripted_model_runs_a_held_task_to_its_end() {
     model.kill().await.unwrap();
     assert_clean(tmp.path()).await;
 }
+
+// The identity section's config loads as written: signing on, for every origin, with
+// the directory at the public URL.
+#[test]
+fn the_identity_sections_config_loads_and_signs() {
+    for doc in ["README.md", "docs/identity.md"] {
+        let text = block_in(doc, "toml", "[identity]");
+        let env = std::collections::HashMap::<String, String>::new();
+        let config = airlock_config::Config::load(Some((Path::new(doc), &text)), &env).unwrap();
+        assert!(config.identity.sign, "{doc}");
+        assert!(config.identity.origins.is_empty(), "{doc}");
+        assert_eq!(config.identity.lifetime, Duration::from_secs(60), "{doc}");
+        assert_eq!(
+            config.identity.agent_url.as_deref(),
+            Some("https://airlock.example.com"),
+            "{doc}"
+        );
+    }
+}

@@ -57,6 +57,7 @@ fn plain_spec(policy: airlock_policy::Policy) -> airlock_worker::OpenSpec {
         injection: None,
         secrets: airlock_worker::SecretSet::default(),
         effects: Default::default(),
+        signing: None,
     }
 }
 
