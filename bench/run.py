@@ -224,6 +224,21 @@ class AirlockNoEffects(Airlock):
         return params
 
 
+class AirlockSigned(Airlock):
+    """Airlock with Web Bot Auth on (`[identity] sign = true`): every request of the
+    page is paused and signed by the control plane (the worker asks over its
+    channel). Beside `airlock` it shows what signing costs a navigation and a click."""
+
+    name = "airlock-signed"
+
+    def params(self):
+        params = super().params()
+        config = pathlib.Path(self.tmp) / "airlock.toml"
+        # stdio serves no directory: the URL sites would fetch it from is named.
+        config.write_text(config.read_text() + '[identity]\nsign = true\nagent_url = "http://127.0.0.1:9"\n')
+        return params
+
+
 class AirlockRemote(Airlock):
     """Airlock with its sessions on a worker on "another machine": `airlock worker
     --listen` over TLS on loopback, one `[[workers]]` entry. Beside `airlock` (the
@@ -347,7 +362,7 @@ class AgentBrowser(System):
         return "agent_browser_get_text", {"selector": "body"}
 
 
-SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, AirlockNoEffects, AirlockRemote, AirlockPostgres,
+SYSTEMS = {s.name: s for s in (Airlock, AirlockEmbedded, AirlockNoEffects, AirlockSigned, AirlockRemote, AirlockPostgres,
                                 AirlockBefore, PlaywrightMcp, AgentBrowser)}
 # Systems with a Streamable HTTP server (agent-browser's MCP server is stdio only).
 HTTP_SYSTEMS = ("airlock", "playwright-mcp")
@@ -715,7 +730,7 @@ def summarize(values):
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--systems", default="airlock,airlock-embedded,airlock-no-effects,airlock-remote,airlock-postgres,"
+    parser.add_argument("--systems", default="airlock,airlock-embedded,airlock-no-effects,airlock-signed,airlock-remote,airlock-postgres,"
                                               "playwright-mcp,agent-browser")
     parser.add_argument("--out", default=str(BENCH / "results/latest.json"))
     parser.add_argument("--airlock", default=str(AIRLOCK_BINARY[0]), help="the airlock binary")

@@ -33,7 +33,9 @@ pub use models::{MAX_TASK_STEPS, Model, ModelKey, ModelStyle, RawModel, RawTasks
 pub use raw::*;
 pub use server::{ApiKey, ServerConfig};
 pub use store::{DatabaseUrl, StoreLocation};
-pub use tenant::{Narrowed, TenantApprovals, TenantFlow, TenantPolicy, TenantTools};
+pub use tenant::{
+    Narrowed, TenantApprovals, TenantFlow, TenantIdentity, TenantPolicy, TenantTools,
+};
 
 use checks::{jwt_config, public_url, publish_dir, webhook};
 pub use workers::WorkerNetworks;

@@ -30,6 +30,21 @@ pub struct TenantPolicy {
     /// Tools its sessions may not call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<TenantTools>,
+    /// Whether its sessions sign their requests (Web Bot Auth), and for which origins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<TenantIdentity>,
+}
+
+/// `[identity]` of a tenant's policy: its sessions' Web Bot Auth signing, with its
+/// own key. Turning it on reaches no origin a session could not reach already.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantIdentity {
+    /// Sign (or not) its sessions' requests; unset: as the operator's `[identity]`.
+    pub sign: Option<bool>,
+    /// The origins signed for (origins, hosts, `*.domains`; empty: every origin a
+    /// session may reach); unset: the operator's.
+    pub origins: Option<Vec<String>>,
 }
 
 /// `[tools]` of a tenant's policy: only ever fewer tools.
@@ -202,6 +217,26 @@ impl TenantPolicy {
             denied_tools,
             approval_timeout: self.approval_timeout(timeout)?,
         })
+    }
+
+    /// The operator's `[identity]` as this tenant's sessions sign under it: its own
+    /// switch and origins where it set them.
+    pub fn identity(&self, operator: &crate::Identity) -> Result<crate::Identity> {
+        let mut identity = operator.clone();
+        let Some(own) = &self.identity else {
+            return Ok(identity);
+        };
+        if let Some(sign) = own.sign {
+            identity.sign = sign;
+        }
+        if let Some(origins) = &own.origins {
+            identity.origins = airlock_policy::OriginSet::parse("identity.origins", origins)
+                .map_err(|e| Error::Invalid {
+                    key: e.key,
+                    message: e.message,
+                })?;
+        }
+        Ok(identity)
     }
 
     /// The first tool its `[tools] deny` names that `known` does not know, as the

@@ -44,6 +44,8 @@ pub(crate) struct Plan {
     /// Whether its requests are signed (Web Bot Auth), for which origins and how
     /// long a signature lives; the key is its tenant's active one when it opens.
     pub(crate) signing: Option<airlock_config::Identity>,
+    /// The operator's `[identity]`, which a tenant's policy may turn on or off.
+    pub(crate) identity: Arc<airlock_config::Identity>,
 }
 
 impl Plan {
@@ -65,6 +67,7 @@ impl Plan {
             approval_timeout,
             own_effects: false,
             signing: identity.sign.then(|| identity.clone()),
+            identity: Arc::new(identity.clone()),
         }
     }
 
@@ -96,7 +99,8 @@ impl Plan {
             denied_tools: narrowed.denied_tools,
             approval_timeout: narrowed.approval_timeout,
             own_effects,
-            signing: self.signing.clone(),
+            signing: Some(tenant.identity(&self.identity).map_err(invalid)?).filter(|i| i.sign),
+            identity: self.identity.clone(),
         })
     }
 }

@@ -36,6 +36,16 @@ async fn ruled_signing_gateway(
     origins: &[String],
     rules: airlock_risk::Rules,
 ) -> (Arc<Gateway>, Arc<Vault>) {
+    gateway_signing(h, sites, origins, rules, true).await
+}
+
+async fn gateway_signing(
+    h: &Harness,
+    sites: &[&VerifyingSite],
+    origins: &[String],
+    rules: airlock_risk::Rules,
+    sign: bool,
+) -> (Arc<Gateway>, Arc<Vault>) {
     let vault = Arc::new(
         Vault::open(
             Store::open_in_memory().await.unwrap(),
@@ -60,7 +70,7 @@ async fn ruled_signing_gateway(
             rules,
             approval_timeout: Duration::from_secs(30),
             identity: Identity {
-                sign: true,
+                sign,
                 origins: OriginSet::parse("identity.origins", origins).unwrap(),
                 lifetime: Duration::from_secs(60),
                 // Where sites would fetch the directory: never fetched here.
@@ -340,6 +350,64 @@ async fn a_request_an_effect_rule_held_is_signed_when_a_person_releases_it() {
         let sent = a.received_at("/transfer");
         assert_eq!(sent.len(), 1, "{}", describe(&sent));
         assert_eq!(sent[0].verified, Ok(key.kid.clone()), "{}", describe(&sent));
+        gateway.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_policy_turns_signing_on_for_its_sessions_opened_after_it() {
+    with_browser(|h| async move {
+        let a = VerifyingSite::start().await;
+        // The operator signs nothing.
+        let (gateway, vault) =
+            gateway_signing(&h, &[&a], &[], airlock_risk::Rules::default(), false).await;
+        let key = vault.create_identity("default").await.unwrap();
+        a.trust(&key.kid, &key.public_key);
+        let before = gateway.agent_session();
+        before.call(navigate(a.url("/page?before"))).await;
+        until_done(&before).await;
+        assert!(
+            a.received().iter().all(|r| !r.signed()),
+            "{}",
+            describe(&a.received())
+        );
+        // The tenant turns it on, for its own origin only: sessions opened after it sign.
+        let policy: airlock_config::TenantPolicy = serde_json::from_value(serde_json::json!({
+            "identity": {"sign": true, "origins": [a.origin()]}
+        }))
+        .unwrap();
+        gateway
+            .set_tenant_policy("default", &policy, "test:alice")
+            .await
+            .unwrap();
+        let after = gateway.agent_session();
+        after.call(navigate(a.url("/page?after"))).await;
+        until_done(&after).await;
+        let signed: Vec<Received> = a
+            .received()
+            .into_iter()
+            .skip_while(|r| !r.line.contains("after"))
+            .collect();
+        assert!(signed.len() >= 3, "{}", describe(&signed));
+        assert!(
+            signed.iter().all(|r| r.verified == Ok(key.kid.clone())),
+            "{}",
+            describe(&signed)
+        );
+        // An origin that is not a set's entry is refused by its key, nothing stored.
+        let bad: airlock_config::TenantPolicy = serde_json::from_value(serde_json::json!({
+            "identity": {"origins": ["not an origin/"]}
+        }))
+        .unwrap();
+        let refused = gateway
+            .set_tenant_policy("default", &bad, "test:alice")
+            .await
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("identity.origins"),
+            "{refused}"
+        );
         gateway.shutdown().await;
     })
     .await;
