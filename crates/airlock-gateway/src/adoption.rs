@@ -256,7 +256,7 @@ impl Gateway {
             }
         };
         let sets = crate::reads::Sets::new(&self.config.flow.origins, plan.origins.clone(), own);
-        let signer = self.session_signer(tenant, &plan, &policy).await?;
+        let signer = Box::pin(self.session_signer(tenant, &plan, &policy)).await?;
         let session = match self.host.attach(address, on_worker, &key).await {
             Ok(session) => {
                 // The worker asks whichever connection holds the session: this one

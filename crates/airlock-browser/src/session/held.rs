@@ -47,7 +47,7 @@ impl Session {
             let (method, params) = if send {
                 (
                     "Fetch.continueRequest",
-                    self.requests.release_params(&hold).await,
+                    Box::pin(self.requests.release_params(&hold)).await,
                 )
             } else {
                 (
