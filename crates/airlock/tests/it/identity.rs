@@ -15,16 +15,8 @@ use base64::Engine as _;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::Command;
 
-use crate::mcp_clients::{python, root};
+use crate::mcp_clients::{node, python, root};
 use crate::server::{BIN, serve_with, stop};
-
-fn node() -> std::path::PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("node"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| std::path::PathBuf::from("/usr/bin/node"))
-}
 
 async fn cli(data: &std::path::Path, config: &std::path::Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(BIN)
@@ -80,17 +72,14 @@ async fn cloudflares_node_packages_verify_every_request_through_the_served_direc
     let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(seed);
     let key_file = tmp.path().join("key");
     std::fs::write(&key_file, &encoded).unwrap();
-    let (ok, imported) = cli(
-        &data,
-        &config,
-        &[
-            "identity",
-            "import",
-            "--key-file",
-            key_file.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let import_args = [
+        "identity",
+        "import",
+        "--key-file",
+        key_file.to_str().unwrap(),
+    ];
+    let import = || cli(&data, &config, &import_args);
+    let (ok, imported) = import().await;
     assert!(ok, "{imported}");
     let kid = airlock_vault::webbotauth::thumbprint(
         &ed25519_dalek::SigningKey::from_bytes(&seed)
@@ -99,17 +88,7 @@ async fn cloudflares_node_packages_verify_every_request_through_the_served_direc
     );
     assert!(imported.contains(&kid), "{imported}");
     assert!(!imported.contains(&encoded[..20]), "{imported}");
-    let (ok, again) = cli(
-        &data,
-        &config,
-        &[
-            "identity",
-            "import",
-            "--key-file",
-            key_file.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let (ok, again) = import().await;
     assert!(!ok && again.contains("rotate"), "{again}");
 
     let served = serve_with(tmp.path(), None, Some(&config)).await;

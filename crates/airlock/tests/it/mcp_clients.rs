@@ -506,7 +506,7 @@ async fn the_vercel_ai_sdk_keeps_one_browser_at_a_named_url() {
 }
 
 /// Node, from `PATH` (as the console tests run it).
-fn node() -> PathBuf {
+pub(crate) fn node() -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join("node"))

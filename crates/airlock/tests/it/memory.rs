@@ -3,16 +3,13 @@
 //! any Chromium) scanned for every form of the secret it typed, once the session
 //! is closed.
 
-use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use airlock_gateway::{Gateway, GatewayConfig, Interaction, OpenOptions, SessionCall, ToolCall};
 use airlock_test_support::{chromium_processes_under, with_browser};
-use airlock_worker::{Host, LocalWorker, Remote, WorkerSpawn};
+use airlock_worker::{Host, Remote};
 use base64::Engine as _;
-
-use crate::server::BIN;
 
 const SECRET: &str = "Wq7-vault-pw-3e9c41d2";
 
@@ -112,20 +109,8 @@ fn descendants(pid: u32) -> Vec<u32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_session_leaves_no_copy_of_its_secret_in_any_process() {
     with_browser(|h| async move {
-        let parent = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let worker = Arc::new(LocalWorker::new(WorkerSpawn {
-            exe: BIN.into(),
-            browser: airlock_config::BrowserConfig {
-                chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
-                ..Default::default()
-            },
-            user: airlock_config::DEFAULT_WORKER_USER.to_owned(),
-            browser_user: airlock_config::DEFAULT_BROWSER_USER.to_owned(),
-            parent: Some(parent.path().to_owned()),
-            args: vec![],
-            grace: airlock_worker::remote::GRACE,
-        }));
+        let parent = crate::worker::passable_dir();
+        let worker = crate::worker::local_worker(parent.path(), airlock_worker::remote::GRACE);
         let host: Host = Remote::new(worker.clone()).await.unwrap().into();
         let vault = airlock_vault::Vault::open(
             airlock_vault::Store::open_in_memory().await.unwrap(),
@@ -240,20 +225,8 @@ fn key_forms(seed: &[u8; 32]) -> Vec<(String, Vec<u8>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_whose_sessions_sign_every_request_never_holds_the_signing_key() {
     with_browser(|_h| async move {
-        let parent = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let worker = Arc::new(LocalWorker::new(WorkerSpawn {
-            exe: BIN.into(),
-            browser: airlock_config::BrowserConfig {
-                chrome: std::env::var_os("AIRLOCK_CHROME").map(Into::into),
-                ..Default::default()
-            },
-            user: airlock_config::DEFAULT_WORKER_USER.to_owned(),
-            browser_user: airlock_config::DEFAULT_BROWSER_USER.to_owned(),
-            parent: Some(parent.path().to_owned()),
-            args: vec![],
-            grace: airlock_worker::remote::GRACE,
-        }));
+        let parent = crate::worker::passable_dir();
+        let worker = crate::worker::local_worker(parent.path(), airlock_worker::remote::GRACE);
         let host: Host = Remote::new(worker.clone()).await.unwrap().into();
         let vault = Arc::new(
             airlock_vault::Vault::open(

@@ -27,7 +27,7 @@ pub(crate) fn navigate(url: String) -> ToolCall {
 }
 
 // The local worker as `serve` starts it, under `parent`, hung after `grace`.
-fn local_worker(parent: &Path, grace: Duration) -> Arc<LocalWorker> {
+pub(crate) fn local_worker(parent: &Path, grace: Duration) -> Arc<LocalWorker> {
     Arc::new(LocalWorker::new(WorkerSpawn {
         exe: BIN.into(),
         browser: airlock_config::BrowserConfig {
@@ -43,7 +43,7 @@ fn local_worker(parent: &Path, grace: Duration) -> Arc<LocalWorker> {
 }
 
 // A temp dir any user may pass through (a worker's user makes its directory there).
-fn passable_dir() -> tempfile::TempDir {
+pub(crate) fn passable_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
