@@ -71,20 +71,29 @@ impl Store {
         })
     }
 
-    /// A tenant's keys (every tenant's with `None`), newest first.
+    /// A tenant's keys (every tenant's with `None`): the active one, then the retired
+    /// ones, latest retired first.
     pub async fn identity_keys(&self, tenant: Option<&str>) -> Result<Vec<IdentityKeyRecord>> {
+        // The active key first, then the retired ones, the latest retired first (a
+        // key made and rotated within one millisecond must not trade places).
         on_pool!(self, |pool| {
             let rows = match tenant {
-                Some(tenant) => sqlx::query(
-                    "SELECT * FROM identity_keys WHERE tenant = $1 ORDER BY created_ms DESC, kid",
-                )
-                .bind(tenant)
-                .fetch_all(pool)
-                .await?,
+                Some(tenant) => {
+                    sqlx::query(
+                        "SELECT * FROM identity_keys WHERE tenant = $1 ORDER BY
+                           CASE WHEN retired_ms IS NULL THEN 0 ELSE 1 END, retired_ms DESC, created_ms DESC, kid",
+                    )
+                    .bind(tenant)
+                    .fetch_all(pool)
+                    .await?
+                }
                 None => {
-                    sqlx::query("SELECT * FROM identity_keys ORDER BY tenant, created_ms DESC, kid")
-                        .fetch_all(pool)
-                        .await?
+                    sqlx::query(
+                        "SELECT * FROM identity_keys ORDER BY tenant,
+                           CASE WHEN retired_ms IS NULL THEN 0 ELSE 1 END, retired_ms DESC, created_ms DESC, kid",
+                    )
+                    .fetch_all(pool)
+                    .await?
                 }
             };
             rows.iter().map(identity_row).collect()

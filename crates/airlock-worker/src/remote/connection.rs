@@ -164,6 +164,8 @@ pub(super) struct Connection {
     shelf: Arc<Shelf>,
     // The sessions this connection holds (opened or attached).
     held: Arc<Mutex<std::collections::HashSet<String>>>,
+    // The signature asks this connection took: it answers those and no others.
+    taken: Arc<Mutex<std::collections::HashSet<u64>>>,
 }
 
 impl Connection {
@@ -172,6 +174,7 @@ impl Connection {
             host,
             shelf,
             held: Arc::default(),
+            taken: Arc::default(),
         }
     }
 
@@ -285,12 +288,25 @@ impl Worker for Connection {
 
     async fn asks(self, _: Context, wait_ms: u64) -> Vec<Ask> {
         let wait = Duration::from_millis(wait_ms).min(Duration::from_secs(10));
-        self.shelf.asks.take(&self.held, wait).await
+        let asks = self.shelf.asks.take(&self.held, wait).await;
+        let mut taken = lock(&self.taken);
+        // An ask unanswered this long ago went unsigned: a control plane that
+        // stops answering does not grow this without bound.
+        if taken.len() > 4096 {
+            taken.clear();
+        }
+        taken.extend(asks.iter().map(|a| a.id));
+        drop(taken);
+        asks
     }
 
     async fn answers(self, _: Context, answers: Vec<(u64, Option<SignedHeaders>)>) {
+        // Only what this connection took: another holder of the token cannot put
+        // headers of its choosing on a session it does not hold.
         for (id, headers) in answers {
-            self.shelf.asks.answer(id, headers);
+            if lock(&self.taken).remove(&id) {
+                self.shelf.asks.answer(id, headers);
+            }
         }
     }
 

@@ -16,6 +16,8 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use zeroize::Zeroizing;
 
+mod signing;
+
 const TOKEN: &str = "the-deployment-token";
 
 fn my_uid() -> u32 {
