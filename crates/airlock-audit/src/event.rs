@@ -276,7 +276,9 @@ pub struct CallDone {
     /// when they are signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed_by: Option<String>,
-    /// Requests signed since the session's previous call event.
+    /// Signatures made for the session's requests since its previous call event (a
+    /// request may still have failed after it was signed: the site's own record says
+    /// what arrived).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub signed: u64,
 }

@@ -58,11 +58,19 @@ async fn server() -> (axum::Router, Arc<airlock_vault::Vault>, tempfile::TempDir
 }
 
 async fn fetch(router: &axum::Router, path: &str) -> (StatusCode, HeaderMap, Vec<u8>) {
+    fetch_at(router, path, HOST).await
+}
+
+async fn fetch_at(
+    router: &axum::Router,
+    path: &str,
+    host: &str,
+) -> (StatusCode, HeaderMap, Vec<u8>) {
     let response = router
         .clone()
         .oneshot(
             Request::get(path)
-                .header("host", HOST)
+                .header("host", host)
                 .header(
                     "accept",
                     "application/http-message-signatures-directory+json",
@@ -191,6 +199,20 @@ async fn the_directory_lists_the_tenants_keys_signed_by_each_for_its_authority()
             &key.public_key
         ));
     }
+    // The directory sits behind the same edge as `/mcp`: a name this loopback server
+    // does not answer to (a rebinding page's) is refused.
+    let (status, _, body) = fetch_at(
+        &router,
+        "/.well-known/http-message-signatures-directory",
+        "attacker.example",
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
     // Another tenant's directory is its own, at its own path.
     let (status, _, _) = fetch(&router, "/identity/acme/directory").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
